@@ -1,0 +1,135 @@
+//! Loading RV32 ELF images (handler images and bare-metal programs).
+
+use std::collections::BTreeMap;
+
+use object::elf;
+use object::read::elf::{FileHeader, ProgramHeader};
+use object::{LittleEndian as LE, Object, ObjectSymbol};
+
+use crate::mem::Perm;
+
+/// One PT_LOAD segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub vaddr: u32,
+    pub memsz: u32,
+    /// Initialised bytes (`filesz`); the rest up to `memsz` is zero.
+    pub data: Vec<u8>,
+    pub perm: Perm,
+}
+
+impl Segment {
+    pub fn end(&self) -> u64 {
+        self.vaddr as u64 + self.memsz as u64
+    }
+}
+
+/// A parsed image: entry point, loadable segments, and symbols.
+#[derive(Clone, Debug)]
+pub struct ElfImage {
+    pub entry: u32,
+    pub segments: Vec<Segment>,
+    pub symbols: BTreeMap<String, u32>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ElfError {
+    #[error("cannot read {path}: {source}")]
+    Io { path: String, source: std::io::Error },
+    #[error("not a valid ELF file: {0}")]
+    Parse(String),
+    #[error("not a 32-bit little-endian RISC-V executable ({0})")]
+    WrongTarget(String),
+    #[error("no loadable segments")]
+    NoSegments,
+    #[error("segment at 0x{vaddr:08x} has filesz {filesz} > memsz {memsz}")]
+    BadSegment { vaddr: u32, filesz: u32, memsz: u32 },
+    #[error("segment at 0x{vaddr:08x} (size 0x{memsz:x}) wraps past the 32-bit address space")]
+    SegmentWraps { vaddr: u32, memsz: u32 },
+    #[error("segments at 0x{a:08x} and 0x{b:08x} overlap")]
+    Overlap { a: u32, b: u32 },
+    #[error("symbol `{0}` not found in the image")]
+    NoSymbol(String),
+}
+
+impl ElfImage {
+    pub fn load(path: &std::path::Path) -> Result<ElfImage, ElfError> {
+        let data = std::fs::read(path).map_err(|e| ElfError::Io { path: path.display().to_string(), source: e })?;
+        ElfImage::parse(&data)
+    }
+
+    pub fn parse(data: &[u8]) -> Result<ElfImage, ElfError> {
+        let perr = |e: object::Error| ElfError::Parse(e.to_string());
+        if data.len() < 5 || &data[..4] != b"\x7fELF" {
+            return Err(ElfError::Parse("missing ELF magic".into()));
+        }
+        if data[4] != elf::ELFCLASS32 {
+            return Err(ElfError::WrongTarget("not ELFCLASS32".into()));
+        }
+        let hdr = elf::FileHeader32::<LE>::parse(data).map_err(perr)?;
+        let e = LE;
+        if hdr.e_ident().data != elf::ELFDATA2LSB {
+            return Err(ElfError::WrongTarget("big-endian".into()));
+        }
+        if hdr.e_machine(e) != elf::EM_RISCV {
+            return Err(ElfError::WrongTarget(format!("e_machine={}", hdr.e_machine(e))));
+        }
+        if hdr.e_type(e) != elf::ET_EXEC {
+            return Err(ElfError::WrongTarget("not an executable (ET_EXEC); link the object first".into()));
+        }
+        let mut segments = Vec::new();
+        for ph in hdr.program_headers(e, data).map_err(perr)? {
+            if ph.p_type(e) != elf::PT_LOAD || ph.p_memsz(e) == 0 {
+                continue;
+            }
+            let (vaddr, memsz, filesz) = (ph.p_vaddr(e), ph.p_memsz(e), ph.p_filesz(e));
+            if filesz > memsz {
+                return Err(ElfError::BadSegment { vaddr, filesz, memsz });
+            }
+            if vaddr as u64 + memsz as u64 > 1 << 32 {
+                return Err(ElfError::SegmentWraps { vaddr, memsz });
+            }
+            let bytes = ph.data(e, data).map_err(|_| ElfError::Parse(format!("segment at 0x{vaddr:08x} lies outside the file")))?;
+            let f = ph.p_flags(e);
+            let mut perm = Perm(0);
+            if f & elf::PF_R != 0 {
+                perm = perm | Perm::R;
+            }
+            if f & elf::PF_W != 0 {
+                perm = perm | Perm::W;
+            }
+            if f & elf::PF_X != 0 {
+                perm = perm | Perm::X;
+            }
+            segments.push(Segment { vaddr, memsz, data: bytes.to_vec(), perm });
+        }
+        if segments.is_empty() {
+            return Err(ElfError::NoSegments);
+        }
+        segments.sort_by_key(|s| s.vaddr);
+        for w in segments.windows(2) {
+            if w[0].end() > w[1].vaddr as u64 {
+                return Err(ElfError::Overlap { a: w[0].vaddr, b: w[1].vaddr });
+            }
+        }
+        let file = object::File::parse(data).map_err(perr)?;
+        let mut symbols = BTreeMap::new();
+        for s in file.symbols() {
+            if let Ok(name) = s.name() {
+                if !name.is_empty() && s.is_definition() {
+                    symbols.insert(name.to_string(), s.address() as u32);
+                }
+            }
+        }
+        Ok(ElfImage { entry: hdr.e_entry(e), segments, symbols })
+    }
+
+    pub fn symbol(&self, name: &str) -> Result<u32, ElfError> {
+        self.symbols.get(name).copied().ok_or_else(|| ElfError::NoSymbol(name.to_string()))
+    }
+
+    /// Executable segments as `(address, initialised bytes)`, for decoding.
+    pub fn code_ranges(&self) -> Vec<(u32, &[u8])> {
+        self.segments.iter().filter(|s| s.perm.has(Perm::X)).map(|s| (s.vaddr, &s.data[..])).collect()
+    }
+}

@@ -1,0 +1,518 @@
+//! One handler processing unit: architectural state plus the interpreter loop.
+//!
+//! The loop is block-structured: at each block entry it checks the pc, the
+//! slice and watchdog limits, and charges the block's instruction count and
+//! static cycles; then it runs the block's instructions straight from the
+//! decoder cache with no per-instruction bookkeeping. Only taken branches,
+//! memory latency and misalignment add cycles dynamically.
+
+use crate::isa::{csr, Op, REG_SINK};
+use crate::mem::{atomic_at, AccessError, AddressSpace, Perm, SEQ};
+use crate::program::Program;
+use crate::timing::TimingModel;
+
+/// Why the guest stopped with an error.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Load from an address no window covers.
+    LoadAccess,
+    /// Store (or AMO) to an address no window covers.
+    StoreAccess,
+    /// Load from a window without read permission.
+    LoadDenied,
+    /// Store to read-only memory.
+    StoreDenied,
+    /// Instruction fetch from memory that is not executable.
+    FetchAccess,
+    /// Misaligned AMO / LR / SC (the core splits plain accesses, not atomics).
+    Misaligned,
+    /// Undecodable or privileged instruction; the raw bits are in `addr`.
+    IllegalInstruction,
+    /// `ebreak`.
+    Breakpoint,
+    /// The instruction budget ran out (PsPIN's HPU watchdog, seed 001 §3.2.3).
+    Watchdog,
+    /// `ecall` with a service number the runtime does not provide.
+    UnknownService,
+    /// A runtime service rejected the request (e.g. a bad guest pointer).
+    ServiceFault,
+}
+
+impl FaultKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            FaultKind::LoadAccess => "load access fault",
+            FaultKind::StoreAccess => "store access fault",
+            FaultKind::LoadDenied => "load from non-readable memory",
+            FaultKind::StoreDenied => "store to read-only memory",
+            FaultKind::FetchAccess => "instruction fetch from non-executable memory",
+            FaultKind::Misaligned => "misaligned atomic access",
+            FaultKind::IllegalInstruction => "illegal instruction",
+            FaultKind::Breakpoint => "breakpoint (ebreak)",
+            FaultKind::Watchdog => "watchdog: instruction budget exhausted",
+            FaultKind::UnknownService => "unknown ecall service",
+            FaultKind::ServiceFault => "runtime service fault",
+        }
+    }
+}
+
+/// A guest fault: cause, pc of the faulting instruction, and the address
+/// involved (data address, raw instruction bits, or service number).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Fault {
+    pub kind: FaultKind,
+    pub pc: u32,
+    pub addr: u32,
+}
+
+impl std::fmt::Display for Fault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let what = match self.kind {
+            FaultKind::IllegalInstruction => "bits",
+            FaultKind::UnknownService | FaultKind::ServiceFault => "service",
+            FaultKind::Watchdog | FaultKind::Breakpoint => "",
+            _ => "address",
+        };
+        write!(f, "{} at pc=0x{:08x}", self.kind.name(), self.pc)?;
+        if !what.is_empty() {
+            write!(f, " {what}=0x{:08x}", self.addr)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for Fault {}
+
+/// Why [`Hpu::run`] returned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stop {
+    /// The handler returned to [`Hpu::return_addr`]; `a0` holds its result.
+    Returned,
+    /// The guest asked to exit (bare-metal `exit` service) with this status.
+    Exit(i32),
+    /// The cycle slice given to `run` is used up; call `run` again to go on.
+    SliceEnd,
+    /// A runtime service suspended the HPU (e.g. waiting on a command). The pc
+    /// is already past the `ecall`; the embedding sets the result registers and
+    /// calls `run` again when it wants the HPU to resume.
+    Suspended,
+    Fault(Fault),
+}
+
+/// What a runtime service tells the interpreter to do next.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Ecall {
+    /// Continue after the `ecall` (results already written to a0/a1).
+    Continue,
+    /// Stop the guest with this exit status.
+    Exit(i32),
+    /// Stop with [`Stop::Suspended`].
+    Suspend,
+    /// The service number is unknown.
+    Unknown,
+    /// The request was invalid in a way that must end the guest.
+    Fault,
+}
+
+/// Runtime services behind `ecall`, implemented by the embedding (the
+/// bare-metal runner, the sPIN engine). Service numbers and argument
+/// registers are defined in `sdk/include/softspin_abi.h` / [`crate::abi`].
+pub trait Runtime {
+    fn ecall(&mut self, hpu: &mut Hpu) -> Ecall;
+}
+
+/// Architectural and accounting state of one HPU.
+pub struct Hpu {
+    /// x0..x31, then [`REG_SINK`]; 256 entries so a `u8` index never needs a
+    /// bounds check.
+    regs: [u32; 256],
+    pub pc: u32,
+    /// Cycles and retired instructions since reset.
+    pub cycles: u64,
+    pub instret: u64,
+    /// The watchdog: executing past this many retired instructions faults.
+    pub instret_limit: u64,
+    /// Jumping here ends the handler with [`Stop::Returned`].
+    pub return_addr: u32,
+    /// Added to the cycle-derived time for `rdtime` (embedding's clock).
+    pub time_base_ns: u64,
+    pub mem: AddressSpace,
+    reservation: Option<(u32, u32)>,
+    timing: TimingModel,
+    /// Taken branches (for statistics).
+    pub taken_branches: u64,
+    pub loads: u64,
+    pub stores: u64,
+}
+
+/// Register ABI names, for diagnostics.
+pub const REG_NAMES: [&str; 32] = [
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2",
+    "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+];
+
+/// Default return address: not 2-byte aligned code can never live there, and
+/// no map places code at the top page.
+pub const DEFAULT_RETURN_ADDR: u32 = 0xFFFF_FFF0;
+
+impl Hpu {
+    pub fn new(timing: &TimingModel) -> Hpu {
+        Hpu {
+            regs: [0; 256],
+            pc: 0,
+            cycles: 0,
+            instret: 0,
+            instret_limit: u64::MAX,
+            return_addr: DEFAULT_RETURN_ADDR,
+            time_base_ns: 0,
+            mem: AddressSpace::new(timing),
+            reservation: None,
+            timing: timing.clone(),
+            taken_branches: 0,
+            loads: 0,
+            stores: 0,
+        }
+    }
+
+    pub fn timing(&self) -> &TimingModel {
+        &self.timing
+    }
+
+    #[inline]
+    pub fn reg(&self, r: usize) -> u32 {
+        if r < 32 {
+            self.regs[r]
+        } else {
+            0
+        }
+    }
+
+    #[inline]
+    pub fn set_reg(&mut self, r: usize, v: u32) {
+        if r > 0 && r < 32 {
+            self.regs[r] = v;
+        }
+    }
+
+    /// Reset registers and the reservation for a new handler invocation:
+    /// `pc` at `entry`, `ra` at the return address, `sp`, and up to four
+    /// arguments. Allocation-free.
+    pub fn start_call(&mut self, entry: u32, sp: u32, args: &[u32]) {
+        self.regs[..33].fill(0);
+        self.regs[1] = self.return_addr;
+        self.regs[2] = sp;
+        for (k, a) in args.iter().take(8).enumerate() {
+            self.regs[10 + k] = *a;
+        }
+        self.pc = entry;
+        self.reservation = None;
+    }
+
+    /// Charge extra cycles (runtime services use this for their costs).
+    pub fn add_cycles(&mut self, c: u64) {
+        self.cycles += c;
+    }
+
+    /// Run until the handler returns, faults, exits, suspends, or `cycles`
+    /// reaches `until_cycles` (checked at block boundaries, so a slice may
+    /// overrun by at most one block).
+    pub fn run<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64) -> Stop {
+        let insts = &prog.insts[..];
+        let cost = &prog.cost[..];
+        let base = prog.base;
+        let taken = self.timing.branch_taken_penalty as u64;
+        let mis = self.timing.misaligned_penalty as u64;
+        let mut pc = self.pc;
+        'block: loop {
+            let off = pc.wrapping_sub(base);
+            if off >= prog.len {
+                self.pc = pc;
+                if pc == self.return_addr {
+                    return Stop::Returned;
+                }
+                return Stop::Fault(Fault { kind: FaultKind::FetchAccess, pc, addr: pc });
+            }
+            let mut idx = (off >> 1) as usize;
+            if self.cycles >= until_cycles {
+                self.pc = pc;
+                return Stop::SliceEnd;
+            }
+            if self.instret >= self.instret_limit {
+                self.pc = pc;
+                return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc, addr: 0 });
+            }
+            let c = cost[idx];
+            self.instret += c.insts as u64;
+            self.cycles += c.cycles as u64;
+
+            // Fault inside the block: undo the charge for the instructions
+            // that did not retire, record the pc, stop.
+            macro_rules! fault {
+                ($kind:expr, $addr:expr) => {{
+                    let rest = cost[idx];
+                    self.instret -= rest.insts as u64;
+                    self.cycles -= rest.cycles as u64;
+                    let fpc = base + (idx as u32) * 2;
+                    self.pc = fpc;
+                    return Stop::Fault(Fault { kind: $kind, pc: fpc, addr: $addr });
+                }};
+            }
+            macro_rules! mem {
+                ($addr:expr, $len:expr, $perm:expr, $is_store:expr) => {{
+                    let a: u32 = $addr;
+                    match self.mem.xlate(a, $len, $perm) {
+                        Ok(p) => {
+                            if a & ($len - 1) != 0 {
+                                self.cycles += mis;
+                            }
+                            p
+                        }
+                        Err(e) => {
+                            let kind = match (e, $is_store) {
+                                (AccessError::Unmapped, false) => FaultKind::LoadAccess,
+                                (AccessError::Unmapped, true) => FaultKind::StoreAccess,
+                                (AccessError::Denied, false) => FaultKind::LoadDenied,
+                                (AccessError::Denied, true) => FaultKind::StoreDenied,
+                            };
+                            fault!(kind, a)
+                        }
+                    }
+                }};
+            }
+            macro_rules! amo {
+                ($i:expr, $f:expr) => {{
+                    let a = self.regs[$i.rs1 as usize];
+                    if a & 3 != 0 {
+                        fault!(FaultKind::Misaligned, a)
+                    }
+                    let p = mem!(a, 4, Perm::RW, true);
+                    let src = self.regs[$i.rs2 as usize];
+                    // SAFETY: aligned pointer into a live block.
+                    let cell = unsafe { atomic_at(p) };
+                    let f = $f;
+                    let old = match cell.fetch_update(SEQ, SEQ, |v| Some(f(v, src))) {
+                        Ok(v) | Err(v) => v,
+                    };
+                    self.regs[$i.rd as usize] = old;
+                    self.loads += 1;
+                    self.stores += 1;
+                    idx += $i.size as usize;
+                }};
+            }
+
+            loop {
+                let i = insts[idx];
+                let r = &mut self.regs;
+                let rs1 = r[i.rs1 as usize];
+                let rs2 = r[i.rs2 as usize];
+                let imm = i.imm as u32;
+                let next = || base + (idx as u32 + i.size as u32) * 2;
+                match i.op {
+                    Op::Addi => r[i.rd as usize] = rs1.wrapping_add(imm),
+                    Op::Add => r[i.rd as usize] = rs1.wrapping_add(rs2),
+                    Op::Li => r[i.rd as usize] = imm,
+                    Op::Lw => {
+                        let p = mem!(rs1.wrapping_add(imm), 4, Perm::R, false);
+                        // SAFETY: xlate checked 4 bytes.
+                        self.regs[i.rd as usize] = unsafe { (p as *const u32).read_unaligned() };
+                        self.loads += 1;
+                    }
+                    Op::Sw => {
+                        let p = mem!(rs1.wrapping_add(imm), 4, Perm::W, true);
+                        // SAFETY: xlate checked 4 bytes.
+                        unsafe { (p as *mut u32).write_unaligned(rs2) };
+                        self.stores += 1;
+                    }
+                    Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => {
+                        let t = match i.op {
+                            Op::Beq => rs1 == rs2,
+                            Op::Bne => rs1 != rs2,
+                            Op::Blt => (rs1 as i32) < (rs2 as i32),
+                            Op::Bge => (rs1 as i32) >= (rs2 as i32),
+                            Op::Bltu => rs1 < rs2,
+                            _ => rs1 >= rs2,
+                        };
+                        if t {
+                            pc = imm;
+                            self.cycles += taken;
+                            self.taken_branches += 1;
+                        } else {
+                            pc = next();
+                        }
+                        continue 'block;
+                    }
+                    Op::Jal => {
+                        r[i.rd as usize] = next();
+                        pc = imm;
+                        continue 'block;
+                    }
+                    Op::Jalr => {
+                        let link = next();
+                        pc = rs1.wrapping_add(imm) & !1;
+                        r[i.rd as usize] = link;
+                        continue 'block;
+                    }
+                    Op::Lb | Op::Lh | Op::Lbu | Op::Lhu => {
+                        let a = rs1.wrapping_add(imm);
+                        let v = match i.op {
+                            // SAFETY (all four): xlate checked the length.
+                            Op::Lb => unsafe { *mem!(a, 1, Perm::R, false) as i8 as u32 },
+                            Op::Lbu => unsafe { *mem!(a, 1, Perm::R, false) as u32 },
+                            Op::Lh => unsafe { (mem!(a, 2, Perm::R, false) as *const i16).read_unaligned() as u32 },
+                            _ => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
+                        };
+                        self.regs[i.rd as usize] = v;
+                        self.loads += 1;
+                    }
+                    Op::Sb => {
+                        let p = mem!(rs1.wrapping_add(imm), 1, Perm::W, true);
+                        // SAFETY: xlate checked 1 byte.
+                        unsafe { *p = rs2 as u8 };
+                        self.stores += 1;
+                    }
+                    Op::Sh => {
+                        let p = mem!(rs1.wrapping_add(imm), 2, Perm::W, true);
+                        // SAFETY: xlate checked 2 bytes.
+                        unsafe { (p as *mut u16).write_unaligned(rs2 as u16) };
+                        self.stores += 1;
+                    }
+                    Op::Slti => r[i.rd as usize] = ((rs1 as i32) < (imm as i32)) as u32,
+                    Op::Sltiu => r[i.rd as usize] = (rs1 < imm) as u32,
+                    Op::Xori => r[i.rd as usize] = rs1 ^ imm,
+                    Op::Ori => r[i.rd as usize] = rs1 | imm,
+                    Op::Andi => r[i.rd as usize] = rs1 & imm,
+                    Op::Slli => r[i.rd as usize] = rs1 << (imm & 31),
+                    Op::Srli => r[i.rd as usize] = rs1 >> (imm & 31),
+                    Op::Srai => r[i.rd as usize] = ((rs1 as i32) >> (imm & 31)) as u32,
+                    Op::Sub => r[i.rd as usize] = rs1.wrapping_sub(rs2),
+                    Op::Sll => r[i.rd as usize] = rs1 << (rs2 & 31),
+                    Op::Slt => r[i.rd as usize] = ((rs1 as i32) < (rs2 as i32)) as u32,
+                    Op::Sltu => r[i.rd as usize] = (rs1 < rs2) as u32,
+                    Op::Xor => r[i.rd as usize] = rs1 ^ rs2,
+                    Op::Srl => r[i.rd as usize] = rs1 >> (rs2 & 31),
+                    Op::Sra => r[i.rd as usize] = ((rs1 as i32) >> (rs2 & 31)) as u32,
+                    Op::Or => r[i.rd as usize] = rs1 | rs2,
+                    Op::And => r[i.rd as usize] = rs1 & rs2,
+                    Op::Mul => r[i.rd as usize] = rs1.wrapping_mul(rs2),
+                    Op::Mulh => r[i.rd as usize] = ((rs1 as i32 as i64 * rs2 as i32 as i64) >> 32) as u32,
+                    Op::Mulhsu => r[i.rd as usize] = ((rs1 as i32 as i64).wrapping_mul(rs2 as i64) >> 32) as u32,
+                    Op::Mulhu => r[i.rd as usize] = ((rs1 as u64 * rs2 as u64) >> 32) as u32,
+                    Op::Div => {
+                        r[i.rd as usize] = if rs2 == 0 {
+                            u32::MAX
+                        } else {
+                            (rs1 as i32).wrapping_div(rs2 as i32) as u32
+                        }
+                    }
+                    Op::Divu => r[i.rd as usize] = rs1.checked_div(rs2).unwrap_or(u32::MAX),
+                    Op::Rem => {
+                        r[i.rd as usize] = if rs2 == 0 { rs1 } else { (rs1 as i32).wrapping_rem(rs2 as i32) as u32 }
+                    }
+                    Op::Remu => r[i.rd as usize] = rs1.checked_rem(rs2).unwrap_or(rs1),
+                    Op::Fence => {}
+                    Op::LrW => {
+                        let a = rs1;
+                        if a & 3 != 0 {
+                            fault!(FaultKind::Misaligned, a)
+                        }
+                        let p = mem!(a, 4, Perm::R, false);
+                        // SAFETY: aligned pointer into a live block.
+                        let v = unsafe { atomic_at(p) }.load(SEQ);
+                        self.regs[i.rd as usize] = v;
+                        self.reservation = Some((a, v));
+                        self.loads += 1;
+                    }
+                    Op::ScW => {
+                        let a = rs1;
+                        if a & 3 != 0 {
+                            fault!(FaultKind::Misaligned, a)
+                        }
+                        let p = mem!(a, 4, Perm::W, true);
+                        // Succeeds only on the reserved word and only if no one
+                        // changed it since the LR (value-based reservation).
+                        let ok = match self.reservation.take() {
+                            // SAFETY: aligned pointer into a live block.
+                            Some((ra, v)) if ra == a => {
+                                unsafe { atomic_at(p) }.compare_exchange(v, rs2, SEQ, SEQ).is_ok()
+                            }
+                            _ => false,
+                        };
+                        self.regs[i.rd as usize] = (!ok) as u32;
+                        self.stores += ok as u64;
+                    }
+                    Op::AmoSwap => amo!(i, |_, s| s),
+                    Op::AmoAdd => amo!(i, |v: u32, s| v.wrapping_add(s)),
+                    Op::AmoXor => amo!(i, |v, s| v ^ s),
+                    Op::AmoAnd => amo!(i, |v, s| v & s),
+                    Op::AmoOr => amo!(i, |v, s| v | s),
+                    Op::AmoMin => amo!(i, |v: u32, s: u32| (v as i32).min(s as i32) as u32),
+                    Op::AmoMax => amo!(i, |v: u32, s: u32| (v as i32).max(s as i32) as u32),
+                    Op::AmoMinu => amo!(i, |v: u32, s| v.min(s)),
+                    Op::AmoMaxu => amo!(i, |v: u32, s| v.max(s)),
+                    Op::CsrRead => {
+                        // The block (ending here) is already charged; report
+                        // the counts before this instruction.
+                        let cycles = self.cycles - self.timing.csr as u64;
+                        let instret = self.instret - 1;
+                        let time = self.time_base_ns + self.timing.cycles_to_ns(cycles);
+                        let v = match imm as u16 {
+                            csr::CYCLE => cycles as u32,
+                            csr::CYCLEH => (cycles >> 32) as u32,
+                            csr::INSTRET => instret as u32,
+                            csr::INSTRETH => (instret >> 32) as u32,
+                            csr::TIME => time as u32,
+                            csr::TIMEH => (time >> 32) as u32,
+                            _ => 0,
+                        };
+                        self.regs[i.rd as usize] = v;
+                        pc = next();
+                        continue 'block;
+                    }
+                    Op::Ecall => {
+                        self.pc = base + idx as u32 * 2;
+                        let after = next();
+                        match rt.ecall(self) {
+                            Ecall::Continue => {
+                                pc = after;
+                                continue 'block;
+                            }
+                            Ecall::Exit(code) => {
+                                self.pc = after;
+                                return Stop::Exit(code);
+                            }
+                            Ecall::Suspend => {
+                                self.pc = after;
+                                return Stop::Suspended;
+                            }
+                            Ecall::Unknown => {
+                                let n = self.regs[17];
+                                fault!(FaultKind::UnknownService, n)
+                            }
+                            Ecall::Fault => {
+                                let n = self.regs[17];
+                                fault!(FaultKind::ServiceFault, n)
+                            }
+                        }
+                    }
+                    Op::Ebreak => fault!(FaultKind::Breakpoint, 0),
+                    Op::Illegal => fault!(FaultKind::IllegalInstruction, imm),
+                    Op::NoExec => {
+                        let a = base + idx as u32 * 2;
+                        fault!(FaultKind::FetchAccess, a)
+                    }
+                }
+                idx += i.size as usize;
+            }
+        }
+    }
+
+    /// Read a register by index (0..32) for embedding code and tests.
+    pub fn regs(&self) -> &[u32] {
+        &self.regs[..32]
+    }
+
+    /// Reset the sink register (never observable, kept tidy for debugging).
+    pub fn clear_sink(&mut self) {
+        self.regs[REG_SINK as usize] = 0;
+    }
+}

@@ -1,0 +1,360 @@
+//! Guest memory: shared backing blocks and per-HPU address spaces.
+//!
+//! A [`MemBlock`] is a zeroed, 8-byte aligned allocation that several HPUs
+//! (and, later, several host threads) share: an L1 scratchpad, the L2 packet
+//! buffer, handler memory. An [`AddressSpace`] is what one HPU may touch right
+//! now: a small fixed table of [`Window`]s, each mapping a guest address range
+//! onto part of a block with permissions and a latency class. The engine
+//! rewrites the table for every task — that is how PsPIN's per-task PMP
+//! protection (seed 001 §3.2.2) is modelled — and it costs no allocation.
+//!
+//! Guest loads and stores go through raw pointers: blocks may be shared
+//! between threads running different HPUs, exactly like the hardware's
+//! memories, and a guest-level data race is the guest's business. Atomics use
+//! host atomics so AMOs stay atomic across host threads.
+
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::Arc;
+
+use crate::timing::{MemClass, TimingModel, MEM_CLASSES};
+
+/// Access permissions of a window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Perm(pub u8);
+
+impl Perm {
+    pub const R: Perm = Perm(1);
+    pub const W: Perm = Perm(2);
+    pub const X: Perm = Perm(4);
+    pub const RW: Perm = Perm(3);
+    pub const RX: Perm = Perm(5);
+    pub const RWX: Perm = Perm(7);
+
+    pub fn has(self, p: Perm) -> bool {
+        self.0 & p.0 == p.0
+    }
+}
+
+impl std::ops::BitOr for Perm {
+    type Output = Perm;
+    fn bitor(self, o: Perm) -> Perm {
+        Perm(self.0 | o.0)
+    }
+}
+
+impl std::fmt::Display for Perm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let c = |p: Perm, ch| if self.has(p) { ch } else { '-' };
+        write!(f, "{}{}{}", c(Perm::R, 'r'), c(Perm::W, 'w'), c(Perm::X, 'x'))
+    }
+}
+
+/// A shareable block of guest memory.
+pub struct MemBlock {
+    ptr: *mut u8,
+    len: usize,
+    words: usize,
+}
+
+// SAFETY: the block is plain bytes; concurrent guest access is modelled as the
+// hardware's (racy plain accesses, atomic AMOs), see the module comment.
+unsafe impl Send for MemBlock {}
+unsafe impl Sync for MemBlock {}
+
+impl MemBlock {
+    /// A zeroed block of `len` bytes.
+    pub fn new(len: usize) -> Arc<MemBlock> {
+        let words = len.div_ceil(8).max(1);
+        let buf: Box<[u64]> = vec![0u64; words].into_boxed_slice();
+        let ptr = Box::into_raw(buf) as *mut u64 as *mut u8;
+        Arc::new(MemBlock { ptr, len, words })
+    }
+
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Copy bytes out of the block (host side). Panics on a bad range, which
+    /// is a bug in the embedding, not a guest error.
+    pub fn read(&self, offset: usize, out: &mut [u8]) {
+        assert!(offset.checked_add(out.len()).is_some_and(|e| e <= self.len), "MemBlock::read out of range");
+        // SAFETY: range checked above.
+        unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), out.as_mut_ptr(), out.len()) }
+    }
+
+    /// Copy bytes into the block (host side).
+    pub fn write(&self, offset: usize, data: &[u8]) {
+        assert!(offset.checked_add(data.len()).is_some_and(|e| e <= self.len), "MemBlock::write out of range");
+        // SAFETY: range checked above.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) }
+    }
+
+    /// Zero a range (host side).
+    pub fn fill(&self, offset: usize, len: usize, byte: u8) {
+        assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "MemBlock::fill out of range");
+        // SAFETY: range checked above.
+        unsafe { std::ptr::write_bytes(self.ptr.add(offset), byte, len) }
+    }
+
+    pub fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
+        let mut v = vec![0; len];
+        self.read(offset, &mut v);
+        v
+    }
+}
+
+impl Drop for MemBlock {
+    fn drop(&mut self) {
+        // SAFETY: reconstructs the boxed slice leaked in `new`.
+        unsafe {
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr as *mut u64, self.words)));
+        }
+    }
+}
+
+/// One guest-visible mapping.
+#[derive(Clone, Copy, Debug)]
+pub struct Window {
+    pub base: u32,
+    pub size: u32,
+    host: *mut u8,
+    /// Extra cycles per access (from the timing model's class latency).
+    pub latency: u32,
+    pub perm: Perm,
+    pub class: MemClass,
+}
+
+const EMPTY: Window =
+    Window { base: 0, size: 0, host: std::ptr::null_mut(), latency: 0, perm: Perm(0), class: MemClass::Ideal };
+
+/// Most windows one address space holds (stack, packet in L1 and L2, handler
+/// memory, scratchpads of every cluster, program memory, ...).
+pub const MAX_WINDOWS: usize = 24;
+
+/// Why a guest access failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AccessError {
+    /// No window covers the address (or the access runs past its end).
+    Unmapped,
+    /// A window covers it but lacks the permission.
+    Denied,
+}
+
+/// Per-access statistics.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AccessCounts {
+    pub by_class: [u64; MEM_CLASSES],
+    /// Cycles spent waiting on memory slower than L1.
+    pub stall_cycles: u64,
+}
+
+/// The memory one HPU sees.
+pub struct AddressSpace {
+    win: [Window; MAX_WINDOWS],
+    owners: [Option<Arc<MemBlock>>; MAX_WINDOWS],
+    n: usize,
+    last: usize,
+    latency: [u32; MEM_CLASSES],
+    pub counts: AccessCounts,
+}
+
+// SAFETY: the raw pointers point into `owners`' blocks, which are Send + Sync.
+unsafe impl Send for AddressSpace {}
+
+/// Error from [`AddressSpace::map`].
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum MapError {
+    #[error("window 0x{base:08x}+0x{size:x} exceeds its backing block ({block} bytes at offset {offset})")]
+    OutOfBlock { base: u32, size: u32, offset: usize, block: usize },
+    #[error("window 0x{base:08x}+0x{size:x} wraps around the 32-bit address space")]
+    Wraps { base: u32, size: u32 },
+    #[error("window 0x{base:08x}+0x{size:x} overlaps window 0x{other:08x}")]
+    Overlap { base: u32, size: u32, other: u32 },
+    #[error("more than {MAX_WINDOWS} windows")]
+    TooMany,
+}
+
+impl AddressSpace {
+    pub fn new(timing: &TimingModel) -> AddressSpace {
+        AddressSpace {
+            win: [EMPTY; MAX_WINDOWS],
+            owners: Default::default(),
+            n: 0,
+            last: 0,
+            latency: timing.mem_latency,
+            counts: AccessCounts::default(),
+        }
+    }
+
+    /// Remove every window (keeps the allocation-free table).
+    pub fn clear(&mut self) {
+        for o in &mut self.owners[..self.n] {
+            *o = None;
+        }
+        self.n = 0;
+        self.last = 0;
+        self.win[0] = EMPTY;
+    }
+
+    /// Map `size` bytes of `block` starting at `offset` at guest address `base`.
+    pub fn map(
+        &mut self,
+        base: u32,
+        size: u32,
+        block: &Arc<MemBlock>,
+        offset: usize,
+        perm: Perm,
+        class: MemClass,
+    ) -> Result<(), MapError> {
+        if offset.checked_add(size as usize).is_none_or(|e| e > block.len()) {
+            return Err(MapError::OutOfBlock { base, size, offset, block: block.len() });
+        }
+        if size > 0 && base.checked_add(size - 1).is_none() {
+            return Err(MapError::Wraps { base, size });
+        }
+        if let Some(o) = self.windows().iter().find(|w| base < w.base.wrapping_add(w.size) && w.base < base + size) {
+            return Err(MapError::Overlap { base, size, other: o.base });
+        }
+        if self.n == MAX_WINDOWS {
+            return Err(MapError::TooMany);
+        }
+        // SAFETY: offset + size <= block.len(), checked above.
+        let host = unsafe { block.ptr.add(offset) };
+        self.win[self.n] = Window { base, size, host, latency: self.latency[class as usize], perm, class };
+        self.owners[self.n] = Some(block.clone());
+        self.n += 1;
+        Ok(())
+    }
+
+    pub fn windows(&self) -> &[Window] {
+        &self.win[..self.n]
+    }
+
+    /// Translate a guest access of `len` bytes needing `need`, charging its
+    /// latency. The last window used is tried first: handlers touch few
+    /// regions, mostly one at a time.
+    #[inline(always)]
+    pub fn xlate(&mut self, addr: u32, len: u32, need: Perm) -> Result<*mut u8, AccessError> {
+        let w = &self.win[self.last];
+        let off = addr.wrapping_sub(w.base);
+        if off < w.size && w.size - off >= len && w.perm.0 & need.0 == need.0 {
+            self.counts.by_class[w.class as usize] += 1;
+            self.counts.stall_cycles += w.latency as u64;
+            // SAFETY: off + len <= size, and the window lies inside its block.
+            return Ok(unsafe { w.host.add(off as usize) });
+        }
+        self.xlate_slow(addr, len, need)
+    }
+
+    #[inline(never)]
+    fn xlate_slow(&mut self, addr: u32, len: u32, need: Perm) -> Result<*mut u8, AccessError> {
+        for i in 0..self.n {
+            let w = &self.win[i];
+            let off = addr.wrapping_sub(w.base);
+            if off < w.size {
+                if w.size - off < len {
+                    return Err(AccessError::Unmapped);
+                }
+                if !w.perm.has(need) {
+                    return Err(AccessError::Denied);
+                }
+                self.last = i;
+                self.counts.by_class[w.class as usize] += 1;
+                self.counts.stall_cycles += w.latency as u64;
+                // SAFETY: as in `xlate`.
+                return Ok(unsafe { w.host.add(off as usize) });
+            }
+        }
+        Err(AccessError::Unmapped)
+    }
+
+    /// Whether `[addr, addr+len)` lies in one window with permission `need`,
+    /// without counting an access (for runtime services validating guest
+    /// pointers).
+    pub fn check(&self, addr: u32, len: u32, need: Perm) -> Result<(), AccessError> {
+        self.host_ptr(addr, len, need).map(|_| ())
+    }
+
+    /// Copy guest memory out (runtime services). Checks permissions.
+    pub fn read_bytes(&self, addr: u32, out: &mut [u8]) -> Result<(), AccessError> {
+        let p = self.host_ptr(addr, out.len() as u32, Perm::R)?;
+        // SAFETY: `host_ptr` checked the whole range.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
+    /// Copy into guest memory (runtime services). Checks permissions.
+    pub fn write_bytes(&self, addr: u32, data: &[u8]) -> Result<(), AccessError> {
+        let p = self.host_ptr(addr, data.len() as u32, Perm::W)?;
+        // SAFETY: `host_ptr` checked the whole range.
+        unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), p, data.len()) };
+        Ok(())
+    }
+
+    pub fn read_u32(&self, addr: u32) -> Result<u32, AccessError> {
+        let mut b = [0u8; 4];
+        self.read_bytes(addr, &mut b)?;
+        Ok(u32::from_le_bytes(b))
+    }
+
+    pub fn write_u32(&self, addr: u32, v: u32) -> Result<(), AccessError> {
+        self.write_bytes(addr, &v.to_le_bytes())
+    }
+
+    fn host_ptr(&self, addr: u32, len: u32, need: Perm) -> Result<*mut u8, AccessError> {
+        for w in self.windows() {
+            let off = addr.wrapping_sub(w.base);
+            if off < w.size || (len == 0 && off == w.size) {
+                if w.size - off < len {
+                    return Err(AccessError::Unmapped);
+                }
+                if !w.perm.has(need) {
+                    return Err(AccessError::Denied);
+                }
+                // SAFETY: [off, off+len) lies inside the window.
+                return Ok(unsafe { w.host.add(off as usize) });
+            }
+        }
+        Err(AccessError::Unmapped)
+    }
+}
+
+/// Atomic view of an aligned guest word.
+///
+/// # Safety
+/// `p` must be 4-byte aligned and point into a live [`MemBlock`].
+#[inline(always)]
+pub(crate) unsafe fn atomic_at<'a>(p: *mut u8) -> &'a AtomicU32 {
+    &*(p as *const AtomicU32)
+}
+
+pub(crate) const SEQ: Ordering = Ordering::SeqCst;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn map_checks_and_translates() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(4096);
+        a.map(0x1000, 4096, &b, 0, Perm::RW, MemClass::L1Local).unwrap();
+        assert!(matches!(a.map(0x1800, 16, &b, 0, Perm::RW, MemClass::L2), Err(MapError::Overlap { .. })));
+        assert!(matches!(a.map(0x9000, 4097, &b, 0, Perm::RW, MemClass::L2), Err(MapError::OutOfBlock { .. })));
+        a.write_u32(0x1ffc, 0xdeadbeef).unwrap();
+        assert_eq!(a.read_u32(0x1ffc), Ok(0xdeadbeef));
+        assert_eq!(a.read_u32(0x1ffe), Err(AccessError::Unmapped));
+        assert_eq!(a.xlate(0x2000, 1, Perm::R), Err(AccessError::Unmapped));
+        let r = MemBlock::new(64);
+        a.map(0x4000, 64, &r, 0, Perm::R, MemClass::L2).unwrap();
+        assert_eq!(a.xlate(0x4000, 4, Perm::W), Err(AccessError::Denied));
+        assert!(a.xlate(0x4000, 4, Perm::R).is_ok());
+        assert_eq!(a.counts.by_class[MemClass::L2 as usize], 1);
+        assert_eq!(a.counts.stall_cycles, 24);
+    }
+}

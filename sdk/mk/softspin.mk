@@ -1,0 +1,80 @@
+# softspin.mk - make fragment for building softspin handler images and
+# bare-metal RV32 programs.  Include it from a project Makefile:
+#
+#   OBJS = my_handler.o
+#   include $(SOFTSPIN_SDK)/mk/softspin.mk
+#   all: my_handler.elf                 # handler image (SOFTSPIN_KIND=handler)
+#
+#   prog.elf: prog.o $(SOFTSPIN_RT_BARE_OBJS)
+#   	$(softspin_link_bare)           # explicit bare-metal link
+#
+# Compiler/linker flags and runtime sources come from ../toolchain.txt, the
+# same file the softspin CLI reads, so there is one source of truth.
+# Extra flags: CFLAGS/CPPFLAGS/LDFLAGS (appended after the SDK's, so e.g.
+# -O2 or -DNB_CLUSTERS=2 take effect).
+
+# Immediate (:=) so MAKEFILE_LIST still ends with this file.
+ifndef SOFTSPIN_SDK
+SOFTSPIN_SDK := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
+endif
+SOFTSPIN_TOOLCHAIN := $(SOFTSPIN_SDK)/toolchain.txt
+SOFTSPIN_BUILD ?= build/softspin-rt
+SOFTSPIN_KIND ?= handler
+
+# $(call softspin_tc,KEY): the value of KEY in toolchain.txt, {sdk} expanded.
+softspin_tc = $(subst {sdk},$(SOFTSPIN_SDK),$(shell sed -n 's/^$(1):[[:space:]]*//p' '$(SOFTSPIN_TOOLCHAIN)'))
+
+# Only replace make's built-in defaults (cc/ld); explicit settings win.
+ifeq ($(origin CC),default)
+CC := $(call softspin_tc,cc)
+endif
+ifeq ($(origin LD),default)
+LD := $(call softspin_tc,ld)
+endif
+
+SOFTSPIN_CFLAGS := $(call softspin_tc,cflags)
+SOFTSPIN_LDFLAGS_HANDLER := $(call softspin_tc,ldflags-handler)
+SOFTSPIN_LDFLAGS_BARE := $(call softspin_tc,ldflags-bare)
+
+softspin_rt_objs = $(addprefix $(SOFTSPIN_BUILD)/,$(addsuffix .o,$(basename $(notdir $(1)))))
+SOFTSPIN_RT_HANDLER_OBJS := $(call softspin_rt_objs,$(call softspin_tc,runtime-handler))
+SOFTSPIN_RT_BARE_OBJS := $(call softspin_rt_objs,$(call softspin_tc,runtime-bare))
+
+ifeq ($(SOFTSPIN_KIND),bare)
+SOFTSPIN_RT_OBJS = $(SOFTSPIN_RT_BARE_OBJS)
+else
+SOFTSPIN_RT_OBJS = $(SOFTSPIN_RT_HANDLER_OBJS)
+endif
+
+SOFTSPIN_COMPILE = $(CC) $(SOFTSPIN_CFLAGS) $(CPPFLAGS) $(CFLAGS)
+
+# Canned link recipes: all prerequisites ($^) are linked into $@.
+softspin_link_handler = $(LD) $(SOFTSPIN_LDFLAGS_HANDLER) $(LDFLAGS) -o $@ $^
+softspin_link_bare = $(LD) $(SOFTSPIN_LDFLAGS_BARE) $(LDFLAGS) -o $@ $^
+
+.PHONY: softspin-check-toolchain
+softspin-check-toolchain:
+	@command -v $(CC) >/dev/null 2>&1 || { echo "clang-14 not found: install it with apt-get install clang-14 lld-14" >&2; exit 1; }
+	@command -v $(LD) >/dev/null 2>&1 || { echo "ld.lld-14 not found: install it with apt-get install clang-14 lld-14" >&2; exit 1; }
+
+%.o: %.c | softspin-check-toolchain
+	$(SOFTSPIN_COMPILE) -c $< -o $@
+
+%.o: %.S | softspin-check-toolchain
+	$(SOFTSPIN_COMPILE) -c $< -o $@
+
+$(SOFTSPIN_BUILD)/%.o: $(SOFTSPIN_SDK)/src/%.c | softspin-check-toolchain
+	@mkdir -p $(@D)
+	$(SOFTSPIN_COMPILE) -c $< -o $@
+
+$(SOFTSPIN_BUILD)/%.o: $(SOFTSPIN_SDK)/src/%.S | softspin-check-toolchain
+	@mkdir -p $(@D)
+	$(SOFTSPIN_COMPILE) -c $< -o $@
+
+# Default image rule: $(OBJS) plus the runtime for SOFTSPIN_KIND.
+%.elf: $(OBJS) $(SOFTSPIN_RT_OBJS) | softspin-check-toolchain
+ifeq ($(SOFTSPIN_KIND),bare)
+	$(softspin_link_bare)
+else
+	$(softspin_link_handler)
+endif
