@@ -21,21 +21,29 @@ pub enum IsaCmd {
         /// Watchdog: fault after this many instructions.
         #[arg(long, default_value_t = 20_000_000_000)]
         max_instructions: u64,
-        /// Print the decoded timing table in use and exit.
+        /// Discard the program's output.
         #[arg(long)]
         quiet: bool,
+        /// Also print host-side speed (wall time, guest MIPS) to stderr.
+        #[arg(long)]
+        stats: bool,
     },
 }
 
 pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        IsaCmd::Run { file, max_instructions, quiet } => {
+        IsaCmd::Run { file, max_instructions, quiet, stats } => {
             let image = ElfImage::load(&file).with_context(|| format!("{}", file.display()))?;
             let cfg = BareMetalConfig { max_instructions, ..Default::default() };
             let mut bm = BareMetal::load(&image, &cfg).with_context(|| format!("{}", file.display()))?;
             let stdout = std::io::stdout();
             let out = if quiet { Box::new(std::io::sink()) as Box<dyn std::io::Write> } else { Box::new(stdout.lock()) };
+            let t0 = std::time::Instant::now();
             let o = bm.run(out);
+            let wall = t0.elapsed().as_secs_f64();
+            if stats {
+                eprintln!("wall_s={wall:.6} mips={:.1}", o.instructions as f64 / wall / 1e6);
+            }
             match o.stop {
                 Stop::Exit(s) => {
                     println!("exit={s} instructions={} cycles={}", o.instructions, o.cycles);

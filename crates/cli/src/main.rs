@@ -1,6 +1,5 @@
 //! `softspin`: the command line of the software sPIN NIC.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
@@ -54,6 +53,3 @@ pub mod exit {
     /// The guest faulted.
     pub const GUEST_FAULT: u8 = 70;
 }
-
-#[allow(dead_code)]
-fn _paths(_: PathBuf) {}

@@ -219,40 +219,57 @@ impl Hpu {
     pub fn run<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64) -> Stop {
         let insts = &prog.insts[..];
         let cost = &prog.cost[..];
-        let base = prog.base;
         let taken = self.timing.branch_taken_penalty as u64;
         let mis = self.timing.misaligned_penalty as u64;
         let mut pc = self.pc;
+        // Counters live in locals (registers) inside the loop and are written
+        // back whenever control leaves it.
+        let (mut cyc, mut ret, mut lds, mut sts) = (self.cycles, self.instret, self.loads, self.stores);
+        let mut limit = self.instret_limit;
+        macro_rules! sync {
+            () => {{
+                self.cycles = cyc;
+                self.instret = ret;
+                self.loads = lds;
+                self.stores = sts;
+            }};
+        }
         'block: loop {
-            let off = pc.wrapping_sub(base);
-            if off >= prog.len {
+            let Some(mut idx) = prog.slot(pc) else {
+                sync!();
                 self.pc = pc;
                 if pc == self.return_addr {
                     return Stop::Returned;
                 }
                 return Stop::Fault(Fault { kind: FaultKind::FetchAccess, pc, addr: pc });
-            }
-            let mut idx = (off >> 1) as usize;
-            if self.cycles >= until_cycles {
+            };
+            if cyc >= until_cycles {
+                sync!();
                 self.pc = pc;
                 return Stop::SliceEnd;
             }
-            if self.instret >= self.instret_limit {
+            if ret >= limit {
+                sync!();
                 self.pc = pc;
                 return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc, addr: 0 });
             }
             let c = cost[idx];
-            self.instret += c.insts as u64;
-            self.cycles += c.cycles as u64;
+            ret += c.insts as u64;
+            cyc += c.cycles as u64;
+            lds += c.loads as u64;
+            sts += c.stores as u64;
 
             // Fault inside the block: undo the charge for the instructions
             // that did not retire, record the pc, stop.
             macro_rules! fault {
                 ($kind:expr, $addr:expr) => {{
                     let rest = cost[idx];
-                    self.instret -= rest.insts as u64;
-                    self.cycles -= rest.cycles as u64;
-                    let fpc = base + (idx as u32) * 2;
+                    ret -= rest.insts as u64;
+                    cyc -= rest.cycles as u64;
+                    lds -= rest.loads as u64;
+                    sts -= rest.stores as u64;
+                    sync!();
+                    let fpc = insts[idx].pc;
                     self.pc = fpc;
                     return Stop::Fault(Fault { kind: $kind, pc: fpc, addr: $addr });
                 }};
@@ -261,9 +278,10 @@ impl Hpu {
                 ($addr:expr, $len:expr, $perm:expr, $is_store:expr) => {{
                     let a: u32 = $addr;
                     match self.mem.xlate(a, $len, $perm) {
-                        Ok(p) => {
+                        Ok((p, lat)) => {
+                            cyc += lat as u64;
                             if a & ($len - 1) != 0 {
-                                self.cycles += mis;
+                                cyc += mis;
                             }
                             p
                         }
@@ -294,19 +312,21 @@ impl Hpu {
                         Ok(v) | Err(v) => v,
                     };
                     self.regs[$i.rd as usize] = old;
-                    self.loads += 1;
-                    self.stores += 1;
-                    idx += $i.size as usize;
+                    idx += 1;
                 }};
             }
 
             loop {
-                let i = insts[idx];
+                // SAFETY: `idx` starts in range (a slot from the parcel map)
+                // and moves one slot forward within a block; every run of
+                // slots ends in a terminator (NoExec sentinel or Goto).
+                debug_assert!(idx < insts.len());
+                let i = unsafe { *insts.get_unchecked(idx) };
                 let r = &mut self.regs;
                 let rs1 = r[i.rs1 as usize];
                 let rs2 = r[i.rs2 as usize];
                 let imm = i.imm as u32;
-                let next = || base + (idx as u32 + i.size as u32) * 2;
+                let next = || i.next_pc();
                 match i.op {
                     Op::Addi => r[i.rd as usize] = rs1.wrapping_add(imm),
                     Op::Add => r[i.rd as usize] = rs1.wrapping_add(rs2),
@@ -315,13 +335,11 @@ impl Hpu {
                         let p = mem!(rs1.wrapping_add(imm), 4, Perm::R, false);
                         // SAFETY: xlate checked 4 bytes.
                         self.regs[i.rd as usize] = unsafe { (p as *const u32).read_unaligned() };
-                        self.loads += 1;
                     }
                     Op::Sw => {
                         let p = mem!(rs1.wrapping_add(imm), 4, Perm::W, true);
                         // SAFETY: xlate checked 4 bytes.
                         unsafe { (p as *mut u32).write_unaligned(rs2) };
-                        self.stores += 1;
                     }
                     Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => {
                         let t = match i.op {
@@ -334,7 +352,7 @@ impl Hpu {
                         };
                         if t {
                             pc = imm;
-                            self.cycles += taken;
+                            cyc += taken;
                             self.taken_branches += 1;
                         } else {
                             pc = next();
@@ -362,19 +380,16 @@ impl Hpu {
                             _ => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
                         };
                         self.regs[i.rd as usize] = v;
-                        self.loads += 1;
                     }
                     Op::Sb => {
                         let p = mem!(rs1.wrapping_add(imm), 1, Perm::W, true);
                         // SAFETY: xlate checked 1 byte.
                         unsafe { *p = rs2 as u8 };
-                        self.stores += 1;
                     }
                     Op::Sh => {
                         let p = mem!(rs1.wrapping_add(imm), 2, Perm::W, true);
                         // SAFETY: xlate checked 2 bytes.
                         unsafe { (p as *mut u16).write_unaligned(rs2 as u16) };
-                        self.stores += 1;
                     }
                     Op::Slti => r[i.rd as usize] = ((rs1 as i32) < (imm as i32)) as u32,
                     Op::Sltiu => r[i.rd as usize] = (rs1 < imm) as u32,
@@ -420,7 +435,6 @@ impl Hpu {
                         let v = unsafe { atomic_at(p) }.load(SEQ);
                         self.regs[i.rd as usize] = v;
                         self.reservation = Some((a, v));
-                        self.loads += 1;
                     }
                     Op::ScW => {
                         let a = rs1;
@@ -438,7 +452,6 @@ impl Hpu {
                             _ => false,
                         };
                         self.regs[i.rd as usize] = (!ok) as u32;
-                        self.stores += ok as u64;
                     }
                     Op::AmoSwap => amo!(i, |_, s| s),
                     Op::AmoAdd => amo!(i, |v: u32, s| v.wrapping_add(s)),
@@ -452,8 +465,8 @@ impl Hpu {
                     Op::CsrRead => {
                         // The block (ending here) is already charged; report
                         // the counts before this instruction.
-                        let cycles = self.cycles - self.timing.csr as u64;
-                        let instret = self.instret - 1;
+                        let cycles = cyc - self.timing.csr as u64;
+                        let instret = ret - 1;
                         let time = self.time_base_ns + self.timing.cycles_to_ns(cycles);
                         let v = match imm as u16 {
                             csr::CYCLE => cycles as u32,
@@ -469,9 +482,12 @@ impl Hpu {
                         continue 'block;
                     }
                     Op::Ecall => {
-                        self.pc = base + idx as u32 * 2;
+                        self.pc = i.pc;
                         let after = next();
-                        match rt.ecall(self) {
+                        sync!();
+                        let action = rt.ecall(self);
+                        (cyc, ret, lds, sts, limit) = (self.cycles, self.instret, self.loads, self.stores, self.instret_limit);
+                        match action {
                             Ecall::Continue => {
                                 pc = after;
                                 continue 'block;
@@ -496,12 +512,13 @@ impl Hpu {
                     }
                     Op::Ebreak => fault!(FaultKind::Breakpoint, 0),
                     Op::Illegal => fault!(FaultKind::IllegalInstruction, imm),
-                    Op::NoExec => {
-                        let a = base + idx as u32 * 2;
-                        fault!(FaultKind::FetchAccess, a)
+                    Op::NoExec => fault!(FaultKind::FetchAccess, i.pc),
+                    Op::Goto => {
+                        pc = imm;
+                        continue 'block;
                     }
                 }
-                idx += i.size as usize;
+                idx += 1;
             }
         }
     }

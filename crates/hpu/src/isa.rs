@@ -79,9 +79,11 @@ pub enum Op {
     AmoMaxu,
     /// Not a valid instruction; `imm` holds the raw bits.
     Illegal,
-    /// Fetch from a pc that holds no executable code (gaps and the sentinel
-    /// past the end of the image).
+    /// Fetch from a pc that holds no executable code (the sentinel past the
+    /// end of each executable range).
     NoExec,
+    /// Decoder-cache artefact: jump to `imm` (costs nothing, retires nothing).
+    Goto,
 }
 
 /// Instruction classes of the timing model.
@@ -121,6 +123,7 @@ impl Op {
                 | CsrRead
                 | Illegal
                 | NoExec
+                | Goto
         )
     }
 
@@ -141,15 +144,18 @@ impl Op {
             Ecall | Ebreak => Class::Ecall,
             LrW | ScW | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
             | AmoMaxu => Class::Atomic,
-            Illegal | NoExec => Class::None,
+            Illegal | NoExec | Goto => Class::None,
         }
     }
 }
 
-/// One pre-decoded instruction.
+/// One pre-decoded instruction (16 bytes, so the decoder cache indexes with
+/// a shift).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inst {
     pub imm: i32,
+    /// Address of this instruction (links, fall-through, fault reports).
+    pub pc: u32,
     pub op: Op,
     pub rd: u8,
     pub rs1: u8,
@@ -160,22 +166,35 @@ pub struct Inst {
 
 impl Inst {
     pub const fn new(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32, size: u8) -> Inst {
-        Inst { imm, op, rd: if rd == 0 { REG_SINK } else { rd }, rs1, rs2, size }
+        Inst { imm, pc: 0, op, rd: if rd == 0 { REG_SINK } else { rd }, rs1, rs2, size }
     }
 
     fn illegal(raw: u32, size: u8) -> Inst {
-        Inst { imm: raw as i32, op: Op::Illegal, rd: REG_SINK, rs1: 0, rs2: 0, size }
+        Inst { imm: raw as i32, pc: 0, op: Op::Illegal, rd: REG_SINK, rs1: 0, rs2: 0, size }
     }
 
-    pub fn no_exec() -> Inst {
-        Inst { imm: 0, op: Op::NoExec, rd: REG_SINK, rs1: 0, rs2: 0, size: 1 }
+    /// Fetch fault at `pc` (end of an executable range).
+    pub fn no_exec(pc: u32) -> Inst {
+        Inst { imm: 0, pc, op: Op::NoExec, rd: REG_SINK, rs1: 0, rs2: 0, size: 1 }
+    }
+
+    /// Continue at `target` (ends an out-of-line block that rejoined the
+    /// main instruction stream).
+    pub fn goto(pc: u32, target: u32) -> Inst {
+        Inst { imm: target as i32, pc, op: Op::Goto, rd: REG_SINK, rs1: 0, rs2: 0, size: 1 }
+    }
+
+    /// Address of the next sequential instruction.
+    #[inline(always)]
+    pub fn next_pc(&self) -> u32 {
+        self.pc.wrapping_add(2 * self.size as u32)
     }
 
     /// Source registers this instruction reads (for the load-use hazard).
     pub fn reads(&self) -> (Option<u8>, Option<u8>) {
         use Op::*;
         match self.op {
-            Li | Jal | Fence | Ecall | Ebreak | CsrRead | Illegal | NoExec => (None, None),
+            Li | Jal | Fence | Ecall | Ebreak | CsrRead | Illegal | NoExec | Goto => (None, None),
             Jalr | Lb | Lh | Lw | Lbu | Lhu | Addi | Slti | Sltiu | Xori | Ori | Andi | Slli
             | Srli | Srai | LrW => (Some(self.rs1), None),
             _ => (Some(self.rs1), Some(self.rs2)),

@@ -124,16 +124,18 @@ pub struct Window {
     host: *mut u8,
     /// Extra cycles per access (from the timing model's class latency).
     pub latency: u32,
+    /// Accesses through this window since it was mapped.
+    pub hits: u64,
     pub perm: Perm,
     pub class: MemClass,
 }
 
 const EMPTY: Window =
-    Window { base: 0, size: 0, host: std::ptr::null_mut(), latency: 0, perm: Perm(0), class: MemClass::Ideal };
+    Window { base: 0, size: 0, host: std::ptr::null_mut(), latency: 0, hits: 0, perm: Perm(0), class: MemClass::Ideal };
 
 /// Most windows one address space holds (stack, packet in L1 and L2, handler
 /// memory, scratchpads of every cluster, program memory, ...).
-pub const MAX_WINDOWS: usize = 24;
+pub const MAX_WINDOWS: usize = 32;
 
 /// Why a guest access failed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,11 +146,11 @@ pub enum AccessError {
     Denied,
 }
 
-/// Per-access statistics.
+/// Guest accesses by memory class, and the cycles spent waiting on memory
+/// slower than L1.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct AccessCounts {
     pub by_class: [u64; MEM_CLASSES],
-    /// Cycles spent waiting on memory slower than L1.
     pub stall_cycles: u64,
 }
 
@@ -159,7 +161,8 @@ pub struct AddressSpace {
     n: usize,
     last: usize,
     latency: [u32; MEM_CLASSES],
-    pub counts: AccessCounts,
+    /// Accesses of windows already unmapped (see [`AddressSpace::counts`]).
+    retired: AccessCounts,
 }
 
 // SAFETY: the raw pointers point into `owners`' blocks, which are Send + Sync.
@@ -186,12 +189,24 @@ impl AddressSpace {
             n: 0,
             last: 0,
             latency: timing.mem_latency,
-            counts: AccessCounts::default(),
+            retired: AccessCounts::default(),
         }
+    }
+
+    /// Access counts since creation (the fast path only bumps a per-window
+    /// counter; this folds them up).
+    pub fn counts(&self) -> AccessCounts {
+        let mut c = self.retired;
+        for w in self.windows() {
+            c.by_class[w.class as usize] += w.hits;
+            c.stall_cycles += w.hits * w.latency as u64;
+        }
+        c
     }
 
     /// Remove every window (keeps the allocation-free table).
     pub fn clear(&mut self) {
+        self.retired = self.counts();
         for o in &mut self.owners[..self.n] {
             *o = None;
         }
@@ -224,7 +239,7 @@ impl AddressSpace {
         }
         // SAFETY: offset + size <= block.len(), checked above.
         let host = unsafe { block.ptr.add(offset) };
-        self.win[self.n] = Window { base, size, host, latency: self.latency[class as usize], perm, class };
+        self.win[self.n] = Window { base, size, host, latency: self.latency[class as usize], hits: 0, perm, class };
         self.owners[self.n] = Some(block.clone());
         self.n += 1;
         Ok(())
@@ -234,26 +249,25 @@ impl AddressSpace {
         &self.win[..self.n]
     }
 
-    /// Translate a guest access of `len` bytes needing `need`, charging its
-    /// latency. The last window used is tried first: handlers touch few
-    /// regions, mostly one at a time.
+    /// Translate a guest access of `len` bytes needing `need`; returns the
+    /// host pointer and the access's extra latency. The last window used is
+    /// tried first: handlers touch few regions, mostly one at a time.
     #[inline(always)]
-    pub fn xlate(&mut self, addr: u32, len: u32, need: Perm) -> Result<*mut u8, AccessError> {
-        let w = &self.win[self.last];
+    pub fn xlate(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+        let w = &mut self.win[self.last & (MAX_WINDOWS - 1)];
         let off = addr.wrapping_sub(w.base);
         if off < w.size && w.size - off >= len && w.perm.0 & need.0 == need.0 {
-            self.counts.by_class[w.class as usize] += 1;
-            self.counts.stall_cycles += w.latency as u64;
+            w.hits += 1;
             // SAFETY: off + len <= size, and the window lies inside its block.
-            return Ok(unsafe { w.host.add(off as usize) });
+            return Ok((unsafe { w.host.add(off as usize) }, w.latency));
         }
         self.xlate_slow(addr, len, need)
     }
 
     #[inline(never)]
-    fn xlate_slow(&mut self, addr: u32, len: u32, need: Perm) -> Result<*mut u8, AccessError> {
+    fn xlate_slow(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
         for i in 0..self.n {
-            let w = &self.win[i];
+            let w = &mut self.win[i];
             let off = addr.wrapping_sub(w.base);
             if off < w.size {
                 if w.size - off < len {
@@ -262,11 +276,10 @@ impl AddressSpace {
                 if !w.perm.has(need) {
                     return Err(AccessError::Denied);
                 }
+                w.hits += 1;
                 self.last = i;
-                self.counts.by_class[w.class as usize] += 1;
-                self.counts.stall_cycles += w.latency as u64;
                 // SAFETY: as in `xlate`.
-                return Ok(unsafe { w.host.add(off as usize) });
+                return Ok((unsafe { w.host.add(off as usize) }, w.latency));
             }
         }
         Err(AccessError::Unmapped)
@@ -353,8 +366,8 @@ mod tests {
         let r = MemBlock::new(64);
         a.map(0x4000, 64, &r, 0, Perm::R, MemClass::L2).unwrap();
         assert_eq!(a.xlate(0x4000, 4, Perm::W), Err(AccessError::Denied));
-        assert!(a.xlate(0x4000, 4, Perm::R).is_ok());
-        assert_eq!(a.counts.by_class[MemClass::L2 as usize], 1);
-        assert_eq!(a.counts.stall_cycles, 24);
+        assert_eq!(a.xlate(0x4000, 4, Perm::R).unwrap().1, 24);
+        assert_eq!(a.counts().by_class[MemClass::L2 as usize], 1);
+        assert_eq!(a.counts().stall_cycles, 24);
     }
 }

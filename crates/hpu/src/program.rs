@@ -1,33 +1,49 @@
 //! The decoder cache: a code image decoded once, shared by every HPU.
 //!
-//! Every 16-bit parcel of the executable range gets an [`Inst`] (so a jump
-//! into the middle of a 32-bit instruction still decodes what the bits say),
-//! and a [`BlockCost`]: how many instructions and static cycles remain from
-//! that instruction to the end of its basic block. The interpreter charges
+//! Instructions are laid out densely in program order ("slots"), so a
+//! straight-line run advances by one slot whatever the instruction's size and
+//! the next fetch never waits on the current one. A parcel map turns any pc
+//! into its slot. Jumps into the middle of a 32-bit instruction are legal
+//! RISC-V and execute whatever those bits say, so every such parcel gets an
+//! out-of-line run of slots, decoded from there until it rejoins the main
+//! stream (a `Goto`) or ends.
+//!
+//! Each slot also carries a [`BlockCost`]: instructions, static cycles, loads
+//! and stores from it to the end of its basic block. The interpreter charges
 //! these once per block entry instead of counting per instruction.
 
-use crate::isa::{decode16, decode32, inst_len, Inst, Op};
+use crate::isa::{decode16, decode32, inst_len, Class, Inst, Op};
 use crate::timing::TimingModel;
 
-/// Instructions and static cycles from an instruction to its block's end.
+/// What remains of a block from one slot on.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct BlockCost {
     pub insts: u32,
     pub cycles: u32,
+    pub loads: u16,
+    pub stores: u16,
 }
+
+/// No instruction starts at this parcel (not executable).
+const NO_SLOT: u32 = u32::MAX;
 
 /// A decoded, immutable code image.
 pub struct Program {
     pub(crate) base: u32,
-    /// Bytes covered, a multiple of 2. `insts` has one extra sentinel entry.
+    /// Bytes covered by `entry` (a multiple of 2).
     pub(crate) len: u32,
     pub(crate) insts: Vec<Inst>,
     pub(crate) cost: Vec<BlockCost>,
+    /// Parcel index (pc - base) / 2 -> slot, or NO_SLOT.
+    pub(crate) entry: Vec<u32>,
 }
 
-/// Largest executable span we decode (the decoder cache costs 20 bytes per
-/// 2 bytes of code).
+/// Largest executable span we decode.
 pub const MAX_CODE_SPAN: u32 = 64 << 20;
+
+/// Out-of-line runs give up (and jump to where they are) after this many
+/// instructions; the target has its own run.
+const MAX_SIDE_RUN: usize = 64;
 
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ProgramError {
@@ -40,67 +56,119 @@ pub enum ProgramError {
 }
 
 impl Program {
-    /// Decode executable ranges `(address, bytes)`. Gaps between them are
-    /// non-executable.
+    /// Decode executable ranges `(address, bytes)`. Everything else is not
+    /// executable.
     pub fn decode(ranges: &[(u32, &[u8])], timing: &TimingModel) -> Result<Program, ProgramError> {
-        let ranges: Vec<_> = ranges.iter().filter(|(_, b)| !b.is_empty()).collect();
-        let lo = ranges.iter().map(|(a, _)| *a).min().ok_or(ProgramError::Empty)?;
+        let mut ranges: Vec<(u32, &[u8])> =
+            ranges.iter().filter(|(_, b)| b.len() >= 2).map(|(a, b)| (*a, &b[..b.len() & !1])).collect();
+        ranges.sort_by_key(|r| r.0);
+        let lo = ranges.first().ok_or(ProgramError::Empty)?.0;
         let hi = ranges.iter().map(|(a, b)| *a as u64 + b.len() as u64).max().unwrap();
         if let Some((a, _)) = ranges.iter().find(|(a, _)| a % 2 != 0) {
             return Err(ProgramError::Misaligned(*a));
         }
-        let span = (hi - lo as u64 + 1) & !1;
+        let span = hi - lo as u64;
         if span > MAX_CODE_SPAN as u64 {
             return Err(ProgramError::TooLarge(span));
         }
         let parcels = (span / 2) as usize;
-        // Parcel view of the code; None where not executable.
         let mut code: Vec<Option<u16>> = vec![None; parcels];
         for (a, b) in &ranges {
             let first = ((a - lo) / 2) as usize;
-            for (k, ch) in b.chunks(2).enumerate() {
-                if ch.len() == 2 {
-                    code[first + k] = Some(u16::from_le_bytes([ch[0], ch[1]]));
-                }
+            for (k, ch) in b.chunks_exact(2).enumerate() {
+                code[first + k] = Some(u16::from_le_bytes([ch[0], ch[1]]));
             }
         }
-        let mut insts = Vec::with_capacity(parcels + 1);
-        for k in 0..parcels {
-            let pc = lo + 2 * k as u32;
-            insts.push(match code[k] {
-                None => Inst::no_exec(),
-                Some(p) if inst_len(p) == 2 => decode16(p, pc),
+        let pc_of = |k: usize| lo + 2 * k as u32;
+        let decode_at = |k: usize| -> Inst {
+            let mut i = match code[k] {
+                None => Inst::no_exec(pc_of(k)),
+                Some(p) if inst_len(p) == 2 => decode16(p, pc_of(k)),
                 Some(p) => match code.get(k + 1).copied().flatten() {
-                    Some(h) => decode32(p as u32 | (h as u32) << 16, pc),
-                    None => Inst::no_exec(), // truncated at the end of code
+                    Some(h) => decode32(p as u32 | (h as u32) << 16, pc_of(k)),
+                    None => Inst::no_exec(pc_of(k)), // truncated at the end of code
                 },
-            });
-        }
-        // Sentinel: running off the end is a fetch fault, and guarantees every
-        // straight-line run meets a block end before the array ends.
-        insts.push(Inst::no_exec());
+            };
+            i.pc = pc_of(k);
+            i
+        };
 
-        let mut cost = vec![BlockCost::default(); insts.len()];
-        for k in (0..parcels).rev() {
-            let i = insts[k];
-            let mut c = timing.base_cost(i.op.class());
-            let n = if matches!(i.op, Op::NoExec) { 0 } else { 1 };
-            if i.op.ends_block() {
-                cost[k] = BlockCost { insts: n, cycles: c };
+        let mut insts = Vec::with_capacity(parcels / 2 + ranges.len() + 1);
+        let mut entry = vec![NO_SLOT; parcels];
+        let mut main_start = vec![false; parcels];
+        // Main stream: a linear sweep of each range, ending in a NoExec
+        // sentinel so straight-line code never runs off the array.
+        for (a, b) in &ranges {
+            let (first, n) = (((a - lo) / 2) as usize, b.len() / 2);
+            let mut k = first;
+            while k < first + n {
+                let i = decode_at(k);
+                entry[k] = insts.len() as u32;
+                main_start[k] = true;
+                insts.push(i);
+                k += if i.op == Op::NoExec { 1 } else { i.size as usize };
+            }
+            insts.push(Inst::no_exec(pc_of(k)));
+        }
+        // Side runs for parcels inside a 32-bit instruction.
+        for k0 in 0..parcels {
+            if main_start[k0] || code[k0].is_none() {
                 continue;
             }
-            let next = k + i.size as usize;
-            let nx = insts.get(next).copied().unwrap_or_else(Inst::no_exec);
-            if let (Some(rd), Op::Lb | Op::Lh | Op::Lw | Op::Lbu | Op::Lhu) = (i.writes(), i.op) {
+            entry[k0] = insts.len() as u32;
+            let mut k = k0;
+            for _ in 0..MAX_SIDE_RUN {
+                if k >= parcels || code[k].is_none() {
+                    insts.push(Inst::no_exec(pc_of(k)));
+                    break;
+                }
+                if k != k0 && main_start[k] {
+                    insts.push(Inst::goto(pc_of(k), pc_of(k)));
+                    break;
+                }
+                let i = decode_at(k);
+                insts.push(i);
+                if i.op.ends_block() {
+                    break;
+                }
+                k += i.size as usize;
+            }
+            if !insts.last().unwrap().op.ends_block() {
+                insts.push(Inst::goto(pc_of(k), pc_of(k)));
+            }
+        }
+
+        let mut cost = vec![BlockCost::default(); insts.len()];
+        for s in (0..insts.len()).rev() {
+            let i = insts[s];
+            let cls = i.op.class();
+            let mut c = timing.base_cost(cls);
+            let n = !matches!(i.op, Op::NoExec | Op::Goto) as u32;
+            // AMOs count as a load and a store; LR as a load, SC as a store.
+            let atomic = cls == Class::Atomic;
+            let ld = (cls == Class::Load) as u16 + (atomic && i.op != Op::ScW) as u16;
+            let st = (cls == Class::Store) as u16 + (atomic && i.op != Op::LrW) as u16;
+            if i.op.ends_block() {
+                cost[s] = BlockCost { insts: n, cycles: c, loads: ld, stores: st };
+                continue;
+            }
+            // Not a terminator, so slot s+1 exists and is in the same block.
+            let nx = insts[s + 1];
+            if let (Some(rd), Class::Load) = (i.writes(), cls) {
                 let (a, b) = nx.reads();
                 if a == Some(rd) || b == Some(rd) {
                     c += timing.load_use_stall;
                 }
             }
-            let rest = cost.get(next).copied().unwrap_or_default();
-            cost[k] = BlockCost { insts: n + rest.insts, cycles: c.saturating_add(rest.cycles) };
+            let rest = cost[s + 1];
+            cost[s] = BlockCost {
+                insts: n + rest.insts,
+                cycles: c.saturating_add(rest.cycles),
+                loads: ld.saturating_add(rest.loads),
+                stores: st.saturating_add(rest.stores),
+            };
         }
-        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost })
+        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost, entry })
     }
 
     pub fn base(&self) -> u32 {
@@ -112,18 +180,32 @@ impl Program {
         self.base + self.len
     }
 
-    pub fn contains(&self, pc: u32) -> bool {
-        pc.wrapping_sub(self.base) < self.len
+    /// The slot an instruction fetch at `pc` starts from, if `pc` holds code.
+    #[inline(always)]
+    pub(crate) fn slot(&self, pc: u32) -> Option<usize> {
+        let off = pc.wrapping_sub(self.base);
+        if off >= self.len {
+            return None;
+        }
+        match self.entry[(off >> 1) as usize] {
+            NO_SLOT => None,
+            s => Some(s as usize),
+        }
     }
 
-    /// The decoded instruction at `pc`, if `pc` is in the image.
+    /// The decoded instruction at `pc`, if `pc` holds code.
     pub fn inst_at(&self, pc: u32) -> Option<&Inst> {
-        self.contains(pc).then(|| &self.insts[(pc.wrapping_sub(self.base) / 2) as usize])
+        self.slot(pc).map(|s| &self.insts[s])
     }
 
     /// The block cost from `pc` to the end of its block.
     pub fn cost_at(&self, pc: u32) -> Option<BlockCost> {
-        self.contains(pc).then(|| self.cost[(pc.wrapping_sub(self.base) / 2) as usize])
+        self.slot(pc).map(|s| self.cost[s])
+    }
+
+    /// Number of decoded slots (for statistics).
+    pub fn slots(&self) -> usize {
+        self.insts.len()
     }
 }
 
@@ -141,16 +223,28 @@ mod tests {
         let code = words(&[0x0005_A503, 0x0015_0513, 0x0000_0063]);
         let p = Program::decode(&[(0x100, &code)], &TimingModel::default()).unwrap();
         // lw (1 + 1 stall) + addi 1 + beq 1
-        assert_eq!(p.cost_at(0x100), Some(BlockCost { insts: 3, cycles: 4 }));
-        assert_eq!(p.cost_at(0x104), Some(BlockCost { insts: 2, cycles: 2 }));
+        assert_eq!(p.cost_at(0x100), Some(BlockCost { insts: 3, cycles: 4, loads: 1, stores: 0 }));
+        assert_eq!(p.cost_at(0x104), Some(BlockCost { insts: 2, cycles: 2, loads: 0, stores: 0 }));
         assert_eq!(p.inst_at(0x10c), None);
     }
 
     #[test]
-    fn gaps_are_not_executable() {
-        let a = words(&[0x0000_0013]);
+    fn gaps_are_not_executable_and_ranges_end_in_sentinels() {
+        let a = words(&[0x0000_0013]); // nop
         let p = Program::decode(&[(0x0, &a), (0x10, &a)], &TimingModel::default()).unwrap();
-        assert_eq!(p.inst_at(0x8).unwrap().op, Op::NoExec);
+        assert!(p.inst_at(0x8).is_none());
+        // nop then the sentinel at 0x4: one instruction in the block
         assert_eq!(p.cost_at(0x0).unwrap().insts, 1);
+    }
+
+    #[test]
+    fn mid_instruction_entry_decodes_the_upper_parcel() {
+        // 0x00010001 = addi x0,x0,0 style 32-bit word whose upper half 0x0001
+        // is c.nop; then ebreak.
+        let code = words(&[0x0001_0013, 0x0010_0073]);
+        let p = Program::decode(&[(0x0, &code)], &TimingModel::default()).unwrap();
+        assert_eq!(p.inst_at(0x2).unwrap().op, Op::Addi); // c.nop
+        // c.nop, then the side run rejoins the main stream at 0x4 with a Goto
+        assert_eq!(p.cost_at(0x2).unwrap().insts, 1);
     }
 }
