@@ -2,7 +2,7 @@
 # bare-metal RV32 programs.  Include it from a project Makefile:
 #
 #   OBJS = my_handler.o
-#   include $(SOFTSPIN_SDK)/mk/softspin.mk
+#   include path/to/sdk/mk/softspin.mk
 #   all: my_handler.elf                 # handler image (SOFTSPIN_KIND=handler)
 #
 #   prog.elf: prog.o $(SOFTSPIN_RT_BARE_OBJS)
@@ -18,6 +18,8 @@ ifndef SOFTSPIN_SDK
 SOFTSPIN_SDK := $(abspath $(dir $(lastword $(MAKEFILE_LIST)))..)
 endif
 SOFTSPIN_TOOLCHAIN := $(SOFTSPIN_SDK)/toolchain.txt
+# Restored at the end, so including this file does not change the default goal.
+_softspin_saved_goal := $(.DEFAULT_GOAL)
 SOFTSPIN_BUILD ?= build/softspin-rt
 SOFTSPIN_KIND ?= handler
 
@@ -71,6 +73,10 @@ $(SOFTSPIN_BUILD)/%.o: $(SOFTSPIN_SDK)/src/%.S | softspin-check-toolchain
 	@mkdir -p $(@D)
 	$(SOFTSPIN_COMPILE) -c $< -o $@
 
+# Keep objects that only pattern rules mention (define OBJS before the
+# include for this to cover them).
+.SECONDARY: $(OBJS) $(SOFTSPIN_RT_HANDLER_OBJS) $(SOFTSPIN_RT_BARE_OBJS)
+
 # Default image rule: $(OBJS) plus the runtime for SOFTSPIN_KIND.
 %.elf: $(OBJS) $(SOFTSPIN_RT_OBJS) | softspin-check-toolchain
 ifeq ($(SOFTSPIN_KIND),bare)
@@ -78,3 +84,5 @@ ifeq ($(SOFTSPIN_KIND),bare)
 else
 	$(softspin_link_handler)
 endif
+
+.DEFAULT_GOAL := $(_softspin_saved_goal)

@@ -1,7 +1,8 @@
 /*
  * libc.c - freestanding C library pieces for softspin guests: memory and
- * string routines, exit/abort/assert, and the 64-bit division helpers that
- * clang emits for RV32 (there is no compiler-rt for riscv32 here).
+ * string routines, exit/abort/assert, and the 64-bit helpers that clang
+ * emits for RV32 (there is no compiler-rt for riscv32 here): division at
+ * every -O level, and shifts at -Oz.
  *
  * Built with -ffreestanding, which also stops clang from turning the copy
  * loops below back into calls to memcpy/memset.
@@ -321,4 +322,63 @@ int64_t __divmoddi4(int64_t a, int64_t b, int64_t *rem)
     if (rem)
         *rem = (int64_t)((uint64_t)a - (uint64_t)q * (uint64_t)b);
     return q;
+}
+
+/* ---- 64-bit shift helpers (only -Oz calls these) ----
+ * Written on 32-bit halves: a 64-bit shift here would, at -Oz, become a
+ * call to the helper itself. */
+
+typedef union {
+    uint64_t u;
+    struct {
+        uint32_t lo, hi;    /* little-endian */
+    } w;
+} dw_t;
+
+uint64_t __ashldi3(uint64_t a, int b)
+{
+    dw_t in = {a}, out;
+    b &= 63;
+    if (b == 0)
+        return a;
+    if (b >= 32) {
+        out.w.lo = 0;
+        out.w.hi = in.w.lo << (b - 32);
+    } else {
+        out.w.lo = in.w.lo << b;
+        out.w.hi = (in.w.hi << b) | (in.w.lo >> (32 - b));
+    }
+    return out.u;
+}
+
+uint64_t __lshrdi3(uint64_t a, int b)
+{
+    dw_t in = {a}, out;
+    b &= 63;
+    if (b == 0)
+        return a;
+    if (b >= 32) {
+        out.w.hi = 0;
+        out.w.lo = in.w.hi >> (b - 32);
+    } else {
+        out.w.hi = in.w.hi >> b;
+        out.w.lo = (in.w.lo >> b) | (in.w.hi << (32 - b));
+    }
+    return out.u;
+}
+
+int64_t __ashrdi3(int64_t a, int b)
+{
+    dw_t in = {(uint64_t)a}, out;
+    b &= 63;
+    if (b == 0)
+        return a;
+    if (b >= 32) {
+        out.w.hi = (uint32_t)((int32_t)in.w.hi >> 31);
+        out.w.lo = (uint32_t)((int32_t)in.w.hi >> (b - 32));
+    } else {
+        out.w.hi = (uint32_t)((int32_t)in.w.hi >> b);
+        out.w.lo = (in.w.lo >> b) | (in.w.hi << (32 - b));
+    }
+    return (int64_t)out.u;
 }

@@ -26,6 +26,10 @@ __handler__ void histo_ph(handler_args_t *args)
     uint8_t *pld;
     uint32_t pld_len;
     GET_IP_UDP_PLD(task->pkt_mem, pld, pld_len);
+    ASSERT(pld_len <= PKT_SIZE);
+    if (pld_len > task->pkt_mem_size)
+        TERMINATE;
+    TRACING_DUMMY_INSTR();
 
     for (uint32_t i = 0; i < pld_len; i++)
         amo_add(&bins[pld[i]], 1);

@@ -6,7 +6,8 @@ use std::process::ExitCode;
 use anyhow::Context;
 use clap::Subcommand;
 use softspin_hpu::baremetal::{BareMetal, BareMetalConfig};
-use softspin_hpu::{ElfImage, Stop};
+use softspin_hpu::harness::{describe, Harness};
+use softspin_hpu::{ElfImage, Stop, TimingModel};
 
 #[derive(Subcommand)]
 pub enum IsaCmd {
@@ -27,6 +28,25 @@ pub enum IsaCmd {
         /// Also print host-side speed (wall time, guest MIPS) to stderr.
         #[arg(long)]
         stats: bool,
+    },
+    /// Call one handler of a handler image once on a single HPU, with a
+    /// PsPIN-like memory map and synchronous commands; print what it did.
+    Handler {
+        image: PathBuf,
+        /// Handler symbol to call.
+        #[arg(long)]
+        handler: String,
+        /// Packet contents (raw bytes); default: --packet-size bytes 0,1,2,...
+        #[arg(long, conflicts_with = "packet_size")]
+        packet: Option<PathBuf>,
+        #[arg(long, default_value_t = 1024)]
+        packet_size: usize,
+        /// Size of the host-memory window, in bytes.
+        #[arg(long, default_value_t = 1 << 20)]
+        host_size: usize,
+        /// Watchdog: instruction budget of the invocation.
+        #[arg(long, default_value_t = 100_000_000)]
+        watchdog: u64,
     },
 }
 
@@ -59,6 +79,40 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
                 }
                 s => anyhow::bail!("unexpected stop {s:?}"),
             }
+        }
+        IsaCmd::Handler { image, handler, packet, packet_size, host_size, watchdog } => {
+            let img = ElfImage::load(&image).with_context(|| format!("{}", image.display()))?;
+            let pkt = match packet {
+                Some(p) => std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
+                None => (0..packet_size).map(|i| i as u8).collect(),
+            };
+            let mut h = Harness::new(img, &TimingModel::default(), host_size)
+                .with_context(|| format!("{}", image.display()))?;
+            h.set_packet(&pkt)?;
+            let inv = h.invoke(&handler, watchdog).with_context(|| format!("{}", image.display()))?;
+            print!("{}", String::from_utf8_lossy(&h.effects.stdout));
+            for o in &h.effects.outbound {
+                println!("outbound packet: dest={} len={}", o.dest, o.data.len());
+            }
+            for (a, v) in &h.effects.host_writes {
+                println!("host write: 0x{a:x} <- 0x{v:016x}");
+            }
+            for (i, (sum, count)) in h.effects.counters.iter().enumerate().filter(|c| c.1 .1 > 0) {
+                println!("counter {i}: sum={sum} count={count}");
+            }
+            println!(
+                "handler={handler} {} a0={} instructions={} cycles={} loads={} stores={}",
+                describe(&inv.stop),
+                h.hpu.reg(10) as i32,
+                inv.instructions,
+                inv.cycles,
+                inv.loads,
+                inv.stores
+            );
+            Ok(match inv.stop {
+                Stop::Fault(_) => ExitCode::from(crate::exit::GUEST_FAULT),
+                _ => ExitCode::SUCCESS,
+            })
         }
     }
 }

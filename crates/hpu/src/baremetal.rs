@@ -3,7 +3,8 @@
 //! This is the conformance harness behind `softspin isa run`: it loads every
 //! PT_LOAD segment at its address with its permissions, maps a stack, and runs
 //! from the entry point until the program calls the `exit` service (a7 = 93).
-//! `write` (a7 = 64) to fd 1 or 2 is the program's output.
+//! `write` (a7 = 64) to fd 1 or 2 is the program's output; the sPIN
+//! services answer SPIN_ERR_NOSYS (there is no NIC around a bare program).
 
 use std::io::Write;
 use std::sync::Arc;
@@ -125,6 +126,11 @@ impl<W: Write> Runtime for BareRuntime<W> {
                     data.len() as i32
                 };
                 hpu.set_reg(A0, r as u32);
+                Ecall::Continue
+            }
+            // sPIN services exist in the ABI but there is no NIC here.
+            0x100..=0x1FF => {
+                hpu.set_reg(A0, err::NOSYS as u32);
                 Ecall::Continue
             }
             _ => Ecall::Unknown,

@@ -312,7 +312,6 @@ impl Hpu {
                         Ok(v) | Err(v) => v,
                     };
                     self.regs[$i.rd as usize] = old;
-                    idx += 1;
                 }};
             }
 

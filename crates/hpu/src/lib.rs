@@ -16,6 +16,7 @@
 pub mod abi;
 pub mod baremetal;
 pub mod elf;
+pub mod harness;
 pub mod hpu;
 pub mod isa;
 pub mod mem;

@@ -1,0 +1,269 @@
+//! End-to-end tests through the `softspin` binary and the SDK toolchain
+//! (clang-14 / ld.lld-14, installed by scripts/setup.sh):
+//! - the riscv-tests-style ISA suite (tests/isa) passes on `softspin isa run`;
+//! - the differential C programs (tests/diff) print exactly what their
+//!   native (gcc) builds print;
+//! - the runner's exit-status contract and `softspin build`'s error paths;
+//! - SDK handler-side calls on the single-HPU harness, checked against
+//!   values computed here.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn softspin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_softspin"))
+}
+
+fn tmpdir(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("softspin-test-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn out_str(o: &Output) -> String {
+    format!("status={:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// `softspin build` a bare-metal program.
+fn build_bare(srcs: &[&Path], out: &Path, extra: &[&str]) {
+    let o = softspin().arg("build").arg("--bare").args(srcs).arg("-o").arg(out).args(extra).output().unwrap();
+    assert!(o.status.success(), "build failed: {}", out_str(&o));
+}
+
+/// Split `softspin isa run` stdout into program output and the final
+/// `exit=S instructions=N cycles=C` line, checking that line's format.
+fn split_run(stdout: &[u8]) -> (String, i64, u64, u64) {
+    let s = String::from_utf8_lossy(stdout).to_string();
+    let (body, last) = match s.trim_end_matches('\n').rsplit_once('\n') {
+        Some((b, l)) => (format!("{b}\n"), l.to_string()),
+        None => (String::new(), s.trim_end().to_string()),
+    };
+    let f: Vec<&str> = last.split(' ').collect();
+    assert_eq!(f.len(), 3, "last line {last:?}");
+    let num = |k: usize, key: &str| f[k].strip_prefix(key).unwrap_or_else(|| panic!("{last:?}")).to_string();
+    (body, num(0, "exit=").parse().unwrap(), num(1, "instructions=").parse().unwrap(), num(2, "cycles=").parse().unwrap())
+}
+
+#[test]
+fn isa_suite_passes() {
+    let out = tmpdir("isa");
+    let b = Command::new("bash").arg(root().join("tests/isa/build.sh")).arg(&out).output().unwrap();
+    assert!(b.status.success(), "tests/isa/build.sh failed: {}", out_str(&b));
+    let mut elfs: Vec<_> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "elf"))
+        .collect();
+    elfs.sort();
+    let suites = ["rv32ui", "rv32um", "rv32ua", "rv32uc"];
+    for s in suites {
+        assert!(
+            elfs.iter().any(|p| p.file_name().unwrap().to_str().unwrap().starts_with(s)),
+            "no {s} tests were built"
+        );
+    }
+    let mut failed = Vec::new();
+    for e in &elfs {
+        let o = softspin().args(["isa", "run"]).arg(e).output().unwrap();
+        if !o.status.success() {
+            failed.push(format!("{}: {}", e.display(), out_str(&o)));
+            continue;
+        }
+        let (_, exit, n, c) = split_run(&o.stdout);
+        assert_eq!(exit, 0);
+        assert!(n > 0 && c >= n, "{}: implausible counts", e.display());
+    }
+    assert!(failed.is_empty(), "{} of {} ISA tests failed:\n{}", failed.len(), elfs.len(), failed.join("\n"));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn differential_programs_match_native() {
+    let out = tmpdir("diff");
+    let mut srcs: Vec<_> = std::fs::read_dir(root().join("tests/diff"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "c"))
+        .collect();
+    srcs.sort();
+    assert!(srcs.len() >= 8, "expected the differential programs in tests/diff");
+    for src in &srcs {
+        let name = src.file_stem().unwrap().to_str().unwrap();
+        let native = out.join(format!("{name}.native"));
+        let cc = Command::new("gcc").args(["-O2", "-w", "-o"]).arg(&native).arg(src).output().unwrap();
+        assert!(cc.status.success(), "gcc {name}: {}", out_str(&cc));
+        let want = Command::new(&native).output().unwrap();
+        assert!(want.status.success(), "native {name} failed");
+
+        let elf = out.join(format!("{name}.elf"));
+        build_bare(&[src], &elf, &[]);
+        let got = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
+        assert!(got.status.success(), "{name} on softspin: {}", out_str(&got));
+        let (body, exit, _, _) = split_run(&got.stdout);
+        assert_eq!(exit, 0);
+        assert!(body == String::from_utf8_lossy(&want.stdout), "{name}: RV32 output differs from native");
+    }
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn sdk_selftest_passes() {
+    let out = tmpdir("selftest");
+    let elf = out.join("selftest.elf");
+    build_bare(&[&root().join("sdk/tests/sdk_selftest.c")], &elf, &[]);
+    let o = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn runner_exit_status_contract() {
+    let out = tmpdir("exit");
+    let write = |name: &str, body: &str| {
+        let p = out.join(name);
+        std::fs::write(&p, body).unwrap();
+        p
+    };
+    // Normal exit with a status: process status = guest status, last line exact.
+    let src = write("e3.c", "#include <stdio.h>\nint main(void){ printf(\"hi\\n\"); return 3; }\n");
+    build_bare(&[&src], &out.join("e3.elf"), &[]);
+    let o = softspin().args(["isa", "run"]).arg(out.join("e3.elf")).output().unwrap();
+    assert_eq!(o.status.code(), Some(3));
+    let (body, exit, n, c) = split_run(&o.stdout);
+    assert_eq!((body.as_str(), exit), ("hi\n", 3));
+    assert!(n > 10 && c >= n);
+
+    // A status whose low byte is 0 still fails.
+    let src = write("e256.c", "int main(void){ return 256; }\n");
+    build_bare(&[&src], &out.join("e256.elf"), &[]);
+    let o = softspin().args(["isa", "run"]).arg(out.join("e256.elf")).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stdout).starts_with("exit=256 "), "{}", out_str(&o));
+
+    // A fault: status 70 and a one-line diagnosis naming cause, pc and address.
+    let src = write("fault.c", "int main(void){ return *(volatile int *)0x40000000; }\n");
+    build_bare(&[&src], &out.join("fault.elf"), &[]);
+    let o = softspin().args(["isa", "run"]).arg(out.join("fault.elf")).output().unwrap();
+    assert_eq!(o.status.code(), Some(70));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("load access fault") && err.contains("pc=0x8") && err.contains("address=0x40000000"), "{err}");
+
+    // The watchdog ends an infinite loop.
+    let src = write("loop.c", "int main(void){ for(;;) { __asm__ volatile(\"\"); } }\n");
+    build_bare(&[&src], &out.join("loop.elf"), &[]);
+    let o = softspin().args(["isa", "run", "--max-instructions", "100000"]).arg(out.join("loop.elf")).output().unwrap();
+    assert_eq!(o.status.code(), Some(70));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("watchdog"), "{}", out_str(&o));
+
+    // Bad ELF input: a clear error, no panic.
+    let junk = write("junk.elf", "this is not an ELF file");
+    let o = softspin().args(["isa", "run"]).arg(&junk).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a valid ELF file"), "{}", out_str(&o));
+    let native = out.join("native");
+    Command::new("gcc").arg("-o").arg(&native).arg(&src).output().unwrap();
+    let o = softspin().args(["isa", "run"]).arg(&native).output().unwrap();
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("not a 32-bit little-endian RISC-V"), "{}", out_str(&o));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn build_passes_compiler_errors_through() {
+    let out = tmpdir("builderr");
+    let src = out.join("bad.c");
+    std::fs::write(&src, "int main(void) { return undeclared_thing; }\n").unwrap();
+    let o = softspin().arg("build").arg(&src).arg("-o").arg(out.join("bad.elf")).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("bad.c:1:") && err.contains("undeclared_thing"), "{err}");
+    let o = softspin().arg("build").arg(out.join("missing.c")).arg("-o").arg(out.join("x.elf")).output().unwrap();
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no such source file"));
+    // -D and -I reach clang.
+    std::fs::create_dir_all(out.join("inc")).unwrap();
+    std::fs::write(out.join("inc/val.h"), "#define VAL (BASE + 2)\n").unwrap();
+    let ok = out.join("ok.c");
+    std::fs::write(&ok, "#include \"val.h\"\nint main(void) { return VAL; }\n").unwrap();
+    let elf = out.join("ok.elf");
+    build_bare(&[&ok], &elf, &["-I", out.join("inc").to_str().unwrap(), "-D", "BASE=5"]);
+    let o = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
+    assert_eq!(o.status.code(), Some(7));
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+fn fnv1a(b: &[u8]) -> u32 {
+    b.iter().fold(2166136261u32, |h, &x| (h ^ x as u32).wrapping_mul(16777619))
+}
+
+fn inet_checksum(b: &[u8]) -> u16 {
+    let mut s: u32 = b.chunks(2).map(|c| (c[0] as u32) << 8 | *c.get(1).unwrap_or(&0) as u32).sum();
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+#[test]
+fn example_handler_reports_digest_to_host() {
+    let out = tmpdir("digest");
+    let elf = out.join("pd.elf");
+    let o = softspin().arg("build").arg(root().join("examples/packet_digest/handler.c")).arg("-o").arg(&elf).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+    let pkt: Vec<u8> = (0..1500u32).map(|i| (i * 7 + 3) as u8).collect();
+    std::fs::write(out.join("pkt.bin"), &pkt).unwrap();
+    let o = softspin().args(["isa", "handler"]).arg(&elf).args(["--handler", "digest_ph", "--packet"]).arg(out.join("pkt.bin")).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    // The host-direct write carries (checksum in network order) << 32 | fnv1a.
+    let want = (inet_checksum(&pkt).to_be() as u64) << 32 | fnv1a(&pkt) as u64;
+    assert!(s.contains(&format!("<- 0x{want:016x}")), "want 0x{want:016x} in:\n{s}");
+    assert!(s.contains("handler=digest_ph returned"), "{s}");
+    let _ = std::fs::remove_dir_all(&out);
+}
+
+#[test]
+fn pspin_style_handler_builds_unchanged_and_runs() {
+    use softspin_hpu::harness::{Harness, HOST_BASE};
+    use softspin_hpu::{ElfImage, Stop, TimingModel};
+    let out = tmpdir("pspin");
+    let elf = out.join("h.elf");
+    let o = softspin().arg("build").arg(root().join("sdk/tests/pspin_style_handler.c")).arg("-o").arg(&elf).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+
+    // PsPIN's packets: IP header whose `length` field GET_IP_UDP_PLD reads
+    // raw (host order), version in the low nibble, then UDP, then payload.
+    let payload: Vec<u8> = (0..200u32).map(|i| (i * i + 1) as u8).collect();
+    let mut pkt = vec![0u8; 28];
+    pkt[0] = 0x54;
+    pkt[2..4].copy_from_slice(&((28 + payload.len()) as u16).to_le_bytes());
+    pkt.extend_from_slice(&payload);
+
+    let mut h = Harness::new(ElfImage::load(&elf).unwrap(), &TimingModel::default(), 4096).unwrap();
+    h.set_packet(&pkt).unwrap();
+    for sym in ["histo_hh", "histo_ph"] {
+        let inv = h.invoke(sym, 10_000_000).unwrap();
+        assert_eq!(inv.stop, Stop::Returned, "{sym}");
+    }
+    let n = payload.len();
+    assert_eq!(&h.host[..n], &payload[..], "DMA to host via the L1 scratchpad");
+    assert_eq!(&h.host[n..2 * n], &payload[..], "DMA to host straight from the packet (NULL handle)");
+    assert_eq!(h.effects.outbound.len(), 1);
+    assert_eq!(h.effects.outbound[0].data, pkt[..n]);
+    let bins = h.read_handler_mem(h.image.symbol("bins").unwrap(), 256 * 4);
+    for v in 0..256usize {
+        let want = payload.iter().filter(|&&b| b as usize == v).count() as u32;
+        assert_eq!(u32::from_le_bytes(bins[v * 4..v * 4 + 4].try_into().unwrap()), want, "bin {v}");
+    }
+    let inv = h.invoke("histo_th", 10_000_000).unwrap();
+    assert_eq!(inv.stop, Stop::Returned);
+    assert_eq!(h.effects.host_writes, vec![(HOST_BASE, 1)]);
+    let text = String::from_utf8_lossy(&h.effects.stdout);
+    assert!(text.contains("[pspin-style] message start on cluster 0 hpu 0") && text.contains("packets: 1"), "{text}");
+    let _ = std::fs::remove_dir_all(&out);
+}

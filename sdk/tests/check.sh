@@ -1,0 +1,173 @@
+#!/usr/bin/env bash
+# check.sh - build-checks the SDK with plain clang-14 / ld.lld-14 commands
+# driven by sdk/toolchain.txt:
+#   * a PsPIN-style handler compiles unchanged and links with handler.ld
+#     (.text at 0x1D000000, data at 0x1C000000, no linker warnings);
+#   * the SDK self-test and every tests/diff/*.c program build bare-metal;
+#   * if qemu-riscv32 is installed, the self-test passes and each diff
+#     program's RV32 output equals its native (gcc) output.
+# Usage: sdk/tests/check.sh [BUILD_DIR]
+set -u
+
+SDK="$(cd "$(dirname "$0")/.." && pwd)"
+ROOT="$(cd "$SDK/.." && pwd)"
+OUT="${1:-$(mktemp -d /tmp/softspin-sdk-check.XXXXXX)}"
+mkdir -p "$OUT/rt"
+
+tc() { sed -n "s/^$1:[[:space:]]*//p" "$SDK/toolchain.txt" | sed "s|{sdk}|$SDK|g"; }
+CC="$(tc cc)"
+LD="$(tc ld)"
+CFLAGS="$(tc cflags)"
+LDFLAGS_HANDLER="$(tc ldflags-handler)"
+LDFLAGS_BARE="$(tc ldflags-bare)"
+if ! command -v "$CC" >/dev/null || ! command -v "$LD" >/dev/null; then
+    echo "clang-14 not found: install it with apt-get install clang-14 lld-14" >&2
+    exit 1
+fi
+READELF="$(command -v llvm-readelf-14 || command -v llvm-readelf || true)"
+QEMU="$(command -v qemu-riscv32 || true)"
+HOSTCC="$(command -v gcc || command -v cc || true)"
+
+pass=0
+fail=0
+ok() { pass=$((pass + 1)); echo "ok   $*"; }
+bad() { fail=$((fail + 1)); echo "FAIL $*"; }
+
+# cc SRC OBJ [extra flags]: compile with the canonical flags; warnings fail.
+cc() {
+    local src=$1 obj=$2
+    shift 2
+    if ! "$CC" $CFLAGS -Wall -Wextra -Werror "$@" -c "$src" -o "$obj" 2>"$obj.log"; then
+        cat "$obj.log"
+        return 1
+    fi
+}
+# ld OUT FLAGS... -- OBJS...: link; any linker output counts as a failure.
+ld_quiet() {
+    local out=$1
+    shift
+    "$LD" "$@" -o "$out" >"$out.log" 2>&1 && [ ! -s "$out.log" ] || {
+        cat "$out.log"
+        return 1
+    }
+}
+
+# --- runtime objects ---
+rt_objs() {
+    local objs=""
+    for f in $(tc "runtime-$1"); do
+        local o="$OUT/rt/$(basename "$f").o"
+        [ -f "$o" ] || cc "$SDK/$f" "$o" || return 1
+        objs="$objs $o"
+    done
+    echo "$objs"
+}
+RT_HANDLER="$(rt_objs handler)" && RT_BARE="$(rt_objs bare)" || {
+    bad "runtime does not compile"
+    echo "0 passed, 1 failed"
+    exit 1
+}
+
+# --- PsPIN-style handler image ---
+H="$OUT/pspin_style_handler"
+if cc "$SDK/tests/pspin_style_handler.c" "$H.o" &&
+    ld_quiet "$H.elf" $LDFLAGS_HANDLER $RT_HANDLER "$H.o"; then
+    if [ -n "$READELF" ]; then
+        "$READELF" -lSs "$H.elf" >"$H.readelf"
+        if grep -Eq '^ +LOAD .* 0x1d000000 0x1d000000 .* R E ' "$H.readelf" &&
+            grep -Eq '^ +LOAD .* 0x1c000000 0x1c000000 .* RW ' "$H.readelf" &&
+            grep -Eq ' \.text +PROGBITS +1d000000 ' "$H.readelf" &&
+            grep -Eq ' \.bss +NOBITS +1c0' "$H.readelf" &&
+            grep -Eq ' (histo_ph|init_handlers)$' "$H.readelf"; then
+            ok "pspin_style_handler.elf: .text @0x1D000000, data @0x1C000000"
+        else
+            bad "pspin_style_handler.elf layout (see $H.readelf)"
+        fi
+    else
+        ok "pspin_style_handler.elf links (no llvm-readelf to check layout)"
+    fi
+else
+    bad "pspin_style_handler does not build"
+fi
+
+# Same handler for a 2-cluster machine, data moved with the override symbol.
+if cc "$SDK/tests/pspin_style_handler.c" "$H.2c.o" -DNB_CLUSTERS=2 &&
+    ld_quiet "$H.2c.elf" $LDFLAGS_HANDLER --defsym=SOFTSPIN_L2_HANDLER_BASE=0x1C100000 \
+        $RT_HANDLER "$H.2c.o" &&
+    { [ -z "$READELF" ] || "$READELF" -l "$H.2c.elf" | grep -Eq 'LOAD .* 0x1c100000 .* RW '; }; then
+    ok "handler with -DNB_CLUSTERS=2 and SOFTSPIN_L2_HANDLER_BASE override"
+else
+    bad "handler with overrides"
+fi
+
+# PsPIN's optional debug switches must compile too.
+if cc "$SDK/tests/pspin_style_handler.c" "$H.dbg.o" -DCHECK_ASSERTS -DLOG -DENABLE_TRACING &&
+    ld_quiet "$H.dbg.elf" $LDFLAGS_HANDLER $RT_HANDLER "$H.dbg.o"; then
+    ok "handler with -DCHECK_ASSERTS -DLOG -DENABLE_TRACING"
+else
+    bad "handler with debug switches"
+fi
+
+# --- bare-metal programs ---
+# bare SRC NAME: build $OUT/NAME.elf
+bare() {
+    cc "$1" "$OUT/$2.o" "${@:3}" && ld_quiet "$OUT/$2.elf" $LDFLAGS_BARE $RT_BARE "$OUT/$2.o"
+}
+
+if bare "$SDK/tests/sdk_selftest.c" sdk_selftest; then
+    if [ -n "$QEMU" ]; then
+        if "$QEMU" "$OUT/sdk_selftest.elf" >"$OUT/sdk_selftest.txt"; then
+            ok "sdk_selftest (qemu)"
+        else
+            cat "$OUT/sdk_selftest.txt"
+            bad "sdk_selftest (qemu)"
+        fi
+    else
+        ok "sdk_selftest builds (qemu-riscv32 not installed: not run)"
+    fi
+else
+    bad "sdk_selftest does not build"
+fi
+
+for src in "$ROOT"/tests/diff/*.c; do
+    n="$(basename "$src" .c)"
+    if ! bare "$src" "diff_$n"; then
+        bad "diff/$n.c does not build for RV32"
+        continue
+    fi
+    if [ -z "$QEMU" ] || [ -z "$HOSTCC" ]; then
+        ok "diff/$n.c builds (no qemu-riscv32/gcc: not compared)"
+        continue
+    fi
+    if ! "$HOSTCC" -O2 -w -o "$OUT/diff_$n.native" "$src"; then
+        bad "diff/$n.c does not build natively"
+        continue
+    fi
+    "$OUT/diff_$n.native" >"$OUT/diff_$n.native.txt"
+    nrc=$?
+    "$QEMU" "$OUT/diff_$n.elf" >"$OUT/diff_$n.rv.txt"
+    rrc=$?
+    if [ $nrc -eq 0 ] && [ $rrc -eq 0 ] && cmp -s "$OUT/diff_$n.native.txt" "$OUT/diff_$n.rv.txt"; then
+        ok "diff/$n.c: RV32 (qemu) output == native ($(wc -l <"$OUT/diff_$n.rv.txt") lines)"
+    else
+        bad "diff/$n.c: native rc=$nrc rv rc=$rrc; diff $OUT/diff_$n.native.txt $OUT/diff_$n.rv.txt"
+    fi
+done
+
+# --- the make fragment ---
+if command -v make >/dev/null; then
+    M="$OUT/mk"
+    mkdir -p "$M"
+    cp "$SDK/tests/pspin_style_handler.c" "$M/"
+    printf 'OBJS = pspin_style_handler.o\ninclude %s/mk/softspin.mk\nall: pspin_style_handler.elf\n' "$SDK" >"$M/Makefile"
+    if make -s -C "$M" >"$M/make.log" 2>&1 && [ -f "$M/pspin_style_handler.elf" ]; then
+        ok "mk/softspin.mk builds a handler image"
+    else
+        cat "$M/make.log"
+        bad "mk/softspin.mk"
+    fi
+fi
+
+echo "build dir: $OUT"
+echo "$pass passed, $fail failed"
+[ $fail -eq 0 ]
