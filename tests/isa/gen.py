@@ -14,6 +14,7 @@ tree unchanged.  Generated files that are no longer produced are removed.
 import os
 import random
 import sys
+import textwrap
 from collections import Counter
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -265,7 +266,13 @@ class TestFile:
 
     def comment(self, text):
         self.body.append("")
-        self.body.append("  /* %s */" % text)
+        lines = textwrap.wrap(text, 72)
+        if len(lines) == 1:
+            self.body.append("  /* %s */" % lines[0])
+        else:
+            self.body.append("  /* " + lines[0])
+            self.body += ["   * " + line for line in lines[1:]]
+            self.body.append("   */")
 
     def test(self, macro, *args):
         n = self.next_num()
@@ -1464,6 +1471,9 @@ class Seq:
     instructions it retires (computed here, not measured)."""
 
     def __init__(self, desc, lines, retired, setup=(), rvc=None):
+        if not any(":" in line or line.split()[0] in ("j", "jal", "jalr", "ret")
+                   or line.split()[0].startswith("b") for line in lines):
+            assert retired == len(lines), desc   # straight-line code
         self.desc = desc
         self.lines = lines
         self.retired = retired
@@ -1589,29 +1599,45 @@ def gen_cycle(f):
     gen_counter64(f, "cycle", "cycleh")
 
 
-def gen_counter64(f, csr, csrh):
+def gen_counter64(f, csr, csrh, exact=False):
+    iters = 50
+    # between the two low reads: csrr high, bne (not taken), li, the loop,
+    # csrr high
+    between = 1 + 1 + 1 + 2 * iters + 1
     f.comment("%s:%s read as 64 bits (high, low, high again, retried if the "
-              "high half changed) is non-decreasing, around a 50-iteration "
-              "loop, with every read form" % (csrh, csr))
+              "high half changed) is non-decreasing, around a %d-iteration "
+              "loop, with every read form%s" % (
+                  csrh, csr, iters,
+                  "; the low halves differ by exactly %d + 1 (when the high "
+                  "half did not change)" % between if exact else ""))
     for form in range(4):
         f.begin()
         f.emit("1: %s; %s; %s; bne x5, x7, 1b" % (csr_read(form, "x5", csrh),
                                                    csr_read(form, "x6", csr),
                                                    csr_read(form, "x7", csrh)))
-        f.emit("li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b")
+        f.emit("li x10, %d; 3: addi x10, x10, -1; bnez x10, 3b" % iters)
         f.emit("2: %s; %s; %s; bne x8, x7, 2b" % (csr_read(form + 1, "x8", csrh),
                                                    csr_read(form + 1, "x9", csr),
                                                    csr_read(form + 1, "x7", csrh)))
         f.emit("TEST_CHECK_GE64( x8, x9, x5, x6 )")
+        if exact:
+            f.emit("bne x5, x8, 3f; sub x14, x9, x6")
+            f.emit("TEST_CHECK_INSTRET_DELTA( x14, %d )" % (between + 1))
+            f.emit("3:")
     f.comment("Back-to-back 32-bit reads of %s do not go backwards (the "
-              "signed difference is >= 0)" % csr)
+              "signed difference is >= 0)%s" % (
+                  csr, "; each read is exactly 1 more than the previous one"
+                  if exact else ""))
     for form in range(4):
         f.begin()
         f.emit(csr_read(form, "x5", csr))
         f.emit(csr_read(form + 1, "x6", csr))
         f.emit(csr_read(form + 2, "x8", csr))
         f.emit("sub x14, x6, x5; bgez x14, 9f; j fail; 9:")
-        f.emit("sub x14, x8, x6; bgez x14, 9f; j fail; 9:")
+        f.emit("sub x15, x8, x6; bgez x15, 9f; j fail; 9:")
+        if exact:
+            f.emit("TEST_CHECK_INSTRET_DELTA( x14, 1 )")
+            f.emit("TEST_CHECK_INSTRET_DELTA( x15, 1 )")
     f.comment("rd = x0 reads are legal (no write is attempted)")
     f.begin()
     for form in range(4):
@@ -1634,7 +1660,7 @@ def gen_time(f):
 
 def gen_instret_full(f):
     gen_instret(f)
-    gen_counter64(f, "instret", "instreth")
+    gen_counter64(f, "instret", "instreth", exact=True)
 
 
 # ---------------------------------------------------------------------------

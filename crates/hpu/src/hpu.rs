@@ -6,7 +6,7 @@
 //! decoder cache with no per-instruction bookkeeping. Only taken branches,
 //! memory latency and misalignment add cycles dynamically.
 
-use crate::isa::{csr, Op, REG_SINK};
+use crate::isa::{csr, Op, NO_TARGET, REG_SINK};
 use crate::mem::{atomic_at, AccessError, AddressSpace, Perm, SEQ};
 use crate::program::Program;
 use crate::timing::TimingModel;
@@ -221,55 +221,64 @@ impl Hpu {
         let cost = &prog.cost[..];
         let taken = self.timing.branch_taken_penalty as u64;
         let mis = self.timing.misaligned_penalty as u64;
-        let mut pc = self.pc;
-        // Counters live in locals (registers) inside the loop and are written
-        // back whenever control leaves it.
-        let (mut cyc, mut ret, mut lds, mut sts) = (self.cycles, self.instret, self.loads, self.stores);
-        let mut limit = self.instret_limit;
-        macro_rules! sync {
-            () => {{
-                self.cycles = cyc;
-                self.instret = ret;
-                self.loads = lds;
-                self.stores = sts;
+        // The cycle counter lives in a local (a register) inside the loop and
+        // is written back whenever control leaves it. The other counters are
+        // touched once per block and stay in memory, which keeps registers
+        // free for the fetch/dispatch path.
+        let mut cyc = self.cycles;
+        // One comparison per block covers both the slice end and the
+        // watchdog: every retired instruction costs at least one cycle, so
+        // the instruction budget cannot run out before `cyc` reaches
+        // `cyc + (limit - instret)`. Crossing `bound` re-checks precisely.
+        let bound_for = |cyc: u64, instret: u64, limit: u64| until_cycles.min(cyc.saturating_add(limit.saturating_sub(instret)));
+        let mut bound = bound_for(cyc, self.instret, self.instret_limit);
+
+        // Enter the decoder cache at `pc`, or leave the loop.
+        macro_rules! enter {
+            ($pc:expr) => {{
+                let pc: u32 = $pc;
+                match prog.slot(pc) {
+                    Some(s) => s,
+                    None => {
+                        self.cycles = cyc;
+                        self.pc = pc;
+                        if pc == self.return_addr {
+                            return Stop::Returned;
+                        }
+                        return Stop::Fault(Fault { kind: FaultKind::FetchAccess, pc, addr: pc });
+                    }
+                }
             }};
         }
+        let mut idx = enter!(self.pc);
         'block: loop {
-            let Some(mut idx) = prog.slot(pc) else {
-                sync!();
-                self.pc = pc;
-                if pc == self.return_addr {
-                    return Stop::Returned;
+            if cyc >= bound {
+                self.cycles = cyc;
+                self.pc = prog.pcs[idx];
+                if self.instret >= self.instret_limit {
+                    return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc: self.pc, addr: 0 });
                 }
-                return Stop::Fault(Fault { kind: FaultKind::FetchAccess, pc, addr: pc });
-            };
-            if cyc >= until_cycles {
-                sync!();
-                self.pc = pc;
-                return Stop::SliceEnd;
-            }
-            if ret >= limit {
-                sync!();
-                self.pc = pc;
-                return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc, addr: 0 });
+                if cyc >= until_cycles {
+                    return Stop::SliceEnd;
+                }
+                bound = bound_for(cyc, self.instret, self.instret_limit);
             }
             let c = cost[idx];
-            ret += c.insts as u64;
+            self.instret += c.insts as u64;
             cyc += c.cycles as u64;
-            lds += c.loads as u64;
-            sts += c.stores as u64;
+            self.loads += c.loads as u64;
+            self.stores += c.stores as u64;
 
             // Fault inside the block: undo the charge for the instructions
             // that did not retire, record the pc, stop.
             macro_rules! fault {
                 ($kind:expr, $addr:expr) => {{
                     let rest = cost[idx];
-                    ret -= rest.insts as u64;
-                    cyc -= rest.cycles as u64;
-                    lds -= rest.loads as u64;
-                    sts -= rest.stores as u64;
-                    sync!();
-                    let fpc = insts[idx].pc;
+                    self.instret -= rest.insts as u64;
+                    self.loads -= rest.loads as u64;
+                    self.stores -= rest.stores as u64;
+                    self.cycles = cyc - rest.cycles as u64;
+                    let fpc = prog.pcs[idx];
                     self.pc = fpc;
                     return Stop::Fault(Fault { kind: $kind, pc: fpc, addr: $addr });
                 }};
@@ -316,61 +325,77 @@ impl Hpu {
             }
 
             loop {
-                // SAFETY: `idx` starts in range (a slot from the parcel map)
-                // and moves one slot forward within a block; every run of
-                // slots ends in a terminator (NoExec sentinel or Goto).
+                // SAFETY: `idx` starts in range (a slot from the parcel map or
+                // a checked direct target) and moves one slot forward within a
+                // block; every run of slots ends in a terminator (a NoExec
+                // sentinel or a Goto).
                 debug_assert!(idx < insts.len());
-                let i = unsafe { *insts.get_unchecked(idx) };
-                let r = &mut self.regs;
-                let rs1 = r[i.rs1 as usize];
-                let rs2 = r[i.rs2 as usize];
+                let i = unsafe { insts.get_unchecked(idx) };
+                // Operands are read inside each arm, so the dispatch itself
+                // keeps few values live (and the fetch index in a register).
+                macro_rules! rs1 {
+                    () => {
+                        self.regs[i.rs1 as usize]
+                    };
+                }
+                macro_rules! rs2 {
+                    () => {
+                        self.regs[i.rs2 as usize]
+                    };
+                }
+                macro_rules! rd {
+                    ($v:expr) => {{
+                        let v: u32 = $v;
+                        self.regs[i.rd as usize] = v;
+                    }};
+                }
                 let imm = i.imm as u32;
-                let next = || i.next_pc();
                 match i.op {
-                    Op::Addi => r[i.rd as usize] = rs1.wrapping_add(imm),
-                    Op::Add => r[i.rd as usize] = rs1.wrapping_add(rs2),
-                    Op::Li => r[i.rd as usize] = imm,
+                    Op::Addi => rd!(rs1!().wrapping_add(imm)),
+                    Op::Add => rd!(rs1!().wrapping_add(rs2!())),
+                    Op::Li => rd!(imm),
                     Op::Lw => {
-                        let p = mem!(rs1.wrapping_add(imm), 4, Perm::R, false);
+                        let p = mem!(rs1!().wrapping_add(imm), 4, Perm::R, false);
                         // SAFETY: xlate checked 4 bytes.
-                        self.regs[i.rd as usize] = unsafe { (p as *const u32).read_unaligned() };
+                        rd!(unsafe { (p as *const u32).read_unaligned() });
                     }
                     Op::Sw => {
-                        let p = mem!(rs1.wrapping_add(imm), 4, Perm::W, true);
+                        let p = mem!(rs1!().wrapping_add(imm), 4, Perm::W, true);
                         // SAFETY: xlate checked 4 bytes.
-                        unsafe { (p as *mut u32).write_unaligned(rs2) };
+                        unsafe { (p as *mut u32).write_unaligned(rs2!()) };
                     }
                     Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => {
+                        let (a, b) = (rs1!(), rs2!());
                         let t = match i.op {
-                            Op::Beq => rs1 == rs2,
-                            Op::Bne => rs1 != rs2,
-                            Op::Blt => (rs1 as i32) < (rs2 as i32),
-                            Op::Bge => (rs1 as i32) >= (rs2 as i32),
-                            Op::Bltu => rs1 < rs2,
-                            _ => rs1 >= rs2,
+                            Op::Beq => a == b,
+                            Op::Bne => a != b,
+                            Op::Blt => (a as i32) < (b as i32),
+                            Op::Bge => (a as i32) >= (b as i32),
+                            Op::Bltu => a < b,
+                            _ => a >= b,
                         };
                         if t {
-                            pc = imm;
                             cyc += taken;
                             self.taken_branches += 1;
+                            idx = if i.target != NO_TARGET { i.target as usize } else { enter!(imm) };
                         } else {
-                            pc = next();
+                            idx += 1;
                         }
                         continue 'block;
                     }
                     Op::Jal => {
-                        r[i.rd as usize] = next();
-                        pc = imm;
+                        rd!(i.next);
+                        idx = if i.target != NO_TARGET { i.target as usize } else { enter!(imm) };
                         continue 'block;
                     }
                     Op::Jalr => {
-                        let link = next();
-                        pc = rs1.wrapping_add(imm) & !1;
-                        r[i.rd as usize] = link;
+                        let t = rs1!().wrapping_add(imm) & !1;
+                        rd!(i.next);
+                        idx = enter!(t);
                         continue 'block;
                     }
                     Op::Lb | Op::Lh | Op::Lbu | Op::Lhu => {
-                        let a = rs1.wrapping_add(imm);
+                        let a = rs1!().wrapping_add(imm);
                         let v = match i.op {
                             // SAFETY (all four): xlate checked the length.
                             Op::Lb => unsafe { *mem!(a, 1, Perm::R, false) as i8 as u32 },
@@ -378,79 +403,76 @@ impl Hpu {
                             Op::Lh => unsafe { (mem!(a, 2, Perm::R, false) as *const i16).read_unaligned() as u32 },
                             _ => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
                         };
-                        self.regs[i.rd as usize] = v;
+                        rd!(v);
                     }
                     Op::Sb => {
-                        let p = mem!(rs1.wrapping_add(imm), 1, Perm::W, true);
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::W, true);
                         // SAFETY: xlate checked 1 byte.
-                        unsafe { *p = rs2 as u8 };
+                        unsafe { *p = rs2!() as u8 };
                     }
                     Op::Sh => {
-                        let p = mem!(rs1.wrapping_add(imm), 2, Perm::W, true);
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::W, true);
                         // SAFETY: xlate checked 2 bytes.
-                        unsafe { (p as *mut u16).write_unaligned(rs2 as u16) };
+                        unsafe { (p as *mut u16).write_unaligned(rs2!() as u16) };
                     }
-                    Op::Slti => r[i.rd as usize] = ((rs1 as i32) < (imm as i32)) as u32,
-                    Op::Sltiu => r[i.rd as usize] = (rs1 < imm) as u32,
-                    Op::Xori => r[i.rd as usize] = rs1 ^ imm,
-                    Op::Ori => r[i.rd as usize] = rs1 | imm,
-                    Op::Andi => r[i.rd as usize] = rs1 & imm,
-                    Op::Slli => r[i.rd as usize] = rs1 << (imm & 31),
-                    Op::Srli => r[i.rd as usize] = rs1 >> (imm & 31),
-                    Op::Srai => r[i.rd as usize] = ((rs1 as i32) >> (imm & 31)) as u32,
-                    Op::Sub => r[i.rd as usize] = rs1.wrapping_sub(rs2),
-                    Op::Sll => r[i.rd as usize] = rs1 << (rs2 & 31),
-                    Op::Slt => r[i.rd as usize] = ((rs1 as i32) < (rs2 as i32)) as u32,
-                    Op::Sltu => r[i.rd as usize] = (rs1 < rs2) as u32,
-                    Op::Xor => r[i.rd as usize] = rs1 ^ rs2,
-                    Op::Srl => r[i.rd as usize] = rs1 >> (rs2 & 31),
-                    Op::Sra => r[i.rd as usize] = ((rs1 as i32) >> (rs2 & 31)) as u32,
-                    Op::Or => r[i.rd as usize] = rs1 | rs2,
-                    Op::And => r[i.rd as usize] = rs1 & rs2,
-                    Op::Mul => r[i.rd as usize] = rs1.wrapping_mul(rs2),
-                    Op::Mulh => r[i.rd as usize] = ((rs1 as i32 as i64 * rs2 as i32 as i64) >> 32) as u32,
-                    Op::Mulhsu => r[i.rd as usize] = ((rs1 as i32 as i64).wrapping_mul(rs2 as i64) >> 32) as u32,
-                    Op::Mulhu => r[i.rd as usize] = ((rs1 as u64 * rs2 as u64) >> 32) as u32,
+                    Op::Slti => rd!(((rs1!() as i32) < (imm as i32)) as u32),
+                    Op::Sltiu => rd!((rs1!() < imm) as u32),
+                    Op::Xori => rd!(rs1!() ^ imm),
+                    Op::Ori => rd!(rs1!() | imm),
+                    Op::Andi => rd!(rs1!() & imm),
+                    Op::Slli => rd!(rs1!() << (imm & 31)),
+                    Op::Srli => rd!(rs1!() >> (imm & 31)),
+                    Op::Srai => rd!(((rs1!() as i32) >> (imm & 31)) as u32),
+                    Op::Sub => rd!(rs1!().wrapping_sub(rs2!())),
+                    Op::Sll => rd!(rs1!() << (rs2!() & 31)),
+                    Op::Slt => rd!(((rs1!() as i32) < (rs2!() as i32)) as u32),
+                    Op::Sltu => rd!((rs1!() < rs2!()) as u32),
+                    Op::Xor => rd!(rs1!() ^ rs2!()),
+                    Op::Srl => rd!(rs1!() >> (rs2!() & 31)),
+                    Op::Sra => rd!(((rs1!() as i32) >> (rs2!() & 31)) as u32),
+                    Op::Or => rd!(rs1!() | rs2!()),
+                    Op::And => rd!(rs1!() & rs2!()),
+                    Op::Mul => rd!(rs1!().wrapping_mul(rs2!())),
+                    Op::Mulh => rd!(((rs1!() as i32 as i64 * rs2!() as i32 as i64) >> 32) as u32),
+                    Op::Mulhsu => rd!(((rs1!() as i32 as i64).wrapping_mul(rs2!() as i64) >> 32) as u32),
+                    Op::Mulhu => rd!(((rs1!() as u64 * rs2!() as u64) >> 32) as u32),
                     Op::Div => {
-                        r[i.rd as usize] = if rs2 == 0 {
-                            u32::MAX
-                        } else {
-                            (rs1 as i32).wrapping_div(rs2 as i32) as u32
-                        }
+                        let (a, b) = (rs1!() as i32, rs2!() as i32);
+                        rd!(if b == 0 { u32::MAX } else { a.wrapping_div(b) as u32 })
                     }
-                    Op::Divu => r[i.rd as usize] = rs1.checked_div(rs2).unwrap_or(u32::MAX),
+                    Op::Divu => rd!(rs1!().checked_div(rs2!()).unwrap_or(u32::MAX)),
                     Op::Rem => {
-                        r[i.rd as usize] = if rs2 == 0 { rs1 } else { (rs1 as i32).wrapping_rem(rs2 as i32) as u32 }
+                        let (a, b) = (rs1!() as i32, rs2!() as i32);
+                        rd!(if b == 0 { a as u32 } else { a.wrapping_rem(b) as u32 })
                     }
-                    Op::Remu => r[i.rd as usize] = rs1.checked_rem(rs2).unwrap_or(rs1),
+                    Op::Remu => rd!(rs1!().checked_rem(rs2!()).unwrap_or(rs1!())),
                     Op::Fence => {}
                     Op::LrW => {
-                        let a = rs1;
+                        let a = rs1!();
                         if a & 3 != 0 {
                             fault!(FaultKind::Misaligned, a)
                         }
                         let p = mem!(a, 4, Perm::R, false);
                         // SAFETY: aligned pointer into a live block.
                         let v = unsafe { atomic_at(p) }.load(SEQ);
-                        self.regs[i.rd as usize] = v;
+                        rd!(v);
                         self.reservation = Some((a, v));
                     }
                     Op::ScW => {
-                        let a = rs1;
+                        let a = rs1!();
                         if a & 3 != 0 {
                             fault!(FaultKind::Misaligned, a)
                         }
                         let p = mem!(a, 4, Perm::W, true);
+                        let new = rs2!();
                         // Succeeds only on the reserved word and only if no one
                         // changed it since the LR (value-based reservation).
                         let ok = match self.reservation.take() {
                             // SAFETY: aligned pointer into a live block.
-                            Some((ra, v)) if ra == a => {
-                                unsafe { atomic_at(p) }.compare_exchange(v, rs2, SEQ, SEQ).is_ok()
-                            }
+                            Some((ra, v)) if ra == a => unsafe { atomic_at(p) }.compare_exchange(v, new, SEQ, SEQ).is_ok(),
                             _ => false,
                         };
-                        self.regs[i.rd as usize] = (!ok) as u32;
+                        rd!((!ok) as u32);
                     }
                     Op::AmoSwap => amo!(i, |_, s| s),
                     Op::AmoAdd => amo!(i, |v: u32, s| v.wrapping_add(s)),
@@ -464,10 +486,10 @@ impl Hpu {
                     Op::CsrRead => {
                         // The block (ending here) is already charged; report
                         // the counts before this instruction.
-                        let cycles = cyc - self.timing.csr as u64;
-                        let instret = ret - 1;
+                        let cycles = cyc - self.timing.csr.max(1) as u64;
+                        let instret = self.instret - 1;
                         let time = self.time_base_ns + self.timing.cycles_to_ns(cycles);
-                        let v = match imm as u16 {
+                        rd!(match imm as u16 {
                             csr::CYCLE => cycles as u32,
                             csr::CYCLEH => (cycles >> 32) as u32,
                             csr::INSTRET => instret as u32,
@@ -475,28 +497,27 @@ impl Hpu {
                             csr::TIME => time as u32,
                             csr::TIMEH => (time >> 32) as u32,
                             _ => 0,
-                        };
-                        self.regs[i.rd as usize] = v;
-                        pc = next();
+                        });
+                        idx += 1;
                         continue 'block;
                     }
                     Op::Ecall => {
-                        self.pc = i.pc;
-                        let after = next();
-                        sync!();
+                        self.pc = prog.pcs[idx];
+                        self.cycles = cyc;
                         let action = rt.ecall(self);
-                        (cyc, ret, lds, sts, limit) = (self.cycles, self.instret, self.loads, self.stores, self.instret_limit);
+                        cyc = self.cycles;
+                        bound = bound_for(cyc, self.instret, self.instret_limit);
                         match action {
                             Ecall::Continue => {
-                                pc = after;
+                                idx += 1;
                                 continue 'block;
                             }
                             Ecall::Exit(code) => {
-                                self.pc = after;
+                                self.pc = i.next;
                                 return Stop::Exit(code);
                             }
                             Ecall::Suspend => {
-                                self.pc = after;
+                                self.pc = i.next;
                                 return Stop::Suspended;
                             }
                             Ecall::Unknown => {
@@ -511,9 +532,9 @@ impl Hpu {
                     }
                     Op::Ebreak => fault!(FaultKind::Breakpoint, 0),
                     Op::Illegal => fault!(FaultKind::IllegalInstruction, imm),
-                    Op::NoExec => fault!(FaultKind::FetchAccess, i.pc),
+                    Op::NoExec => fault!(FaultKind::FetchAccess, prog.pcs[idx]),
                     Op::Goto => {
-                        pc = imm;
+                        idx = enter!(imm);
                         continue 'block;
                     }
                 }

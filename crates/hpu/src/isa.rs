@@ -154,40 +154,38 @@ impl Op {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inst {
     pub imm: i32,
-    /// Address of this instruction (links, fall-through, fault reports).
-    pub pc: u32,
+    /// For JAL and branches: the decoder-cache slot of the target (so taken
+    /// branches skip the pc lookup), or `NO_TARGET`.
+    pub target: u32,
+    /// Address of the next sequential instruction (links, resume points).
+    pub next: u32,
     pub op: Op,
     pub rd: u8,
     pub rs1: u8,
     pub rs2: u8,
-    /// Length in 16-bit parcels: 1 (compressed) or 2.
-    pub size: u8,
 }
 
+/// `Inst::target` when the target is not code (the jump then faults).
+pub const NO_TARGET: u32 = u32::MAX;
+
 impl Inst {
-    pub const fn new(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32, size: u8) -> Inst {
-        Inst { imm, pc: 0, op, rd: if rd == 0 { REG_SINK } else { rd }, rs1, rs2, size }
+    pub const fn new(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> Inst {
+        Inst { imm, target: NO_TARGET, next: 0, op, rd: if rd == 0 { REG_SINK } else { rd }, rs1, rs2 }
     }
 
-    fn illegal(raw: u32, size: u8) -> Inst {
-        Inst { imm: raw as i32, pc: 0, op: Op::Illegal, rd: REG_SINK, rs1: 0, rs2: 0, size }
+    fn illegal(raw: u32) -> Inst {
+        Inst { imm: raw as i32, target: NO_TARGET, next: 0, op: Op::Illegal, rd: REG_SINK, rs1: 0, rs2: 0 }
     }
 
-    /// Fetch fault at `pc` (end of an executable range).
-    pub fn no_exec(pc: u32) -> Inst {
-        Inst { imm: 0, pc, op: Op::NoExec, rd: REG_SINK, rs1: 0, rs2: 0, size: 1 }
+    /// Fetch fault (end of an executable range).
+    pub fn no_exec() -> Inst {
+        Inst { imm: 0, target: NO_TARGET, next: 0, op: Op::NoExec, rd: REG_SINK, rs1: 0, rs2: 0 }
     }
 
-    /// Continue at `target` (ends an out-of-line block that rejoined the
-    /// main instruction stream).
-    pub fn goto(pc: u32, target: u32) -> Inst {
-        Inst { imm: target as i32, pc, op: Op::Goto, rd: REG_SINK, rs1: 0, rs2: 0, size: 1 }
-    }
-
-    /// Address of the next sequential instruction.
-    #[inline(always)]
-    pub fn next_pc(&self) -> u32 {
-        self.pc.wrapping_add(2 * self.size as u32)
+    /// Continue at `target` (ends an out-of-line run that rejoins the main
+    /// instruction stream).
+    pub fn goto(target: u32) -> Inst {
+        Inst { imm: target as i32, target: NO_TARGET, next: target, op: Op::Goto, rd: REG_SINK, rs1: 0, rs2: 0 }
     }
 
     /// Source registers this instruction reads (for the load-use hazard).
@@ -264,8 +262,8 @@ pub fn decode32(raw: u32, pc: u32) -> Inst {
         (bits(raw, 31, 31) << 20) | (bits(raw, 19, 12) << 12) | (bits(raw, 20, 20) << 11) | (bits(raw, 30, 21) << 1),
         21,
     );
-    let ill = Inst::illegal(raw, 2);
-    let i = |op, rd, rs1, rs2, imm| Inst::new(op, rd, rs1, rs2, imm, 2);
+    let ill = Inst::illegal(raw);
+    let i = Inst::new;
     match raw & 0x7F {
         0x37 => i(Li, rd, 0, 0, imm_u),
         0x17 => i(Li, rd, 0, 0, pc.wrapping_add(imm_u as u32) as i32),
@@ -392,8 +390,8 @@ pub fn decode32(raw: u32, pc: u32) -> Inst {
 pub fn decode16(raw: u16, pc: u32) -> Inst {
     use Op::*;
     let x = raw as u32;
-    let ill = Inst::illegal(x, 1);
-    let c = |op, rd: u32, rs1: u32, rs2: u32, imm: i32| Inst::new(op, rd as u8, rs1 as u8, rs2 as u8, imm, 1);
+    let ill = Inst::illegal(x);
+    let c = |op, rd: u32, rs1: u32, rs2: u32, imm: i32| Inst::new(op, rd as u8, rs1 as u8, rs2 as u8, imm);
     let f3 = bits(x, 15, 13);
     let rd_full = bits(x, 11, 7);
     let rs2_full = bits(x, 6, 2);

@@ -25,7 +25,7 @@ pub struct BlockCost {
 }
 
 /// No instruction starts at this parcel (not executable).
-const NO_SLOT: u32 = u32::MAX;
+const NO_SLOT: u32 = crate::isa::NO_TARGET;
 
 /// A decoded, immutable code image.
 pub struct Program {
@@ -36,6 +36,8 @@ pub struct Program {
     pub(crate) cost: Vec<BlockCost>,
     /// Parcel index (pc - base) / 2 -> slot, or NO_SLOT.
     pub(crate) entry: Vec<u32>,
+    /// Slot -> address of the instruction (fault reports, slice ends).
+    pub(crate) pcs: Vec<u32>,
 }
 
 /// Largest executable span we decode.
@@ -80,37 +82,44 @@ impl Program {
             }
         }
         let pc_of = |k: usize| lo + 2 * k as u32;
-        let decode_at = |k: usize| -> Inst {
-            let mut i = match code[k] {
-                None => Inst::no_exec(pc_of(k)),
-                Some(p) if inst_len(p) == 2 => decode16(p, pc_of(k)),
+        // Decode at parcel k: the instruction and its length in parcels.
+        let decode_at = |k: usize| -> (Inst, usize) {
+            let (mut i, len) = match code[k] {
+                None => (Inst::no_exec(), 1),
+                Some(p) if inst_len(p) == 2 => (decode16(p, pc_of(k)), 1),
                 Some(p) => match code.get(k + 1).copied().flatten() {
-                    Some(h) => decode32(p as u32 | (h as u32) << 16, pc_of(k)),
-                    None => Inst::no_exec(pc_of(k)), // truncated at the end of code
+                    Some(h) => (decode32(p as u32 | (h as u32) << 16, pc_of(k)), 2),
+                    None => (Inst::no_exec(), 1), // truncated at the end of code
                 },
             };
-            i.pc = pc_of(k);
-            i
+            i.next = pc_of(k + len);
+            (i, len)
         };
 
         let mut insts = Vec::with_capacity(parcels / 2 + ranges.len() + 1);
+        let mut pcs = Vec::with_capacity(insts.capacity());
         let mut entry = vec![NO_SLOT; parcels];
         let mut main_start = vec![false; parcels];
         // Main stream: a linear sweep of each range, ending in a NoExec
-        // sentinel so straight-line code never runs off the array.
+        // sentinel so straight-line code never runs off the array. Within it
+        // slot s+1 always holds the instruction at s's `next`.
         for (a, b) in &ranges {
             let (first, n) = (((a - lo) / 2) as usize, b.len() / 2);
             let mut k = first;
             while k < first + n {
-                let i = decode_at(k);
+                let (i, len) = decode_at(k);
                 entry[k] = insts.len() as u32;
                 main_start[k] = true;
                 insts.push(i);
-                k += if i.op == Op::NoExec { 1 } else { i.size as usize };
+                pcs.push(pc_of(k));
+                k += len;
             }
-            insts.push(Inst::no_exec(pc_of(k)));
+            insts.push(Inst::no_exec());
+            pcs.push(pc_of(k));
         }
-        // Side runs for parcels inside a 32-bit instruction.
+        // Side runs for parcels inside a 32-bit instruction. A Goto follows
+        // every run's last instruction, so "slot s+1 is the sequential
+        // successor" holds here too.
         for k0 in 0..parcels {
             if main_start[k0] || code[k0].is_none() {
                 continue;
@@ -118,23 +127,33 @@ impl Program {
             entry[k0] = insts.len() as u32;
             let mut k = k0;
             for _ in 0..MAX_SIDE_RUN {
-                if k >= parcels || code[k].is_none() {
-                    insts.push(Inst::no_exec(pc_of(k)));
+                if k >= parcels || code[k].is_none() || (k != k0 && main_start[k]) {
                     break;
                 }
-                if k != k0 && main_start[k] {
-                    insts.push(Inst::goto(pc_of(k), pc_of(k)));
-                    break;
-                }
-                let i = decode_at(k);
+                let (i, len) = decode_at(k);
                 insts.push(i);
+                pcs.push(pc_of(k));
+                k += len;
                 if i.op.ends_block() {
                     break;
                 }
-                k += i.size as usize;
             }
-            if !insts.last().unwrap().op.ends_block() {
-                insts.push(Inst::goto(pc_of(k), pc_of(k)));
+            let stop = if k < parcels && code[k].is_some() { Inst::goto(pc_of(k)) } else { Inst::no_exec() };
+            insts.push(stop);
+            pcs.push(pc_of(k));
+        }
+        // Direct targets of JAL and branches.
+        let slot_of = |pc: u32| -> u32 {
+            let off = pc.wrapping_sub(lo) as usize / 2;
+            if pc % 2 == 0 && pc >= lo && off < parcels {
+                entry[off]
+            } else {
+                NO_SLOT
+            }
+        };
+        for i in insts.iter_mut() {
+            if matches!(i.op, Op::Jal | Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu) {
+                i.target = slot_of(i.imm as u32);
             }
         }
 
@@ -142,7 +161,9 @@ impl Program {
         for s in (0..insts.len()).rev() {
             let i = insts[s];
             let cls = i.op.class();
-            let mut c = timing.base_cost(cls);
+            // Every retired instruction takes at least one cycle (the
+            // interpreter's watchdog bound relies on it).
+            let mut c = if cls == Class::None { 0 } else { timing.base_cost(cls).max(1) };
             let n = !matches!(i.op, Op::NoExec | Op::Goto) as u32;
             // AMOs count as a load and a store; LR as a load, SC as a store.
             let atomic = cls == Class::Atomic;
@@ -168,7 +189,7 @@ impl Program {
                 stores: st.saturating_add(rest.stores),
             };
         }
-        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost, entry })
+        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost, entry, pcs })
     }
 
     pub fn base(&self) -> u32 {
@@ -246,5 +267,8 @@ mod tests {
         assert_eq!(p.inst_at(0x2).unwrap().op, Op::Addi); // c.nop
         // c.nop, then the side run rejoins the main stream at 0x4 with a Goto
         assert_eq!(p.cost_at(0x2).unwrap().insts, 1);
+        let s = p.slot(0x2).unwrap();
+        assert_eq!(p.insts[s + 1], Inst::goto(0x4));
+        assert_eq!(p.pcs[s], 0x2);
     }
 }

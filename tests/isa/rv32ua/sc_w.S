@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* sc.w without any reservation (first SC of the program) fails and leaves memory unchanged */
+  /* sc.w without any reservation (first SC of the program) fails and leaves
+   * memory unchanged
+   */
   TEST_SC_NORES( 2, sc.w, 0x00000000, 0x12345678, rsva )
 
   /* lr.w / sc.w pairs succeed: sc writes 0 and stores (all orderings) */
@@ -28,7 +30,9 @@ RVTEST_CODE_BEGIN
   TEST_SC_NORES( 9, sc.w.rl, 0xffff7ffe, 0x00000012, rsva+12 )
   TEST_SC_NORES( 10, sc.w.aqrl, 0xffffefff, 0x78130000, rsva+16 )
 
-  /* lr.w A; sc.w B (another page) fails, and since any SC invalidates the reservation, a following sc.w A fails too */
+  /* lr.w A; sc.w B (another page) fails, and since any SC invalidates the
+   * reservation, a following sc.w A fails too
+   */
   TEST_BEGIN( 11 )
   la x11, rsva+20; lr.w x14, (x11)
   TEST_CHECK_R( x14, x7, 0x80000001 )

@@ -55,7 +55,9 @@ RVTEST_CODE_BEGIN
   TEST_C_BR1( 40, c.beqz, NOTTAKEN, x12, 0xffffdfff )
   TEST_C_BR1( 41, c.beqz, NOTTAKEN, x12, 0xd4d5dc8c )
 
-  /* Long taken branches: every offset bit (forward 6 + pad, backward -(4 + pad)); range -256..254 */
+  /* Long taken branches: every offset bit (forward 6 + pad, backward -(4 +
+   * pad)); range -256..254
+   */
   /* c.beqz offset +0xfe */
   TEST_C_FAR_FWD( 42, 248, x9, 0x00000000, c.beqz x9, 2f )
   /* c.beqz offset +0xaa */

@@ -55,7 +55,9 @@ RVTEST_CODE_BEGIN
   TEST_C_BR1( 40, c.bnez, TAKEN, x13, 0xbe226a13 )
   TEST_C_BR1( 41, c.bnez, TAKEN, x12, 0x0000003e )
 
-  /* Long taken branches: every offset bit (forward 6 + pad, backward -(4 + pad)); range -256..254 */
+  /* Long taken branches: every offset bit (forward 6 + pad, backward -(4 +
+   * pad)); range -256..254
+   */
   /* c.bnez offset +0xfe */
   TEST_C_FAR_FWD( 42, 248, x9, 0x00000040, c.bnez x9, 2f )
   /* c.bnez offset +0xaa */

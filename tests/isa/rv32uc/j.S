@@ -18,7 +18,9 @@ RVTEST_CODE_BEGIN
   TEST_C_J( 3 )
   TEST_C_J( 4 )
 
-  /* Long jumps: every offset bit (forward 6 + pad, backward -(4 + pad)); range -2048..2046 */
+  /* Long jumps: every offset bit (forward 6 + pad, backward -(4 + pad));
+   * range -2048..2046
+   */
   /* c.j offset +0x7fe */
   TEST_C_FAR_FWD( 5, 2040, x14, 0x00000000, c.j 2f )
   /* c.j offset +0x556 */

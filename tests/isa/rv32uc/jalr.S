@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* c.jalr rs1: x1 = pc + 2, for every usable rs1 (rs1 = x1: the old x1 is the target); target low bit cleared */
+  /* c.jalr rs1: x1 = pc + 2, for every usable rs1 (rs1 = x1: the old x1 is
+   * the target); target low bit cleared
+   */
   TEST_C_JALR( 2, x1, 0, 2 )
   TEST_C_JALR( 3, x2, 0, 2 )
   TEST_C_JALR( 4, x4, 0, 2 )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* c.lui rd, nzimm: rd = sext(nzimm[17:12]) << 12 for every immediate (assembler syntax: 1..31 and 0xfffe0..0xfffff) */
+  /* c.lui rd, nzimm: rd = sext(nzimm[17:12]) << 12 for every immediate
+   * (assembler syntax: 1..31 and 0xfffe0..0xfffff)
+   */
   TEST_C_OP_RI( 2, c.lui, x1, x7, 0x00001000, 0x5a5a5a5a, 0x00001 )
   TEST_C_OP_RI( 3, c.lui, x4, x7, 0x00002000, 0x5a5a5a5a, 0x00002 )
   TEST_C_OP_RI( 4, c.lui, x5, x7, 0x00003000, 0x5a5a5a5a, 0x00003 )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* auipc rd, imm: rd = pc + (imm << 12); checked against the absolute address of the auipc */
+  /* auipc rd, imm: rd = pc + (imm << 12); checked against the absolute
+   * address of the auipc
+   */
   TEST_AUIPC_R( 2, x14, 0x00000000, 0x00000 )
   TEST_AUIPC_R( 3, x14, 0x00001000, 0x00001 )
   TEST_AUIPC_R( 4, x14, 0xfffff000, 0xfffff )

@@ -130,7 +130,9 @@ RVTEST_CODE_BEGIN
   TEST_BR2_OP_R( 107, beq, NOTTAKEN, x28, x2, li x28, 0x00ad9e00; li x2, 0xffffc000 )
   TEST_BR2_OP_R( 108, beq, NOTTAKEN, x30, x5, li x30, 0x46be50bc; li x5, 0x006b5000 )
 
-  /* Taken branches over long distances: B-immediate bits (forward 8 + pad, backward -(4 + pad)) */
+  /* Taken branches over long distances: B-immediate bits (forward 8 + pad,
+   * backward -(4 + pad))
+   */
   /* beq offset +0xffe */
   TEST_BR2_FAR_FWD( 109, beq, 0x0000000e, 0x0000000e, 4086 )
   /* beq offset +0x556 */

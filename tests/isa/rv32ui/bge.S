@@ -130,7 +130,9 @@ RVTEST_CODE_BEGIN
   TEST_BR2_OP_R( 107, bge, NOTTAKEN, x28, x2, li x28, 0x000fffff; li x2, 0x00a37c00 )
   TEST_BR2_OP_R( 108, bge, NOTTAKEN, x30, x5, li x30, 0xffffdffe; li x5, 0xfffffdfe )
 
-  /* Taken branches over long distances: B-immediate bits (forward 8 + pad, backward -(4 + pad)) */
+  /* Taken branches over long distances: B-immediate bits (forward 8 + pad,
+   * backward -(4 + pad))
+   */
   /* bge offset +0xffe */
   TEST_BR2_FAR_FWD( 109, bge, 0x544f0000, 0xa0d09f33, 4086 )
   /* bge offset +0x556 */

@@ -130,7 +130,9 @@ RVTEST_CODE_BEGIN
   TEST_BR2_OP_R( 107, bgeu, TAKEN, x28, x2, li x28, 0xf5620000; li x2, 0xeacad98a )
   TEST_BR2_OP_R( 108, bgeu, TAKEN, x30, x5, li x30, 0xfffffff5; li x5, 0xe326bb9b )
 
-  /* Taken branches over long distances: B-immediate bits (forward 8 + pad, backward -(4 + pad)) */
+  /* Taken branches over long distances: B-immediate bits (forward 8 + pad,
+   * backward -(4 + pad))
+   */
   /* bgeu offset +0xffe */
   TEST_BR2_FAR_FWD( 109, bgeu, 0xffffffe1, 0xa32e6d4c, 4086 )
   /* bgeu offset +0x556 */

@@ -130,7 +130,9 @@ RVTEST_CODE_BEGIN
   TEST_BR2_OP_R( 107, blt, TAKEN, x28, x2, li x28, 0xff000000; li x2, 0x00004eda )
   TEST_BR2_OP_R( 108, blt, TAKEN, x30, x5, li x30, 0xf0000001; li x5, 0xfffff000 )
 
-  /* Taken branches over long distances: B-immediate bits (forward 8 + pad, backward -(4 + pad)) */
+  /* Taken branches over long distances: B-immediate bits (forward 8 + pad,
+   * backward -(4 + pad))
+   */
   /* blt offset +0xffe */
   TEST_BR2_FAR_FWD( 109, blt, 0x00000005, 0x4122bca7, 4086 )
   /* blt offset +0x556 */

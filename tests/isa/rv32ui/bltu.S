@@ -130,7 +130,9 @@ RVTEST_CODE_BEGIN
   TEST_BR2_OP_R( 107, bltu, TAKEN, x28, x2, li x28, 0xae4f68b6; li x2, 0xffffffe6 )
   TEST_BR2_OP_R( 108, bltu, NOTTAKEN, x30, x5, li x30, 0x07ffffff; li x5, 0x0000c5fc )
 
-  /* Taken branches over long distances: B-immediate bits (forward 8 + pad, backward -(4 + pad)) */
+  /* Taken branches over long distances: B-immediate bits (forward 8 + pad,
+   * backward -(4 + pad))
+   */
   /* bltu offset +0xffe */
   TEST_BR2_FAR_FWD( 109, bltu, 0x80d2aee8, 0x89c98409, 4086 )
   /* bltu offset +0x556 */

@@ -130,7 +130,9 @@ RVTEST_CODE_BEGIN
   TEST_BR2_OP_R( 107, bne, TAKEN, x28, x2, li x28, 0x0929339a; li x2, 0x7ffffffe )
   TEST_BR2_OP_R( 108, bne, TAKEN, x30, x5, li x30, 0xffffbfff; li x5, 0x0000007e )
 
-  /* Taken branches over long distances: B-immediate bits (forward 8 + pad, backward -(4 + pad)) */
+  /* Taken branches over long distances: B-immediate bits (forward 8 + pad,
+   * backward -(4 + pad))
+   */
   /* bne offset +0xffe */
   TEST_BR2_FAR_FWD( 109, bne, 0x00002640, 0xfffffff3, 4086 )
   /* bne offset +0x556 */

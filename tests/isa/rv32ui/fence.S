@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Every fence variant behaves as a no-op for a single hart: a store before it is seen by a load after it */
+  /* Every fence variant behaves as a no-op for a single hart: a store before
+   * it is seen by a load after it
+   */
   TEST_FENCE( 2, 0xfbfffffe, fdat, fence )
   TEST_FENCE( 3, 0x05b063ac, fdat, fence rw, rw )
   TEST_FENCE( 4, 0x00000040, fdat, fence iorw, iorw )

@@ -53,7 +53,10 @@ RVTEST_CODE_BEGIN
   TEST_JAL_ZERODEST( 34 )
   TEST_JAL_NEXT( 35, 4 )
 
-  /* Offsets exercising every bit of the J-immediate (forward 8 + pad, backward -(4 + pad)); a pad of 2 mod 4 leaves the following code 2-byte aligned, which is legal with C */
+  /* Offsets exercising every bit of the J-immediate (forward 8 + pad,
+   * backward -(4 + pad)); a pad of 2 mod 4 leaves the following code 2-byte
+   * aligned, which is legal with C
+   */
   /* jal offset +10 */
   TEST_JAL_FAR_FWD( 36, 2, 4 )
   /* jal offset +12 */

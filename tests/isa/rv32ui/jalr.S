@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* jalr rd, imm(rs1): target = (rs1 + imm) & ~1, rd = pc + 4; adj = 1 sets the low bit of rs1 + imm, which must be cleared */
+  /* jalr rd, imm(rs1): target = (rs1 + imm) & ~1, rd = pc + 4; adj = 1 sets
+   * the low bit of rs1 + imm, which must be cleared
+   */
   TEST_JALR_R( 2, x1, x13, 0, 0, 4 )
   TEST_JALR_R( 3, x2, x14, 0, 1, 4 )
   TEST_JALR_R( 4, x4, x15, 4, 0, 4 )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Every offset in the first 32 bytes (sign/width edge values); misaligned accesses are allowed on this core */
+  /* Every offset in the first 32 bytes (sign/width edge values); misaligned
+   * accesses are allowed on this core
+   */
   TEST_LD_OP( 2, lb, 0xffffffff, 0, tdat )
   TEST_LD_OP( 3, lb, 0x00000000, 1, tdat )
   TEST_LD_OP( 4, lb, 0xffffff80, 2, tdat )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Every offset in the first 32 bytes (sign/width edge values); misaligned accesses are allowed on this core */
+  /* Every offset in the first 32 bytes (sign/width edge values); misaligned
+   * accesses are allowed on this core
+   */
   TEST_LD_OP( 2, lh, 0x000000ff, 0, tdat )
   TEST_LD_OP( 3, lh, 0x00007f80, 2, tdat )
   TEST_LD_OP( 4, lh, 0xfffffe01, 4, tdat )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Every offset in the first 32 bytes (sign/width edge values); misaligned accesses are allowed on this core */
+  /* Every offset in the first 32 bytes (sign/width edge values); misaligned
+   * accesses are allowed on this core
+   */
   TEST_LD_OP( 2, lw, 0x7f8000ff, 0, tdat )
   TEST_LD_OP( 3, lw, 0xff00fe01, 4, tdat )
   TEST_LD_OP( 4, lw, 0x7fff8000, 8, tdat )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Stores at consecutive offsets, read back with the signed and the unsigned load; neighbouring bytes must be untouched */
+  /* Stores at consecutive offsets, read back with the signed and the
+   * unsigned load; neighbouring bytes must be untouched
+   */
   TEST_ST_OP( 2, lb, sb, 0x00000000, 0xfffff800, 0, tdat )
   TEST_MEM_CHECK( 0x7f800000, 0, tdat+0 )
   TEST_ST_OP( 3, lbu, sb, 0x0000001d, 0x0000001d, 1, tdat )

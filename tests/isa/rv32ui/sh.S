@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Stores at consecutive offsets, read back with the signed and the unsigned load; neighbouring bytes must be untouched */
+  /* Stores at consecutive offsets, read back with the signed and the
+   * unsigned load; neighbouring bytes must be untouched
+   */
   TEST_ST_OP( 2, lh, sh, 0xfffffff5, 0xfffffff5, 0, tdat )
   TEST_MEM_CHECK( 0x7f80fff5, 0, tdat+0 )
   TEST_ST_OP( 3, lhu, sh, 0x00000002, 0xc0000002, 2, tdat )

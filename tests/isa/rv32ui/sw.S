@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* Stores at consecutive offsets, read back with the signed and the unsigned load; neighbouring bytes must be untouched */
+  /* Stores at consecutive offsets, read back with the signed and the
+   * unsigned load; neighbouring bytes must be untouched
+   */
   TEST_ST_OP( 2, lw, sw, 0x00000039, 0x00000039, 0, tdat )
   TEST_MEM_CHECK( 0x00000039, 0, tdat+0 )
   TEST_MEM_CHECK( 0xff00fe01, 0, tdat+4 )

@@ -13,7 +13,9 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* cycle: over a window, the cycle difference is at least the instret difference measured inside it (at least one cycle per instruction) */
+  /* cycle: over a window, the cycle difference is at least the instret
+   * difference measured inside it (at least one cycle per instruction)
+   */
   TEST_BEGIN( 2 )
   /* nothing between the reads */
   csrrs x5, cycle, x0
@@ -303,7 +305,10 @@ RVTEST_CODE_BEGIN
   bgeu x14, x15, 9f; j fail; 9:
   TEST_CHECK_GEU_R( x14, x7, 8 )
 
-  /* cycleh:cycle read as 64 bits (high, low, high again, retried if the high half changed) is non-decreasing, around a 50-iteration loop, with every read form */
+  /* cycleh:cycle read as 64 bits (high, low, high again, retried if the high
+   * half changed) is non-decreasing, around a 50-iteration loop, with every
+   * read form
+   */
   TEST_BEGIN( 21 )
   1: csrrs x5, cycleh, x0; csrrs x6, cycle, x0; csrrs x7, cycleh, x0; bne x5, x7, 1b
   li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b
@@ -325,31 +330,33 @@ RVTEST_CODE_BEGIN
   2: csrrs x8, cycleh, x0; csrrs x9, cycle, x0; csrrs x7, cycleh, x0; bne x8, x7, 2b
   TEST_CHECK_GE64( x8, x9, x5, x6 )
 
-  /* Back-to-back 32-bit reads of cycle do not go backwards (the signed difference is >= 0) */
+  /* Back-to-back 32-bit reads of cycle do not go backwards (the signed
+   * difference is >= 0)
+   */
   TEST_BEGIN( 25 )
   csrrs x5, cycle, x0
   csrrc x6, cycle, x0
   csrrsi x8, cycle, 0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
   TEST_BEGIN( 26 )
   csrrc x5, cycle, x0
   csrrsi x6, cycle, 0
   csrrci x8, cycle, 0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
   TEST_BEGIN( 27 )
   csrrsi x5, cycle, 0
   csrrci x6, cycle, 0
   csrrs x8, cycle, x0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
   TEST_BEGIN( 28 )
   csrrci x5, cycle, 0
   csrrs x6, cycle, x0
   csrrc x8, cycle, x0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
 
   /* rd = x0 reads are legal (no write is attempted) */
   TEST_BEGIN( 29 )

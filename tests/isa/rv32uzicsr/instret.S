@@ -13,7 +13,12 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* instret: the value read is the number of instructions retired before the reading instruction.  With k instructions strictly between two reads the difference is exactly k + 1 (the first read itself retires).  Relaxed to >= k + 1 under qemu-user (ISA_QEMU_USER), where instret is the host time-stamp counter. */
+  /* instret: the value read is the number of instructions retired before the
+   * reading instruction.  With k instructions strictly between two reads the
+   * difference is exactly k + 1 (the first read itself retires).  Relaxed to
+   * >= k + 1 under qemu-user (ISA_QEMU_USER), where instret is the host
+   * time-stamp counter.
+   */
   TEST_BEGIN( 2 )
   /* nothing between the reads: k = 0, expected difference 1 */
   csrrs x5, instret, x0
@@ -477,7 +482,11 @@ RVTEST_CODE_BEGIN
   sub x14, x6, x5
   TEST_CHECK_INSTRET_DELTA( x14, 8 )
 
-  /* instreth:instret read as 64 bits twice in a row; the second is not smaller.  Between the two low reads there are 3 instructions (csrr instreth, bne not taken, csrr instreth), so the low difference is exactly 4 when the high half did not change. */
+  /* instreth:instret read as 64 bits twice in a row; the second is not
+   * smaller.  Between the two low reads there are 3 instructions (csrr
+   * instreth, bne not taken, csrr instreth), so the low difference is
+   * exactly 4 when the high half did not change.
+   */
   TEST_BEGIN( 40 )
   1: csrrs x5, instreth, x0; csrrs x6, instret, x0; csrrs x7, instreth, x0; bne x5, x7, 1b
   2: csrrc x8, instreth, x0; csrrc x9, instret, x0; csrrc x7, instreth, x0; bne x8, x7, 2b
@@ -511,53 +520,79 @@ RVTEST_CODE_BEGIN
   TEST_CHECK_INSTRET_DELTA( x14, 4 )
   3:
 
-  /* instreth:instret read as 64 bits (high, low, high again, retried if the high half changed) is non-decreasing, around a 50-iteration loop, with every read form */
+  /* instreth:instret read as 64 bits (high, low, high again, retried if the
+   * high half changed) is non-decreasing, around a 50-iteration loop, with
+   * every read form; the low halves differ by exactly 104 + 1 (when the high
+   * half did not change)
+   */
   TEST_BEGIN( 44 )
   1: csrrs x5, instreth, x0; csrrs x6, instret, x0; csrrs x7, instreth, x0; bne x5, x7, 1b
   li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b
   2: csrrc x8, instreth, x0; csrrc x9, instret, x0; csrrc x7, instreth, x0; bne x8, x7, 2b
   TEST_CHECK_GE64( x8, x9, x5, x6 )
+  bne x5, x8, 3f; sub x14, x9, x6
+  TEST_CHECK_INSTRET_DELTA( x14, 105 )
+  3:
   TEST_BEGIN( 45 )
   1: csrrc x5, instreth, x0; csrrc x6, instret, x0; csrrc x7, instreth, x0; bne x5, x7, 1b
   li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b
   2: csrrsi x8, instreth, 0; csrrsi x9, instret, 0; csrrsi x7, instreth, 0; bne x8, x7, 2b
   TEST_CHECK_GE64( x8, x9, x5, x6 )
+  bne x5, x8, 3f; sub x14, x9, x6
+  TEST_CHECK_INSTRET_DELTA( x14, 105 )
+  3:
   TEST_BEGIN( 46 )
   1: csrrsi x5, instreth, 0; csrrsi x6, instret, 0; csrrsi x7, instreth, 0; bne x5, x7, 1b
   li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b
   2: csrrci x8, instreth, 0; csrrci x9, instret, 0; csrrci x7, instreth, 0; bne x8, x7, 2b
   TEST_CHECK_GE64( x8, x9, x5, x6 )
+  bne x5, x8, 3f; sub x14, x9, x6
+  TEST_CHECK_INSTRET_DELTA( x14, 105 )
+  3:
   TEST_BEGIN( 47 )
   1: csrrci x5, instreth, 0; csrrci x6, instret, 0; csrrci x7, instreth, 0; bne x5, x7, 1b
   li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b
   2: csrrs x8, instreth, x0; csrrs x9, instret, x0; csrrs x7, instreth, x0; bne x8, x7, 2b
   TEST_CHECK_GE64( x8, x9, x5, x6 )
+  bne x5, x8, 3f; sub x14, x9, x6
+  TEST_CHECK_INSTRET_DELTA( x14, 105 )
+  3:
 
-  /* Back-to-back 32-bit reads of instret do not go backwards (the signed difference is >= 0) */
+  /* Back-to-back 32-bit reads of instret do not go backwards (the signed
+   * difference is >= 0); each read is exactly 1 more than the previous one
+   */
   TEST_BEGIN( 48 )
   csrrs x5, instret, x0
   csrrc x6, instret, x0
   csrrsi x8, instret, 0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
+  TEST_CHECK_INSTRET_DELTA( x14, 1 )
+  TEST_CHECK_INSTRET_DELTA( x15, 1 )
   TEST_BEGIN( 49 )
   csrrc x5, instret, x0
   csrrsi x6, instret, 0
   csrrci x8, instret, 0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
+  TEST_CHECK_INSTRET_DELTA( x14, 1 )
+  TEST_CHECK_INSTRET_DELTA( x15, 1 )
   TEST_BEGIN( 50 )
   csrrsi x5, instret, 0
   csrrci x6, instret, 0
   csrrs x8, instret, x0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
+  TEST_CHECK_INSTRET_DELTA( x14, 1 )
+  TEST_CHECK_INSTRET_DELTA( x15, 1 )
   TEST_BEGIN( 51 )
   csrrci x5, instret, 0
   csrrs x6, instret, x0
   csrrc x8, instret, x0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
+  TEST_CHECK_INSTRET_DELTA( x14, 1 )
+  TEST_CHECK_INSTRET_DELTA( x15, 1 )
 
   /* rd = x0 reads are legal (no write is attempted) */
   TEST_BEGIN( 52 )

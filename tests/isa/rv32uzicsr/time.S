@@ -13,9 +13,14 @@
 RVTEST_RV32U
 RVTEST_CODE_BEGIN
 
-  /* time is readable from user mode; nothing is assumed about its rate, only that it never goes backwards */
+  /* time is readable from user mode; nothing is assumed about its rate, only
+   * that it never goes backwards
+   */
 
-  /* timeh:time read as 64 bits (high, low, high again, retried if the high half changed) is non-decreasing, around a 50-iteration loop, with every read form */
+  /* timeh:time read as 64 bits (high, low, high again, retried if the high
+   * half changed) is non-decreasing, around a 50-iteration loop, with every
+   * read form
+   */
   TEST_BEGIN( 2 )
   1: csrrs x5, timeh, x0; csrrs x6, time, x0; csrrs x7, timeh, x0; bne x5, x7, 1b
   li x10, 50; 3: addi x10, x10, -1; bnez x10, 3b
@@ -37,31 +42,33 @@ RVTEST_CODE_BEGIN
   2: csrrs x8, timeh, x0; csrrs x9, time, x0; csrrs x7, timeh, x0; bne x8, x7, 2b
   TEST_CHECK_GE64( x8, x9, x5, x6 )
 
-  /* Back-to-back 32-bit reads of time do not go backwards (the signed difference is >= 0) */
+  /* Back-to-back 32-bit reads of time do not go backwards (the signed
+   * difference is >= 0)
+   */
   TEST_BEGIN( 6 )
   csrrs x5, time, x0
   csrrc x6, time, x0
   csrrsi x8, time, 0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
   TEST_BEGIN( 7 )
   csrrc x5, time, x0
   csrrsi x6, time, 0
   csrrci x8, time, 0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
   TEST_BEGIN( 8 )
   csrrsi x5, time, 0
   csrrci x6, time, 0
   csrrs x8, time, x0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
   TEST_BEGIN( 9 )
   csrrci x5, time, 0
   csrrs x6, time, x0
   csrrc x8, time, x0
   sub x14, x6, x5; bgez x14, 9f; j fail; 9:
-  sub x14, x8, x6; bgez x14, 9f; j fail; 9:
+  sub x15, x8, x6; bgez x15, 9f; j fail; 9:
 
   /* rd = x0 reads are legal (no write is attempted) */
   TEST_BEGIN( 10 )

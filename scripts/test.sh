@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Run every test: Rust unit and integration tests (interpreter, SDK through
+# the CLI, the ISA suite, differential programs) and the SDK build checks.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+
+echo "== ISA suite sources are up to date with tests/isa/gen.py"
+tmp=$(mktemp -d)
+cp -r tests/isa "$tmp/isa"
+python3 "$tmp/isa/gen.py"
+diff -r tests/isa "$tmp/isa" >/dev/null || { echo "tests/isa is stale: run python3 tests/isa/gen.py" >&2; diff -r tests/isa "$tmp/isa" | head -20 >&2; exit 1; }
+rm -rf "$tmp"
+
+echo "== SDK build checks (warnings are errors, image layout)"
+sdk/tests/check.sh build/sdk-check
+
+echo "== cargo test"
+cargo test --release --workspace
