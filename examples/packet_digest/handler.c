@@ -36,7 +36,7 @@ __handler__ void digest_ph(handler_args_t *args)
     spin_host_write(host, ((uint64_t)csum << 32) | hash, false);
 
     printf("packet %u: %u bytes, checksum 0x%04x, fnv1a 0x%08x, %u cycles\n",
-           (unsigned)n, (unsigned)len, csum, (unsigned)hash, (unsigned)(t1 - t0));
+           (unsigned)n, (unsigned)len, ntohs(csum), (unsigned)hash, (unsigned)(t1 - t0));
 }
 
 void init_handlers(handler_fn *hh, handler_fn *ph, handler_fn *th, void **handler_mem_ptr)

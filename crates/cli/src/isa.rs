@@ -101,9 +101,8 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
                 println!("counter {i}: sum={sum} count={count}");
             }
             println!(
-                "handler={handler} {} a0={} instructions={} cycles={} loads={} stores={}",
+                "handler={handler} {} instructions={} cycles={} loads={} stores={}",
                 describe(&inv.stop),
-                h.hpu.reg(10) as i32,
                 inv.instructions,
                 inv.cycles,
                 inv.loads,
