@@ -267,3 +267,17 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
     assert!(text.contains("[pspin-style] message start on cluster 0 hpu 0") && text.contains("packets: 1"), "{text}");
     let _ = std::fs::remove_dir_all(&out);
 }
+
+#[test]
+fn make_fragment_builds_the_same_handler() {
+    let out = tmpdir("make");
+    for f in ["handler.c", "Makefile"] {
+        std::fs::copy(root().join("examples/packet_digest").join(f), out.join(f)).unwrap();
+    }
+    let o = Command::new("make").arg("-C").arg(&out).arg(format!("SOFTSPIN_SDK={}", root().join("sdk").display())).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+    let o = softspin().args(["isa", "handler"]).arg(out.join("packet_digest.elf")).args(["--handler", "digest_ph"]).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(String::from_utf8_lossy(&o.stdout).contains("<- 0x000000ff840389c5"), "{}", out_str(&o));
+    let _ = std::fs::remove_dir_all(&out);
+}

@@ -425,3 +425,39 @@ fn timing_model_charges_hazards_penalties_and_latency() {
     assert_eq!(m.hpu.cycles, want as u64);
     assert_eq!(m.hpu.taken_branches, 1);
 }
+
+#[test]
+fn many_hpus_share_one_program_across_threads() {
+    use softspin_hpu::{Hpu, MemBlock, MemClass, Perm, Program};
+    use std::sync::Arc;
+    // Each HPU adds 1 to a shared counter 10_000 times with amoadd.w.
+    let mut w = li(8, DATA);
+    w.extend(li(5, 10_000));
+    w.push(addi(6, 0, 1));
+    w.push(amo(0x00, 0, 6, 8)); // amoadd.w x0, t1, (s0)
+    w.push(addi(5, 5, -1));
+    w.push(b(-8, 0, 5, 1));
+    w.extend(exit());
+    let code: Vec<u8> = w.iter().flat_map(|x| x.to_le_bytes()).collect();
+    let t = TimingModel::default();
+    let prog = Arc::new(Program::decode(&[(CODE, &code)], &t).unwrap());
+    let shared = MemBlock::new(DATA_SIZE as usize);
+    let handles: Vec<_> = (0..8)
+        .map(|_| {
+            let (prog, shared, t) = (prog.clone(), shared.clone(), t.clone());
+            std::thread::spawn(move || {
+                let mut hpu = Hpu::new(&t);
+                hpu.mem.map(DATA, DATA_SIZE, &shared, 0, Perm::RW, MemClass::L2).unwrap();
+                hpu.start_call(CODE, 0, &[]);
+                let st = hpu.run(&prog, &mut TestRt, u64::MAX);
+                (st, hpu.instret)
+            })
+        })
+        .collect();
+    for h in handles {
+        let (st, n) = h.join().unwrap();
+        assert!(matches!(st, Stop::Exit(_)));
+        assert_eq!(n, 5 + 3 * 10_000 + 2);
+    }
+    assert_eq!(u32::from_le_bytes(shared.to_vec(0, 4).try_into().unwrap()), 80_000);
+}
