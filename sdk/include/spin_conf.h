@@ -30,3 +30,8 @@
 #ifndef NUM_CLUSTER_HPUS
 #define NUM_CLUSTER_HPUS (NB_CORES)
 #endif
+
+/* The cluster count this image was built for (task_t's layout depends on
+ * it): the engine reads this symbol and refuses an image built for another
+ * NIC. Weak, so every translation unit may define it. */
+__attribute__((used, weak)) const unsigned int __softspin_nb_clusters = NB_CLUSTERS;

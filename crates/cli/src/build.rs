@@ -26,6 +26,18 @@ pub struct BuildArgs {
     /// `softspin isa run` instead of a handler image.
     #[arg(long)]
     bare: bool,
+    /// Build for this NIC profile's constants (NB_CLUSTERS, NB_CORES).
+    #[arg(long, value_name = "pspin|fpspin", conflicts_with = "config")]
+    profile: Option<String>,
+    /// Build for the NIC described by this TOML configuration.
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Link the code at this program-memory address (handler images).
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    code_base: Option<u32>,
+    /// Link the data at this L2 handler-memory address (handler images).
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    data_base: Option<u32>,
     /// Extra flags for clang (repeatable), e.g. --cflag=-O2.
     #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
     cflags: Vec<String>,
@@ -115,7 +127,19 @@ fn run(cmd: &mut Command, verbose: bool, what: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
-pub fn main(a: BuildArgs) -> anyhow::Result<ExitCode> {
+fn parse_addr(s: &str) -> Result<u32, String> {
+    let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+        Some(h) => u32::from_str_radix(h, 16),
+        None => s.parse(),
+    };
+    r.map_err(|e| format!("`{s}` is not an address: {e}"))
+}
+
+pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
+    let nic = crate::sim::nic_config(a.profile.as_deref(), a.config.as_deref())?;
+    if a.profile.is_some() || a.config.is_some() {
+        a.define.extend(nic.sdk_defines());
+    }
     let sdk = sdk_dir()?;
     let tc = Toolchain::load(&sdk)?;
     require_tool(&tc.cc)?;
@@ -153,6 +177,12 @@ fn build(a: &BuildArgs, tc: &Toolchain, tmp: &Path) -> anyhow::Result<()> {
     }
     let mut cmd = Command::new(&tc.ld);
     cmd.args(if a.bare { &tc.ldflags_bare } else { &tc.ldflags_handler });
+    if let Some(b) = a.code_base {
+        cmd.arg(format!("--defsym=SOFTSPIN_CODE_BASE=0x{b:x}"));
+    }
+    if let Some(b) = a.data_base {
+        cmd.arg(format!("--defsym=SOFTSPIN_L2_HANDLER_BASE=0x{b:x}"));
+    }
     cmd.args(&objs).arg("-o").arg(&a.output);
     run(&mut cmd, a.verbose, "linking")
 }

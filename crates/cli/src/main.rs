@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod build;
 mod isa;
+mod sim;
 
 #[derive(Parser)]
 #[command(name = "softspin", version, about = "softspin: a software sPIN NIC (PsPIN model, RV32 handler interpreter, SDK)")]
@@ -23,6 +24,8 @@ enum Cmd {
     },
     /// Compile handler sources into an RV32 image with the SDK (clang-14, ld.lld-14).
     Build(build::BuildArgs),
+    /// Run handler images on the simulated PsPIN NIC with traffic.
+    Sim(Box<sim::SimArgs>),
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
 }
@@ -32,6 +35,7 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Isa { cmd } => isa::main(cmd),
         Cmd::Build(a) => build::main(a),
+        Cmd::Sim(a) => sim::main(*a),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

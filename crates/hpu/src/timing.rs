@@ -50,6 +50,7 @@ impl MemClass {
 
 /// The configurable timing table. All values are in core clock cycles.
 #[derive(Clone, Debug, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default, deny_unknown_fields))]
 pub struct TimingModel {
     /// Core clock in MHz (PsPIN closes timing at 1 GHz, seed 001 §4.1).
     pub clock_mhz: u32,

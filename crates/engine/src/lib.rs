@@ -1,0 +1,19 @@
+//! softspin-engine: a timed model of the PsPIN NIC.
+//!
+//! - [`config`]: the NIC configuration (PsPIN and FPsPIN profiles, TOML);
+//! - [`ectx`]: execution contexts, installed and activated by the host;
+//! - [`engine`]: the discrete-event model (inbound, MPQs, dispatcher,
+//!   clusters, HPUs, command unit);
+//! - [`traffic`]: packet sources (generator, PsPIN-style traces, pcap);
+//! - [`stats`]: the statistics report.
+
+pub mod config;
+pub mod ectx;
+pub mod engine;
+pub mod stats;
+pub mod traffic;
+
+pub use config::{BufferFull, ConfigError, NicConfig};
+pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
+pub use engine::{EctxId, Engine, HostMemory, HostRegions, HostWrite, OutPacket, SimError, TimelineEvent};
+pub use stats::Report;
