@@ -321,10 +321,10 @@ mod tests {
         let e = NicConfig::from_toml("clusterz = 3\n", "bad.toml").unwrap_err().to_string();
         assert!(e.contains("bad.toml") && e.contains("clusterz"), "{e}");
         let e = NicConfig::from_toml("mpqs = \"many\"\n", "t.toml").unwrap_err().to_string();
-        assert!(e.contains("t.toml") && e.contains("line 1"), "{e}");
+        assert!(e.contains("t.toml") && e.contains("mpqs"), "{e}");
         let e = NicConfig::from_toml("profile = \"x\"\n", "t.toml").unwrap_err().to_string();
         assert!(e.contains("unknown profile"), "{e}");
-        let e = NicConfig::from_toml("l1_size = 65536\n", "t.toml").unwrap_err().to_string();
+        let e = NicConfig::from_toml("l1_size = 40000\n", "t.toml").unwrap_err().to_string();
         assert!(e.contains("`l1_pkt_buffer`"), "{e}");
     }
 }

@@ -377,7 +377,7 @@ pub fn build_frame(
         FrameKind::Ip => {
             // PsPIN layout: ihl in the high nibble, multi-byte fields little-endian.
             let ip_len = size as u16;
-            f.extend_from_slice(&[0x54, 0]);
+            f.extend_from_slice(&[0x45, 0]);
             f.extend_from_slice(&ip_len.to_le_bytes());
             f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
             f.extend_from_slice(&u32::from_be_bytes(src_ip).to_le_bytes());
@@ -961,7 +961,7 @@ impl PcapSource {
                 break (abs, data, orig);
             },
         };
-        if false {
+        if data.len() as u64 != u64::from(orig_len) {
             return Err(self.err(format!(
                 "only {} of its {orig_len} bytes were captured (snap length too small)",
                 data.len()
@@ -1653,6 +1653,18 @@ mod tests {
             .unwrap();
         assert!(e.to_string().contains("nope.trace"), "{e}");
         let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn address_parsing() {
+        assert_eq!(parse_addr("0"), Ok([10, 0, 0, 0]));
+        assert_eq!(parse_addr("258"), Ok([10, 0, 1, 2]));
+        assert_eq!(parse_addr("16777215"), Ok([10, 255, 255, 255]));
+        assert_eq!(parse_addr("65539"), Ok([10, 1, 0, 3]));
+        assert_eq!(parse_addr("1.2.3.4"), Ok([1, 2, 3, 4]));
+        assert!(parse_addr("16777216").is_err());
+        assert!(parse_addr("1.2.3").is_err());
+        assert!(parse_addr("-1").is_err());
     }
 
     #[test]
