@@ -15,7 +15,7 @@
 //! ordered by (time, sequence number).
 
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
 
 use softspin_hpu::abi::{self, err, sys};
@@ -127,6 +127,34 @@ pub enum SimError {
 // Internal state
 // ---------------------------------------------------------------------------
 
+/// A multiplicative hasher for small integer keys (message ids): the
+/// default SipHash showed up in profiles, and keys are not attacker-chosen
+/// in a way that matters for a simulator.
+#[derive(Default, Clone, Copy)]
+struct MulHasher(u64);
+
+impl std::hash::Hasher for MulHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<MulHasher>;
+
 #[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrival,
@@ -135,7 +163,8 @@ enum Ev {
     HpuRun { hpu: usize, gen: u64 },
     CmdDone { hpu: usize, id: u32 },
     Completion { task: usize },
-    MpqTimeout { mpq: usize, gen: u64 },
+    /// The earliest message deadline is due.
+    TimeoutCheck,
 }
 
 struct Event {
@@ -203,7 +232,8 @@ struct Mpq {
     th_started: bool,
     in_ready: bool,
     last_activity: u64,
-    timer_armed: bool,
+    /// This MPQ's entry in `Core::timers`.
+    timer: Option<u64>,
 }
 
 struct Task {
@@ -302,6 +332,8 @@ struct HpuCtl {
     wait: Option<u32>,
     /// A command issued while all slots were busy.
     deferred: Option<(Cmd, u64)>,
+    /// The ECTX whose windows are mapped (they persist between its tasks).
+    mapped_ectx: Option<EctxId>,
     stdout: Vec<u8>,
 }
 
@@ -317,6 +349,7 @@ struct Core {
     now: u64,
     seq: u64,
     events: BinaryHeap<Reverse<Event>>,
+    immediate: VecDeque<Ev>,
     l1: Vec<Arc<MemBlock>>,
     l2_handler: Arc<MemBlock>,
     l2_pkt: Arc<MemBlock>,
@@ -324,9 +357,13 @@ struct Core {
     ectxs: Vec<Option<Ectx>>,
     mpqs: Vec<Mpq>,
     free_mpqs: Vec<usize>,
-    msg_map: HashMap<(EctxId, u32), usize>,
+    msg_map: HashMap<(EctxId, u32), usize, FastHash>,
     mpq_wait: VecDeque<Her>,
     mpq_wait_since: Option<u64>,
+    /// Message deadlines (deadline, MPQ), checked lazily: an entry is only
+    /// re-examined when due, so packets do not touch the set.
+    timers: BTreeSet<(u64, usize)>,
+    timer_at: Option<u64>,
     ready: VecDeque<usize>,
     sched_free_at: u64,
     sched_queued: bool,
@@ -364,6 +401,13 @@ pub struct Engine {
 
 impl Core {
     fn at(&mut self, time: u64, ev: Ev) {
+        // Events for the current instant skip the heap: they come after
+        // every queued event of this instant (those have smaller sequence
+        // numbers), which is exactly FIFO order behind them.
+        if time == self.now {
+            self.immediate.push_back(ev);
+            return;
+        }
         self.seq += 1;
         self.events.push(Reverse(Event { time, seq: self.seq, ev }));
     }
@@ -404,6 +448,16 @@ impl Core {
             return Some((self.l2_pkt.clone(), o));
         }
         inside(abi::PROG_MEM_BASE, c.prog_mem_size).map(|o| (self.prog_mem.clone(), o))
+    }
+
+    /// Make sure a TimeoutCheck event is queued for the earliest deadline.
+    fn arm_timer(&mut self) {
+        if let Some(&(d, _)) = self.timers.first() {
+            if self.timer_at.is_none_or(|t| d < t) {
+                self.timer_at = Some(d);
+                self.at(d, Ev::TimeoutCheck);
+            }
+        }
     }
 
     fn timeline(&mut self, e: TimelineEvent) {
@@ -455,6 +509,7 @@ impl Engine {
                         next_cmd: 1,
                         wait: None,
                         deferred: None,
+                        mapped_ectx: None,
                         stdout: Vec::new(),
                     },
                 });
@@ -474,6 +529,7 @@ impl Engine {
             now: 0,
             seq: 0,
             events: BinaryHeap::new(),
+            immediate: VecDeque::new(),
             l1: (0..cfg.clusters).map(|_| MemBlock::new(cfg.l1_size as usize)).collect(),
             l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
             l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
@@ -493,13 +549,15 @@ impl Engine {
                     th_started: false,
                     in_ready: false,
                     last_activity: 0,
-                    timer_armed: false,
+                    timer: None,
                 })
                 .collect(),
             free_mpqs: (0..cfg.mpqs as usize).rev().collect(),
-            msg_map: HashMap::new(),
+            msg_map: HashMap::default(),
             mpq_wait: VecDeque::new(),
             mpq_wait_since: None,
+            timers: BTreeSet::new(),
+            timer_at: None,
             ready: VecDeque::new(),
             sched_free_at: 0,
             sched_queued: false,
@@ -753,6 +811,11 @@ impl Engine {
             return Err(EctxError::Busy(e.name().into()));
         }
         self.core.ectxs[id] = None;
+        for h in &mut self.hpus {
+            if h.ctl.mapped_ectx == Some(id) {
+                h.ctl.mapped_ectx = None;
+            }
+        }
         Ok(())
     }
 
@@ -808,12 +871,26 @@ impl Engine {
     /// with the packets processed so far.
     pub fn run(&mut self, until_ps: Option<u64>, mut progress: impl FnMut(u64)) -> Result<(), SimError> {
         let mut n = 0u64;
-        while let Some(Reverse(e)) = self.core.events.peek() {
-            // Timers of messages that already ended do not advance time.
-            if let Ev::MpqTimeout { mpq, gen } = e.ev {
-                let q = &self.core.mpqs[mpq];
-                if !q.active || q.gen != gen {
+        loop {
+            // This instant's heap events first, then its immediate FIFO.
+            let heap_now = self.core.events.peek().is_some_and(|Reverse(e)| e.time == self.core.now);
+            if !heap_now {
+                if let Some(ev) = self.core.immediate.pop_front() {
+                    self.step(ev)?;
+                    continue;
+                }
+            }
+            let Some(Reverse(e)) = self.core.events.peek() else { break };
+            // A deadline check with nothing due (its message ended) does not
+            // advance time.
+            if let Ev::TimeoutCheck = e.ev {
+                let t = e.time;
+                if self.core.timers.first().is_none_or(|f| f.0 > t) {
                     self.core.events.pop();
+                    if self.core.timer_at == Some(t) {
+                        self.core.timer_at = None;
+                        self.core.arm_timer();
+                    }
                     continue;
                 }
             }
@@ -848,7 +925,7 @@ impl Engine {
             }
             Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu, id),
             Ev::Completion { task } => self.on_completion(task),
-            Ev::MpqTimeout { mpq, gen } => self.on_mpq_timeout(mpq, gen),
+            Ev::TimeoutCheck => self.on_timeout_check(),
         }
         Ok(())
     }
@@ -953,7 +1030,7 @@ impl Engine {
                 q.ph_inflight = 0;
                 q.eom = None;
                 q.th_started = false;
-                q.timer_armed = false;
+                q.timer = None;
                 c.msg_map.insert(key, m);
                 m
             }
@@ -975,10 +1052,11 @@ impl Engine {
             q.eom = Some(her);
         }
         q.last_activity = c.now;
-        if timeout > 0 && !q.timer_armed {
-            q.timer_armed = true;
-            let (t, gen) = (c.now + timeout * 1000, q.gen);
-            c.at(t, Ev::MpqTimeout { mpq: m, gen });
+        if timeout > 0 && q.timer.is_none() {
+            let d = c.now + timeout * 1000;
+            q.timer = Some(d);
+            c.timers.insert((d, m));
+            c.arm_timer();
         }
         if refs == 0 {
             self.release_ref(her.slot, self.core.now);
@@ -1046,6 +1124,9 @@ impl Engine {
     fn free_mpq(&mut self, m: usize) {
         let c = &mut self.core;
         let q = &mut c.mpqs[m];
+        if let Some(d) = q.timer.take() {
+            c.timers.remove(&(d, m));
+        }
         q.active = false;
         q.gen += 1;
         let key = (q.ectx, q.msg_id);
@@ -1073,36 +1154,41 @@ impl Engine {
         }
     }
 
-    fn on_mpq_timeout(&mut self, m: usize, gen: u64) {
-        let c = &mut self.core;
-        if !c.mpqs[m].active || c.mpqs[m].gen != gen {
-            return;
+    fn on_timeout_check(&mut self) {
+        let now = self.core.now;
+        self.core.timer_at = None;
+        while let Some(&(d, m)) = self.core.timers.first() {
+            if d > now {
+                break;
+            }
+            let c = &mut self.core;
+            c.timers.pop_first();
+            let timeout = c.ectx(c.mpqs[m].ectx).spec.msg_timeout_ns * 1000;
+            let q = &mut c.mpqs[m];
+            q.timer = None;
+            if q.eom.is_some() {
+                continue; // complete, just still being processed
+            }
+            if q.last_activity + timeout > now {
+                let d = q.last_activity + timeout;
+                q.timer = Some(d);
+                c.timers.insert((d, m));
+                continue;
+            }
+            // The end of the message never came: reset the MPQ (seed 001
+            // §3.2.3). Tasks not yet issued give up their packet references;
+            // tasks in flight finish normally.
+            let held: Vec<Her> = q.queue.drain(..).chain(q.first.take()).collect();
+            let (ectx, msg) = (q.ectx, q.msg_id);
+            c.stats.message_timeouts += 1;
+            for h in held {
+                self.core.slots[h.slot as usize].aborted = true;
+                self.release_ref(h.slot, now);
+            }
+            self.core.record_error(ectx, format!("message {msg}"), "message timeout", 0, 0, u32::MAX);
+            self.free_mpq(m);
         }
-        let timeout = c.ectx(c.mpqs[m].ectx).spec.msg_timeout_ns * 1000;
-        let q = &mut c.mpqs[m];
-        if q.last_activity + timeout > c.now {
-            let t = q.last_activity + timeout;
-            c.at(t, Ev::MpqTimeout { mpq: m, gen });
-            return;
-        }
-        if q.eom.is_some() {
-            q.timer_armed = false; // complete message, just still processing
-            return;
-        }
-        // The end of the message never came: reset the MPQ (seed 001 §3.2.3).
-        // Tasks not yet issued give up their packet references; tasks in
-        // flight finish normally.
-        let held: Vec<Her> = q.queue.drain(..).chain(q.first.take()).collect();
-        let ectx = q.ectx;
-        let msg = q.msg_id;
-        c.stats.message_timeouts += 1;
-        let now = c.now;
-        for h in held {
-            self.core.slots[h.slot as usize].aborted = true;
-            self.release_ref(h.slot, now);
-        }
-        self.core.record_error(ectx, format!("message {msg}"), "message timeout", 0, 0, u32::MAX);
-        self.free_mpq(m);
+        self.core.arm_timer();
     }
 
     // -- scheduling ------------------------------------------------------------
@@ -1241,9 +1327,13 @@ impl Engine {
         let stack_off = cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid as u32 * cfg.hpu_stack_size;
         let pkt_l1 = l1base + task.l1.0;
         let l2_pkt = abi::L2_PKT_BASE + task.her.slot * cfg.pkt_slot_size;
-        // task_t, packed, as the SDK declares it.
-        let mut d = Vec::with_capacity(cfg.runtime_area() as usize);
-        let mut put = |v: u32| d.extend_from_slice(&v.to_le_bytes());
+        // task_t, packed, as the SDK declares it, then handler_args_t.
+        let mut d = [0u8; 256];
+        let mut n = 0;
+        let mut put = |v: u32| {
+            d[n..n + 4].copy_from_slice(&v.to_le_bytes());
+            n += 4;
+        };
         put(e.handler_mem.0);
         put(e.handler_mem.1);
         put(pkt_l1);
@@ -1262,36 +1352,49 @@ impl Engine {
         put(task.her.msg_id % cfg.clusters);
         put(task.her.msg_id);
         let args_off = cfg.task_t_size().next_multiple_of(16);
-        d.resize(args_off as usize, 0);
         let task_addr = l1base + rt_off;
-        for v in [task_addr, h as u32, cl as u32, hid as u32] {
-            d.extend_from_slice(&v.to_le_bytes());
+        for (k, v) in [task_addr, h as u32, cl as u32, hid as u32].into_iter().enumerate() {
+            let at = args_off as usize + 4 * k;
+            d[at..at + 4].copy_from_slice(&v.to_le_bytes());
         }
-        c.l1[cl].write(rt_off as usize, &d);
+        c.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
 
+        // The task's view of memory (PsPIN sets the PMP the same way). The
+        // ECTX's windows stay from the HPU's previous task when it ran the
+        // same ECTX; windows 0 and 1 (the packet in L1 and L2) change.
         let slot = &mut self.hpus[h];
         let m = &mut slot.hpu.mem;
-        m.clear();
         let l1 = &c.l1[cl];
-        let ok = m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
-            && m.map(task_addr, cfg.runtime_area(), l1, rt_off as usize, Perm::R, MemClass::L1Local).is_ok()
-            && (task.l1.1 == 0 || m.map(pkt_l1, task.l1.1, l1, task.l1.0 as usize, Perm::RW, MemClass::L1Local).is_ok())
-            && m.map(l2_pkt, task.her.len.max(1), &c.l2_pkt, (l2_pkt - abi::L2_PKT_BASE) as usize, Perm::RW, MemClass::L2).is_ok()
-            && m.map(
-                e.handler_mem.0,
-                e.handler_mem.1,
-                &c.l2_handler,
-                (e.handler_mem.0 - abi::L2_HANDLER_BASE) as usize,
-                Perm::RW,
-                MemClass::L2,
-            )
-            .is_ok()
-            && m.map(e.code.0, e.code.1.max(2), &c.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
-            && e.scratch.iter().enumerate().filter(|(_, s)| s.size > 0).all(|(k, s)| {
-                let class = if k == cl { MemClass::L1Local } else { MemClass::L1Remote };
-                let off = (s.addr - abi::L1_BASE - k as u32 * abi::L1_CLUSTER_STRIDE) as usize;
-                m.map(s.addr, s.size, &c.l1[k], off, Perm::RW, class).is_ok()
-            });
+        let copy = task.l1.1.max(1);
+        let l1_off = task.l1.0 as usize;
+        let l2_off = (l2_pkt - abi::L2_PKT_BASE) as usize;
+        let plen = task.her.len.max(1);
+        let ok = if slot.ctl.mapped_ectx == Some(task.her.ectx) {
+            m.remap(0, pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
+                && m.remap(1, l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+        } else {
+            m.clear();
+            slot.ctl.mapped_ectx = Some(task.her.ectx);
+            m.map(pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
+                && m.map(l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+                && m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
+                && m.map(task_addr, cfg.runtime_area(), l1, rt_off as usize, Perm::R, MemClass::L1Local).is_ok()
+                && m.map(
+                    e.handler_mem.0,
+                    e.handler_mem.1,
+                    &c.l2_handler,
+                    (e.handler_mem.0 - abi::L2_HANDLER_BASE) as usize,
+                    Perm::RW,
+                    MemClass::L2,
+                )
+                .is_ok()
+                && m.map(e.code.0, e.code.1.max(2), &c.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
+                && e.scratch.iter().enumerate().filter(|(_, s)| s.size > 0).all(|(k, s)| {
+                    let class = if k == cl { MemClass::L1Local } else { MemClass::L1Remote };
+                    let off = (s.addr - abi::L1_BASE - k as u32 * abi::L1_CLUSTER_STRIDE) as usize;
+                    m.map(s.addr, s.size, &c.l1[k], off, Perm::RW, class).is_ok()
+                })
+        };
         debug_assert!(ok, "task windows are disjoint by construction");
 
         let entry = e.entries[task.kind as usize].expect("scheduled handler exists");

@@ -318,7 +318,7 @@ fn frame_size_problem(kind: FrameKind, size: usize) -> Option<String> {
     let min = kind.header_len();
     if size < min {
         Some(format!(
-            "{size} B is too small: a {kind} frame needs at least {min} B of headers"
+            "{size} B is too small: {kind} frames need at least {min} B of headers"
         ))
     } else if size > MAX_FRAME_SIZE {
         Some(format!("{size} B is too large: at most {MAX_FRAME_SIZE} B"))
@@ -377,7 +377,7 @@ pub fn build_frame(
         FrameKind::Ip => {
             // PsPIN layout: ihl in the high nibble, multi-byte fields little-endian.
             let ip_len = size as u16;
-            f.extend_from_slice(&[0x45, 0]);
+            f.extend_from_slice(&[0x54, 0]);
             f.extend_from_slice(&ip_len.to_le_bytes());
             f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
             f.extend_from_slice(&u32::from_be_bytes(src_ip).to_le_bytes());

@@ -245,6 +245,41 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Replace window `i` (same checks as [`AddressSpace::map`]): lets an
+    /// embedding swap the per-task windows (the packet) and keep the rest.
+    #[allow(clippy::too_many_arguments)]
+    pub fn remap(
+        &mut self,
+        i: usize,
+        base: u32,
+        size: u32,
+        block: &Arc<MemBlock>,
+        offset: usize,
+        perm: Perm,
+        class: MemClass,
+    ) -> Result<(), MapError> {
+        assert!(i < self.n, "remap of a window that is not mapped");
+        if offset.checked_add(size as usize).is_none_or(|e| e > block.len()) {
+            return Err(MapError::OutOfBlock { base, size, offset, block: block.len() });
+        }
+        if size > 0 && base.checked_add(size - 1).is_none() {
+            return Err(MapError::Wraps { base, size });
+        }
+        if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, w)| *k != i && base < w.base.wrapping_add(w.size) && w.base < base + size) {
+            return Err(MapError::Overlap { base, size, other: o.base });
+        }
+        let old = self.win[i];
+        self.retired.by_class[old.class as usize] += old.hits;
+        self.retired.stall_cycles += old.hits * old.latency as u64;
+        // SAFETY: offset + size <= block.len(), checked above.
+        let host = unsafe { block.ptr.add(offset) };
+        self.win[i] = Window { base, size, host, latency: self.latency[class as usize], hits: 0, perm, class };
+        if !self.owners[i].as_ref().is_some_and(|o| Arc::ptr_eq(o, block)) {
+            self.owners[i] = Some(block.clone());
+        }
+        Ok(())
+    }
+
     pub fn windows(&self) -> &[Window] {
         &self.win[..self.n]
     }
