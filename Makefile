@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup bench-hpu
+.PHONY: main test setup bench-hpu bench-sim validation
 main:
 	scripts/main.sh
 test:
@@ -9,3 +9,7 @@ setup:
 	scripts/setup.sh
 bench-hpu: setup
 	python3 bench/hpu_bench.py
+bench-sim: setup
+	python3 bench/sim_bench.py
+validation: setup
+	python3 scripts/validation.py
