@@ -15,8 +15,6 @@ pub enum MatchRule {
     All,
     /// UDP packets to this destination port (Ethernet or IP-first frames).
     UdpDstPort(u16),
-    /// Packets whose traffic names this ECTX explicitly (scenario files).
-    Explicit,
 }
 
 /// Everything needed to install an ECTX.

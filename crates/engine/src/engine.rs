@@ -97,6 +97,14 @@ pub struct HostWrite {
     pub value: u64,
 }
 
+/// A message whose handlers all finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageDone {
+    pub time_ps: u64,
+    pub ectx: EctxId,
+    pub msg_id: u32,
+}
+
 /// One entry of the Chrome trace-event timeline.
 #[derive(Clone, Debug, serde::Serialize)]
 pub struct TimelineEvent {
@@ -165,6 +173,8 @@ enum Ev {
     Completion { task: usize },
     /// The earliest message deadline is due.
     TimeoutCheck,
+    Inject,
+    Unblock,
 }
 
 struct Event {
@@ -381,6 +391,12 @@ struct Core {
     source: Option<Box<dyn Source>>,
     /// Arrival waiting in the event queue or for a packet slot.
     pending: Option<Arrival>,
+    /// Host-injected packets, each with an `Ev::Inject` queued.
+    injected: VecDeque<Arrival>,
+    last_inject_ps: u64,
+    unblock_queued: bool,
+    /// Packets waiting for a packet-buffer slot (back-pressure).
+    blocked: VecDeque<Arrival>,
     blocked_since: Option<u64>,
     delay_ps: u64,
     stats: Stats,
@@ -389,6 +405,7 @@ struct Core {
     counters: HashMap<(EctxId, u32), (u64, u64)>,
     outbound: Vec<OutPacket>,
     host_writes: Vec<HostWrite>,
+    completions: Vec<MessageDone>,
     keep_outbound: bool,
     timeline: Option<Vec<TimelineEvent>>,
 }
@@ -572,6 +589,10 @@ impl Engine {
             pcie_free_at: 0,
             source: None,
             pending: None,
+            injected: VecDeque::new(),
+            last_inject_ps: 0,
+            unblock_queued: false,
+            blocked: VecDeque::new(),
             blocked_since: None,
             delay_ps: 0,
             stats: Stats::default(),
@@ -580,6 +601,7 @@ impl Engine {
             counters: HashMap::new(),
             outbound: Vec::new(),
             host_writes: Vec::new(),
+            completions: Vec::new(),
             keep_outbound: true,
             timeline: None,
             cfg,
@@ -641,6 +663,23 @@ impl Engine {
 
     pub fn host_writes(&self) -> &[HostWrite] {
         &self.core.host_writes
+    }
+
+    /// Messages completed so far (kept with `keep_outputs(true)`).
+    pub fn completions(&self) -> &[MessageDone] {
+        &self.core.completions
+    }
+
+    /// Take (and forget) the recorded outputs: outbound packets, host
+    /// writes, completed messages. The host API drains them this way.
+    pub fn drain_outputs(&mut self) -> (Vec<OutPacket>, Vec<HostWrite>, Vec<MessageDone>) {
+        let c = &mut self.core;
+        (std::mem::take(&mut c.outbound), std::mem::take(&mut c.host_writes), std::mem::take(&mut c.completions))
+    }
+
+    /// Packets admitted and messages completed per ECTX.
+    pub fn ectx_counts(&self, id: EctxId) -> (u64, u64) {
+        self.core.stats.ectx_packets.get(&id).copied().unwrap_or_default()
     }
 
     /// printf output of one HPU (global id).
@@ -926,13 +965,18 @@ impl Engine {
             Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu, id),
             Ev::Completion { task } => self.on_completion(task),
             Ev::TimeoutCheck => self.on_timeout_check(),
+            Ev::Inject => self.on_inject()?,
+            Ev::Unblock => {
+                self.core.unblock_queued = false;
+                self.on_unblock()?
+            }
         }
         Ok(())
     }
 
     // -- inbound ---------------------------------------------------------------
 
-    fn match_ectx(&self, a: &Arrival) -> Result<Option<EctxId>, SimError> {
+    fn match_ectx(&self, a: &Arrival) -> Option<EctxId> {
         let mut port: Option<Option<u16>> = None;
         for (id, e) in self.core.ectxs.iter().enumerate() {
             let Some(e) = e else { continue };
@@ -941,60 +985,111 @@ impl Engine {
             }
             let hit = match e.spec.matching {
                 MatchRule::All => true,
-                MatchRule::Explicit => false,
                 MatchRule::UdpDstPort(p) => {
                     let dport = *port.get_or_insert_with(|| udp_dst_port(&a.frame));
                     dport == Some(p)
                 }
             };
             if hit {
-                return Ok(Some(id));
+                return Some(id);
             }
         }
-        Ok(None)
+        None
     }
 
     fn on_arrival(&mut self) -> Result<(), SimError> {
         let Some(a) = self.core.pending.take() else { return Ok(()) };
-        let now = self.core.now;
+        self.accept(a)?;
+        // With back-pressure on, the source waits until the buffer drains.
+        if self.core.blocked.is_empty() {
+            self.pull_arrival()?;
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, a: Arrival) -> Result<(), SimError> {
+        let c = &mut self.core;
         let len = a.frame.len();
-        if len > self.core.cfg.pkt_slot_size as usize {
-            return Err(SimError::PacketTooLarge { origin: a.origin, len, slot: self.core.cfg.pkt_slot_size });
+        if len > c.cfg.pkt_slot_size as usize {
+            return Err(SimError::PacketTooLarge { origin: a.origin, len, slot: c.cfg.pkt_slot_size });
         }
-        if self.core.blocked_since.is_none() {
-            self.core.stats.packets_in += 1;
-            self.core.stats.bytes_in += len as u64;
-            self.core.stats.first_arrival_ps.get_or_insert(now);
+        c.stats.packets_in += 1;
+        c.stats.bytes_in += len as u64;
+        c.stats.first_arrival_ps.get_or_insert(c.now);
+        if !c.blocked.is_empty() {
+            c.blocked.push_back(a); // behind the packets already waiting
+            return Ok(());
         }
-        let Some(ectx) = self.match_ectx(&a)? else {
+        self.admit(a, false);
+        Ok(())
+    }
+
+    /// Match a packet and give it a packet-buffer slot. Returns false if it
+    /// had to wait for a slot (back-pressure); it is then queued.
+    fn admit(&mut self, a: Arrival, front: bool) -> bool {
+        let Some(ectx) = self.match_ectx(&a) else {
             self.core.stats.unmatched += 1;
-            return self.pull_arrival();
+            return true;
         };
         let c = &mut self.core;
+        let now = c.now;
         let Some(slot) = c.free_slots.pop() else {
             match c.cfg.buffer_full {
-                BufferFull::Drop => {
-                    c.stats.drops += 1;
-                    return self.pull_arrival();
-                }
+                BufferFull::Drop => c.stats.drops += 1,
                 BufferFull::Backpressure => {
-                    // Hold the packet; a freed slot re-schedules it.
                     c.blocked_since.get_or_insert(now);
-                    c.pending = Some(a);
-                    return Ok(());
+                    if front {
+                        c.blocked.push_front(a);
+                    } else {
+                        c.blocked.push_back(a);
+                    }
+                    return false;
                 }
             }
+            return true;
         };
-        if let Some(since) = c.blocked_since.take() {
-            c.stats.backpressure_ps += now - since;
-            c.delay_ps += now - since;
-        }
+        let len = a.frame.len();
         let off = slot * c.cfg.pkt_slot_size;
         c.l2_pkt.write(off as usize, &a.frame);
         let her = Her { slot, len: len as u32, msg_id: a.msg_id, ectx, eom: a.eom };
         c.slots[slot as usize] = SlotState { refs: 0, arrival_ps: now, len: len as u32, aborted: false };
+        c.stats.ectx_packets.entry(ectx).or_default().0 += 1;
         self.enqueue_her(her);
+        true
+    }
+
+    /// Slots freed: let waiting packets in, in order.
+    fn on_unblock(&mut self) -> Result<(), SimError> {
+        while let Some(a) = self.core.blocked.pop_front() {
+            if !self.admit(a, true) {
+                return Ok(());
+            }
+        }
+        let c = &mut self.core;
+        if let Some(since) = c.blocked_since.take() {
+            c.stats.backpressure_ps += c.now - since;
+            c.delay_ps += c.now - since;
+        }
         self.pull_arrival()
+    }
+
+    fn on_inject(&mut self) -> Result<(), SimError> {
+        match self.core.injected.pop_front() {
+            Some(a) => self.accept(a),
+            None => Ok(()),
+        }
+    }
+
+    /// Hand a packet to the NIC from the host side (single packets and
+    /// messages of the host API). It arrives at `a.time_ps` or now,
+    /// whichever is later, and after every packet injected before it.
+    pub fn inject(&mut self, mut a: Arrival) {
+        let c = &mut self.core;
+        a.time_ps = a.time_ps.max(c.now).max(c.last_inject_ps);
+        c.last_inject_ps = a.time_ps;
+        let t = a.time_ps;
+        c.injected.push_back(a);
+        c.at(t, Ev::Inject);
     }
 
     /// Give a HER to its message's MPQ (allocating one for a new message);
@@ -1118,10 +1213,10 @@ impl Engine {
         if c.ectx(q.ectx).entries[2].is_some() {
             return;
         }
-        self.free_mpq(m);
+        self.free_mpq(m, true);
     }
 
-    fn free_mpq(&mut self, m: usize) {
+    fn free_mpq(&mut self, m: usize, completed: bool) {
         let c = &mut self.core;
         let q = &mut c.mpqs[m];
         if let Some(d) = q.timer.take() {
@@ -1132,6 +1227,12 @@ impl Engine {
         let key = (q.ectx, q.msg_id);
         let ectx = q.ectx;
         c.msg_map.remove(&key);
+        if completed {
+            c.stats.ectx_packets.entry(ectx).or_default().1 += 1;
+            if c.keep_outbound {
+                c.completions.push(MessageDone { time_ps: c.now, ectx, msg_id: key.1 });
+            }
+        }
         if let Some(e) = c.ectxs[ectx].as_mut() {
             e.open_messages -= 1;
         }
@@ -1186,7 +1287,7 @@ impl Engine {
                 self.release_ref(h.slot, now);
             }
             self.core.record_error(ectx, format!("message {msg}"), "message timeout", 0, 0, u32::MAX);
-            self.free_mpq(m);
+            self.free_mpq(m, false);
         }
         self.core.arm_timer();
     }
@@ -1539,7 +1640,7 @@ impl Engine {
                 HandlerKind::Header => q.hh = HhState::Done,
                 HandlerKind::Payload => q.ph_inflight -= 1,
                 HandlerKind::Completion => {
-                    self.free_mpq(m);
+                    self.free_mpq(m, true);
                     self.kick_scheduler();
                     return;
                 }
@@ -1571,8 +1672,9 @@ impl Engine {
         }
         c.free_slots.push(slot);
         // A packet held by back-pressure can come in now.
-        if c.blocked_since.is_some() && c.pending.is_some() {
-            c.at(now, Ev::Arrival);
+        if !c.blocked.is_empty() && !c.unblock_queued {
+            c.unblock_queued = true;
+            c.at(now, Ev::Unblock);
         }
     }
 

@@ -76,6 +76,8 @@ pub struct Stats {
     pub dma_from_host_bytes: u64,
     pub commands: u64,
     pub tasks: u64,
+    /// Per ECTX: (packets admitted, messages completed).
+    pub ectx_packets: BTreeMap<usize, (u64, u64)>,
 }
 
 /// Errors kept in detail (counts are always complete).
