@@ -34,6 +34,10 @@
 #define SOFTSPIN_SYS_CMD_WAIT       0x106 /* a0=cmd id -> a0=0; blocks until the command completed */
 #define SOFTSPIN_SYS_CMD_TEST       0x107 /* a0=cmd id -> a0=1 if completed, 0 if not */
 #define SOFTSPIN_SYS_PUSH_COUNTER   0x108 /* a0=counter index a1=value: FPsPIN-style perf counter */
+/* Host notifications (a queue pair per ECTX): */
+#define SOFTSPIN_SYS_NOTIFY_POST    0x109 /* a0=data a1=len (<= 64) a2=host ref lo a3=host ref hi -> a0=request id (SPIN_ERR_BUSY: ring full) */
+#define SOFTSPIN_SYS_NOTIFY_WAIT    0x10A /* a0=request id -> a0/a1 = response lo/hi; blocks until the host answered */
+#define SOFTSPIN_SYS_NOTIFY_TEST    0x10B /* a0=request id -> a0=1 and a1/a2 = response if answered, else a0=0 */
 
 /* ---- error results ---- */
 #define SPIN_ERR_INVAL   (-1)  /* bad argument */

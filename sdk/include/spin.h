@@ -11,3 +11,4 @@
 #include "spin_dma.h"
 #include "handler.h"
 #include "fpspin.h"
+#include "spin_notify.h"

@@ -363,3 +363,38 @@ fn packet_larger_than_a_slot_is_an_error() {
     let err = e.run(None, |_| {}).unwrap_err().to_string();
     assert!(err.contains("test#0") && err.contains("1500 bytes"), "{err}");
 }
+
+#[test]
+fn host_notifications_round_trip() {
+    let n = 24u32;
+    let mut e = engine_with(NicConfig::pspin(), spec(Some("notify_ph")));
+    e.set_source(Box::new(traffic(3, n / 3, 64, 1000))).unwrap();
+    let mut answered = 0;
+    let mut max_in_flight = 0;
+    loop {
+        e.run(None, |_| {}).unwrap();
+        let reqs = e.poll_notifications();
+        if reqs.is_empty() {
+            break;
+        }
+        max_in_flight = max_in_flight.max(reqs.len());
+        for r in reqs {
+            let q = u32::from_le_bytes(r.data[..4].try_into().unwrap()) as u64;
+            // The second request of a packet carries the host window address.
+            let answer = if r.host_ref == DEFAULT_HOST_BASE { q * 10 } else { q + 100 };
+            e.respond(r.id, answer).unwrap();
+            assert!(e.respond(r.id, 0).is_err(), "double answer accepted");
+            answered += 1;
+        }
+    }
+    assert_eq!(answered, 2 * n);
+    assert!(max_in_flight > 2, "requests were never in flight together");
+    let r = e.report();
+    assert_eq!((r.packets, r.host_writes), (n as u64, n as u64));
+    let mut host = vec![0u8; n as usize * 8];
+    assert!(e.host_memory().read(DEFAULT_HOST_BASE, &mut host));
+    for i in 0..n as u64 {
+        let v = u64::from_le_bytes(host[i as usize * 8..][..8].try_into().unwrap());
+        assert_eq!(v, (i + 100) + (((2 * i + 1) * 10) << 32), "packet {i}");
+    }
+}

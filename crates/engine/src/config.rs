@@ -62,6 +62,9 @@ pub struct NicConfig {
     pub cluster_task_queue: u32,
     /// Outstanding commands per HPU before issuing blocks (4).
     pub max_outstanding_cmds: u32,
+    /// Host notifications an ECTX may have unanswered (the queue pair's
+    /// ring size).
+    pub notify_ring: u32,
     /// Cluster DMA width (512 bit) and its fixed latency; with these an
     /// L2->L1 copy of 64 B takes 11 ns and of 1024 B 26 ns (paper: 12, 26;
     /// seed 001 §4.2.1), and an unloaded packet's latency with an empty
@@ -122,6 +125,7 @@ impl NicConfig {
             mpqs: 256,
             cluster_task_queue: 20,
             max_outstanding_cmds: 4,
+            notify_ring: 64,
             dma_width_bits: 512,
             dma_latency_cycles: 10,
             to_cluster_ns: 3,
@@ -264,6 +268,7 @@ impl NicConfig {
             ("mpqs", self.mpqs),
             ("cluster_task_queue", self.cluster_task_queue),
             ("max_outstanding_cmds", self.max_outstanding_cmds),
+            ("notify_ring", self.notify_ring),
             ("quantum_cycles", self.quantum_cycles),
         ] {
             if v == 0 {

@@ -175,6 +175,9 @@ enum Ev {
     TimeoutCheck,
     Inject,
     Unblock,
+    /// A notification reached host memory (only advances time).
+    NotifyVisible,
+    NotifyResponse { id: u32 },
 }
 
 struct Event {
@@ -340,6 +343,8 @@ struct HpuCtl {
     cmds: Vec<Cmd>,
     next_cmd: u32,
     wait: Option<u32>,
+    /// Waiting for the host's answer to this notification.
+    wait_notify: Option<u32>,
     /// A command issued while all slots were busy.
     deferred: Option<(Cmd, u64)>,
     /// The ECTX whose windows are mapped (they persist between its tasks).
@@ -406,6 +411,10 @@ struct Core {
     outbound: Vec<OutPacket>,
     host_writes: Vec<HostWrite>,
     completions: Vec<MessageDone>,
+    notify_q: VecDeque<Notification>,
+    notify: HashMap<u32, NotifyState, FastHash>,
+    pending_responses: HashMap<u32, u64, FastHash>,
+    next_notify: u32,
     keep_outbound: bool,
     timeline: Option<Vec<TimelineEvent>>,
 }
@@ -525,6 +534,7 @@ impl Engine {
                         cmds: Vec::new(),
                         next_cmd: 1,
                         wait: None,
+                        wait_notify: None,
                         deferred: None,
                         mapped_ectx: None,
                         stdout: Vec::new(),
@@ -602,6 +612,10 @@ impl Engine {
             outbound: Vec::new(),
             host_writes: Vec::new(),
             completions: Vec::new(),
+            notify_q: VecDeque::new(),
+            notify: HashMap::default(),
+            pending_responses: HashMap::default(),
+            next_notify: 1,
             keep_outbound: true,
             timeline: None,
             cfg,
@@ -675,6 +689,51 @@ impl Engine {
     pub fn drain_outputs(&mut self) -> (Vec<OutPacket>, Vec<HostWrite>, Vec<MessageDone>) {
         let c = &mut self.core;
         (std::mem::take(&mut c.outbound), std::mem::take(&mut c.host_writes), std::mem::take(&mut c.completions))
+    }
+
+    /// Notifications that reached the host by now, oldest first.
+    pub fn poll_notifications(&mut self) -> Vec<Notification> {
+        let c = &mut self.core;
+        let n = c.notify_q.iter().take_while(|x| x.time_ps <= c.now).count();
+        c.notify_q.drain(..n).collect()
+    }
+
+    /// Notifications posted but not yet visible or not yet polled.
+    pub fn notifications_in_flight(&self) -> usize {
+        self.core.notify_q.len()
+    }
+
+    /// Answer a notification; the handler sees `value` one PCIe latency
+    /// later. Frees its ring slot.
+    pub fn respond(&mut self, id: u32, value: u64) -> Result<(), String> {
+        let c = &mut self.core;
+        match c.notify.get_mut(&id) {
+            Some(st) if !st.answered => {
+                st.answered = true;
+                let t = c.now + c.cfg.host.latency_ns * 1000;
+                c.pending_responses.insert(id, value);
+                c.at(t, Ev::NotifyResponse { id });
+                Ok(())
+            }
+            Some(_) => Err(format!("notification {id} was already answered")),
+            None => Err(format!("no notification {id}")),
+        }
+    }
+
+    fn on_notify_response(&mut self, id: u32) {
+        let c = &mut self.core;
+        let Some(value) = c.pending_responses.remove(&id) else { return };
+        let Some(st) = c.notify.get_mut(&id) else { return };
+        st.response = Some(value);
+        let (h, gen) = (st.hpu, st.gen);
+        let Slot { hpu, ctl } = &mut self.hpus[h];
+        if ctl.gen == gen && ctl.state == HpuState::Blocked && ctl.wait_notify == Some(id) {
+            ctl.wait_notify = None;
+            c.notify.remove(&id);
+            resume(hpu, ctl, c, &[value as u32, (value >> 32) as u32]);
+        } else if ctl.gen != gen {
+            c.notify.remove(&id); // its task is gone
+        }
     }
 
     /// Packets admitted and messages completed per ECTX.
@@ -966,6 +1025,8 @@ impl Engine {
             Ev::Completion { task } => self.on_completion(task),
             Ev::TimeoutCheck => self.on_timeout_check(),
             Ev::Inject => self.on_inject()?,
+            Ev::NotifyVisible => {}
+            Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::Unblock => {
                 self.core.unblock_queued = false;
                 self.on_unblock()?
@@ -1517,6 +1578,7 @@ impl Engine {
         ctl.mem0 = counts.by_class;
         ctl.busy_since = now;
         ctl.wait = None;
+        ctl.wait_notify = None;
         hpu.time_base_ns = start / 1000 - c.cfg.hpu.cycles_to_ns(hpu.cycles);
         c.busy_now += 1;
         c.busy_max = c.busy_max.max(c.busy_now);
@@ -1699,16 +1761,7 @@ impl Engine {
                 args: None,
             });
         }
-        let resume = |hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, a0: u32| {
-            let local = ctl.t0 + (hpu.cycles - ctl.c0) * core.ppc;
-            if now > local {
-                hpu.cycles += (now - local).div_ceil(core.ppc);
-            }
-            hpu.set_reg(abi::A0, a0);
-            ctl.state = HpuState::Running;
-            let t = ctl.t0 + (hpu.cycles - ctl.c0) * core.ppc;
-            core.at(t, Ev::HpuRun { hpu: ctl.gid, gen: ctl.gen });
-        };
+        let resume = |hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, a0: u32| resume(hpu, ctl, core, &[a0]);
         if let Some((mut deferred, _)) = ctl.deferred.take() {
             // A command that waited for a free slot is issued now.
             let d = deferred.done_ps.saturating_sub(deferred.issue_ps);
@@ -1875,6 +1928,44 @@ fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64) {
     }
 }
 
+/// Wake a suspended HPU at the current time with service results in a0...
+fn resume(hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, results: &[u32]) {
+    let now = core.now;
+    let local = ctl.t0 + (hpu.cycles - ctl.c0) * core.ppc;
+    if now > local {
+        // The HPU stalled until now.
+        hpu.cycles += (now - local).div_ceil(core.ppc);
+    }
+    for (k, v) in results.iter().enumerate() {
+        hpu.set_reg(abi::A0 + k, *v);
+    }
+    ctl.state = HpuState::Running;
+    let t = ctl.t0 + (hpu.cycles - ctl.c0) * core.ppc;
+    core.at(t, Ev::HpuRun { hpu: ctl.gid, gen: ctl.gen });
+}
+
+/// A request a handler posted to the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notification {
+    pub id: u32,
+    pub ectx: EctxId,
+    pub hpu: u32,
+    /// When it became visible to the host.
+    pub time_ps: u64,
+    /// Inline payload (up to 64 bytes).
+    pub data: Vec<u8>,
+    /// A reference the handler passed (e.g. a host address it wrote to).
+    pub host_ref: u64,
+}
+
+struct NotifyState {
+    ectx: EctxId,
+    hpu: usize,
+    gen: u64,
+    answered: bool,
+    response: Option<u64>,
+}
+
 /// Runtime services for one HPU while it runs (the command unit).
 struct Services<'a> {
     core: &'a mut Core,
@@ -2028,6 +2119,51 @@ impl Runtime for Services<'_> {
             sys::CMD_TEST => {
                 let done = self.settle(hpu, a0);
                 fail(hpu, done as i32)
+            }
+            sys::NOTIFY_POST => {
+                let (data, len, host_ref) = (a0, a1, (a3 as u64) << 32 | a2 as u64);
+                if len > 64 {
+                    return fail(hpu, err::INVAL);
+                }
+                let Some(bytes) = read(hpu, data, len) else { return fail(hpu, err::ACCESS) };
+                let c = &mut *self.core;
+                let ectx = self.ectx;
+                let open = c.notify.values().filter(|n| n.ectx == ectx && !n.answered).count();
+                if open >= c.cfg.notify_ring as usize {
+                    return fail(hpu, err::BUSY);
+                }
+                let id = c.next_notify;
+                c.next_notify = c.next_notify.wrapping_add(1).max(1);
+                c.notify.insert(id, NotifyState { ectx, hpu: self.ctl.gid, gen: self.ctl.gen, answered: false, response: None });
+                // The request is a DMA write into the host's ring.
+                let t = self.pcie(now, len + 16);
+                let c = &mut *self.core;
+                c.notify_q.push_back(Notification { id, ectx, hpu: self.ctl.gid as u32, time_ps: t, data: bytes, host_ref });
+                c.at(t, Ev::NotifyVisible);
+                fail(hpu, id as i32)
+            }
+            sys::NOTIFY_WAIT | sys::NOTIFY_TEST => {
+                let answered = self.core.notify.get(&a0).and_then(|n| n.response);
+                let wait = a(abi::A7) == sys::NOTIFY_WAIT;
+                match (answered, wait) {
+                    (Some(v), true) => {
+                        self.core.notify.remove(&a0);
+                        hpu.set_reg(abi::A1, (v >> 32) as u32);
+                        fail(hpu, v as u32 as i32)
+                    }
+                    (Some(v), false) => {
+                        self.core.notify.remove(&a0);
+                        hpu.set_reg(abi::A1, v as u32);
+                        hpu.set_reg(abi::A2, (v >> 32) as u32);
+                        fail(hpu, 1)
+                    }
+                    (None, true) if self.core.notify.contains_key(&a0) => {
+                        self.ctl.wait_notify = Some(a0);
+                        Ecall::Suspend
+                    }
+                    (None, true) => fail(hpu, err::INVAL),
+                    (None, false) => fail(hpu, 0),
+                }
             }
             sys::PUSH_COUNTER => {
                 let e = self.core.counters.entry((self.ectx, a0)).or_default();

@@ -21,6 +21,9 @@ pub mod sys {
     pub const CMD_WAIT: u32 = 0x106;
     pub const CMD_TEST: u32 = 0x107;
     pub const PUSH_COUNTER: u32 = 0x108;
+    pub const NOTIFY_POST: u32 = 0x109;
+    pub const NOTIFY_WAIT: u32 = 0x10A;
+    pub const NOTIFY_TEST: u32 = 0x10B;
 }
 
 /// Error results returned in a0.

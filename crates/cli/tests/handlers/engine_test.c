@@ -92,3 +92,19 @@ __handler__ void count_ph(handler_args_t *args)
     (void)args;
     amo_add(&seen, 1);
 }
+
+/* Ask the host a question (the packet index, inline) and store its answer
+ * in host memory at index * 8. Two requests in flight per packet. */
+__handler__ void notify_ph(handler_args_t *args)
+{
+    task_t *t = args->task;
+    uint32_t i = pkt_index(t);
+    uint32_t q[2] = {i, i * 2 + 1};
+    spin_notify_t r0, r1;
+    spin_notify(&q[0], 4, 0, &r0);
+    spin_notify(&q[1], 4, host_base(t), &r1);
+    uint64_t a0 = 0, a1 = 0;
+    spin_notify_wait(r1, &a1);
+    spin_notify_wait(r0, &a0);
+    spin_host_write(host_base(t) + 8 * (uint64_t)i, a0 + (a1 << 32), NULL);
+}
