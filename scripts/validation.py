@@ -25,8 +25,7 @@ TO_CLUSTER_NS, DMA_LAT, DMA_BYTES = 3, 10, 64
 ASSIGN, INVOKE_NS, DOORBELL, COMPLETION_NS = 1, 7, 1, 1
 HPU_OVERHEAD = ASSIGN + INVOKE_NS + DOORBELL  # HPU-cycles per task besides the handler
 SCHED_GBPS_PER_BYTE = 8.0  # one task per cycle at 1 GHz: size*8 Gbit/s
-CLUSTER_DMA_GBPS = CLUSTERS * DMA_BYTES * 8.0  # 4 cluster DMAs x 512 bit x 1 GHz
-INTERCONNECT_GBPS = 512.0  # paper's bound: 512 bit x 1 GHz
+INTERCONNECT_GBPS = 512.0  # the shared L2->L1 interconnect: 512 bit x 1 GHz (paper's bound too)
 PAPER_RT = 8 + 2  # paper's max uses (x + 8 + 2) ns per packet
 
 FIG8_X = [0, 16, 32, 64, 128, 256, 512, 1024, 2048]
@@ -123,8 +122,8 @@ def sanity(r, what, bound_gbps=None):
 
 
 def model_bound(size, hcyc):
-    """What our model can sustain: scheduler, cluster DMAs, 32 HPUs."""
-    return min(size * SCHED_GBPS_PER_BYTE, CLUSTER_DMA_GBPS, HPUS * size * 8 / (hcyc + HPU_OVERHEAD))
+    """What our model can sustain: scheduler, interconnect, 32 HPUs."""
+    return min(size * SCHED_GBPS_PER_BYTE, INTERCONNECT_GBPS, HPUS * size * 8 / (hcyc + HPU_OVERHEAD))
 
 
 def paper_max(size, x):
@@ -218,8 +217,8 @@ def main():
                f"- **paper max** = min({INTERCONNECT_GBPS:g} Gbit/s interconnect (512 bit x 1 GHz), "
                "32 x size x 8 / ((x + 8 + 2) ns)); the paper reports PsPIN at this maximum.",
                f"- **ours** at unlimited injection (`--rate {UNLIMITED}`) and at 512 Gbit/s injection.",
-               f"- **model bound** = min(scheduler: one task/cycle = size x 8 Gbit/s, {CLUSTERS} cluster DMAs x "
-               f"512 bit = {CLUSTER_DMA_GBPS:g} Gbit/s, 32 x size x 8 / ((handler cycles + {HPU_OVERHEAD}) ns)): "
+               f"- **model bound** = min(scheduler: one task/cycle = size x 8 Gbit/s, the shared L2->L1 "
+               f"interconnect {INTERCONNECT_GBPS:g} Gbit/s, 32 x size x 8 / ((handler cycles + {HPU_OVERHEAD}) ns)): "
                "what our model can at most deliver. Ours above it is a simulator bug.",
                f"- **HPUs needed** = packet rate at the paper max x (x + 10) ns, capped at 32 (Fig. 8 right).",
                f"- Δ: ours (unlimited) vs paper max; **bold** where |Δ| > {TOL * 100:g} %.", ""]

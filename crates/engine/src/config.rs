@@ -71,6 +71,9 @@ pub struct NicConfig {
     /// handler is 26 ns for 64 B (paper: 26) and 41 ns for 1024 B (40).
     pub dma_width_bits: u32,
     pub dma_latency_cycles: u32,
+    /// The L2<->L1 interconnect all clusters share (512 bit per cycle: the
+    /// bandwidth bound of seed 001 Fig. 8).
+    pub interconnect_bits: u32,
     /// Control-path overheads (seed 001 §4.2.1): HER to cluster 3 ns, task
     /// to HPU 1 cycle, handler invocation 7 ns, completion back 1 ns; the
     /// runtime's doorbell store after the handler returns: 1 cycle.
@@ -128,6 +131,7 @@ impl NicConfig {
             notify_ring: 64,
             dma_width_bits: 512,
             dma_latency_cycles: 10,
+            interconnect_bits: 512,
             to_cluster_ns: 3,
             assign_cycles: 1,
             invoke_ns: 7,
@@ -277,6 +281,9 @@ impl NicConfig {
         }
         if self.dma_width_bits < 8 || self.dma_width_bits % 8 != 0 {
             return bad("dma_width_bits", format!("{} must be a positive multiple of 8", self.dma_width_bits));
+        }
+        if self.interconnect_bits < 8 || self.interconnect_bits % 8 != 0 {
+            return bad("interconnect_bits", format!("{} must be a positive multiple of 8", self.interconnect_bits));
         }
         if !(self.line_rate_gbps > 0.0 && self.line_rate_gbps.is_finite()) {
             return bad("line_rate_gbps", format!("{} must be a positive number", self.line_rate_gbps));

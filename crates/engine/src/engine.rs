@@ -37,23 +37,31 @@ pub trait HostMemory: std::any::Any {
     fn write(&mut self, addr: u64, data: &[u8]) -> bool;
 }
 
-/// Host memory as a set of byte buffers at host addresses.
+/// Memory the host lends the NIC: a `Vec<u8>`, or (through the host API's
+/// bindings) an application's own array, used in place.
+pub trait HostBuffer: Send {
+    fn bytes(&mut self) -> &mut [u8];
+}
+
+impl HostBuffer for Vec<u8> {
+    fn bytes(&mut self) -> &mut [u8] {
+        self
+    }
+}
+
+/// Host memory as a set of buffers at host addresses.
 #[derive(Default)]
 pub struct HostRegions {
-    pub regions: Vec<(u64, Vec<u8>)>,
+    regions: Vec<(u64, Box<dyn HostBuffer>)>,
 }
 
 impl HostRegions {
-    fn find(&mut self, addr: u64, len: usize) -> Option<(&mut Vec<u8>, usize)> {
+    fn find(&mut self, addr: u64, len: usize) -> Option<(&mut [u8], usize)> {
         self.regions.iter_mut().find_map(|(base, buf)| {
             let off = addr.checked_sub(*base)? as usize;
-            (off.checked_add(len)? <= buf.len()).then_some((buf, off))
+            let b = buf.bytes();
+            (off.checked_add(len)? <= b.len()).then_some((b, off))
         })
-    }
-
-    /// The buffer starting exactly at `base`.
-    pub fn region(&self, base: u64) -> Option<&[u8]> {
-        self.regions.iter().find(|r| r.0 == base).map(|r| &r.1[..])
     }
 }
 
@@ -175,6 +183,7 @@ enum Ev {
     TimeoutCheck,
     Inject,
     Unblock,
+    HpuFree { hpu: usize, gen: u64 },
     /// A notification reached host memory (only advances time).
     NotifyVisible,
     NotifyResponse { id: u32 },
@@ -306,6 +315,8 @@ enum HpuState {
     Blocked,
     /// Handler done, waiting for its commands.
     Draining,
+    /// Task complete; the runtime's doorbell store is under way.
+    Closing,
 }
 
 enum Effect {
@@ -393,6 +404,8 @@ struct Core {
     host: Box<dyn HostMemory>,
     out_free_at: u64,
     pcie_free_at: u64,
+    /// The L2<->L1 interconnect shared by all clusters.
+    ic_free_at: u64,
     source: Option<Box<dyn Source>>,
     /// Arrival waiting in the event queue or for a packet slot.
     pending: Option<Arrival>,
@@ -597,6 +610,7 @@ impl Engine {
             host: Box::new(HostRegions::default()),
             out_free_at: 0,
             pcie_free_at: 0,
+            ic_free_at: 0,
             source: None,
             pending: None,
             injected: VecDeque::new(),
@@ -639,18 +653,31 @@ impl Engine {
 
     /// Register a zeroed host buffer at `base` (with the default host memory).
     pub fn add_host_region(&mut self, base: u64, size: usize) -> Result<(), String> {
-        let mut probe = [0u8; 1];
-        if size > 0 && self.core.host.read(base, &mut probe) {
-            return Err(format!("host region at 0x{base:x} overlaps an existing one"));
-        }
-        let regions = (&mut *self.core.host as &mut dyn std::any::Any).downcast_mut::<HostRegions>();
-        match regions {
-            Some(r) => {
-                r.regions.push((base, vec![0; size]));
-                Ok(())
+        self.add_host_buffer(base, Box::new(vec![0u8; size]))
+    }
+
+    /// Lend the NIC `buf` as host memory at host address `base`.
+    pub fn add_host_buffer(&mut self, base: u64, mut buf: Box<dyn HostBuffer>) -> Result<(), String> {
+        let size = buf.bytes().len() as u64;
+        let regions = (&mut *self.core.host as &mut dyn std::any::Any)
+            .downcast_mut::<HostRegions>()
+            .ok_or("the engine's host memory is not HostRegions")?;
+        let end = base.checked_add(size).ok_or_else(|| format!("host region at 0x{base:x} wraps around"))?;
+        for (b, r) in regions.regions.iter_mut() {
+            let e = *b + r.bytes().len() as u64;
+            if base < e && *b < end {
+                return Err(format!("host region 0x{base:x}+0x{size:x} overlaps the one at 0x{b:x}"));
             }
-            None => Err("the engine's host memory is not HostRegions".into()),
         }
+        regions.regions.push((base, buf));
+        Ok(())
+    }
+
+    /// Take back the host buffer registered at `base`.
+    pub fn remove_host_buffer(&mut self, base: u64) -> Option<Box<dyn HostBuffer>> {
+        let regions = (&mut *self.core.host as &mut dyn std::any::Any).downcast_mut::<HostRegions>()?;
+        let k = regions.regions.iter().position(|r| r.0 == base)?;
+        Some(regions.regions.remove(k).1)
     }
 
     pub fn host_memory(&mut self) -> &mut dyn HostMemory {
@@ -1025,6 +1052,11 @@ impl Engine {
             Ev::Completion { task } => self.on_completion(task),
             Ev::TimeoutCheck => self.on_timeout_check(),
             Ev::Inject => self.on_inject()?,
+            Ev::HpuFree { hpu, gen } => {
+                if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Closing {
+                    self.on_hpu_free(hpu);
+                }
+            }
             Ev::NotifyVisible => {}
             Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::Unblock => {
@@ -1425,10 +1457,10 @@ impl Engine {
             // HER -> cluster, then the cluster DMA copies the packet head
             // to L1 (pipelined: width bytes per cycle after a fixed latency).
             let arrive = c.now + c.ns(c.cfg.to_cluster_ns);
-            let cl = &mut c.clusters[k];
-            let start = arrive.max(cl.dma_free_at);
             let beats = (copy as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
-            cl.dma_free_at = start + beats * c.ppc;
+            let start = arrive.max(c.clusters[k].dma_free_at).max(c.ic_free_at);
+            c.clusters[k].dma_free_at = start + beats * c.ppc;
+            c.ic_free_at = start + (copy as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
             let ready = if copy == 0 { arrive } else { start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc };
             let task = Task { kind, her, mpq, mpq_gen: c.mpqs[mpq].gen, cluster: k, l1: (off, copy) };
             let id = match c.free_tasks.pop() {
@@ -1659,22 +1691,32 @@ impl Engine {
         }
     }
 
-    /// The task on HPU `h` is complete at `t` (handler ended, commands done).
+    /// The task on HPU `h` is complete at `t` (handler ended, commands
+    /// done): after the runtime's doorbell store the HPU is free. `t` may
+    /// lie ahead of the event being processed (HPUs run in quanta), so the
+    /// rest happens in an event at that time.
     fn task_done(&mut self, h: usize, t: u64) {
+        let free_at = t + self.core.cycles(self.core.cfg.doorbell_cycles as u64);
+        let ctl = &mut self.hpus[h].ctl;
+        ctl.gen += 1;
+        ctl.state = HpuState::Closing;
+        let gen = ctl.gen;
+        self.core.at(free_at, Ev::HpuFree { hpu: h, gen });
+    }
+
+    fn on_hpu_free(&mut self, h: usize) {
         let c = &mut self.core;
+        let now = c.now;
         let ctl = &mut self.hpus[h].ctl;
         let tid = ctl.task.take().unwrap();
         ctl.state = HpuState::Idle;
-        ctl.gen += 1;
-        // The runtime's doorbell store, then the HPU is free for the next task.
-        let free_at = t + c.cycles(c.cfg.doorbell_cycles as u64);
-        ctl.busy_ps += free_at - ctl.busy_since;
+        ctl.busy_ps += now - ctl.busy_since;
         c.busy_now -= 1;
         let cl = ctl.cluster;
         // Completion notification: one per cycle per cluster, then one per
         // cycle across clusters (round-robin arbiters, seed 001 §3.2.2).
         let cluster = &mut c.clusters[cl];
-        let t_cl = free_at.max(cluster.fb_free_at);
+        let t_cl = now.max(cluster.fb_free_at);
         cluster.fb_free_at = t_cl + c.ppc;
         let task = c.tasks[tid].as_ref().unwrap();
         cluster.l1_alloc.free(task.l1.0, task.l1.1.max(1));
@@ -1682,11 +1724,9 @@ impl Engine {
         let done = t_cl + c.ns(c.cfg.completion_ns);
         c.at(done, Ev::Completion { task: tid });
         // The freed HPU takes the next queued task of its cluster.
-        let saved = c.now;
-        c.now = c.now.max(free_at);
         c.clusters[cl].free_hpus.push_back(h);
         self.assign(cl);
-        self.core.now = saved;
+        self.kick_scheduler();
     }
 
     fn on_completion(&mut self, tid: usize) {
@@ -1843,7 +1883,8 @@ impl Engine {
             drops: s.drops,
             backpressure_ns: s.backpressure_ps as f64 / 1000.0,
             mpq_stall_ns: s.mpq_stall_ps as f64 / 1000.0,
-            hpu_utilization: if sim_ps > 0 { busy as f64 / (sim_ps as f64 * self.hpus.len() as f64) } else { 0.0 },
+            // Over the window from the first arrival to the last completion.
+            hpu_utilization: if span > 0 { (busy as f64 / (span as f64 * self.hpus.len() as f64)).min(1.0) } else { 0.0 },
             hpus_busy_max: c.busy_max,
             handlers,
             errors,
@@ -2061,10 +2102,11 @@ impl Runtime for Services<'_> {
                     return fail(hpu, err::ACCESS);
                 }
                 let c = &mut *self.core;
-                let cl = &mut c.clusters[self.ctl.cluster];
+                let cl = self.ctl.cluster;
                 let beats = (len as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
-                let start = now.max(cl.dma_free_at);
-                cl.dma_free_at = start + beats * c.ppc;
+                let start = now.max(c.clusters[cl].dma_free_at).max(c.ic_free_at);
+                c.clusters[cl].dma_free_at = start + beats * c.ppc;
+                c.ic_free_at = start + (len as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
                 let done = start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc;
                 self.issue(hpu, "cluster dma", done, Effect::Nic { addr: dst, data })
             }

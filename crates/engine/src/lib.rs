@@ -15,5 +15,5 @@ pub mod traffic;
 
 pub use config::{BufferFull, ConfigError, NicConfig};
 pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
-pub use engine::{EctxId, Engine, HostMemory, HostRegions, HostWrite, MessageDone, Notification, OutPacket, SimError, TimelineEvent};
+pub use engine::{EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, MessageDone, Notification, OutPacket, SimError, TimelineEvent};
 pub use stats::Report;
