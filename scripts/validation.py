@@ -292,8 +292,8 @@ def main():
                "throttles the link and the expected busy count is 32.", "",
                table(["size B", "λ Mpkt/s", "T ns", "N = λT", "ours mean busy", "Δ vs min(N, 32)",
                       "ours T ns", "ours busy max", "ours Gbit/s", "back-pressure ns"], rows), ""]
-        md += ["Mean busy is averaged over the whole simulated time, including the ramp-up and the drain "
-               "after the last arrival, so it sits slightly under λT even when the model is exact.", ""]
+        md += ["Mean busy is averaged from the first arrival to the last completion, including the ramp-up "
+               "and the drain, so it sits slightly under λT even when the model is exact.", ""]
 
     # -- consistency -----------------------------------------------------------
     md += ["## Consistency checks", "",
