@@ -26,6 +26,8 @@
 use std::collections::HashMap;
 use std::path::Path;
 
+pub mod sdk;
+
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::stats::{HandlerError, Report};
 pub use softspin_engine::traffic::{FrameKind, GenConfig, Payload};
@@ -57,6 +59,8 @@ pub enum Error {
     NoEctx(u32),
     #[error("{0}")]
     Invalid(String),
+    #[error("build: {0}")]
+    Build(String),
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,171 @@
+//! Building handler images with the SDK (clang-14, ld.lld-14), from Rust:
+//! what `softspin build` runs, and what host programs and tests use to
+//! compile their handlers.
+//!
+//! The flags come from `sdk/toolchain.txt`, the one file the make fragment
+//! reads too. Compiler and linker diagnostics reach the user unchanged
+//! (stderr is inherited).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{Error, Result};
+
+/// The SDK directory: $SOFTSPIN_SDK, else an `sdk/` beside an ancestor of
+/// the running executable (a checkout's target/), else the source tree's.
+pub fn sdk_dir() -> Result<PathBuf> {
+    if let Some(d) = std::env::var_os("SOFTSPIN_SDK") {
+        let d = PathBuf::from(d);
+        if d.join("toolchain.txt").is_file() {
+            return Ok(d);
+        }
+        return Err(Error::Build(format!("SOFTSPIN_SDK={} holds no toolchain.txt", d.display())));
+    }
+    let mut cands = Vec::new();
+    if let Ok(exe) = std::env::current_exe() {
+        cands.extend(exe.ancestors().skip(1).map(|a| a.join("sdk")));
+    }
+    cands.push(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../sdk"));
+    cands
+        .into_iter()
+        .find(|c| c.join("toolchain.txt").is_file())
+        .map(|c| c.canonicalize().unwrap_or(c))
+        .ok_or_else(|| Error::Build("cannot find the softspin SDK (sdk/toolchain.txt); set SOFTSPIN_SDK".into()))
+}
+
+/// Parsed `sdk/toolchain.txt`.
+pub struct Toolchain {
+    pub cc: String,
+    pub ld: String,
+    pub cflags: Vec<String>,
+    pub ldflags_handler: Vec<String>,
+    pub ldflags_bare: Vec<String>,
+    pub runtime_handler: Vec<PathBuf>,
+    pub runtime_bare: Vec<PathBuf>,
+}
+
+impl Toolchain {
+    pub fn load(sdk: &Path) -> Result<Toolchain> {
+        let path = sdk.join("toolchain.txt");
+        let text = std::fs::read_to_string(&path).map_err(|e| Error::Build(format!("{}: {e}", path.display())))?;
+        let sdk_s = sdk.display().to_string();
+        let get = |key: &str| -> Result<Vec<String>> {
+            let line = text
+                .lines()
+                .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(':')))
+                .ok_or_else(|| Error::Build(format!("{}: missing `{key}:` line", path.display())))?;
+            Ok(line.split_whitespace().map(|w| w.replace("{sdk}", &sdk_s)).collect())
+        };
+        let one = |v: Vec<String>| v.into_iter().next().unwrap_or_default();
+        let rel = |v: Vec<String>| v.into_iter().map(|f| sdk.join(f)).collect::<Vec<_>>();
+        Ok(Toolchain {
+            cc: one(get("cc")?),
+            ld: one(get("ld")?),
+            cflags: get("cflags")?,
+            ldflags_handler: get("ldflags-handler")?,
+            ldflags_bare: get("ldflags-bare")?,
+            runtime_handler: rel(get("runtime-handler")?),
+            runtime_bare: rel(get("runtime-bare")?),
+        })
+    }
+}
+
+/// What to build.
+#[derive(Clone, Debug, Default)]
+pub struct BuildOptions {
+    pub sources: Vec<PathBuf>,
+    pub output: PathBuf,
+    pub include: Vec<PathBuf>,
+    /// `NAME` or `NAME=VALUE`.
+    pub define: Vec<String>,
+    /// A bare-metal program (crt0 + main) instead of a handler image.
+    pub bare: bool,
+    /// Extra clang flags.
+    pub cflags: Vec<String>,
+    /// Link code / data at these addresses (handler images).
+    pub code_base: Option<u32>,
+    pub data_base: Option<u32>,
+    /// Print the commands as they run.
+    pub verbose: bool,
+}
+
+impl BuildOptions {
+    /// A handler image from `sources`.
+    pub fn handler(sources: &[impl AsRef<Path>], output: impl AsRef<Path>) -> BuildOptions {
+        BuildOptions {
+            sources: sources.iter().map(|s| s.as_ref().to_path_buf()).collect(),
+            output: output.as_ref().to_path_buf(),
+            ..Default::default()
+        }
+    }
+}
+
+fn require_tool(name: &str) -> Result<()> {
+    match Command::new(name).arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(()),
+        _ => Err(Error::Build(format!(
+            "{name} not found: install it with `apt-get install clang-14 lld-14` (or run scripts/setup.sh, which does)"
+        ))),
+    }
+}
+
+fn run(cmd: &mut Command, verbose: bool, what: &str) -> Result<()> {
+    if verbose {
+        eprintln!("+ {cmd:?}");
+    }
+    let st = cmd.status().map_err(|e| Error::Build(format!("running {what}: {e}")))?;
+    if !st.success() {
+        return Err(Error::Build(format!("{what} failed")));
+    }
+    Ok(())
+}
+
+/// Compile and link. Diagnostics go to stderr unchanged.
+pub fn build(o: &BuildOptions) -> Result<()> {
+    let sdk = sdk_dir()?;
+    let tc = Toolchain::load(&sdk)?;
+    require_tool(&tc.cc)?;
+    require_tool(&tc.ld)?;
+    for s in &o.sources {
+        if !s.is_file() {
+            return Err(Error::Build(format!("{}: no such source file", s.display())));
+        }
+    }
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tmp = std::env::temp_dir().join(format!("softspin-build-{}-{k}", std::process::id()));
+    std::fs::create_dir_all(&tmp).map_err(|e| Error::Build(format!("{}: {e}", tmp.display())))?;
+    let r = build_in(o, &tc, &tmp);
+    let _ = std::fs::remove_dir_all(&tmp);
+    r
+}
+
+fn build_in(o: &BuildOptions, tc: &Toolchain, tmp: &Path) -> Result<()> {
+    let runtime = if o.bare { &tc.runtime_bare } else { &tc.runtime_handler };
+    let mut objs = Vec::new();
+    for (k, src) in o.sources.iter().chain(runtime.iter()).enumerate() {
+        let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("src");
+        let obj = tmp.join(format!("{k}-{stem}.o"));
+        let mut cmd = Command::new(&tc.cc);
+        cmd.args(&tc.cflags);
+        for i in &o.include {
+            cmd.arg("-I").arg(i);
+        }
+        for d in &o.define {
+            cmd.arg(format!("-D{d}"));
+        }
+        cmd.args(&o.cflags).arg("-c").arg(src).arg("-o").arg(&obj);
+        run(&mut cmd, o.verbose, &format!("compiling {}", src.display()))?;
+        objs.push(obj);
+    }
+    let mut cmd = Command::new(&tc.ld);
+    cmd.args(if o.bare { &tc.ldflags_bare } else { &tc.ldflags_handler });
+    if let Some(b) = o.code_base {
+        cmd.arg(format!("--defsym=SOFTSPIN_CODE_BASE=0x{b:x}"));
+    }
+    if let Some(b) = o.data_base {
+        cmd.arg(format!("--defsym=SOFTSPIN_L2_HANDLER_BASE=0x{b:x}"));
+    }
+    cmd.args(&objs).arg("-o").arg(&o.output);
+    run(&mut cmd, o.verbose, "linking")
+}
