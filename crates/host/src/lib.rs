@@ -8,19 +8,33 @@
 //! (`crates/host-py`) are thin layers over this crate: one model, three
 //! languages.
 //!
-//! ```no_run
-//! use softspin_host::{Nic, EctxOptions};
+//! ```
+//! use softspin_host::{sdk, EctxOptions, Event, Nic};
+//! # let dir = std::env::temp_dir().join(format!("softspin-doc-{}", std::process::id()));
+//! # std::fs::create_dir_all(&dir)?;
+//! // A payload handler that sends every packet back, built with the SDK.
+//! let src = dir.join("echo.c");
+//! std::fs::write(&src, "#include <spin.h>\n\
+//!     __handler__ void echo_ph(handler_args_t *a) {\n\
+//!         spin_send_packet(a->task->pkt_mem, a->task->pkt_mem_size, NULL);\n\
+//!     }\n")?;
+//! sdk::build(&sdk::BuildOptions::handler(&[&src], dir.join("echo.elf")))?;
 //!
 //! let mut nic = Nic::open("pspin")?;
-//! let image = nic.load_image("handler.elf")?;
-//! let window = nic.host_window(1 << 20)?;            // host memory handlers may DMA to
-//! let ectx = nic.install(&image, EctxOptions { ph: Some("my_ph".into()), host_window: Some(window), ..Default::default() })?;
+//! let image = nic.load_image(dir.join("echo.elf"))?;
+//! let window = nic.host_window(1 << 20)?; // host memory handlers may DMA to
+//! let ectx = nic.install(&image, EctxOptions {
+//!     ph: Some("echo_ph".into()),
+//!     host_window: Some(window),
+//!     ..Default::default()
+//! })?;
 //! nic.activate(ectx)?;
-//! nic.send_message(ectx, 0, &vec![7u8; 4096], 1024)?; // one message, split into packets
+//! nic.send_message(ectx, 0, &[7u8; 3000], 1024)?; // one message, split into 4 packets
 //! nic.run_until_idle()?;
-//! let bytes = nic.host_read(window.base, 4096)?;
-//! println!("{} packets processed", nic.report().packets);
-//! # Ok::<(), softspin_host::Error>(())
+//! let echoed = nic.events().into_iter().filter(|e| matches!(e, Event::Outbound(_))).count();
+//! assert_eq!(echoed, 4);
+//! assert_eq!(nic.report().packets, 4);
+//! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
 use std::collections::HashMap;
@@ -190,6 +204,15 @@ impl Nic {
     // -- host memory ------------------------------------------------------------
 
     /// A zeroed host-memory window of `size` bytes owned by the NIC object.
+    ///
+    /// ```
+    /// let mut nic = softspin_host::Nic::open("fpspin")?;
+    /// let w = nic.host_window(4096)?;
+    /// nic.host_write(w.base + 8, b"data")?;
+    /// assert_eq!(nic.host_read(w.base + 8, 4)?, b"data");
+    /// assert!(nic.host_read(w.base + 4095, 2).is_err()); // past the window
+    /// # Ok::<(), softspin_host::Error>(())
+    /// ```
     pub fn host_window(&mut self, size: usize) -> Result<HostWindow> {
         self.lend(Box::new(vec![0u8; size]))
     }
