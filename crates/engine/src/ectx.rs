@@ -118,6 +118,9 @@ pub struct Ectx {
     pub active: bool,
     /// Messages currently holding an MPQ.
     pub open_messages: u32,
+    /// Tasks dispatched and not yet completed (they outlive a message
+    /// reset by its timeout).
+    pub tasks: u32,
 }
 
 impl Ectx {

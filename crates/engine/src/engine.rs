@@ -896,7 +896,7 @@ impl Engine {
                 c.l1[cl].fill((s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize, s.size as usize, 0);
             }
         }
-        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, code, scratch, active: false, open_messages: 0 };
+        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, code, scratch, active: false, open_messages: 0, tasks: 0 };
         let id = match c.ectxs.iter().position(|e| e.is_none()) {
             Some(i) => i,
             None => {
@@ -932,7 +932,7 @@ impl Engine {
 
     pub fn uninstall(&mut self, id: EctxId) -> Result<(), EctxError> {
         let e = self.ectx_mut(id)?;
-        if e.active || e.open_messages > 0 {
+        if e.active || e.open_messages > 0 || e.tasks > 0 {
             return Err(EctxError::Busy(e.name().into()));
         }
         self.core.ectxs[id] = None;
@@ -1474,6 +1474,7 @@ impl Engine {
                 }
             };
             c.stats.tasks += 1;
+            c.ectxs[her.ectx].as_mut().unwrap().tasks += 1;
             c.at(ready, Ev::TaskReady { task: id });
             return true;
         }
@@ -1611,7 +1612,7 @@ impl Engine {
         ctl.busy_since = now;
         ctl.wait = None;
         ctl.wait_notify = None;
-        hpu.time_base_ns = start / 1000 - c.cfg.hpu.cycles_to_ns(hpu.cycles);
+        hpu.time_base_ns = (start / 1000).saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
         c.busy_now += 1;
         c.busy_max = c.busy_max.max(c.busy_now);
         let gen = ctl.gen;
@@ -1732,6 +1733,9 @@ impl Engine {
     fn on_completion(&mut self, tid: usize) {
         let task = self.core.tasks[tid].take().unwrap();
         self.core.free_tasks.push(tid);
+        if let Some(e) = self.core.ectxs[task.her.ectx].as_mut() {
+            e.tasks -= 1;
+        }
         let now = self.core.now;
         let m = task.mpq;
         let live = self.core.mpqs[m].active && self.core.mpqs[m].gen == task.mpq_gen;
