@@ -386,6 +386,22 @@ impl Nic {
         Ok(())
     }
 
+    /// Send message `msg_id` to an ECTX as the given packet payloads (each
+    /// gets the ECTX's IP/UDP or Ethernet headers), spaced at the line rate;
+    /// the last one ends the message.
+    pub fn send_payloads(&mut self, e: Ectx, msg_id: u32, payloads: &[Vec<u8>]) -> Result<()> {
+        let info = self.info(e)?;
+        let (kind, port) = (info.frame, info.port);
+        let mut t = self.engine.now_ps();
+        for (k, c) in payloads.iter().enumerate() {
+            let frame = build_frame(kind, kind.header_len() + c.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, port, |i| c[i])?;
+            t += ((frame.len() * 8) as f64 * 1000.0 / self.line_rate) as u64;
+            let eom = k + 1 == payloads.len();
+            self.engine.inject(Arrival { time_ps: t, frame, msg_id, eom, origin: format!("message {msg_id} packet {k}") });
+        }
+        Ok(())
+    }
+
     /// Feed packets from the generator.
     pub fn feed_generator(&mut self, g: GenConfig) -> Result<()> {
         self.feed(Box::new(Generator::new(g)?))

@@ -1,0 +1,142 @@
+//! The handler suite: every example of `examples/` that the seeds use to
+//! evaluate sPIN, run on the simulated NIC through the public host API,
+//! verified against an independent reference and measured, with its
+//! off-path baseline (the same computation on host threads over packets in
+//! memory: the "ideal DPDK" setting of seed 001 §4.3).
+//!
+//! An example is a directory `examples/NAME/` with `handler.c`, `host.rs`
+//! (a module compiled into this crate, see `examples` below), and a README.
+//! Its `host.rs` provides
+//! `pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome>` and
+//! `pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline>`.
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::Instant;
+
+use anyhow::Context;
+use softspin_host::sdk::{build, BuildOptions};
+use softspin_host::{Image, Nic, Report};
+
+/// The examples' host programs (one module per `examples/NAME/host.rs`).
+pub mod examples {
+    pub use super::{empty, reduce};
+}
+#[path = "../../../examples/empty/host.rs"]
+pub mod empty;
+#[path = "../../../examples/reduce/host.rs"]
+pub mod reduce;
+
+/// Where and how big to run.
+pub struct Ctx {
+    pub root: PathBuf,
+    pub work: PathBuf,
+    /// Workloads scaled down (tests) instead of the seeds' sizes.
+    pub quick: bool,
+    built: Mutex<Vec<(String, PathBuf)>>,
+}
+
+/// What running an example on the NIC gave.
+pub struct Outcome {
+    /// Ok if the result matched the independent reference.
+    pub verified: Result<(), String>,
+    pub report: Report,
+}
+
+/// The off-path baseline: the same computation on host threads.
+pub struct Baseline {
+    pub gbps: f64,
+    pub threads: usize,
+}
+
+impl Ctx {
+    pub fn new(quick: bool) -> anyhow::Result<Ctx> {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
+        let work = std::env::temp_dir().join(format!("softspin-suite-{}", std::process::id()));
+        std::fs::create_dir_all(&work)?;
+        Ok(Ctx { root, work, quick, built: Mutex::new(Vec::new()) })
+    }
+
+    /// Build (once) and load `examples/NAME/handler.c` with extra defines.
+    pub fn image(&self, nic: &Nic, name: &str, defines: &[&str]) -> anyhow::Result<Image> {
+        let key = format!("{name}{}", defines.join(","));
+        let mut built = self.built.lock().unwrap();
+        let path = match built.iter().find(|(k, _)| *k == key) {
+            Some((_, p)) => p.clone(),
+            None => {
+                let out = self.work.join(format!("{name}-{}.elf", built.len()));
+                let mut o = BuildOptions::handler(&[self.root.join("examples").join(name).join("handler.c")], &out);
+                o.define = defines.iter().map(|d| d.to_string()).collect();
+                build(&o).with_context(|| format!("building examples/{name}/handler.c"))?;
+                built.push((key, out.clone()));
+                out
+            }
+        };
+        Ok(nic.load_image(path)?)
+    }
+}
+
+impl Drop for Ctx {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.work);
+    }
+}
+
+/// Header bytes of the IP-first (PsPIN-style) frames `Nic::send_message` builds.
+pub const HDR: usize = 28;
+
+/// Payload bytes per packet of `packet_size`.
+pub fn payload_per_packet(packet_size: usize) -> usize {
+    packet_size.saturating_sub(HDR).max(4) & !3
+}
+
+/// Run `work` over `items` on `threads` host threads (static partition, as
+/// in seed 001 §4.3) and return the bytes per second it sustained.
+pub fn host_throughput<T: Sync>(items: &[T], bytes: u64, threads: usize, work: impl Fn(&T) + Sync) -> f64 {
+    let t0 = Instant::now();
+    std::thread::scope(|s| {
+        for chunk in items.chunks(items.len().div_ceil(threads).max(1)) {
+            let work = &work;
+            s.spawn(move || chunk.iter().for_each(work));
+        }
+    });
+    bytes as f64 * 8.0 / t0.elapsed().as_secs_f64() / 1e9
+}
+
+/// Little-endian u32 words as bytes.
+pub fn words_to_bytes(w: &[u32]) -> Vec<u8> {
+    w.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+pub fn bytes_to_words(b: &[u8]) -> Vec<u32> {
+    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+}
+
+/// A small deterministic generator for workloads (xorshift64*).
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+    pub fn below(&mut self, n: u32) -> u32 {
+        (self.next_u64() >> 32) as u32 % n
+    }
+}
+
+/// Check helper: Err with a message naming the first difference.
+pub fn same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> Result<(), String> {
+    if got.len() != want.len() {
+        return Err(format!("{what}: {} items, expected {}", got.len(), want.len()));
+    }
+    match got.iter().zip(want).position(|(a, b)| a != b) {
+        None => Ok(()),
+        Some(i) => Err(format!("{what}[{i}] = {:?}, expected {:?}", got[i], want[i])),
+    }
+}

@@ -1,0 +1,75 @@
+//! `softspin-suite`: run the handler suite on the simulated NIC, verify each
+//! example against its reference, and print one table (the main job); or
+//! `--json` for the report generator.
+
+use softspin_suite::{examples, Ctx};
+
+type Run = fn(&Ctx, usize) -> anyhow::Result<softspin_suite::Outcome>;
+type Base = fn(&Ctx, usize) -> anyhow::Result<softspin_suite::Baseline>;
+
+const SUITE: &[(&str, Run, Base)] = &[
+    ("empty", examples::empty::run, examples::empty::baseline),
+    ("reduce", examples::reduce::run, examples::reduce::baseline),
+];
+
+fn main() -> anyhow::Result<()> {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let json = args.iter().any(|a| a == "--json");
+    let quick = args.iter().any(|a| a == "--quick");
+    let sizes: Vec<usize> = match args.iter().position(|a| a == "--sizes") {
+        Some(i) => args.get(i + 1).map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect()).unwrap_or_default(),
+        None => vec![1024],
+    };
+    let only: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err() && !a.contains(',')).collect();
+    let ctx = Ctx::new(quick)?;
+    let mut rows = Vec::new();
+    let mut failed = 0;
+    if !json {
+        println!(
+            "{:<16} {:>8} {:>8} {:>14} {:>10} {:>8} {:>14}",
+            "example", "verified", "size B", "NIC Gbit/s", "cyc/pkt", "HPU %", "host Gbit/s"
+        );
+    }
+    for (name, run, base) in SUITE {
+        if !only.is_empty() && !only.iter().any(|o| o.as_str() == *name) {
+            continue;
+        }
+        for &size in &sizes {
+            let o = run(&ctx, size)?;
+            let b = base(&ctx, size)?;
+            let r = &o.report;
+            let cycles: f64 = r.handlers.iter().map(|h| h.cycles_mean * h.invocations as f64).sum::<f64>() / r.packets.max(1) as f64;
+            if o.verified.is_err() {
+                failed += 1;
+            }
+            if json {
+                rows.push(serde_json::json!({
+                    "example": name, "size": size, "verified": o.verified.is_ok(),
+                    "error": o.verified.as_ref().err(), "report": r,
+                    "cycles_per_packet": cycles, "baseline_gbps": b.gbps, "baseline_threads": b.threads,
+                }));
+            } else {
+                println!(
+                    "{:<16} {:>8} {:>8} {:>14.1} {:>10.0} {:>8.1} {:>14.1}",
+                    name,
+                    if o.verified.is_ok() { "yes" } else { "NO" },
+                    size,
+                    r.throughput_gbps,
+                    cycles,
+                    r.hpu_utilization * 100.0,
+                    b.gbps
+                );
+                if let Err(e) = &o.verified {
+                    println!("    {e}");
+                }
+            }
+        }
+    }
+    if json {
+        println!("{}", serde_json::Value::Array(rows));
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} example run(s) failed verification");
+    }
+    Ok(())
+}
