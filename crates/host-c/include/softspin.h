@@ -1,0 +1,968 @@
+/*
+ * softspin.h - the C API of softspin (libsoftspin): offload sPIN handlers to
+ * a (simulated) sPIN NIC, feed it traffic, collect what the handlers did.
+ * A thin, stable C ABI over the Rust crate softspin-host: the same model as
+ * the Rust and Python APIs.
+ *
+ *     ss_nic *nic;        ss_open("pspin", &nic);
+ *     ss_image *img;      ss_image_load(nic, "handler.elf", &img);
+ *     ss_host_window w;   ss_host_lend(nic, buf, sizeof buf, &w);
+ *     ss_ectx_options o;  ss_ectx_options_init(&o);
+ *     o.ph = "my_ph";     o.host_window = w;
+ *     ss_ectx e;          ss_install(nic, img, &o, &e);  ss_activate(nic, e);
+ *     ss_send_message(nic, e, 0, data, len, 1024);
+ *     ss_run_until_idle(nic);
+ *     ...                 buf holds what handlers DMAed; ss_next_event, ss_get_report
+ *     ss_image_free(img); ss_close(nic);
+ *
+ * Conventions:
+ * - Every function returns int: SS_OK (0) or a negative SS_E* code (by
+ *   category), except the four that return a string or a number
+ *   (ss_last_error, ss_strerror, ss_version, ss_abi_version).
+ * - After a failure, ss_last_error() describes it (per thread).
+ * - A NULL pointer where one is required gives SS_EINVAL. Nothing aborts
+ *   the process: an internal bug gives SS_EINTERNAL.
+ * - Ownership: an ss_nic (ss_open*) is freed by ss_close, an ss_image by
+ *   ss_image_free. Everything else the library returns is either copied
+ *   into caller memory, or borrowed from the library until a later call
+ *   named where it is returned (ss_event's pointers, ss_last_error). The
+ *   library never frees caller memory; a buffer lent with ss_host_lend
+ *   stays the caller's.
+ * - Out parameters are written on success only; handle out-parameters
+ *   (ss_nic **, ss_image **) are set to NULL on failure.
+ * - A NIC is not thread-safe: one thread at a time per NIC.
+ * - Compile and link with `pkg-config --cflags --libs softspin`
+ *   (scripts/c-env.sh writes build/c/softspin.pc).
+ */
+
+
+#ifndef SOFTSPIN_H
+#define SOFTSPIN_H
+
+/* Generated from crates/host-c/src/lib.rs by cbindgen (crates/host-c/build.rs): do not edit. */
+
+#include <stddef.h>
+#include <stdint.h>
+
+/**
+ * Success.
+ */
+#define SS_OK 0
+
+/**
+ * Invalid argument: a NULL pointer where one is required, a string that is
+ * not UTF-8, a value out of range, a notification that cannot be answered.
+ */
+#define SS_EINVAL -1
+
+/**
+ * Unknown profile name, or an invalid NIC configuration file.
+ */
+#define SS_ECONFIG -2
+
+/**
+ * A file could not be read (handler image, configuration, trace, pcap).
+ */
+#define SS_EIO -3
+
+/**
+ * Not a usable handler image (not an RV32 little-endian ELF, bad segments).
+ */
+#define SS_EIMAGE -4
+
+/**
+ * A symbol is not in the image (ss_image_symbol, or a handler named in
+ * ss_install).
+ */
+#define SS_ESYMBOL -5
+
+/**
+ * The ECTX's code or handler memory overlaps an installed ECTX (e.g. the
+ * same image installed twice; link the second with `softspin build
+ * --code-base/--data-base`).
+ */
+#define SS_EOVERLAP -6
+
+/**
+ * NIC memory: a range that is not NIC memory, an ss_nic_alloc that does not
+ * fit, an image or scratchpad outside its region.
+ */
+#define SS_ENICMEM -7
+
+/**
+ * Host memory: a range outside every host window, an empty window, an
+ * unknown window.
+ */
+#define SS_EHOST -8
+
+/**
+ * The ECTX is in the wrong state: already active, not active, or still has
+ * messages in flight.
+ */
+#define SS_ESTATE -9
+
+/**
+ * No such ECTX: never installed, or uninstalled.
+ */
+#define SS_ENOECTX -10
+
+/**
+ * Any other install error: no handler named, image built for another
+ * cluster count, undecodable code, a host window that wraps around.
+ */
+#define SS_EECTX -11
+
+/**
+ * Bad traffic: an invalid generator or frame parameter, a malformed trace
+ * or pcap file.
+ */
+#define SS_ETRAFFIC -12
+
+/**
+ * The simulation refused a packet (larger than a packet-buffer slot, too
+ * short to match an ECTX).
+ */
+#define SS_ESIM -13
+
+/**
+ * Internal error: a bug in softspin, caught at the API boundary. The NIC it
+ * happened on answers every later call with SS_EINTERNAL; ss_close it.
+ */
+#define SS_EINTERNAL -99
+
+/**
+ * Version of this ABI: bumped when a struct or signature changes.
+ */
+#define SS_ABI_VERSION 1
+
+/**
+ * Frames start at the IPv4 header, PsPIN's host-order layout (28 header
+ * bytes before the UDP payload). The default.
+ */
+#define SS_FRAME_IP 0
+
+/**
+ * Ethernet II + IPv4 + UDP in wire format (42 header bytes; FPsPIN).
+ */
+#define SS_FRAME_ETH 1
+
+/**
+ * Generator payload: all zero bytes.
+ */
+#define SS_PAYLOAD_ZERO 0
+
+/**
+ * Generator payload: byte i of packet number n is (i + 7 n) mod 256.
+ */
+#define SS_PAYLOAD_SEQUENCE 1
+
+/**
+ * Generator payload: deterministic pseudo-random bytes from `seed`.
+ */
+#define SS_PAYLOAD_RANDOM 2
+
+/**
+ * ss_next_event found no event.
+ */
+#define SS_EVENT_NONE 0
+
+/**
+ * A handler sent a packet (spin_send_packet, spin_rdma_put).
+ */
+#define SS_EVENT_OUTBOUND 1
+
+/**
+ * A handler's 8-byte host-direct write (spin_write_to_host) landed.
+ */
+#define SS_EVENT_HOST_WRITE 2
+
+/**
+ * A message's handlers all finished.
+ */
+#define SS_EVENT_MESSAGE_DONE 3
+
+/**
+ * A handler faulted, hit its watchdog or misbehaved; it ended alone.
+ */
+#define SS_EVENT_HANDLER_ERROR 4
+
+/**
+ * The ECTX of an event whose ECTX was uninstalled before the event was
+ * read (or is otherwise unknown).
+ */
+#define SS_ECTX_NONE UINT32_MAX
+
+/**
+ * Bytes a notification carries inline (SPIN_NOTIFY_INLINE_MAX).
+ */
+#define SS_NOTIFY_INLINE_MAX 64
+
+/**
+ * A loaded handler image. Opaque; from ss_image_load or
+ * ss_image_from_bytes, released by ss_image_free (any time: an installed
+ * ECTX keeps its own copy).
+ */
+typedef struct ss_image ss_image;
+
+/**
+ * A NIC (today: the simulated PsPIN NIC). Opaque; from ss_open or
+ * ss_open_config_file, released by ss_close. Not thread-safe: use one NIC
+ * from one thread at a time.
+ */
+typedef struct ss_nic ss_nic;
+
+/**
+ * The NIC's shape (ss_nic_get_info).
+ */
+typedef struct ss_nic_info {
+    /**
+     * Profile name, NUL-terminated ("pspin", "fpspin").
+     */
+    char profile[16];
+    /**
+     * Clusters (NB_CLUSTERS of images built for this NIC).
+     */
+    uint32_t clusters;
+    /**
+     * HPUs per cluster.
+     */
+    uint32_t hpus_per_cluster;
+    /**
+     * HPUs in all (valid indexes for ss_hpu_stdout).
+     */
+    uint32_t hpu_count;
+    /**
+     * HPU clock in MHz.
+     */
+    uint32_t clock_mhz;
+    /**
+     * Largest packet, bytes (a packet-buffer slot).
+     */
+    uint32_t pkt_slot_size;
+    /**
+     * L2 handler memory, bytes.
+     */
+    uint32_t l2_handler_size;
+    /**
+     * Inbound line rate in Gbit/s.
+     */
+    double line_rate_gbps;
+} ss_nic_info;
+
+/**
+ * A host-memory window lent to the NIC: handlers see it at `base`, a 64-bit
+ * host address (task->host_mem_high/low), `size` bytes long.
+ */
+typedef struct ss_host_window {
+    /**
+     * Host address of the first byte.
+     */
+    uint64_t base;
+    /**
+     * Bytes in the window.
+     */
+    uint64_t size;
+} ss_host_window;
+
+/**
+ * How to install an ECTX. Start from ss_ectx_options_init (it sets the
+ * defaults), then set what you need. Strings are copied; the struct and its
+ * strings need only live during the ss_install call.
+ */
+typedef struct ss_ectx_options {
+    /**
+     * Name in reports and error messages; NULL = "ectxN".
+     */
+    const char *name;
+    /**
+     * Header handler symbol; NULL = none.
+     */
+    const char *hh;
+    /**
+     * Payload handler symbol; NULL = none.
+     */
+    const char *ph;
+    /**
+     * Completion handler symbol; NULL = none. At least one of hh/ph/th.
+     */
+    const char *th;
+    /**
+     * Handler memory bytes from the image's data start; room beyond the
+     * image's data is what ss_nic_alloc hands out. 0 = the image's data only.
+     */
+    uint32_t handler_mem_size;
+    /**
+     * Bytes of each packet copied to L1 before a handler runs; 0 = all.
+     */
+    uint32_t l1_copy;
+    /**
+     * The host window handlers may DMA to/from; size 0 = none.
+     */
+    struct ss_host_window host_window;
+    /**
+     * Scratchpad bytes on each cluster (scratchpad_len entries; missing
+     * clusters get none). May be NULL when scratchpad_len is 0.
+     */
+    const uint32_t *scratchpad;
+    /**
+     * Entries in `scratchpad`.
+     */
+    size_t scratchpad_len;
+    /**
+     * Instruction budget of one handler invocation; 0 = the default
+     * (1,000,000).
+     */
+    uint64_t watchdog;
+    /**
+     * A message with no packet for this many ns is reset; 0 = never.
+     * ss_ectx_options_init sets the default, 1 ms.
+     */
+    uint64_t msg_timeout_ns;
+    /**
+     * Take only UDP packets to this destination port; 0 = every packet.
+     * Also the port ss_send_message addresses (0: 9330).
+     */
+    uint16_t udp_dst_port;
+} ss_ectx_options;
+
+/**
+ * An installed execution context (ECTX), as returned by ss_install. Handles
+ * are never reused within one NIC.
+ */
+typedef uint32_t ss_ectx;
+
+/**
+ * Parameters of the synthetic traffic generator (ss_feed_generator).
+ * Start from ss_gen_config_init.
+ */
+typedef struct ss_gen_config {
+    /**
+     * Number of messages (>= 1).
+     */
+    uint32_t messages;
+    /**
+     * Packets per message (>= 1).
+     */
+    uint32_t packets_per_message;
+    /**
+     * Frame bytes, headers included.
+     */
+    uint32_t size;
+    /**
+     * Messages in flight, their packets interleaved round-robin (>= 1).
+     */
+    uint32_t concurrent;
+    /**
+     * Line rate in Gbit/s; INFINITY = every packet at time 0.
+     */
+    double rate_gbps;
+    /**
+     * SS_FRAME_IP or SS_FRAME_ETH.
+     */
+    uint32_t frame;
+    /**
+     * SS_PAYLOAD_ZERO, SS_PAYLOAD_SEQUENCE or SS_PAYLOAD_RANDOM.
+     */
+    uint32_t payload;
+    /**
+     * Seed of SS_PAYLOAD_RANDOM.
+     */
+    uint64_t seed;
+    /**
+     * Message id of the first message (the next ones count up).
+     */
+    uint32_t first_msg_id;
+    /**
+     * UDP source port.
+     */
+    uint16_t udp_src_port;
+    /**
+     * UDP destination port.
+     */
+    uint16_t udp_dst_port;
+    /**
+     * IPv4 source address, most significant byte first (10.0.0.1 = {10,0,0,1}).
+     */
+    uint8_t src_ip[4];
+    /**
+     * IPv4 destination address, most significant byte first.
+     */
+    uint8_t dst_ip[4];
+} ss_gen_config;
+
+/**
+ * One thing the NIC did (ss_next_event). Fields not listed for a kind are 0
+ * or NULL. Pointers point into the NIC and stay valid until the next
+ * ss_next_event or ss_close on that NIC: copy what you keep.
+ */
+typedef struct ss_event {
+    /**
+     * SS_EVENT_*; SS_EVENT_NONE if there was no event.
+     */
+    uint32_t kind;
+    /**
+     * The ECTX whose handler caused it (SS_ECTX_NONE if uninstalled since).
+     */
+    ss_ectx ectx;
+    /**
+     * NIC time in picoseconds (handler errors: at ns resolution).
+     */
+    uint64_t time_ps;
+    /**
+     * SS_EVENT_MESSAGE_DONE: the message id.
+     */
+    uint32_t msg_id;
+    /**
+     * SS_EVENT_OUTBOUND: RDMA put destination (0 for spin_send_packet).
+     */
+    uint32_t dest;
+    /**
+     * SS_EVENT_OUTBOUND: the frame the handler sent.
+     */
+    const uint8_t *data;
+    /**
+     * SS_EVENT_OUTBOUND: bytes at `data`.
+     */
+    size_t data_len;
+    /**
+     * SS_EVENT_HOST_WRITE: host address written; SS_EVENT_HANDLER_ERROR: the
+     * faulting NIC address.
+     */
+    uint64_t addr;
+    /**
+     * SS_EVENT_HOST_WRITE: the 64-bit value written (little-endian in host
+     * memory).
+     */
+    uint64_t value;
+    /**
+     * SS_EVENT_HANDLER_ERROR: program counter of the fault.
+     */
+    uint32_t pc;
+    /**
+     * SS_EVENT_HANDLER_ERROR: global index of the HPU.
+     */
+    uint32_t hpu;
+    /**
+     * SS_EVENT_HANDLER_ERROR: the handler's symbol.
+     */
+    const char *handler;
+    /**
+     * SS_EVENT_HANDLER_ERROR: what went wrong.
+     */
+    const char *cause;
+    /**
+     * SS_EVENT_HANDLER_ERROR: the ECTX's name.
+     */
+    const char *ectx_name;
+} ss_event;
+
+/**
+ * A request a handler posted to the host (spin_notify). Answer it with
+ * ss_respond(id, value).
+ */
+typedef struct ss_notification {
+    /**
+     * Pass to ss_respond.
+     */
+    uint32_t id;
+    /**
+     * The ECTX whose handler posted it.
+     */
+    ss_ectx ectx;
+    /**
+     * Global index of the HPU that posted it.
+     */
+    uint32_t hpu;
+    /**
+     * Bytes used in `data`.
+     */
+    uint32_t data_len;
+    /**
+     * NIC time (ps) at which it became visible to the host.
+     */
+    uint64_t time_ps;
+    /**
+     * The reference the handler passed (e.g. a host address it wrote to).
+     */
+    uint64_t host_ref;
+    /**
+     * Inline payload.
+     */
+    uint8_t data[SS_NOTIFY_INLINE_MAX];
+} ss_notification;
+
+/**
+ * The main statistics (ss_get_report); `softspin sim --json` has the same
+ * names (docs/sim.md). Times in ns of NIC time.
+ */
+typedef struct ss_report {
+    /**
+     * Packets fully processed (their last task completed).
+     */
+    uint64_t packets;
+    /**
+     * Bytes of those packets.
+     */
+    uint64_t bytes;
+    /**
+     * Packets that arrived.
+     */
+    uint64_t packets_in;
+    /**
+     * Packets no active ECTX matched.
+     */
+    uint64_t unmatched;
+    /**
+     * Packets dropped (packet buffer full).
+     */
+    uint64_t drops;
+    /**
+     * Messages reset by their ECTX's timeout.
+     */
+    uint64_t message_timeouts;
+    /**
+     * Packets handlers sent.
+     */
+    uint64_t outbound_packets;
+    /**
+     * Bytes handlers sent.
+     */
+    uint64_t outbound_bytes;
+    /**
+     * Host-direct writes.
+     */
+    uint64_t host_writes;
+    /**
+     * Bytes DMAed to host memory.
+     */
+    uint64_t dma_to_host_bytes;
+    /**
+     * Bytes DMAed from host memory.
+     */
+    uint64_t dma_from_host_bytes;
+    /**
+     * Commands handlers issued.
+     */
+    uint64_t commands;
+    /**
+     * Handler tasks run.
+     */
+    uint64_t tasks;
+    /**
+     * Handler errors, all ECTXs and causes.
+     */
+    uint64_t errors;
+    /**
+     * Processed bytes over the time from the first arrival to the last
+     * completion, in Gbit/s.
+     */
+    double throughput_gbps;
+    /**
+     * Processed packets per microsecond.
+     */
+    double mpps;
+    /**
+     * Packet latency (arrival to the completion of its last task): minimum.
+     */
+    double latency_min_ns;
+    /**
+     * Packet latency: mean.
+     */
+    double latency_mean_ns;
+    /**
+     * Packet latency: median.
+     */
+    double latency_p50_ns;
+    /**
+     * Packet latency: 99th percentile.
+     */
+    double latency_p99_ns;
+    /**
+     * Packet latency: maximum.
+     */
+    double latency_max_ns;
+    /**
+     * Time inbound traffic was held back (buffer full, back-pressure mode).
+     */
+    double backpressure_ns;
+    /**
+     * Time messages waited for a free MPQ.
+     */
+    double mpq_stall_ns;
+    /**
+     * Busy HPU time over all HPUs' time (0..1).
+     */
+    double hpu_utilization;
+    /**
+     * NIC time simulated so far.
+     */
+    double sim_time_ns;
+    /**
+     * Most HPUs busy at once.
+     */
+    uint32_t hpus_busy_max;
+} ss_report;
+
+/**
+ * A performance counter pushed by an ECTX's handlers (FPsPIN style).
+ */
+typedef struct ss_counter {
+    /**
+     * Counter index the handlers pushed to.
+     */
+    uint32_t index;
+    /**
+     * Sum of the pushed values.
+     */
+    uint64_t sum;
+    /**
+     * Number of pushes.
+     */
+    uint64_t count;
+} ss_counter;
+
+#ifdef __cplusplus
+extern "C" {
+#endif // __cplusplus
+
+/**
+ * The message of the last failed call on this thread ("" if none failed).
+ * The string belongs to the library and stays valid until the next failing
+ * call on this thread. Successful calls leave it unchanged.
+ */
+const char *ss_last_error(void);
+
+/**
+ * The name of an error code ("SS_EINVAL", ...; "SS_UNKNOWN" for others).
+ * A static string: never freed.
+ */
+const char *ss_strerror(int code);
+
+/**
+ * The library version ("0.1.0"). A static string: never freed.
+ */
+const char *ss_version(void);
+
+/**
+ * SS_ABI_VERSION of the library actually loaded (compare with the header's).
+ */
+uint32_t ss_abi_version(void);
+
+/**
+ * Open the simulated NIC with a named profile, "pspin" or "fpspin".
+ * On success `*out` is a NIC to release with ss_close; on failure it is
+ * NULL. Errors: SS_EINVAL (NULL), SS_ECONFIG (unknown profile).
+ */
+int ss_open(const char *profile, struct ss_nic **out);
+
+/**
+ * Open the simulated NIC a TOML file describes (docs/sim.md). As ss_open;
+ * errors: SS_EINVAL, SS_EIO (unreadable), SS_ECONFIG (invalid).
+ */
+int ss_open_config_file(const char *path, struct ss_nic **out);
+
+/**
+ * Close a NIC: frees it with its host windows (lent buffers go back to
+ * their owners untouched), ECTXs and pending events. NULL is a no-op.
+ * The pointer is invalid afterwards.
+ */
+int ss_close(struct ss_nic *nic);
+
+/**
+ * The NIC's shape: clusters, HPUs, clock, line rate.
+ */
+int ss_nic_get_info(struct ss_nic *nic, struct ss_nic_info *info);
+
+/**
+ * Load a handler image (an RV32 ELF from `softspin build`). On success
+ * `*out` is an image to release with ss_image_free; on failure NULL.
+ * Errors: SS_EINVAL, SS_EIO (unreadable), SS_EIMAGE (not a handler image).
+ */
+int ss_image_load(struct ss_nic *nic, const char *path, struct ss_image **out);
+
+/**
+ * Load a handler image from `len` bytes of ELF in memory (copied). As
+ * ss_image_load; errors: SS_EINVAL, SS_EIMAGE.
+ */
+int ss_image_from_bytes(struct ss_nic *nic, const void *data, size_t len, struct ss_image **out);
+
+/**
+ * Free an image. NULL is a no-op. ECTXs installed from it are unaffected.
+ */
+int ss_image_free(struct ss_image *image);
+
+/**
+ * The NIC address of a symbol (a handler or a global in handler memory):
+ * write a global with ss_nic_write at that address. Errors: SS_EINVAL,
+ * SS_ESYMBOL.
+ */
+int ss_image_symbol(const struct ss_image *image, const char *name, uint32_t *addr);
+
+/**
+ * Create a zeroed host window of `size` bytes owned by the NIC (freed by
+ * ss_host_unlend or ss_close); reach it with ss_host_read/ss_host_write.
+ * Errors: SS_EINVAL, SS_EHOST (size 0).
+ */
+int ss_host_window_create(struct ss_nic *nic, size_t size, struct ss_host_window *out_window);
+
+/**
+ * Lend the NIC the caller's buffer `buf` of `len` bytes as a host window,
+ * used in place: handler DMA reads and writes it directly, and the caller
+ * reads results straight from `buf` between calls. The caller keeps
+ * ownership and must keep `buf` valid until ss_host_unlend or ss_close, and
+ * must not access it from another thread while a call on this NIC runs.
+ * The library never frees it. Errors: SS_EINVAL, SS_EHOST (len 0).
+ */
+int ss_host_lend(struct ss_nic *nic, void *buf, size_t len, struct ss_host_window *out_window);
+
+/**
+ * Take a window back: a lent buffer returns to its owner (the NIC stops
+ * using it; the bytes stay as handlers left them), a window from
+ * ss_host_window_create is freed. ECTXs using it must not run afterwards.
+ * Errors: SS_EINVAL, SS_EHOST (no window at window.base).
+ */
+int ss_host_unlend(struct ss_nic *nic, struct ss_host_window window);
+
+/**
+ * Copy `len` bytes of host memory at host address `addr` (inside one
+ * window) into `out_buf`. Errors: SS_EINVAL, SS_EHOST (not inside a window).
+ */
+int ss_host_read(struct ss_nic *nic, uint64_t addr, void *out_buf, size_t len);
+
+/**
+ * Copy `len` bytes from `data` to host memory at host address `addr`
+ * (inside one window). Errors: SS_EINVAL, SS_EHOST.
+ */
+int ss_host_write(struct ss_nic *nic, uint64_t addr, const void *data, size_t len);
+
+/**
+ * Fill `o` with the defaults: no name, no handlers, image data only, whole
+ * packets to L1, no host window, no scratchpad, watchdog 1,000,000
+ * instructions, message timeout 1 ms, every packet.
+ */
+int ss_ectx_options_init(struct ss_ectx_options *o);
+
+/**
+ * Install an ECTX for `image`: code to program memory, data to handler
+ * memory, everything checked. It receives no packet before ss_activate.
+ * `*out_ectx` gets its handle. Errors: SS_EINVAL, SS_ESYMBOL (a handler symbol
+ * is missing), SS_EOVERLAP (memory overlaps an installed ECTX),
+ * SS_ENICMEM (does not fit), SS_EECTX (other install problems).
+ */
+int ss_install(struct ss_nic *nic,
+               const struct ss_image *image,
+               const struct ss_ectx_options *options,
+               ss_ectx *out_ectx);
+
+/**
+ * Let packets reach an installed ECTX. Errors: SS_EINVAL, SS_ENOECTX,
+ * SS_ESTATE (already active).
+ */
+int ss_activate(struct ss_nic *nic, ss_ectx ectx);
+
+/**
+ * Stop new packets reaching an ECTX (messages in flight finish). Errors:
+ * SS_EINVAL, SS_ENOECTX, SS_ESTATE (not active).
+ */
+int ss_deactivate(struct ss_nic *nic, ss_ectx ectx);
+
+/**
+ * Remove an inactive ECTX with no message in flight; its handle becomes
+ * invalid (SS_ENOECTX). Errors: SS_EINVAL, SS_ENOECTX, SS_ESTATE (active,
+ * or messages in flight: deactivate and ss_run_until_idle first).
+ */
+int ss_uninstall(struct ss_nic *nic, ss_ectx ectx);
+
+/**
+ * The frames ss_send_message builds for this ECTX: SS_FRAME_IP (default)
+ * or SS_FRAME_ETH. Errors: SS_EINVAL, SS_ENOECTX.
+ */
+int ss_set_frame_kind(struct ss_nic *nic, ss_ectx ectx, uint32_t kind);
+
+/**
+ * Allocate `size` bytes (aligned to `align`, a power of two; 0 = 1) of the
+ * ECTX's handler memory beyond its image's data (size the region with
+ * handler_mem_size). `*addr` gets the NIC address, for structures the
+ * handlers follow. Never freed individually (the region goes with the
+ * ECTX). Errors: SS_EINVAL, SS_ENOECTX, SS_ENICMEM (does not fit, bad
+ * alignment).
+ */
+int ss_nic_alloc(struct ss_nic *nic, ss_ectx ectx, uint32_t size, uint32_t align, uint32_t *addr);
+
+/**
+ * Copy `len` bytes of NIC memory at NIC address `addr` into `out_buf`. Errors:
+ * SS_EINVAL, SS_ENICMEM (not NIC memory).
+ */
+int ss_nic_read(struct ss_nic *nic, uint32_t addr, void *out_buf, size_t len);
+
+/**
+ * Copy `len` bytes from `data` to NIC memory at NIC address `addr`.
+ * Errors: SS_EINVAL, SS_ENICMEM.
+ */
+int ss_nic_write(struct ss_nic *nic, uint32_t addr, const void *data, size_t len);
+
+/**
+ * Store the NIC pointer `target` (a 32-bit NIC address) at `addr`: the
+ * relocation step when building linked structures for handlers. Errors:
+ * SS_EINVAL, SS_ENICMEM.
+ */
+int ss_nic_write_ptr(struct ss_nic *nic, uint32_t addr, uint32_t target);
+
+/**
+ * Build a frame of kind SS_FRAME_IP/SS_FRAME_ETH around `payload` (UDP
+ * 10.0.0.1:9330 -> 10.0.0.2:`udp_dst_port`, the headers ss_send_message
+ * uses) into `out_frame` of `cap` bytes; `*frame_len` gets the frame's length.
+ * A NULL `out_frame` with `cap` 0 only asks for the length. Errors: SS_EINVAL
+ * (also when `cap` is too small; `*frame_len` still tells the length),
+ * SS_ETRAFFIC (frame over 65535 bytes).
+ */
+int ss_build_frame(uint32_t kind,
+                   uint16_t udp_dst_port,
+                   const void *payload,
+                   size_t payload_len,
+                   void *out_frame,
+                   size_t cap,
+                   size_t *frame_len);
+
+/**
+ * Hand the NIC one packet (a whole frame, copied) of message `msg_id`,
+ * arriving now; `eom` nonzero ends the message. Packets match ECTXs by
+ * their UDP port. Problems with the frame surface when running (SS_ESIM).
+ * Errors: SS_EINVAL.
+ */
+int ss_send_packet(struct ss_nic *nic, const void *frame, size_t len, uint32_t msg_id, int eom);
+
+/**
+ * Send `len` bytes of `payload` (copied) as message `msg_id` to an ECTX:
+ * split into packets of at most `packet_size` bytes, headers included
+ * (28-byte IP/UDP headers for SS_FRAME_IP: payload starts at pkt_mem + 28),
+ * addressed to the ECTX's port and spaced at the line rate from now.
+ * Errors: SS_EINVAL (packet_size leaves no room), SS_ENOECTX, SS_ETRAFFIC.
+ */
+int ss_send_message(struct ss_nic *nic,
+                    ss_ectx ectx,
+                    uint32_t msg_id,
+                    const void *payload,
+                    size_t len,
+                    size_t packet_size);
+
+/**
+ * Fill `g` with the generator's defaults: 1 message of 1 packet of 1024
+ * bytes at 400 Gbit/s, 1 in flight, SS_FRAME_IP, SS_PAYLOAD_SEQUENCE, seed
+ * 0, message ids from 0, UDP 10.0.0.1:9330 -> 10.0.0.2:9330.
+ */
+int ss_gen_config_init(struct ss_gen_config *g);
+
+/**
+ * Feed packets from the synthetic generator (replacing any feed not yet
+ * consumed). Errors: SS_EINVAL, SS_ETRAFFIC (invalid parameter).
+ */
+int ss_feed_generator(struct ss_nic *nic, const struct ss_gen_config *config);
+
+/**
+ * Feed a PsPIN-style text trace (docs/sim.md) with frames of `kind`.
+ * Errors: SS_EINVAL, SS_EIO, SS_ETRAFFIC (malformed line: file and line in
+ * the message; may also surface later, when running).
+ */
+int ss_feed_trace(struct ss_nic *nic, const char *path, uint32_t kind);
+
+/**
+ * Feed a pcap or pcapng file of Ethernet frames: at its timestamps
+ * (`rate_gbps` 0) or back to back at `rate_gbps`. Errors: SS_EINVAL
+ * (negative rate), SS_EIO, SS_ETRAFFIC.
+ */
+int ss_feed_pcap(struct ss_nic *nic, const char *path, double rate_gbps);
+
+/**
+ * Run until nothing is left to do (all traffic processed), or every
+ * handler waits for the host (answer notifications, then run again).
+ * Errors: SS_EINVAL, SS_ESIM, SS_ETRAFFIC, SS_EIO.
+ */
+int ss_run_until_idle(struct ss_nic *nic);
+
+/**
+ * Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle.
+ */
+int ss_run_for_ns(struct ss_nic *nic, uint64_t ns);
+
+/**
+ * The current NIC time in nanoseconds.
+ */
+int ss_now_ns(struct ss_nic *nic, double *out_ns);
+
+/**
+ * Take the next event (kind SS_EVENT_NONE when there is none). Events come
+ * in batches as the NIC produced them since the last batch: handler errors,
+ * then outbound packets, host writes and completed messages, each kind in
+ * time order. Pointers in `*ev` stay valid until the next ss_next_event or
+ * ss_close on this NIC. Errors: SS_EINVAL.
+ */
+int ss_next_event(struct ss_nic *nic, struct ss_event *ev);
+
+/**
+ * Copy up to `cap` notifications that reached the host into `out_notes` (oldest
+ * first); `*count` gets how many. Ones that did not fit stay for the next
+ * call. Errors: SS_EINVAL.
+ */
+int ss_poll_notifications(struct ss_nic *nic,
+                          struct ss_notification *out_notes,
+                          size_t cap,
+                          size_t *count);
+
+/**
+ * As ss_poll_notifications, but first run the NIC until at least one
+ * notification is available or nothing is left to run (`*count` 0).
+ * Errors: SS_EINVAL, and those of ss_run_until_idle.
+ */
+int ss_wait_notifications(struct ss_nic *nic,
+                          struct ss_notification *out_notes,
+                          size_t cap,
+                          size_t *count);
+
+/**
+ * Answer notification `id` with `value`; the handler sees it one PCIe
+ * latency later. Errors: SS_EINVAL (unknown or already answered).
+ */
+int ss_respond(struct ss_nic *nic, uint32_t id, uint64_t value);
+
+/**
+ * The statistics so far into `*out_report`. Errors: SS_EINVAL.
+ */
+int ss_get_report(struct ss_nic *nic, struct ss_report *out_report);
+
+/**
+ * The report as `softspin sim` prints it (with per-handler rows), copied
+ * into `buf` of `cap` bytes, NUL-terminated, truncated if need be; `*len`
+ * (may be NULL) gets the full length without the NUL. `buf` may be NULL
+ * when `cap` is 0 (to ask for the length). Errors: SS_EINVAL.
+ */
+int ss_report_text(struct ss_nic *nic, char *buf, size_t cap, size_t *len);
+
+/**
+ * Packets admitted to and messages completed by an ECTX. Errors: SS_EINVAL,
+ * SS_ENOECTX.
+ */
+int ss_ectx_counts(struct ss_nic *nic, ss_ectx ectx, uint64_t *packets, uint64_t *messages);
+
+/**
+ * Performance counters an ECTX's handlers pushed, by index: up to `cap`
+ * into `out_counters` (may be NULL when `cap` is 0); `*count` gets how many exist.
+ * Errors: SS_EINVAL, SS_ENOECTX.
+ */
+int ss_counters(struct ss_nic *nic,
+                ss_ectx ectx,
+                struct ss_counter *out_counters,
+                size_t cap,
+                size_t *count);
+
+/**
+ * The printf output of HPU `hpu` (global index, below hpu_count), copied
+ * like ss_report_text. Errors: SS_EINVAL (no such HPU).
+ */
+int ss_hpu_stdout(struct ss_nic *nic, uint32_t hpu, char *buf, size_t cap, size_t *len);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif  // __cplusplus
+
+#endif  /* SOFTSPIN_H */

@@ -1,0 +1,1534 @@
+//! softspin's C API (`libsoftspin`): a stable C ABI over `softspin-host`.
+//!
+//! Every exported item is `ss_`-prefixed and documented; build.rs turns
+//! this file into `include/softspin.h` with cbindgen, so the doc comments
+//! here are the header's documentation. The conventions every function
+//! follows are in the header's preamble (cbindgen.toml): errors are
+//! negative `SS_E*` values with a thread-local message, no panic crosses
+//! the boundary, and ownership is spelled out per function.
+#![allow(non_camel_case_types)]
+#![allow(clippy::missing_safety_doc)]
+
+use std::cell::RefCell;
+use std::collections::{HashMap, VecDeque};
+use std::ffi::{c_char, c_int, c_void, CStr, CString};
+use std::panic::{catch_unwind, AssertUnwindSafe};
+
+use softspin_engine::ectx::EctxError;
+use softspin_engine::traffic::TrafficError;
+use softspin_engine::SimError;
+use softspin_host::{
+    Ectx, EctxOptions, Error, Event, FrameKind, GenConfig, HostBuffer, HostWindow, Image, Nic, Notification, Payload,
+};
+
+// ---------------------------------------------------------------------------
+// Error codes
+// ---------------------------------------------------------------------------
+
+/// Success.
+pub const SS_OK: c_int = 0;
+/// Invalid argument: a NULL pointer where one is required, a string that is
+/// not UTF-8, a value out of range, a notification that cannot be answered.
+pub const SS_EINVAL: c_int = -1;
+/// Unknown profile name, or an invalid NIC configuration file.
+pub const SS_ECONFIG: c_int = -2;
+/// A file could not be read (handler image, configuration, trace, pcap).
+pub const SS_EIO: c_int = -3;
+/// Not a usable handler image (not an RV32 little-endian ELF, bad segments).
+pub const SS_EIMAGE: c_int = -4;
+/// A symbol is not in the image (ss_image_symbol, or a handler named in
+/// ss_install).
+pub const SS_ESYMBOL: c_int = -5;
+/// The ECTX's code or handler memory overlaps an installed ECTX (e.g. the
+/// same image installed twice; link the second with `softspin build
+/// --code-base/--data-base`).
+pub const SS_EOVERLAP: c_int = -6;
+/// NIC memory: a range that is not NIC memory, an ss_nic_alloc that does not
+/// fit, an image or scratchpad outside its region.
+pub const SS_ENICMEM: c_int = -7;
+/// Host memory: a range outside every host window, an empty window, an
+/// unknown window.
+pub const SS_EHOST: c_int = -8;
+/// The ECTX is in the wrong state: already active, not active, or still has
+/// messages in flight.
+pub const SS_ESTATE: c_int = -9;
+/// No such ECTX: never installed, or uninstalled.
+pub const SS_ENOECTX: c_int = -10;
+/// Any other install error: no handler named, image built for another
+/// cluster count, undecodable code, a host window that wraps around.
+pub const SS_EECTX: c_int = -11;
+/// Bad traffic: an invalid generator or frame parameter, a malformed trace
+/// or pcap file.
+pub const SS_ETRAFFIC: c_int = -12;
+/// The simulation refused a packet (larger than a packet-buffer slot, too
+/// short to match an ECTX).
+pub const SS_ESIM: c_int = -13;
+/// Internal error: a bug in softspin, caught at the API boundary. The NIC it
+/// happened on answers every later call with SS_EINTERNAL; ss_close it.
+pub const SS_EINTERNAL: c_int = -99;
+
+/// Version of this ABI: bumped when a struct or signature changes.
+pub const SS_ABI_VERSION: u32 = 1;
+
+// ---------------------------------------------------------------------------
+// Enumerations (plain constants: C passes them as uint32_t)
+// ---------------------------------------------------------------------------
+
+/// Frames start at the IPv4 header, PsPIN's host-order layout (28 header
+/// bytes before the UDP payload). The default.
+pub const SS_FRAME_IP: u32 = 0;
+/// Ethernet II + IPv4 + UDP in wire format (42 header bytes; FPsPIN).
+pub const SS_FRAME_ETH: u32 = 1;
+
+/// Generator payload: all zero bytes.
+pub const SS_PAYLOAD_ZERO: u32 = 0;
+/// Generator payload: byte i of packet number n is (i + 7 n) mod 256.
+pub const SS_PAYLOAD_SEQUENCE: u32 = 1;
+/// Generator payload: deterministic pseudo-random bytes from `seed`.
+pub const SS_PAYLOAD_RANDOM: u32 = 2;
+
+/// ss_next_event found no event.
+pub const SS_EVENT_NONE: u32 = 0;
+/// A handler sent a packet (spin_send_packet, spin_rdma_put).
+pub const SS_EVENT_OUTBOUND: u32 = 1;
+/// A handler's 8-byte host-direct write (spin_write_to_host) landed.
+pub const SS_EVENT_HOST_WRITE: u32 = 2;
+/// A message's handlers all finished.
+pub const SS_EVENT_MESSAGE_DONE: u32 = 3;
+/// A handler faulted, hit its watchdog or misbehaved; it ended alone.
+pub const SS_EVENT_HANDLER_ERROR: u32 = 4;
+
+/// The ECTX of an event whose ECTX was uninstalled before the event was
+/// read (or is otherwise unknown).
+pub const SS_ECTX_NONE: u32 = u32::MAX;
+
+/// Bytes a notification carries inline (SPIN_NOTIFY_INLINE_MAX).
+pub const SS_NOTIFY_INLINE_MAX: usize = 64;
+
+// ---------------------------------------------------------------------------
+// Types
+// ---------------------------------------------------------------------------
+
+/// A NIC (today: the simulated PsPIN NIC). Opaque; from ss_open or
+/// ss_open_config_file, released by ss_close. Not thread-safe: use one NIC
+/// from one thread at a time.
+pub struct ss_nic {
+    nic: Nic,
+    /// Engine ECTX index -> handle: the engine's events name its own index.
+    handles: HashMap<usize, u32>,
+    /// Events and notifications taken from the engine, ECTX already resolved
+    /// (taken before install/uninstall, so a reused index cannot mislead).
+    events: VecDeque<(Event, u32)>,
+    notes: VecDeque<(Notification, u32)>,
+    /// Memory behind the pointers of the event last returned.
+    held: Held,
+    /// A panic left the NIC in an unknown state.
+    poisoned: bool,
+    /// Per-ECTX counts and counters the engine already held for the slot an
+    /// ECTX was installed in: the engine keeps them per slot across
+    /// uninstall/install, so a new ECTX would inherit its predecessor's.
+    baselines: HashMap<u32, Baseline>,
+}
+
+#[derive(Default)]
+struct Baseline {
+    counts: (u64, u64),
+    counters: HashMap<u32, (u64, u64)>,
+}
+
+#[derive(Default)]
+struct Held {
+    frame: Vec<u8>,
+    handler: CString,
+    cause: CString,
+    ectx: CString,
+}
+
+/// A loaded handler image. Opaque; from ss_image_load or
+/// ss_image_from_bytes, released by ss_image_free (any time: an installed
+/// ECTX keeps its own copy).
+pub struct ss_image {
+    image: Image,
+}
+
+/// An installed execution context (ECTX), as returned by ss_install. Handles
+/// are never reused within one NIC.
+pub type ss_ectx = u32;
+
+/// A host-memory window lent to the NIC: handlers see it at `base`, a 64-bit
+/// host address (task->host_mem_high/low), `size` bytes long.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_host_window {
+    /// Host address of the first byte.
+    pub base: u64,
+    /// Bytes in the window.
+    pub size: u64,
+}
+
+/// How to install an ECTX. Start from ss_ectx_options_init (it sets the
+/// defaults), then set what you need. Strings are copied; the struct and its
+/// strings need only live during the ss_install call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_ectx_options {
+    /// Name in reports and error messages; NULL = "ectxN".
+    pub name: *const c_char,
+    /// Header handler symbol; NULL = none.
+    pub hh: *const c_char,
+    /// Payload handler symbol; NULL = none.
+    pub ph: *const c_char,
+    /// Completion handler symbol; NULL = none. At least one of hh/ph/th.
+    pub th: *const c_char,
+    /// Handler memory bytes from the image's data start; room beyond the
+    /// image's data is what ss_nic_alloc hands out. 0 = the image's data only.
+    pub handler_mem_size: u32,
+    /// Bytes of each packet copied to L1 before a handler runs; 0 = all.
+    pub l1_copy: u32,
+    /// The host window handlers may DMA to/from; size 0 = none.
+    pub host_window: ss_host_window,
+    /// Scratchpad bytes on each cluster (scratchpad_len entries; missing
+    /// clusters get none). May be NULL when scratchpad_len is 0.
+    pub scratchpad: *const u32,
+    /// Entries in `scratchpad`.
+    pub scratchpad_len: usize,
+    /// Instruction budget of one handler invocation; 0 = the default
+    /// (1,000,000).
+    pub watchdog: u64,
+    /// A message with no packet for this many ns is reset; 0 = never.
+    /// ss_ectx_options_init sets the default, 1 ms.
+    pub msg_timeout_ns: u64,
+    /// Take only UDP packets to this destination port; 0 = every packet.
+    /// Also the port ss_send_message addresses (0: 9330).
+    pub udp_dst_port: u16,
+}
+
+/// Parameters of the synthetic traffic generator (ss_feed_generator).
+/// Start from ss_gen_config_init.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_gen_config {
+    /// Number of messages (>= 1).
+    pub messages: u32,
+    /// Packets per message (>= 1).
+    pub packets_per_message: u32,
+    /// Frame bytes, headers included.
+    pub size: u32,
+    /// Messages in flight, their packets interleaved round-robin (>= 1).
+    pub concurrent: u32,
+    /// Line rate in Gbit/s; INFINITY = every packet at time 0.
+    pub rate_gbps: f64,
+    /// SS_FRAME_IP or SS_FRAME_ETH.
+    pub frame: u32,
+    /// SS_PAYLOAD_ZERO, SS_PAYLOAD_SEQUENCE or SS_PAYLOAD_RANDOM.
+    pub payload: u32,
+    /// Seed of SS_PAYLOAD_RANDOM.
+    pub seed: u64,
+    /// Message id of the first message (the next ones count up).
+    pub first_msg_id: u32,
+    /// UDP source port.
+    pub udp_src_port: u16,
+    /// UDP destination port.
+    pub udp_dst_port: u16,
+    /// IPv4 source address, most significant byte first (10.0.0.1 = {10,0,0,1}).
+    pub src_ip: [u8; 4],
+    /// IPv4 destination address, most significant byte first.
+    pub dst_ip: [u8; 4],
+}
+
+/// One thing the NIC did (ss_next_event). Fields not listed for a kind are 0
+/// or NULL. Pointers point into the NIC and stay valid until the next
+/// ss_next_event or ss_close on that NIC: copy what you keep.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_event {
+    /// SS_EVENT_*; SS_EVENT_NONE if there was no event.
+    pub kind: u32,
+    /// The ECTX whose handler caused it (SS_ECTX_NONE if uninstalled since).
+    pub ectx: ss_ectx,
+    /// NIC time in picoseconds (handler errors: at ns resolution).
+    pub time_ps: u64,
+    /// SS_EVENT_MESSAGE_DONE: the message id.
+    pub msg_id: u32,
+    /// SS_EVENT_OUTBOUND: RDMA put destination (0 for spin_send_packet).
+    pub dest: u32,
+    /// SS_EVENT_OUTBOUND: the frame the handler sent.
+    pub data: *const u8,
+    /// SS_EVENT_OUTBOUND: bytes at `data`.
+    pub data_len: usize,
+    /// SS_EVENT_HOST_WRITE: host address written; SS_EVENT_HANDLER_ERROR: the
+    /// faulting NIC address.
+    pub addr: u64,
+    /// SS_EVENT_HOST_WRITE: the 64-bit value written (little-endian in host
+    /// memory).
+    pub value: u64,
+    /// SS_EVENT_HANDLER_ERROR: program counter of the fault.
+    pub pc: u32,
+    /// SS_EVENT_HANDLER_ERROR: global index of the HPU.
+    pub hpu: u32,
+    /// SS_EVENT_HANDLER_ERROR: the handler's symbol.
+    pub handler: *const c_char,
+    /// SS_EVENT_HANDLER_ERROR: what went wrong.
+    pub cause: *const c_char,
+    /// SS_EVENT_HANDLER_ERROR: the ECTX's name.
+    pub ectx_name: *const c_char,
+}
+
+/// A request a handler posted to the host (spin_notify). Answer it with
+/// ss_respond(id, value).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_notification {
+    /// Pass to ss_respond.
+    pub id: u32,
+    /// The ECTX whose handler posted it.
+    pub ectx: ss_ectx,
+    /// Global index of the HPU that posted it.
+    pub hpu: u32,
+    /// Bytes used in `data`.
+    pub data_len: u32,
+    /// NIC time (ps) at which it became visible to the host.
+    pub time_ps: u64,
+    /// The reference the handler passed (e.g. a host address it wrote to).
+    pub host_ref: u64,
+    /// Inline payload.
+    pub data: [u8; SS_NOTIFY_INLINE_MAX],
+}
+
+/// A performance counter pushed by an ECTX's handlers (FPsPIN style).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_counter {
+    /// Counter index the handlers pushed to.
+    pub index: u32,
+    /// Sum of the pushed values.
+    pub sum: u64,
+    /// Number of pushes.
+    pub count: u64,
+}
+
+/// The main statistics (ss_get_report); `softspin sim --json` has the same
+/// names (docs/sim.md). Times in ns of NIC time.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_report {
+    /// Packets fully processed (their last task completed).
+    pub packets: u64,
+    /// Bytes of those packets.
+    pub bytes: u64,
+    /// Packets that arrived.
+    pub packets_in: u64,
+    /// Packets no active ECTX matched.
+    pub unmatched: u64,
+    /// Packets dropped (packet buffer full).
+    pub drops: u64,
+    /// Messages reset by their ECTX's timeout.
+    pub message_timeouts: u64,
+    /// Packets handlers sent.
+    pub outbound_packets: u64,
+    /// Bytes handlers sent.
+    pub outbound_bytes: u64,
+    /// Host-direct writes.
+    pub host_writes: u64,
+    /// Bytes DMAed to host memory.
+    pub dma_to_host_bytes: u64,
+    /// Bytes DMAed from host memory.
+    pub dma_from_host_bytes: u64,
+    /// Commands handlers issued.
+    pub commands: u64,
+    /// Handler tasks run.
+    pub tasks: u64,
+    /// Handler errors, all ECTXs and causes.
+    pub errors: u64,
+    /// Processed bytes over the time from the first arrival to the last
+    /// completion, in Gbit/s.
+    pub throughput_gbps: f64,
+    /// Processed packets per microsecond.
+    pub mpps: f64,
+    /// Packet latency (arrival to the completion of its last task): minimum.
+    pub latency_min_ns: f64,
+    /// Packet latency: mean.
+    pub latency_mean_ns: f64,
+    /// Packet latency: median.
+    pub latency_p50_ns: f64,
+    /// Packet latency: 99th percentile.
+    pub latency_p99_ns: f64,
+    /// Packet latency: maximum.
+    pub latency_max_ns: f64,
+    /// Time inbound traffic was held back (buffer full, back-pressure mode).
+    pub backpressure_ns: f64,
+    /// Time messages waited for a free MPQ.
+    pub mpq_stall_ns: f64,
+    /// Busy HPU time over all HPUs' time (0..1).
+    pub hpu_utilization: f64,
+    /// NIC time simulated so far.
+    pub sim_time_ns: f64,
+    /// Most HPUs busy at once.
+    pub hpus_busy_max: u32,
+}
+
+/// The NIC's shape (ss_nic_get_info).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_nic_info {
+    /// Profile name, NUL-terminated ("pspin", "fpspin").
+    pub profile: [c_char; 16],
+    /// Clusters (NB_CLUSTERS of images built for this NIC).
+    pub clusters: u32,
+    /// HPUs per cluster.
+    pub hpus_per_cluster: u32,
+    /// HPUs in all (valid indexes for ss_hpu_stdout).
+    pub hpu_count: u32,
+    /// HPU clock in MHz.
+    pub clock_mhz: u32,
+    /// Largest packet, bytes (a packet-buffer slot).
+    pub pkt_slot_size: u32,
+    /// L2 handler memory, bytes.
+    pub l2_handler_size: u32,
+    /// Inbound line rate in Gbit/s.
+    pub line_rate_gbps: f64,
+}
+
+// ---------------------------------------------------------------------------
+// Boundary plumbing: errors, panics, pointers
+// ---------------------------------------------------------------------------
+
+struct Fail {
+    code: c_int,
+    msg: String,
+}
+
+type Res = Result<(), Fail>;
+
+fn fail(code: c_int, msg: impl Into<String>) -> Fail {
+    Fail { code, msg: msg.into() }
+}
+
+fn null(what: &str) -> Fail {
+    fail(SS_EINVAL, format!("{what} is NULL"))
+}
+
+fn traffic_code(e: &TrafficError) -> c_int {
+    match e {
+        TrafficError::Io { .. } => SS_EIO,
+        _ => SS_ETRAFFIC,
+    }
+}
+
+/// The category of a host API error.
+fn code_of(e: &Error) -> c_int {
+    use softspin_hpu::ElfError as elf;
+    #[allow(unreachable_patterns)]
+    match e {
+        Error::Config(_) | Error::Profile(_) => SS_ECONFIG,
+        Error::Image(elf::Io { .. }) => SS_EIO,
+        Error::Image(elf::NoSymbol(_)) => SS_ESYMBOL,
+        Error::Image(_) => SS_EIMAGE,
+        Error::Ectx(x) => match x {
+            EctxError::NoHandler { .. } => SS_ESYMBOL,
+            EctxError::Overlap { .. } => SS_EOVERLAP,
+            EctxError::OutOfRegion { .. } | EctxError::Segment { .. } | EctxError::Scratchpad { .. } => SS_ENICMEM,
+            EctxError::AlreadyActive(_) | EctxError::NotActive(_) | EctxError::Busy(_) => SS_ESTATE,
+            EctxError::NoSuchEctx(_) => SS_ENOECTX,
+            _ => SS_EECTX,
+        },
+        Error::Sim(SimError::Traffic(t)) => traffic_code(t),
+        Error::Sim(_) => SS_ESIM,
+        Error::Traffic(t) => traffic_code(t),
+        Error::Host(_) => SS_EHOST,
+        Error::NicMemory(_) => SS_ENICMEM,
+        Error::NoEctx(_) => SS_ENOECTX,
+        Error::Invalid(_) => SS_EINVAL,
+        // A variant added to softspin-host after this mapping was written.
+        _ => SS_EINTERNAL,
+    }
+}
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        fail(code_of(&e), e.to_string())
+    }
+}
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_last_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', "?")).unwrap_or_default();
+    LAST_ERROR.with(|l| *l.borrow_mut() = c);
+}
+
+fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
+    let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
+    format!("internal error (a bug in softspin): {}", what.unwrap_or_else(|| "panic".into()))
+}
+
+/// Run an API body: map its error or panic to a code and the thread's message.
+fn guard(f: impl FnOnce() -> Res) -> c_int {
+    let r = match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(r) => r,
+        Err(p) => Err(fail(SS_EINTERNAL, panic_text(&*p))),
+    };
+    match r {
+        Ok(()) => SS_OK,
+        Err(e) => {
+            set_last_error(&e.msg);
+            e.code
+        }
+    }
+}
+
+/// `guard` for calls on a NIC: a panic poisons that NIC.
+fn with_nic(nic: *mut ss_nic, f: impl FnOnce(&mut ss_nic) -> Res) -> c_int {
+    guard(|| {
+        // SAFETY: the caller passes a pointer from ss_open (documented).
+        let n = unsafe { nic.as_mut() }.ok_or_else(|| null("nic"))?;
+        if n.poisoned {
+            return Err(fail(SS_EINTERNAL, "this NIC hit an internal error earlier; close it"));
+        }
+        match catch_unwind(AssertUnwindSafe(|| f(&mut *n))) {
+            Ok(r) => r,
+            Err(p) => {
+                n.poisoned = true;
+                Err(fail(SS_EINTERNAL, panic_text(&*p)))
+            }
+        }
+    })
+}
+
+unsafe fn out<'a, T>(p: *mut T, what: &str) -> Result<&'a mut T, Fail> {
+    p.as_mut().ok_or_else(|| null(what))
+}
+
+unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, Fail> {
+    if p.is_null() {
+        return Err(null(what));
+    }
+    CStr::from_ptr(p).to_str().map_err(|_| fail(SS_EINVAL, format!("{what} is not UTF-8")))
+}
+
+unsafe fn opt_text(p: *const c_char, what: &str) -> Result<Option<String>, Fail> {
+    if p.is_null() {
+        Ok(None)
+    } else {
+        text(p, what).map(|s| Some(s.to_string()))
+    }
+}
+
+/// A caller buffer; NULL is fine for an empty one.
+unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> Result<&'a [u8], Fail> {
+    if len == 0 {
+        Ok(&[])
+    } else if p.is_null() {
+        Err(null(what))
+    } else {
+        Ok(std::slice::from_raw_parts(p as *const u8, len))
+    }
+}
+
+unsafe fn bytes_mut<'a>(p: *mut c_void, len: usize, what: &str) -> Result<&'a mut [u8], Fail> {
+    if len == 0 {
+        Ok(&mut [])
+    } else if p.is_null() {
+        Err(null(what))
+    } else {
+        Ok(std::slice::from_raw_parts_mut(p as *mut u8, len))
+    }
+}
+
+/// Copy `s` into a caller's `buf` of `cap` bytes, NUL-terminated and
+/// truncated if need be; `len` (optional) gets the full length.
+unsafe fn put_text(s: &[u8], buf: *mut c_char, cap: usize, len: *mut usize) -> Res {
+    if buf.is_null() && cap > 0 {
+        return Err(null("buf"));
+    }
+    if let Some(l) = len.as_mut() {
+        *l = s.len();
+    }
+    if cap > 0 {
+        let n = s.len().min(cap - 1);
+        std::ptr::copy_nonoverlapping(s.as_ptr(), buf as *mut u8, n);
+        *buf.add(n) = 0;
+    }
+    Ok(())
+}
+
+fn frame_kind(k: u32) -> Result<FrameKind, Fail> {
+    match k {
+        SS_FRAME_IP => Ok(FrameKind::Ip),
+        SS_FRAME_ETH => Ok(FrameKind::Eth),
+        _ => Err(fail(SS_EINVAL, format!("unknown frame kind {k} (SS_FRAME_IP or SS_FRAME_ETH)"))),
+    }
+}
+
+/// A caller's buffer lent in place: the caller keeps it alive and does not
+/// touch it during a call on the NIC (documented on ss_host_lend).
+struct Lent {
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the NIC only touches the buffer inside API calls, which the
+// caller serialises with any use of its own.
+unsafe impl Send for Lent {}
+
+impl HostBuffer for Lent {
+    fn bytes(&mut self) -> &mut [u8] {
+        // SAFETY: ss_host_lend's contract: ptr..ptr+len stays valid and
+        // unaliased by the caller until unlend/close.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl ss_nic {
+    fn ectx_of(&self, id: usize) -> u32 {
+        self.handles.get(&id).copied().unwrap_or(SS_ECTX_NONE)
+    }
+
+    /// Take pending events and notifications from the engine, resolving
+    /// their ECTX while the index -> handle map is still current.
+    fn drain(&mut self) {
+        let evs = self.nic.events();
+        let names: Vec<(String, u32)> = self
+            .handles
+            .iter()
+            .filter_map(|(&id, &h)| self.nic.engine().ectx(id).map(|e| (e.name().to_string(), h)))
+            .collect();
+        for e in evs {
+            let h = match &e {
+                Event::Outbound(p) => self.ectx_of(p.ectx),
+                Event::HostWrite(w) => self.ectx_of(w.ectx),
+                Event::MessageDone(d) => self.ectx_of(d.ectx),
+                // Errors name their ECTX; names need not be unique, the
+                // newest handle wins.
+                Event::HandlerError(x) => {
+                    names.iter().filter(|(n, _)| *n == x.ectx).map(|(_, h)| *h).max().unwrap_or(SS_ECTX_NONE)
+                }
+            };
+            self.events.push_back((e, h));
+        }
+        for n in self.nic.poll_notifications() {
+            let h = self.ectx_of(n.ectx);
+            self.notes.push_back((n, h));
+        }
+    }
+}
+
+fn ectx_handle(e: ss_ectx) -> Ectx {
+    Ectx(e)
+}
+
+// ---------------------------------------------------------------------------
+// Library
+// ---------------------------------------------------------------------------
+
+/// The message of the last failed call on this thread ("" if none failed).
+/// The string belongs to the library and stays valid until the next failing
+/// call on this thread. Successful calls leave it unchanged.
+#[no_mangle]
+pub extern "C" fn ss_last_error() -> *const c_char {
+    LAST_ERROR.with(|l| l.borrow().as_ptr())
+}
+
+/// The name of an error code ("SS_EINVAL", ...; "SS_UNKNOWN" for others).
+/// A static string: never freed.
+#[no_mangle]
+pub extern "C" fn ss_strerror(code: c_int) -> *const c_char {
+    let s: &'static CStr = match code {
+        SS_OK => c"SS_OK",
+        SS_EINVAL => c"SS_EINVAL",
+        SS_ECONFIG => c"SS_ECONFIG",
+        SS_EIO => c"SS_EIO",
+        SS_EIMAGE => c"SS_EIMAGE",
+        SS_ESYMBOL => c"SS_ESYMBOL",
+        SS_EOVERLAP => c"SS_EOVERLAP",
+        SS_ENICMEM => c"SS_ENICMEM",
+        SS_EHOST => c"SS_EHOST",
+        SS_ESTATE => c"SS_ESTATE",
+        SS_ENOECTX => c"SS_ENOECTX",
+        SS_EECTX => c"SS_EECTX",
+        SS_ETRAFFIC => c"SS_ETRAFFIC",
+        SS_ESIM => c"SS_ESIM",
+        SS_EINTERNAL => c"SS_EINTERNAL",
+        _ => c"SS_UNKNOWN",
+    };
+    s.as_ptr()
+}
+
+/// The library version ("0.1.0"). A static string: never freed.
+#[no_mangle]
+pub extern "C" fn ss_version() -> *const c_char {
+    concat!(env!("CARGO_PKG_VERSION"), "\0").as_ptr() as *const c_char
+}
+
+/// SS_ABI_VERSION of the library actually loaded (compare with the header's).
+#[no_mangle]
+pub extern "C" fn ss_abi_version() -> u32 {
+    SS_ABI_VERSION
+}
+
+// ---------------------------------------------------------------------------
+// NIC
+// ---------------------------------------------------------------------------
+
+fn wrap(nic: Nic) -> *mut ss_nic {
+    Box::into_raw(Box::new(ss_nic {
+        nic,
+        handles: HashMap::new(),
+        events: VecDeque::new(),
+        notes: VecDeque::new(),
+        held: Held::default(),
+        poisoned: false,
+        baselines: HashMap::new(),
+    }))
+}
+
+/// Open the simulated NIC with a named profile, "pspin" or "fpspin".
+/// On success `*out` is a NIC to release with ss_close; on failure it is
+/// NULL. Errors: SS_EINVAL (NULL), SS_ECONFIG (unknown profile).
+#[no_mangle]
+pub unsafe extern "C" fn ss_open(profile: *const c_char, out: *mut *mut ss_nic) -> c_int {
+    guard(|| {
+        let out = out.as_mut().ok_or_else(|| null("out"))?;
+        *out = std::ptr::null_mut();
+        let nic = Nic::open(text(profile, "profile")?)?;
+        *out = wrap(nic);
+        Ok(())
+    })
+}
+
+/// Open the simulated NIC a TOML file describes (docs/sim.md). As ss_open;
+/// errors: SS_EINVAL, SS_EIO (unreadable), SS_ECONFIG (invalid).
+#[no_mangle]
+pub unsafe extern "C" fn ss_open_config_file(path: *const c_char, out: *mut *mut ss_nic) -> c_int {
+    guard(|| {
+        let out = out.as_mut().ok_or_else(|| null("out"))?;
+        *out = std::ptr::null_mut();
+        let nic = Nic::open_config_file(text(path, "path")?).map_err(|e| match e {
+            // open_config_file reports an unreadable file as a host error.
+            Error::Host(m) => fail(SS_EIO, m),
+            e => e.into(),
+        })?;
+        *out = wrap(nic);
+        Ok(())
+    })
+}
+
+/// Close a NIC: frees it with its host windows (lent buffers go back to
+/// their owners untouched), ECTXs and pending events. NULL is a no-op.
+/// The pointer is invalid afterwards.
+#[no_mangle]
+pub unsafe extern "C" fn ss_close(nic: *mut ss_nic) -> c_int {
+    guard(|| {
+        if !nic.is_null() {
+            drop(Box::from_raw(nic));
+        }
+        Ok(())
+    })
+}
+
+/// The NIC's shape: clusters, HPUs, clock, line rate.
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_get_info(nic: *mut ss_nic, info: *mut ss_nic_info) -> c_int {
+    with_nic(nic, |n| {
+        let info = out(info, "info")?;
+        let c = n.nic.config();
+        let mut profile = [0 as c_char; 16];
+        for (d, s) in profile.iter_mut().zip(c.profile.bytes().take(15)) {
+            *d = s as c_char;
+        }
+        *info = ss_nic_info {
+            profile,
+            clusters: c.clusters,
+            hpus_per_cluster: c.hpus_per_cluster,
+            hpu_count: n.nic.hpu_count() as u32,
+            clock_mhz: c.clock_mhz,
+            pkt_slot_size: c.pkt_slot_size,
+            l2_handler_size: c.l2_handler_size,
+            line_rate_gbps: c.line_rate_gbps,
+        };
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Images
+// ---------------------------------------------------------------------------
+
+/// Load a handler image (an RV32 ELF from `softspin build`). On success
+/// `*out` is an image to release with ss_image_free; on failure NULL.
+/// Errors: SS_EINVAL, SS_EIO (unreadable), SS_EIMAGE (not a handler image).
+#[no_mangle]
+pub unsafe extern "C" fn ss_image_load(nic: *mut ss_nic, path: *const c_char, out: *mut *mut ss_image) -> c_int {
+    with_nic(nic, |n| {
+        let out = out.as_mut().ok_or_else(|| null("out"))?;
+        *out = std::ptr::null_mut();
+        let image = n.nic.load_image(text(path, "path")?)?;
+        *out = Box::into_raw(Box::new(ss_image { image }));
+        Ok(())
+    })
+}
+
+/// Load a handler image from `len` bytes of ELF in memory (copied). As
+/// ss_image_load; errors: SS_EINVAL, SS_EIMAGE.
+#[no_mangle]
+pub unsafe extern "C" fn ss_image_from_bytes(
+    nic: *mut ss_nic,
+    data: *const c_void,
+    len: usize,
+    out: *mut *mut ss_image,
+) -> c_int {
+    with_nic(nic, |n| {
+        let out = out.as_mut().ok_or_else(|| null("out"))?;
+        *out = std::ptr::null_mut();
+        let image = n.nic.image_from_bytes(bytes(data, len, "data")?)?;
+        *out = Box::into_raw(Box::new(ss_image { image }));
+        Ok(())
+    })
+}
+
+/// Free an image. NULL is a no-op. ECTXs installed from it are unaffected.
+#[no_mangle]
+pub unsafe extern "C" fn ss_image_free(image: *mut ss_image) -> c_int {
+    guard(|| {
+        if !image.is_null() {
+            drop(Box::from_raw(image));
+        }
+        Ok(())
+    })
+}
+
+/// The NIC address of a symbol (a handler or a global in handler memory):
+/// write a global with ss_nic_write at that address. Errors: SS_EINVAL,
+/// SS_ESYMBOL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_image_symbol(image: *const ss_image, name: *const c_char, addr: *mut u32) -> c_int {
+    guard(|| {
+        let image = image.as_ref().ok_or_else(|| null("image"))?;
+        let addr = out(addr, "addr")?;
+        *addr = image.image.symbol(text(name, "name")?)?;
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Host memory
+// ---------------------------------------------------------------------------
+
+/// Create a zeroed host window of `size` bytes owned by the NIC (freed by
+/// ss_host_unlend or ss_close); reach it with ss_host_read/ss_host_write.
+/// Errors: SS_EINVAL, SS_EHOST (size 0).
+#[no_mangle]
+pub unsafe extern "C" fn ss_host_window_create(
+    nic: *mut ss_nic,
+    size: usize,
+    out_window: *mut ss_host_window,
+) -> c_int {
+    with_nic(nic, |n| {
+        let o = out(out_window, "out_window")?;
+        let w = n.nic.host_window(size)?;
+        *o = ss_host_window { base: w.base, size: w.size };
+        Ok(())
+    })
+}
+
+/// Lend the NIC the caller's buffer `buf` of `len` bytes as a host window,
+/// used in place: handler DMA reads and writes it directly, and the caller
+/// reads results straight from `buf` between calls. The caller keeps
+/// ownership and must keep `buf` valid until ss_host_unlend or ss_close, and
+/// must not access it from another thread while a call on this NIC runs.
+/// The library never frees it. Errors: SS_EINVAL, SS_EHOST (len 0).
+#[no_mangle]
+pub unsafe extern "C" fn ss_host_lend(
+    nic: *mut ss_nic,
+    buf: *mut c_void,
+    len: usize,
+    out_window: *mut ss_host_window,
+) -> c_int {
+    with_nic(nic, |n| {
+        let o = out(out_window, "out_window")?;
+        if buf.is_null() {
+            return Err(null("buf"));
+        }
+        let w = n.nic.lend(Box::new(Lent { ptr: buf as *mut u8, len }))?;
+        *o = ss_host_window { base: w.base, size: w.size };
+        Ok(())
+    })
+}
+
+/// Take a window back: a lent buffer returns to its owner (the NIC stops
+/// using it; the bytes stay as handlers left them), a window from
+/// ss_host_window_create is freed. ECTXs using it must not run afterwards.
+/// Errors: SS_EINVAL, SS_EHOST (no window at window.base).
+#[no_mangle]
+pub unsafe extern "C" fn ss_host_unlend(nic: *mut ss_nic, window: ss_host_window) -> c_int {
+    with_nic(nic, |n| {
+        drop(n.nic.unlend(HostWindow { base: window.base, size: window.size })?);
+        Ok(())
+    })
+}
+
+/// Copy `len` bytes of host memory at host address `addr` (inside one
+/// window) into `out_buf`. Errors: SS_EINVAL, SS_EHOST (not inside a window).
+#[no_mangle]
+pub unsafe extern "C" fn ss_host_read(nic: *mut ss_nic, addr: u64, out_buf: *mut c_void, len: usize) -> c_int {
+    with_nic(nic, |n| {
+        if out_buf.is_null() && len > 0 {
+            return Err(null("out_buf"));
+        }
+        // Read first: out_buf may lie in a lent buffer the read borrows.
+        let v = n.nic.host_read(addr, len)?;
+        bytes_mut(out_buf, len, "out_buf")?.copy_from_slice(&v);
+        Ok(())
+    })
+}
+
+/// Copy `len` bytes from `data` to host memory at host address `addr`
+/// (inside one window). Errors: SS_EINVAL, SS_EHOST.
+#[no_mangle]
+pub unsafe extern "C" fn ss_host_write(nic: *mut ss_nic, addr: u64, data: *const c_void, len: usize) -> c_int {
+    // A copy: `data` may lie in a lent buffer the write borrows mutably.
+    with_nic(nic, |n| Ok(n.nic.host_write(addr, &bytes(data, len, "data")?.to_vec())?))
+}
+
+// ---------------------------------------------------------------------------
+// ECTX
+// ---------------------------------------------------------------------------
+
+/// Fill `o` with the defaults: no name, no handlers, image data only, whole
+/// packets to L1, no host window, no scratchpad, watchdog 1,000,000
+/// instructions, message timeout 1 ms, every packet.
+#[no_mangle]
+pub unsafe extern "C" fn ss_ectx_options_init(o: *mut ss_ectx_options) -> c_int {
+    guard(|| {
+        *out(o, "options")? = ss_ectx_options {
+            name: std::ptr::null(),
+            hh: std::ptr::null(),
+            ph: std::ptr::null(),
+            th: std::ptr::null(),
+            handler_mem_size: 0,
+            l1_copy: 0,
+            host_window: ss_host_window::default(),
+            scratchpad: std::ptr::null(),
+            scratchpad_len: 0,
+            watchdog: 0,
+            msg_timeout_ns: 1_000_000,
+            udp_dst_port: 0,
+        };
+        Ok(())
+    })
+}
+
+/// Install an ECTX for `image`: code to program memory, data to handler
+/// memory, everything checked. It receives no packet before ss_activate.
+/// `*out_ectx` gets its handle. Errors: SS_EINVAL, SS_ESYMBOL (a handler symbol
+/// is missing), SS_EOVERLAP (memory overlaps an installed ECTX),
+/// SS_ENICMEM (does not fit), SS_EECTX (other install problems).
+#[no_mangle]
+pub unsafe extern "C" fn ss_install(
+    nic: *mut ss_nic,
+    image: *const ss_image,
+    options: *const ss_ectx_options,
+    out_ectx: *mut ss_ectx,
+) -> c_int {
+    with_nic(nic, |n| {
+        let image = image.as_ref().ok_or_else(|| null("image"))?;
+        let o = options.as_ref().ok_or_else(|| null("options"))?;
+        let out_ectx = out(out_ectx, "out_ectx")?;
+        let scratchpad = if o.scratchpad_len == 0 {
+            Vec::new()
+        } else if o.scratchpad.is_null() {
+            return Err(null("options->scratchpad"));
+        } else {
+            std::slice::from_raw_parts(o.scratchpad, o.scratchpad_len).to_vec()
+        };
+        let opts = EctxOptions {
+            name: opt_text(o.name, "options->name")?,
+            hh: opt_text(o.hh, "options->hh")?,
+            ph: opt_text(o.ph, "options->ph")?,
+            th: opt_text(o.th, "options->th")?,
+            handler_mem_size: (o.handler_mem_size > 0).then_some(o.handler_mem_size),
+            host_window: (o.host_window.size > 0)
+                .then_some(HostWindow { base: o.host_window.base, size: o.host_window.size }),
+            l1_copy: (o.l1_copy > 0).then_some(o.l1_copy),
+            scratchpad,
+            watchdog: (o.watchdog > 0).then_some(o.watchdog),
+            msg_timeout_ns: Some(o.msg_timeout_ns),
+            udp_dst_port: (o.udp_dst_port > 0).then_some(o.udp_dst_port),
+        };
+        // The engine index the new ECTX takes: its first free slot. Events
+        // are resolved first so none of a previous holder is misattributed.
+        n.drain();
+        let slot = (0..).find(|&i| n.nic.engine().ectx(i).is_none()).unwrap_or(0);
+        let e = n.nic.install(&image.image, opts)?;
+        n.handles.insert(slot, e.0);
+        let counters = n.nic.counters(e)?.into_iter().map(|(i, s, c)| (i, (s, c))).collect();
+        n.baselines.insert(e.0, Baseline { counts: n.nic.ectx_counts(e)?, counters });
+        *out_ectx = e.0;
+        Ok(())
+    })
+}
+
+/// Let packets reach an installed ECTX. Errors: SS_EINVAL, SS_ENOECTX,
+/// SS_ESTATE (already active).
+#[no_mangle]
+pub unsafe extern "C" fn ss_activate(nic: *mut ss_nic, ectx: ss_ectx) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.activate(ectx_handle(ectx))?))
+}
+
+/// Stop new packets reaching an ECTX (messages in flight finish). Errors:
+/// SS_EINVAL, SS_ENOECTX, SS_ESTATE (not active).
+#[no_mangle]
+pub unsafe extern "C" fn ss_deactivate(nic: *mut ss_nic, ectx: ss_ectx) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.deactivate(ectx_handle(ectx))?))
+}
+
+/// Remove an inactive ECTX with no message in flight; its handle becomes
+/// invalid (SS_ENOECTX). Errors: SS_EINVAL, SS_ENOECTX, SS_ESTATE (active,
+/// or messages in flight: deactivate and ss_run_until_idle first).
+#[no_mangle]
+pub unsafe extern "C" fn ss_uninstall(nic: *mut ss_nic, ectx: ss_ectx) -> c_int {
+    with_nic(nic, |n| {
+        n.drain();
+        n.nic.uninstall(ectx_handle(ectx))?;
+        n.handles.retain(|_, h| *h != ectx);
+        n.baselines.remove(&ectx);
+        Ok(())
+    })
+}
+
+/// The frames ss_send_message builds for this ECTX: SS_FRAME_IP (default)
+/// or SS_FRAME_ETH. Errors: SS_EINVAL, SS_ENOECTX.
+#[no_mangle]
+pub unsafe extern "C" fn ss_set_frame_kind(nic: *mut ss_nic, ectx: ss_ectx, kind: u32) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.set_frame_kind(ectx_handle(ectx), frame_kind(kind)?)?))
+}
+
+// ---------------------------------------------------------------------------
+// NIC memory
+// ---------------------------------------------------------------------------
+
+/// Allocate `size` bytes (aligned to `align`, a power of two; 0 = 1) of the
+/// ECTX's handler memory beyond its image's data (size the region with
+/// handler_mem_size). `*addr` gets the NIC address, for structures the
+/// handlers follow. Never freed individually (the region goes with the
+/// ECTX). Errors: SS_EINVAL, SS_ENOECTX, SS_ENICMEM (does not fit, bad
+/// alignment).
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_alloc(nic: *mut ss_nic, ectx: ss_ectx, size: u32, align: u32, addr: *mut u32) -> c_int {
+    with_nic(nic, |n| {
+        let a = out(addr, "addr")?;
+        *a = n.nic.nic_alloc(ectx_handle(ectx), size, align)?;
+        Ok(())
+    })
+}
+
+/// Copy `len` bytes of NIC memory at NIC address `addr` into `out_buf`. Errors:
+/// SS_EINVAL, SS_ENICMEM (not NIC memory).
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_read(nic: *mut ss_nic, addr: u32, out_buf: *mut c_void, len: usize) -> c_int {
+    with_nic(nic, |n| {
+        let o = bytes_mut(out_buf, len, "out_buf")?;
+        o.copy_from_slice(&n.nic.nic_read(addr, len)?);
+        Ok(())
+    })
+}
+
+/// Copy `len` bytes from `data` to NIC memory at NIC address `addr`.
+/// Errors: SS_EINVAL, SS_ENICMEM.
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_write(nic: *mut ss_nic, addr: u32, data: *const c_void, len: usize) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.nic_write(addr, bytes(data, len, "data")?)?))
+}
+
+/// Store the NIC pointer `target` (a 32-bit NIC address) at `addr`: the
+/// relocation step when building linked structures for handlers. Errors:
+/// SS_EINVAL, SS_ENICMEM.
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_write_ptr(nic: *mut ss_nic, addr: u32, target: u32) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.nic_write_ptr(addr, target)?))
+}
+
+// ---------------------------------------------------------------------------
+// Traffic
+// ---------------------------------------------------------------------------
+
+/// Build a frame of kind SS_FRAME_IP/SS_FRAME_ETH around `payload` (UDP
+/// 10.0.0.1:9330 -> 10.0.0.2:`udp_dst_port`, the headers ss_send_message
+/// uses) into `out_frame` of `cap` bytes; `*frame_len` gets the frame's length.
+/// A NULL `out_frame` with `cap` 0 only asks for the length. Errors: SS_EINVAL
+/// (also when `cap` is too small; `*frame_len` still tells the length),
+/// SS_ETRAFFIC (frame over 65535 bytes).
+#[no_mangle]
+pub unsafe extern "C" fn ss_build_frame(
+    kind: u32,
+    udp_dst_port: u16,
+    payload: *const c_void,
+    payload_len: usize,
+    out_frame: *mut c_void,
+    cap: usize,
+    frame_len: *mut usize,
+) -> c_int {
+    guard(|| {
+        let fl = out(frame_len, "frame_len")?;
+        let k = frame_kind(kind)?;
+        let p = bytes(payload, payload_len, "payload")?;
+        let size = k.header_len() + p.len();
+        *fl = size;
+        if out_frame.is_null() && cap == 0 {
+            return Ok(());
+        }
+        if cap < size {
+            return Err(fail(SS_EINVAL, format!("a {size}-byte frame does not fit {cap} bytes")));
+        }
+        let o = bytes_mut(out_frame, cap, "out_frame")?;
+        let f =
+            softspin_engine::traffic::build_frame(k, size, [10, 0, 0, 1], [10, 0, 0, 2], 9330, udp_dst_port, |i| p[i])
+                .map_err(|e| fail(traffic_code(&e), e.to_string()))?;
+        o[..size].copy_from_slice(&f);
+        Ok(())
+    })
+}
+
+/// Hand the NIC one packet (a whole frame, copied) of message `msg_id`,
+/// arriving now; `eom` nonzero ends the message. Packets match ECTXs by
+/// their UDP port. Problems with the frame surface when running (SS_ESIM).
+/// Errors: SS_EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_send_packet(
+    nic: *mut ss_nic,
+    frame: *const c_void,
+    len: usize,
+    msg_id: u32,
+    eom: c_int,
+) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.send_packet(bytes(frame, len, "frame")?.to_vec(), msg_id, eom != 0)?))
+}
+
+/// Send `len` bytes of `payload` (copied) as message `msg_id` to an ECTX:
+/// split into packets of at most `packet_size` bytes, headers included
+/// (28-byte IP/UDP headers for SS_FRAME_IP: payload starts at pkt_mem + 28),
+/// addressed to the ECTX's port and spaced at the line rate from now.
+/// Errors: SS_EINVAL (packet_size leaves no room), SS_ENOECTX, SS_ETRAFFIC.
+#[no_mangle]
+pub unsafe extern "C" fn ss_send_message(
+    nic: *mut ss_nic,
+    ectx: ss_ectx,
+    msg_id: u32,
+    payload: *const c_void,
+    len: usize,
+    packet_size: usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        Ok(n.nic.send_message(ectx_handle(ectx), msg_id, bytes(payload, len, "payload")?, packet_size)?)
+    })
+}
+
+/// Fill `g` with the generator's defaults: 1 message of 1 packet of 1024
+/// bytes at 400 Gbit/s, 1 in flight, SS_FRAME_IP, SS_PAYLOAD_SEQUENCE, seed
+/// 0, message ids from 0, UDP 10.0.0.1:9330 -> 10.0.0.2:9330.
+#[no_mangle]
+pub unsafe extern "C" fn ss_gen_config_init(g: *mut ss_gen_config) -> c_int {
+    guard(|| {
+        let d = GenConfig::default();
+        *out(g, "config")? = ss_gen_config {
+            messages: d.messages,
+            packets_per_message: d.packets_per_message,
+            size: d.size as u32,
+            concurrent: d.concurrent,
+            rate_gbps: d.rate_gbps,
+            frame: if d.frame == FrameKind::Eth { SS_FRAME_ETH } else { SS_FRAME_IP },
+            payload: match d.payload {
+                Payload::Zero => SS_PAYLOAD_ZERO,
+                Payload::Sequence => SS_PAYLOAD_SEQUENCE,
+                Payload::Random { .. } => SS_PAYLOAD_RANDOM,
+            },
+            seed: match d.payload {
+                Payload::Random { seed } => seed,
+                _ => 0,
+            },
+            first_msg_id: d.first_msg_id,
+            udp_src_port: d.udp_src_port,
+            udp_dst_port: d.udp_dst_port,
+            src_ip: d.src_ip,
+            dst_ip: d.dst_ip,
+        };
+        Ok(())
+    })
+}
+
+/// Feed packets from the synthetic generator (replacing any feed not yet
+/// consumed). Errors: SS_EINVAL, SS_ETRAFFIC (invalid parameter).
+#[no_mangle]
+pub unsafe extern "C" fn ss_feed_generator(nic: *mut ss_nic, config: *const ss_gen_config) -> c_int {
+    with_nic(nic, |n| {
+        let g = config.as_ref().ok_or_else(|| null("config"))?;
+        let payload = match g.payload {
+            SS_PAYLOAD_ZERO => Payload::Zero,
+            SS_PAYLOAD_SEQUENCE => Payload::Sequence,
+            SS_PAYLOAD_RANDOM => Payload::Random { seed: g.seed },
+            p => return Err(fail(SS_EINVAL, format!("unknown payload kind {p}"))),
+        };
+        let cfg = GenConfig {
+            messages: g.messages,
+            packets_per_message: g.packets_per_message,
+            size: g.size as usize,
+            rate_gbps: g.rate_gbps,
+            concurrent: g.concurrent,
+            frame: frame_kind(g.frame)?,
+            payload,
+            first_msg_id: g.first_msg_id,
+            udp_src_port: g.udp_src_port,
+            udp_dst_port: g.udp_dst_port,
+            src_ip: g.src_ip,
+            dst_ip: g.dst_ip,
+        };
+        Ok(n.nic.feed_generator(cfg)?)
+    })
+}
+
+/// Feed a PsPIN-style text trace (docs/sim.md) with frames of `kind`.
+/// Errors: SS_EINVAL, SS_EIO, SS_ETRAFFIC (malformed line: file and line in
+/// the message; may also surface later, when running).
+#[no_mangle]
+pub unsafe extern "C" fn ss_feed_trace(nic: *mut ss_nic, path: *const c_char, kind: u32) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.feed_trace(text(path, "path")?, frame_kind(kind)?)?))
+}
+
+/// Feed a pcap or pcapng file of Ethernet frames: at its timestamps
+/// (`rate_gbps` 0) or back to back at `rate_gbps`. Errors: SS_EINVAL
+/// (negative rate), SS_EIO, SS_ETRAFFIC.
+#[no_mangle]
+pub unsafe extern "C" fn ss_feed_pcap(nic: *mut ss_nic, path: *const c_char, rate_gbps: f64) -> c_int {
+    with_nic(nic, |n| {
+        let path = text(path, "path")?;
+        if rate_gbps.is_nan() || rate_gbps < 0.0 {
+            return Err(fail(SS_EINVAL, format!("rate {rate_gbps} Gbit/s")));
+        }
+        Ok(n.nic.feed_pcap(path, (rate_gbps > 0.0).then_some(rate_gbps))?)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Running
+// ---------------------------------------------------------------------------
+
+/// Run until nothing is left to do (all traffic processed), or every
+/// handler waits for the host (answer notifications, then run again).
+/// Errors: SS_EINVAL, SS_ESIM, SS_ETRAFFIC, SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_run_until_idle(nic: *mut ss_nic) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.run_until_idle()?))
+}
+
+/// Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle.
+#[no_mangle]
+pub unsafe extern "C" fn ss_run_for_ns(nic: *mut ss_nic, ns: u64) -> c_int {
+    with_nic(nic, |n| {
+        // The end time is kept in picoseconds: leave room for the product.
+        if ns > u64::MAX / 2000 || (n.nic.now_ns() + ns as f64) * 1000.0 >= u64::MAX as f64 {
+            return Err(fail(SS_EINVAL, format!("{ns} ns is beyond the NIC's clock range")));
+        }
+        Ok(n.nic.run_for(ns)?)
+    })
+}
+
+/// The current NIC time in nanoseconds.
+#[no_mangle]
+pub unsafe extern "C" fn ss_now_ns(nic: *mut ss_nic, out_ns: *mut f64) -> c_int {
+    with_nic(nic, |n| {
+        *out(out_ns, "out_ns")? = n.nic.now_ns();
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------
+// Results
+// ---------------------------------------------------------------------------
+
+/// Take the next event (kind SS_EVENT_NONE when there is none). Events come
+/// in batches as the NIC produced them since the last batch: handler errors,
+/// then outbound packets, host writes and completed messages, each kind in
+/// time order. Pointers in `*ev` stay valid until the next ss_next_event or
+/// ss_close on this NIC. Errors: SS_EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c_int {
+    with_nic(nic, |n| {
+        let ev = out(ev, "event")?;
+        if n.events.is_empty() {
+            n.drain();
+        }
+        let mut e = ss_event {
+            kind: SS_EVENT_NONE,
+            ectx: SS_ECTX_NONE,
+            time_ps: 0,
+            msg_id: 0,
+            dest: 0,
+            data: std::ptr::null(),
+            data_len: 0,
+            addr: 0,
+            value: 0,
+            pc: 0,
+            hpu: 0,
+            handler: std::ptr::null(),
+            cause: std::ptr::null(),
+            ectx_name: std::ptr::null(),
+        };
+        if let Some((x, h)) = n.events.pop_front() {
+            e.ectx = h;
+            match x {
+                Event::Outbound(p) => {
+                    n.held.frame = p.frame;
+                    (e.kind, e.time_ps, e.dest) = (SS_EVENT_OUTBOUND, p.time_ps, p.dest);
+                    (e.data, e.data_len) = (n.held.frame.as_ptr(), n.held.frame.len());
+                }
+                Event::HostWrite(w) => {
+                    (e.kind, e.time_ps, e.addr, e.value) = (SS_EVENT_HOST_WRITE, w.time_ps, w.addr, w.value)
+                }
+                Event::MessageDone(d) => (e.kind, e.time_ps, e.msg_id) = (SS_EVENT_MESSAGE_DONE, d.time_ps, d.msg_id),
+                Event::HandlerError(x) => {
+                    let c = |s: String| CString::new(s.replace('\0', "?")).unwrap_or_default();
+                    n.held.handler = c(x.handler);
+                    n.held.cause = c(x.cause);
+                    n.held.ectx = c(x.ectx);
+                    (e.kind, e.time_ps, e.pc, e.addr, e.hpu) =
+                        (SS_EVENT_HANDLER_ERROR, x.time_ns * 1000, x.pc, x.addr as u64, x.hpu);
+                    (e.handler, e.cause, e.ectx_name) =
+                        (n.held.handler.as_ptr(), n.held.cause.as_ptr(), n.held.ectx.as_ptr());
+                }
+            }
+        }
+        *ev = e;
+        Ok(())
+    })
+}
+
+fn put_notes(n: &mut ss_nic, outp: *mut ss_notification, cap: usize, count: *mut usize) -> Res {
+    // SAFETY: the caller's array of `cap` entries (checked for NULL).
+    let count = unsafe { out(count, "count")? };
+    if outp.is_null() && cap > 0 {
+        return Err(null("out_notes"));
+    }
+    let k = cap.min(n.notes.len());
+    for (i, (x, h)) in n.notes.drain(..k).enumerate() {
+        let mut data = [0u8; SS_NOTIFY_INLINE_MAX];
+        let len = x.data.len().min(SS_NOTIFY_INLINE_MAX);
+        data[..len].copy_from_slice(&x.data[..len]);
+        let note = ss_notification {
+            id: x.id,
+            ectx: h,
+            hpu: x.hpu,
+            data_len: len as u32,
+            time_ps: x.time_ps,
+            host_ref: x.host_ref,
+            data,
+        };
+        // SAFETY: i < cap.
+        unsafe { outp.add(i).write(note) };
+    }
+    *count = k;
+    Ok(())
+}
+
+/// Copy up to `cap` notifications that reached the host into `out_notes` (oldest
+/// first); `*count` gets how many. Ones that did not fit stay for the next
+/// call. Errors: SS_EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_poll_notifications(
+    nic: *mut ss_nic,
+    out_notes: *mut ss_notification,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        n.drain();
+        put_notes(n, out_notes, cap, count)
+    })
+}
+
+/// As ss_poll_notifications, but first run the NIC until at least one
+/// notification is available or nothing is left to run (`*count` 0).
+/// Errors: SS_EINVAL, and those of ss_run_until_idle.
+#[no_mangle]
+pub unsafe extern "C" fn ss_wait_notifications(
+    nic: *mut ss_nic,
+    out_notes: *mut ss_notification,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        n.drain();
+        if n.notes.is_empty() {
+            let got = n.nic.wait_notifications()?;
+            let resolved: Vec<_> = got.into_iter().map(|x| (n.ectx_of(x.ectx), x)).collect();
+            n.notes.extend(resolved.into_iter().map(|(h, x)| (x, h)));
+            // Events the run produced, resolved while the map is current.
+            n.drain();
+        }
+        put_notes(n, out_notes, cap, count)
+    })
+}
+
+/// Answer notification `id` with `value`; the handler sees it one PCIe
+/// latency later. Errors: SS_EINVAL (unknown or already answered).
+#[no_mangle]
+pub unsafe extern "C" fn ss_respond(nic: *mut ss_nic, id: u32, value: u64) -> c_int {
+    with_nic(nic, |n| Ok(n.nic.respond(id, value)?))
+}
+
+/// The statistics so far into `*out_report`. Errors: SS_EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_get_report(nic: *mut ss_nic, out_report: *mut ss_report) -> c_int {
+    with_nic(nic, |n| {
+        let o = out(out_report, "out_report")?;
+        let r = n.nic.report();
+        let l = &r.latency_ns;
+        *o = ss_report {
+            packets: r.packets,
+            bytes: r.bytes,
+            packets_in: r.packets_in,
+            unmatched: r.unmatched,
+            drops: r.drops,
+            message_timeouts: r.message_timeouts,
+            outbound_packets: r.outbound_packets,
+            outbound_bytes: r.outbound_bytes,
+            host_writes: r.host_writes,
+            dma_to_host_bytes: r.dma_to_host_bytes,
+            dma_from_host_bytes: r.dma_from_host_bytes,
+            commands: r.commands,
+            tasks: r.tasks,
+            errors: r.errors.iter().map(|e| e.total).sum(),
+            throughput_gbps: r.throughput_gbps,
+            mpps: r.mpps,
+            latency_min_ns: l.min,
+            latency_mean_ns: l.mean,
+            latency_p50_ns: l.p50,
+            latency_p99_ns: l.p99,
+            latency_max_ns: l.max,
+            backpressure_ns: r.backpressure_ns,
+            mpq_stall_ns: r.mpq_stall_ns,
+            hpu_utilization: r.hpu_utilization,
+            sim_time_ns: r.sim_time_ns,
+            hpus_busy_max: r.hpus_busy_max,
+        };
+        Ok(())
+    })
+}
+
+/// The report as `softspin sim` prints it (with per-handler rows), copied
+/// into `buf` of `cap` bytes, NUL-terminated, truncated if need be; `*len`
+/// (may be NULL) gets the full length without the NUL. `buf` may be NULL
+/// when `cap` is 0 (to ask for the length). Errors: SS_EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_report_text(nic: *mut ss_nic, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int {
+    with_nic(nic, |n| put_text(n.nic.report().text().as_bytes(), buf, cap, len))
+}
+
+/// Packets admitted to and messages completed by an ECTX. Errors: SS_EINVAL,
+/// SS_ENOECTX.
+#[no_mangle]
+pub unsafe extern "C" fn ss_ectx_counts(
+    nic: *mut ss_nic,
+    ectx: ss_ectx,
+    packets: *mut u64,
+    messages: *mut u64,
+) -> c_int {
+    with_nic(nic, |n| {
+        let p = out(packets, "packets")?;
+        let m = out(messages, "messages")?;
+        let (cp, cm) = n.nic.ectx_counts(ectx_handle(ectx))?;
+        let b = n.baselines.get(&ectx).map(|b| b.counts).unwrap_or_default();
+        (*p, *m) = (cp.saturating_sub(b.0), cm.saturating_sub(b.1));
+        Ok(())
+    })
+}
+
+/// Performance counters an ECTX's handlers pushed, by index: up to `cap`
+/// into `out_counters` (may be NULL when `cap` is 0); `*count` gets how many exist.
+/// Errors: SS_EINVAL, SS_ENOECTX.
+#[no_mangle]
+pub unsafe extern "C" fn ss_counters(
+    nic: *mut ss_nic,
+    ectx: ss_ectx,
+    out_counters: *mut ss_counter,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        let c = out(count, "count")?;
+        if out_counters.is_null() && cap > 0 {
+            return Err(null("out_counters"));
+        }
+        let empty = HashMap::new();
+        let base = n.baselines.get(&ectx).map(|b| &b.counters).unwrap_or(&empty);
+        let v: Vec<_> = n
+            .nic
+            .counters(ectx_handle(ectx))?
+            .into_iter()
+            .filter_map(|(i, s, k)| {
+                let (bs, bk) = base.get(&i).copied().unwrap_or_default();
+                (k > bk).then(|| (i, s.wrapping_sub(bs), k - bk))
+            })
+            .collect();
+        *c = v.len();
+        for (i, (index, sum, count)) in v.into_iter().take(cap).enumerate() {
+            out_counters.add(i).write(ss_counter { index, sum, count });
+        }
+        Ok(())
+    })
+}
+
+/// The printf output of HPU `hpu` (global index, below hpu_count), copied
+/// like ss_report_text. Errors: SS_EINVAL (no such HPU).
+#[no_mangle]
+pub unsafe extern "C" fn ss_hpu_stdout(
+    nic: *mut ss_nic,
+    hpu: u32,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
+    with_nic(nic, |n| put_text(n.nic.hpu_stdout(hpu as usize)?.as_bytes(), buf, cap, len))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_are_values() {
+        unsafe {
+            let mut nic = std::ptr::null_mut();
+            assert_eq!(ss_open(c"nope".as_ptr(), &mut nic), SS_ECONFIG);
+            assert!(nic.is_null());
+            let msg = CStr::from_ptr(ss_last_error()).to_str().unwrap();
+            assert!(msg.contains("nope"), "{msg}");
+            assert_eq!(ss_open(std::ptr::null(), &mut nic), SS_EINVAL);
+            assert_eq!(ss_open(c"pspin".as_ptr(), &mut nic), SS_OK);
+            let mut w = ss_host_window::default();
+            let mut buf = [0u8; 16];
+            assert_eq!(ss_host_lend(nic, buf.as_mut_ptr().cast(), buf.len(), &mut w), SS_OK);
+            assert_eq!(ss_host_write(nic, w.base + 8, c"abcdefgh".as_ptr().cast(), 8), SS_OK);
+            assert_eq!(&buf[8..], b"abcdefgh");
+            assert_eq!(ss_host_write(nic, w.base + 9, c"abcdefgh".as_ptr().cast(), 8), SS_EHOST);
+            assert_eq!(ss_activate(nic, 7), SS_ENOECTX);
+            assert_eq!(ss_close(nic), SS_OK);
+        }
+    }
+
+    #[test]
+    fn a_panic_is_a_code_and_poisons_the_nic() {
+        unsafe {
+            let mut nic = std::ptr::null_mut();
+            assert_eq!(ss_open(c"pspin".as_ptr(), &mut nic), SS_OK);
+            assert_eq!(with_nic(nic, |_| panic!("boom")), SS_EINTERNAL);
+            let msg = CStr::from_ptr(ss_last_error()).to_str().unwrap();
+            assert!(msg.contains("boom"), "{msg}");
+            let mut t = 0.0;
+            assert_eq!(ss_now_ns(nic, &mut t), SS_EINTERNAL);
+            assert_eq!(guard(|| panic!("again")), SS_EINTERNAL);
+            assert_eq!(ss_close(nic), SS_OK);
+        }
+    }
+}

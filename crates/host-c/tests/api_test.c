@@ -1,0 +1,618 @@
+/*
+ * The C API test (run by tests/c_api.rs): every error path returns its
+ * SS_E* code with a message, and a success path whose results are checked
+ * against values computed here.
+ *
+ * usage: api_test HANDLERS.elf TMPDIR   (HANDLERS.elf: tests/handlers/api_handlers.c)
+ */
+#include <softspin.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int checks, failures;
+
+static void fail_at(int line, const char *what)
+{
+    fprintf(stderr, "api_test.c:%d: FAILED: %s\n", line, what);
+    failures++;
+}
+
+/* A call must return `want`; a failure must also leave a message. */
+#define EXPECT(call, want)                                                                  \
+    do {                                                                                    \
+        int r_ = (call);                                                                    \
+        checks++;                                                                           \
+        if (r_ != (want)) {                                                                 \
+            fprintf(stderr, "api_test.c:%d: %s returned %d (%s), wanted %s; last error: %s\n", \
+                    __LINE__, #call, r_, ss_strerror(r_), #want, ss_last_error());          \
+            failures++;                                                                     \
+        } else if (r_ < 0 && ss_last_error()[0] == '\0') {                                  \
+            fail_at(__LINE__, #call " failed without a message");                           \
+        }                                                                                   \
+    } while (0)
+
+#define OK(call) EXPECT(call, SS_OK)
+
+#define CHECK(cond)                                                                         \
+    do {                                                                                    \
+        checks++;                                                                           \
+        if (!(cond))                                                                        \
+            fail_at(__LINE__, #cond);                                                       \
+    } while (0)
+
+/* Stop here: later checks depend on this one. */
+#define REQUIRE(call)                                                                       \
+    do {                                                                                    \
+        int r_ = (call);                                                                    \
+        if (r_ != SS_OK) {                                                                  \
+            fprintf(stderr, "api_test.c:%d: %s: %s: %s\n", __LINE__, #call, ss_strerror(r_), \
+                    ss_last_error());                                                       \
+            exit(2);                                                                        \
+        }                                                                                   \
+    } while (0)
+
+static const char *elf;
+static char tmpdir[512];
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "w");
+    if (!f || fputs(text, f) < 0 || fclose(f) != 0) {
+        perror(path);
+        exit(2);
+    }
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+    return p[0] | p[1] << 8 | p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint64_t le64(const uint8_t *p)
+{
+    return le32(p) | (uint64_t)le32(p + 4) << 32;
+}
+
+/* ------------------------------------------------------------------ errors */
+
+static void test_library(void)
+{
+    CHECK(ss_abi_version() == SS_ABI_VERSION);
+    CHECK(strlen(ss_version()) > 0);
+    CHECK(strcmp(ss_strerror(SS_EOVERLAP), "SS_EOVERLAP") == 0);
+    CHECK(strcmp(ss_strerror(12345), "SS_UNKNOWN") == 0);
+    OK(ss_close(NULL));
+    OK(ss_image_free(NULL));
+}
+
+static void test_open_errors(void)
+{
+    char path[600];
+    ss_nic *nic = (ss_nic *)&nic; /* must be reset to NULL on failure */
+
+    EXPECT(ss_open("no-such-profile", &nic), SS_ECONFIG);
+    CHECK(nic == NULL);
+    CHECK(strstr(ss_last_error(), "no-such-profile") != NULL);
+    EXPECT(ss_open(NULL, &nic), SS_EINVAL);
+    EXPECT(ss_open("pspin", NULL), SS_EINVAL);
+
+    EXPECT(ss_open_config_file("/nonexistent/nic.toml", &nic), SS_EIO);
+    CHECK(nic == NULL);
+    snprintf(path, sizeof path, "%s/bad.toml", tmpdir);
+    write_file(path, "profile = \"pspin\"\nmpqs = \"many\"\n");
+    EXPECT(ss_open_config_file(path, &nic), SS_ECONFIG);
+    CHECK(strstr(ss_last_error(), "mpqs") != NULL);
+    EXPECT(ss_open_config_file(NULL, &nic), SS_EINVAL);
+
+    snprintf(path, sizeof path, "%s/good.toml", tmpdir);
+    write_file(path, "profile = \"fpspin\"\nmpqs = 8\n");
+    OK(ss_open_config_file(path, &nic));
+    ss_nic_info info;
+    OK(ss_nic_get_info(nic, &info));
+    CHECK(strcmp(info.profile, "fpspin") == 0);
+    CHECK(info.clusters == 2 && info.hpu_count == 16);
+    EXPECT(ss_nic_get_info(nic, NULL), SS_EINVAL);
+    EXPECT(ss_nic_get_info(NULL, &info), SS_EINVAL);
+    OK(ss_close(nic));
+}
+
+static void test_image_errors(ss_nic *nic)
+{
+    char path[600];
+    ss_image *img = (ss_image *)&img;
+
+    EXPECT(ss_image_load(nic, "/nonexistent/handler.elf", &img), SS_EIO);
+    CHECK(img == NULL);
+    CHECK(strstr(ss_last_error(), "/nonexistent/handler.elf") != NULL);
+    snprintf(path, sizeof path, "%s/not-an-elf.txt", tmpdir);
+    write_file(path, "this is not an ELF file\n");
+    EXPECT(ss_image_load(nic, path, &img), SS_EIMAGE);
+    EXPECT(ss_image_from_bytes(nic, "\177ELF\001garbage", 12, &img), SS_EIMAGE);
+    EXPECT(ss_image_from_bytes(nic, NULL, 12, &img), SS_EINVAL);
+    EXPECT(ss_image_load(nic, NULL, &img), SS_EINVAL);
+    EXPECT(ss_image_load(nic, elf, NULL), SS_EINVAL);
+    EXPECT(ss_image_load(NULL, elf, &img), SS_EINVAL);
+
+    REQUIRE(ss_image_load(nic, elf, &img));
+    uint32_t addr = 0;
+    EXPECT(ss_image_symbol(img, "no_such_symbol", &addr), SS_ESYMBOL);
+    CHECK(strstr(ss_last_error(), "no_such_symbol") != NULL);
+    EXPECT(ss_image_symbol(img, NULL, &addr), SS_EINVAL);
+    EXPECT(ss_image_symbol(img, "api_ph", NULL), SS_EINVAL);
+    EXPECT(ss_image_symbol(NULL, "api_ph", &addr), SS_EINVAL);
+    OK(ss_image_symbol(img, "api_ph", &addr));
+    CHECK(addr >= 0x1D000000u && addr < 0x1E000000u); /* program memory */
+    OK(ss_image_free(img));
+}
+
+static void test_ectx_errors(ss_nic *nic)
+{
+    ss_image *img;
+    ss_ectx e = 0, e2 = 0;
+    ss_ectx_options o;
+    REQUIRE(ss_image_load(nic, elf, &img));
+    OK(ss_ectx_options_init(&o));
+    EXPECT(ss_ectx_options_init(NULL), SS_EINVAL);
+
+    /* No handler at all, an unknown one, NULL arguments. */
+    EXPECT(ss_install(nic, img, &o, &e), SS_EECTX);
+    o.ph = "no_such_handler";
+    EXPECT(ss_install(nic, img, &o, &e), SS_ESYMBOL);
+    CHECK(strstr(ss_last_error(), "no_such_handler") != NULL);
+    o.ph = "count_ph";
+    EXPECT(ss_install(nic, NULL, &o, &e), SS_EINVAL);
+    EXPECT(ss_install(nic, img, NULL, &e), SS_EINVAL);
+    EXPECT(ss_install(nic, img, &o, NULL), SS_EINVAL);
+    EXPECT(ss_install(NULL, img, &o, &e), SS_EINVAL);
+    o.scratchpad_len = 2; /* with a NULL array */
+    EXPECT(ss_install(nic, img, &o, &e), SS_EINVAL);
+    o.scratchpad_len = 0;
+    o.handler_mem_size = 0x7FFFFFFF; /* far beyond L2 handler memory */
+    EXPECT(ss_install(nic, img, &o, &e), SS_ENICMEM);
+    o.handler_mem_size = 0;
+
+    OK(ss_install(nic, img, &o, &e));
+    /* The same image again: its code and data overlap the first ECTX. */
+    EXPECT(ss_install(nic, img, &o, &e2), SS_EOVERLAP);
+    CHECK(strstr(ss_last_error(), "overlaps") != NULL);
+
+    /* States. */
+    EXPECT(ss_deactivate(nic, e), SS_ESTATE);
+    OK(ss_activate(nic, e));
+    EXPECT(ss_activate(nic, e), SS_ESTATE);
+    CHECK(strstr(ss_last_error(), "already active") != NULL);
+    EXPECT(ss_uninstall(nic, e), SS_ESTATE);
+    OK(ss_deactivate(nic, e));
+    EXPECT(ss_deactivate(nic, e), SS_ESTATE);
+    EXPECT(ss_set_frame_kind(nic, e, 9), SS_EINVAL);
+    OK(ss_uninstall(nic, e));
+
+    /* Use after uninstall. */
+    uint64_t p, m;
+    size_t n;
+    uint32_t a;
+    EXPECT(ss_activate(nic, e), SS_ENOECTX);
+    EXPECT(ss_deactivate(nic, e), SS_ENOECTX);
+    EXPECT(ss_uninstall(nic, e), SS_ENOECTX);
+    EXPECT(ss_send_message(nic, e, 0, "x", 1, 256), SS_ENOECTX);
+    EXPECT(ss_ectx_counts(nic, e, &p, &m), SS_ENOECTX);
+    EXPECT(ss_counters(nic, e, NULL, 0, &n), SS_ENOECTX);
+    EXPECT(ss_nic_alloc(nic, e, 16, 4, &a), SS_ENOECTX);
+    EXPECT(ss_set_frame_kind(nic, e, SS_FRAME_ETH), SS_ENOECTX);
+    EXPECT(ss_activate(nic, 4242), SS_ENOECTX);
+
+    /* A new install gets a new handle. */
+    OK(ss_install(nic, img, &o, &e2));
+    CHECK(e2 != e);
+    EXPECT(ss_nic_alloc(nic, e2, 1 << 20, 4, &a), SS_ENICMEM); /* no room beyond the data */
+    EXPECT(ss_nic_alloc(nic, e2, 4, 3, &a), SS_ENICMEM);       /* not a power of two */
+    EXPECT(ss_nic_alloc(nic, e2, 4, 4, NULL), SS_EINVAL);
+    OK(ss_uninstall(nic, e2));
+    OK(ss_image_free(img));
+}
+
+static void test_memory_errors(ss_nic *nic)
+{
+    ss_host_window w, none = {0x1234, 16};
+    uint8_t buf[32] = {0}, back[32];
+
+    EXPECT(ss_host_window_create(nic, 0, &w), SS_EHOST);
+    EXPECT(ss_host_window_create(nic, 64, NULL), SS_EINVAL);
+    EXPECT(ss_host_lend(nic, NULL, 64, &w), SS_EINVAL);
+    EXPECT(ss_host_lend(nic, buf, 0, &w), SS_EHOST);
+    EXPECT(ss_host_unlend(nic, none), SS_EHOST);
+    EXPECT(ss_host_read(nic, 0x1234, back, 8), SS_EHOST);
+
+    OK(ss_host_window_create(nic, 64, &w));
+    CHECK(w.size == 64 && w.base > 0xFFFFFFFFull); /* a 64-bit host address */
+    OK(ss_host_write(nic, w.base + 60, "abcd", 4));
+    EXPECT(ss_host_write(nic, w.base + 61, "abcd", 4), SS_EHOST); /* crosses the end */
+    EXPECT(ss_host_write(nic, w.base, NULL, 4), SS_EINVAL);
+    OK(ss_host_write(nic, w.base, NULL, 0));
+    OK(ss_host_read(nic, w.base + 56, back, 8));
+    CHECK(memcmp(back, "\0\0\0\0abcd", 8) == 0);
+    EXPECT(ss_host_read(nic, w.base, NULL, 8), SS_EINVAL);
+    OK(ss_host_unlend(nic, w));
+    EXPECT(ss_host_read(nic, w.base, back, 8), SS_EHOST);
+
+    /* A lent buffer is used in place. */
+    OK(ss_host_lend(nic, buf, sizeof buf, &w));
+    OK(ss_host_write(nic, w.base + 3, "xyz", 3));
+    CHECK(memcmp(buf + 3, "xyz", 3) == 0);
+    memcpy(buf + 10, "host", 4);
+    OK(ss_host_read(nic, w.base + 10, back, 4));
+    CHECK(memcmp(back, "host", 4) == 0);
+    OK(ss_host_unlend(nic, w));
+    CHECK(memcmp(buf + 3, "xyz", 3) == 0); /* still the caller's */
+
+    EXPECT(ss_nic_read(nic, 0x40, back, 4), SS_ENICMEM);
+    EXPECT(ss_nic_write(nic, 0x40, "abcd", 4), SS_ENICMEM);
+    EXPECT(ss_nic_write_ptr(nic, 0x40, 0), SS_ENICMEM);
+    EXPECT(ss_nic_read(nic, 0x1C000000, NULL, 4), SS_EINVAL);
+}
+
+static void test_traffic_errors(ss_nic *nic)
+{
+    char path[600];
+    ss_gen_config g;
+    uint8_t frame[128];
+    size_t len = 0;
+
+    EXPECT(ss_feed_trace(nic, "/nonexistent/trace.txt", SS_FRAME_IP), SS_EIO);
+    snprintf(path, sizeof path, "%s/bad.trace", tmpdir);
+    write_file(path, "# src dst size ipg msgid is_last\n1 2 64 x 0 1\n");
+    EXPECT(ss_feed_trace(nic, path, SS_FRAME_IP), SS_ETRAFFIC);
+    CHECK(strstr(ss_last_error(), "bad.trace:2") != NULL);
+    EXPECT(ss_feed_trace(nic, path, 7), SS_EINVAL);
+    EXPECT(ss_feed_trace(nic, NULL, SS_FRAME_IP), SS_EINVAL);
+    EXPECT(ss_feed_pcap(nic, "/nonexistent/x.pcap", 0), SS_EIO);
+    EXPECT(ss_feed_pcap(nic, "/nonexistent/x.pcap", -1), SS_EINVAL);
+
+    OK(ss_gen_config_init(&g));
+    CHECK(g.messages == 1 && g.size == 1024 && g.frame == SS_FRAME_IP);
+    g.messages = 0;
+    EXPECT(ss_feed_generator(nic, &g), SS_ETRAFFIC);
+    CHECK(strstr(ss_last_error(), "messages") != NULL);
+    g.messages = 1;
+    g.payload = 9;
+    EXPECT(ss_feed_generator(nic, &g), SS_EINVAL);
+    EXPECT(ss_feed_generator(nic, NULL), SS_EINVAL);
+    EXPECT(ss_gen_config_init(NULL), SS_EINVAL);
+
+    EXPECT(ss_build_frame(SS_FRAME_IP, 9330, "abc", 3, frame, 16, &len), SS_EINVAL); /* too small */
+    CHECK(len == 31);
+    len = 0;
+    OK(ss_build_frame(SS_FRAME_IP, 9330, "abc", 3, NULL, 0, &len)); /* asks for the size */
+    CHECK(len == 31);
+    OK(ss_build_frame(SS_FRAME_IP, 9330, "abc", 3, frame, sizeof frame, &len));
+    CHECK(len == 31 && frame[0] == 0x54 && memcmp(frame + 28, "abc", 3) == 0);
+    OK(ss_build_frame(SS_FRAME_ETH, 9330, "abc", 3, frame, sizeof frame, &len));
+    CHECK(len == 45 && frame[12] == 0x08 && frame[13] == 0x00);
+    EXPECT(ss_build_frame(5, 9330, "abc", 3, frame, sizeof frame, &len), SS_EINVAL);
+    EXPECT(ss_build_frame(SS_FRAME_IP, 9330, "abc", 3, frame, sizeof frame, NULL), SS_EINVAL);
+
+    EXPECT(ss_send_packet(nic, NULL, 64, 0, 1), SS_EINVAL);
+    EXPECT(ss_run_for_ns(nic, UINT64_MAX), SS_EINVAL);
+    EXPECT(ss_now_ns(nic, NULL), SS_EINVAL);
+    EXPECT(ss_run_until_idle(NULL), SS_EINVAL);
+
+    ss_event ev;
+    ss_report r;
+    size_t n;
+    char text[8];
+    EXPECT(ss_next_event(nic, NULL), SS_EINVAL);
+    EXPECT(ss_next_event(NULL, &ev), SS_EINVAL);
+    EXPECT(ss_get_report(nic, NULL), SS_EINVAL);
+    EXPECT(ss_get_report(NULL, &r), SS_EINVAL);
+    EXPECT(ss_poll_notifications(nic, NULL, 4, &n), SS_EINVAL);
+    EXPECT(ss_poll_notifications(nic, NULL, 0, NULL), SS_EINVAL);
+    EXPECT(ss_respond(nic, 777, 1), SS_EINVAL);
+    EXPECT(ss_hpu_stdout(nic, 100000, text, sizeof text, &n), SS_EINVAL);
+    EXPECT(ss_hpu_stdout(nic, 0, NULL, 8, &n), SS_EINVAL);
+    EXPECT(ss_report_text(nic, NULL, 8, &n), SS_EINVAL);
+}
+
+/* A packet larger than a packet-buffer slot: refused when it arrives. */
+static void test_sim_error(void)
+{
+    ss_nic *nic;
+    ss_image *img;
+    ss_ectx e;
+    ss_ectx_options o;
+    ss_nic_info info;
+    REQUIRE(ss_open("pspin", &nic));
+    REQUIRE(ss_nic_get_info(nic, &info));
+    REQUIRE(ss_image_load(nic, elf, &img));
+    ss_ectx_options_init(&o);
+    o.ph = "count_ph";
+    REQUIRE(ss_install(nic, img, &o, &e));
+    REQUIRE(ss_activate(nic, e));
+    size_t big = info.pkt_slot_size + 100, len;
+    uint8_t *payload = calloc(1, big), *frame = malloc(big + 64);
+    REQUIRE(ss_build_frame(SS_FRAME_IP, 9330, payload, big, frame, big + 64, &len));
+    OK(ss_send_packet(nic, frame, len, 0, 1));
+    EXPECT(ss_run_until_idle(nic), SS_ESIM);
+    CHECK(strstr(ss_last_error(), "pkt_slot_size") != NULL);
+    free(payload);
+    free(frame);
+    ss_image_free(img);
+    ss_close(nic);
+}
+
+/* ----------------------------------------------------------------- success */
+
+#define N 24        /* packets of the api_ph message */
+#define CHUNK 64    /* UDP payload bytes per packet */
+#define PORT 7000
+
+static void test_success(void)
+{
+    ss_nic *nic;
+    ss_image *img;
+    ss_ectx e;
+    ss_ectx_options o;
+    static uint8_t host[8192]; /* lent: 64 B per packet, then 8 B slots at 4096 */
+    ss_host_window w;
+    REQUIRE(ss_open("pspin", &nic));
+    REQUIRE(ss_image_load(nic, elf, &img));
+    REQUIRE(ss_host_lend(nic, host, sizeof host, &w));
+
+    ss_ectx_options_init(&o);
+    o.name = "api";
+    o.ph = "api_ph";
+    o.host_window = w;
+    o.handler_mem_size = 4096;
+    o.udp_dst_port = PORT;
+    REQUIRE(ss_install(nic, img, &o, &e));
+
+    /* Globals: magic by symbol, table through a NIC pointer. */
+    uint32_t magic_at, table_at, table, vals[N], back = 0;
+    REQUIRE(ss_image_symbol(img, "magic", &magic_at));
+    REQUIRE(ss_image_symbol(img, "table", &table_at));
+    uint32_t magic = 77;
+    OK(ss_nic_write(nic, magic_at, &magic, 4));
+    OK(ss_nic_read(nic, magic_at, &back, 4));
+    CHECK(back == 77);
+    REQUIRE(ss_nic_alloc(nic, e, sizeof vals, 64, &table));
+    CHECK(table % 64 == 0);
+    for (uint32_t i = 0; i < N; i++)
+        vals[i] = i * i + 5;
+    OK(ss_nic_write(nic, table, vals, sizeof vals));
+    OK(ss_nic_write_ptr(nic, table_at, table));
+
+    /* One message: chunk k starts with index k, then bytes of our own. */
+    static uint8_t payload[N * CHUNK];
+    for (uint32_t k = 0; k < N; k++) {
+        uint8_t *c = payload + k * CHUNK;
+        memcpy(c, &k, 4); /* little-endian host */
+        for (uint32_t j = 4; j < CHUNK; j++)
+            c[j] = (uint8_t)(k * 31 + j * 7 + 1);
+    }
+    OK(ss_activate(nic, e));
+    OK(ss_send_message(nic, e, 5, payload, sizeof payload, 28 + CHUNK));
+    OK(ss_run_until_idle(nic));
+    double now = 0;
+    OK(ss_now_ns(nic, &now));
+    CHECK(now > 0);
+
+    /* Host memory, in place. */
+    CHECK(memcmp(host, payload, sizeof payload) == 0);
+    for (uint32_t i = 0; i < N; i++)
+        CHECK(le64(host + 4096 + 8 * i) == 77ull * 1000 + vals[i]);
+
+    /* Events. */
+    int outbound = 0, writes = 0, done = 0, seen[N] = {0};
+    ss_event ev;
+    for (;;) {
+        OK(ss_next_event(nic, &ev));
+        if (ev.kind == SS_EVENT_NONE)
+            break;
+        CHECK(ev.ectx == e);
+        if (ev.kind == SS_EVENT_OUTBOUND) {
+            uint8_t expect[28 + CHUNK];
+            size_t len;
+            uint32_t k = le32(ev.data + 28);
+            CHECK(k < N && ev.data_len == 28 + CHUNK && ev.dest == 0);
+            if (k < N) {
+                seen[k]++;
+                OK(ss_build_frame(SS_FRAME_IP, PORT, payload + k * CHUNK, CHUNK, expect, sizeof expect, &len));
+                CHECK(len == ev.data_len && memcmp(expect, ev.data, len) == 0);
+            }
+            outbound++;
+        } else if (ev.kind == SS_EVENT_HOST_WRITE) {
+            uint64_t i = (ev.addr - w.base - 4096) / 8;
+            CHECK(i < N && ev.value == 77ull * 1000 + vals[i]);
+            writes++;
+        } else if (ev.kind == SS_EVENT_MESSAGE_DONE) {
+            CHECK(ev.msg_id == 5);
+            done++;
+        } else {
+            fprintf(stderr, "unexpected event %u: %s %s\n", ev.kind, ev.handler ? ev.handler : "", ev.cause ? ev.cause : "");
+            CHECK(0);
+        }
+    }
+    CHECK(outbound == N && writes == N && done == 1);
+    for (int i = 0; i < N; i++)
+        CHECK(seen[i] == 1);
+
+    /* Statistics. */
+    ss_report r;
+    OK(ss_get_report(nic, &r));
+    CHECK(r.packets == N && r.packets_in == N && r.outbound_packets == N && r.host_writes == N);
+    CHECK(r.dma_to_host_bytes == N * CHUNK && r.errors == 0 && r.drops == 0);
+    CHECK(r.latency_min_ns > 0 && r.latency_min_ns <= r.latency_p50_ns && r.latency_p99_ns <= r.latency_max_ns);
+    CHECK(r.throughput_gbps > 0 && r.sim_time_ns > 0);
+    uint64_t p = 0, m = 0;
+    OK(ss_ectx_counts(nic, e, &p, &m));
+    CHECK(p == N && m == 1);
+    ss_counter cs[4];
+    size_t n = 0;
+    OK(ss_counters(nic, e, NULL, 0, &n));
+    CHECK(n == 1);
+    OK(ss_counters(nic, e, cs, 4, &n));
+    CHECK(n == 1 && cs[0].index == 3 && cs[0].count == N && cs[0].sum == N * (N - 1) / 2);
+
+    /* printf output: one line per packet over all HPUs. */
+    ss_nic_info info;
+    OK(ss_nic_get_info(nic, &info));
+    int lines = 0;
+    for (uint32_t h = 0; h < info.hpu_count; h++) {
+        size_t len = 0;
+        OK(ss_hpu_stdout(nic, h, NULL, 0, &len));
+        char *s = malloc(len + 1);
+        size_t len2 = 0;
+        OK(ss_hpu_stdout(nic, h, s, len + 1, &len2));
+        CHECK(len2 == len && strlen(s) == len);
+        for (char *q = s; (q = strstr(q, "api_ph ")) != NULL; q++)
+            lines++;
+        free(s);
+    }
+    CHECK(lines == N);
+    size_t tl = 0;
+    char small[8];
+    OK(ss_report_text(nic, small, sizeof small, &tl));
+    CHECK(tl > sizeof small && strlen(small) == sizeof small - 1); /* truncated, terminated */
+    char *text = malloc(tl + 1);
+    OK(ss_report_text(nic, text, tl + 1, NULL));
+    CHECK(strstr(text, "api_ph") != NULL);
+    free(text);
+
+    /* A packet to another port is not ours. */
+    uint8_t frame[64];
+    size_t flen;
+    OK(ss_build_frame(SS_FRAME_IP, PORT + 1, payload, 8, frame, sizeof frame, &flen));
+    OK(ss_send_packet(nic, frame, flen, 9, 1));
+    OK(ss_run_until_idle(nic));
+    OK(ss_get_report(nic, &r));
+    CHECK(r.unmatched == 1 && r.packets == N);
+
+    OK(ss_deactivate(nic, e));
+    OK(ss_uninstall(nic, e));
+
+    /* Notifications: ask_ph asks, we answer index * index + 7. */
+    memset(host, 0, sizeof host);
+    ss_ectx_options_init(&o);
+    o.ph = "ask_ph";
+    o.host_window = w;
+    ss_ectx ask;
+    REQUIRE(ss_install(nic, img, &o, &ask));
+    CHECK(ask != e);
+    OK(ss_activate(nic, ask));
+    for (uint32_t i = 0; i < 4; i++) {
+        uint8_t pl[8] = {0};
+        memcpy(pl, &i, 4);
+        OK(ss_build_frame(SS_FRAME_IP, 9330, pl, sizeof pl, frame, sizeof frame, &flen));
+        OK(ss_send_packet(nic, frame, flen, 100 + i, 1));
+    }
+    int answered = 0;
+    for (int round = 0; round < 50 && answered < 4; round++) {
+        ss_notification notes[2]; /* small on purpose: the rest waits */
+        OK(ss_wait_notifications(nic, notes, 2, &n));
+        if (n == 0)
+            break;
+        for (size_t k = 0; k < n; k++) {
+            uint32_t i = le32(notes[k].data);
+            CHECK(notes[k].ectx == ask && notes[k].data_len == 4 && notes[k].host_ref == 100 + i);
+            OK(ss_respond(nic, notes[k].id, (uint64_t)i * i + 7));
+            EXPECT(ss_respond(nic, notes[k].id, 0), SS_EINVAL); /* answered already */
+            answered++;
+        }
+    }
+    OK(ss_run_until_idle(nic));
+    CHECK(answered == 4);
+    for (uint32_t i = 0; i < 4; i++)
+        CHECK(le64(host + 8 * i) == (uint64_t)i * i + 7);
+    OK(ss_deactivate(nic, ask));
+    while (ss_next_event(nic, &ev) == SS_OK && ev.kind != SS_EVENT_NONE) {
+    }
+    OK(ss_uninstall(nic, ask));
+
+    /* Generator and trace into count_ph: the count is read from NIC memory. */
+    ss_ectx_options_init(&o);
+    o.ph = "count_ph";
+    ss_ectx cnt;
+    REQUIRE(ss_install(nic, img, &o, &cnt));
+    OK(ss_activate(nic, cnt));
+    ss_gen_config g;
+    ss_gen_config_init(&g);
+    g.messages = 3;
+    g.packets_per_message = 5;
+    g.size = 256;
+    g.payload = SS_PAYLOAD_RANDOM;
+    g.seed = 42;
+    OK(ss_feed_generator(nic, &g));
+    OK(ss_run_until_idle(nic));
+    char path[600];
+    snprintf(path, sizeof path, "%s/ok.trace", tmpdir);
+    write_file(path, "# src dst size ipg msgid is_last\n1 2 128 10 50 0\n1 2 128 10 50 1\n");
+    OK(ss_feed_trace(nic, path, SS_FRAME_IP));
+    OK(ss_run_until_idle(nic));
+    uint32_t counted_at, counted = 0;
+    REQUIRE(ss_image_symbol(img, "counted", &counted_at));
+    OK(ss_nic_read(nic, counted_at, &counted, 4));
+    CHECK(counted == 3 * 5 + 2);
+    OK(ss_ectx_counts(nic, cnt, &p, &m));
+    if (p != 17 || m != 4)
+        fprintf(stderr, "count_ph ECTX counts: %llu packets, %llu messages\n", (unsigned long long)p, (unsigned long long)m);
+    CHECK(p == 17 && m == 4); /* nothing inherited from earlier ECTXs */
+    OK(ss_counters(nic, cnt, NULL, 0, &n));
+    CHECK(n == 0);
+    OK(ss_deactivate(nic, cnt));
+    OK(ss_uninstall(nic, cnt));
+
+    /* A faulting handler is an event, not a failed call. */
+    ss_ectx_options_init(&o);
+    o.name = "faulty";
+    o.ph = "bad_ph";
+    ss_ectx bad;
+    REQUIRE(ss_install(nic, img, &o, &bad));
+    OK(ss_activate(nic, bad));
+    OK(ss_send_packet(nic, frame, flen, 1, 1));
+    OK(ss_run_until_idle(nic));
+    int errors = 0;
+    while (ss_next_event(nic, &ev) == SS_OK && ev.kind != SS_EVENT_NONE) {
+        if (ev.kind == SS_EVENT_HANDLER_ERROR) {
+            CHECK(ev.ectx == bad && strcmp(ev.handler, "bad_ph") == 0 && strcmp(ev.ectx_name, "faulty") == 0);
+            CHECK(strlen(ev.cause) > 0 && ev.addr == 0x40);
+            errors++;
+        }
+    }
+    CHECK(errors == 1);
+    OK(ss_get_report(nic, &r));
+    CHECK(r.errors == 1);
+
+    OK(ss_image_free(img)); /* the ECTX keeps its own copy */
+    OK(ss_send_packet(nic, frame, flen, 2, 1));
+    OK(ss_run_until_idle(nic));
+    OK(ss_get_report(nic, &r));
+    CHECK(r.errors == 2);
+    OK(ss_close(nic)); /* with a lent buffer still registered: not freed */
+    host[0] = 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: %s HANDLERS.elf TMPDIR\n", argv[0]);
+        return 2;
+    }
+    elf = argv[1];
+    snprintf(tmpdir, sizeof tmpdir, "%s", argv[2]);
+
+    ss_nic *nic;
+    test_library();
+    test_open_errors();
+    REQUIRE(ss_open("pspin", &nic));
+    test_image_errors(nic);
+    test_ectx_errors(nic);
+    test_memory_errors(nic);
+    test_traffic_errors(nic);
+    OK(ss_close(nic));
+    test_sim_error();
+    test_success();
+
+    printf("api_test: %d checks, %d failed\n", checks, failures);
+    return failures ? 1 : 0;
+}
