@@ -28,3 +28,37 @@ for t in clang-14 ld.lld-14 gcc; do command -v "$t" >/dev/null || die "$t still 
 
 echo "setup: building softspin (release)"
 cargo build --release --quiet --workspace || die "cargo build failed"
+
+# The Python module `softspin` (crates/host-py) in a venv at .venv, built by
+# maturin into its own target dir (pyo3 built for the venv's Python), and
+# rebuilt only when its Rust or Python sources changed.
+PY_PINS="maturin==1.9.6 numpy==2.2.6 pytest==8.4.2"
+if [ ! -x .venv/bin/python ] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
+    echo "setup: creating .venv"
+    rm -rf .venv
+    if ! python3 -m venv .venv >/dev/null 2>&1; then
+        rm -rf .venv
+        SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+        export DEBIAN_FRONTEND=noninteractive
+        $SUDO apt-get update -qq && $SUDO apt-get install -y -qq python3-venv >/dev/null || die "apt-get install python3-venv failed"
+        python3 -m venv .venv || die "python3 -m venv failed"
+    fi
+fi
+if [ "$(cat .venv/.softspin-pins 2>/dev/null)" != "$PY_PINS" ]; then
+    echo "setup: pip install $PY_PINS"
+    # shellcheck disable=SC2086
+    .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PINS || die "pip install failed"
+    echo "$PY_PINS" > .venv/.softspin-pins
+fi
+py_hash=$( { find crates/host-py crates/host crates/engine crates/hpu \
+                 \( -path crates/host-py/tests -o -name target \) -prune -o -type f \
+                 \( -name '*.rs' -o -name '*.toml' -o -name '*.py' -o -name '*.pyi' -o -name py.typed \) -print \
+             | LC_ALL=C sort | xargs sha256sum; sha256sum Cargo.lock; } | sha256sum | cut -d' ' -f1)
+if [ "$(cat .venv/.softspin-build 2>/dev/null)" != "$py_hash" ] || ! .venv/bin/python -c 'import softspin' 2>/dev/null; then
+    echo "setup: building the Python module softspin (maturin develop --release)"
+    log=$(VIRTUAL_ENV="$PWD/.venv" CARGO_TARGET_DIR="$PWD/target/python" \
+        .venv/bin/maturin develop --release -m crates/host-py/Cargo.toml 2>&1) \
+        || { echo "$log" >&2; die "maturin develop failed"; }
+    .venv/bin/python -c 'import softspin' || die "import softspin failed after the build"
+    echo "$py_hash" > .venv/.softspin-build
+fi

@@ -17,3 +17,6 @@ sdk/tests/check.sh build/sdk-check
 
 echo "== cargo test"
 cargo test --release --workspace
+
+echo "== Python host API and examples (pytest)"
+.venv/bin/python -m pytest -q crates/host-py/tests examples/ping_pong

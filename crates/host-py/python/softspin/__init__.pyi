@@ -1,0 +1,293 @@
+"""Type stubs of the softspin module (the Python binding of softspin-host)."""
+
+import os
+import pathlib
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, final
+
+from typing_extensions import Buffer
+
+__version__: str
+
+FrameKind = Literal["ip", "eth"]
+StrPath = str | os.PathLike[str]
+
+class SoftspinError(Exception):
+    """Base class of every error softspin raises."""
+
+class ConfigError(SoftspinError):
+    """Bad NIC configuration or unknown profile."""
+
+class ImageError(SoftspinError):
+    """A handler image could not be read, parsed, or lacks a symbol."""
+
+class EctxError(SoftspinError):
+    """Installing or managing an ECTX failed (missing handler, overlap, state, uninstalled)."""
+
+class TrafficError(SoftspinError):
+    """Bad traffic: generator parameter, trace or pcap file."""
+
+class SimError(SoftspinError):
+    """The simulation rejected a packet (too large for a slot, too short)."""
+
+class HostMemoryError(SoftspinError):
+    """A host address range outside every window, or a buffer that cannot be lent."""
+
+class NicMemoryError(SoftspinError):
+    """A NIC address range outside NIC memory, or handler memory exhausted."""
+
+class InvalidArgumentError(SoftspinError):
+    """An argument softspin cannot use (frame kind, packet size, notification id, HPU index...)."""
+
+class BuildError(SoftspinError):
+    """Compiling or linking a handler image failed (diagnostics went to stderr)."""
+
+def build(
+    sources: StrPath | Sequence[StrPath],
+    output: StrPath,
+    *,
+    profile: Literal["pspin", "fpspin"] | None = None,
+    define: Sequence[str] | None = None,
+    include: Sequence[StrPath] | None = None,
+    cflags: Sequence[str] | None = None,
+    code_base: int | None = None,
+    data_base: int | None = None,
+    bare: bool = False,
+    verbose: bool = False,
+) -> pathlib.Path:
+    """Build a handler image from C sources with the softspin SDK; returns `output`."""
+
+@final
+class Image:
+    """A loaded handler image (an RV32 ELF built by `softspin build`)."""
+
+    @property
+    def path(self) -> str | None:
+        """The file it was loaded from (None when loaded from bytes)."""
+    def symbol(self, name: str) -> int:
+        """Address of a symbol; raises ImageError if missing."""
+    def symbols(self) -> dict[str, int]:
+        """All symbols {name: address}."""
+
+@final
+class HostWindow:
+    """Host memory the NIC may DMA to: handlers see it at `base`, `size` bytes."""
+
+    @property
+    def base(self) -> int: ...
+    @property
+    def size(self) -> int: ...
+    @property
+    def buffer(self) -> Any | None:
+        """The lent object (None for a NIC-owned window)."""
+
+@final
+class Ectx:
+    """An installed execution context (hashable; dead after uninstall)."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+
+@final
+class OutboundPacket:
+    """A packet a handler sent (spin_send_packet, or an RDMA put to `dest`)."""
+
+    @property
+    def time_ns(self) -> float: ...
+    @property
+    def time_ps(self) -> int: ...
+    @property
+    def ectx(self) -> Ectx | None: ...
+    @property
+    def dest(self) -> int: ...
+    @property
+    def frame(self) -> bytes: ...
+
+@final
+class HostWrite:
+    """An 8-byte host-direct write (spin_host_write)."""
+
+    @property
+    def time_ns(self) -> float: ...
+    @property
+    def time_ps(self) -> int: ...
+    @property
+    def ectx(self) -> Ectx | None: ...
+    @property
+    def addr(self) -> int: ...
+    @property
+    def value(self) -> int: ...
+
+@final
+class MessageDone:
+    """A message whose handlers all finished."""
+
+    @property
+    def time_ns(self) -> float: ...
+    @property
+    def time_ps(self) -> int: ...
+    @property
+    def ectx(self) -> Ectx | None: ...
+    @property
+    def msg_id(self) -> int: ...
+
+@final
+class HandlerError:
+    """A handler invocation that faulted or ran out of its watchdog budget."""
+
+    @property
+    def ectx(self) -> str:
+        """The ECTX's name."""
+    @property
+    def handler(self) -> str: ...
+    @property
+    def cause(self) -> str: ...
+    @property
+    def pc(self) -> int: ...
+    @property
+    def addr(self) -> int: ...
+    @property
+    def time_ns(self) -> float: ...
+    @property
+    def hpu(self) -> int: ...
+
+Event = OutboundPacket | HostWrite | MessageDone | HandlerError
+
+@final
+class Notification:
+    """A request a handler posted with spin_notify; answer with Nic.respond."""
+
+    @property
+    def id(self) -> int: ...
+    @property
+    def ectx(self) -> Ectx | None: ...
+    @property
+    def hpu(self) -> int: ...
+    @property
+    def time_ns(self) -> float: ...
+    @property
+    def data(self) -> bytes:
+        """Inline payload (up to 64 bytes)."""
+    @property
+    def host_ref(self) -> int: ...
+
+@final
+class NotificationIter(Iterator[Notification]):
+    """Iterator from Nic.notifications()."""
+
+    def __iter__(self) -> NotificationIter: ...
+    def __next__(self) -> Notification: ...
+
+@final
+class Nic:
+    """A sPIN NIC (the simulated PsPIN NIC). Use it from the thread that created it."""
+
+    def __init__(self, profile: Literal["pspin", "fpspin"] | str = "pspin") -> None:
+        """Open the simulated NIC with a named profile; ConfigError if unknown."""
+    @staticmethod
+    def from_config(path: StrPath) -> Nic:
+        """Open the NIC described by a TOML file (docs/sim.md)."""
+    def config(self) -> dict[str, Any]:
+        """The NIC configuration (every field of the model)."""
+    @property
+    def profile(self) -> str: ...
+    @property
+    def hpu_count(self) -> int: ...
+    @property
+    def now_ns(self) -> float:
+        """Current NIC time in nanoseconds."""
+    def load_image(self, path: StrPath) -> Image:
+        """Load a handler image; ImageError if missing or not an RV32 ELF."""
+    def image_from_bytes(self, data: Buffer) -> Image:
+        """Load a handler image from ELF bytes."""
+    # host memory
+    def host_window(self, size: int) -> HostWindow:
+        """A zeroed host window of `size` bytes owned by the NIC."""
+    def lend(self, buffer: Buffer) -> HostWindow:
+        """Lend a writable C-contiguous uint8 buffer (numpy array, bytearray) in place.
+
+        The NIC holds a buffer export until `unlend`: the object stays alive and
+        Python refuses to resize it meanwhile.
+        """
+    def host_array(self, size: int) -> HostWindow:
+        """A new zeroed numpy uint8 array, lent; it is the window's `buffer`."""
+    def unlend(self, window: HostWindow) -> None:
+        """Take a window back."""
+    def host_read(self, addr: int, n: int) -> bytes:
+        """Read host memory; HostMemoryError outside every window."""
+    def host_write(self, addr: int, data: Buffer) -> None:
+        """Write host memory; HostMemoryError outside every window."""
+    # ECTX
+    def install(
+        self,
+        image: Image,
+        *,
+        ph: str | None = None,
+        hh: str | None = None,
+        th: str | None = None,
+        host_window: HostWindow | None = None,
+        handler_mem_size: int | None = None,
+        l1_copy: int | None = None,
+        scratchpad: int | Sequence[int] | None = None,
+        watchdog: int | None = None,
+        msg_timeout_ns: int | None = None,
+        udp_dst_port: int | None = None,
+        name: str | None = None,
+        frame: FrameKind | None = None,
+    ) -> Ectx:
+        """Install an ECTX (inactive until `activate`)."""
+    def activate(self, ectx: Ectx) -> None: ...
+    def deactivate(self, ectx: Ectx) -> None: ...
+    def uninstall(self, ectx: Ectx) -> None: ...
+    def set_frame_kind(self, ectx: Ectx, frame: FrameKind) -> None:
+        """Frames send_message builds for this ECTX."""
+    # NIC memory
+    def nic_alloc(self, ectx: Ectx, size: int, align: int = 8) -> int:
+        """Allocate handler memory beyond the image's data; returns its NIC address."""
+    def nic_read(self, addr: int, n: int) -> bytes: ...
+    def nic_write(self, addr: int, data: Buffer) -> None: ...
+    def nic_write_ptr(self, addr: int, target: int) -> None: ...
+    # traffic
+    def send_packet(self, frame: Buffer, msg_id: int = 0, eom: bool = True) -> None:
+        """Hand the NIC one packet (a whole frame) now."""
+    def send_message(self, ectx: Ectx, msg_id: int, payload: Buffer, packet_size: int = 1024) -> None:
+        """Send a message to an ECTX, split into packets of at most packet_size bytes."""
+    def feed_trace(self, path: StrPath, frame: FrameKind = "ip") -> None: ...
+    def feed_pcap(self, path: StrPath, rate_gbps: float | None = None) -> None: ...
+    def feed_generator(
+        self,
+        *,
+        messages: int = 1,
+        packets: int = 1,
+        size: int = 1024,
+        rate_gbps: float | None = None,
+        frame: FrameKind = "ip",
+        concurrent: int = 1,
+        payload: Literal["zero", "seq", "random"] = "seq",
+        seed: int = 0,
+        first_msg_id: int = 0,
+        udp_dst_port: int | None = None,
+        udp_src_port: int | None = None,
+    ) -> None: ...
+    # running
+    def run_until_idle(self) -> None: ...
+    def run_for(self, ns: int) -> None: ...
+    # results
+    def events(self) -> list[Event]:
+        """Events since the last call."""
+    def report(self) -> dict[str, Any]:
+        """Statistics, the same keys as `softspin sim --json`."""
+    def report_text(self) -> str: ...
+    def ectx_counts(self, ectx: Ectx) -> tuple[int, int]:
+        """(packets admitted, messages completed)."""
+    def counters(self, ectx: Ectx) -> list[tuple[int, int, int]]:
+        """Performance counters: [(index, sum, count)]."""
+    def hpu_stdout(self, hpu: int) -> str: ...
+    # host notifications
+    def poll_notifications(self) -> list[Notification]: ...
+    def wait_notifications(self) -> list[Notification]: ...
+    def respond(self, id: int, value: int) -> None: ...
+    def notifications(self) -> NotificationIter:
+        """Iterate over notifications, running the NIC; ends when idle with none pending."""
