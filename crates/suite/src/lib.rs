@@ -20,12 +20,30 @@ use softspin_host::{Image, Nic, Report};
 
 /// The examples' host programs (one module per `examples/NAME/host.rs`).
 pub mod examples {
-    pub use super::{empty, reduce};
+    pub use super::{empty, reduce, aggregate, histogram, filtering, kvstore, strided_ddt, raid_parity, accumulate, broadcast_fwd, pspin_compat};
 }
+#[path = "../../../examples/aggregate/host.rs"]
+pub mod aggregate;
+#[path = "../../../examples/histogram/host.rs"]
+pub mod histogram;
+#[path = "../../../examples/filtering/host.rs"]
+pub mod filtering;
 #[path = "../../../examples/empty/host.rs"]
 pub mod empty;
 #[path = "../../../examples/reduce/host.rs"]
 pub mod reduce;
+#[path = "../../../examples/accumulate/host.rs"]
+pub mod accumulate;
+#[path = "../../../examples/broadcast_fwd/host.rs"]
+pub mod broadcast_fwd;
+#[path = "../../../examples/pspin_compat/host.rs"]
+pub mod pspin_compat;
+#[path = "../../../examples/kvstore/host.rs"]
+pub mod kvstore;
+#[path = "../../../examples/strided_ddt/host.rs"]
+pub mod strided_ddt;
+#[path = "../../../examples/raid_parity/host.rs"]
+pub mod raid_parity;
 
 /// Where and how big to run.
 pub struct Ctx {
