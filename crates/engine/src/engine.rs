@@ -905,6 +905,10 @@ impl Engine {
             }
         };
         c.ectxs[id] = Some(e);
+        // A reused slot starts with fresh per-ECTX statistics.
+        c.stats.ectx_packets.remove(&id);
+        c.stats.errors_by_ectx.remove(&id);
+        c.counters.retain(|k, _| k.0 != id);
         Ok(id)
     }
 
@@ -1030,6 +1034,10 @@ impl Engine {
             if n % 65536 == 0 {
                 progress(self.core.stats.packets_done);
             }
+        }
+        // Idle before `until`: the clock still moves there.
+        if let Some(u) = until_ps {
+            self.core.now = self.core.now.max(u);
         }
         progress(self.core.stats.packets_done);
         Ok(())
@@ -1171,6 +1179,18 @@ impl Engine {
             Some(a) => self.accept(a),
             None => Ok(()),
         }
+    }
+
+    /// Nothing left to do: no event scheduled, no packet on its way. Only
+    /// the host (a new packet, a response) can wake the NIC.
+    pub fn is_idle(&self) -> bool {
+        self.core.events.is_empty() && self.core.immediate.is_empty()
+    }
+
+    /// The earliest time a packet injected now would arrive: now, or after
+    /// the last packet injected, whichever is later.
+    pub fn next_inject_ps(&self) -> u64 {
+        self.core.now.max(self.core.last_inject_ps)
     }
 
     /// Hand a packet to the NIC from the host side (single packets and

@@ -512,7 +512,6 @@ def test_run_for_and_time(handlers_elf):
     assert nic.now_ns == done.time_ns and nic.report()["packets"] == 1
 
 
-@pytest.mark.xfail(reason="engine: run(until) leaves an idle NIC's clock where it was (reported)", strict=False)
 def test_run_for_advances_an_idle_clock():
     nic = softspin.Nic()
     nic.run_for(1000)

@@ -44,9 +44,9 @@ pub mod sdk;
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::stats::{HandlerError, Report};
-pub use softspin_engine::traffic::{FrameKind, GenConfig, Payload};
-pub use softspin_engine::{HostBuffer, HostWrite, MessageDone, NicConfig, Notification, OutPacket};
-use softspin_engine::traffic::{build_frame, Arrival, Generator, PcapSource, Source, TraceSource};
+pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
+pub use softspin_engine::{BufferFull, HostBuffer, HostWrite, MessageDone, NicConfig, Notification, OutPacket};
+use softspin_engine::traffic::{Generator, PcapSource, TraceSource};
 use softspin_engine::{EctxSpec, Engine, MatchRule};
 use softspin_hpu::{abi, ElfImage};
 
@@ -376,7 +376,7 @@ impl Nic {
             .filter(|r| *r > 0)
             .ok_or_else(|| Error::Invalid(format!("packet size {packet_size} leaves no room after the headers")))?;
         let chunks: Vec<&[u8]> = if payload.is_empty() { vec![&[][..]] } else { payload.chunks(room).collect() };
-        let mut t = self.engine.now_ps();
+        let mut t = self.engine.next_inject_ps();
         let n = chunks.len();
         for (k, c) in chunks.into_iter().enumerate() {
             let frame = build_frame(kind, kind.header_len() + c.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, port, |i| c[i])?;
@@ -392,7 +392,7 @@ impl Nic {
     pub fn send_payloads(&mut self, e: Ectx, msg_id: u32, payloads: &[Vec<u8>]) -> Result<()> {
         let info = self.info(e)?;
         let (kind, port) = (info.frame, info.port);
-        let mut t = self.engine.now_ps();
+        let mut t = self.engine.next_inject_ps();
         for (k, c) in payloads.iter().enumerate() {
             let frame = build_frame(kind, kind.header_len() + c.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, port, |i| c[i])?;
             t += ((frame.len() * 8) as f64 * 1000.0 / self.line_rate) as u64;
@@ -430,7 +430,10 @@ impl Nic {
 
     /// Run for `ns` nanoseconds of NIC time.
     pub fn run_for(&mut self, ns: u64) -> Result<()> {
-        let until = self.engine.now_ps() + ns * 1000;
+        let until = ns
+            .checked_mul(1000)
+            .and_then(|d| self.engine.now_ps().checked_add(d))
+            .ok_or_else(|| Error::Invalid(format!("run_for({ns} ns) overflows NIC time")))?;
         Ok(self.engine.run(Some(until), |_| {})?)
     }
 
@@ -460,19 +463,19 @@ impl Nic {
     }
 
     /// Run until at least one notification is available (or nothing is left
-    /// to run), then return those available.
+    /// to run: the NIC idle, at most waiting for the host's responses),
+    /// then return those available; empty means none will come.
     pub fn wait_notifications(&mut self) -> Result<Vec<Notification>> {
         loop {
             let n = self.engine.poll_notifications();
             if !n.is_empty() {
                 return Ok(n);
             }
-            let before = self.engine.now_ps();
-            self.engine.run(Some(before + 100_000), |_| {})?;
-            if self.engine.now_ps() == before && self.engine.notifications_in_flight() == 0 {
-                // Idle: nothing will come unless the host acts.
-                let n = self.engine.poll_notifications();
-                return Ok(n);
+            let until = self.engine.now_ps() + 100_000;
+            self.engine.run(Some(until), |_| {})?;
+            if self.engine.is_idle() {
+                // Nothing will come unless the host acts.
+                return Ok(self.engine.poll_notifications());
             }
         }
     }

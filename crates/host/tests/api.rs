@@ -129,3 +129,40 @@ fn lent_buffers_are_used_in_place_and_given_back() {
     }
     assert!(nic.unlend(w).is_err());
 }
+
+#[test]
+fn successive_messages_follow_each_other_at_line_rate() {
+    let mut nic = Nic::open("pspin").unwrap();
+    let img = nic.load_image(handler()).unwrap();
+    let e = nic.install(&img, opts("echo_ph")).unwrap();
+    nic.activate(e).unwrap();
+    let payload = vec![7u8; 8 * (1024 - 28)];
+    nic.send_message(e, 1, &payload, 1024).unwrap();
+    nic.send_message(e, 2, &payload, 1024).unwrap();
+    nic.run_until_idle().unwrap();
+    let times: Vec<u64> =
+        nic.events().iter().filter_map(|x| if let Event::Outbound(o) = x { Some(o.time_ps) } else { None }).collect();
+    assert_eq!(times.len(), 16);
+    // 16 packets of 1024 B at 400 Gbit/s take 16 x 20.48 ns to arrive: the
+    // second message starts after the first, not at the same instant.
+    let last_arrival = 16 * 20_480;
+    assert!(*times.iter().max().unwrap() >= last_arrival, "{times:?}");
+}
+
+#[test]
+fn run_for_moves_an_idle_clock_and_a_reused_ectx_slot_starts_fresh() {
+    let mut nic = Nic::open("pspin").unwrap();
+    nic.run_for(1000).unwrap();
+    assert_eq!(nic.now_ns(), 1000.0);
+    assert!(matches!(nic.run_for(u64::MAX), Err(Error::Invalid(_))));
+    let img = nic.load_image(handler()).unwrap();
+    let e = nic.install(&img, opts("echo_ph")).unwrap();
+    nic.activate(e).unwrap();
+    nic.send_message(e, 1, &[1, 2, 3], 64).unwrap();
+    nic.run_until_idle().unwrap();
+    assert_eq!(nic.ectx_counts(e).unwrap(), (1, 1));
+    nic.deactivate(e).unwrap();
+    nic.uninstall(e).unwrap();
+    let e2 = nic.install(&img, opts("echo_ph")).unwrap();
+    assert_eq!(nic.ectx_counts(e2).unwrap(), (0, 0));
+}
