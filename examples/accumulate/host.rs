@@ -5,7 +5,7 @@
 //! platform-defined).
 
 use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions, Nic, NicConfig};
+use softspin_host::{EctxOptions};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
 const SLOT: usize = 4096;
@@ -49,15 +49,6 @@ fn packets(src: &[[f64; 2]], packet_size: usize) -> Vec<Vec<u8>> {
         .collect()
 }
 
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// every packet is needed, and the soft-float handlers are slower than the
-/// link, so the rate measured is the one the NIC sustains.
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
-
 fn canon(x: f64) -> u64 {
     if x.is_nan() {
         f64::NAN.to_bits()
@@ -69,7 +60,7 @@ fn canon(x: f64) -> u64 {
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let n = elements(ctx.quick);
     let (dst, src) = (array(n, 1), array(n, 2));
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "accumulate", &[])?;
     let w = nic.host_window(n * ELEM)?;
     nic.host_write(w.base, &dst.iter().flatten().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>())?;

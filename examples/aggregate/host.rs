@@ -2,17 +2,8 @@
 //! Verified against the sum computed here.
 
 use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions, Nic, NicConfig};
+use softspin_host::{EctxOptions};
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// the workload needs every packet, and the rate the NIC then sustains is
-/// what is measured (small packets arrive faster than 32 HPUs can sum them).
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
 
 fn words(quick: bool) -> Vec<u32> {
     let bytes = if quick { 64 << 10 } else { 1 << 20 };
@@ -32,7 +23,7 @@ fn reference(data: &[u32]) -> u64 {
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let data = words(ctx.quick);
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "aggregate", &[])?;
     let w = nic.host_window(8)?;
     let clusters = nic.config().clusters as usize;

@@ -6,7 +6,7 @@
 //! interior node with 3 children).
 
 use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions, Event, Nic, NicConfig, Report};
+use softspin_host::{EctxOptions, Event, Report};
 
 /// (size, rank) pairs run; the first is the one reported.
 const RUNS: &[(u32, u32)] = &[(16, 1), (16, 0), (16, 2), (16, 5), (16, 8), (13, 4), (13, 5), (13, 12)];
@@ -35,16 +35,8 @@ fn children(size: u32, rank: u32) -> Vec<u32> {
     (1..size).filter(|&c| c - (1 << (31 - c.leading_zeros())) == rank).collect()
 }
 
-/// Back-pressure instead of drops: a node with c children sends c times
-/// what it receives, so its inbound rate is bounded by the outbound link.
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
-
 fn run_one(ctx: &Ctx, msg: &[u8], pkts: &[Vec<u8>], size: u32, rank: u32) -> anyhow::Result<(Result<(), String>, Report)> {
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "broadcast_fwd", &[])?;
     let w = nic.host_window(msg.len())?;
     let e = nic.install(&img, EctxOptions { ph: Some("bcast_ph".into()), host_window: Some(w), ..Default::default() })?;

@@ -2,11 +2,11 @@
 //! Verified: every packet was processed, none dropped, no handler error.
 
 use crate::{Baseline, Ctx, Outcome};
-use softspin_host::{EctxOptions, GenConfig, Nic};
+use softspin_host::{EctxOptions, GenConfig};
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let (messages, packets) = if ctx.quick { (16, 8) } else { (512, 16) };
-    let mut nic = Nic::open("pspin")?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "empty", &[])?;
     let e = nic.install(&img, EctxOptions { ph: Some("empty_ph".into()), ..Default::default() })?;
     nic.activate(e)?;

@@ -4,19 +4,10 @@
 //! hits decided by a `HashMap` (independent of the NIC table's layout).
 
 use crate::{Baseline, Ctx, Outcome, Rng};
-use softspin_engine::traffic::{build_frame, Arrival, FrameKind};
-use softspin_host::{EctxOptions, Nic, NicConfig};
+use softspin_host::{build_frame, Arrival, FrameKind};
+use softspin_host::EctxOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
-
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// the workload needs every packet, and the rate the NIC then sustains is
-/// what is measured (small packets arrive faster than 32 HPUs can sum them).
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
 
 /// 2^17 slots holding 65,536 keys (seed: "a hash table of 65'536 entries"),
 /// so open addressing stays at load 1/2.
@@ -106,7 +97,7 @@ fn reference(w: &Workload) -> Vec<Vec<u8>> {
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let w = workload(ctx.quick, packet_size)?;
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "filtering", &[])?;
     let win = nic.host_window(w.frames.len() * packet_size)?;
     let table_bytes = (w.table.len() * 4) as u32;

@@ -2,18 +2,8 @@
 //! on the NIC. Verified against the histogram computed here.
 
 use crate::{bytes_to_words, payload_per_packet, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_engine::traffic::{build_frame, Arrival, FrameKind};
-use softspin_host::{EctxOptions, Nic, NicConfig};
-use std::sync::atomic::{AtomicU32, Ordering};
-
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// the workload needs every packet, and the rate the NIC then sustains is
-/// what is measured (small packets arrive faster than 32 HPUs can sum them).
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
+use softspin_host::{build_frame, Arrival, FrameKind};
+use softspin_host::{EctxOptions, Nic};
 
 const BINS: usize = 1024;
 const ITEMS: usize = 512;
@@ -56,7 +46,7 @@ fn send(nic: &mut Nic, msgs: &[Vec<u32>], packet_size: usize) -> anyhow::Result<
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let msgs = messages(ctx.quick);
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "histogram", &[])?;
     let w = nic.host_window(BINS * 4)?;
     let clusters = nic.config().clusters as usize;
@@ -83,18 +73,17 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let msgs = messages(ctx.quick);
     let pkts: Vec<Vec<u8>> = msgs.iter().flat_map(|m| packets(m, packet_size)).collect();
-    let bins: Vec<AtomicU32> = (0..BINS).map(|_| Default::default()).collect();
     let bytes = pkts.iter().map(|p| (p.len() + HDR) as u64).sum();
     let threads = 2;
-    let gbps = crate::host_throughput(&pkts, bytes, threads, |p| {
+    let (gbps, tables) = crate::host_throughput_local(&pkts, bytes, threads, || vec![0u32; BINS], |bins, p| {
         for c in p.chunks_exact(4) {
             let v = u32::from_le_bytes(c.try_into().unwrap()) as usize;
             if v < BINS {
-                bins[v].fetch_add(1, Ordering::Relaxed);
+                bins[v] += 1;
             }
         }
     });
-    let got: Vec<u32> = bins.into_iter().map(AtomicU32::into_inner).collect();
+    let got = tables.iter().fold(vec![0u32; BINS], |s, t| s.iter().zip(t).map(|(x, y)| x + y).collect());
     crate::same("baseline count", &got, &reference(&msgs)).map_err(anyhow::Error::msg)?;
     Ok(Baseline { gbps, threads })
 }

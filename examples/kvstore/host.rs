@@ -8,8 +8,8 @@
 use std::collections::{HashMap, VecDeque};
 
 use crate::{bytes_to_words, payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_engine::traffic::{build_frame, Arrival, FrameKind, Source, TrafficError};
-use softspin_host::{EctxOptions, Event, Nic, NicConfig};
+use softspin_host::{build_frame, Arrival, FrameKind, Source, TrafficError};
+use softspin_host::{EctxOptions, Event, Nic};
 
 const WAYS: usize = 4;
 const KEYS: usize = 10_000;
@@ -25,14 +25,6 @@ fn sets(quick: bool) -> usize {
     } else {
         125
     }
-}
-
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// every packet is needed, and the rate the NIC then sustains is measured.
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
 }
 
 /// Value bytes for a packet size: what fills a PUT packet (at most 4 KiB).
@@ -161,7 +153,7 @@ fn frame(p: &[u8]) -> anyhow::Result<Vec<u8>> {
 }
 
 fn open(ctx: &Ctx, vb: usize) -> anyhow::Result<(Nic, softspin_host::Ectx, u32)> {
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "kvstore", &[&format!("VALUE={vb}"), &format!("SETS={}", sets(ctx.quick))])?;
     let (clusters, cores) = (nic.config().clusters as usize, nic.config().hpus_per_cluster as usize);
     let e = nic.install(

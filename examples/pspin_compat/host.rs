@@ -5,8 +5,8 @@
 //! handler memory, against the same computed here.
 
 use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_engine::traffic::{build_frame, Arrival, FrameKind};
-use softspin_host::{EctxOptions, Nic, NicConfig};
+use softspin_host::{build_frame, Arrival, FrameKind};
+use softspin_host::{EctxOptions, Nic};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 const MAX_MSGS: usize = 64;
@@ -57,16 +57,10 @@ fn send(nic: &mut Nic, pkts: &[Vec<Vec<u8>>]) -> anyhow::Result<()> {
     Ok(())
 }
 
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
-
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let msgs = messages(ctx.quick);
     let pkts: Vec<Vec<Vec<u8>>> = msgs.iter().map(|m| packets(m, packet_size)).collect();
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "pspin_compat", &[])?;
     let w = nic.host_window(MAX_MSGS * (8 + MSG_BYTES))?;
     let e = nic.install(

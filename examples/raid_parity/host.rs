@@ -6,19 +6,11 @@
 use std::collections::VecDeque;
 
 use crate::{payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_engine::traffic::{build_frame, Arrival, FrameKind, Source, TrafficError};
-use softspin_host::{EctxOptions, Nic, NicConfig};
+use softspin_host::{build_frame, Arrival, FrameKind, Source, TrafficError};
+use softspin_host::EctxOptions;
 
 const NDATA: usize = 4;
 const NLOCKS: usize = 1024;
-
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// every packet is needed, and the rate the NIC then sustains is measured.
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
 
 struct Layout {
     unit: usize,
@@ -102,7 +94,7 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let old = random(l.volume(), 9);
     let new = new_data(&l);
 
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "raid_parity", &[])?;
     let (clusters, cores) = (nic.config().clusters as usize, nic.config().hpus_per_cluster as usize);
     let win = nic.host_window(l.volume() + l.unit * l.stripes)?;

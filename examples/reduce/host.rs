@@ -2,7 +2,7 @@
 //! Verified against the sums computed here.
 
 use crate::{bytes_to_words, payload_per_packet, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions, Nic};
+use softspin_host::{EctxOptions};
 
 const ITEMS: usize = 512;
 
@@ -35,7 +35,7 @@ fn reference(data: &[i32]) -> Vec<i32> {
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let data = vectors(ctx.quick);
-    let mut nic = Nic::open("pspin")?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "reduce", &[])?;
     let w = nic.host_window(ITEMS * 4)?;
     let clusters = nic.config().clusters as usize;
@@ -45,7 +45,8 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
             ph: Some("reduce_ph".into()),
             th: Some("reduce_th".into()),
             host_window: Some(w),
-            scratchpad: vec![(ITEMS * 4) as u32; clusters],
+            // Each cluster: its accumulator, and room for the others' at the end.
+            scratchpad: vec![(ITEMS * 4 * clusters) as u32; clusters],
             ..Default::default()
         },
     )?;
@@ -60,15 +61,16 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let data = vectors(ctx.quick);
     let pkts = packets(&data, packet_size);
-    let acc: Vec<std::sync::atomic::AtomicI32> = (0..ITEMS).map(|_| Default::default()).collect();
     let bytes = pkts.iter().map(|p| (p.len() + crate::HDR) as u64).sum();
     let threads = 2;
-    let gbps = crate::host_throughput(&pkts, bytes, threads, |p| {
-        let first = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize;
-        for (i, c) in p[4..].chunks_exact(4).enumerate() {
-            let v = i32::from_le_bytes(c.try_into().unwrap());
-            acc[(first + i) % ITEMS].fetch_add(v, std::sync::atomic::Ordering::Relaxed);
+    let (gbps, accs) = crate::host_throughput_local(&pkts, bytes, threads, || vec![0i32; ITEMS], |acc, p| {
+        let mut e = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize % ITEMS;
+        for c in p[4..].chunks_exact(4) {
+            acc[e] = acc[e].wrapping_add(i32::from_le_bytes(c.try_into().unwrap()));
+            e = if e + 1 == ITEMS { 0 } else { e + 1 };
         }
     });
+    let got = accs.iter().fold(vec![0i32; ITEMS], |s, a| s.iter().zip(a).map(|(x, y)| x.wrapping_add(*y)).collect());
+    crate::same("baseline sum", &got, &reference(&data)).map_err(anyhow::Error::msg)?;
     Ok(Baseline { gbps, threads })
 }

@@ -3,18 +3,10 @@
 //! computed here (the gaps must stay zero).
 
 use crate::{payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions, Nic, NicConfig};
+use softspin_host::{EctxOptions};
 
 const BLOCK: usize = 256;
 const STRIDE: usize = 512;
-
-/// PsPIN with back-pressure instead of drops when the packet buffer is full:
-/// every packet is needed, and the rate the NIC then sustains is measured.
-fn lossless_nic() -> anyhow::Result<Nic> {
-    let mut cfg = NicConfig::pspin();
-    cfg.buffer_full = softspin_engine::BufferFull::Backpressure;
-    Ok(Nic::with_config(cfg)?)
-}
 
 fn message(quick: bool) -> Vec<u8> {
     let n = if quick { 64 << 10 } else { 1 << 20 };
@@ -46,7 +38,7 @@ fn reference(msg: &[u8]) -> Vec<u8> {
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let msg = message(ctx.quick);
     let count = msg.len() / BLOCK;
-    let mut nic = lossless_nic()?;
+    let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "strided_ddt", &[])?;
     let w = nic.host_window(count * STRIDE)?;
     let e = nic.install(&img, EctxOptions { ph: Some("ddt_ph".into()), host_window: Some(w), ..Default::default() })?;
