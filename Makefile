@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup bench-hpu bench-sim validation
+.PHONY: main test setup bench-hpu bench-sim validation benchmarks
 main:
 	scripts/main.sh
 test:
@@ -13,3 +13,5 @@ bench-sim: setup
 	python3 bench/sim_bench.py
 validation: setup
 	python3 scripts/validation.py
+benchmarks: setup
+	.venv/bin/python scripts/benchmarks.py

@@ -32,7 +32,7 @@ cargo build --release --quiet --workspace || die "cargo build failed"
 # The Python module `softspin` (crates/host-py) in a venv at .venv, built by
 # maturin into its own target dir (pyo3 built for the venv's Python), and
 # rebuilt only when its Rust or Python sources changed.
-PY_PINS="maturin==1.9.6 numpy==2.2.6 pytest==8.4.2"
+PY_PINS="maturin==1.9.6 numpy==2.2.6 pytest==8.4.2 matplotlib==3.10.7"
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
     echo "setup: creating .venv"
     rm -rf .venv

@@ -2,6 +2,7 @@
 //! example against its reference, and print one table (the main job); or
 //! `--json` for the report generator.
 
+use clap::Parser;
 use softspin_suite::{examples, Ctx};
 
 type Run = fn(&Ctx, usize) -> anyhow::Result<softspin_suite::Outcome>;
@@ -21,15 +22,30 @@ const SUITE: &[(&str, Run, Base)] = &[
     ("raid_parity", examples::raid_parity::run, examples::raid_parity::baseline),
 ];
 
+/// Run the handler suite on the simulated PsPIN NIC: verify every example
+/// against its reference and measure it beside the host-thread baseline.
+#[derive(Parser)]
+#[command(name = "softspin-suite")]
+struct Args {
+    /// Only these examples (default: all).
+    examples: Vec<String>,
+    /// Packet sizes in bytes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1024")]
+    sizes: Vec<usize>,
+    /// Smaller workloads (for tests).
+    #[arg(long)]
+    quick: bool,
+    /// One JSON array of rows (for scripts/benchmarks.py) instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
 fn main() -> anyhow::Result<()> {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    let json = args.iter().any(|a| a == "--json");
-    let quick = args.iter().any(|a| a == "--quick");
-    let sizes: Vec<usize> = match args.iter().position(|a| a == "--sizes") {
-        Some(i) => args.get(i + 1).map(|s| s.split(',').filter_map(|x| x.parse().ok()).collect()).unwrap_or_default(),
-        None => vec![1024],
-    };
-    let only: Vec<&String> = args.iter().filter(|a| !a.starts_with("--") && a.parse::<usize>().is_err() && !a.contains(',')).collect();
+    let Args { examples: only, sizes, quick, json } = Args::parse();
+    if let Some(bad) = only.iter().find(|o| !SUITE.iter().any(|(n, _, _)| n == o)) {
+        let names: Vec<&str> = SUITE.iter().map(|(n, _, _)| *n).collect();
+        anyhow::bail!("no example {bad:?}; the suite has {}", names.join(", "));
+    }
     let ctx = Ctx::new(quick)?;
     let mut rows = Vec::new();
     let mut failed = 0;
@@ -40,7 +56,7 @@ fn main() -> anyhow::Result<()> {
         );
     }
     for (name, run, base) in SUITE {
-        if !only.is_empty() && !only.iter().any(|o| o.as_str() == *name) {
+        if !only.is_empty() && !only.iter().any(|o| o == name) {
             continue;
         }
         for &size in &sizes {
