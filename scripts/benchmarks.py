@@ -77,10 +77,11 @@ def plots(rows, names):
     by = {(x["example"], x["size"]): x for x in rows}
     files = []
 
-    fig, ax = plt.subplots(figsize=(8, 5))
-    for n in names:
+    fig, ax = plt.subplots(figsize=(9.5, 5))
+    colors = plt.get_cmap("tab20").colors
+    for i, n in enumerate(names):
         ys = [by[(n, s)]["report"]["throughput_gbps"] if (n, s) in by else None for s in SIZES]
-        ax.plot(SIZES, ys, marker="o", label=n)
+        ax.plot(SIZES, ys, marker="osD^v<>ph*X"[i % 11], color=colors[(2 * i) % 20 + (i >= 10)], label=n)
     ax.axhline(400, color="grey", linestyle="--", linewidth=1)
     ax.text(SIZES[0], 405, "400 Gbit/s link", color="grey", fontsize=8)
     ax.set_xscale("log", base=2)
@@ -88,7 +89,7 @@ def plots(rows, names):
     ax.set_xlabel("packet size (B)")
     ax.set_ylabel("throughput (Gbit/s)")
     ax.set_title("Simulated PsPIN NIC: throughput by packet size")
-    ax.legend(fontsize=8, ncol=2)
+    ax.legend(fontsize=8, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(os.path.join(IMG, "throughput.png"), dpi=110)
     files.append("throughput.png")
