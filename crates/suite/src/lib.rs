@@ -11,6 +11,7 @@
 //! `pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline>`.
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 use std::time::Instant;
 
@@ -22,6 +23,25 @@ use softspin_host::{BufferFull, Image, Nic, NicConfig, Report};
 pub mod examples {
     pub use super::{empty, reduce, aggregate, histogram, filtering, kvstore, strided_ddt, raid_parity, accumulate, broadcast_fwd, pspin_compat};
 }
+
+/// An example's run on the NIC and its host baseline.
+pub type Run = fn(&Ctx, usize) -> anyhow::Result<Outcome>;
+pub type Base = fn(&Ctx, usize) -> anyhow::Result<Baseline>;
+
+/// The whole suite, in the order the table prints it.
+pub const SUITE: &[(&str, Run, Base)] = &[
+    ("empty", empty::run, empty::baseline),
+    ("reduce", reduce::run, reduce::baseline),
+    ("accumulate", accumulate::run, accumulate::baseline),
+    ("broadcast_fwd", broadcast_fwd::run, broadcast_fwd::baseline),
+    ("pspin_compat", pspin_compat::run, pspin_compat::baseline),
+    ("aggregate", aggregate::run, aggregate::baseline),
+    ("histogram", histogram::run, histogram::baseline),
+    ("filtering", filtering::run, filtering::baseline),
+    ("kvstore", kvstore::run, kvstore::baseline),
+    ("strided_ddt", strided_ddt::run, strided_ddt::baseline),
+    ("raid_parity", raid_parity::run, raid_parity::baseline),
+];
 #[path = "../../../examples/aggregate/host.rs"]
 pub mod aggregate;
 #[path = "../../../examples/histogram/host.rs"]
@@ -70,7 +90,10 @@ pub struct Baseline {
 impl Ctx {
     pub fn new(quick: bool) -> anyhow::Result<Ctx> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
-        let work = std::env::temp_dir().join(format!("softspin-suite-{}", std::process::id()));
+        // One directory per Ctx, so that several can live at once (tests).
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let n = NEXT.fetch_add(1, Ordering::Relaxed);
+        let work = std::env::temp_dir().join(format!("softspin-suite-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&work)?;
         Ok(Ctx { root, work, quick, built: Mutex::new(Vec::new()) })
     }

@@ -3,24 +3,7 @@
 //! `--json` for the report generator.
 
 use clap::Parser;
-use softspin_suite::{examples, Ctx};
-
-type Run = fn(&Ctx, usize) -> anyhow::Result<softspin_suite::Outcome>;
-type Base = fn(&Ctx, usize) -> anyhow::Result<softspin_suite::Baseline>;
-
-const SUITE: &[(&str, Run, Base)] = &[
-    ("empty", examples::empty::run, examples::empty::baseline),
-    ("reduce", examples::reduce::run, examples::reduce::baseline),
-    ("accumulate", examples::accumulate::run, examples::accumulate::baseline),
-    ("broadcast_fwd", examples::broadcast_fwd::run, examples::broadcast_fwd::baseline),
-    ("pspin_compat", examples::pspin_compat::run, examples::pspin_compat::baseline),
-    ("aggregate", examples::aggregate::run, examples::aggregate::baseline),
-    ("histogram", examples::histogram::run, examples::histogram::baseline),
-    ("filtering", examples::filtering::run, examples::filtering::baseline),
-    ("kvstore", examples::kvstore::run, examples::kvstore::baseline),
-    ("strided_ddt", examples::strided_ddt::run, examples::strided_ddt::baseline),
-    ("raid_parity", examples::raid_parity::run, examples::raid_parity::baseline),
-];
+use softspin_suite::{Ctx, SUITE};
 
 /// Run the handler suite on the simulated PsPIN NIC: verify every example
 /// against its reference and measure it beside the host-thread baseline.
