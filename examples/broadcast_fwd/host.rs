@@ -5,7 +5,7 @@
 //! message landed in host memory. The reported run is rank 1 of 16 (an
 //! interior node with 3 children).
 
-use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng};
+use crate::{offset_packets as packets, Baseline, Ctx, Outcome, Rng};
 use softspin_host::{EctxOptions, Event, Report};
 
 /// (size, rank) pairs run; the first is the one reported.
@@ -15,19 +15,6 @@ fn message(quick: bool) -> Vec<u8> {
     let n = if quick { 8 << 10 } else { 64 << 10 };
     let mut r = Rng::new(5);
     (0..n).map(|_| r.next_u64() as u8).collect()
-}
-
-/// Packets: [u32 byte offset][data].
-fn packets(msg: &[u8], packet_size: usize) -> Vec<Vec<u8>> {
-    let per = payload_per_packet(packet_size) - 4;
-    msg.chunks(per)
-        .enumerate()
-        .map(|(k, c)| {
-            let mut p = ((k * per) as u32).to_le_bytes().to_vec();
-            p.extend_from_slice(c);
-            p
-        })
-        .collect()
 }
 
 /// Binomial tree rooted at 0: the parent of c > 0 is c without its highest set bit.

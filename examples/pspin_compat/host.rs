@@ -4,7 +4,7 @@
 //! checksum) and data in host memory, and the global packet counter in
 //! handler memory, against the same computed here.
 
-use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng, HDR};
+use crate::{offset_packets as packets, Baseline, Ctx, Outcome, Rng, HDR};
 use softspin_host::{build_frame, Arrival, FrameKind};
 use softspin_host::{EctxOptions, Nic};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -17,19 +17,6 @@ fn messages(quick: bool) -> Vec<Vec<u8>> {
     let m = if quick { 8 } else { MAX_MSGS };
     let mut r = Rng::new(9);
     (0..m).map(|k| (0..MSG_BYTES - 7 * k).map(|_| r.next_u64() as u8).collect()).collect()
-}
-
-/// Packets: [u32 byte offset][data].
-fn packets(msg: &[u8], packet_size: usize) -> Vec<Vec<u8>> {
-    let per = payload_per_packet(packet_size) - 4;
-    msg.chunks(per)
-        .enumerate()
-        .map(|(k, c)| {
-            let mut p = ((k * per) as u32).to_le_bytes().to_vec();
-            p.extend_from_slice(c);
-            p
-        })
-        .collect()
 }
 
 /// Xor of the payload as little-endian u32 words, the tail zero-padded.

@@ -2,8 +2,8 @@
 //! (256 B blocks, 512 B stride). Verified byte for byte against the layout
 //! computed here (the gaps must stay zero).
 
-use crate::{payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions};
+use crate::{offset_packets as packets, words_to_bytes, Baseline, Ctx, Outcome, Rng};
+use softspin_host::EctxOptions;
 
 const BLOCK: usize = 256;
 const STRIDE: usize = 512;
@@ -12,19 +12,6 @@ fn message(quick: bool) -> Vec<u8> {
     let n = if quick { 64 << 10 } else { 1 << 20 };
     let mut r = Rng::new(5);
     (0..n / 8).flat_map(|_| r.next_u64().to_le_bytes()).collect()
-}
-
-/// The stream split into packets: [byte offset][data...].
-fn packets(msg: &[u8], packet_size: usize) -> Vec<Vec<u8>> {
-    let per = payload_per_packet(packet_size) - 4;
-    msg.chunks(per)
-        .enumerate()
-        .map(|(k, c)| {
-            let mut p = ((k * per) as u32).to_le_bytes().to_vec();
-            p.extend_from_slice(c);
-            p
-        })
-        .collect()
 }
 
 fn reference(msg: &[u8]) -> Vec<u8> {

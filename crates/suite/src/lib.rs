@@ -141,6 +141,20 @@ pub fn payload_per_packet(packet_size: usize) -> usize {
     packet_size.saturating_sub(HDR).max(4) & !3
 }
 
+/// A byte stream split into packets that say where they belong:
+/// [u32 LE byte offset][data...], so that handlers can place them in any order.
+pub fn offset_packets(msg: &[u8], packet_size: usize) -> Vec<Vec<u8>> {
+    let per = payload_per_packet(packet_size) - 4;
+    msg.chunks(per)
+        .enumerate()
+        .map(|(k, c)| {
+            let mut p = ((k * per) as u32).to_le_bytes().to_vec();
+            p.extend_from_slice(c);
+            p
+        })
+        .collect()
+}
+
 /// Run `work` over `items` on `threads` host threads (static partition, as
 /// in seed 001 §4.3) and return the Gbit/s it sustained.
 pub fn host_throughput<T: Sync>(items: &[T], bytes: u64, threads: usize, work: impl Fn(&T) + Sync) -> f64 {
