@@ -725,11 +725,6 @@ impl Engine {
         c.notify_q.drain(..n).collect()
     }
 
-    /// Notifications posted but not yet visible or not yet polled.
-    pub fn notifications_in_flight(&self) -> usize {
-        self.core.notify_q.len()
-    }
-
     /// Answer a notification; the handler sees `value` one PCIe latency
     /// later. Frees its ring slot.
     pub fn respond(&mut self, id: u32, value: u64) -> Result<(), String> {
@@ -1181,8 +1176,9 @@ impl Engine {
         }
     }
 
-    /// Nothing left to do: no event scheduled, no packet on its way. Only
-    /// the host (a new packet, a response) can wake the NIC.
+    /// Nothing left to do: no event scheduled, no packet or notification on
+    /// its way (a notification's arrival at the host is an event). Only the
+    /// host (a new packet, a response) can wake the NIC.
     pub fn is_idle(&self) -> bool {
         self.core.events.is_empty() && self.core.immediate.is_empty()
     }

@@ -5,7 +5,7 @@
 //! memory: the "ideal DPDK" setting of seed 001 §4.3).
 //!
 //! An example is a directory `examples/NAME/` with `handler.c`, `host.rs`
-//! (a module compiled into this crate, see `examples` below), and a README.
+//! (a module of this crate, listed in [`SUITE`]), and a README.
 //! Its `host.rs` provides
 //! `pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome>` and
 //! `pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline>`.
@@ -18,11 +18,6 @@ use std::time::Instant;
 use anyhow::Context;
 use softspin_host::sdk::{build, BuildOptions};
 use softspin_host::{BufferFull, Image, Nic, NicConfig, Report};
-
-/// The examples' host programs (one module per `examples/NAME/host.rs`).
-pub mod examples {
-    pub use super::{empty, reduce, aggregate, histogram, filtering, kvstore, strided_ddt, raid_parity, accumulate, broadcast_fwd, pspin_compat};
-}
 
 /// An example's run on the NIC and its host baseline.
 pub type Run = fn(&Ctx, usize) -> anyhow::Result<Outcome>;
@@ -42,6 +37,8 @@ pub const SUITE: &[(&str, Run, Base)] = &[
     ("strided_ddt", strided_ddt::run, strided_ddt::baseline),
     ("raid_parity", raid_parity::run, raid_parity::baseline),
 ];
+
+// The examples' host programs: one module per `examples/NAME/host.rs`.
 #[path = "../../../examples/aggregate/host.rs"]
 pub mod aggregate;
 #[path = "../../../examples/histogram/host.rs"]
