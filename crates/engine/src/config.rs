@@ -8,6 +8,8 @@ use serde::{Deserialize, Serialize};
 use softspin_hpu::abi;
 use softspin_hpu::TimingModel;
 
+use crate::units::{self, Clock, Gbps};
+
 /// What the inbound engine does when the L2 packet buffer is full.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -198,8 +200,13 @@ impl NicConfig {
         Ok(cfg)
     }
 
+    /// The NIC clock (valid once `validate` passed).
+    pub fn clock(&self) -> Clock {
+        Clock::from_mhz(self.clock_mhz).expect("validated clock_mhz")
+    }
+
     pub fn ps_per_cycle(&self) -> u64 {
-        1_000_000 / self.clock_mhz as u64
+        self.clock().ps_per_cycle()
     }
 
     pub fn hpus(&self) -> usize {
@@ -219,7 +226,29 @@ impl NicConfig {
     /// L1 offset where the ECTX scratchpads begin (after the packet buffer,
     /// runtime areas and stacks).
     pub fn l1_scratch_base(&self) -> u32 {
-        self.l1_pkt_buffer + self.hpus_per_cluster * (self.runtime_area() + self.hpu_stack_size)
+        // Fits: validate checked l1_layout_bytes() <= l1_size.
+        self.l1_layout_bytes() as u32
+    }
+
+    /// Bytes of L1 before the scratchpads, computed without overflow.
+    fn l1_layout_bytes(&self) -> u64 {
+        self.l1_pkt_buffer as u64 + self.hpus_per_cluster as u64 * (self.runtime_area() as u64 + self.hpu_stack_size as u64)
+    }
+
+    /// Bytes of each cluster's L1 left for ECTX scratchpads.
+    pub fn l1_scratch_size(&self) -> u32 {
+        self.l1_size - self.l1_scratch_base()
+    }
+
+    /// Region sizes handler images are linked against (`softspin build`
+    /// passes them to the linker).
+    pub fn memory_map(&self) -> abi::MemoryMap {
+        abi::MemoryMap {
+            l1_size: self.l1_size,
+            l2_handler_size: self.l2_handler_size,
+            l2_pkt_size: self.l2_pkt_size,
+            prog_mem_size: self.prog_mem_size,
+        }
     }
 
     /// `-D` flags that make the SDK match this configuration.
@@ -227,79 +256,156 @@ impl NicConfig {
         vec![format!("NB_CLUSTERS={}", self.clusters), format!("NB_CORES={}", self.hpus_per_cluster)]
     }
 
+    /// Check every field against the model's limits; the first problem is
+    /// returned, naming the field and its limit. The CLI, TOML files and the
+    /// host API all come through here.
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |field: &'static str, reason: String| Err(ConfigError::Invalid { field, reason });
-        if !(1..=16).contains(&self.clusters) {
-            return bad("clusters", format!("{} is not in 1..=16", self.clusters));
-        }
-        if !(1..=64).contains(&self.hpus_per_cluster) {
-            return bad("hpus_per_cluster", format!("{} is not in 1..=64", self.hpus_per_cluster));
-        }
-        if self.clock_mhz == 0 || 1_000_000 % self.clock_mhz != 0 {
+        let range = |field: &'static str, v: u32, lo: u32, hi: u32| {
+            if (lo..=hi).contains(&v) {
+                Ok(())
+            } else {
+                Err(ConfigError::Invalid { field, reason: format!("{v} is not in {lo}..={hi}") })
+            }
+        };
+        range("clusters", self.clusters, 1, MAX_CLUSTERS)?;
+        range("hpus_per_cluster", self.hpus_per_cluster, 1, MAX_HPUS_PER_CLUSTER)?;
+        let Some(clock) = Clock::from_mhz(self.clock_mhz) else {
             return bad("clock_mhz", format!("{} MHz: must divide 1,000,000 (whole picoseconds per cycle)", self.clock_mhz));
+        };
+        if self.hpu.clock_mhz != self.clock_mhz {
+            return bad("hpu.clock_mhz", format!("{} differs from clock_mhz {}", self.hpu.clock_mhz, self.clock_mhz));
         }
-        if self.l1_size == 0 || self.l1_size > abi::L1_CLUSTER_STRIDE {
-            return bad("l1_size", format!("{} must be in 1..={} (the cluster address stride)", self.l1_size, abi::L1_CLUSTER_STRIDE));
+        // The memory map (abi.rs): an L1 cannot exceed the cluster stride,
+        // and holds the packet buffer, then per HPU a runtime area and a
+        // stack, then the ECTX scratchpads.
+        range("l1_size", self.l1_size, 1, abi::L1_CLUSTER_STRIDE)?;
+        if self.l1_pkt_buffer < 64 || self.l1_pkt_buffer > self.l1_size {
+            return bad("l1_pkt_buffer", format!("{} must be in 64..=l1_size ({})", self.l1_pkt_buffer, self.l1_size));
         }
         if self.hpu_stack_size < 256 || self.hpu_stack_size % 16 != 0 {
             return bad("hpu_stack_size", format!("{} must be >= 256 and a multiple of 16", self.hpu_stack_size));
         }
-        if self.l1_pkt_buffer < 64 || self.l1_scratch_base() > self.l1_size {
+        if self.l1_layout_bytes() > self.l1_size as u64 {
+            let hpus = self.hpus_per_cluster as u64;
+            let room = (self.l1_size as u64).saturating_sub(self.l1_pkt_buffer as u64 + hpus * self.runtime_area() as u64);
+            let max_stack = room / hpus / 16 * 16;
+            let sum = format!(
+                "l1_pkt_buffer {} + {} HPUs x (runtime area {} + hpu_stack_size {}) = {} bytes exceed l1_size {}",
+                self.l1_pkt_buffer,
+                hpus,
+                self.runtime_area(),
+                self.hpu_stack_size,
+                self.l1_layout_bytes(),
+                self.l1_size
+            );
+            return if max_stack >= 256 {
+                bad("hpu_stack_size", format!("{sum}: at most {max_stack} with these settings"))
+            } else {
+                bad("l1_pkt_buffer", format!("{sum}: no room left for 256-byte stacks"))
+            };
+        }
+        range("l2_handler_size", self.l2_handler_size, 1, abi::L2_PKT_BASE - abi::L2_HANDLER_BASE)?;
+        range("l2_pkt_size", self.l2_pkt_size, 1, abi::PROG_MEM_BASE - abi::L2_PKT_BASE)?;
+        if self.pkt_slot_size < 64 || self.pkt_slot_size > self.l2_pkt_size || self.pkt_slot_size > self.l1_pkt_buffer {
             return bad(
-                "l1_pkt_buffer",
+                "pkt_slot_size",
                 format!(
-                    "packet buffer ({}) + runtime areas and stacks ({} HPUs) need {} bytes, more than l1_size {}",
-                    self.l1_pkt_buffer,
-                    self.hpus_per_cluster,
-                    self.l1_scratch_base(),
-                    self.l1_size
+                    "{} must be >= 64 and fit both the L2 packet buffer (l2_pkt_size {}) and the L1 packet buffer (l1_pkt_buffer {})",
+                    self.pkt_slot_size, self.l2_pkt_size, self.l1_pkt_buffer
                 ),
             );
         }
-        if self.l2_handler_size == 0 || self.l2_handler_size > abi::L2_PKT_BASE - abi::L2_HANDLER_BASE {
-            return bad("l2_handler_size", format!("{} must be in 1..=4 MiB", self.l2_handler_size));
-        }
-        if self.l2_pkt_size == 0 || self.l2_pkt_size > abi::PROG_MEM_BASE - abi::L2_PKT_BASE {
-            return bad("l2_pkt_size", format!("{} must be in 1..=12 MiB", self.l2_pkt_size));
-        }
-        if self.pkt_slot_size < 64 || self.pkt_slot_size > self.l2_pkt_size || self.pkt_slot_size > self.l1_pkt_buffer {
-            return bad("pkt_slot_size", format!("{} must be >= 64 and fit both the L2 and the L1 packet buffers", self.pkt_slot_size));
-        }
-        if self.prog_mem_size == 0 || self.prog_mem_size > 16 << 20 {
-            return bad("prog_mem_size", format!("{} must be in 1..=16 MiB", self.prog_mem_size));
-        }
-        for (field, v) in [
-            ("mpqs", self.mpqs),
-            ("cluster_task_queue", self.cluster_task_queue),
-            ("max_outstanding_cmds", self.max_outstanding_cmds),
-            ("notify_ring", self.notify_ring),
-            ("quantum_cycles", self.quantum_cycles),
-        ] {
-            if v == 0 {
-                return bad(field, "must be at least 1".into());
+        range("prog_mem_size", self.prog_mem_size, 1, MAX_PROG_MEM)?;
+        range("mpqs", self.mpqs, 1, MAX_MPQS)?;
+        range("cluster_task_queue", self.cluster_task_queue, 1, MAX_CLUSTER_TASK_QUEUE)?;
+        range("max_outstanding_cmds", self.max_outstanding_cmds, 1, MAX_OUTSTANDING_CMDS)?;
+        range("notify_ring", self.notify_ring, 1, MAX_NOTIFY_RING)?;
+        range("quantum_cycles", self.quantum_cycles, 1, MAX_QUANTUM_CYCLES)?;
+        for (field, v) in [("dma_width_bits", self.dma_width_bits), ("interconnect_bits", self.interconnect_bits)] {
+            if v < 8 || v % 8 != 0 || v > MAX_BUS_BITS {
+                return bad(field, format!("{v} must be a multiple of 8 in 8..={MAX_BUS_BITS}"));
             }
         }
-        if self.dma_width_bits < 8 || self.dma_width_bits % 8 != 0 {
-            return bad("dma_width_bits", format!("{} must be a positive multiple of 8", self.dma_width_bits));
+        // Every delay converts to picoseconds without overflow and stays
+        // below units::MAX_DELAY, so `now + delay` cannot wrap.
+        for (field, ns) in [
+            ("to_cluster_ns", self.to_cluster_ns),
+            ("invoke_ns", self.invoke_ns),
+            ("completion_ns", self.completion_ns),
+            ("host.latency_ns", self.host.latency_ns),
+        ] {
+            units::delay_ns(field, ns)?;
         }
-        if self.interconnect_bits < 8 || self.interconnect_bits % 8 != 0 {
-            return bad("interconnect_bits", format!("{} must be a positive multiple of 8", self.interconnect_bits));
+        for (field, c) in [
+            ("dma_latency_cycles", self.dma_latency_cycles),
+            ("assign_cycles", self.assign_cycles),
+            ("doorbell_cycles", self.doorbell_cycles),
+            ("quantum_cycles", self.quantum_cycles),
+        ] {
+            units::delay_cycles(field, c as u64, clock)?;
         }
-        if !(self.line_rate_gbps > 0.0 && self.line_rate_gbps.is_finite()) {
-            return bad("line_rate_gbps", format!("{} must be a positive number", self.line_rate_gbps));
-        }
-        if !(self.host.bandwidth_gbps > 0.0 && self.host.bandwidth_gbps.is_finite()) {
-            return bad("host.bandwidth_gbps", format!("{} must be a positive number", self.host.bandwidth_gbps));
-        }
-        if self.hpu.clock_mhz != self.clock_mhz {
-            return bad("hpu.clock_mhz", format!("{} differs from clock_mhz {}", self.hpu.clock_mhz, self.clock_mhz));
+        for (field, r) in [("line_rate_gbps", self.line_rate_gbps), ("host.bandwidth_gbps", self.host.bandwidth_gbps)] {
+            if !Gbps(r).is_valid() {
+                return bad(field, format!("{r} must be in {}..={} Gbit/s", Gbps::MIN, Gbps::MAX));
+            }
         }
         let t = &self.hpu;
-        let costs = [t.alu, t.load, t.store, t.branch, t.jal, t.jalr, t.mul, t.mulh, t.div, t.csr, t.ecall];
-        if costs.contains(&0) {
-            return bad("hpu", "every instruction class costs at least one cycle".into());
+        let costs = [
+            ("hpu.alu", t.alu),
+            ("hpu.load", t.load),
+            ("hpu.store", t.store),
+            ("hpu.branch", t.branch),
+            ("hpu.jal", t.jal),
+            ("hpu.jalr", t.jalr),
+            ("hpu.mul", t.mul),
+            ("hpu.mulh", t.mulh),
+            ("hpu.div", t.div),
+            ("hpu.csr", t.csr),
+            ("hpu.ecall", t.ecall),
+        ];
+        for (field, v) in costs {
+            // Every instruction costs at least one cycle: the watchdog and
+            // the slice end rely on it.
+            range(field, v, 1, MAX_INSTR_CYCLES)?;
+        }
+        let extras = [
+            ("hpu.load_use_stall", t.load_use_stall),
+            ("hpu.branch_taken_penalty", t.branch_taken_penalty),
+            ("hpu.atomic", t.atomic),
+            ("hpu.misaligned_penalty", t.misaligned_penalty),
+        ];
+        for (field, v) in extras.into_iter().chain(t.mem_latency.iter().map(|&v| ("hpu.mem_latency", v))) {
+            range(field, v, 0, MAX_INSTR_CYCLES)?;
         }
         Ok(())
+    }
+}
+
+/// Documented maxima of the counts and sizes (not PsPIN values; those are
+/// the profiles). Each keeps the memory the model allocates for it small.
+/// Clusters: the SDK's `task_t` and the engine's maps are sized for 16.
+pub const MAX_CLUSTERS: u32 = 16;
+pub const MAX_HPUS_PER_CLUSTER: u32 = 64;
+/// Program memory: 16 MiB above `PROG_MEM_BASE`.
+pub const MAX_PROG_MEM: u32 = 16 << 20;
+/// MPQs: 16x PsPIN's 256 (each costs the engine ~140 bytes).
+pub const MAX_MPQS: u32 = 4096;
+pub const MAX_CLUSTER_TASK_QUEUE: u32 = 4096;
+pub const MAX_OUTSTANDING_CMDS: u32 = 256;
+pub const MAX_NOTIFY_RING: u32 = 65536;
+pub const MAX_QUANTUM_CYCLES: u32 = 1_000_000;
+/// DMA and interconnect width (PsPIN: 512 bit).
+pub const MAX_BUS_BITS: u32 = 8192;
+/// Any one entry of the HPU timing table (RI5CY's slowest, DIV, is 35).
+pub const MAX_INSTR_CYCLES: u32 = 1000;
+
+// All clusters' L1s fit the address map below L2.
+const _: () = assert!(abi::L1_BASE as u64 + MAX_CLUSTERS as u64 * abi::L1_CLUSTER_STRIDE as u64 <= abi::L2_HANDLER_BASE as u64);
+
+impl From<units::OutOfRange> for ConfigError {
+    fn from(e: units::OutOfRange) -> ConfigError {
+        ConfigError::Invalid { field: e.field, reason: format!("{} is out of range (limit: {})", e.value, e.limit) }
     }
 }
 
@@ -337,6 +443,43 @@ mod tests {
         let e = NicConfig::from_toml("profile = \"x\"\n", "t.toml").unwrap_err().to_string();
         assert!(e.contains("unknown profile"), "{e}");
         let e = NicConfig::from_toml("l1_size = 40000\n", "t.toml").unwrap_err().to_string();
-        assert!(e.contains("`l1_pkt_buffer`"), "{e}");
+        assert!(e.contains("`hpu_stack_size`") && e.contains("at most 768"), "{e}");
+        let e = NicConfig::from_toml("l1_size = 33000\n", "t.toml").unwrap_err().to_string();
+        assert!(e.contains("`l1_pkt_buffer`") && e.contains("no room"), "{e}");
+    }
+
+    fn err(toml: &str) -> String {
+        NicConfig::from_toml(toml, "t.toml").unwrap_err().to_string()
+    }
+
+    /// The reproductions of issue 10: each was a panic, an abort or a
+    /// silently wrong model before validation covered it.
+    #[test]
+    fn absurd_sizes_and_times_name_the_field_and_its_limit() {
+        // u32 wrap in the L1 layout sum (was: panic).
+        let e = err("l1_pkt_buffer = 4294967040\n");
+        assert!(e.contains("`l1_pkt_buffer`") && e.contains("64..=l1_size (1048576)"), "{e}");
+        // 8 x 512 MiB stacks wrapped to a small sum (was: accepted).
+        let e = err("hpu_stack_size = 536870912\n");
+        assert!(e.contains("`hpu_stack_size`") && e.contains("at most 126848"), "{e}");
+        // 13.6 GB of MPQ state (was: allocation abort).
+        let e = err("mpqs = 100000000\n");
+        assert!(e.contains("`mpqs`") && e.contains("1..=4096"), "{e}");
+        // ns -> ps wrapped to a latency lower than the default.
+        let e = err("[host]\nlatency_ns = 9223372036854775807\n");
+        assert!(e.contains("`host.latency_ns`") && e.contains("3600000000000 ns"), "{e}");
+        let e = err("quantum_cycles = 4294967295\n");
+        assert!(e.contains("`quantum_cycles`"), "{e}");
+        let e = err("clock_mhz = 1\ndma_latency_cycles = 4294967295\n");
+        assert!(e.contains("`dma_latency_cycles`") && e.contains("3600000000 cycles"), "{e}");
+        let e = err("line_rate_gbps = 1e-300\n");
+        assert!(e.contains("`line_rate_gbps`"), "{e}");
+        let e = err("[hpu]\ndiv = 4000000000\n");
+        assert!(e.contains("`hpu.div`") && e.contains("1..=1000"), "{e}");
+        let e = err("l2_pkt_size = 4294967295\n");
+        assert!(e.contains("`l2_pkt_size`") && e.contains("1..=12582912"), "{e}");
+        // The largest accepted values still give a working layout.
+        let c = NicConfig::from_toml("hpu_stack_size = 2896\nmpqs = 4096\n[host]\nlatency_ns = 3600000000000\n", "t.toml").unwrap();
+        assert_eq!(c.l1_scratch_size(), 1048576 - 32768 - 8 * (128 + 2896));
     }
 }

@@ -5,13 +5,15 @@
 //! - [`engine`]: the discrete-event model (inbound, MPQs, dispatcher,
 //!   clusters, HPUs, command unit);
 //! - [`traffic`]: packet sources (generator, PsPIN-style traces, pcap);
-//! - [`stats`]: the statistics report.
+//! - [`stats`]: the statistics report;
+//! - [`units`]: ps, ns, cycles and Gbit/s with checked conversions.
 
 pub mod config;
 pub mod ectx;
 pub mod engine;
 pub mod stats;
 pub mod traffic;
+pub mod units;
 
 pub use config::{BufferFull, ConfigError, NicConfig};
 pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
