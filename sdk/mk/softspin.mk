@@ -12,6 +12,10 @@
 # same file the softspin CLI reads, so there is one source of truth.
 # Extra flags: CFLAGS/CPPFLAGS/LDFLAGS (appended after the SDK's, so e.g.
 # -O2 or -DNB_CLUSTERS=2 take effect).
+# SOFTSPIN_PROFILE (pspin, fpspin) picks the memory map handler images are
+# linked against: $(SOFTSPIN_SDK)/link/$(SOFTSPIN_PROFILE).ld, generated from
+# the NIC configuration.  For a custom configuration use
+# `softspin build --config nic.toml` instead, which passes its sizes.
 
 # Immediate (:=) so MAKEFILE_LIST still ends with this file.
 ifndef SOFTSPIN_SDK
@@ -22,6 +26,7 @@ SOFTSPIN_TOOLCHAIN := $(SOFTSPIN_SDK)/toolchain.txt
 _softspin_saved_goal := $(.DEFAULT_GOAL)
 SOFTSPIN_BUILD ?= build/softspin-rt
 SOFTSPIN_KIND ?= handler
+SOFTSPIN_PROFILE ?= pspin
 
 # $(call softspin_tc,KEY): the value of KEY in toolchain.txt, {sdk} expanded.
 softspin_tc = $(subst {sdk},$(SOFTSPIN_SDK),$(shell sed -n 's/^$(1):[[:space:]]*//p' '$(SOFTSPIN_TOOLCHAIN)'))
@@ -35,7 +40,7 @@ LD := $(call softspin_tc,ld)
 endif
 
 SOFTSPIN_CFLAGS := $(call softspin_tc,cflags)
-SOFTSPIN_LDFLAGS_HANDLER := $(call softspin_tc,ldflags-handler)
+SOFTSPIN_LDFLAGS_HANDLER := $(call softspin_tc,ldflags-handler) $(SOFTSPIN_SDK)/link/$(SOFTSPIN_PROFILE).ld
 SOFTSPIN_LDFLAGS_BARE := $(call softspin_tc,ldflags-bare)
 
 softspin_rt_objs = $(addprefix $(SOFTSPIN_BUILD)/,$(addsuffix .o,$(basename $(notdir $(1)))))

@@ -2,7 +2,10 @@
 # check.sh - build-checks the SDK with plain clang-14 / ld.lld-14 commands
 # driven by sdk/toolchain.txt:
 #   * a PsPIN-style handler compiles unchanged and links with handler.ld
-#     (.text at 0x1D000000, data at 0x1C000000, no linker warnings);
+#     and the PsPIN memory map link/pspin.ld (.text at 0x1D000000, data at
+#     0x1C000000, no linker warnings); with link/fpspin.ld, data that
+#     overruns FPsPIN's 1 MiB handler memory is refused; without a memory
+#     map the link fails and says so;
 #   * the SDK self-test and every tests/diff/*.c program build bare-metal;
 #   * if qemu-riscv32 is installed, the self-test passes and each diff
 #     program's RV32 output equals its native (gcc) output.
@@ -18,7 +21,9 @@ tc() { sed -n "s/^$1:[[:space:]]*//p" "$SDK/toolchain.txt" | sed "s|{sdk}|$SDK|g
 CC="$(tc cc)"
 LD="$(tc ld)"
 CFLAGS="$(tc cflags)"
-LDFLAGS_HANDLER="$(tc ldflags-handler)"
+LDFLAGS_HANDLER="$(tc ldflags-handler) $SDK/link/pspin.ld"
+LDFLAGS_HANDLER_NOMAP="$(tc ldflags-handler)"
+LDFLAGS_HANDLER_FPSPIN="$(tc ldflags-handler) $SDK/link/fpspin.ld"
 LDFLAGS_BARE="$(tc ldflags-bare)"
 if ! command -v "$CC" >/dev/null || ! command -v "$LD" >/dev/null; then
     echo "clang-14 not found: install it with apt-get install clang-14 lld-14" >&2
@@ -90,14 +95,27 @@ else
     bad "pspin_style_handler does not build"
 fi
 
-# Same handler for a 2-cluster machine, data moved with the override symbol.
+# Same handler for FPsPIN (2 clusters, 1 MiB handler memory), data moved
+# with the placement symbol; moved past the region's end, it must not link.
 if cc "$SDK/tests/pspin_style_handler.c" "$H.2c.o" -DNB_CLUSTERS=2 &&
-    ld_quiet "$H.2c.elf" $LDFLAGS_HANDLER --defsym=SOFTSPIN_L2_HANDLER_BASE=0x1C100000 \
+    ld_quiet "$H.2c.elf" $LDFLAGS_HANDLER_FPSPIN --defsym=SOFTSPIN_DATA_BASE=0x1C080000 \
         $RT_HANDLER "$H.2c.o" &&
-    { [ -z "$READELF" ] || "$READELF" -l "$H.2c.elf" | grep -Eq 'LOAD .* 0x1c100000 .* RW '; }; then
-    ok "handler with -DNB_CLUSTERS=2 and SOFTSPIN_L2_HANDLER_BASE override"
+    { [ -z "$READELF" ] || "$READELF" -l "$H.2c.elf" | grep -Eq 'LOAD .* 0x1c080000 .* RW '; }; then
+    ok "handler for fpspin.ld with -DNB_CLUSTERS=2 and SOFTSPIN_DATA_BASE"
 else
-    bad "handler with overrides"
+    bad "handler for fpspin.ld with SOFTSPIN_DATA_BASE"
+fi
+if ! "$LD" $LDFLAGS_HANDLER_FPSPIN --defsym=SOFTSPIN_DATA_BASE=0x1C100000 $RT_HANDLER "$H.2c.o" \
+    -o "$H.over.elf" >"$H.over.log" 2>&1 && grep -q "does not fit in L2 handler memory" "$H.over.log"; then
+    ok "data past FPsPIN's handler memory is refused"
+else
+    bad "data past FPsPIN's handler memory linked (see $H.over.log)"
+fi
+if ! "$LD" $LDFLAGS_HANDLER_NOMAP $RT_HANDLER "$H.o" -o "$H.nomap.elf" >"$H.nomap.log" 2>&1 &&
+    grep -q "no NIC memory map" "$H.nomap.log"; then
+    ok "a link without a memory map fails and says so"
+else
+    bad "a link without a memory map (see $H.nomap.log)"
 fi
 
 # PsPIN's optional debug switches must compile too.

@@ -1,10 +1,11 @@
 //! `softspin build`: compile handler sources into an RV32 image with the SDK
-//! (the work is done by `softspin_host::sdk`).
+//! (the work is done by the `softspin-sdk` crate), for the memory map and
+//! cluster count of the chosen profile or configuration.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use softspin_host::sdk::{self, BuildOptions};
+use softspin_sdk::{self as sdk, BuildOptions};
 
 #[derive(clap::Args)]
 pub struct BuildArgs {
@@ -24,10 +25,13 @@ pub struct BuildArgs {
     /// `softspin isa run` instead of a handler image.
     #[arg(long)]
     bare: bool,
-    /// Build for this NIC profile's constants (NB_CLUSTERS, NB_CORES).
+    /// Build for this NIC profile: its memory map (region bases and sizes,
+    /// passed to the linker) and constants (NB_CLUSTERS, NB_CORES).
+    /// Default: pspin.
     #[arg(long, value_name = "pspin|fpspin", conflicts_with = "config")]
     profile: Option<String>,
-    /// Build for the NIC described by this TOML configuration.
+    /// Build for the NIC described by this TOML configuration (memory map
+    /// and constants, as --profile).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
     /// Link the code at this program-memory address (handler images).
@@ -70,6 +74,7 @@ pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
         cflags: a.cflags,
         code_base: a.code_base,
         data_base: a.data_base,
+        link_symbols: nic.memory_map().link_symbols(),
         verbose: a.verbose,
     })?;
     Ok(ExitCode::SUCCESS)

@@ -775,11 +775,13 @@ fn build(
         Err(_) => sources.extract()?,
     };
     let (mut define, include, cflags) = (define.unwrap_or_default(), include.unwrap_or_default(), cflags.unwrap_or_default());
+    let mut link_symbols = Vec::new();
     if let Some(p) = profile {
         let cfg = host::NicConfig::profile(p).ok_or_else(|| err(host::Error::Profile(p.into())))?;
         define.splice(0..0, cfg.sdk_defines());
+        link_symbols = cfg.memory_map().link_symbols();
     }
-    let o = host::sdk::BuildOptions { sources, output: output.clone(), include, define, bare, cflags, code_base, data_base, verbose };
+    let o = host::sdk::BuildOptions { sources, output: output.clone(), include, define, bare, cflags, code_base, data_base, link_symbols, verbose };
     host::sdk::build(&o).map_err(err)?;
     Ok(output)
 }

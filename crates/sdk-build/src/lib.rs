@@ -1,15 +1,31 @@
 //! Building handler images with the SDK (clang-14, ld.lld-14), from Rust:
-//! what `softspin build` runs, and what host programs and tests use to
-//! compile their handlers.
+//! what `softspin build` runs, what host programs use to compile their
+//! handlers (re-exported as `softspin_host::sdk`), and what the engine and
+//! HPU crates use in their own tests (a dev-dependency without the engine).
 //!
 //! The flags come from `sdk/toolchain.txt`, the one file the make fragment
 //! reads too. Compiler and linker diagnostics reach the user unchanged
 //! (stderr is inherited).
+//!
+//! The NIC memory map (region bases and sizes) is not in the linker script:
+//! it comes from the NIC configuration as `--defsym` symbols
+//! ([`BuildOptions::link_symbols`], e.g. from
+//! `softspin_hpu::abi::MemoryMap::link_symbols`). Without them the image is
+//! linked against `sdk/link/pspin.ld`, the PsPIN profile's map (generated
+//! from the configuration and checked by a test).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{Error, Result};
+/// A build failure; compiler and linker diagnostics went to stderr.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Error(pub String);
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// The memory map used when a handler build names none.
+pub const DEFAULT_MEMORY_MAP: &str = "link/pspin.ld";
 
 /// The SDK directory: $SOFTSPIN_SDK, else an `sdk/` beside an ancestor of
 /// the running executable (a checkout's target/), else the source tree's.
@@ -19,7 +35,7 @@ pub fn sdk_dir() -> Result<PathBuf> {
         if d.join("toolchain.txt").is_file() {
             return Ok(d);
         }
-        return Err(Error::Build(format!("SOFTSPIN_SDK={} holds no toolchain.txt", d.display())));
+        return Err(Error(format!("SOFTSPIN_SDK={} holds no toolchain.txt", d.display())));
     }
     let mut cands = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -30,7 +46,7 @@ pub fn sdk_dir() -> Result<PathBuf> {
         .into_iter()
         .find(|c| c.join("toolchain.txt").is_file())
         .map(|c| c.canonicalize().unwrap_or(c))
-        .ok_or_else(|| Error::Build("cannot find the softspin SDK (sdk/toolchain.txt); set SOFTSPIN_SDK".into()))
+        .ok_or_else(|| Error("cannot find the softspin SDK (sdk/toolchain.txt); set SOFTSPIN_SDK".into()))
 }
 
 /// Parsed `sdk/toolchain.txt`.
@@ -47,13 +63,13 @@ pub struct Toolchain {
 impl Toolchain {
     pub fn load(sdk: &Path) -> Result<Toolchain> {
         let path = sdk.join("toolchain.txt");
-        let text = std::fs::read_to_string(&path).map_err(|e| Error::Build(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
         let sdk_s = sdk.display().to_string();
         let get = |key: &str| -> Result<Vec<String>> {
             let line = text
                 .lines()
                 .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(':')))
-                .ok_or_else(|| Error::Build(format!("{}: missing `{key}:` line", path.display())))?;
+                .ok_or_else(|| Error(format!("{}: missing `{key}:` line", path.display())))?;
             Ok(line.split_whitespace().map(|w| w.replace("{sdk}", &sdk_s)).collect())
         };
         let one = |v: Vec<String>| v.into_iter().next().unwrap_or_default();
@@ -85,6 +101,9 @@ pub struct BuildOptions {
     /// Link code / data at these addresses (handler images).
     pub code_base: Option<u32>,
     pub data_base: Option<u32>,
+    /// The NIC memory map as linker symbols (`SOFTSPIN_PROG_MEM_SIZE`, ...),
+    /// passed as `--defsym`; empty: `sdk/link/pspin.ld`.
+    pub link_symbols: Vec<(String, u32)>,
     /// Print the commands as they run.
     pub verbose: bool,
 }
@@ -103,7 +122,7 @@ impl BuildOptions {
 fn require_tool(name: &str) -> Result<()> {
     match Command::new(name).arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
-        _ => Err(Error::Build(format!(
+        _ => Err(Error(format!(
             "{name} not found: install it with `apt-get install clang-14 lld-14` (or run scripts/setup.sh, which does)"
         ))),
     }
@@ -113,9 +132,9 @@ fn run(cmd: &mut Command, verbose: bool, what: &str) -> Result<()> {
     if verbose {
         eprintln!("+ {cmd:?}");
     }
-    let st = cmd.status().map_err(|e| Error::Build(format!("running {what}: {e}")))?;
+    let st = cmd.status().map_err(|e| Error(format!("running {what}: {e}")))?;
     if !st.success() {
-        return Err(Error::Build(format!("{what} failed")));
+        return Err(Error(format!("{what} failed")));
     }
     Ok(())
 }
@@ -128,19 +147,19 @@ pub fn build(o: &BuildOptions) -> Result<()> {
     require_tool(&tc.ld)?;
     for s in &o.sources {
         if !s.is_file() {
-            return Err(Error::Build(format!("{}: no such source file", s.display())));
+            return Err(Error(format!("{}: no such source file", s.display())));
         }
     }
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let k = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     let tmp = std::env::temp_dir().join(format!("softspin-build-{}-{k}", std::process::id()));
-    std::fs::create_dir_all(&tmp).map_err(|e| Error::Build(format!("{}: {e}", tmp.display())))?;
-    let r = build_in(o, &tc, &tmp);
+    std::fs::create_dir_all(&tmp).map_err(|e| Error(format!("{}: {e}", tmp.display())))?;
+    let r = build_in(o, &sdk, &tc, &tmp);
     let _ = std::fs::remove_dir_all(&tmp);
     r
 }
 
-fn build_in(o: &BuildOptions, tc: &Toolchain, tmp: &Path) -> Result<()> {
+fn build_in(o: &BuildOptions, sdk: &Path, tc: &Toolchain, tmp: &Path) -> Result<()> {
     let runtime = if o.bare { &tc.runtime_bare } else { &tc.runtime_handler };
     let mut objs = Vec::new();
     for (k, src) in o.sources.iter().chain(runtime.iter()).enumerate() {
@@ -160,11 +179,20 @@ fn build_in(o: &BuildOptions, tc: &Toolchain, tmp: &Path) -> Result<()> {
     }
     let mut cmd = Command::new(&tc.ld);
     cmd.args(if o.bare { &tc.ldflags_bare } else { &tc.ldflags_handler });
-    if let Some(b) = o.code_base {
-        cmd.arg(format!("--defsym=SOFTSPIN_CODE_BASE=0x{b:x}"));
-    }
-    if let Some(b) = o.data_base {
-        cmd.arg(format!("--defsym=SOFTSPIN_L2_HANDLER_BASE=0x{b:x}"));
+    if !o.bare {
+        for (name, v) in &o.link_symbols {
+            cmd.arg(format!("--defsym={name}=0x{v:x}"));
+        }
+        if o.link_symbols.is_empty() {
+            // An input file that is not an object is read as a linker script.
+            cmd.arg(sdk.join(DEFAULT_MEMORY_MAP));
+        }
+        if let Some(b) = o.code_base {
+            cmd.arg(format!("--defsym=SOFTSPIN_CODE_BASE=0x{b:x}"));
+        }
+        if let Some(b) = o.data_base {
+            cmd.arg(format!("--defsym=SOFTSPIN_DATA_BASE=0x{b:x}"));
+        }
     }
     cmd.args(&objs).arg("-o").arg(&o.output);
     run(&mut cmd, o.verbose, "linking")
