@@ -1,0 +1,306 @@
+//! The command unit (seed 001 §3.2.1 "Handler execution and completion
+//! notification", §3.3): handler ecalls become commands (NIC send, host DMA,
+//! host-direct writes, cluster DMA) whose effects apply when they complete.
+
+use super::*;
+
+pub(super) enum Effect {
+    None,
+    Nic { addr: u32, data: Vec<u8> },
+    HostWrite { addr: u64, data: Vec<u8>, direct: Option<u64> },
+    FromHost { host: u64, nic: u32, len: u32 },
+    Send { dest: u32, data: Vec<u8> },
+}
+
+pub(super) struct Cmd {
+    pub(super) id: u32,
+    pub(super) done_ps: u64,
+    pub(super) effect: Effect,
+    pub(super) kind: &'static str,
+    pub(super) issue_ps: u64,
+}
+
+impl Engine {
+    pub(super) fn on_cmd_done(&mut self, h: usize, id: u32) {
+        let now = self.core.now;
+        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Some(k) = ctl.cmds.iter().position(|c| c.id == id) else { return };
+        let cmd = ctl.cmds.remove(k);
+        let ectx = self.core.tasks[ctl.task.unwrap()].as_ref().unwrap().her.ectx;
+        apply_effect(&mut self.core, ectx, cmd.effect, now);
+        if self.core.timeline.is_some() {
+            self.core.timeline(TimelineEvent {
+                name: cmd.kind.to_string(),
+                cat: "command",
+                ph: "X",
+                ts: cmd.issue_ps as f64 / 1e6,
+                dur: Some((now - cmd.issue_ps) as f64 / 1e6),
+                pid: 1000,
+                tid: h as u32,
+                args: None,
+            });
+        }
+        let resume = |hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, a0: u32| resume(hpu, ctl, core, &[a0]);
+        if let Some((mut deferred, _)) = ctl.deferred.take() {
+            // A command that waited for a free slot is issued now.
+            let d = deferred.done_ps.saturating_sub(deferred.issue_ps);
+            deferred.issue_ps = now;
+            deferred.done_ps = now + d;
+            let id = deferred.id;
+            self.core.at(deferred.done_ps, Ev::CmdDone { hpu: h, id });
+            ctl.cmds.push(deferred);
+            resume(hpu, ctl, &mut self.core, id);
+        } else if ctl.wait == Some(id) {
+            ctl.wait = None;
+            resume(hpu, ctl, &mut self.core, 0);
+        }
+        if ctl.state == HpuState::Draining && ctl.cmds.is_empty() {
+            self.task_done(h, now);
+        }
+    }
+}
+
+pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64) {
+    match effect {
+        Effect::None => {}
+        Effect::Nic { addr, data } => {
+            if let Some((b, o)) = c.nic_block(addr, data.len() as u32) {
+                b.write(o, &data);
+            }
+        }
+        Effect::HostWrite { addr, data, direct } => {
+            c.host.write(addr, &data);
+            if let Some(v) = direct {
+                c.stats.host_writes += 1;
+                if c.keep_outbound {
+                    c.host_writes.push(HostWrite { time_ps: now, ectx, addr, value: v });
+                }
+            }
+        }
+        Effect::FromHost { host, nic, len } => {
+            let mut buf = vec![0; len as usize];
+            c.host.read(host, &mut buf);
+            if let Some((b, o)) = c.nic_block(nic, len) {
+                b.write(o, &buf);
+            }
+        }
+        Effect::Send { dest, data } => {
+            c.stats.outbound_packets += 1;
+            c.stats.outbound_bytes += data.len() as u64;
+            if c.keep_outbound {
+                c.outbound.push(OutPacket { time_ps: now, ectx, dest, frame: data });
+            }
+        }
+    }
+}
+
+/// Runtime services for one HPU while it runs (the command unit).
+pub(super) struct CommandUnit<'a> {
+    pub(super) core: &'a mut Core,
+    pub(super) ctl: &'a mut HpuCtl,
+    pub(super) ectx: EctxId,
+}
+
+impl CommandUnit<'_> {
+    pub(super) fn now(&self, hpu: &Hpu) -> u64 {
+        self.ctl.t0 + (hpu.cycles - self.ctl.c0) * self.core.ppc
+    }
+
+    pub(super) fn host_ok(&self, addr: u64, len: u32) -> bool {
+        let (b, s) = self.core.ectx(self.ectx).spec.host_window;
+        addr >= b && addr.checked_add(len as u64).is_some_and(|e| e <= b + s)
+    }
+
+    /// Issue a command; returns its id, or suspends if all slots are busy.
+    pub(super) fn issue(&mut self, hpu: &mut Hpu, kind: &'static str, done_ps: u64, effect: Effect) -> Ecall {
+        let now = self.now(hpu);
+        let id = self.ctl.next_cmd;
+        self.ctl.next_cmd = self.ctl.next_cmd.wrapping_add(1).max(1);
+        self.core.stats.commands += 1;
+        let cmd = Cmd { id, done_ps, effect, kind, issue_ps: now };
+        if self.ctl.cmds.len() >= self.core.cfg.max_outstanding_cmds as usize {
+            self.ctl.deferred = Some((cmd, now));
+            return Ecall::Suspend;
+        }
+        self.core.at(done_ps, Ev::CmdDone { hpu: self.ctl.gid, id });
+        self.ctl.cmds.push(cmd);
+        hpu.set_reg(abi::A0, id);
+        Ecall::Continue
+    }
+
+    /// Apply effects of commands that are complete by the HPU's local time,
+    /// so a handler never sees a finished command's data missing.
+    pub(super) fn settle(&mut self, hpu: &Hpu, id: u32) -> bool {
+        let now = self.now(hpu);
+        match self.ctl.cmds.iter_mut().find(|c| c.id == id) {
+            None => true,
+            Some(c) if c.done_ps <= now => {
+                let e = std::mem::replace(&mut c.effect, Effect::None);
+                let t = c.done_ps;
+                apply_effect(self.core, self.ectx, e, t);
+                true
+            }
+            Some(_) => false,
+        }
+    }
+
+    pub(super) fn pcie(&mut self, now: u64, len: u32) -> u64 {
+        let c = &mut *self.core;
+        let start = now.max(c.pcie_free_at);
+        c.pcie_free_at = start + Core::wire_ps(len as u64, c.cfg.host.bandwidth_gbps);
+        c.pcie_free_at + c.cfg.host.latency_ns * 1000
+    }
+}
+
+impl Runtime for CommandUnit<'_> {
+    fn ecall(&mut self, hpu: &mut Hpu) -> Ecall {
+        let a = |r: usize| hpu.reg(r);
+        let (a0, a1, a2, a3, a4) = (a(abi::A0), a(abi::A1), a(abi::A2), a(abi::A0 + 3), a(abi::A0 + 4));
+        let now = self.now(hpu);
+        let fail = |hpu: &mut Hpu, e: i32| {
+            hpu.set_reg(abi::A0, e as u32);
+            Ecall::Continue
+        };
+        let read = |hpu: &Hpu, addr: u32, len: u32| -> Option<Vec<u8>> {
+            let mut v = vec![0; len as usize];
+            hpu.mem.read_bytes(addr, &mut v).ok().map(|_| v)
+        };
+        match a(abi::A7) {
+            sys::EXIT => Ecall::Exit(a0 as i32),
+            sys::WRITE => {
+                let len = a2.min(1 << 16);
+                match read(hpu, a1, len) {
+                    Some(v) if a0 == 1 || a0 == 2 => {
+                        self.ctl.stdout.extend_from_slice(&v);
+                        fail(hpu, len as i32)
+                    }
+                    Some(_) => fail(hpu, err::INVAL),
+                    None => fail(hpu, err::ACCESS),
+                }
+            }
+            sys::DMA => {
+                // Cluster DMA between L1 and L2: the cluster's DMA engine.
+                let (src, dst, len) = (a0, a1, a2);
+                if len == 0 {
+                    return fail(hpu, err::INVAL);
+                }
+                let Some(data) = read(hpu, src, len) else { return fail(hpu, err::ACCESS) };
+                if hpu.mem.check(dst, len, Perm::W).is_err() {
+                    return fail(hpu, err::ACCESS);
+                }
+                let c = &mut *self.core;
+                let cl = self.ctl.cluster;
+                let beats = (len as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
+                let start = now.max(c.clusters[cl].dma_free_at).max(c.ic_free_at);
+                c.clusters[cl].dma_free_at = start + beats * c.ppc;
+                c.ic_free_at = start + (len as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
+                let done = start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc;
+                self.issue(hpu, "cluster dma", done, Effect::Nic { addr: dst, data })
+            }
+            sys::SEND_PACKET | sys::RDMA_PUT => {
+                let (dest, data, len) = if a(abi::A7) == sys::SEND_PACKET { (0, a0, a1) } else { (a0, a1, a2) };
+                let Some(bytes) = read(hpu, data, len) else { return fail(hpu, err::ACCESS) };
+                let c = &mut *self.core;
+                let start = now.max(c.out_free_at);
+                c.out_free_at = start + Core::wire_ps(len as u64, c.cfg.line_rate_gbps);
+                let done = c.out_free_at;
+                self.issue(hpu, "nic send", done, Effect::Send { dest, data: bytes })
+            }
+            sys::DMA_TO_HOST => {
+                let host = (a1 as u64) << 32 | a0 as u64;
+                let (nic, len) = (a2, a3);
+                if !self.host_ok(host, len) {
+                    return fail(hpu, err::ACCESS);
+                }
+                let Some(data) = read(hpu, nic, len) else { return fail(hpu, err::ACCESS) };
+                self.core.stats.dma_to_host_bytes += len as u64;
+                let done = self.pcie(now, len);
+                let _ = a4; // generate_event: host notifications come with the host API
+                self.issue(hpu, "dma to host", done, Effect::HostWrite { addr: host, data, direct: None })
+            }
+            sys::DMA_FROM_HOST => {
+                let host = (a1 as u64) << 32 | a0 as u64;
+                let (nic, len) = (a2, a3);
+                if !self.host_ok(host, len) || hpu.mem.check(nic, len, Perm::W).is_err() {
+                    return fail(hpu, err::ACCESS);
+                }
+                self.core.stats.dma_from_host_bytes += len as u64;
+                // A read: the request crosses PCIe, then the data comes back.
+                let done = self.pcie(now, len) + self.core.cfg.host.latency_ns * 1000;
+                self.issue(hpu, "dma from host", done, Effect::FromHost { host, nic, len })
+            }
+            sys::WRITE_TO_HOST => {
+                let host = (a1 as u64) << 32 | a0 as u64;
+                let value = (a3 as u64) << 32 | a2 as u64;
+                if !self.host_ok(host, 8) {
+                    return fail(hpu, err::ACCESS);
+                }
+                let done = self.pcie(now, 8);
+                self.issue(hpu, "host write", done, Effect::HostWrite { addr: host, data: value.to_le_bytes().to_vec(), direct: Some(value) })
+            }
+            sys::CMD_WAIT => {
+                if self.settle(hpu, a0) {
+                    return fail(hpu, 0);
+                }
+                self.ctl.wait = Some(a0);
+                Ecall::Suspend
+            }
+            sys::CMD_TEST => {
+                let done = self.settle(hpu, a0);
+                fail(hpu, done as i32)
+            }
+            sys::NOTIFY_POST => {
+                let (data, len, host_ref) = (a0, a1, (a3 as u64) << 32 | a2 as u64);
+                if len > 64 {
+                    return fail(hpu, err::INVAL);
+                }
+                let Some(bytes) = read(hpu, data, len) else { return fail(hpu, err::ACCESS) };
+                let c = &mut *self.core;
+                let ectx = self.ectx;
+                let open = c.notify.values().filter(|n| n.ectx == ectx && !n.answered).count();
+                if open >= c.cfg.notify_ring as usize {
+                    return fail(hpu, err::BUSY);
+                }
+                let id = c.next_notify;
+                c.next_notify = c.next_notify.wrapping_add(1).max(1);
+                c.notify.insert(id, NotifyState { ectx, hpu: self.ctl.gid, gen: self.ctl.gen, answered: false, response: None });
+                // The request is a DMA write into the host's ring.
+                let t = self.pcie(now, len + 16);
+                let c = &mut *self.core;
+                c.notify_q.push_back(Notification { id, ectx, hpu: self.ctl.gid as u32, time_ps: t, data: bytes, host_ref });
+                c.at(t, Ev::NotifyVisible);
+                fail(hpu, id as i32)
+            }
+            sys::NOTIFY_WAIT | sys::NOTIFY_TEST => {
+                let answered = self.core.notify.get(&a0).and_then(|n| n.response);
+                let wait = a(abi::A7) == sys::NOTIFY_WAIT;
+                match (answered, wait) {
+                    (Some(v), true) => {
+                        self.core.notify.remove(&a0);
+                        hpu.set_reg(abi::A1, (v >> 32) as u32);
+                        fail(hpu, v as u32 as i32)
+                    }
+                    (Some(v), false) => {
+                        self.core.notify.remove(&a0);
+                        hpu.set_reg(abi::A1, v as u32);
+                        hpu.set_reg(abi::A2, (v >> 32) as u32);
+                        fail(hpu, 1)
+                    }
+                    (None, true) if self.core.notify.contains_key(&a0) => {
+                        self.ctl.wait_notify = Some(a0);
+                        Ecall::Suspend
+                    }
+                    (None, true) => fail(hpu, err::INVAL),
+                    (None, false) => fail(hpu, 0),
+                }
+            }
+            sys::PUSH_COUNTER => {
+                let e = self.core.counters.entry((self.ectx, a0)).or_default();
+                e.0 += a1 as u64;
+                e.1 += 1;
+                fail(hpu, 0)
+            }
+            _ => Ecall::Unknown,
+        }
+    }
+}

@@ -1,0 +1,869 @@
+//! The discrete-event model of a PsPIN NIC.
+//!
+//! Packets arrive (inbound engine), get an L2 packet-buffer slot, and become
+//! handler execution requests (HERs). The MPQ engine keeps sPIN's ordering
+//! per message (header handler alone and first, payload handlers in
+//! parallel, completion handler last) and issues one task per cycle,
+//! round-robin among ready messages. The task dispatcher sends a task to its
+//! message's home cluster (or the least loaded one), whose scheduler copies
+//! the packet head L2 -> L1 and starts the handler on a free HPU. Handlers
+//! run on the interpreter in quanta, issue commands (NIC send, host DMA,
+//! host-direct writes, cluster DMA) to the command unit, and complete when
+//! they returned and all their commands finished (seed 001 §3.2).
+//!
+//! Virtual time is in picoseconds. Everything is deterministic: events are
+//! ordered by (time, sequence number).
+//!
+//! The model is split along PsPIN's blocks: [`inbound`] (NIC inbound
+//! engine), [`mpq`] (HERs and the MPQ engine), [`scheduler`] (task dispatcher
+//! and cluster schedulers), [`hpu_ctl`] (HPU control), [`command_unit`],
+//! [`notify`] (host notifications) and [`host_mem`] (host memory).
+
+mod command_unit;
+mod host_mem;
+mod hpu_ctl;
+mod inbound;
+mod mpq;
+mod notify;
+mod scheduler;
+
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+use softspin_hpu::abi::{self, err, sys};
+use softspin_hpu::hpu::{Ecall, Fault, Hpu, Runtime, Stop};
+use softspin_hpu::{ElfImage, MemBlock, MemClass, Perm, Program};
+
+use crate::config::{BufferFull, NicConfig};
+use crate::ectx::{extents, Ectx, EctxError, EctxSpec, HandlerKind, MatchRule, Scratch};
+use crate::stats::{self, HandlerError, Report, Stats, MAX_ERRORS_KEPT};
+use crate::traffic::{Arrival, Source, TrafficError};
+
+use self::command_unit::*;
+use self::hpu_ctl::*;
+use self::inbound::*;
+use self::mpq::*;
+use self::scheduler::*;
+
+pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
+pub use self::notify::Notification;
+use self::notify::NotifyState;
+
+pub type EctxId = usize;
+
+/// A packet a handler sent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutPacket {
+    pub time_ps: u64,
+    pub ectx: EctxId,
+    /// RDMA put destination (0 for spin_send_packet).
+    pub dest: u32,
+    pub frame: Vec<u8>,
+}
+
+/// An 8-byte host-direct write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostWrite {
+    pub time_ps: u64,
+    pub ectx: EctxId,
+    pub addr: u64,
+    pub value: u64,
+}
+
+/// A message whose handlers all finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageDone {
+    pub time_ps: u64,
+    pub ectx: EctxId,
+    pub msg_id: u32,
+}
+
+/// One entry of the Chrome trace-event timeline.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct TimelineEvent {
+    pub name: String,
+    pub cat: &'static str,
+    pub ph: &'static str,
+    /// Microseconds (Chrome trace units).
+    pub ts: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dur: Option<f64>,
+    pub pid: u32,
+    pub tid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub args: Option<serde_json::Value>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SimError {
+    #[error(transparent)]
+    Traffic(#[from] TrafficError),
+    #[error("{origin}: packet of {len} bytes exceeds the {slot}-byte packet buffer slot (pkt_slot_size)")]
+    PacketTooLarge { origin: String, len: usize, slot: u32 },
+    #[error("{origin}: packet of {len} bytes is too short to match (needs IPv4/UDP headers)")]
+    PacketTooShort { origin: String, len: usize },
+}
+
+/// A multiplicative hasher for small integer keys (message ids): the
+/// default SipHash showed up in profiles, and keys are not attacker-chosen
+/// in a way that matters for a simulator.
+#[derive(Default, Clone, Copy)]
+struct MulHasher(u64);
+
+impl std::hash::Hasher for MulHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for b in bytes {
+            self.write_u64(*b as u64);
+        }
+    }
+    fn write_u64(&mut self, v: u64) {
+        self.0 = (self.0.rotate_left(5) ^ v).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn write_u32(&mut self, v: u32) {
+        self.write_u64(v as u64);
+    }
+    fn write_usize(&mut self, v: usize) {
+        self.write_u64(v as u64);
+    }
+}
+
+type FastHash = std::hash::BuildHasherDefault<MulHasher>;
+
+#[derive(Clone, Copy, Debug)]
+enum Ev {
+    Arrival,
+    Schedule,
+    TaskReady { task: usize },
+    HpuRun { hpu: usize, gen: u64 },
+    CmdDone { hpu: usize, id: u32 },
+    Completion { task: usize },
+    /// The earliest message deadline is due.
+    TimeoutCheck,
+    Inject,
+    Unblock,
+    HpuFree { hpu: usize, gen: u64 },
+    /// A notification reached host memory (only advances time).
+    NotifyVisible,
+    NotifyResponse { id: u32 },
+}
+
+struct Event {
+    time: u64,
+    seq: u64,
+    ev: Ev,
+}
+
+impl PartialEq for Event {
+    fn eq(&self, o: &Self) -> bool {
+        (self.time, self.seq) == (o.time, o.seq)
+    }
+}
+impl Eq for Event {}
+impl PartialOrd for Event {
+    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Event {
+    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
+        (self.time, self.seq).cmp(&(o.time, o.seq))
+    }
+}
+
+/// Everything but the HPUs (so services can borrow it while an HPU runs).
+struct Core {
+    cfg: NicConfig,
+    ppc: u64,
+    now: u64,
+    seq: u64,
+    events: BinaryHeap<Reverse<Event>>,
+    immediate: VecDeque<Ev>,
+    l1: Vec<Arc<MemBlock>>,
+    l2_handler: Arc<MemBlock>,
+    l2_pkt: Arc<MemBlock>,
+    prog_mem: Arc<MemBlock>,
+    ectxs: Vec<Option<Ectx>>,
+    mpqs: Vec<Mpq>,
+    free_mpqs: Vec<usize>,
+    msg_map: HashMap<(EctxId, u32), usize, FastHash>,
+    mpq_wait: VecDeque<Her>,
+    mpq_wait_since: Option<u64>,
+    /// Message deadlines (deadline, MPQ), checked lazily: an entry is only
+    /// re-examined when due, so packets do not touch the set.
+    timers: BTreeSet<(u64, usize)>,
+    timer_at: Option<u64>,
+    ready: VecDeque<usize>,
+    sched_free_at: u64,
+    sched_queued: bool,
+    /// The dispatcher found no cluster with room; a task leaving a cluster
+    /// unblocks it.
+    sched_blocked: bool,
+    clusters: Vec<Cluster>,
+    free_slots: Vec<u32>,
+    slots: Vec<SlotState>,
+    tasks: Vec<Option<Task>>,
+    free_tasks: Vec<usize>,
+    host: Box<dyn HostMemory>,
+    out_free_at: u64,
+    pcie_free_at: u64,
+    /// The L2<->L1 interconnect shared by all clusters.
+    ic_free_at: u64,
+    source: Option<Box<dyn Source>>,
+    /// Arrival waiting in the event queue or for a packet slot.
+    pending: Option<Arrival>,
+    /// Host-injected packets, each with an `Ev::Inject` queued.
+    injected: VecDeque<Arrival>,
+    last_inject_ps: u64,
+    unblock_queued: bool,
+    /// Packets waiting for a packet-buffer slot (back-pressure).
+    blocked: VecDeque<Arrival>,
+    blocked_since: Option<u64>,
+    delay_ps: u64,
+    stats: Stats,
+    busy_now: u32,
+    busy_max: u32,
+    counters: HashMap<(EctxId, u32), (u64, u64)>,
+    outbound: Vec<OutPacket>,
+    host_writes: Vec<HostWrite>,
+    completions: Vec<MessageDone>,
+    notify_q: VecDeque<Notification>,
+    notify: HashMap<u32, NotifyState, FastHash>,
+    pending_responses: HashMap<u32, u64, FastHash>,
+    next_notify: u32,
+    keep_outbound: bool,
+    timeline: Option<Vec<TimelineEvent>>,
+}
+
+/// The NIC model.
+pub struct Engine {
+    core: Core,
+    hpus: Vec<Slot>,
+}
+
+impl Core {
+    fn at(&mut self, time: u64, ev: Ev) {
+        // Events for the current instant skip the heap: they come after
+        // every queued event of this instant (those have smaller sequence
+        // numbers), which is exactly FIFO order behind them.
+        if time == self.now {
+            self.immediate.push_back(ev);
+            return;
+        }
+        self.seq += 1;
+        self.events.push(Reverse(Event { time, seq: self.seq, ev }));
+    }
+
+    fn ns(&self, ns: u64) -> u64 {
+        ns * 1000
+    }
+
+    fn cycles(&self, c: u64) -> u64 {
+        c * self.ppc
+    }
+
+    fn ectx(&self, id: EctxId) -> &Ectx {
+        self.ectxs[id].as_ref().expect("live ECTX")
+    }
+
+    /// Serialisation time of `bytes` at `gbps` (the rate is validated with
+    /// the configuration; the one pacing rule, `traffic::wire_time_ps`).
+    fn wire_ps(bytes: u64, gbps: f64) -> u64 {
+        crate::traffic::wire_time_ps(bytes as usize, gbps).unwrap_or(u64::MAX)
+    }
+
+    /// Block and offset of a NIC address range, for engine-side accesses.
+    fn nic_block(&self, addr: u32, len: u32) -> Option<(Arc<MemBlock>, usize)> {
+        let c = &self.cfg;
+        let inside = |base: u32, size: u32| {
+            let off = addr.wrapping_sub(base);
+            (off < size && size - off >= len).then_some(off as usize)
+        };
+        for (k, l1) in self.l1.iter().enumerate() {
+            if let Some(o) = inside(abi::L1_BASE + k as u32 * abi::L1_CLUSTER_STRIDE, c.l1_size) {
+                return Some((l1.clone(), o));
+            }
+        }
+        if let Some(o) = inside(abi::L2_HANDLER_BASE, c.l2_handler_size) {
+            return Some((self.l2_handler.clone(), o));
+        }
+        if let Some(o) = inside(abi::L2_PKT_BASE, c.l2_pkt_size) {
+            return Some((self.l2_pkt.clone(), o));
+        }
+        inside(abi::PROG_MEM_BASE, c.prog_mem_size).map(|o| (self.prog_mem.clone(), o))
+    }
+
+    fn timeline(&mut self, e: TimelineEvent) {
+        if let Some(t) = &mut self.timeline {
+            t.push(e);
+        }
+    }
+
+    fn record_error(&mut self, ectx: EctxId, handler: String, kind: stats::ErrorCause, pc: u32, addr: u32, hpu: u32) {
+        let cause = kind.text();
+        let name = self.ectx(ectx).name().to_string();
+        *self.stats.errors_by_ectx.entry(ectx).or_default().entry(cause.to_string()).or_default() += 1;
+        if self.stats.errors.len() < MAX_ERRORS_KEPT {
+            let time_ns = self.now / 1000;
+            self.stats.errors.push(HandlerError { ectx: name, ectx_id: ectx, handler, kind, cause: cause.to_string(), pc, addr, time_ns, hpu });
+        }
+    }
+}
+
+impl Engine {
+    pub fn new(cfg: NicConfig) -> Result<Engine, crate::config::ConfigError> {
+        cfg.validate()?;
+        let ppc = cfg.ps_per_cycle();
+        let mut hpus = Vec::new();
+        let mut clusters = Vec::new();
+        for c in 0..cfg.clusters as usize {
+            let mut free = VecDeque::new();
+            for h in 0..cfg.hpus_per_cluster as usize {
+                let gid = c * cfg.hpus_per_cluster as usize + h;
+                free.push_back(gid);
+                let mut hpu = Hpu::new(&cfg.hpu);
+                hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
+                hpus.push(Slot {
+                    hpu,
+                    ctl: HpuCtl {
+                        gid,
+                        cluster: c,
+                        state: HpuState::Idle,
+                        task: None,
+                        gen: 0,
+                        t0: 0,
+                        c0: 0,
+                        i0: 0,
+                        ld0: 0,
+                        st0: 0,
+                        mem0: [0; 5],
+                        busy_since: 0,
+                        busy_ps: 0,
+                        cmds: Vec::new(),
+                        next_cmd: 1,
+                        wait: None,
+                        wait_notify: None,
+                        deferred: None,
+                        mapped_ectx: None,
+                        stdout: Vec::new(),
+                    },
+                });
+            }
+            clusters.push(Cluster {
+                dma_free_at: 0,
+                queue: VecDeque::new(),
+                pending: 0,
+                l1_alloc: Granules::new(cfg.l1_pkt_buffer),
+                free_hpus: free,
+                fb_free_at: 0,
+            });
+        }
+        let nslots = cfg.l2_pkt_size / cfg.pkt_slot_size;
+        let core = Core {
+            ppc,
+            now: 0,
+            seq: 0,
+            events: BinaryHeap::new(),
+            immediate: VecDeque::new(),
+            l1: (0..cfg.clusters).map(|_| MemBlock::new(cfg.l1_size as usize)).collect(),
+            l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
+            l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
+            prog_mem: MemBlock::new(cfg.prog_mem_size as usize),
+            ectxs: Vec::new(),
+            mpqs: (0..cfg.mpqs)
+                .map(|_| Mpq {
+                    active: false,
+                    gen: 0,
+                    ectx: 0,
+                    msg_id: 0,
+                    hh: HhState::Done,
+                    queue: VecDeque::new(),
+                    first: None,
+                    ph_inflight: 0,
+                    eom: None,
+                    th_started: false,
+                    in_ready: false,
+                    last_activity: 0,
+                    timer: None,
+                })
+                .collect(),
+            free_mpqs: (0..cfg.mpqs as usize).rev().collect(),
+            msg_map: HashMap::default(),
+            mpq_wait: VecDeque::new(),
+            mpq_wait_since: None,
+            timers: BTreeSet::new(),
+            timer_at: None,
+            ready: VecDeque::new(),
+            sched_free_at: 0,
+            sched_queued: false,
+            sched_blocked: false,
+            clusters,
+            free_slots: (0..nslots).rev().collect(),
+            slots: (0..nslots).map(|_| SlotState { refs: 0, arrival_ps: 0, len: 0, aborted: false }).collect(),
+            tasks: Vec::new(),
+            free_tasks: Vec::new(),
+            host: Box::new(HostRegions::default()),
+            out_free_at: 0,
+            pcie_free_at: 0,
+            ic_free_at: 0,
+            source: None,
+            pending: None,
+            injected: VecDeque::new(),
+            last_inject_ps: 0,
+            unblock_queued: false,
+            blocked: VecDeque::new(),
+            blocked_since: None,
+            delay_ps: 0,
+            stats: Stats::default(),
+            busy_now: 0,
+            busy_max: 0,
+            counters: HashMap::new(),
+            outbound: Vec::new(),
+            host_writes: Vec::new(),
+            completions: Vec::new(),
+            notify_q: VecDeque::new(),
+            notify: HashMap::default(),
+            pending_responses: HashMap::default(),
+            next_notify: 1,
+            keep_outbound: true,
+            timeline: None,
+            cfg,
+        };
+        Ok(Engine { core, hpus })
+    }
+
+    pub fn config(&self) -> &NicConfig {
+        &self.core.cfg
+    }
+
+    /// Current virtual time in picoseconds.
+    pub fn now_ps(&self) -> u64 {
+        self.core.now
+    }
+
+    /// Record a Chrome trace-event timeline while running.
+    pub fn enable_timeline(&mut self) {
+        self.core.timeline = Some(Vec::new());
+    }
+
+    pub fn timeline(&self) -> &[TimelineEvent] {
+        self.core.timeline.as_deref().unwrap_or(&[])
+    }
+
+    /// Keep outbound packets and host writes in memory (default on).
+    pub fn keep_outputs(&mut self, keep: bool) {
+        self.core.keep_outbound = keep;
+    }
+
+    pub fn outbound(&self) -> &[OutPacket] {
+        &self.core.outbound
+    }
+
+    pub fn host_writes(&self) -> &[HostWrite] {
+        &self.core.host_writes
+    }
+
+    /// Messages completed so far (kept with `keep_outputs(true)`).
+    pub fn completions(&self) -> &[MessageDone] {
+        &self.core.completions
+    }
+
+    /// Take (and forget) the recorded outputs: outbound packets, host
+    /// writes, completed messages. The host API drains them this way.
+    pub fn drain_outputs(&mut self) -> (Vec<OutPacket>, Vec<HostWrite>, Vec<MessageDone>) {
+        let c = &mut self.core;
+        (std::mem::take(&mut c.outbound), std::mem::take(&mut c.host_writes), std::mem::take(&mut c.completions))
+    }
+
+    /// Packets admitted and messages completed per ECTX.
+    pub fn ectx_counts(&self, id: EctxId) -> (u64, u64) {
+        self.core.stats.ectx_packets.get(&id).copied().unwrap_or_default()
+    }
+
+    /// printf output of one HPU (global id).
+    pub fn hpu_stdout(&self, gid: usize) -> &[u8] {
+        &self.hpus[gid].ctl.stdout
+    }
+
+    pub fn hpu_count(&self) -> usize {
+        self.hpus.len()
+    }
+
+    /// FPsPIN-style performance counters pushed by an ECTX's handlers:
+    /// (index, sum, count).
+    pub fn counters(&self, ectx: EctxId) -> Vec<(u32, u64, u64)> {
+        let mut v: Vec<_> = self.core.counters.iter().filter(|(k, _)| k.0 == ectx).map(|(k, v)| (k.1, v.0, v.1)).collect();
+        v.sort();
+        v
+    }
+
+    /// Handler errors recorded so far.
+    pub fn errors(&self) -> &[HandlerError] {
+        &self.core.stats.errors
+    }
+
+    /// Install an ECTX: place its code and data, check its handlers and its
+    /// memory. It receives no packet until [`Engine::activate`].
+    pub fn install(&mut self, spec: EctxSpec) -> Result<EctxId, EctxError> {
+        let c = &self.core;
+        let cfg = &c.cfg;
+        spec.validate(cfg)?;
+        let name = spec.name.clone();
+        let mut entries = [None; 3];
+        for (k, (sym, which)) in [(&spec.hh, "header"), (&spec.ph, "payload"), (&spec.th, "completion")].into_iter().enumerate() {
+            if let Some(s) = sym {
+                let a = spec.image.symbol(s).map_err(|_| EctxError::NoHandler { ectx: name.clone(), sym: s.clone(), which })?;
+                entries[k] = Some(a);
+            }
+        }
+        if entries.iter().all(|e| e.is_none()) {
+            return Err(EctxError::NoHandlers { ectx: name });
+        }
+        if let Some(addr) = spec.image.symbols.get("__softspin_nb_clusters") {
+            let v = spec.image.segments.iter().find_map(|s| {
+                let off = addr.checked_sub(s.vaddr)? as usize;
+                s.data.get(off..off + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+            });
+            if let Some(v) = v {
+                if v != cfg.clusters {
+                    return Err(EctxError::Clusters { ectx: name, image: v, nic: cfg.clusters });
+                }
+            }
+        }
+        let (code, data) = extents(&spec.image);
+        let within = |what, base: u32, size: u32, region, rbase: u32, rsize: u32| {
+            if base < rbase || base as u64 + size as u64 > rbase as u64 + rsize as u64 {
+                Err(EctxError::OutOfRegion { ectx: name.clone(), what, base, size, region, rbase, rsize })
+            } else {
+                Ok(())
+            }
+        };
+        within("code", code.0, code.1, "program memory", abi::PROG_MEM_BASE, cfg.prog_mem_size)?;
+        let hm = match (spec.handler_mem, data) {
+            (Some(h), _) => h,
+            (None, Some((d0, d1))) => (d0, (d1 - d0).next_multiple_of(64)),
+            (None, None) => (abi::L2_HANDLER_BASE, 64),
+        };
+        within("handler memory", hm.0, hm.1, "L2 handler memory", abi::L2_HANDLER_BASE, cfg.l2_handler_size)?;
+        for s in &spec.image.segments {
+            let ok = if s.perm.has(Perm::X) {
+                true
+            } else {
+                s.vaddr >= hm.0 && s.end() <= hm.0 as u64 + hm.1 as u64
+            };
+            if !ok {
+                return Err(EctxError::Segment { ectx: name, addr: s.vaddr });
+            }
+        }
+        if spec.host_window.0.checked_add(spec.host_window.1).is_none() {
+            return Err(EctxError::HostWindow { ectx: name, base: spec.host_window.0, size: spec.host_window.1 });
+        }
+        let overlaps = |a: (u32, u32), b: (u32, u32)| a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
+        for other in c.ectxs.iter().flatten() {
+            if overlaps(hm, other.handler_mem) {
+                return Err(EctxError::Overlap { ectx: name, what: "handler memory", base: hm.0, size: hm.1, other: other.name().into() });
+            }
+            // Shared code is fine only if it is the very same code.
+            if overlaps(code, other.code) && (code != other.code || !same_code(&spec.image, &other.spec.image)) {
+                return Err(EctxError::Overlap { ectx: name, what: "code", base: code.0, size: code.1, other: other.name().into() });
+            }
+        }
+        // Scratchpads: first fit in each cluster's scratchpad area.
+        let mut scratch = Vec::new();
+        for cl in 0..cfg.clusters as usize {
+            let want = spec.scratchpad.get(cl).copied().unwrap_or(0).next_multiple_of(64);
+            let lo = abi::L1_BASE + cl as u32 * abi::L1_CLUSTER_STRIDE + cfg.l1_scratch_base();
+            let hi = abi::L1_BASE + cl as u32 * abi::L1_CLUSTER_STRIDE + cfg.l1_size;
+            let mut taken: Vec<(u32, u32)> =
+                c.ectxs.iter().flatten().map(|e| e.scratch[cl]).filter(|s| s.size > 0).map(|s| (s.addr, s.size)).collect();
+            taken.sort();
+            let mut at = lo;
+            for (a, s) in taken {
+                if at + want <= a {
+                    break;
+                }
+                at = at.max(a + s);
+            }
+            if want > 0 && at + want > hi {
+                return Err(EctxError::Scratchpad { ectx: name, cluster: cl, want, free: hi.saturating_sub(at) });
+            }
+            scratch.push(Scratch { addr: if want > 0 { at } else { 0 }, size: want });
+        }
+        let program = Program::decode(&spec.image.code_ranges(), &cfg.hpu)
+            .map_err(|e| EctxError::Decode { ectx: name.clone(), msg: e.to_string() })?;
+        // Load: code into program memory, data into handler memory (zeroed
+        // first, so .bss and the rest of the region start at 0).
+        let c = &mut self.core;
+        c.l2_handler.fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
+        for s in &spec.image.segments {
+            if s.perm.has(Perm::X) {
+                c.prog_mem.write((s.vaddr - abi::PROG_MEM_BASE) as usize, &s.data);
+            } else {
+                c.l2_handler.write((s.vaddr - abi::L2_HANDLER_BASE) as usize, &s.data);
+            }
+        }
+        for (cl, s) in scratch.iter().enumerate() {
+            if s.size > 0 {
+                c.l1[cl].fill((s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize, s.size as usize, 0);
+            }
+        }
+        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, code, scratch, active: false, open_messages: 0, tasks: 0 };
+        let id = match c.ectxs.iter().position(|e| e.is_none()) {
+            Some(i) => i,
+            None => {
+                c.ectxs.push(None);
+                c.ectxs.len() - 1
+            }
+        };
+        c.ectxs[id] = Some(e);
+        // A reused slot starts with fresh per-ECTX statistics.
+        c.stats.ectx_packets.remove(&id);
+        c.stats.errors_by_ectx.remove(&id);
+        c.counters.retain(|k, _| k.0 != id);
+        Ok(id)
+    }
+
+    fn ectx_mut(&mut self, id: EctxId) -> Result<&mut Ectx, EctxError> {
+        self.core.ectxs.get_mut(id).and_then(|e| e.as_mut()).ok_or(EctxError::NoSuchEctx(id))
+    }
+
+    pub fn activate(&mut self, id: EctxId) -> Result<(), EctxError> {
+        let e = self.ectx_mut(id)?;
+        if e.active {
+            return Err(EctxError::AlreadyActive(e.name().into()));
+        }
+        e.active = true;
+        Ok(())
+    }
+
+    pub fn deactivate(&mut self, id: EctxId) -> Result<(), EctxError> {
+        let e = self.ectx_mut(id)?;
+        if !e.active {
+            return Err(EctxError::NotActive(e.name().into()));
+        }
+        e.active = false;
+        Ok(())
+    }
+
+    pub fn uninstall(&mut self, id: EctxId) -> Result<(), EctxError> {
+        let e = self.ectx_mut(id)?;
+        if e.active || e.open_messages > 0 || e.tasks > 0 {
+            return Err(EctxError::Busy(e.name().into()));
+        }
+        self.core.ectxs[id] = None;
+        for h in &mut self.hpus {
+            if h.ctl.mapped_ectx == Some(id) {
+                h.ctl.mapped_ectx = None;
+            }
+        }
+        Ok(())
+    }
+
+    pub fn ectx(&self, id: EctxId) -> Option<&Ectx> {
+        self.core.ectxs.get(id).and_then(|e| e.as_ref())
+    }
+
+    /// Read NIC memory (any region) by NIC address.
+    pub fn read_nic(&self, addr: u32, len: usize) -> Option<Vec<u8>> {
+        let (b, o) = self.core.nic_block(addr, len as u32)?;
+        Some(b.to_vec(o, len))
+    }
+
+    /// Write NIC memory by NIC address (host-side initialisation).
+    pub fn write_nic(&mut self, addr: u32, data: &[u8]) -> bool {
+        match self.core.nic_block(addr, data.len() as u32) {
+            Some((b, o)) => {
+                b.write(o, data);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Run until no event is left (all traffic processed, the NIC idle) or
+    /// virtual time reaches `until_ps`. `progress` is called now and then
+    /// with the packets processed so far.
+    pub fn run(&mut self, until_ps: Option<u64>, mut progress: impl FnMut(u64)) -> Result<(), SimError> {
+        let mut n = 0u64;
+        loop {
+            // This instant's heap events first, then its immediate FIFO.
+            let heap_now = self.core.events.peek().is_some_and(|Reverse(e)| e.time == self.core.now);
+            if !heap_now {
+                if let Some(ev) = self.core.immediate.pop_front() {
+                    self.step(ev)?;
+                    continue;
+                }
+            }
+            let Some(Reverse(e)) = self.core.events.peek() else { break };
+            // A deadline check with nothing due (its message ended) does not
+            // advance time.
+            if let Ev::TimeoutCheck = e.ev {
+                let t = e.time;
+                if self.core.timers.first().is_none_or(|f| f.0 > t) {
+                    self.core.events.pop();
+                    if self.core.timer_at == Some(t) {
+                        self.core.timer_at = None;
+                        self.core.arm_timer();
+                    }
+                    continue;
+                }
+            }
+            if until_ps.is_some_and(|u| e.time > u) {
+                self.core.now = until_ps.unwrap();
+                return Ok(());
+            }
+            let Reverse(e) = self.core.events.pop().unwrap();
+            self.core.now = e.time;
+            self.step(e.ev)?;
+            n += 1;
+            if n % 65536 == 0 {
+                progress(self.core.stats.packets_done);
+            }
+        }
+        // Idle before `until`: the clock still moves there.
+        if let Some(u) = until_ps {
+            self.core.now = self.core.now.max(u);
+        }
+        progress(self.core.stats.packets_done);
+        Ok(())
+    }
+
+    fn step(&mut self, ev: Ev) -> Result<(), SimError> {
+        match ev {
+            Ev::Arrival => self.on_arrival()?,
+            Ev::Schedule => {
+                self.core.sched_queued = false;
+                self.schedule();
+            }
+            Ev::TaskReady { task } => self.on_task_ready(task),
+            Ev::HpuRun { hpu, gen } => {
+                if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Running {
+                    self.run_hpu(hpu);
+                }
+            }
+            Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu, id),
+            Ev::Completion { task } => self.on_completion(task),
+            Ev::TimeoutCheck => self.on_timeout_check(),
+            Ev::Inject => self.on_inject()?,
+            Ev::HpuFree { hpu, gen } => {
+                if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Closing {
+                    self.on_hpu_free(hpu);
+                }
+            }
+            Ev::NotifyVisible => {}
+            Ev::NotifyResponse { id } => self.on_notify_response(id),
+            Ev::Unblock => {
+                self.core.unblock_queued = false;
+                self.on_unblock()?
+            }
+        }
+        Ok(())
+    }
+
+    /// Nothing left to do: no event scheduled, no packet or notification on
+    /// its way (a notification's arrival at the host is an event). Only the
+    /// host (a new packet, a response) can wake the NIC.
+    pub fn is_idle(&self) -> bool {
+        self.core.events.is_empty() && self.core.immediate.is_empty()
+    }
+
+    /// Raw statistics so far.
+    pub fn stats(&self) -> &Stats {
+        &self.core.stats
+    }
+
+    /// The statistics report (PsPIN-style figures).
+    pub fn report(&self) -> Report {
+        let c = &self.core;
+        let s = &c.stats;
+        let mut lat = s.latencies_ps.clone();
+        let first = s.first_arrival_ps.unwrap_or(0);
+        let span = s.last_done_ps.saturating_sub(first);
+        let sim_ps = c.now.max(s.last_done_ps);
+        let busy: u64 = self.hpus.iter().map(|h| h.ctl.busy_ps).sum();
+        let handlers = s
+            .handlers
+            .iter()
+            .map(|((e, k), a)| {
+                let n = a.invocations.max(1) as f64;
+                let ectx = self.ectx(*e).map(|x| x.name().to_string()).unwrap_or_default();
+                let sym = self.ectx(*e).map(|x| x.spec_symbol(*k)).unwrap_or_default();
+                stats::HandlerReport {
+                    name: format!("{ectx}:{sym}"),
+                    ectx,
+                    kind: *k,
+                    invocations: a.invocations,
+                    cycles_min: a.cycles_min,
+                    cycles_mean: a.cycles_sum as f64 / n,
+                    cycles_max: a.cycles_max,
+                    instructions_mean: a.instructions as f64 / n,
+                    loads_mean: a.loads as f64 / n,
+                    stores_mean: a.stores as f64 / n,
+                    l1_accesses_mean: a.l1_accesses as f64 / n,
+                    l1_remote_accesses_mean: a.l1_remote_accesses as f64 / n,
+                    l2_accesses_mean: a.l2_accesses as f64 / n,
+                    faults: a.faults,
+                }
+            })
+            .collect();
+        let errors = s
+            .errors_by_ectx
+            .iter()
+            .map(|(e, m)| stats::EctxErrors {
+                ectx: self.ectx(*e).map(|x| x.name().to_string()).unwrap_or_default(),
+                total: m.values().sum(),
+                by_cause: m.clone(),
+            })
+            .collect();
+        let secs = span as f64 / 1e12;
+        Report {
+            profile: c.cfg.profile.clone(),
+            packets: s.packets_done,
+            bytes: s.bytes_done,
+            packets_in: s.packets_in,
+            unmatched: s.unmatched,
+            throughput_gbps: if span > 0 { s.bytes_done as f64 * 8.0 / secs / 1e9 } else { 0.0 },
+            mpps: if span > 0 { s.packets_done as f64 / secs / 1e6 } else { 0.0 },
+            latency_ns: stats::latency(&mut lat),
+            drops: s.drops,
+            backpressure_ns: s.backpressure_ps as f64 / 1000.0,
+            mpq_stall_ns: s.mpq_stall_ps as f64 / 1000.0,
+            // Over the window from the first arrival to the last completion.
+            hpu_utilization: if span > 0 { (busy as f64 / (span as f64 * self.hpus.len() as f64)).min(1.0) } else { 0.0 },
+            hpus_busy_max: c.busy_max,
+            handlers,
+            errors,
+            error_details: s.errors.clone(),
+            message_timeouts: s.message_timeouts,
+            outbound_packets: s.outbound_packets,
+            outbound_bytes: s.outbound_bytes,
+            host_writes: s.host_writes,
+            dma_to_host_bytes: s.dma_to_host_bytes,
+            dma_from_host_bytes: s.dma_from_host_bytes,
+            commands: s.commands,
+            tasks: s.tasks,
+            sim_time_ns: sim_ps as f64 / 1000.0,
+        }
+    }
+}
+
+impl Ectx {
+    fn spec_symbol(&self, k: HandlerKind) -> String {
+        let s = match k {
+            HandlerKind::Header => &self.spec.hh,
+            HandlerKind::Payload => &self.spec.ph,
+            HandlerKind::Completion => &self.spec.th,
+        };
+        s.clone().unwrap_or_else(|| k.name().to_string())
+    }
+}
+
+fn same_code(a: &ElfImage, b: &ElfImage) -> bool {
+    let code = |i: &ElfImage| -> Vec<(u32, Vec<u8>)> {
+        i.segments.iter().filter(|s| s.perm.has(Perm::X)).map(|s| (s.vaddr, s.data.clone())).collect()
+    };
+    code(a) == code(b)
+}

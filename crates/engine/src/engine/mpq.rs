@@ -1,0 +1,249 @@
+//! Handler execution requests and the MPQ engine (seed 001 §3.2.1, §3.2.3):
+//! one message processing queue per message keeps sPIN's ordering (header
+//! handler alone and first, payload handlers in parallel, completion handler
+//! last), issues ready messages round-robin, and resets idle messages on
+//! timeout.
+
+use super::*;
+
+/// A handler execution request: one packet in the L2 packet buffer.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Her {
+    pub(super) slot: u32,
+    pub(super) len: u32,
+    pub(super) msg_id: u32,
+    pub(super) ectx: EctxId,
+    pub(super) eom: bool,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) enum HhState {
+    Pending,
+    Running,
+    Done,
+}
+
+/// A message processing queue (seed 001 §3.2.1).
+pub(super) struct Mpq {
+    pub(super) active: bool,
+    pub(super) gen: u64,
+    pub(super) ectx: EctxId,
+    pub(super) msg_id: u32,
+    pub(super) hh: HhState,
+    /// HERs waiting for their payload handler.
+    pub(super) queue: VecDeque<Her>,
+    /// The first packet, held for the header handler.
+    pub(super) first: Option<Her>,
+    pub(super) ph_inflight: u32,
+    pub(super) eom: Option<Her>,
+    pub(super) th_started: bool,
+    pub(super) in_ready: bool,
+    pub(super) last_activity: u64,
+    /// This MPQ's entry in `Core::timers`.
+    pub(super) timer: Option<u64>,
+}
+
+impl Core {
+    /// Make sure a TimeoutCheck event is queued for the earliest deadline.
+    pub(super) fn arm_timer(&mut self) {
+        if let Some(&(d, _)) = self.timers.first() {
+            if self.timer_at.is_none_or(|t| d < t) {
+                self.timer_at = Some(d);
+                self.at(d, Ev::TimeoutCheck);
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Give a HER to its message's MPQ (allocating one for a new message);
+    /// without a free MPQ it waits, behind earlier waiting messages.
+    pub(super) fn enqueue_her(&mut self, her: Her) {
+        let c = &mut self.core;
+        if !c.msg_map.contains_key(&(her.ectx, her.msg_id)) && (!c.mpq_wait.is_empty() || c.free_mpqs.is_empty()) {
+            c.mpq_wait_since.get_or_insert(c.now);
+            c.mpq_wait.push_back(her);
+            return;
+        }
+        self.enqueue_her_now(her);
+    }
+
+    pub(super) fn enqueue_her_now(&mut self, her: Her) {
+        let c = &mut self.core;
+        let key = (her.ectx, her.msg_id);
+        let m = match c.msg_map.get(&key) {
+            Some(&m) => m,
+            None => {
+                let m = c.free_mpqs.pop().expect("caller checked for a free MPQ");
+                let e = c.ectxs[her.ectx].as_mut().unwrap();
+                e.open_messages += 1;
+                let has_hh = e.entries[0].is_some();
+                let q = &mut c.mpqs[m];
+                q.active = true;
+                q.gen += 1;
+                q.ectx = her.ectx;
+                q.msg_id = her.msg_id;
+                q.hh = if has_hh { HhState::Pending } else { HhState::Done };
+                q.queue.clear();
+                q.first = None;
+                q.ph_inflight = 0;
+                q.eom = None;
+                q.th_started = false;
+                q.timer = None;
+                c.msg_map.insert(key, m);
+                m
+            }
+        };
+        let e = c.ectx(her.ectx);
+        let (has_hh, has_ph, has_th) = (e.entries[0].is_some(), e.entries[1].is_some(), e.entries[2].is_some());
+        let timeout = e.spec.msg_timeout_ns;
+        let q = &mut c.mpqs[m];
+        let first = q.hh == HhState::Pending && q.first.is_none();
+        let refs = (first && has_hh) as u32 + has_ph as u32 + (her.eom && has_th) as u32;
+        c.slots[her.slot as usize].refs = refs;
+        if first {
+            q.first = Some(her);
+        }
+        if has_ph {
+            q.queue.push_back(her);
+        }
+        if her.eom {
+            q.eom = Some(her);
+        }
+        q.last_activity = c.now;
+        if timeout > 0 && q.timer.is_none() {
+            let d = c.now + timeout * 1000;
+            q.timer = Some(d);
+            c.timers.insert((d, m));
+            c.arm_timer();
+        }
+        if refs == 0 {
+            self.release_ref(her.slot, self.core.now);
+        }
+        self.mark_ready(m);
+        self.maybe_finish_message(m);
+    }
+
+    pub(super) fn runnable(&self, m: usize) -> bool {
+        let c = &self.core;
+        let q = &c.mpqs[m];
+        if !q.active {
+            return false;
+        }
+        match q.hh {
+            HhState::Pending => q.first.is_some(),
+            HhState::Running => false,
+            HhState::Done => !q.queue.is_empty() || self.th_ready(m),
+        }
+    }
+
+    pub(super) fn th_ready(&self, m: usize) -> bool {
+        let c = &self.core;
+        let q = &c.mpqs[m];
+        q.hh == HhState::Done
+            && q.eom.is_some()
+            && q.queue.is_empty()
+            && q.ph_inflight == 0
+            && !q.th_started
+            && c.ectx(q.ectx).entries[2].is_some()
+    }
+
+    pub(super) fn mark_ready(&mut self, m: usize) {
+        if !self.core.mpqs[m].in_ready && self.runnable(m) {
+            self.core.mpqs[m].in_ready = true;
+            self.core.ready.push_back(m);
+        }
+        self.kick_scheduler();
+    }
+
+    /// A message without a completion handler is done when its last packet
+    /// was seen and every handler of it finished: free its MPQ. (With a
+    /// completion handler, that handler's completion frees it.)
+    pub(super) fn maybe_finish_message(&mut self, m: usize) {
+        let c = &self.core;
+        let q = &c.mpqs[m];
+        if !q.active || q.eom.is_none() || q.hh != HhState::Done || !q.queue.is_empty() || q.ph_inflight > 0 {
+            return;
+        }
+        if c.ectx(q.ectx).entries[2].is_some() {
+            return;
+        }
+        self.free_mpq(m, true);
+    }
+
+    pub(super) fn free_mpq(&mut self, m: usize, completed: bool) {
+        let c = &mut self.core;
+        let q = &mut c.mpqs[m];
+        if let Some(d) = q.timer.take() {
+            c.timers.remove(&(d, m));
+        }
+        q.active = false;
+        q.gen += 1;
+        let key = (q.ectx, q.msg_id);
+        let ectx = q.ectx;
+        c.msg_map.remove(&key);
+        if completed {
+            c.stats.ectx_packets.entry(ectx).or_default().1 += 1;
+            if c.keep_outbound {
+                c.completions.push(MessageDone { time_ps: c.now, ectx, msg_id: key.1 });
+            }
+        }
+        if let Some(e) = c.ectxs[ectx].as_mut() {
+            e.open_messages -= 1;
+        }
+        c.free_mpqs.push(m);
+        // The oldest waiting message gets the queue, with all its packets.
+        if let Some(h) = c.mpq_wait.pop_front() {
+            let key = (h.ectx, h.msg_id);
+            let (same, rest): (VecDeque<Her>, VecDeque<Her>) =
+                std::mem::take(&mut c.mpq_wait).into_iter().partition(|x| (x.ectx, x.msg_id) == key);
+            c.mpq_wait = rest;
+            if c.mpq_wait.is_empty() {
+                if let Some(s) = c.mpq_wait_since.take() {
+                    c.stats.mpq_stall_ps += c.now - s;
+                }
+            }
+            self.enqueue_her_now(h);
+            for x in same {
+                self.enqueue_her_now(x);
+            }
+        }
+    }
+
+    pub(super) fn on_timeout_check(&mut self) {
+        let now = self.core.now;
+        self.core.timer_at = None;
+        while let Some(&(d, m)) = self.core.timers.first() {
+            if d > now {
+                break;
+            }
+            let c = &mut self.core;
+            c.timers.pop_first();
+            let timeout = c.ectx(c.mpqs[m].ectx).spec.msg_timeout_ns * 1000;
+            let q = &mut c.mpqs[m];
+            q.timer = None;
+            if q.eom.is_some() {
+                continue; // complete, just still being processed
+            }
+            if q.last_activity + timeout > now {
+                let d = q.last_activity + timeout;
+                q.timer = Some(d);
+                c.timers.insert((d, m));
+                continue;
+            }
+            // The end of the message never came: reset the MPQ (seed 001
+            // §3.2.3). Tasks not yet issued give up their packet references;
+            // tasks in flight finish normally.
+            let held: Vec<Her> = q.queue.drain(..).chain(q.first.take()).collect();
+            let (ectx, msg) = (q.ectx, q.msg_id);
+            c.stats.message_timeouts += 1;
+            for h in held {
+                self.core.slots[h.slot as usize].aborted = true;
+                self.release_ref(h.slot, now);
+            }
+            self.core.record_error(ectx, format!("message {msg}"), crate::stats::ErrorCause::MessageTimeout, 0, 0, u32::MAX);
+            self.free_mpq(m, false);
+        }
+        self.core.arm_timer();
+    }
+}

@@ -1,0 +1,297 @@
+//! The task dispatcher and the cluster-local schedulers (seed 001 §3.2.1
+//! "Task dispatcher", §3.2.2): home-cluster dispatch, the L1 packet buffer
+//! allocator, the L2 -> L1 copy, and the task descriptor an HPU starts from.
+
+use super::*;
+
+pub(super) struct Task {
+    pub(super) kind: HandlerKind,
+    pub(super) her: Her,
+    pub(super) mpq: usize,
+    pub(super) mpq_gen: u64,
+    pub(super) cluster: usize,
+    pub(super) l1: (u32, u32),
+}
+
+pub(super) struct Cluster {
+    pub(super) dma_free_at: u64,
+    /// Tasks in L1 waiting for an HPU.
+    pub(super) queue: VecDeque<usize>,
+    /// Tasks accepted and not yet on an HPU (in DMA or queued).
+    pub(super) pending: u32,
+    pub(super) l1_alloc: Granules,
+    pub(super) free_hpus: VecDeque<usize>,
+    pub(super) fb_free_at: u64,
+}
+
+/// A bitmap allocator of 64-byte granules (the L1 packet buffer).
+pub(super) struct Granules {
+    pub(super) used: Vec<bool>,
+}
+
+impl Granules {
+    pub(super) fn new(bytes: u32) -> Granules {
+        Granules { used: vec![false; (bytes / 64) as usize] }
+    }
+    pub(super) fn alloc(&mut self, bytes: u32) -> Option<u32> {
+        let n = bytes.div_ceil(64).max(1) as usize;
+        let mut run = 0;
+        for i in 0..self.used.len() {
+            run = if self.used[i] { 0 } else { run + 1 };
+            if run == n {
+                let first = i + 1 - n;
+                self.used[first..=i].fill(true);
+                return Some(first as u32 * 64);
+            }
+        }
+        None
+    }
+    pub(super) fn free(&mut self, off: u32, bytes: u32) {
+        let first = (off / 64) as usize;
+        let n = bytes.div_ceil(64).max(1) as usize;
+        self.used[first..first + n].fill(false);
+    }
+}
+
+impl Engine {
+    pub(super) fn kick_scheduler(&mut self) {
+        let c = &mut self.core;
+        if !c.sched_queued && !c.sched_blocked && !c.ready.is_empty() {
+            c.sched_queued = true;
+            let t = c.now.max(c.sched_free_at);
+            c.at(t, Ev::Schedule);
+        }
+    }
+
+    pub(super) fn schedule(&mut self) {
+        let now = self.core.now;
+        if now < self.core.sched_free_at {
+            self.kick_scheduler();
+            return;
+        }
+        let n = self.core.ready.len();
+        for _ in 0..n {
+            let Some(m) = self.core.ready.pop_front() else { break };
+            self.core.mpqs[m].in_ready = false;
+            if !self.runnable(m) {
+                continue;
+            }
+            let q = &self.core.mpqs[m];
+            let (kind, her) = match q.hh {
+                HhState::Pending => (HandlerKind::Header, q.first.unwrap()),
+                _ if !q.queue.is_empty() => (HandlerKind::Payload, *q.queue.front().unwrap()),
+                _ => (HandlerKind::Completion, q.eom.unwrap()),
+            };
+            if !self.dispatch(kind, her, m) {
+                // No cluster can take it: the dispatcher blocks until a task
+                // leaves a cluster.
+                self.core.mpqs[m].in_ready = true;
+                self.core.ready.push_front(m);
+                self.core.sched_blocked = true;
+                return;
+            }
+            let q = &mut self.core.mpqs[m];
+            match kind {
+                HandlerKind::Header => {
+                    q.hh = HhState::Running;
+                    q.first = None;
+                }
+                HandlerKind::Payload => {
+                    q.queue.pop_front();
+                    q.ph_inflight += 1;
+                }
+                HandlerKind::Completion => q.th_started = true,
+            }
+            if self.runnable(m) {
+                self.core.mpqs[m].in_ready = true;
+                self.core.ready.push_back(m);
+            }
+            // One task per cycle.
+            self.core.sched_free_at = now + self.core.ppc;
+            break;
+        }
+        self.kick_scheduler();
+    }
+
+    /// Send a task to a cluster: the home cluster (message id mod clusters)
+    /// if it has room, else the least loaded one with room.
+    pub(super) fn dispatch(&mut self, kind: HandlerKind, her: Her, mpq: usize) -> bool {
+        let c = &mut self.core;
+        let copy = her.len.min(c.ectx(her.ectx).spec.l1_copy);
+        let n = c.clusters.len();
+        let home = her.msg_id as usize % n;
+        let cap = c.cfg.cluster_task_queue;
+        let mut order: Vec<usize> = (0..n).filter(|&k| k != home).collect();
+        order.sort_by_key(|&k| (c.clusters[k].pending, k));
+        order.insert(0, home);
+        for k in order {
+            if c.clusters[k].pending >= cap {
+                continue;
+            }
+            let Some(off) = c.clusters[k].l1_alloc.alloc(copy.max(1)) else { continue };
+            c.clusters[k].pending += 1;
+            // HER -> cluster, then the cluster DMA copies the packet head
+            // to L1 (pipelined: width bytes per cycle after a fixed latency).
+            let arrive = c.now + c.ns(c.cfg.to_cluster_ns);
+            let beats = (copy as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
+            let start = arrive.max(c.clusters[k].dma_free_at).max(c.ic_free_at);
+            c.clusters[k].dma_free_at = start + beats * c.ppc;
+            c.ic_free_at = start + (copy as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
+            let ready = if copy == 0 { arrive } else { start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc };
+            let task = Task { kind, her, mpq, mpq_gen: c.mpqs[mpq].gen, cluster: k, l1: (off, copy) };
+            let id = match c.free_tasks.pop() {
+                Some(i) => {
+                    c.tasks[i] = Some(task);
+                    i
+                }
+                None => {
+                    c.tasks.push(Some(task));
+                    c.tasks.len() - 1
+                }
+            };
+            c.stats.tasks += 1;
+            c.ectxs[her.ectx].as_mut().unwrap().tasks += 1;
+            c.at(ready, Ev::TaskReady { task: id });
+            return true;
+        }
+        false
+    }
+
+    pub(super) fn on_task_ready(&mut self, t: usize) {
+        let c = &mut self.core;
+        let task = c.tasks[t].as_ref().unwrap();
+        let (cl, (off, len), slot) = (task.cluster, task.l1, task.her.slot);
+        // The copy lands in L1 now.
+        let data = c.l2_pkt.to_vec((slot * c.cfg.pkt_slot_size) as usize, len as usize);
+        c.l1[cl].write(off as usize, &data);
+        c.clusters[cl].queue.push_back(t);
+        self.assign(cl);
+    }
+
+    /// Start queued tasks of cluster `cl` on its free HPUs.
+    pub(super) fn assign(&mut self, cl: usize) {
+        loop {
+            let c = &mut self.core;
+            let cluster = &mut c.clusters[cl];
+            if cluster.queue.is_empty() || cluster.free_hpus.is_empty() {
+                return;
+            }
+            let t = cluster.queue.pop_front().unwrap();
+            let h = cluster.free_hpus.pop_front().unwrap();
+            cluster.pending -= 1;
+            c.sched_blocked = false;
+            self.start_task(h, t);
+            self.kick_scheduler();
+        }
+    }
+
+    /// Prepare HPU `h` for task `t`: task descriptor, memory windows, call.
+    pub(super) fn start_task(&mut self, h: usize, t: usize) {
+        let c = &mut self.core;
+        let cfg = &c.cfg;
+        let task = c.tasks[t].as_ref().unwrap();
+        let e = c.ectxs[task.her.ectx].as_ref().unwrap();
+        let cl = task.cluster;
+        let hid = h % cfg.hpus_per_cluster as usize;
+        let l1base = abi::L1_BASE + cl as u32 * abi::L1_CLUSTER_STRIDE;
+        let rt_off = cfg.l1_pkt_buffer + hid as u32 * cfg.runtime_area();
+        let stack_off = cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid as u32 * cfg.hpu_stack_size;
+        let pkt_l1 = l1base + task.l1.0;
+        let l2_pkt = abi::L2_PKT_BASE + task.her.slot * cfg.pkt_slot_size;
+        // task_t, packed, as the SDK declares it, then handler_args_t.
+        let mut d = [0u8; 256];
+        let mut n = 0;
+        let mut put = |v: u32| {
+            d[n..n + 4].copy_from_slice(&v.to_le_bytes());
+            n += 4;
+        };
+        put(e.handler_mem.0);
+        put(e.handler_mem.1);
+        put(pkt_l1);
+        put(task.her.len);
+        for s in &e.scratch {
+            put(s.addr);
+        }
+        for s in &e.scratch {
+            put(s.size);
+        }
+        let (hb, hs) = e.spec.host_window;
+        put((hb >> 32) as u32);
+        put(hb as u32);
+        put(hs.min(u32::MAX as u64) as u32);
+        put(l2_pkt);
+        put(task.her.msg_id % cfg.clusters);
+        put(task.her.msg_id);
+        let args_off = cfg.task_t_size().next_multiple_of(16);
+        let task_addr = l1base + rt_off;
+        for (k, v) in [task_addr, h as u32, cl as u32, hid as u32].into_iter().enumerate() {
+            let at = args_off as usize + 4 * k;
+            d[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        }
+        c.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
+
+        // The task's view of memory (PsPIN sets the PMP the same way). The
+        // ECTX's windows stay from the HPU's previous task when it ran the
+        // same ECTX; windows 0 and 1 (the packet in L1 and L2) change.
+        let slot = &mut self.hpus[h];
+        let m = &mut slot.hpu.mem;
+        let l1 = &c.l1[cl];
+        let copy = task.l1.1.max(1);
+        let l1_off = task.l1.0 as usize;
+        let l2_off = (l2_pkt - abi::L2_PKT_BASE) as usize;
+        let plen = task.her.len.max(1);
+        let ok = if slot.ctl.mapped_ectx == Some(task.her.ectx) {
+            m.remap(0, pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
+                && m.remap(1, l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+        } else {
+            m.clear();
+            slot.ctl.mapped_ectx = Some(task.her.ectx);
+            m.map(pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
+                && m.map(l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+                && m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
+                && m.map(task_addr, cfg.runtime_area(), l1, rt_off as usize, Perm::R, MemClass::L1Local).is_ok()
+                && m.map(
+                    e.handler_mem.0,
+                    e.handler_mem.1,
+                    &c.l2_handler,
+                    (e.handler_mem.0 - abi::L2_HANDLER_BASE) as usize,
+                    Perm::RW,
+                    MemClass::L2,
+                )
+                .is_ok()
+                && m.map(e.code.0, e.code.1.max(2), &c.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
+                && e.scratch.iter().enumerate().filter(|(_, s)| s.size > 0).all(|(k, s)| {
+                    let class = if k == cl { MemClass::L1Local } else { MemClass::L1Remote };
+                    let off = (s.addr - abi::L1_BASE - k as u32 * abi::L1_CLUSTER_STRIDE) as usize;
+                    m.map(s.addr, s.size, &c.l1[k], off, Perm::RW, class).is_ok()
+                })
+        };
+        debug_assert!(ok, "task windows are disjoint by construction");
+
+        let entry = e.entries[task.kind as usize].expect("scheduled handler exists");
+        let now = c.now;
+        let start = now + c.cycles(c.cfg.assign_cycles as u64) + c.ns(c.cfg.invoke_ns);
+        let hpu = &mut slot.hpu;
+        hpu.start_call(entry, l1base + stack_off + cfg.hpu_stack_size, &[task_addr + args_off]);
+        hpu.instret_limit = hpu.instret.saturating_add(e.spec.watchdog);
+        let counts = hpu.mem.counts();
+        let ctl = &mut slot.ctl;
+        ctl.state = HpuState::Running;
+        ctl.task = Some(t);
+        ctl.gen += 1;
+        ctl.t0 = start;
+        ctl.c0 = hpu.cycles;
+        ctl.i0 = hpu.instret;
+        ctl.ld0 = hpu.loads;
+        ctl.st0 = hpu.stores;
+        ctl.mem0 = counts.by_class;
+        ctl.busy_since = now;
+        ctl.wait = None;
+        ctl.wait_notify = None;
+        hpu.time_base_ns = (start / 1000).saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
+        c.busy_now += 1;
+        c.busy_max = c.busy_max.max(c.busy_now);
+        let gen = ctl.gen;
+        c.at(start, Ev::HpuRun { hpu: h, gen });
+    }
+}
