@@ -18,6 +18,12 @@
 #define SOFTSPIN_L2_HANDLER_BASE    0x1C000000u /* L2 handler memory */
 #define SOFTSPIN_L2_PKT_BASE        0x1C400000u /* L2 packet buffer */
 #define SOFTSPIN_PROG_MEM_BASE      0x1D000000u /* program memory (code only) */
+/* Region sizes depend on the NIC profile: they are linker symbols
+ * (SOFTSPIN_L1_SIZE, SOFTSPIN_L2_HANDLER_SIZE, SOFTSPIN_L2_PKT_SIZE,
+ * SOFTSPIN_PROG_MEM_SIZE; see link/handler.ld), not macros. */
+/* Default guest-visible host address of the first host window (64-bit:
+ * handlers get it as task->host_mem_high/low). */
+#define SOFTSPIN_HOST_WINDOW_BASE   0x7F0000000000ull
 
 /* ---- ecall service numbers (a7) ---- */
 /* Linux-compatible numbers, used by bare-metal programs and printf. */

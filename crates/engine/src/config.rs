@@ -213,9 +213,10 @@ impl NicConfig {
         (self.clusters * self.hpus_per_cluster) as usize
     }
 
-    /// Size of `task_t` for this cluster count (the SDK's packed layout).
+    /// Size of `task_t` for this cluster count (the SDK's packed layout,
+    /// described once by `abi::TaskLayout`).
     pub fn task_t_size(&self) -> u32 {
-        40 + 8 * self.clusters
+        softspin_hpu::abi::TaskLayout::new(self.clusters).size()
     }
 
     /// Bytes of the per-HPU runtime area (task_t + handler_args_t).
@@ -385,7 +386,7 @@ impl NicConfig {
 /// Documented maxima of the counts and sizes (not PsPIN values; those are
 /// the profiles). Each keeps the memory the model allocates for it small.
 /// Clusters: the SDK's `task_t` and the engine's maps are sized for 16.
-pub const MAX_CLUSTERS: u32 = 16;
+pub const MAX_CLUSTERS: u32 = abi::MAX_CLUSTERS;
 pub const MAX_HPUS_PER_CLUSTER: u32 = 64;
 /// Program memory: 16 MiB above `PROG_MEM_BASE`.
 pub const MAX_PROG_MEM: u32 = 16 << 20;

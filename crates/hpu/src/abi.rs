@@ -7,6 +7,10 @@ pub const L1_CLUSTER_STRIDE: u32 = 0x0040_0000;
 pub const L2_HANDLER_BASE: u32 = 0x1C00_0000;
 pub const L2_PKT_BASE: u32 = 0x1C40_0000;
 pub const PROG_MEM_BASE: u32 = 0x1D00_0000;
+/// Where handlers see the first host-memory window by default: a 64-bit
+/// host address above 4 GiB, so handlers must carry the high word
+/// (`task->host_mem_high`); further windows follow at 4 GiB steps.
+pub const HOST_WINDOW_BASE: u64 = 0x7F00_0000_0000;
 
 /// The sizes of the NIC's memory regions in one configuration
 /// (`NicConfig::memory_map`); the bases are the fixed ones above. Handler
@@ -52,6 +56,146 @@ impl MemoryMap {
             s += &format!("{n} = 0x{v:08X};\n");
         }
         s
+    }
+}
+
+/// Most clusters a NIC configuration may have (`NicConfig::validate`).
+pub const MAX_CLUSTERS: u32 = 16;
+
+/// Where each field of the SDK's `task_t` lies (`sdk/include/handler.h`:
+/// packed, 32-bit pointers, two arrays of `NB_CLUSTERS` entries), for one
+/// cluster count. `tests/abi.rs` checks every offset and the size against
+/// `offsetof`/`sizeof` from clang for several cluster counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TaskLayout {
+    pub clusters: u32,
+}
+
+impl TaskLayout {
+    pub const fn new(clusters: u32) -> TaskLayout {
+        TaskLayout { clusters }
+    }
+    pub const HANDLER_MEM: u32 = 0;
+    pub const HANDLER_MEM_SIZE: u32 = 4;
+    pub const PKT_MEM: u32 = 8;
+    pub const PKT_MEM_SIZE: u32 = 12;
+    pub const SCRATCHPAD: u32 = 16;
+    pub const fn scratchpad_size(&self) -> u32 {
+        Self::SCRATCHPAD + 4 * self.clusters
+    }
+    pub const fn host_mem_high(&self) -> u32 {
+        self.scratchpad_size() + 4 * self.clusters
+    }
+    pub const fn host_mem_low(&self) -> u32 {
+        self.host_mem_high() + 4
+    }
+    pub const fn host_mem_size(&self) -> u32 {
+        self.host_mem_high() + 8
+    }
+    pub const fn l2_pkt_mem(&self) -> u32 {
+        self.host_mem_high() + 12
+    }
+    pub const fn home_cluster_id(&self) -> u32 {
+        self.host_mem_high() + 16
+    }
+    pub const fn flow_id(&self) -> u32 {
+        self.host_mem_high() + 20
+    }
+    /// `sizeof(task_t)`.
+    pub const fn size(&self) -> u32 {
+        self.flow_id() + 4
+    }
+    /// Every scalar field and array start as (C name, offset), in order.
+    pub fn fields(&self) -> [(&'static str, u32); 12] {
+        [
+            ("handler_mem", Self::HANDLER_MEM),
+            ("handler_mem_size", Self::HANDLER_MEM_SIZE),
+            ("pkt_mem", Self::PKT_MEM),
+            ("pkt_mem_size", Self::PKT_MEM_SIZE),
+            ("scratchpad", Self::SCRATCHPAD),
+            ("scratchpad_size", self.scratchpad_size()),
+            ("host_mem_high", self.host_mem_high()),
+            ("host_mem_low", self.host_mem_low()),
+            ("host_mem_size", self.host_mem_size()),
+            ("l2_pkt_mem", self.l2_pkt_mem()),
+            ("home_cluster_id", self.home_cluster_id()),
+            ("flow_id", self.flow_id()),
+        ]
+    }
+}
+
+/// One `task_t` as the NIC fills it in before a handler call (the values;
+/// [`TaskLayout`] says where they go). No allocation: written per packet.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TaskDescriptor {
+    /// The ECTX's L2 handler memory.
+    pub handler_mem: u32,
+    pub handler_mem_size: u32,
+    /// The packet (header and payload handlers) or nothing the handler
+    /// should read (completion handler): see docs/sdk.md.
+    pub pkt_mem: u32,
+    pub pkt_mem_size: u32,
+    /// Per-cluster scratchpad (address, size); the first `clusters` are
+    /// written.
+    pub scratchpad: [(u32, u32); MAX_CLUSTERS as usize],
+    /// The host window: guest-visible 64-bit base and size.
+    pub host_mem: u64,
+    pub host_mem_size: u32,
+    pub l2_pkt_mem: u32,
+    pub home_cluster_id: u32,
+    pub flow_id: u32,
+}
+
+impl TaskDescriptor {
+    /// Encode for `clusters` clusters into `out[..TaskLayout::new(clusters).size()]`
+    /// (little-endian, as RV32 reads it). `clusters` must be at most
+    /// [`MAX_CLUSTERS`] and `out` long enough (both checked by the config).
+    pub fn encode(&self, clusters: u32, out: &mut [u8]) {
+        let l = TaskLayout::new(clusters);
+        let mut put = |at: u32, v: u32| out[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
+        put(TaskLayout::HANDLER_MEM, self.handler_mem);
+        put(TaskLayout::HANDLER_MEM_SIZE, self.handler_mem_size);
+        put(TaskLayout::PKT_MEM, self.pkt_mem);
+        put(TaskLayout::PKT_MEM_SIZE, self.pkt_mem_size);
+        for (k, &(addr, size)) in self.scratchpad.iter().take(clusters as usize).enumerate() {
+            put(TaskLayout::SCRATCHPAD + 4 * k as u32, addr);
+            put(l.scratchpad_size() + 4 * k as u32, size);
+        }
+        put(l.host_mem_high(), (self.host_mem >> 32) as u32);
+        put(l.host_mem_low(), self.host_mem as u32);
+        put(l.host_mem_size(), self.host_mem_size);
+        put(l.l2_pkt_mem(), self.l2_pkt_mem);
+        put(l.home_cluster_id(), self.home_cluster_id);
+        put(l.flow_id(), self.flow_id);
+    }
+}
+
+/// PsPIN's `handler_args_t` (`sdk/include/handler.h`): what a handler
+/// receives (in a0, by pointer).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandlerArgs {
+    /// Address of the task's `task_t`.
+    pub task: u32,
+    /// HPU index on the NIC, in its cluster, and the cluster.
+    pub hpu_gid: u32,
+    pub cluster_id: u32,
+    pub hpu_id: u32,
+}
+
+impl HandlerArgs {
+    pub const TASK: u32 = 0;
+    pub const HPU_GID: u32 = 4;
+    pub const CLUSTER_ID: u32 = 8;
+    pub const HPU_ID: u32 = 12;
+    /// `sizeof(handler_args_t)`.
+    pub const SIZE: u32 = 16;
+    pub const FIELDS: [(&'static str, u32); 4] =
+        [("task", Self::TASK), ("hpu_gid", Self::HPU_GID), ("cluster_id", Self::CLUSTER_ID), ("hpu_id", Self::HPU_ID)];
+
+    pub fn encode(&self, out: &mut [u8]) {
+        for (at, v) in [(Self::TASK, self.task), (Self::HPU_GID, self.hpu_gid), (Self::CLUSTER_ID, self.cluster_id), (Self::HPU_ID, self.hpu_id)] {
+            out[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
+        }
     }
 }
 
