@@ -209,6 +209,120 @@ impl Inst {
     }
 }
 
+/// ABI register names (x0..x31), as disassemblers print them.
+pub const REG_NAMES: [&str; 32] = [
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2",
+    "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+];
+
+fn reg_name(r: u8) -> &'static str {
+    // The x0 sink is x0 to the reader.
+    REG_NAMES.get(r as usize).copied().unwrap_or("zero")
+}
+
+impl Op {
+    /// Assembler mnemonic of the base instruction (compressed forms print
+    /// as their expansions; `Li` is LUI/AUIPC/C.LUI with the value folded).
+    pub fn mnemonic(self) -> &'static str {
+        use Op::*;
+        match self {
+            Li => "li",
+            Jal => "jal",
+            Jalr => "jalr",
+            Beq => "beq",
+            Bne => "bne",
+            Blt => "blt",
+            Bge => "bge",
+            Bltu => "bltu",
+            Bgeu => "bgeu",
+            Lb => "lb",
+            Lh => "lh",
+            Lw => "lw",
+            Lbu => "lbu",
+            Lhu => "lhu",
+            Sb => "sb",
+            Sh => "sh",
+            Sw => "sw",
+            Addi => "addi",
+            Slti => "slti",
+            Sltiu => "sltiu",
+            Xori => "xori",
+            Ori => "ori",
+            Andi => "andi",
+            Slli => "slli",
+            Srli => "srli",
+            Srai => "srai",
+            Add => "add",
+            Sub => "sub",
+            Sll => "sll",
+            Slt => "slt",
+            Sltu => "sltu",
+            Xor => "xor",
+            Srl => "srl",
+            Sra => "sra",
+            Or => "or",
+            And => "and",
+            Mul => "mul",
+            Mulh => "mulh",
+            Mulhsu => "mulhsu",
+            Mulhu => "mulhu",
+            Div => "div",
+            Divu => "divu",
+            Rem => "rem",
+            Remu => "remu",
+            Fence => "fence",
+            Ecall => "ecall",
+            Ebreak => "ebreak",
+            CsrRead => "csrr",
+            LrW => "lr.w",
+            ScW => "sc.w",
+            AmoSwap => "amoswap.w",
+            AmoAdd => "amoadd.w",
+            AmoXor => "amoxor.w",
+            AmoAnd => "amoand.w",
+            AmoOr => "amoor.w",
+            AmoMin => "amomin.w",
+            AmoMax => "amomax.w",
+            AmoMinu => "amominu.w",
+            AmoMaxu => "amomaxu.w",
+            Illegal => "illegal",
+            NoExec => "noexec",
+            Goto => "goto",
+        }
+    }
+}
+
+/// Disassembly of the pre-decoded form (for fault reports and the decoder's
+/// check against llvm-objdump): ABI register names, signed decimal
+/// immediates, and absolute hex addresses where decoding folded the pc in
+/// (`li` from LUI/AUIPC, JAL and branch targets).
+impl std::fmt::Display for Inst {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        use Op::*;
+        let m = self.op.mnemonic();
+        let (rd, rs1, rs2) = (reg_name(self.rd), reg_name(self.rs1), reg_name(self.rs2));
+        let imm = self.imm;
+        match self.op {
+            Li => write!(f, "{m} {rd}, 0x{:x}", imm as u32),
+            Jal => write!(f, "{m} {rd}, 0x{:x}", imm as u32),
+            Jalr | Lb | Lh | Lw | Lbu | Lhu => write!(f, "{m} {rd}, {imm}({rs1})"),
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => write!(f, "{m} {rs1}, {rs2}, 0x{:x}", imm as u32),
+            Sb | Sh | Sw => write!(f, "{m} {rs2}, {imm}({rs1})"),
+            Addi | Slti | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai => write!(f, "{m} {rd}, {rs1}, {imm}"),
+            Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And | Mul | Mulh | Mulhsu | Mulhu | Div | Divu
+            | Rem | Remu => write!(f, "{m} {rd}, {rs1}, {rs2}"),
+            Fence | Ecall | Ebreak | NoExec => f.write_str(m),
+            CsrRead => write!(f, "{m} {rd}, 0x{:03x}", imm as u32),
+            LrW => write!(f, "{m} {rd}, ({rs1})"),
+            ScW | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => {
+                write!(f, "{m} {rd}, {rs2}, ({rs1})")
+            }
+            Illegal => write!(f, "{m} 0x{:x}", imm as u32),
+            Goto => write!(f, "{m} 0x{:x}", imm as u32),
+        }
+    }
+}
+
 /// The length in bytes of the instruction whose low parcel is `lo`.
 pub fn inst_len(lo: u16) -> u32 {
     if lo & 3 == 3 {
