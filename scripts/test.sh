@@ -18,5 +18,8 @@ sdk/tests/check.sh build/sdk-check
 echo "== cargo test"
 cargo test --release --workspace
 
+echo "== cargo test, checked profile (overflow checks, debug assertions)"
+cargo test --profile checked --workspace
+
 echo "== Python host API and examples (pytest)"
 .venv/bin/python -m pytest -q crates/host-py/tests examples/ping_pong
