@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 use softspin_hpu::abi;
-use softspin_hpu::TimingModel;
+use softspin_hpu::timing::{self, TimingModel};
 
 use crate::units::{self, Clock, Gbps};
 
@@ -112,6 +112,9 @@ pub enum ConfigError {
     Invalid { field: &'static str, reason: String },
 }
 
+/// One FPsPIN clock cycle in ns (25).
+const FPSPIN_NS_PER_CYCLE: u64 = 1000 / timing::FPSPIN_CLOCK_MHZ as u64;
+
 impl NicConfig {
     /// PsPIN as evaluated in seed 001: 4 clusters x 8 HPUs at 1 GHz.
     pub fn pspin() -> NicConfig {
@@ -119,7 +122,7 @@ impl NicConfig {
             profile: "pspin".into(),
             clusters: 4,
             hpus_per_cluster: 8,
-            clock_mhz: 1000,
+            clock_mhz: timing::PSPIN_CLOCK_MHZ,
             l1_size: 1 << 20,
             l1_pkt_buffer: 32 << 10,
             hpu_stack_size: 1 << 10,
@@ -154,7 +157,7 @@ impl NicConfig {
         NicConfig {
             profile: "fpspin".into(),
             clusters: 2,
-            clock_mhz: 40,
+            clock_mhz: timing::FPSPIN_CLOCK_MHZ,
             l1_size: 256 << 10,
             l2_handler_size: 1 << 20,
             l2_pkt_size: 512 << 10,
@@ -163,10 +166,10 @@ impl NicConfig {
             host: HostLink { latency_ns: 450, bandwidth_gbps: 100.0 },
             // Control-path overheads scale with the clock: in cycles they
             // are PsPIN's (3, 7, 1 cycles).
-            to_cluster_ns: 3 * 25,
-            invoke_ns: 7 * 25,
-            completion_ns: 25,
-            hpu: TimingModel { clock_mhz: 40, ..TimingModel::default() },
+            to_cluster_ns: 3 * FPSPIN_NS_PER_CYCLE,
+            invoke_ns: 7 * FPSPIN_NS_PER_CYCLE,
+            completion_ns: FPSPIN_NS_PER_CYCLE,
+            hpu: TimingModel { clock_mhz: timing::FPSPIN_CLOCK_MHZ, ..TimingModel::default() },
             ..NicConfig::pspin()
         }
     }

@@ -48,6 +48,11 @@ impl MemClass {
     }
 }
 
+/// PsPIN's core clock: it closes timing at 1 GHz (seed 001 §4.1).
+pub const PSPIN_CLOCK_MHZ: u32 = 1000;
+/// FPsPIN's clock on the FPGA: 40 MHz (seed 000 Table 6.2).
+pub const FPSPIN_CLOCK_MHZ: u32 = 40;
+
 /// The configurable timing table. All values are in core clock cycles.
 #[derive(Clone, Debug, PartialEq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default, deny_unknown_fields))]
@@ -98,7 +103,7 @@ pub struct TimingModel {
 impl Default for TimingModel {
     fn default() -> Self {
         TimingModel {
-            clock_mhz: 1000,
+            clock_mhz: PSPIN_CLOCK_MHZ,
             alu: 1,
             load: 1,
             store: 1,

@@ -191,13 +191,15 @@ impl Engine {
 
 /// UDP destination port of an Ethernet or PsPIN-style IP-first frame.
 pub(super) fn udp_dst_port(f: &[u8]) -> Option<u16> {
-    if f.len() >= 14 + 28 && f[12] == 0x08 && f[13] == 0x00 && f[14] >> 4 == 4 {
-        let ihl = (f[14] & 0xf) as usize * 4;
-        let u = 14 + ihl;
-        return (f[14 + 9] == 17 && f.len() >= u + 4).then(|| u16::from_be_bytes([f[u + 2], f[u + 3]]));
+    use crate::traffic::{ETH_HLEN, IPV4_HLEN, UDP_HLEN};
+    const E: usize = ETH_HLEN;
+    if f.len() >= E + IPV4_HLEN + UDP_HLEN && f[12] == 0x08 && f[13] == 0x00 && f[E] >> 4 == 4 {
+        let ihl = (f[E] & 0xf) as usize * 4;
+        let u = E + ihl;
+        return (f[E + 9] == 17 && f.len() >= u + 4).then(|| u16::from_be_bytes([f[u + 2], f[u + 3]]));
     }
     // PsPIN-style: version in the low nibble, fields in host order.
-    if f.len() >= 28 && f[0] & 0xf == 4 && f[9] == 17 {
+    if f.len() >= IPV4_HLEN + UDP_HLEN && f[0] & 0xf == 4 && f[9] == 17 {
         let u = (f[0] >> 4) as usize * 4;
         return (f.len() >= u + 4).then(|| u16::from_le_bytes([f[u + 2], f[u + 3]]));
     }

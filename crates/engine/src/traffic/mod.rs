@@ -109,9 +109,10 @@ pub const ETH_SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 /// Largest frame any source builds.
 pub const MAX_FRAME_SIZE: usize = 65535;
 
-const ETH_HLEN: usize = 14;
-const IPV4_HLEN: usize = 20;
-const UDP_HLEN: usize = 8;
+/// Header lengths (IPv4 without options); the inbound parser uses them too.
+pub(crate) const ETH_HLEN: usize = 14;
+pub(crate) const IPV4_HLEN: usize = 20;
+pub(crate) const UDP_HLEN: usize = 8;
 const PS_PER_S: u128 = 1_000_000_000_000;
 
 /// One packet as it reaches the NIC inbound engine.
