@@ -152,41 +152,101 @@ impl CommandUnit<'_> {
     }
 }
 
+/// One runtime service request, decoded once from a7 and a0..a5 (the ABI
+/// in `softspin_abi.h`): every argument has its name and type here, so
+/// execution never reads raw registers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// `write(fd, buf, len)`: printf output.
+    Write { fd: u32, buf: u32, len: u32 },
+    /// `exit(status)`; `reason` points at a NUL-terminated text (0: none),
+    /// which the SDK's `assert` passes.
+    Exit { status: i32, reason: u32 },
+    /// Cluster DMA between L1 and L2.
+    ClusterDma { src: u32, dst: u32, len: u32 },
+    Send { data: u32, len: u32 },
+    RdmaPut { dest: u32, data: u32, len: u32 },
+    DmaToHost { host: u64, nic: u32, len: u32, event: bool },
+    DmaFromHost { host: u64, nic: u32, len: u32 },
+    WriteToHost { host: u64, value: u64 },
+    CmdWait { id: u32 },
+    CmdTest { id: u32 },
+    PushCounter { index: u32, value: u32 },
+    NotifyPost { data: u32, len: u32, host_ref: u64 },
+    NotifyWait { id: u32 },
+    NotifyTest { id: u32 },
+}
+
+impl Command {
+    /// Decode the HPU's request; `None` for an unknown service number.
+    pub fn decode(hpu: &Hpu) -> Option<Command> {
+        let a = |k: usize| hpu.reg(abi::A0 + k);
+        let wide = |lo: usize| (a(lo + 1) as u64) << 32 | a(lo) as u64;
+        Some(match hpu.reg(abi::A7) {
+            sys::WRITE => Command::Write { fd: a(0), buf: a(1), len: a(2) },
+            sys::EXIT => Command::Exit { status: a(0) as i32, reason: a(1) },
+            sys::DMA => Command::ClusterDma { src: a(0), dst: a(1), len: a(2) },
+            sys::SEND_PACKET => Command::Send { data: a(0), len: a(1) },
+            sys::RDMA_PUT => Command::RdmaPut { dest: a(0), data: a(1), len: a(2) },
+            sys::DMA_TO_HOST => Command::DmaToHost { host: wide(0), nic: a(2), len: a(3), event: a(4) != 0 },
+            sys::DMA_FROM_HOST => Command::DmaFromHost { host: wide(0), nic: a(2), len: a(3) },
+            sys::WRITE_TO_HOST => Command::WriteToHost { host: wide(0), value: wide(2) },
+            sys::CMD_WAIT => Command::CmdWait { id: a(0) },
+            sys::CMD_TEST => Command::CmdTest { id: a(0) },
+            sys::PUSH_COUNTER => Command::PushCounter { index: a(0), value: a(1) },
+            sys::NOTIFY_POST => Command::NotifyPost { data: a(0), len: a(1), host_ref: wide(2) },
+            sys::NOTIFY_WAIT => Command::NotifyWait { id: a(0) },
+            sys::NOTIFY_TEST => Command::NotifyTest { id: a(0) },
+            _ => return None,
+        })
+    }
+}
+
+/// The service result in a0 (and the handler goes on).
+fn ret(hpu: &mut Hpu, v: i32) -> Ecall {
+    hpu.set_reg(abi::A0, v as u32);
+    Ecall::Continue
+}
+
+/// `len` bytes of guest memory at `addr`, if the task may read them.
+fn read(hpu: &Hpu, addr: u32, len: u32) -> Option<Vec<u8>> {
+    let mut v = vec![0; len as usize];
+    hpu.mem.read_bytes(addr, &mut v).ok().map(|_| v)
+}
+
 impl Runtime for CommandUnit<'_> {
     fn ecall(&mut self, hpu: &mut Hpu) -> Ecall {
-        let a = |r: usize| hpu.reg(r);
-        let (a0, a1, a2, a3, a4) = (a(abi::A0), a(abi::A1), a(abi::A2), a(abi::A0 + 3), a(abi::A0 + 4));
+        match Command::decode(hpu) {
+            Some(cmd) => self.execute(hpu, cmd),
+            None => Ecall::Unknown,
+        }
+    }
+}
+
+impl CommandUnit<'_> {
+    /// Carry out one decoded command for the handler on `hpu`.
+    pub(super) fn execute(&mut self, hpu: &mut Hpu, cmd: Command) -> Ecall {
         let now = self.now(hpu);
-        let fail = |hpu: &mut Hpu, e: i32| {
-            hpu.set_reg(abi::A0, e as u32);
-            Ecall::Continue
-        };
-        let read = |hpu: &Hpu, addr: u32, len: u32| -> Option<Vec<u8>> {
-            let mut v = vec![0; len as usize];
-            hpu.mem.read_bytes(addr, &mut v).ok().map(|_| v)
-        };
-        match a(abi::A7) {
-            sys::EXIT => Ecall::Exit(a0 as i32),
-            sys::WRITE => {
-                let len = a2.min(1 << 16);
-                match read(hpu, a1, len) {
-                    Some(v) if a0 == 1 || a0 == 2 => {
+        match cmd {
+            Command::Exit { status, .. } => Ecall::Exit(status),
+            Command::Write { fd, buf, len } => {
+                let len = len.min(1 << 16);
+                match read(hpu, buf, len) {
+                    Some(v) if fd == 1 || fd == 2 => {
                         self.ctl.stdout.extend_from_slice(&v);
-                        fail(hpu, len as i32)
+                        ret(hpu, len as i32)
                     }
-                    Some(_) => fail(hpu, err::INVAL),
-                    None => fail(hpu, err::ACCESS),
+                    Some(_) => ret(hpu, err::INVAL),
+                    None => ret(hpu, err::ACCESS),
                 }
             }
-            sys::DMA => {
-                // Cluster DMA between L1 and L2: the cluster's DMA engine.
-                let (src, dst, len) = (a0, a1, a2);
+            Command::ClusterDma { src, dst, len } => {
                 if len == 0 {
-                    return fail(hpu, err::INVAL);
+                    return ret(hpu, err::INVAL);
                 }
-                let Some(data) = read(hpu, src, len) else { return fail(hpu, err::ACCESS) };
+                let Some(data) = read(hpu, src, len) else { return ret(hpu, err::ACCESS) };
                 if hpu.mem.check(dst, len, Perm::W).is_err() {
-                    return fail(hpu, err::ACCESS);
+                    return ret(hpu, err::ACCESS);
                 }
                 let c = &mut *self.core;
                 let cl = self.ctl.cluster;
@@ -197,69 +257,55 @@ impl Runtime for CommandUnit<'_> {
                 let done = start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc;
                 self.issue(hpu, "cluster dma", done, Effect::Nic { addr: dst, data })
             }
-            sys::SEND_PACKET | sys::RDMA_PUT => {
-                let (dest, data, len) = if a(abi::A7) == sys::SEND_PACKET { (0, a0, a1) } else { (a0, a1, a2) };
-                let Some(bytes) = read(hpu, data, len) else { return fail(hpu, err::ACCESS) };
-                let c = &mut *self.core;
-                let start = now.max(c.out_free_at);
-                c.out_free_at = start + Core::wire_ps(len as u64, c.cfg.line_rate_gbps);
-                let done = c.out_free_at;
-                self.issue(hpu, "nic send", done, Effect::Send { dest, data: bytes })
-            }
-            sys::DMA_TO_HOST => {
-                let host = (a1 as u64) << 32 | a0 as u64;
-                let (nic, len) = (a2, a3);
+            Command::Send { data, len } => self.send(hpu, now, 0, data, len),
+            Command::RdmaPut { dest, data, len } => self.send(hpu, now, dest, data, len),
+            Command::DmaToHost { host, nic, len, event: _ } => {
+                // generate_event: host notifications are the notify commands.
                 if !self.host_ok(host, len) {
-                    return fail(hpu, err::ACCESS);
+                    return ret(hpu, err::ACCESS);
                 }
-                let Some(data) = read(hpu, nic, len) else { return fail(hpu, err::ACCESS) };
+                let Some(data) = read(hpu, nic, len) else { return ret(hpu, err::ACCESS) };
                 self.core.stats.dma_to_host_bytes += len as u64;
                 let done = self.pcie(now, len);
-                let _ = a4; // generate_event: host notifications come with the host API
                 self.issue(hpu, "dma to host", done, Effect::HostWrite { addr: host, data, direct: None })
             }
-            sys::DMA_FROM_HOST => {
-                let host = (a1 as u64) << 32 | a0 as u64;
-                let (nic, len) = (a2, a3);
+            Command::DmaFromHost { host, nic, len } => {
                 if !self.host_ok(host, len) || hpu.mem.check(nic, len, Perm::W).is_err() {
-                    return fail(hpu, err::ACCESS);
+                    return ret(hpu, err::ACCESS);
                 }
                 self.core.stats.dma_from_host_bytes += len as u64;
                 // A read: the request crosses PCIe, then the data comes back.
                 let done = self.pcie(now, len) + self.core.cfg.host.latency_ns * 1000;
                 self.issue(hpu, "dma from host", done, Effect::FromHost { host, nic, len })
             }
-            sys::WRITE_TO_HOST => {
-                let host = (a1 as u64) << 32 | a0 as u64;
-                let value = (a3 as u64) << 32 | a2 as u64;
+            Command::WriteToHost { host, value } => {
                 if !self.host_ok(host, 8) {
-                    return fail(hpu, err::ACCESS);
+                    return ret(hpu, err::ACCESS);
                 }
                 let done = self.pcie(now, 8);
                 self.issue(hpu, "host write", done, Effect::HostWrite { addr: host, data: value.to_le_bytes().to_vec(), direct: Some(value) })
             }
-            sys::CMD_WAIT => {
-                if self.settle(hpu, a0) {
-                    return fail(hpu, 0);
+            Command::CmdWait { id } => {
+                if self.settle(hpu, id) {
+                    return ret(hpu, 0);
                 }
-                self.ctl.wait = Some(a0);
+                self.ctl.wait = Some(id);
                 Ecall::Suspend
             }
-            sys::CMD_TEST => {
-                let done = self.settle(hpu, a0);
-                fail(hpu, done as i32)
+            Command::CmdTest { id } => {
+                let done = self.settle(hpu, id);
+                ret(hpu, done as i32)
             }
-            sys::NOTIFY_POST => {
-                let (data, len, host_ref) = (a0, a1, (a3 as u64) << 32 | a2 as u64);
+            Command::NotifyPost { data, len, host_ref } => {
                 if len > 64 {
-                    return fail(hpu, err::INVAL);
+                    return ret(hpu, err::INVAL);
                 }
-                let Some(bytes) = read(hpu, data, len) else { return fail(hpu, err::ACCESS) };
+                let Some(bytes) = read(hpu, data, len) else { return ret(hpu, err::ACCESS) };
                 let c = &mut *self.core;
                 let ectx = self.ectx;
                 let open = c.notify.values().filter(|n| n.ectx == ectx && !n.answered).count();
                 if open >= c.cfg.notify_ring as usize {
-                    return fail(hpu, err::BUSY);
+                    return ret(hpu, err::BUSY);
                 }
                 let id = c.next_notify;
                 c.next_notify = c.next_notify.wrapping_add(1).max(1);
@@ -269,38 +315,45 @@ impl Runtime for CommandUnit<'_> {
                 let c = &mut *self.core;
                 c.notify_q.push_back(Notification { id, ectx, hpu: self.ctl.gid as u32, time_ps: t, data: bytes, host_ref });
                 c.at(t, Ev::NotifyVisible);
-                fail(hpu, id as i32)
+                ret(hpu, id as i32)
             }
-            sys::NOTIFY_WAIT | sys::NOTIFY_TEST => {
-                let answered = self.core.notify.get(&a0).and_then(|n| n.response);
-                let wait = a(abi::A7) == sys::NOTIFY_WAIT;
-                match (answered, wait) {
-                    (Some(v), true) => {
-                        self.core.notify.remove(&a0);
-                        hpu.set_reg(abi::A1, (v >> 32) as u32);
-                        fail(hpu, v as u32 as i32)
-                    }
-                    (Some(v), false) => {
-                        self.core.notify.remove(&a0);
-                        hpu.set_reg(abi::A1, v as u32);
-                        hpu.set_reg(abi::A2, (v >> 32) as u32);
-                        fail(hpu, 1)
-                    }
-                    (None, true) if self.core.notify.contains_key(&a0) => {
-                        self.ctl.wait_notify = Some(a0);
-                        Ecall::Suspend
-                    }
-                    (None, true) => fail(hpu, err::INVAL),
-                    (None, false) => fail(hpu, 0),
+            Command::NotifyWait { id } => match self.core.notify.get(&id).map(|n| n.response) {
+                Some(Some(v)) => {
+                    self.core.notify.remove(&id);
+                    hpu.set_reg(abi::A1, (v >> 32) as u32);
+                    ret(hpu, v as u32 as i32)
                 }
-            }
-            sys::PUSH_COUNTER => {
-                let e = self.core.counters.entry((self.ectx, a0)).or_default();
-                e.0 += a1 as u64;
+                Some(None) => {
+                    self.ctl.wait_notify = Some(id);
+                    Ecall::Suspend
+                }
+                None => ret(hpu, err::INVAL),
+            },
+            Command::NotifyTest { id } => match self.core.notify.get(&id).and_then(|n| n.response) {
+                Some(v) => {
+                    self.core.notify.remove(&id);
+                    hpu.set_reg(abi::A1, v as u32);
+                    hpu.set_reg(abi::A2, (v >> 32) as u32);
+                    ret(hpu, 1)
+                }
+                None => ret(hpu, 0),
+            },
+            Command::PushCounter { index, value } => {
+                let e = self.core.counters.entry((self.ectx, index)).or_default();
+                e.0 += value as u64;
                 e.1 += 1;
-                fail(hpu, 0)
+                ret(hpu, 0)
             }
-            _ => Ecall::Unknown,
         }
+    }
+
+    /// NIC send (`spin_send_packet`, dest 0) or RDMA put: out at line rate.
+    fn send(&mut self, hpu: &mut Hpu, now: u64, dest: u32, data: u32, len: u32) -> Ecall {
+        let Some(bytes) = read(hpu, data, len) else { return ret(hpu, err::ACCESS) };
+        let c = &mut *self.core;
+        let start = now.max(c.out_free_at);
+        c.out_free_at = start + Core::wire_ps(len as u64, c.cfg.line_rate_gbps);
+        let done = c.out_free_at;
+        self.issue(hpu, "nic send", done, Effect::Send { dest, data: bytes })
     }
 }
