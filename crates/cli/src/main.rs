@@ -44,16 +44,89 @@ fn main() -> ExitCode {
     match r {
         Ok(c) => c,
         Err(e) => {
-            eprintln!("softspin: error: {e:#}");
+            eprintln!("softspin: error: {}", error_text(&e));
             ExitCode::from(exit::FAILURE)
         }
     }
 }
 
-/// Exit statuses of the CLI (besides a guest's own exit status).
+/// An error and its causes on one line, each text once: several library
+/// errors show their source in their own message and also return it as
+/// `source()`, which `{:#}` would print a second time.
+fn error_text(e: &anyhow::Error) -> String {
+    let mut msg = e.to_string();
+    for cause in e.chain().skip(1) {
+        let t = cause.to_string();
+        if !msg.contains(&t) {
+            msg.push_str(": ");
+            msg.push_str(&t);
+        }
+    }
+    msg
+}
+
+/// Exit statuses of the CLI, defined once (`softspin sim --help` and
+/// `docs/` print `SIM_HELP`).
 pub mod exit {
+    use std::process::ExitCode;
+
+    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+    #[repr(u8)]
+    pub enum Status {
+        /// Every packet that arrived was processed; no handler error, message
+        /// timeout, rejected command or drop.
+        Ok = 0,
+        /// Bad input (file, configuration, flag value out of range) or a tool
+        /// failure: nothing was simulated, or the run could not finish.
+        Failure = 1,
+        /// Command-line usage error (unknown flag, missing argument): clap's
+        /// own status.
+        Usage = 2,
+        /// A handler faulted, ran out of its watchdog budget, aborted
+        /// (`assert`, `abort`, `exit(n != 0)`) or had a command rejected.
+        HandlerError = 3,
+        /// A message timed out (no packet for its ECTX's timeout).
+        MessageTimeout = 4,
+        /// Packets were dropped (packet buffer full) or matched no ECTX.
+        Dropped = 5,
+        /// Packets arrived but were not all processed (e.g. `--until-ns`
+        /// stopped the run first).
+        Unprocessed = 6,
+        /// `softspin isa run` / `isa handler`: the guest faulted.
+        GuestFault = 70,
+    }
+
+    impl From<Status> for ExitCode {
+        fn from(s: Status) -> ExitCode {
+            ExitCode::from(s as u8)
+        }
+    }
+
     /// Bad input, tool failure.
-    pub const FAILURE: u8 = 1;
+    pub const FAILURE: u8 = Status::Failure as u8;
     /// The guest faulted.
-    pub const GUEST_FAULT: u8 = 70;
+    pub const GUEST_FAULT: u8 = Status::GuestFault as u8;
+
+    /// The exit-status table of `softspin sim --help`.
+    pub const SIM_HELP: &str = "\
+Exit status:
+  0  every packet that arrived was processed: no handler error, message
+     timeout, rejected command or drop
+  1  bad input (file, configuration, value out of range) or tool failure
+  2  usage error (unknown flag, missing argument)
+  3  a handler faulted, hit its watchdog, aborted (assert, abort, exit(n != 0))
+     or had a command rejected
+  4  a message timed out
+  5  packets were dropped (packet buffer full) or matched no ECTX
+  6  packets were left unprocessed (e.g. --until-ns ended the run first)
+When several apply, the smallest of 3..6 is returned; stderr says why.";
+
+    /// The exit-status table of `softspin isa handler --help`.
+    pub const HANDLER_HELP: &str = "\
+Exit status:
+  0   the handler returned (or called exit(0))
+  1   bad input (image, packet file, unknown handler symbol)
+  2   usage error
+  3   the handler aborted: assert, abort() or exit(n != 0)
+  70  the handler faulted (access, illegal instruction, watchdog...)";
 }

@@ -1,78 +1,113 @@
 //! `softspin sim`: run handler images on the simulated NIC with traffic and
 //! print PsPIN-style statistics.
 
+use std::net::Ipv4Addr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
 use softspin_engine::ectx::DEFAULT_HOST_BASE;
-use softspin_engine::traffic::{FrameKind, GenConfig, Generator, Payload, PcapSource, Source, TraceSource};
+use softspin_engine::traffic::{FrameKind, GenConfig, Generator, Payload, PcapSource, Source, TraceSource, DEFAULT_UDP_PORT};
+use softspin_engine::units::{self, Gbps};
+use softspin_engine::Report;
 use softspin_engine::{EctxSpec, Engine, MatchRule, NicConfig};
 use softspin_hpu::ElfImage;
 
+use crate::exit::Status;
+
 #[derive(clap::Args)]
+#[command(after_help = crate::exit::SIM_HELP)]
 pub struct SimArgs {
     /// Handler image for a single ECTX given on the command line.
     #[arg(long, required_unless_present = "scenario")]
     image: Option<PathBuf>,
-    /// Header, payload and completion handler symbols.
+    /// Header handler symbol (runs first and alone on each message's first packet).
     #[arg(long)]
     hh: Option<String>,
+    /// Payload handler symbol (runs on every packet).
     #[arg(long)]
     ph: Option<String>,
+    /// Completion handler symbol (runs last, after the message's last packet).
     #[arg(long)]
     th: Option<String>,
-    /// Several ECTXs from a TOML scenario file (`[[ectx]]` tables).
+    /// Several ECTXs from a TOML scenario file (`[[ectx]]` tables with name,
+    /// image, hh/ph/th, udp_dst_port, l1_copy, scratchpad = [per cluster],
+    /// handler_mem_size, host_size, watchdog, timeout_ns).
     #[arg(long, conflicts_with = "image")]
     scenario: Option<PathBuf>,
-    /// NIC profile.
+    /// NIC profile [default: pspin].
     #[arg(long, value_name = "pspin|fpspin", conflicts_with = "config")]
     profile: Option<String>,
-    /// NIC configuration file (TOML; `profile = ...` picks the base).
+    /// NIC configuration file (TOML; `profile = ...` picks the base, every
+    /// other key overrides it).
     #[arg(long)]
     config: Option<PathBuf>,
 
     // -- ECTX settings for --image --
-    /// Bytes of each packet copied to L1 before the handler runs (default: all).
+    /// Bytes of each packet copied to L1 before the handler runs [default: the whole packet].
     #[arg(long)]
     l1_copy: Option<u32>,
-    /// Scratchpad bytes per cluster.
+    /// Scratchpad bytes on each cluster (at most the L1 left after the packet
+    /// buffer, runtime areas and stacks).
     #[arg(long, default_value_t = 0)]
     scratchpad: u32,
-    /// Host-memory window size in bytes.
+    /// Host-memory window size in bytes (at most 4 GiB - 1: task_t.host_mem_size is 32-bit).
     #[arg(long, default_value_t = 1 << 20)]
     host_size: u64,
     /// Watchdog: instruction budget per handler invocation.
     #[arg(long, default_value_t = 1_000_000)]
     watchdog: u64,
-    /// Message timeout in ns (0: never).
+    /// Message timeout in ns of NIC time (0: never; at most one hour).
     #[arg(long, default_value_t = 1_000_000)]
     timeout_ns: u64,
 
     // -- traffic --
-    /// Generator: messages, packets per message, packet size.
+    /// Generator: number of messages [default: 1].
     #[arg(long, conflicts_with_all = ["trace", "pcap"])]
     messages: Option<u32>,
+    /// Generator: packets per message.
     #[arg(long, default_value_t = 1)]
     packets: u32,
+    /// Generator: frame size in bytes, headers included (IP frames: 28 B of
+    /// IPv4 + UDP headers; Ethernet frames: 42 B). At most the profile's
+    /// packet slot (pkt_slot_size: 2048 B for pspin and fpspin).
     #[arg(long, default_value_t = 1024)]
     size: usize,
-    /// Line rate in Gbit/s (default: the profile's).
+    /// Generator: line rate in Gbit/s [default: the profile's line_rate_gbps, 400 for pspin, 100 for fpspin].
     #[arg(long)]
     rate: Option<f64>,
-    /// Frames start at the IP header (PsPIN) or the Ethernet header (FPsPIN).
+    /// Frames start at the IP header (PsPIN's host-order layout) or the Ethernet header (FPsPIN, wire format).
     #[arg(long, value_enum, default_value = "ip")]
     frame: Frame,
-    /// Messages in flight at once (their packets interleave).
+    /// Generator: messages in flight at once (their packets interleave round-robin).
     #[arg(long, default_value_t = 1)]
     concurrent: u32,
+    /// Generator: UDP payload bytes. With `seq` byte i of packet number n
+    /// (0-based over the whole run) is (i + 7n) mod 256; `zero` is all 0;
+    /// `random` is SplitMix64 bytes from --seed and n.
     #[arg(long, value_enum, default_value = "seq")]
     payload: PayloadArg,
+    /// Generator: seed of `--payload random`.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Generator: IPv4 source address.
+    #[arg(long, default_value_t = Ipv4Addr::new(10, 0, 0, 1))]
+    src_ip: Ipv4Addr,
+    /// Generator: IPv4 destination address.
+    #[arg(long, default_value_t = Ipv4Addr::new(10, 0, 0, 2))]
+    dst_ip: Ipv4Addr,
+    /// Generator: UDP source port.
+    #[arg(long, default_value_t = DEFAULT_UDP_PORT)]
+    src_port: u16,
+    /// Generator: UDP destination port (what scenario `udp_dst_port` matches).
+    #[arg(long, default_value_t = DEFAULT_UDP_PORT)]
+    dst_port: u16,
     /// PsPIN-style text trace (`src dst size ipg msgid is_last` per line).
     #[arg(long, conflicts_with = "pcap")]
     trace: Option<PathBuf>,
-    /// pcap file of Ethernet frames.
+    /// pcap file of Ethernet frames (each packet its own message; capture
+    /// times, or back-to-back at --rate if given).
     #[arg(long)]
     pcap: Option<PathBuf>,
 
@@ -89,7 +124,7 @@ pub struct SimArgs {
     /// Print each HPU's printf output.
     #[arg(long)]
     stdout: bool,
-    /// Stop at this virtual time (ns) even if traffic remains.
+    /// Stop at this NIC time (ns) even if traffic remains [default: run until idle].
     #[arg(long)]
     until_ns: Option<u64>,
     /// No progress bar.
@@ -147,8 +182,18 @@ struct Scenario {
     ectx: Vec<ScenarioEctx>,
 }
 
-fn load_image(p: &Path) -> anyhow::Result<ElfImage> {
-    ElfImage::load(p).with_context(|| p.display().to_string())
+pub(crate) fn load_image(p: &Path) -> anyhow::Result<ElfImage> {
+    // Name the file unless the error already does.
+    let name = p.display().to_string();
+    ElfImage::load(p).map_err(|e| {
+        let named = e.to_string().contains(&name);
+        let e = anyhow::Error::new(e);
+        if named {
+            e
+        } else {
+            e.context(name)
+        }
+    })
 }
 
 pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
@@ -171,7 +216,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
                 let (_, data) = image_data(&s.image);
                 s.handler_mem = Some((data.unwrap_or(softspin_hpu::abi::L2_HANDLER_BASE), sz));
             }
-            s.host_window = (DEFAULT_HOST_BASE + ((k as u64) << 32), e.host_size.unwrap_or(1 << 20));
+            s.host_window = (DEFAULT_HOST_BASE + k as u64 * softspin_hpu::abi::HOST_WINDOW_STRIDE, e.host_size.unwrap_or(1 << 20));
             s.watchdog = e.watchdog.unwrap_or(1_000_000);
             s.msg_timeout_ns = e.timeout_ns.unwrap_or(1_000_000);
             specs.push(s);
@@ -194,12 +239,18 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     }
     for s in specs {
         let (base, size) = s.host_window;
+        // Install validates the spec (sizes, times, symbols) before the
+        // host window is allocated.
         let id = engine.install(s)?;
-        engine.add_host_region(base, size as usize).map_err(anyhow::Error::msg)?;
+        engine.add_host_buffer(base, Box::new(zeroed(size)?)).map_err(anyhow::Error::msg)?;
         engine.activate(id)?;
     }
 
+    let until_ps = a.until_ns.map(|n| units::until_ns("--until-ns", n)).transpose()?;
     let rate = a.rate.unwrap_or(cfg.line_rate_gbps);
+    if !Gbps(rate).is_valid() {
+        bail!("--rate {rate}: must be in {}..={} Gbit/s", Gbps::MIN, Gbps::MAX);
+    }
     let frame = match a.frame {
         Frame::Ip => FrameKind::Ip,
         Frame::Eth => FrameKind::Eth,
@@ -209,6 +260,16 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     } else if let Some(p) = &a.pcap {
         Box::new(PcapSource::open(p, a.rate)?)
     } else {
+        // The limit is the NIC's packet slot, not the frame format's 65535.
+        if a.size > cfg.pkt_slot_size as usize {
+            bail!(
+                "--size {}: a packet of {} bytes exceeds the {}-byte packet buffer slot of profile `{}` (pkt_slot_size)",
+                a.size,
+                a.size,
+                cfg.pkt_slot_size,
+                cfg.profile
+            );
+        }
         let g = GenConfig {
             messages: a.messages.unwrap_or(1),
             packets_per_message: a.packets,
@@ -219,8 +280,12 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
             payload: match a.payload {
                 PayloadArg::Zero => Payload::Zero,
                 PayloadArg::Seq => Payload::Sequence,
-                PayloadArg::Random => Payload::Random { seed: 1 },
+                PayloadArg::Random => Payload::Random { seed: a.seed },
             },
+            udp_src_port: a.src_port,
+            udp_dst_port: a.dst_port,
+            src_ip: a.src_ip.octets(),
+            dst_ip: a.dst_ip.octets(),
             ..GenConfig::default()
         };
         Box::new(Generator::new(g)?)
@@ -233,7 +298,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     engine.set_source(source)?;
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
-    engine.run(a.until_ns.map(|n| n * 1000), |done| bar.set_position(done))?;
+    engine.run(until_ps.map(|p| p.0), |done| bar.set_position(done))?;
     bar.finish_and_clear();
 
     let report = engine.report();
@@ -260,7 +325,51 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", report.text());
     }
-    Ok(ExitCode::SUCCESS)
+    let (status, why) = outcome(&report, total);
+    if status != Status::Ok {
+        eprintln!("softspin: sim: {why} (exit status {})", status as u8);
+    }
+    Ok(status.into())
+}
+
+/// The exit status of a finished run and, if not 0, why (the first that
+/// applies in the order of `exit::Status`).
+fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
+    let errors: u64 = r.errors.iter().map(|e| e.total).sum();
+    // Message timeouts are recorded as errors too; count them apart.
+    let handler_errors = errors.saturating_sub(r.message_timeouts);
+    let lost = r.drops + r.unmatched;
+    let arrived = total.unwrap_or(r.packets_in).max(r.packets_in);
+    if handler_errors > 0 {
+        (Status::HandlerError, format!("{handler_errors} handler errors"))
+    } else if r.message_timeouts > 0 {
+        (Status::MessageTimeout, format!("{} message timeouts", r.message_timeouts))
+    } else if lost > 0 {
+        (Status::Dropped, format!("{} packets dropped, {} matched no ECTX", r.drops, r.unmatched))
+    } else if r.packets < arrived {
+        (Status::Unprocessed, format!("{} of {arrived} packets processed", r.packets))
+    } else {
+        (Status::Ok, String::new())
+    }
+}
+
+/// A zeroed host buffer; an allocation the machine cannot give is an error,
+/// not an abort. Zeroed pages come from the OS lazily (calloc), so a large
+/// window costs memory only where handlers write.
+pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
+    let n = usize::try_from(size).context("host window size does not fit this machine's address space")?;
+    if n == 0 {
+        return Ok(Vec::new());
+    }
+    let layout = std::alloc::Layout::array::<u8>(n)?;
+    // SAFETY: `layout` has a non-zero size.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        bail!("cannot allocate a host window of {size} bytes (--host-size / scenario host_size)");
+    }
+    // SAFETY: `p` was allocated by the global allocator with the layout of
+    // `n` bytes, all initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
 fn image_data(img: &ElfImage) -> (u32, Option<u32>) {

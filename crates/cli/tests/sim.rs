@@ -168,3 +168,182 @@ fn scenario_file_installs_several_ectxs() {
     assert_eq!(v["handlers"].as_array().unwrap().len(), 1);
     assert_eq!(v["handlers"][0]["name"], "a:count_ph");
 }
+
+fn exit_image() -> String {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        let out = dir().join("exit.elf");
+        let src = root().join("crates/cli/tests/handlers/exit_test.c");
+        let o = softspin(&["build", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out.to_str().unwrap().to_string()
+    })
+    .clone()
+}
+
+/// `softspin sim`'s exit status for each way a run can go wrong (the table
+/// in `softspin sim --help`).
+#[test]
+fn sim_exit_status_says_what_went_wrong() {
+    let img = exit_image();
+    let d = dir();
+    let code = |args: &[&str]| {
+        let mut v = vec!["sim", "--image", &img, "--quiet"];
+        v.extend_from_slice(args);
+        let o = softspin(&v);
+        (o.status.code(), String::from_utf8_lossy(&o.stderr).to_string())
+    };
+    assert_eq!(code(&["--ph", "ok_ph", "--messages", "20", "--packets", "3"]).0, Some(0));
+    // A fault, a failed assert, exit(3): handler errors.
+    for h in ["fault_ph", "assert_ph", "exit3_ph"] {
+        let (c, e) = code(&["--ph", h, "--messages", "2"]);
+        assert_eq!(c, Some(3), "{h}: {e}");
+        assert!(e.contains("handler error") && e.contains("exit status 3"), "{h}: {e}");
+    }
+    // A message whose last packet never comes times out.
+    let tr = d.join("open.trace");
+    std::fs::write(&tr, "1 2 128 10 0 0\n").unwrap();
+    let (c, e) = code(&["--ph", "ok_ph", "--trace", tr.to_str().unwrap(), "--timeout-ns", "1000"]);
+    assert_eq!(c, Some(4), "{e}");
+    assert!(e.contains("message timeout"), "{e}");
+    // A packet buffer of one slot behind a slow handler drops packets.
+    let cfg = d.join("tiny.toml");
+    std::fs::write(&cfg, "l2_pkt_size = 2048\n").unwrap();
+    let (c, e) = code(&["--ph", "slow_ph", "--messages", "10", "--config", cfg.to_str().unwrap()]);
+    assert_eq!(c, Some(5), "{e}");
+    assert!(e.contains("dropped"), "{e}");
+    // Packets matching no ECTX are lost too.
+    let sc = d.join("port.toml");
+    std::fs::write(&sc, format!("[[ectx]]\nname = \"a\"\nimage = \"{img}\"\nph = \"ok_ph\"\nudp_dst_port = 1\n")).unwrap();
+    let o = softspin(&["sim", "--scenario", sc.to_str().unwrap(), "--messages", "3", "--quiet"]);
+    assert_eq!(o.status.code(), Some(5), "{}", String::from_utf8_lossy(&o.stderr));
+    // Stopped before the traffic was processed.
+    let (c, e) = code(&["--ph", "ok_ph", "--messages", "10", "--until-ns", "30"]);
+    assert_eq!(c, Some(6), "{e}");
+    assert!(e.contains("of 10 packets processed"), "{e}");
+    // Input and usage errors keep their own statuses.
+    assert_eq!(code(&["--ph", "ok_ph", "--size", "4000"]).0, Some(1));
+    assert_eq!(code(&["--ph", "ok_ph", "--no-such-flag"]).0, Some(2));
+    // The table is in --help.
+    let o = softspin(&["sim", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    assert!(help.contains("Exit status:") && help.contains("4  a message timed out"), "{help}");
+}
+
+/// `softspin isa handler`: an assert in the handler is a failure (it used to
+/// print "terminated with status 134" and exit 0).
+#[test]
+fn isa_handler_exit_status() {
+    let img = exit_image();
+    let run = |h: &str| {
+        let o = softspin(&["isa", "handler", &img, "--handler", h]);
+        (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+    };
+    assert_eq!(run("ok_ph").0, Some(0));
+    let (c, out) = run("assert_ph");
+    assert_eq!(c, Some(3), "{out}");
+    assert_eq!(run("exit3_ph").0, Some(3));
+    assert_eq!(run("fault_ph").0, Some(70));
+    let (c, out) = run("nope_ph");
+    assert_eq!(c, Some(1));
+    assert!(out.contains("ok_ph") && out.contains("slow_ph"), "lists the handler symbols: {out}");
+}
+
+/// Every size and time given on the command line is checked against the
+/// model's limits, with an error naming the field (issue 10's reproductions:
+/// panics, allocation aborts and wrapped ns -> ps multiplications).
+#[test]
+fn absurd_flag_values_are_clear_errors() {
+    let img = exit_image();
+    let err = |args: &[&str]| {
+        let mut v = vec!["sim", "--image", &img, "--ph", "ok_ph", "--messages", "1", "--quiet"];
+        v.extend_from_slice(args);
+        let o = softspin(&v);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        String::from_utf8_lossy(&o.stderr).to_string()
+    };
+    let e = err(&["--scratchpad", "4026531840"]);
+    assert!(e.contains("`scratchpad`") && e.contains("1006592 bytes"), "{e}");
+    let e = err(&["--scratchpad", "4294967295"]);
+    assert!(e.contains("`scratchpad`"), "{e}");
+    let e = err(&["--host-size", "1000000000000"]);
+    assert!(e.contains("host window size") && e.contains("4294967295"), "{e}");
+    let e = err(&["--timeout-ns", "18446744073709552"]);
+    assert!(e.contains("msg_timeout_ns") && e.contains("3600000000000 ns"), "{e}");
+    let e = err(&["--until-ns", "18446744073709552"]);
+    assert!(e.contains("--until-ns") && e.contains("9223372036854775 ns"), "{e}");
+    let e = err(&["--size", "70000"]);
+    assert!(e.contains("2048-byte packet buffer slot") && !e.contains("65535"), "{e}");
+    let e = err(&["--rate", "0"]);
+    assert!(e.contains("--rate"), "{e}");
+    let e = err(&["--watchdog", "0"]);
+    assert!(e.contains("watchdog"), "{e}");
+    let cfg = dir().join("huge.toml");
+    for (toml, field) in [
+        ("l1_pkt_buffer = 4294967040\n", "`l1_pkt_buffer`"),
+        ("hpu_stack_size = 536870912\n", "`hpu_stack_size`"),
+        ("mpqs = 100000000\n", "`mpqs`"),
+        ("[host]\nlatency_ns = 9223372036854775807\n", "`host.latency_ns`"),
+    ] {
+        std::fs::write(&cfg, toml).unwrap();
+        let e = err(&["--config", cfg.to_str().unwrap()]);
+        assert!(e.contains(field), "{toml}: {e}");
+    }
+    // An OS error is printed once.
+    let e = stderr(&softspin(&["sim", "--image", "/no/such.elf", "--ph", "x"]));
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "ok_ph", "--trace", "/no/such.trace"]));
+    assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
+}
+
+/// Scenario files get the same checks as the API: scratchpad entries per
+/// cluster, unique names, overlapping images pointing at the build flags.
+#[test]
+fn scenario_errors_name_the_problem() {
+    let img = exit_image();
+    let d = dir();
+    let sc = d.join("bad.toml");
+    let run = |text: String| {
+        std::fs::write(&sc, text).unwrap();
+        stderr(&softspin(&["sim", "--scenario", sc.to_str().unwrap(), "--messages", "1", "--quiet"]))
+    };
+    let e = run(format!("[[ectx]]\nname = \"a\"\nimage = \"{img}\"\nph = \"ok_ph\"\nscratchpad = [64, 64, 64, 64, 64]\n"));
+    assert!(e.contains("`scratchpad` has 5 entries") && e.contains("4 clusters"), "{e}");
+    let two = |a: &str, b: &str| {
+        format!(
+            "[[ectx]]\nname = \"{a}\"\nimage = \"{img}\"\nph = \"ok_ph\"\nudp_dst_port = 1\n\n\
+             [[ectx]]\nname = \"{b}\"\nimage = \"{img}\"\nph = \"slow_ph\"\nudp_dst_port = 2\n"
+        )
+    };
+    let e = run(two("a", "a"));
+    assert!(e.contains("`a`") && e.contains("name"), "{e}");
+    let e = run(two("a", "b"));
+    assert!(e.contains("overlaps ECTX `a`") && e.contains("--code-base") && e.contains("--data-base"), "{e}");
+}
+
+/// Generator flags reach the frames: addresses and ports as given.
+#[test]
+fn generator_addresses_and_ports() {
+    let img = image();
+    let d = dir();
+    let pc = d.join("gen.pcap");
+    let o = softspin(&[
+        "sim", "--image", &img, "--ph", "echo_ph", "--messages", "1", "--size", "100", "--frame", "eth", "--json",
+        "--src-ip", "192.168.1.7", "--dst-ip", "10.9.8.7", "--src-port", "1234", "--dst-port", "4321",
+        "--pcap-out", pc.to_str().unwrap(),
+    ]);
+    json(&o);
+    let mut src = softspin_engine::traffic::PcapSource::open(&pc, None).unwrap();
+    use softspin_engine::traffic::Source;
+    let f = src.next_arrival().unwrap().unwrap().frame;
+    // Ethernet (14) + IPv4 (20) + UDP: wire order, echoed unchanged.
+    assert_eq!(&f[26..30], &[192, 168, 1, 7]);
+    assert_eq!(&f[30..34], &[10, 9, 8, 7]);
+    assert_eq!(&f[34..36], &1234u16.to_be_bytes());
+    assert_eq!(&f[36..38], &4321u16.to_be_bytes());
+    let o = softspin(&["sim", "--help"]);
+    let help = String::from_utf8_lossy(&o.stdout);
+    for s in ["[default: 10.0.0.1]", "[default: 9330]", "(i + 7n) mod 256", "pkt_slot_size"] {
+        assert!(help.contains(s), "help lacks {s}: {help}");
+    }
+}

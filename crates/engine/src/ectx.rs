@@ -6,6 +6,9 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use softspin_hpu::{ElfImage, Perm, Program};
 
+use crate::config::NicConfig;
+use crate::units;
+
 /// Which packets an ECTX receives.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -63,20 +66,100 @@ impl EctxSpec {
     }
 }
 
+/// Largest host window: `task_t.host_mem_size` is a 32-bit `size_t` on the
+/// HPUs, so a larger window could not be described to the handler.
+pub const MAX_HOST_WINDOW: u64 = u32::MAX as u64;
+
+impl EctxSpec {
+    /// Check the spec against the NIC's limits before anything is placed;
+    /// `Engine::install` calls it, so the CLI, scenario files and the host
+    /// API share it. Errors name the field and its limit.
+    pub fn validate(&self, cfg: &NicConfig) -> Result<(), EctxError> {
+        let ectx = &self.name;
+        let bad = |field: &'static str, reason: String| Err(EctxError::Invalid { ectx: ectx.clone(), field, reason });
+        if self.name.is_empty() {
+            return bad("name", "must not be empty".into());
+        }
+        for (sym, which) in [(&self.hh, "header"), (&self.ph, "payload"), (&self.th, "completion")] {
+            if let Some(s) = sym {
+                if !self.image.symbols.contains_key(s) {
+                    return Err(EctxError::UnknownHandler { ectx: ectx.clone(), sym: s.clone(), which, known: handler_symbols(&self.image) });
+                }
+            }
+        }
+        if self.scratchpad.len() > cfg.clusters as usize {
+            return bad(
+                "scratchpad",
+                format!("has {} entries, the NIC has {} clusters (one entry per cluster)", self.scratchpad.len(), cfg.clusters),
+            );
+        }
+        let room = cfg.l1_scratch_size();
+        if let Some((k, &v)) = self.scratchpad.iter().enumerate().find(|(_, &v)| v > room) {
+            return bad(
+                "scratchpad",
+                format!("of {v} bytes on cluster {k} exceeds the L1 scratchpad area of {room} bytes (l1_size minus packet buffer, runtime areas and stacks)"),
+            );
+        }
+        let (base, size) = self.host_window;
+        if size > MAX_HOST_WINDOW {
+            return bad("host window size", format!("{size} exceeds {MAX_HOST_WINDOW} bytes (task_t.host_mem_size is 32-bit)"));
+        }
+        if base.checked_add(size).is_none() {
+            return Err(EctxError::HostWindow { ectx: ectx.clone(), base, size });
+        }
+        if self.watchdog == 0 {
+            return bad("watchdog", "must be at least 1 instruction".into());
+        }
+        if self.msg_timeout_ns != 0 {
+            units::delay_ns("msg_timeout_ns", self.msg_timeout_ns)
+                .map_err(|e| EctxError::Invalid { ectx: ectx.clone(), field: e.field, reason: format!("{} is out of range (limit: {}; 0 = never)", e.value, e.limit) })?;
+        }
+        Ok(())
+    }
+}
+
+/// The image's likely handler symbols for an error message: code symbols
+/// named like PsPIN handlers (`*_hh`, `*_ph`, `*_th`), else every public
+/// code symbol.
+pub fn handler_symbols(img: &ElfImage) -> Vec<String> {
+    let code = |a: u32| img.segments.iter().any(|s| s.perm.has(Perm::X) && s.vaddr <= a && (a as u64) < s.end());
+    let public: Vec<&String> = img.symbols.iter().filter(|(n, &a)| code(a) && !n.starts_with(['_', '.', '$'])).map(|(n, _)| n).collect();
+    let named: Vec<String> = public.iter().filter(|n| n.ends_with("_hh") || n.ends_with("_ph") || n.ends_with("_th")).map(|n| n.to_string()).collect();
+    if named.is_empty() {
+        public.into_iter().take(30).cloned().collect()
+    } else {
+        named
+    }
+}
+
+pub fn known_handlers(known: &[String]) -> String {
+    if known.is_empty() {
+        "; the image has no code symbols".into()
+    } else {
+        format!("; handler symbols in the image: {}", known.join(", "))
+    }
+}
+
 /// Default host address of an ECTX's host window (above 4 GiB, so handlers
-/// must carry the high word, as on a real 64-bit host).
-pub const DEFAULT_HOST_BASE: u64 = 0x7F00_0000_0000;
+/// must carry the high word, as on a real 64-bit host): the ABI's.
+pub const DEFAULT_HOST_BASE: u64 = softspin_hpu::abi::HOST_WINDOW_BASE;
 
 /// Errors installing or managing an ECTX.
 #[derive(Debug, thiserror::Error)]
 pub enum EctxError {
     #[error("ECTX `{ectx}`: image has no symbol `{sym}` (the {which} handler)")]
     NoHandler { ectx: String, sym: String, which: &'static str },
+    /// As `NoHandler`, from `EctxSpec::validate`, with the image's handler
+    /// symbols.
+    #[error("ECTX `{ectx}`: image has no symbol `{sym}` (the {which} handler){}", known_handlers(known))]
+    UnknownHandler { ectx: String, sym: String, which: &'static str, known: Vec<String> },
+    #[error("ECTX `{ectx}`: `{field}` {reason}")]
+    Invalid { ectx: String, field: &'static str, reason: String },
     #[error("ECTX `{ectx}`: at least one of the header, payload or completion handlers must be given")]
     NoHandlers { ectx: String },
     #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} lies outside {region} (0x{rbase:08x}+0x{rsize:x})")]
     OutOfRegion { ectx: String, what: &'static str, base: u32, size: u32, region: &'static str, rbase: u32, rsize: u32 },
-    #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} overlaps ECTX `{other}`")]
+    #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} overlaps ECTX `{other}` (link one of the images elsewhere: `softspin build --code-base ADDR --data-base ADDR`)")]
     Overlap { ectx: String, what: &'static str, base: u32, size: u32, other: String },
     #[error("ECTX `{ectx}`: image segment at 0x{addr:08x} is neither code in program memory nor data inside the handler memory")]
     Segment { ectx: String, addr: u32 },
