@@ -94,6 +94,23 @@ pub struct NicConfig {
     pub quantum_cycles: u32,
     /// The HPU core timing table.
     pub hpu: TimingModel,
+    /// Handler output (printf) kept per ECTX, in bytes: a ring that drops
+    /// its oldest output when full, counting what it dropped (64 KiB), so a
+    /// handler looping on printf cannot exhaust host memory.
+    pub output_buffer: u32,
+    /// `spin_push_counter` indices per ECTX (0..64, as FPsPIN's counter
+    /// file and the single-HPU harness); a larger index is rejected.
+    pub counters_per_ectx: u32,
+    /// Longest a handler may wait for one command or host notification, in
+    /// NIC time; past it the handler is ended with "wait timeout" (1 ms, the
+    /// default message timeout).
+    pub wait_limit_ns: u64,
+    /// Share of all HPUs (0 < share <= 1) one ECTX may hold while another
+    /// ECTX has tasks waiting. 0.75 keeps a quarter of the HPUs (8 of
+    /// PsPIN's 32) for other tenants while a lone busy tenant still reaches
+    /// 24 HPUs, above the ~19 PsPIN keeps busy at line rate with 64 B
+    /// packets (seed 001 §4.2); with no competing work the limit is off.
+    pub max_hpu_share: f64,
 }
 
 impl Default for NicConfig {
@@ -147,6 +164,10 @@ impl NicConfig {
             host: HostLink::default(),
             quantum_cycles: 200,
             hpu: TimingModel::default(),
+            output_buffer: 64 << 10,
+            counters_per_ectx: 64,
+            wait_limit_ns: 1_000_000,
+            max_hpu_share: 0.75,
         }
     }
 
@@ -326,6 +347,15 @@ impl NicConfig {
         range("max_outstanding_cmds", self.max_outstanding_cmds, 1, MAX_OUTSTANDING_CMDS)?;
         range("notify_ring", self.notify_ring, 1, MAX_NOTIFY_RING)?;
         range("quantum_cycles", self.quantum_cycles, 1, MAX_QUANTUM_CYCLES)?;
+        range("output_buffer", self.output_buffer, 64, MAX_OUTPUT_BUFFER)?;
+        range("counters_per_ectx", self.counters_per_ectx, 1, MAX_COUNTERS_PER_ECTX)?;
+        if self.wait_limit_ns == 0 {
+            return bad("wait_limit_ns", "must be at least 1 ns".into());
+        }
+        units::delay_ns("wait_limit_ns", self.wait_limit_ns)?;
+        if !(self.max_hpu_share > 0.0 && self.max_hpu_share <= 1.0) {
+            return bad("max_hpu_share", format!("{} must be a fraction in (0, 1]", self.max_hpu_share));
+        }
         for (field, v) in [("dma_width_bits", self.dma_width_bits), ("interconnect_bits", self.interconnect_bits)] {
             if v < 8 || v % 8 != 0 || v > MAX_BUS_BITS {
                 return bad(field, format!("{v} must be a multiple of 8 in 8..={MAX_BUS_BITS}"));
@@ -399,6 +429,10 @@ pub const MAX_CLUSTER_TASK_QUEUE: u32 = 4096;
 pub const MAX_OUTSTANDING_CMDS: u32 = 256;
 pub const MAX_NOTIFY_RING: u32 = 65536;
 pub const MAX_QUANTUM_CYCLES: u32 = 1_000_000;
+/// Handler output ring per ECTX: 64 MiB.
+pub const MAX_OUTPUT_BUFFER: u32 = 64 << 20;
+/// Counter indices per ECTX (each costs 16 bytes when used).
+pub const MAX_COUNTERS_PER_ECTX: u32 = 65536;
 /// DMA and interconnect width (PsPIN: 512 bit).
 pub const MAX_BUS_BITS: u32 = 8192;
 /// Any one entry of the HPU timing table (RI5CY's slowest, DIV, is 35).

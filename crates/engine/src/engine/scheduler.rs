@@ -198,36 +198,33 @@ impl Engine {
         let stack_off = cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid as u32 * cfg.hpu_stack_size;
         let pkt_l1 = l1base + task.l1.0;
         let l2_pkt = abi::L2_PKT_BASE + task.her.slot * cfg.pkt_slot_size;
-        // task_t, packed, as the SDK declares it, then handler_args_t.
-        let mut d = [0u8; 256];
-        let mut n = 0;
-        let mut put = |v: u32| {
-            d[n..n + 4].copy_from_slice(&v.to_le_bytes());
-            n += 4;
-        };
-        put(e.handler_mem.0);
-        put(e.handler_mem.1);
-        put(pkt_l1);
-        put(task.her.len);
-        for s in &e.scratch {
-            put(s.addr);
-        }
-        for s in &e.scratch {
-            put(s.size);
-        }
+        // task_t (one writer: abi::TaskDescriptor, checked against the C
+        // header), then handler_args_t.
         let (hb, hs) = e.spec.host_window;
-        put((hb >> 32) as u32);
-        put(hb as u32);
-        put(hs.min(u32::MAX as u64) as u32);
-        put(l2_pkt);
-        put(task.her.msg_id % cfg.clusters);
-        put(task.her.msg_id);
-        let args_off = cfg.task_t_size().next_multiple_of(16);
-        let task_addr = l1base + rt_off;
-        for (k, v) in [task_addr, h as u32, cl as u32, hid as u32].into_iter().enumerate() {
-            let at = args_off as usize + 4 * k;
-            d[at..at + 4].copy_from_slice(&v.to_le_bytes());
+        // Install rejects windows task_t cannot describe (EctxSpec::validate).
+        debug_assert!(hs <= crate::ectx::MAX_HOST_WINDOW, "host window of {hs} bytes passed install");
+        let mut desc = abi::TaskDescriptor {
+            handler_mem: e.handler_mem.0,
+            handler_mem_size: e.handler_mem.1,
+            pkt_mem: pkt_l1,
+            pkt_mem_size: task.her.len,
+            host_mem: hb,
+            host_mem_size: u32::try_from(hs).unwrap_or(u32::MAX),
+            l2_pkt_mem: l2_pkt,
+            home_cluster_id: task.her.msg_id % cfg.clusters,
+            flow_id: task.her.msg_id,
+            ..Default::default()
+        };
+        for (d, s) in desc.scratchpad.iter_mut().zip(&e.scratch) {
+            *d = (s.addr, s.size);
         }
+        let layout = abi::TaskLayout::new(cfg.clusters);
+        let args_off = layout.size().next_multiple_of(16);
+        let task_addr = l1base + rt_off;
+        let mut d = [0u8; 256];
+        desc.encode(cfg.clusters, &mut d);
+        abi::HandlerArgs { task: task_addr, hpu_gid: h as u32, cluster_id: cl as u32, hpu_id: hid as u32 }
+            .encode(&mut d[args_off as usize..]);
         c.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
 
         // The task's view of memory (PsPIN sets the PMP the same way). The
