@@ -512,10 +512,20 @@ impl Engine {
         let cfg = &c.cfg;
         spec.validate(cfg)?;
         let name = spec.name.clone();
+        // Errors, statistics and records name ECTXs: a name must say which.
+        if c.ectxs.iter().flatten().any(|e| e.name() == name) {
+            return Err(EctxError::Invalid { ectx: name, field: "name", reason: "is already used by an installed ECTX; every ECTX needs its own name".into() });
+        }
         let mut entries = [None; 3];
-        for (k, (sym, which)) in [(&spec.hh, "header"), (&spec.ph, "payload"), (&spec.th, "completion")].into_iter().enumerate() {
+        let handlers = [(&spec.hh, "header", "hh"), (&spec.ph, "payload", "ph"), (&spec.th, "completion", "th")];
+        for (k, (sym, which, field)) in handlers.into_iter().enumerate() {
             if let Some(s) = sym {
-                let a = spec.image.symbol(s).map_err(|_| EctxError::NoHandler { ectx: name.clone(), sym: s.clone(), which })?;
+                // A handler must start at code: an odd address or one outside
+                // the executable segments would run garbage, not fault.
+                let a = spec.image.code_symbol(s).map_err(|e| match e {
+                    softspin_hpu::elf::ElfError::NoSymbol(_) => EctxError::NoHandler { ectx: name.clone(), sym: s.clone(), which },
+                    e => EctxError::Invalid { ectx: name.clone(), field, reason: format!("(the {which} handler): {e}") },
+                })?;
                 entries[k] = Some(a);
             }
         }
