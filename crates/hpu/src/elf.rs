@@ -50,6 +50,12 @@ pub enum ElfError {
     Overlap { a: u32, b: u32 },
     #[error("symbol `{0}` not found in the image")]
     NoSymbol(String),
+    /// RISC-V instructions are 2-byte aligned (RVC): an odd address cannot
+    /// be fetched.
+    #[error("{what} 0x{addr:08x} is odd; RISC-V code addresses are 2-byte aligned")]
+    OddCode { what: String, addr: u32 },
+    #[error("{what} 0x{addr:08x} lies outside the image's executable segments")]
+    NotCode { what: String, addr: u32 },
 }
 
 impl ElfImage {
@@ -121,7 +127,34 @@ impl ElfImage {
                 }
             }
         }
-        Ok(ElfImage { entry: hdr.e_entry(e), segments, symbols })
+        let entry = hdr.e_entry(e);
+        // Handler images have entry 0 (they are called by symbol); any entry
+        // must still be a fetchable address.
+        if entry & 1 != 0 {
+            return Err(ElfError::OddCode { what: "entry point".into(), addr: entry });
+        }
+        Ok(ElfImage { entry, segments, symbols })
+    }
+
+    /// Check that `addr` can start code: 2-byte aligned and within the
+    /// initialised bytes of an executable segment. `what` names it in the
+    /// error ("entry point", "handler `foo_ph`").
+    pub fn check_code_addr(&self, what: &str, addr: u32) -> Result<u32, ElfError> {
+        if addr & 1 != 0 {
+            return Err(ElfError::OddCode { what: what.into(), addr });
+        }
+        let inside = self.segments.iter().any(|s| s.perm.has(Perm::X) && addr >= s.vaddr && ((addr - s.vaddr) as usize) < s.data.len());
+        if !inside {
+            return Err(ElfError::NotCode { what: what.into(), addr });
+        }
+        Ok(addr)
+    }
+
+    /// The address of a handler symbol, checked to be code
+    /// ([`ElfImage::check_code_addr`]).
+    pub fn code_symbol(&self, name: &str) -> Result<u32, ElfError> {
+        let a = self.symbol(name)?;
+        self.check_code_addr(&format!("symbol `{name}`"), a)
     }
 
     pub fn symbol(&self, name: &str) -> Result<u32, ElfError> {
