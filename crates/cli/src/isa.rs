@@ -1,13 +1,18 @@
-//! `softspin isa ...`: the bare-metal runner.
+//! `softspin isa ...`: the bare-metal runner and the one-packet handler run.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Context;
+use anyhow::{bail, Context};
 use clap::Subcommand;
+use softspin_engine::ectx::DEFAULT_HOST_BASE;
+use softspin_engine::stats::{ErrorCause, HandlerError};
+use softspin_engine::traffic::Arrival;
+use softspin_engine::{EctxSpec, Engine, NicConfig};
 use softspin_hpu::baremetal::{BareMetal, BareMetalConfig};
-use softspin_hpu::harness::{describe, Harness};
-use softspin_hpu::{ElfImage, Stop, TimingModel};
+use softspin_hpu::{ElfImage, Stop};
+
+use crate::exit::Status;
 
 #[derive(Subcommand)]
 pub enum IsaCmd {
@@ -29,31 +34,60 @@ pub enum IsaCmd {
         #[arg(long)]
         stats: bool,
     },
-    /// Call one handler of a handler image once on a single HPU, with a
-    /// PsPIN-like memory map and synchronous commands; print what it did.
+    /// Run one handler of a handler image on ONE packet through the NIC
+    /// model (the engine, with the profile's memory map, stack size and
+    /// timed commands), as a one-packet message; print what it did.
+    ///
+    /// Prints the handler's output, the packets it sent, its host-direct
+    /// writes and counters, then `handler=SYM returned instructions=N
+    /// cycles=C loads=L stores=S` (or the error in place of `returned`).
+    #[command(after_help = crate::exit::HANDLER_HELP)]
     Handler {
         image: PathBuf,
         /// Handler symbol to call.
         #[arg(long)]
         handler: String,
-        /// Packet contents (raw bytes); default: --packet-size bytes 0,1,2,...
+        /// Which handler of the ECTX the symbol is (header, payload or
+        /// completion) [default: from its name: `*_hh` header, `*_th`
+        /// completion, else payload].
+        #[arg(long, value_enum)]
+        kind: Option<KindArg>,
+        /// Packet contents (raw bytes, at most the profile's packet slot);
+        /// default: --packet-size bytes 0,1,2,...
         #[arg(long, conflicts_with = "packet_size")]
         packet: Option<PathBuf>,
+        /// Bytes of the default packet (when --packet is not given).
         #[arg(long, default_value_t = 1024)]
         packet_size: usize,
+        /// NIC profile [default: pspin].
+        #[arg(long, value_name = "pspin|fpspin", conflicts_with = "config")]
+        profile: Option<String>,
+        /// NIC configuration file (TOML; `profile = ...` picks the base).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// Scratchpad bytes on each cluster.
+        #[arg(long, default_value_t = 0)]
+        scratchpad: u32,
         /// Size of the host-memory window, in bytes.
         #[arg(long, default_value_t = 1 << 20)]
-        host_size: usize,
+        host_size: u64,
         /// Watchdog: instruction budget of the invocation.
         #[arg(long, default_value_t = 100_000_000)]
         watchdog: u64,
     },
 }
 
+#[derive(Clone, Copy, clap::ValueEnum)]
+pub enum KindArg {
+    Hh,
+    Ph,
+    Th,
+}
+
 pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
     match cmd {
         IsaCmd::Run { file, max_instructions, quiet, stats } => {
-            let image = ElfImage::load(&file).with_context(|| format!("{}", file.display()))?;
+            let image = crate::sim::load_image(&file)?;
             let cfg = BareMetalConfig { max_instructions, ..Default::default() };
             let mut bm = BareMetal::load(&image, &cfg).with_context(|| format!("{}", file.display()))?;
             let stdout = std::io::stdout();
@@ -80,38 +114,109 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
                 s => anyhow::bail!("unexpected stop {s:?}"),
             }
         }
-        IsaCmd::Handler { image, handler, packet, packet_size, host_size, watchdog } => {
-            let img = ElfImage::load(&image).with_context(|| format!("{}", image.display()))?;
+        IsaCmd::Handler { image, handler, kind, packet, packet_size, profile, config, scratchpad, host_size, watchdog } => {
+            let img = crate::sim::load_image(&image)?;
             let pkt = match packet {
                 Some(p) => std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
                 None => (0..packet_size).map(|i| i as u8).collect(),
             };
-            let mut h = Harness::new(img, &TimingModel::default(), host_size)
-                .with_context(|| format!("{}", image.display()))?;
-            h.set_packet(&pkt)?;
-            let inv = h.invoke(&handler, watchdog).with_context(|| format!("{}", image.display()))?;
-            print!("{}", String::from_utf8_lossy(&h.effects.stdout));
-            for o in &h.effects.outbound {
-                println!("outbound packet: dest={} len={}", o.dest, o.data.len());
-            }
-            for (a, v) in &h.effects.host_writes {
-                println!("host write: 0x{a:x} <- 0x{v:016x}");
-            }
-            for (i, (sum, count)) in h.effects.counters.iter().enumerate().filter(|c| c.1 .1 > 0) {
-                println!("counter {i}: sum={sum} count={count}");
-            }
-            println!(
-                "handler={handler} {} instructions={} cycles={} loads={} stores={}",
-                describe(&inv.stop),
-                inv.instructions,
-                inv.cycles,
-                inv.loads,
-                inv.stores
-            );
-            Ok(match inv.stop {
-                Stop::Fault(_) => ExitCode::from(crate::exit::GUEST_FAULT),
-                _ => ExitCode::SUCCESS,
-            })
+            let cfg = crate::sim::nic_config(profile.as_deref(), config.as_deref())?;
+            let kind = kind.unwrap_or(if handler.ends_with("_hh") {
+                KindArg::Hh
+            } else if handler.ends_with("_th") {
+                KindArg::Th
+            } else {
+                KindArg::Ph
+            });
+            run_handler(cfg, img, &handler, kind, pkt, scratchpad, host_size, watchdog)
         }
     }
+}
+
+/// `isa handler`: one packet, one message, one ECTX with `sym` as its only
+/// handler, through the engine.
+#[allow(clippy::too_many_arguments)]
+fn run_handler(
+    cfg: NicConfig,
+    img: ElfImage,
+    sym: &str,
+    kind: KindArg,
+    pkt: Vec<u8>,
+    scratchpad: u32,
+    host_size: u64,
+    watchdog: u64,
+) -> anyhow::Result<ExitCode> {
+    if pkt.len() > cfg.pkt_slot_size as usize {
+        bail!(
+            "packet of {} bytes exceeds the {}-byte packet buffer slot of profile `{}` (pkt_slot_size)",
+            pkt.len(),
+            cfg.pkt_slot_size,
+            cfg.profile
+        );
+    }
+    let clusters = cfg.clusters as usize;
+    let mut engine = Engine::new(cfg)?;
+    let mut spec = EctxSpec::new("isa-handler", img);
+    match kind {
+        KindArg::Hh => spec.hh = Some(sym.to_string()),
+        KindArg::Ph => spec.ph = Some(sym.to_string()),
+        KindArg::Th => spec.th = Some(sym.to_string()),
+    }
+    spec.scratchpad = vec![scratchpad; clusters];
+    spec.host_window = (DEFAULT_HOST_BASE, host_size);
+    spec.watchdog = watchdog;
+    // One packet: the message cannot time out in between.
+    spec.msg_timeout_ns = 0;
+    let id = engine.install(spec)?;
+    engine.add_host_buffer(DEFAULT_HOST_BASE, Box::new(crate::sim::zeroed(host_size)?)).map_err(anyhow::Error::msg)?;
+    engine.activate(id)?;
+    engine.inject(Arrival { time_ps: 0, frame: pkt, msg_id: 0, eom: true, origin: "--packet".into() });
+    engine.run(None, |_| {})?;
+
+    for h in 0..engine.hpu_count() {
+        print!("{}", String::from_utf8_lossy(engine.hpu_stdout(h)));
+    }
+    for o in engine.outbound() {
+        println!("outbound packet: dest={} len={}", o.dest, o.frame.len());
+    }
+    for w in engine.host_writes() {
+        println!("host write: 0x{:x} <- 0x{:016x}", w.addr, w.value);
+    }
+    for (i, sum, count) in engine.counters(id) {
+        println!("counter {i}: sum={sum} count={count}");
+    }
+    let report = engine.report();
+    // One invocation: its means are its counts.
+    let (ins, cyc, ld, st) = report
+        .handlers
+        .iter()
+        .find(|h| h.ectx == "isa-handler")
+        .map(|h| (h.instructions_mean as u64, h.cycles_max, h.loads_mean as u64, h.stores_mean as u64))
+        .unwrap_or_default();
+    let errors = engine.errors();
+    let what = match errors.first() {
+        None => "returned".to_string(),
+        Some(e) => format!("error: {}", handler_error_text(e)),
+    };
+    println!("handler={sym} {what} instructions={ins} cycles={cyc} loads={ld} stores={st}");
+    let status = match errors.first() {
+        None if report.packets == 1 => Status::Ok,
+        None => {
+            eprintln!("softspin: handler {sym} did not finish the packet");
+            Status::HandlerError
+        }
+        Some(e) => {
+            eprintln!("softspin: handler {sym}: {}", handler_error_text(e));
+            match e.kind {
+                ErrorCause::Fault(_) => Status::GuestFault,
+                _ => Status::HandlerError,
+            }
+        }
+    };
+    Ok(status.into())
+}
+
+/// One handler error in words: cause, where, and what to do about it.
+pub(crate) fn handler_error_text(e: &HandlerError) -> String {
+    format!("{} at pc=0x{:08x} addr=0x{:08x}", e.cause, e.pc, e.addr)
 }

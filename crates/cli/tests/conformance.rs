@@ -4,8 +4,8 @@
 //! - the differential C programs (tests/diff) print exactly what their
 //!   native (gcc) builds print;
 //! - the runner's exit-status contract and `softspin build`'s error paths;
-//! - SDK handler-side calls on the single-HPU harness, checked against
-//!   values computed here.
+//! - SDK handler-side calls on the NIC model (`isa handler` and the engine),
+//!   checked against values computed here.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -229,8 +229,10 @@ fn example_handler_reports_digest_to_host() {
 
 #[test]
 fn pspin_style_handler_builds_unchanged_and_runs() {
-    use softspin_hpu::harness::{Harness, HOST_BASE};
-    use softspin_hpu::{ElfImage, Stop, TimingModel};
+    use softspin_engine::ectx::DEFAULT_HOST_BASE;
+    use softspin_engine::traffic::Arrival;
+    use softspin_engine::{EctxSpec, Engine, NicConfig};
+    use softspin_hpu::ElfImage;
     let out = tmpdir("pspin");
     let elf = out.join("h.elf");
     let o = softspin().arg("build").arg(root().join("sdk/tests/pspin_style_handler.c")).arg("-o").arg(&elf).output().unwrap();
@@ -244,26 +246,40 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
     pkt[2..4].copy_from_slice(&((28 + payload.len()) as u16).to_le_bytes());
     pkt.extend_from_slice(&payload);
 
-    let mut h = Harness::new(ElfImage::load(&elf).unwrap(), &TimingModel::default(), 4096).unwrap();
-    h.set_packet(&pkt).unwrap();
-    for sym in ["histo_hh", "histo_ph"] {
-        let inv = h.invoke(sym, 10_000_000).unwrap();
-        assert_eq!(inv.stop, Stop::Returned, "{sym}");
-    }
+    // One one-packet message through the NIC model: header, payload and
+    // completion handler in sPIN order.
+    let image = ElfImage::load(&elf).unwrap();
+    let bins_addr = image.symbol("bins").unwrap();
+    let mut e = Engine::new(NicConfig::pspin()).unwrap();
+    let mut s = EctxSpec::new("pspin-style", image);
+    (s.hh, s.ph, s.th) = (Some("histo_hh".into()), Some("histo_ph".into()), Some("histo_th".into()));
+    s.scratchpad = vec![4096; 4];
+    s.host_window = (DEFAULT_HOST_BASE, 4096);
+    let id = e.install(s).unwrap();
+    e.add_host_region(DEFAULT_HOST_BASE, 4096).unwrap();
+    e.activate(id).unwrap();
+    e.inject(Arrival { time_ps: 0, frame: pkt.clone(), msg_id: 0, eom: true, origin: "test".into() });
+    e.run(None, |_| {}).unwrap();
+    assert!(e.errors().is_empty(), "{:?}", e.errors());
+    assert_eq!(e.report().packets, 1);
+
     let n = payload.len();
-    assert_eq!(&h.host[..n], &payload[..], "DMA to host via the L1 scratchpad");
-    assert_eq!(&h.host[n..2 * n], &payload[..], "DMA to host straight from the packet (NULL handle)");
-    assert_eq!(h.effects.outbound.len(), 1);
-    assert_eq!(h.effects.outbound[0].data, pkt[..n]);
-    let bins = h.read_handler_mem(h.image.symbol("bins").unwrap(), 256 * 4);
+    let mut host = vec![0u8; 2 * n];
+    e.host_memory().read(DEFAULT_HOST_BASE, &mut host);
+    // The completion handler's host-direct write of 1 covers the first 8 bytes.
+    assert_eq!(&host[..8], &1u64.to_le_bytes(), "host-direct write from the completion handler");
+    assert_eq!(&host[8..n], &payload[8..], "DMA to host via the L1 scratchpad");
+    assert_eq!(&host[n..2 * n], &payload[..], "DMA to host straight from the packet (NULL handle)");
+    assert_eq!(e.outbound().len(), 1);
+    assert_eq!(e.outbound()[0].frame, pkt[..n]);
+    let w: Vec<(u64, u64)> = e.host_writes().iter().map(|w| (w.addr, w.value)).collect();
+    assert_eq!(w, vec![(DEFAULT_HOST_BASE, 1)]);
+    let bins = e.read_nic(bins_addr, 256 * 4).unwrap();
     for v in 0..256usize {
         let want = payload.iter().filter(|&&b| b as usize == v).count() as u32;
         assert_eq!(u32::from_le_bytes(bins[v * 4..v * 4 + 4].try_into().unwrap()), want, "bin {v}");
     }
-    let inv = h.invoke("histo_th", 10_000_000).unwrap();
-    assert_eq!(inv.stop, Stop::Returned);
-    assert_eq!(h.effects.host_writes, vec![(HOST_BASE, 1)]);
-    let text = String::from_utf8_lossy(&h.effects.stdout);
+    let text: String = (0..e.hpu_count()).map(|h| String::from_utf8_lossy(e.hpu_stdout(h)).into_owned()).collect();
     assert!(text.contains("[pspin-style] message start on cluster 0 hpu 0") && text.contains("packets: 1"), "{text}");
     let _ = std::fs::remove_dir_all(&out);
 }

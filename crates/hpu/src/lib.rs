@@ -16,7 +16,6 @@
 pub mod abi;
 pub mod baremetal;
 pub mod elf;
-pub mod harness;
 pub mod hpu;
 pub mod isa;
 pub mod mem;

@@ -1,0 +1,222 @@
+//! `softspin isa handler` on the NIC model, the task descriptor a handler
+//! sees, load/install checks on images and scenarios, stack and scratchpad
+//! diagnostics, and the result files of `softspin sim` (`--records`,
+//! `--dump-host`, `--dump-handler-mem`, `--stdout`). Handlers:
+//! tests/handlers/cli_test.c. Expected values are computed here from the
+//! configuration and the packets, never taken from the handlers.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use softspin_engine::ectx::DEFAULT_HOST_BASE;
+use softspin_engine::traffic::Arrival;
+use softspin_engine::{EctxSpec, Engine, NicConfig};
+use softspin_hpu::abi::{HandlerArgs, TaskLayout};
+use softspin_hpu::ElfImage;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+}
+
+fn softspin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_softspin"))
+}
+
+fn tmp() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("softspin-cli-results-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn out_str(o: &Output) -> String {
+    format!("status={:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+}
+
+/// cli_test.c built for the PsPIN profile (once per test process).
+fn elf() -> &'static Path {
+    static P: OnceLock<PathBuf> = OnceLock::new();
+    P.get_or_init(|| {
+        let out = tmp().join("cli_test.elf");
+        let o = softspin().arg("build").arg(root().join("crates/cli/tests/handlers/cli_test.c")).arg("-o").arg(&out).output().unwrap();
+        assert!(o.status.success(), "build failed: {}", out_str(&o));
+        out
+    })
+}
+
+fn isa_handler(sym: &str, extra: &[&str]) -> Output {
+    softspin().args(["isa", "handler"]).arg(elf()).args(["--handler", sym]).args(extra).output().unwrap()
+}
+
+// -- isa handler runs on the engine -----------------------------------------
+
+/// The old single-HPU harness gave handlers an 8 KiB stack; the profile has
+/// 1 KiB, so this handler passed `isa handler` and failed under `sim`.
+#[test]
+fn isa_handler_uses_the_profiles_stack() {
+    let o = isa_handler("stack_hog_ph", &[]);
+    assert_eq!(o.status.code(), Some(70), "{}", out_str(&o));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("stack overflow"), "{}", out_str(&o));
+    // The same handler fits a larger stack (config override).
+    let cfg = tmp().join("bigstack.toml");
+    std::fs::write(&cfg, "profile = \"pspin\"\nhpu_stack_size = 8192\n").unwrap();
+    let o = isa_handler("stack_hog_ph", &["--config", cfg.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+}
+
+#[test]
+fn isa_handler_prints_output_writes_and_counts() {
+    let o = isa_handler("record_ph", &["--packet-size", "64"]);
+    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    let s = String::from_utf8_lossy(&o.stdout);
+    // Message 0: host[0] = 3 * 0 + 1.
+    assert!(s.contains(&format!("host write: 0x{DEFAULT_HOST_BASE:x} <- 0x{:016x}", 1)), "{s}");
+    let last = s.lines().last().unwrap();
+    assert!(last.starts_with("handler=record_ph returned instructions="), "{s}");
+    let n = |k: &str| -> u64 { last.split(&format!("{k}=")).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap() };
+    assert!(n("instructions") > 5 && n("cycles") >= n("instructions") && n("stores") >= 1, "{last}");
+}
+
+#[test]
+fn isa_handler_kind_follows_the_symbol_or_flag() {
+    for (sym, extra, want) in [("kinds_hh", &[][..], "hh\n"), ("kinds_th", &[][..], "th\n"), ("kinds_th", &["--kind", "ph"][..], "th\n")] {
+        let o = isa_handler(sym, extra);
+        assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+        assert!(String::from_utf8_lossy(&o.stdout).starts_with(want), "{}", out_str(&o));
+    }
+}
+
+#[test]
+fn isa_handler_rejects_unknown_symbols_and_big_packets() {
+    let o = isa_handler("no_such_ph", &[]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no_such_ph"), "{}", out_str(&o));
+    let o = isa_handler("record_ph", &["--packet-size", "4096"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("pkt_slot_size"), "{}", out_str(&o));
+}
+
+// -- the task descriptor ----------------------------------------------------
+
+/// What a handler reads from `task_t` and `handler_args_t`, byte for byte,
+/// against values derived from the configuration and the packet.
+#[test]
+fn task_descriptor_matches_the_configuration() {
+    let cfg = NicConfig::pspin();
+    let image = ElfImage::load(elf()).unwrap();
+    let mut e = Engine::new(cfg.clone()).unwrap();
+    let mut s = EctxSpec::new("dump", image);
+    s.ph = Some("task_dump_ph".into());
+    s.scratchpad = vec![128, 0, 256, 64];
+    s.host_window = (DEFAULT_HOST_BASE, 4096);
+    let id = e.install(s).unwrap();
+    e.add_host_region(DEFAULT_HOST_BASE, 4096).unwrap();
+    e.activate(id).unwrap();
+    let msg = 6; // home cluster 6 mod 4 = 2
+    e.inject(Arrival { time_ps: 0, frame: vec![7; 300], msg_id: msg, eom: true, origin: "test".into() });
+    e.run(None, |_| {}).unwrap();
+    assert!(e.errors().is_empty(), "{:?}", e.errors());
+    let mut host = vec![0u8; 512];
+    e.host_memory().read(DEFAULT_HOST_BASE, &mut host);
+    let l = TaskLayout::new(cfg.clusters);
+    let u = |at: u32| u32::from_le_bytes(host[at as usize..at as usize + 4].try_into().unwrap());
+    let ectx = e.ectx(id).unwrap();
+    assert_eq!(u(TaskLayout::HANDLER_MEM), ectx.handler_mem.0);
+    assert_eq!(u(TaskLayout::HANDLER_MEM_SIZE), ectx.handler_mem.1);
+    assert_eq!(u(TaskLayout::PKT_MEM_SIZE), 300);
+    // Sizes are rounded up to 64-byte granules; no scratchpad: null.
+    for (k, want) in [128u32, 0, 256, 64].into_iter().enumerate() {
+        assert_eq!(u(l.scratchpad_size() + 4 * k as u32), want, "scratchpad_size[{k}]");
+        let a = u(TaskLayout::SCRATCHPAD + 4 * k as u32);
+        let l1 = softspin_hpu::abi::L1_BASE + k as u32 * softspin_hpu::abi::L1_CLUSTER_STRIDE;
+        if want == 0 {
+            assert_eq!(a, 0);
+        } else {
+            assert!(a >= l1 + cfg.l1_scratch_base() && a + want <= l1 + cfg.l1_size, "scratchpad[{k}] 0x{a:x}");
+        }
+    }
+    assert_eq!(u(l.host_mem_high()), (DEFAULT_HOST_BASE >> 32) as u32);
+    assert_eq!(u(l.host_mem_low()), DEFAULT_HOST_BASE as u32);
+    assert_eq!(u(l.host_mem_size()), 4096);
+    let slot = u(l.l2_pkt_mem()) - softspin_hpu::abi::L2_PKT_BASE;
+    assert_eq!(slot % cfg.pkt_slot_size, 0);
+    assert_eq!(u(l.home_cluster_id()), msg % cfg.clusters);
+    assert_eq!(u(l.flow_id()), msg);
+    // handler_args_t: the task pointer, and an HPU of the home cluster.
+    let a = |at: u32| u(256 + at);
+    let cluster = a(HandlerArgs::CLUSTER_ID);
+    assert_eq!(cluster, msg % cfg.clusters);
+    assert_eq!(a(HandlerArgs::HPU_GID), cluster * cfg.hpus_per_cluster + a(HandlerArgs::HPU_ID));
+    let l1 = softspin_hpu::abi::L1_BASE + cluster * softspin_hpu::abi::L1_CLUSTER_STRIDE;
+    assert_eq!(a(HandlerArgs::TASK), l1 + cfg.l1_pkt_buffer + a(HandlerArgs::HPU_ID) * cfg.runtime_area());
+    assert_eq!(u(TaskLayout::PKT_MEM) & !(cfg.l1_pkt_buffer.next_power_of_two() - 1), l1, "packet copy in the home cluster's L1");
+}
+
+// -- images and scenarios rejected at load/install --------------------------
+
+/// Patch e_entry (ELF32 header offset 24) of a bare-metal program.
+#[test]
+fn odd_entry_point_is_rejected() {
+    let dir = tmp();
+    let src = dir.join("bare.c");
+    std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
+    let elf = dir.join("bare.elf");
+    let o = softspin().args(["build", "--bare"]).arg(&src).arg("-o").arg(&elf).output().unwrap();
+    assert!(o.status.success(), "{}", out_str(&o));
+    let mut b = std::fs::read(&elf).unwrap();
+    let entry = u32::from_le_bytes(b[24..28].try_into().unwrap());
+    b[24..28].copy_from_slice(&(entry | 1).to_le_bytes());
+    let odd = dir.join("odd.elf");
+    std::fs::write(&odd, &b).unwrap();
+    let o = softspin().args(["isa", "run"]).arg(&odd).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("entry point"), "{}", out_str(&o));
+}
+
+#[test]
+fn handler_symbol_must_be_code() {
+    let mut img = ElfImage::load(elf()).unwrap();
+    let code = img.symbol("record_ph").unwrap();
+    let data = img.symbol("kinds").unwrap();
+    img.symbols.insert("odd_ph".into(), code + 1);
+    img.symbols.insert("data_ph".into(), data);
+    for (sym, want) in [("odd_ph", "is odd"), ("data_ph", "outside the image's executable segments")] {
+        let mut e = Engine::new(NicConfig::pspin()).unwrap();
+        let mut s = EctxSpec::new("bad", img.clone());
+        s.ph = Some(sym.into());
+        let err = e.install(s).unwrap_err().to_string();
+        assert!(err.contains(want) && err.contains(sym), "{err}");
+    }
+}
+
+#[test]
+fn two_ectxs_of_one_name_are_rejected() {
+    let img = ElfImage::load(elf()).unwrap();
+    let mut e = Engine::new(NicConfig::pspin()).unwrap();
+    let mut s = EctxSpec::new("same", img.clone());
+    s.ph = Some("record_ph".into());
+    e.install(s.clone()).unwrap();
+    let err = e.install(s).unwrap_err().to_string();
+    assert!(err.contains("`name`") && err.contains("already used"), "{err}");
+}
+
+#[test]
+fn scenario_with_too_many_scratchpads_or_a_reused_name_is_rejected() {
+    let dir = tmp();
+    let elf = elf().display().to_string();
+    for (name, body, want) in [
+        ("scratch", format!("[[ectx]]\nname = \"a\"\nimage = \"{elf}\"\nph = \"record_ph\"\nscratchpad = [64, 64, 64, 64, 64]\n"), "4 clusters"),
+        (
+            "names",
+            format!("[[ectx]]\nname = \"a\"\nimage = \"{elf}\"\nph = \"record_ph\"\n[[ectx]]\nname = \"a\"\nimage = \"{elf}\"\nph = \"hello_ph\"\nudp_dst_port = 7\n"),
+            "name",
+        ),
+    ] {
+        let p = dir.join(format!("{name}.toml"));
+        std::fs::write(&p, body).unwrap();
+        let o = softspin().args(["sim", "--quiet", "--scenario"]).arg(&p).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{}", out_str(&o));
+    }
+}

@@ -1,0 +1,59 @@
+/*
+ * Handlers for crates/cli/tests/cli_results.rs: the task descriptor as a
+ * handler sees it, stack and scratchpad misuse, per-message output for
+ * `softspin sim --records/--stdout` and `softspin isa handler`.
+ */
+#include <spin.h>
+
+static inline uint64_t host_base(const task_t *t)
+{
+    return ((uint64_t)t->host_mem_high << 32) | t->host_mem_low;
+}
+
+/* Copy task_t to host offset 0 and handler_args_t to host offset 256. */
+__handler__ void task_dump_ph(handler_args_t *args)
+{
+    task_t *t = args->task;
+    spin_cmd_t h;
+    spin_dma_to_host(host_base(t), (uint32_t)t, sizeof(task_t), false, &h);
+    spin_cmd_wait(h);
+    spin_dma_to_host(host_base(t) + 256, (uint32_t)args, sizeof(handler_args_t), false, &h);
+    spin_cmd_wait(h);
+}
+
+/* 4 KiB of locals, touched from the top down: fits an 8 KiB stack, not the
+ * PsPIN profile's 1 KiB (hpu_stack_size), where the first store below the
+ * stack hits the guard. */
+__handler__ void stack_hog_ph(handler_args_t *args)
+{
+    volatile uint8_t buf[4096];
+    for (int i = 4095; i >= 0; i -= 64)
+        buf[i] = (uint8_t)i;
+    (void)args;
+}
+
+/* Uses its home cluster's scratchpad (a null pointer without one). */
+__handler__ void scratch_ph(handler_args_t *args)
+{
+    task_t *t = args->task;
+    volatile uint32_t *s = (volatile uint32_t *)t->scratchpad[args->cluster_id];
+    s[1] += 1;
+}
+
+/* One host-direct write per message: host[8 * flow_id] = 3 * flow_id + 1. */
+__handler__ void record_ph(handler_args_t *args)
+{
+    task_t *t = args->task;
+    spin_host_write(host_base(t) + 8 * (uint64_t)t->flow_id, 3 * (uint64_t)t->flow_id + 1, false);
+}
+
+/* A line of output per packet, naming the message. */
+__handler__ void hello_ph(handler_args_t *args)
+{
+    printf("hello from message %u\n", (unsigned)args->task->flow_id);
+}
+
+/* Every handler kind, for `isa handler --kind`. */
+volatile uint32_t kinds;
+__handler__ void kinds_hh(handler_args_t *args) { (void)args; kinds |= 1; printf("hh\n"); }
+__handler__ void kinds_th(handler_args_t *args) { (void)args; kinds |= 4; printf("th\n"); }
