@@ -24,6 +24,7 @@
 /* Default guest-visible host address of the first host window (64-bit:
  * handlers get it as task->host_mem_high/low). */
 #define SOFTSPIN_HOST_WINDOW_BASE   0x7F0000000000ull
+#define SOFTSPIN_HOST_WINDOW_STRIDE 0x100000000ull /* further windows */
 
 /* ---- ecall service numbers (a7) ---- */
 /* Linux-compatible numbers, used by bare-metal programs and printf. */

@@ -11,6 +11,9 @@ pub const PROG_MEM_BASE: u32 = 0x1D00_0000;
 /// host address above 4 GiB, so handlers must carry the high word
 /// (`task->host_mem_high`); further windows follow at 4 GiB steps.
 pub const HOST_WINDOW_BASE: u64 = 0x7F00_0000_0000;
+/// Host windows start this far apart (4 GiB, the most `host_mem_size`
+/// describes), so none can grow into the next.
+pub const HOST_WINDOW_STRIDE: u64 = 1 << 32;
 
 /// The sizes of the NIC's memory regions in one configuration
 /// (`NicConfig::memory_map`); the bases are the fixed ones above. Handler

@@ -41,6 +41,7 @@ fn rust_abi_matches_the_c_header() {
         ("SOFTSPIN_L2_PKT_BASE", abi::L2_PKT_BASE as i64),
         ("SOFTSPIN_PROG_MEM_BASE", abi::PROG_MEM_BASE as i64),
         ("SOFTSPIN_HOST_WINDOW_BASE", abi::HOST_WINDOW_BASE as i64),
+        ("SOFTSPIN_HOST_WINDOW_STRIDE", abi::HOST_WINDOW_STRIDE as i64),
         ("SOFTSPIN_SYS_WRITE", abi::sys::WRITE as i64),
         ("SOFTSPIN_SYS_EXIT", abi::sys::EXIT as i64),
         ("SOFTSPIN_SYS_DMA", abi::sys::DMA as i64),
