@@ -248,8 +248,8 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
 
     let until_ps = a.until_ns.map(|n| units::until_ns("--until-ns", n)).transpose()?;
     let rate = a.rate.unwrap_or(cfg.line_rate_gbps);
-    if !Gbps(rate).is_valid() {
-        bail!("--rate {rate}: must be in {}..={} Gbit/s", Gbps::MIN, Gbps::MAX);
+    if !(Gbps(rate).is_valid() || rate == f64::INFINITY) {
+        bail!("--rate {rate}: must be in {}..={} Gbit/s, or inf", Gbps::MIN, Gbps::MAX);
     }
     let frame = match a.frame {
         Frame::Ip => FrameKind::Ip,

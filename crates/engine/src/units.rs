@@ -39,6 +39,12 @@ impl Ns {
     pub fn to_ps(self) -> Option<Ps> {
         self.0.checked_mul(PS_PER_NS).map(Ps)
     }
+
+    /// For values already checked against a limit (`delay_ns`): saturates
+    /// instead of wrapping should one slip through.
+    pub fn to_ps_saturating(self) -> Ps {
+        Ps(self.0.saturating_mul(PS_PER_NS))
+    }
 }
 
 impl Ps {
@@ -90,7 +96,8 @@ impl Clock {
     }
 }
 
-/// A line rate or bus bandwidth in Gbit/s.
+/// A line rate or bus bandwidth in Gbit/s (serialisation times come from
+/// `traffic::wire_time_ps`, the one pacing rule).
 #[derive(Clone, Copy, Debug, PartialEq, PartialOrd)]
 pub struct Gbps(pub f64);
 
@@ -102,12 +109,6 @@ impl Gbps {
 
     pub fn is_valid(self) -> bool {
         self.0.is_finite() && (Self::MIN..=Self::MAX).contains(&self.0)
-    }
-
-    /// Serialisation time of `bytes` at this rate (rounded to the nearest
-    /// picosecond; saturates instead of wrapping).
-    pub fn wire_time(self, bytes: u64) -> Ps {
-        Ps((bytes as f64 * 8.0 * PS_PER_NS as f64 / self.0).round() as u64)
     }
 }
 
@@ -172,7 +173,7 @@ mod tests {
         assert_eq!(c.to_ps(Cycles(u64::MAX)), None);
         assert_eq!(c.cycles_in(Ps(74_999)), Cycles(2));
         assert!(Clock::from_mhz(0).is_none() && Clock::from_mhz(7).is_none());
-        assert_eq!(Gbps(400.0).wire_time(1024), Ps(20_480));
+        assert!(Gbps(400.0).is_valid() && !Gbps(0.0).is_valid() && !Gbps(f64::NAN).is_valid());
     }
 
     #[test]

@@ -148,7 +148,7 @@ impl CommandUnit<'_> {
         let c = &mut *self.core;
         let start = now.max(c.pcie_free_at);
         c.pcie_free_at = start + Core::wire_ps(len as u64, c.cfg.host.bandwidth_gbps);
-        c.pcie_free_at + c.cfg.host.latency_ns * 1000
+        c.pcie_free_at + c.ns(c.cfg.host.latency_ns)
     }
 }
 
@@ -275,7 +275,7 @@ impl CommandUnit<'_> {
                 }
                 self.core.stats.dma_from_host_bytes += len as u64;
                 // A read: the request crosses PCIe, then the data comes back.
-                let done = self.pcie(now, len) + self.core.cfg.host.latency_ns * 1000;
+                let done = self.pcie(now, len) + self.core.ns(self.core.cfg.host.latency_ns);
                 self.issue(hpu, "dma from host", done, Effect::FromHost { host, nic, len })
             }
             Command::WriteToHost { host, value } => {

@@ -39,6 +39,7 @@ use crate::config::{BufferFull, NicConfig};
 use crate::ectx::{extents, Ectx, EctxError, EctxSpec, HandlerKind, MatchRule, Scratch};
 use crate::stats::{self, HandlerError, Report, Stats, MAX_ERRORS_KEPT};
 use crate::traffic::{Arrival, Source, TrafficError};
+use crate::units::{Ns, Ps};
 
 use self::command_unit::*;
 use self::hpu_ctl::*;
@@ -258,11 +259,11 @@ impl Core {
     }
 
     fn ns(&self, ns: u64) -> u64 {
-        ns * 1000
+        Ns(ns).to_ps_saturating().0
     }
 
     fn cycles(&self, c: u64) -> u64 {
-        c * self.ppc
+        c.checked_mul(self.ppc).unwrap_or(u64::MAX)
     }
 
     fn ectx(&self, id: EctxId) -> &Ectx {
@@ -272,6 +273,9 @@ impl Core {
     /// Serialisation time of `bytes` at `gbps` (the rate is validated with
     /// the configuration; the one pacing rule, `traffic::wire_time_ps`).
     fn wire_ps(bytes: u64, gbps: f64) -> u64 {
+    /// ns -> ps, checked. Every delay that reaches the engine passed
+    /// `units::delay_ns` (`NicConfig::validate`, ECTX install), so the
+    /// saturation never happens; it only keeps a bug from wrapping time.
         crate::traffic::wire_time_ps(bytes as usize, gbps).unwrap_or(u64::MAX)
     }
 
@@ -839,8 +843,8 @@ impl Engine {
             mpps: if span > 0 { s.packets_done as f64 / secs / 1e6 } else { 0.0 },
             latency_ns: stats::latency(&mut lat),
             drops: s.drops,
-            backpressure_ns: s.backpressure_ps as f64 / 1000.0,
-            mpq_stall_ns: s.mpq_stall_ps as f64 / 1000.0,
+            backpressure_ns: Ps(s.backpressure_ps).as_ns_f64(),
+            mpq_stall_ns: Ps(s.mpq_stall_ps).as_ns_f64(),
             // Over the window from the first arrival to the last completion.
             hpu_utilization: if span > 0 { (busy as f64 / (span as f64 * self.hpus.len() as f64)).min(1.0) } else { 0.0 },
             hpus_busy_max: c.busy_max,
@@ -855,7 +859,7 @@ impl Engine {
             dma_from_host_bytes: s.dma_from_host_bytes,
             commands: s.commands,
             tasks: s.tasks,
-            sim_time_ns: sim_ps as f64 / 1000.0,
+            sim_time_ns: Ps(sim_ps).as_ns_f64(),
         }
     }
 }

@@ -112,7 +112,7 @@ impl Engine {
         }
         q.last_activity = c.now;
         if timeout > 0 && q.timer.is_none() {
-            let d = c.now + timeout * 1000;
+            let d = c.now + crate::units::Ns(timeout).to_ps_saturating().0;
             q.timer = Some(d);
             c.timers.insert((d, m));
             c.arm_timer();
@@ -219,7 +219,7 @@ impl Engine {
             }
             let c = &mut self.core;
             c.timers.pop_first();
-            let timeout = c.ectx(c.mpqs[m].ectx).spec.msg_timeout_ns * 1000;
+            let timeout = c.ns(c.ectx(c.mpqs[m].ectx).spec.msg_timeout_ns);
             let q = &mut c.mpqs[m];
             q.timer = None;
             if q.eom.is_some() {

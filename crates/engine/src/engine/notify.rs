@@ -19,7 +19,7 @@ impl Engine {
         match c.notify.get_mut(&id) {
             Some(st) if !st.answered => {
                 st.answered = true;
-                let t = c.now + c.cfg.host.latency_ns * 1000;
+                let t = c.now + c.ns(c.cfg.host.latency_ns);
                 c.pending_responses.insert(id, value);
                 c.at(t, Ev::NotifyResponse { id });
                 Ok(())

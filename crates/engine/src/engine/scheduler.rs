@@ -285,7 +285,7 @@ impl Engine {
         ctl.busy_since = now;
         ctl.wait = None;
         ctl.wait_notify = None;
-        hpu.time_base_ns = (start / 1000).saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
+        hpu.time_base_ns = Ps(start).to_ns().0.saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
         c.busy_now += 1;
         c.busy_max = c.busy_max.max(c.busy_now);
         let gen = ctl.gen;

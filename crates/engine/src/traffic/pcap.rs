@@ -324,7 +324,7 @@ pub fn write_pcap(
     };
     let mut w = PcapWriter::with_header(BufWriter::new(f), header).map_err(pcap_err)?;
     for (index, (t, data)) in packets.iter().enumerate() {
-        let pkt = PcapPacket::new(Duration::from_nanos(t / 1000), data.len() as u32, data);
+        let pkt = PcapPacket::new(Duration::from_nanos(crate::units::Ps(*t).to_ns().0), data.len() as u32, data);
         w.write_packet(&pkt).map_err(|e| match e {
             PcapError::IoError(source) => io_err(source),
             other => TrafficError::PcapPacket {
