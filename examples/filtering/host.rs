@@ -4,7 +4,7 @@
 //! hits decided by a `HashMap` (independent of the NIC table's layout).
 
 use crate::{Baseline, Ctx, Outcome, Rng};
-use softspin_host::{build_frame, Arrival, FrameKind};
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::EctxOptions;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -110,7 +110,7 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
             ..Default::default()
         },
     )?;
-    let at = nic.nic_alloc(e, table_bytes, 64)?;
+    let at = nic.nic_alloc(e, table_bytes as usize, 64)?;
     nic.nic_write(at, &crate::words_to_bytes(&w.table))?;
     nic.nic_write_ptr(img.symbol("filter_table")?, at)?;
     nic.nic_write(img.symbol("filter_bits")?, &BITS.to_le_bytes())?;
@@ -118,12 +118,8 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     nic.activate(e)?;
     // One packet per message, back to back at the line rate (send_packet
     // would hand them all over at the same instant).
-    let rate = nic.config().line_rate_gbps;
-    let mut t = nic.engine().now_ps();
-    for (m, f) in w.frames.iter().enumerate() {
-        t += ((f.len() * 8) as f64 * 1000.0 / rate) as u64;
-        nic.engine().inject(Arrival { time_ps: t, frame: f.clone(), msg_id: m as u32, eom: true, origin: format!("message {m}") });
-    }
+    let pkts = w.frames.iter().enumerate().map(|(m, f)| Packet { frame: f.clone(), msg_id: m as u32, eom: true });
+    nic.send_packets(pkts, Pacing::LineRate)?;
     nic.run_until_idle()?;
     let host = nic.host_read(win.base, w.frames.len() * packet_size)?;
     let got: Vec<Vec<u8>> = host.chunks(packet_size).map(<[u8]>::to_vec).collect();

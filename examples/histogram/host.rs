@@ -2,7 +2,7 @@
 //! on the NIC. Verified against the histogram computed here.
 
 use crate::{bytes_to_words, payload_per_packet, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_host::{build_frame, Arrival, FrameKind};
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::{EctxOptions, Nic};
 
 const BINS: usize = 1024;
@@ -26,22 +26,17 @@ fn reference(msgs: &[Vec<u32>]) -> Vec<u32> {
     h
 }
 
-/// Send the messages back to back at the line rate. (`Nic::send_payloads`
-/// restarts its clock at "now" for every call, so messages sent one after
-/// the other before running would arrive together, faster than the link.)
+/// Send the messages back to back at the line rate.
 fn send(nic: &mut Nic, msgs: &[Vec<u32>], packet_size: usize) -> anyhow::Result<()> {
-    let rate = nic.config().line_rate_gbps;
-    let mut t = nic.engine().now_ps();
+    let mut out = Vec::new();
     for (id, m) in msgs.iter().enumerate() {
         let pkts = packets(m, packet_size);
         for (k, p) in pkts.iter().enumerate() {
             let frame = build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?;
-            t += ((frame.len() * 8) as f64 * 1000.0 / rate) as u64;
-            let eom = k + 1 == pkts.len();
-            nic.engine().inject(Arrival { time_ps: t, frame, msg_id: id as u32, eom, origin: format!("message {id} packet {k}") });
+            out.push(Packet { frame, msg_id: id as u32, eom: k + 1 == pkts.len() });
         }
     }
-    Ok(())
+    Ok(nic.send_packets(out, Pacing::LineRate)?)
 }
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {

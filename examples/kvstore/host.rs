@@ -5,10 +5,10 @@
 //! requests at line rate (the measured run) must give one reply per GET,
 //! each a miss or a value some PUT wrote for that key.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::HashMap;
 
 use crate::{bytes_to_words, payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_host::{build_frame, Arrival, FrameKind, Source, TrafficError};
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::{EctxOptions, Event, Nic};
 
 const WAYS: usize = 4;
@@ -139,15 +139,6 @@ impl Set {
     }
 }
 
-/// Requests paced at the line rate, one single-packet message each.
-struct Paced(VecDeque<Arrival>);
-
-impl Source for Paced {
-    fn next_arrival(&mut self) -> Result<Option<Arrival>, TrafficError> {
-        Ok(self.0.pop_front())
-    }
-}
-
 fn frame(p: &[u8]) -> anyhow::Result<Vec<u8>> {
     Ok(build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?)
 }
@@ -262,15 +253,9 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let seq = sequential(ctx, &reqs, vb)?;
 
     let (mut nic, _, _) = open(ctx, vb)?;
-    let rate = nic.config().line_rate_gbps;
-    let mut t = 0u64;
-    let mut arrivals = VecDeque::new();
-    for q in &reqs {
-        let f = frame(&payload(q, vb))?;
-        t += ((f.len() * 8) as f64 * 1000.0 / rate) as u64;
-        arrivals.push_back(Arrival { time_ps: t, frame: f, msg_id: q.version, eom: true, origin: format!("request {}", q.version) });
-    }
-    nic.feed(Box::new(Paced(arrivals)))?;
+    // Requests back to back at the line rate, one single-packet message each.
+    let pkts = reqs.iter().map(|q| Ok(Packet { frame: frame(&payload(q, vb))?, msg_id: q.version, eom: true }));
+    nic.send_packets(pkts.collect::<anyhow::Result<Vec<_>>>()?, Pacing::LineRate)?;
     nic.run_until_idle()?;
     let par = replies(&mut nic).and_then(|got| check_parallel(&reqs, &got, vb));
     let report = nic.report();

@@ -5,7 +5,7 @@
 //! handler memory, against the same computed here.
 
 use crate::{offset_packets as packets, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_host::{build_frame, Arrival, FrameKind};
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::{EctxOptions, Nic};
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
@@ -29,19 +29,16 @@ fn xsum(p: &[u8]) -> u32 {
 
 /// The messages' packets round-robin, each message's in order, at the line rate.
 fn send(nic: &mut Nic, pkts: &[Vec<Vec<u8>>]) -> anyhow::Result<()> {
-    let rate = nic.config().line_rate_gbps;
-    let mut t = nic.engine().now_ps();
+    let mut out = Vec::new();
     let most = pkts.iter().map(|p| p.len()).max().unwrap_or(0);
     for k in 0..most {
         for (id, m) in pkts.iter().enumerate().filter(|(_, m)| k < m.len()) {
             let p = &m[k];
             let frame = build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?;
-            t += ((frame.len() * 8) as f64 * 1000.0 / rate) as u64;
-            let eom = k + 1 == m.len();
-            nic.engine().inject(Arrival { time_ps: t, frame, msg_id: id as u32, eom, origin: format!("message {id} packet {k}") });
+            out.push(Packet { frame, msg_id: id as u32, eom: k + 1 == m.len() });
         }
     }
-    Ok(())
+    Ok(nic.send_packets(out, Pacing::LineRate)?)
 }
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {

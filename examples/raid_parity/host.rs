@@ -3,10 +3,8 @@
 //! hold the writes and every parity chunk must equal the XOR of its
 //! stripe's data chunks, both computed here.
 
-use std::collections::VecDeque;
-
 use crate::{payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_host::{build_frame, Arrival, FrameKind, Source, TrafficError};
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::EctxOptions;
 
 const NDATA: usize = 4;
@@ -75,14 +73,6 @@ fn packets(l: &Layout, new: &[u8], w: (usize, usize), grid: usize) -> Vec<Vec<u8
     out
 }
 
-struct Paced(VecDeque<Arrival>);
-
-impl Source for Paced {
-    fn next_arrival(&mut self) -> Result<Option<Arrival>, TrafficError> {
-        Ok(self.0.pop_front())
-    }
-}
-
 /// The writes' new data, one buffer per write.
 fn new_data(l: &Layout) -> Vec<Vec<u8>> {
     l.writes.iter().enumerate().map(|(i, w)| random(w.1, 100 + i as u64)).collect()
@@ -114,25 +104,16 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     nic.activate(e)?;
 
     // The writes back to back at the line rate, one message each.
-    let rate = nic.config().line_rate_gbps;
-    let mut t = 0u64;
-    let mut arrivals = VecDeque::new();
+    let mut arrivals = Vec::new();
     for (m, (w, d)) in l.writes.iter().zip(&new).enumerate() {
         let pkts = packets(&l, d, *w, grid);
         let n = pkts.len();
         for (k, p) in pkts.into_iter().enumerate() {
             let f = build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?;
-            t += ((f.len() * 8) as f64 * 1000.0 / rate) as u64;
-            arrivals.push_back(Arrival {
-                time_ps: t,
-                frame: f,
-                msg_id: m as u32,
-                eom: k + 1 == n,
-                origin: format!("write {m} packet {k}"),
-            });
+            arrivals.push(Packet { frame: f, msg_id: m as u32, eom: k + 1 == n });
         }
     }
-    nic.feed(Box::new(Paced(arrivals)))?;
+    nic.send_packets(arrivals, Pacing::LineRate)?;
     nic.run_until_idle()?;
 
     let mut want = old;

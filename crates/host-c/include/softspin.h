@@ -45,95 +45,9 @@
 #include <stdint.h>
 
 /**
- * Success.
- */
-#define SS_OK 0
-
-/**
- * Invalid argument: a NULL pointer where one is required, a string that is
- * not UTF-8, a value out of range, a notification that cannot be answered.
- */
-#define SS_EINVAL -1
-
-/**
- * Unknown profile name, or an invalid NIC configuration file.
- */
-#define SS_ECONFIG -2
-
-/**
- * A file could not be read (handler image, configuration, trace, pcap).
- */
-#define SS_EIO -3
-
-/**
- * Not a usable handler image (not an RV32 little-endian ELF, bad segments).
- */
-#define SS_EIMAGE -4
-
-/**
- * A symbol is not in the image (ss_image_symbol, or a handler named in
- * ss_install).
- */
-#define SS_ESYMBOL -5
-
-/**
- * The ECTX's code or handler memory overlaps an installed ECTX (e.g. the
- * same image installed twice; link the second with `softspin build
- * --code-base/--data-base`).
- */
-#define SS_EOVERLAP -6
-
-/**
- * NIC memory: a range that is not NIC memory, an ss_nic_alloc that does not
- * fit, an image or scratchpad outside its region.
- */
-#define SS_ENICMEM -7
-
-/**
- * Host memory: a range outside every host window, an empty window, an
- * unknown window.
- */
-#define SS_EHOST -8
-
-/**
- * The ECTX is in the wrong state: already active, not active, or still has
- * messages in flight.
- */
-#define SS_ESTATE -9
-
-/**
- * No such ECTX: never installed, or uninstalled.
- */
-#define SS_ENOECTX -10
-
-/**
- * Any other install error: no handler named, image built for another
- * cluster count, undecodable code, a host window that wraps around.
- */
-#define SS_EECTX -11
-
-/**
- * Bad traffic: an invalid generator or frame parameter, a malformed trace
- * or pcap file.
- */
-#define SS_ETRAFFIC -12
-
-/**
- * The simulation refused a packet (larger than a packet-buffer slot, too
- * short to match an ECTX).
- */
-#define SS_ESIM -13
-
-/**
- * Internal error: a bug in softspin, caught at the API boundary. The NIC it
- * happened on answers every later call with SS_EINTERNAL; ss_close it.
- */
-#define SS_EINTERNAL -99
-
-/**
  * Version of this ABI: bumped when a struct or signature changes.
  */
-#define SS_ABI_VERSION 1
+#define SS_ABI_VERSION 2
 
 /**
  * Frames start at the IPv4 header, PsPIN's host-order layout (28 header
@@ -187,15 +101,219 @@
 #define SS_EVENT_HANDLER_ERROR 4
 
 /**
- * The ECTX of an event whose ECTX was uninstalled before the event was
- * read (or is otherwise unknown).
+ * ss_event.present bit: `pc` holds a program counter.
  */
-#define SS_ECTX_NONE UINT32_MAX
+#define SS_HAS_PC 1
+
+/**
+ * ss_event.present bit: `addr` holds a faulting or offending address.
+ */
+#define SS_HAS_ADDR 2
+
+/**
+ * ss_event.present bit: `hpu` holds an HPU index.
+ */
+#define SS_HAS_HPU 4
 
 /**
  * Bytes a notification carries inline (SPIN_NOTIFY_INLINE_MAX).
  */
 #define SS_NOTIFY_INLINE_MAX 64
+
+/**
+ * Status codes: every function returns SS_OK or one negative code per
+ * kind of error (softspin_host::ErrorKind, one to one), or SS_EINTERNAL.
+ */
+typedef enum ss_status {
+    /**
+     * Success.
+     */
+    SS_OK = 0,
+    /**
+     * Invalid argument: a NULL pointer where one is required, a string that
+     * is not UTF-8, a value out of range, a notification that cannot be
+     * answered.
+     */
+    SS_EINVAL = -1,
+    /**
+     * Unknown profile name, or an invalid NIC configuration file.
+     */
+    SS_ECONFIG = -2,
+    /**
+     * A file could not be read (handler image, configuration, trace, pcap).
+     */
+    SS_EIO = -3,
+    /**
+     * Not a usable handler image (not an RV32 little-endian ELF, bad
+     * segments).
+     */
+    SS_EIMAGE = -4,
+    /**
+     * A symbol is not in the image (ss_image_symbol, or a handler named in
+     * ss_install).
+     */
+    SS_ESYMBOL = -5,
+    /**
+     * The ECTX's code or handler memory overlaps an installed ECTX (e.g. the
+     * same image installed twice; link the second with `softspin build
+     * --code-base/--data-base`).
+     */
+    SS_EOVERLAP = -6,
+    /**
+     * NIC memory: a range that is not NIC memory, an ss_nic_alloc that does
+     * not fit, an image or scratchpad outside its region.
+     */
+    SS_ENICMEM = -7,
+    /**
+     * Host memory: a range outside every host window, an empty window, a
+     * window this NIC did not make (or changed since).
+     */
+    SS_EHOST = -8,
+    /**
+     * The ECTX is in the wrong state: already active, not active, or still
+     * has messages in flight.
+     */
+    SS_ESTATE = -9,
+    /**
+     * No such ECTX: never installed, or uninstalled.
+     */
+    SS_ENOECTX = -10,
+    /**
+     * Any other install error: no handler named, image built for another
+     * cluster count, undecodable code.
+     */
+    SS_EECTX = -11,
+    /**
+     * Bad traffic: an invalid generator or frame parameter, a malformed
+     * trace or pcap file.
+     */
+    SS_ETRAFFIC = -12,
+    /**
+     * The simulation refused a packet (larger than a packet-buffer slot,
+     * too short to match an ECTX).
+     */
+    SS_ESIM = -13,
+    /**
+     * A size, length or time beyond a documented limit (a host window over
+     * 4 GiB - 1, host memory beyond the NIC's cap, a run past the end of
+     * NIC time), or host memory that could not be allocated for it. The
+     * message names the argument and the limit; the NIC stays usable.
+     */
+    SS_ELIMIT = -14,
+    /**
+     * Building a handler image failed.
+     */
+    SS_EBUILD = -15,
+    /**
+     * Internal error: a bug in softspin, caught at the API boundary. The NIC
+     * it happened on answers every later call with SS_EINTERNAL; ss_close it.
+     */
+    SS_EINTERNAL = -99,
+} ss_status;
+
+/**
+ * Why a handler (or a message) failed: ss_event.error_cause of an
+ * SS_EVENT_HANDLER_ERROR (one per softspin_host::ErrorCause).
+ */
+typedef enum ss_error_cause {
+    /**
+     * Not a handler error.
+     */
+    SS_CAUSE_NONE = 0,
+    /**
+     * Load from an address no window covers.
+     */
+    SS_CAUSE_LOAD_ACCESS = 1,
+    /**
+     * Store (or AMO) to an address no window covers.
+     */
+    SS_CAUSE_STORE_ACCESS = 2,
+    /**
+     * Load from memory without read permission.
+     */
+    SS_CAUSE_LOAD_DENIED = 3,
+    /**
+     * Store to read-only memory.
+     */
+    SS_CAUSE_STORE_DENIED = 4,
+    /**
+     * Instruction fetch from memory that is not executable.
+     */
+    SS_CAUSE_FETCH_ACCESS = 5,
+    /**
+     * Misaligned atomic access.
+     */
+    SS_CAUSE_MISALIGNED = 6,
+    /**
+     * Undecodable or privileged instruction.
+     */
+    SS_CAUSE_ILLEGAL_INSTRUCTION = 7,
+    /**
+     * `ebreak`.
+     */
+    SS_CAUSE_BREAKPOINT = 8,
+    /**
+     * The handler's instruction budget ran out.
+     */
+    SS_CAUSE_WATCHDOG = 9,
+    /**
+     * `ecall` with an unknown service number.
+     */
+    SS_CAUSE_UNKNOWN_SERVICE = 10,
+    /**
+     * A runtime service rejected the request.
+     */
+    SS_CAUSE_SERVICE_FAULT = 11,
+    /**
+     * No packet of the message came within the ECTX's message timeout.
+     */
+    SS_CAUSE_MESSAGE_TIMEOUT = 12,
+    /**
+     * The handler waited (command, notification) beyond the wait limit.
+     */
+    SS_CAUSE_WAIT_TIMEOUT = 13,
+    /**
+     * `assert`, `abort()` or `exit(status != 0)`; ss_event.value holds the
+     * status (as int64_t).
+     */
+    SS_CAUSE_ABORTED = 14,
+    /**
+     * Rejected command: host DMA outside the ECTX's host window.
+     */
+    SS_CAUSE_REJECTED_HOST_DMA_WINDOW = 20,
+    /**
+     * Rejected command: host-direct write outside the host window.
+     */
+    SS_CAUSE_REJECTED_HOST_WRITE_WINDOW = 21,
+    /**
+     * Rejected command: NIC buffer outside the task's memory.
+     */
+    SS_CAUSE_REJECTED_NIC_ACCESS = 22,
+    /**
+     * Rejected command: send or RDMA put larger than the packet slot.
+     */
+    SS_CAUSE_REJECTED_SEND_TOO_LARGE = 23,
+    /**
+     * Rejected command: zero-length cluster DMA.
+     */
+    SS_CAUSE_REJECTED_EMPTY_DMA = 24,
+    /**
+     * Rejected command: write to a descriptor other than 1 or 2.
+     */
+    SS_CAUSE_REJECTED_BAD_FD = 25,
+    /**
+     * Rejected command: counter index beyond counters_per_ectx.
+     */
+    SS_CAUSE_REJECTED_COUNTER_INDEX = 26,
+    /**
+     * Rejected command: notification id not owned by the task.
+     */
+    SS_CAUSE_REJECTED_NOTIFY_ID = 27,
+    /**
+     * Rejected command: notification longer than its inline limit.
+     */
+    SS_CAUSE_REJECTED_NOTIFY_TOO_LONG = 28,
+} ss_error_cause;
 
 /**
  * A loaded handler image. Opaque; from ss_image_load or
@@ -296,7 +414,9 @@ typedef struct ss_ectx_options {
      */
     uint32_t l1_copy;
     /**
-     * The host window handlers may DMA to/from; size 0 = none.
+     * The host window handlers may DMA to/from, exactly as
+     * ss_host_window_create or ss_host_lend returned it on this NIC; size 0 =
+     * none.
      */
     struct ss_host_window host_window;
     /**
@@ -401,7 +521,8 @@ typedef struct ss_event {
      */
     uint32_t kind;
     /**
-     * The ECTX whose handler caused it (SS_ECTX_NONE if uninstalled since).
+     * The ECTX whose handler caused it (the handle ss_install returned,
+     * even if uninstalled since).
      */
     ss_ectx ectx;
     /**
@@ -409,7 +530,7 @@ typedef struct ss_event {
      */
     uint64_t time_ps;
     /**
-     * SS_EVENT_MESSAGE_DONE: the message id.
+     * SS_EVENT_MESSAGE_DONE, SS_EVENT_HANDLER_ERROR: the message id.
      */
     uint32_t msg_id;
     /**
@@ -426,30 +547,47 @@ typedef struct ss_event {
     size_t data_len;
     /**
      * SS_EVENT_HOST_WRITE: host address written; SS_EVENT_HANDLER_ERROR: the
-     * faulting NIC address.
+     * faulting or offending address (if `present` has SS_HAS_ADDR).
      */
     uint64_t addr;
     /**
      * SS_EVENT_HOST_WRITE: the 64-bit value written (little-endian in host
-     * memory).
+     * memory); SS_EVENT_HANDLER_ERROR with SS_CAUSE_ABORTED: the status.
      */
     uint64_t value;
     /**
-     * SS_EVENT_HANDLER_ERROR: program counter of the fault.
+     * SS_EVENT_HANDLER_ERROR: program counter (if `present` has SS_HAS_PC).
      */
     uint32_t pc;
     /**
-     * SS_EVENT_HANDLER_ERROR: global index of the HPU.
+     * SS_EVENT_HANDLER_ERROR: global index of the HPU (if `present` has
+     * SS_HAS_HPU).
      */
     uint32_t hpu;
     /**
-     * SS_EVENT_HANDLER_ERROR: the handler's symbol.
+     * SS_EVENT_HANDLER_ERROR: which of `pc`, `addr`, `hpu` apply (SS_HAS_*
+     * bits; a message timeout has none of them).
+     */
+    uint32_t present;
+    /**
+     * SS_EVENT_HANDLER_ERROR: the handler's symbol; NULL for a
+     * message-level error (message timeout).
      */
     const char *handler;
     /**
-     * SS_EVENT_HANDLER_ERROR: what went wrong.
+     * SS_EVENT_HANDLER_ERROR: more about it (an abort's status and assert
+     * text, a rejected command's limit); NULL if nothing more.
+     */
+    const char *detail;
+    /**
+     * SS_EVENT_HANDLER_ERROR: what went wrong, in words.
      */
     const char *cause;
+    /**
+     * SS_EVENT_HANDLER_ERROR: what went wrong, an ss_error_cause
+     * (SS_CAUSE_NONE for other events).
+     */
+    uint32_t error_cause;
     /**
      * SS_EVENT_HANDLER_ERROR: the ECTX's name.
      */
@@ -701,7 +839,10 @@ int ss_image_symbol(const struct ss_image *image, const char *name, uint32_t *ad
 /**
  * Create a zeroed host window of `size` bytes owned by the NIC (freed by
  * ss_host_unlend or ss_close); reach it with ss_host_read/ss_host_write.
- * Errors: SS_EINVAL, SS_EHOST (size 0).
+ * A window holds at most 4 GiB - 1 bytes (task_t's 32-bit host_mem_size),
+ * and the NIC's own windows 4 GiB in all (lend larger amounts).
+ * Errors: SS_EINVAL, SS_EHOST (size 0), SS_ELIMIT (above a limit, or the
+ * memory could not be allocated).
  */
 int ss_host_window_create(struct ss_nic *nic, size_t size, struct ss_host_window *out_window);
 
@@ -711,7 +852,8 @@ int ss_host_window_create(struct ss_nic *nic, size_t size, struct ss_host_window
  * reads results straight from `buf` between calls. The caller keeps
  * ownership and must keep `buf` valid until ss_host_unlend or ss_close, and
  * must not access it from another thread while a call on this NIC runs.
- * The library never frees it. Errors: SS_EINVAL, SS_EHOST (len 0).
+ * The library never frees it. At most 4 GiB - 1 bytes (task_t's 32-bit
+ * host_mem_size). Errors: SS_EINVAL, SS_EHOST (len 0), SS_ELIMIT.
  */
 int ss_host_lend(struct ss_nic *nic, void *buf, size_t len, struct ss_host_window *out_window);
 
@@ -747,7 +889,8 @@ int ss_ectx_options_init(struct ss_ectx_options *o);
  * memory, everything checked. It receives no packet before ss_activate.
  * `*out_ectx` gets its handle. Errors: SS_EINVAL, SS_ESYMBOL (a handler symbol
  * is missing), SS_EOVERLAP (memory overlaps an installed ECTX),
- * SS_ENICMEM (does not fit), SS_EECTX (other install problems).
+ * SS_ENICMEM (does not fit), SS_EHOST (a host window this NIC did not make,
+ * or changed), SS_EECTX (other install problems).
  */
 int ss_install(struct ss_nic *nic,
                const struct ss_image *image,
@@ -787,7 +930,7 @@ int ss_set_frame_kind(struct ss_nic *nic, ss_ectx ectx, uint32_t kind);
  * ECTX). Errors: SS_EINVAL, SS_ENOECTX, SS_ENICMEM (does not fit, bad
  * alignment).
  */
-int ss_nic_alloc(struct ss_nic *nic, ss_ectx ectx, uint32_t size, uint32_t align, uint32_t *addr);
+int ss_nic_alloc(struct ss_nic *nic, ss_ectx ectx, size_t size, size_t align, uint32_t *addr);
 
 /**
  * Copy `len` bytes of NIC memory at NIC address `addr` into `out_buf`. Errors:
@@ -881,7 +1024,8 @@ int ss_feed_pcap(struct ss_nic *nic, const char *path, double rate_gbps);
 int ss_run_until_idle(struct ss_nic *nic);
 
 /**
- * Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle.
+ * Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle, and
+ * SS_ELIMIT (the end would pass the end of NIC time).
  */
 int ss_run_for_ns(struct ss_nic *nic, uint64_t ns);
 

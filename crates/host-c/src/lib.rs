@@ -10,65 +10,104 @@
 #![allow(clippy::missing_safety_doc)]
 
 use std::cell::RefCell;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-use softspin_engine::ectx::EctxError;
-use softspin_engine::traffic::TrafficError;
-use softspin_engine::SimError;
 use softspin_host::{
-    Ectx, EctxOptions, Error, Event, FrameKind, GenConfig, HostBuffer, HostWindow, Image, Nic, Notification, Payload,
+    Ectx, EctxOptions, Error, ErrorCause, ErrorKind, Event, FaultKind, FrameKind, Rejected, GenConfig, HostBuffer, HostWindow, Image, Nic,
+    Notification, Payload,
 };
 
 // ---------------------------------------------------------------------------
 // Error codes
 // ---------------------------------------------------------------------------
 
-/// Success.
-pub const SS_OK: c_int = 0;
-/// Invalid argument: a NULL pointer where one is required, a string that is
-/// not UTF-8, a value out of range, a notification that cannot be answered.
-pub const SS_EINVAL: c_int = -1;
-/// Unknown profile name, or an invalid NIC configuration file.
-pub const SS_ECONFIG: c_int = -2;
-/// A file could not be read (handler image, configuration, trace, pcap).
-pub const SS_EIO: c_int = -3;
-/// Not a usable handler image (not an RV32 little-endian ELF, bad segments).
-pub const SS_EIMAGE: c_int = -4;
-/// A symbol is not in the image (ss_image_symbol, or a handler named in
-/// ss_install).
-pub const SS_ESYMBOL: c_int = -5;
-/// The ECTX's code or handler memory overlaps an installed ECTX (e.g. the
-/// same image installed twice; link the second with `softspin build
-/// --code-base/--data-base`).
-pub const SS_EOVERLAP: c_int = -6;
-/// NIC memory: a range that is not NIC memory, an ss_nic_alloc that does not
-/// fit, an image or scratchpad outside its region.
-pub const SS_ENICMEM: c_int = -7;
-/// Host memory: a range outside every host window, an empty window, an
-/// unknown window.
-pub const SS_EHOST: c_int = -8;
-/// The ECTX is in the wrong state: already active, not active, or still has
-/// messages in flight.
-pub const SS_ESTATE: c_int = -9;
-/// No such ECTX: never installed, or uninstalled.
-pub const SS_ENOECTX: c_int = -10;
-/// Any other install error: no handler named, image built for another
-/// cluster count, undecodable code, a host window that wraps around.
-pub const SS_EECTX: c_int = -11;
-/// Bad traffic: an invalid generator or frame parameter, a malformed trace
-/// or pcap file.
-pub const SS_ETRAFFIC: c_int = -12;
-/// The simulation refused a packet (larger than a packet-buffer slot, too
-/// short to match an ECTX).
-pub const SS_ESIM: c_int = -13;
-/// Internal error: a bug in softspin, caught at the API boundary. The NIC it
-/// happened on answers every later call with SS_EINTERNAL; ss_close it.
-pub const SS_EINTERNAL: c_int = -99;
+/// Status codes: every function returns SS_OK or one negative code per
+/// kind of error (softspin_host::ErrorKind, one to one), or SS_EINTERNAL.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ss_status {
+    /// Success.
+    SS_OK = 0,
+    /// Invalid argument: a NULL pointer where one is required, a string that
+    /// is not UTF-8, a value out of range, a notification that cannot be
+    /// answered.
+    SS_EINVAL = -1,
+    /// Unknown profile name, or an invalid NIC configuration file.
+    SS_ECONFIG = -2,
+    /// A file could not be read (handler image, configuration, trace, pcap).
+    SS_EIO = -3,
+    /// Not a usable handler image (not an RV32 little-endian ELF, bad
+    /// segments).
+    SS_EIMAGE = -4,
+    /// A symbol is not in the image (ss_image_symbol, or a handler named in
+    /// ss_install).
+    SS_ESYMBOL = -5,
+    /// The ECTX's code or handler memory overlaps an installed ECTX (e.g. the
+    /// same image installed twice; link the second with `softspin build
+    /// --code-base/--data-base`).
+    SS_EOVERLAP = -6,
+    /// NIC memory: a range that is not NIC memory, an ss_nic_alloc that does
+    /// not fit, an image or scratchpad outside its region.
+    SS_ENICMEM = -7,
+    /// Host memory: a range outside every host window, an empty window, a
+    /// window this NIC did not make (or changed since).
+    SS_EHOST = -8,
+    /// The ECTX is in the wrong state: already active, not active, or still
+    /// has messages in flight.
+    SS_ESTATE = -9,
+    /// No such ECTX: never installed, or uninstalled.
+    SS_ENOECTX = -10,
+    /// Any other install error: no handler named, image built for another
+    /// cluster count, undecodable code.
+    SS_EECTX = -11,
+    /// Bad traffic: an invalid generator or frame parameter, a malformed
+    /// trace or pcap file.
+    SS_ETRAFFIC = -12,
+    /// The simulation refused a packet (larger than a packet-buffer slot,
+    /// too short to match an ECTX).
+    SS_ESIM = -13,
+    /// A size, length or time beyond a documented limit (a host window over
+    /// 4 GiB - 1, host memory beyond the NIC's cap, a run past the end of
+    /// NIC time), or host memory that could not be allocated for it. The
+    /// message names the argument and the limit; the NIC stays usable.
+    SS_ELIMIT = -14,
+    /// Building a handler image failed.
+    SS_EBUILD = -15,
+    /// Internal error: a bug in softspin, caught at the API boundary. The NIC
+    /// it happened on answers every later call with SS_EINTERNAL; ss_close it.
+    SS_EINTERNAL = -99,
+}
+
+const SS_OK: c_int = ss_status::SS_OK as c_int;
+const SS_EINVAL: c_int = ss_status::SS_EINVAL as c_int;
+const SS_EINTERNAL: c_int = ss_status::SS_EINTERNAL as c_int;
+
+/// The code of each error kind.
+fn status_of(k: ErrorKind) -> ss_status {
+    use ss_status::*;
+    match k {
+        ErrorKind::InvalidArgument => SS_EINVAL,
+        ErrorKind::Limit => SS_ELIMIT,
+        ErrorKind::Config => SS_ECONFIG,
+        ErrorKind::Io => SS_EIO,
+        ErrorKind::Image => SS_EIMAGE,
+        ErrorKind::Symbol => SS_ESYMBOL,
+        ErrorKind::Overlap => SS_EOVERLAP,
+        ErrorKind::NicMemory => SS_ENICMEM,
+        ErrorKind::HostMemory => SS_EHOST,
+        ErrorKind::State => SS_ESTATE,
+        ErrorKind::NoEctx => SS_ENOECTX,
+        ErrorKind::Ectx => SS_EECTX,
+        ErrorKind::Traffic => SS_ETRAFFIC,
+        ErrorKind::Sim => SS_ESIM,
+        ErrorKind::Build => SS_EBUILD,
+    }
+}
 
 /// Version of this ABI: bumped when a struct or signature changes.
-pub const SS_ABI_VERSION: u32 = 1;
+pub const SS_ABI_VERSION: u32 = 2;
 
 // ---------------------------------------------------------------------------
 // Enumerations (plain constants: C passes them as uint32_t)
@@ -98,9 +137,101 @@ pub const SS_EVENT_MESSAGE_DONE: u32 = 3;
 /// A handler faulted, hit its watchdog or misbehaved; it ended alone.
 pub const SS_EVENT_HANDLER_ERROR: u32 = 4;
 
-/// The ECTX of an event whose ECTX was uninstalled before the event was
-/// read (or is otherwise unknown).
-pub const SS_ECTX_NONE: u32 = u32::MAX;
+/// Why a handler (or a message) failed: ss_event.error_cause of an
+/// SS_EVENT_HANDLER_ERROR (one per softspin_host::ErrorCause).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ss_error_cause {
+    /// Not a handler error.
+    SS_CAUSE_NONE = 0,
+    /// Load from an address no window covers.
+    SS_CAUSE_LOAD_ACCESS = 1,
+    /// Store (or AMO) to an address no window covers.
+    SS_CAUSE_STORE_ACCESS = 2,
+    /// Load from memory without read permission.
+    SS_CAUSE_LOAD_DENIED = 3,
+    /// Store to read-only memory.
+    SS_CAUSE_STORE_DENIED = 4,
+    /// Instruction fetch from memory that is not executable.
+    SS_CAUSE_FETCH_ACCESS = 5,
+    /// Misaligned atomic access.
+    SS_CAUSE_MISALIGNED = 6,
+    /// Undecodable or privileged instruction.
+    SS_CAUSE_ILLEGAL_INSTRUCTION = 7,
+    /// `ebreak`.
+    SS_CAUSE_BREAKPOINT = 8,
+    /// The handler's instruction budget ran out.
+    SS_CAUSE_WATCHDOG = 9,
+    /// `ecall` with an unknown service number.
+    SS_CAUSE_UNKNOWN_SERVICE = 10,
+    /// A runtime service rejected the request.
+    SS_CAUSE_SERVICE_FAULT = 11,
+    /// No packet of the message came within the ECTX's message timeout.
+    SS_CAUSE_MESSAGE_TIMEOUT = 12,
+    /// The handler waited (command, notification) beyond the wait limit.
+    SS_CAUSE_WAIT_TIMEOUT = 13,
+    /// `assert`, `abort()` or `exit(status != 0)`; ss_event.value holds the
+    /// status (as int64_t).
+    SS_CAUSE_ABORTED = 14,
+    /// Rejected command: host DMA outside the ECTX's host window.
+    SS_CAUSE_REJECTED_HOST_DMA_WINDOW = 20,
+    /// Rejected command: host-direct write outside the host window.
+    SS_CAUSE_REJECTED_HOST_WRITE_WINDOW = 21,
+    /// Rejected command: NIC buffer outside the task's memory.
+    SS_CAUSE_REJECTED_NIC_ACCESS = 22,
+    /// Rejected command: send or RDMA put larger than the packet slot.
+    SS_CAUSE_REJECTED_SEND_TOO_LARGE = 23,
+    /// Rejected command: zero-length cluster DMA.
+    SS_CAUSE_REJECTED_EMPTY_DMA = 24,
+    /// Rejected command: write to a descriptor other than 1 or 2.
+    SS_CAUSE_REJECTED_BAD_FD = 25,
+    /// Rejected command: counter index beyond counters_per_ectx.
+    SS_CAUSE_REJECTED_COUNTER_INDEX = 26,
+    /// Rejected command: notification id not owned by the task.
+    SS_CAUSE_REJECTED_NOTIFY_ID = 27,
+    /// Rejected command: notification longer than its inline limit.
+    SS_CAUSE_REJECTED_NOTIFY_TOO_LONG = 28,
+}
+
+/// ss_event.present bit: `pc` holds a program counter.
+pub const SS_HAS_PC: u32 = 1;
+/// ss_event.present bit: `addr` holds a faulting or offending address.
+pub const SS_HAS_ADDR: u32 = 2;
+/// ss_event.present bit: `hpu` holds an HPU index.
+pub const SS_HAS_HPU: u32 = 4;
+
+fn cause_code(c: ErrorCause) -> ss_error_cause {
+    use ss_error_cause::*;
+    match c {
+        ErrorCause::Fault(k) => match k {
+            FaultKind::LoadAccess => SS_CAUSE_LOAD_ACCESS,
+            FaultKind::StoreAccess => SS_CAUSE_STORE_ACCESS,
+            FaultKind::LoadDenied => SS_CAUSE_LOAD_DENIED,
+            FaultKind::StoreDenied => SS_CAUSE_STORE_DENIED,
+            FaultKind::FetchAccess => SS_CAUSE_FETCH_ACCESS,
+            FaultKind::Misaligned => SS_CAUSE_MISALIGNED,
+            FaultKind::IllegalInstruction => SS_CAUSE_ILLEGAL_INSTRUCTION,
+            FaultKind::Breakpoint => SS_CAUSE_BREAKPOINT,
+            FaultKind::Watchdog => SS_CAUSE_WATCHDOG,
+            FaultKind::UnknownService => SS_CAUSE_UNKNOWN_SERVICE,
+            FaultKind::ServiceFault => SS_CAUSE_SERVICE_FAULT,
+        },
+        ErrorCause::MessageTimeout => SS_CAUSE_MESSAGE_TIMEOUT,
+        ErrorCause::WaitTimeout => SS_CAUSE_WAIT_TIMEOUT,
+        ErrorCause::Aborted { .. } => SS_CAUSE_ABORTED,
+        ErrorCause::Rejected(r) => match r {
+            Rejected::HostDmaWindow => SS_CAUSE_REJECTED_HOST_DMA_WINDOW,
+            Rejected::HostWriteWindow => SS_CAUSE_REJECTED_HOST_WRITE_WINDOW,
+            Rejected::NicAccess => SS_CAUSE_REJECTED_NIC_ACCESS,
+            Rejected::SendTooLarge => SS_CAUSE_REJECTED_SEND_TOO_LARGE,
+            Rejected::EmptyDma => SS_CAUSE_REJECTED_EMPTY_DMA,
+            Rejected::BadFd => SS_CAUSE_REJECTED_BAD_FD,
+            Rejected::CounterIndex => SS_CAUSE_REJECTED_COUNTER_INDEX,
+            Rejected::NotifyId => SS_CAUSE_REJECTED_NOTIFY_ID,
+            Rejected::NotifyTooLong => SS_CAUSE_REJECTED_NOTIFY_TOO_LONG,
+        },
+    }
+}
 
 /// Bytes a notification carries inline (SPIN_NOTIFY_INLINE_MAX).
 pub const SS_NOTIFY_INLINE_MAX: usize = 64;
@@ -114,32 +245,20 @@ pub const SS_NOTIFY_INLINE_MAX: usize = 64;
 /// from one thread at a time.
 pub struct ss_nic {
     nic: Nic,
-    /// Engine ECTX index -> handle: the engine's events name its own index.
-    handles: HashMap<usize, u32>,
-    /// Events and notifications taken from the engine, ECTX already resolved
-    /// (taken before install/uninstall, so a reused index cannot mislead).
-    events: VecDeque<(Event, u32)>,
-    notes: VecDeque<(Notification, u32)>,
+    /// Events and notifications taken from the NIC, not yet read.
+    events: VecDeque<Event>,
+    notes: VecDeque<Notification>,
     /// Memory behind the pointers of the event last returned.
     held: Held,
     /// A panic left the NIC in an unknown state.
     poisoned: bool,
-    /// Per-ECTX counts and counters the engine already held for the slot an
-    /// ECTX was installed in: the engine keeps them per slot across
-    /// uninstall/install, so a new ECTX would inherit its predecessor's.
-    baselines: HashMap<u32, Baseline>,
-}
-
-#[derive(Default)]
-struct Baseline {
-    counts: (u64, u64),
-    counters: HashMap<u32, (u64, u64)>,
 }
 
 #[derive(Default)]
 struct Held {
     frame: Vec<u8>,
-    handler: CString,
+    handler: Option<CString>,
+    detail: Option<CString>,
     cause: CString,
     ectx: CString,
 }
@@ -185,7 +304,9 @@ pub struct ss_ectx_options {
     pub handler_mem_size: u32,
     /// Bytes of each packet copied to L1 before a handler runs; 0 = all.
     pub l1_copy: u32,
-    /// The host window handlers may DMA to/from; size 0 = none.
+    /// The host window handlers may DMA to/from, exactly as
+    /// ss_host_window_create or ss_host_lend returned it on this NIC; size 0 =
+    /// none.
     pub host_window: ss_host_window,
     /// Scratchpad bytes on each cluster (scratchpad_len entries; missing
     /// clusters get none). May be NULL when scratchpad_len is 0.
@@ -244,11 +365,12 @@ pub struct ss_gen_config {
 pub struct ss_event {
     /// SS_EVENT_*; SS_EVENT_NONE if there was no event.
     pub kind: u32,
-    /// The ECTX whose handler caused it (SS_ECTX_NONE if uninstalled since).
+    /// The ECTX whose handler caused it (the handle ss_install returned,
+    /// even if uninstalled since).
     pub ectx: ss_ectx,
     /// NIC time in picoseconds (handler errors: at ns resolution).
     pub time_ps: u64,
-    /// SS_EVENT_MESSAGE_DONE: the message id.
+    /// SS_EVENT_MESSAGE_DONE, SS_EVENT_HANDLER_ERROR: the message id.
     pub msg_id: u32,
     /// SS_EVENT_OUTBOUND: RDMA put destination (0 for spin_send_packet).
     pub dest: u32,
@@ -257,19 +379,30 @@ pub struct ss_event {
     /// SS_EVENT_OUTBOUND: bytes at `data`.
     pub data_len: usize,
     /// SS_EVENT_HOST_WRITE: host address written; SS_EVENT_HANDLER_ERROR: the
-    /// faulting NIC address.
+    /// faulting or offending address (if `present` has SS_HAS_ADDR).
     pub addr: u64,
     /// SS_EVENT_HOST_WRITE: the 64-bit value written (little-endian in host
-    /// memory).
+    /// memory); SS_EVENT_HANDLER_ERROR with SS_CAUSE_ABORTED: the status.
     pub value: u64,
-    /// SS_EVENT_HANDLER_ERROR: program counter of the fault.
+    /// SS_EVENT_HANDLER_ERROR: program counter (if `present` has SS_HAS_PC).
     pub pc: u32,
-    /// SS_EVENT_HANDLER_ERROR: global index of the HPU.
+    /// SS_EVENT_HANDLER_ERROR: global index of the HPU (if `present` has
+    /// SS_HAS_HPU).
     pub hpu: u32,
-    /// SS_EVENT_HANDLER_ERROR: the handler's symbol.
+    /// SS_EVENT_HANDLER_ERROR: which of `pc`, `addr`, `hpu` apply (SS_HAS_*
+    /// bits; a message timeout has none of them).
+    pub present: u32,
+    /// SS_EVENT_HANDLER_ERROR: the handler's symbol; NULL for a
+    /// message-level error (message timeout).
     pub handler: *const c_char,
-    /// SS_EVENT_HANDLER_ERROR: what went wrong.
+    /// SS_EVENT_HANDLER_ERROR: more about it (an abort's status and assert
+    /// text, a rejected command's limit); NULL if nothing more.
+    pub detail: *const c_char,
+    /// SS_EVENT_HANDLER_ERROR: what went wrong, in words.
     pub cause: *const c_char,
+    /// SS_EVENT_HANDLER_ERROR: what went wrong, an ss_error_cause
+    /// (SS_CAUSE_NONE for other events).
+    pub error_cause: u32,
     /// SS_EVENT_HANDLER_ERROR: the ECTX's name.
     pub ectx_name: *const c_char,
 }
@@ -408,40 +541,9 @@ fn null(what: &str) -> Fail {
     fail(SS_EINVAL, format!("{what} is NULL"))
 }
 
-fn traffic_code(e: &TrafficError) -> c_int {
-    match e {
-        TrafficError::Io { .. } => SS_EIO,
-        _ => SS_ETRAFFIC,
-    }
-}
-
-/// The category of a host API error.
+/// The code of a host API error.
 fn code_of(e: &Error) -> c_int {
-    use softspin_hpu::ElfError as elf;
-    #[allow(unreachable_patterns)]
-    match e {
-        Error::Config(_) | Error::Profile(_) => SS_ECONFIG,
-        Error::Image(elf::Io { .. }) => SS_EIO,
-        Error::Image(elf::NoSymbol(_)) => SS_ESYMBOL,
-        Error::Image(_) => SS_EIMAGE,
-        Error::Ectx(x) => match x {
-            EctxError::NoHandler { .. } => SS_ESYMBOL,
-            EctxError::Overlap { .. } => SS_EOVERLAP,
-            EctxError::OutOfRegion { .. } | EctxError::Segment { .. } | EctxError::Scratchpad { .. } => SS_ENICMEM,
-            EctxError::AlreadyActive(_) | EctxError::NotActive(_) | EctxError::Busy(_) => SS_ESTATE,
-            EctxError::NoSuchEctx(_) => SS_ENOECTX,
-            _ => SS_EECTX,
-        },
-        Error::Sim(SimError::Traffic(t)) => traffic_code(t),
-        Error::Sim(_) => SS_ESIM,
-        Error::Traffic(t) => traffic_code(t),
-        Error::Host(_) => SS_EHOST,
-        Error::NicMemory(_) => SS_ENICMEM,
-        Error::NoEctx(_) => SS_ENOECTX,
-        Error::Invalid(_) => SS_EINVAL,
-        // A variant added to softspin-host after this mapping was written.
-        _ => SS_EINTERNAL,
-    }
+    status_of(e.kind()) as c_int
 }
 
 impl From<Error> for Fail {
@@ -516,6 +618,17 @@ unsafe fn opt_text(p: *const c_char, what: &str) -> Result<Option<String>, Fail>
     }
 }
 
+/// A copy of a caller buffer, allocated fallibly (a length no allocation
+/// can hold is SS_ELIMIT, not an abort).
+unsafe fn copy_in(p: *const c_void, len: usize, what: &str) -> Result<Vec<u8>, Fail> {
+    let src = bytes(p, len, what)?;
+    let mut v = Vec::new();
+    v.try_reserve_exact(len)
+        .map_err(|_| fail(ss_status::SS_ELIMIT as c_int, format!("{what}: cannot copy {len} bytes")))?;
+    v.extend_from_slice(src);
+    Ok(v)
+}
+
 /// A caller buffer; NULL is fine for an empty one.
 unsafe fn bytes<'a>(p: *const c_void, len: usize, what: &str) -> Result<&'a [u8], Fail> {
     if len == 0 {
@@ -582,36 +695,11 @@ impl HostBuffer for Lent {
 }
 
 impl ss_nic {
-    fn ectx_of(&self, id: usize) -> u32 {
-        self.handles.get(&id).copied().unwrap_or(SS_ECTX_NONE)
-    }
-
-    /// Take pending events and notifications from the engine, resolving
-    /// their ECTX while the index -> handle map is still current.
+    /// Take pending events and notifications from the NIC (already naming
+    /// the ECTX handles ss_install returned).
     fn drain(&mut self) {
-        let evs = self.nic.events();
-        let names: Vec<(String, u32)> = self
-            .handles
-            .iter()
-            .filter_map(|(&id, &h)| self.nic.engine().ectx(id).map(|e| (e.name().to_string(), h)))
-            .collect();
-        for e in evs {
-            let h = match &e {
-                Event::Outbound(p) => self.ectx_of(p.ectx),
-                Event::HostWrite(w) => self.ectx_of(w.ectx),
-                Event::MessageDone(d) => self.ectx_of(d.ectx),
-                // Errors name their ECTX; names need not be unique, the
-                // newest handle wins.
-                Event::HandlerError(x) => {
-                    names.iter().filter(|(n, _)| *n == x.ectx).map(|(_, h)| *h).max().unwrap_or(SS_ECTX_NONE)
-                }
-            };
-            self.events.push_back((e, h));
-        }
-        for n in self.nic.poll_notifications() {
-            let h = self.ectx_of(n.ectx);
-            self.notes.push_back((n, h));
-        }
+        self.events.extend(self.nic.events());
+        self.notes.extend(self.nic.poll_notifications());
     }
 }
 
@@ -635,24 +723,33 @@ pub extern "C" fn ss_last_error() -> *const c_char {
 /// A static string: never freed.
 #[no_mangle]
 pub extern "C" fn ss_strerror(code: c_int) -> *const c_char {
-    let s: &'static CStr = match code {
-        SS_OK => c"SS_OK",
-        SS_EINVAL => c"SS_EINVAL",
-        SS_ECONFIG => c"SS_ECONFIG",
-        SS_EIO => c"SS_EIO",
-        SS_EIMAGE => c"SS_EIMAGE",
-        SS_ESYMBOL => c"SS_ESYMBOL",
-        SS_EOVERLAP => c"SS_EOVERLAP",
-        SS_ENICMEM => c"SS_ENICMEM",
-        SS_EHOST => c"SS_EHOST",
-        SS_ESTATE => c"SS_ESTATE",
-        SS_ENOECTX => c"SS_ENOECTX",
-        SS_EECTX => c"SS_EECTX",
-        SS_ETRAFFIC => c"SS_ETRAFFIC",
-        SS_ESIM => c"SS_ESIM",
-        SS_EINTERNAL => c"SS_EINTERNAL",
-        _ => c"SS_UNKNOWN",
+    use ss_status::*;
+    const ALL: [ss_status; 17] = [
+        SS_OK, SS_EINVAL, SS_ECONFIG, SS_EIO, SS_EIMAGE, SS_ESYMBOL, SS_EOVERLAP, SS_ENICMEM, SS_EHOST, SS_ESTATE,
+        SS_ENOECTX, SS_EECTX, SS_ETRAFFIC, SS_ESIM, SS_ELIMIT, SS_EBUILD, SS_EINTERNAL,
+    ];
+    let name = |st: ss_status| -> &'static CStr {
+        match st {
+            SS_OK => c"SS_OK",
+            SS_EINVAL => c"SS_EINVAL",
+            SS_ECONFIG => c"SS_ECONFIG",
+            SS_EIO => c"SS_EIO",
+            SS_EIMAGE => c"SS_EIMAGE",
+            SS_ESYMBOL => c"SS_ESYMBOL",
+            SS_EOVERLAP => c"SS_EOVERLAP",
+            SS_ENICMEM => c"SS_ENICMEM",
+            SS_EHOST => c"SS_EHOST",
+            SS_ESTATE => c"SS_ESTATE",
+            SS_ENOECTX => c"SS_ENOECTX",
+            SS_EECTX => c"SS_EECTX",
+            SS_ETRAFFIC => c"SS_ETRAFFIC",
+            SS_ESIM => c"SS_ESIM",
+            SS_ELIMIT => c"SS_ELIMIT",
+            SS_EBUILD => c"SS_EBUILD",
+            SS_EINTERNAL => c"SS_EINTERNAL",
+        }
     };
+    let s = ALL.into_iter().find(|&st| st as c_int == code).map_or(c"SS_UNKNOWN", name);
     s.as_ptr()
 }
 
@@ -675,12 +772,10 @@ pub extern "C" fn ss_abi_version() -> u32 {
 fn wrap(nic: Nic) -> *mut ss_nic {
     Box::into_raw(Box::new(ss_nic {
         nic,
-        handles: HashMap::new(),
         events: VecDeque::new(),
         notes: VecDeque::new(),
         held: Held::default(),
         poisoned: false,
-        baselines: HashMap::new(),
     }))
 }
 
@@ -705,11 +800,7 @@ pub unsafe extern "C" fn ss_open_config_file(path: *const c_char, out: *mut *mut
     guard(|| {
         let out = out.as_mut().ok_or_else(|| null("out"))?;
         *out = std::ptr::null_mut();
-        let nic = Nic::open_config_file(text(path, "path")?).map_err(|e| match e {
-            // open_config_file reports an unreadable file as a host error.
-            Error::Host(m) => fail(SS_EIO, m),
-            e => e.into(),
-        })?;
+        let nic = Nic::open_config_file(text(path, "path")?)?;
         *out = wrap(nic);
         Ok(())
     })
@@ -818,7 +909,10 @@ pub unsafe extern "C" fn ss_image_symbol(image: *const ss_image, name: *const c_
 
 /// Create a zeroed host window of `size` bytes owned by the NIC (freed by
 /// ss_host_unlend or ss_close); reach it with ss_host_read/ss_host_write.
-/// Errors: SS_EINVAL, SS_EHOST (size 0).
+/// A window holds at most 4 GiB - 1 bytes (task_t's 32-bit host_mem_size),
+/// and the NIC's own windows 4 GiB in all (lend larger amounts).
+/// Errors: SS_EINVAL, SS_EHOST (size 0), SS_ELIMIT (above a limit, or the
+/// memory could not be allocated).
 #[no_mangle]
 pub unsafe extern "C" fn ss_host_window_create(
     nic: *mut ss_nic,
@@ -838,7 +932,8 @@ pub unsafe extern "C" fn ss_host_window_create(
 /// reads results straight from `buf` between calls. The caller keeps
 /// ownership and must keep `buf` valid until ss_host_unlend or ss_close, and
 /// must not access it from another thread while a call on this NIC runs.
-/// The library never frees it. Errors: SS_EINVAL, SS_EHOST (len 0).
+/// The library never frees it. At most 4 GiB - 1 bytes (task_t's 32-bit
+/// host_mem_size). Errors: SS_EINVAL, SS_EHOST (len 0), SS_ELIMIT.
 #[no_mangle]
 pub unsafe extern "C" fn ss_host_lend(
     nic: *mut ss_nic,
@@ -888,8 +983,14 @@ pub unsafe extern "C" fn ss_host_read(nic: *mut ss_nic, addr: u64, out_buf: *mut
 /// (inside one window). Errors: SS_EINVAL, SS_EHOST.
 #[no_mangle]
 pub unsafe extern "C" fn ss_host_write(nic: *mut ss_nic, addr: u64, data: *const c_void, len: usize) -> c_int {
-    // A copy: `data` may lie in a lent buffer the write borrows mutably.
-    with_nic(nic, |n| Ok(n.nic.host_write(addr, &bytes(data, len, "data")?.to_vec())?))
+    with_nic(nic, |n| {
+        // No window is longer: refuse before copying.
+        if len as u64 > softspin_host::MAX_HOST_WINDOW {
+            return Err(fail(ss_status::SS_EHOST as c_int, format!("host range 0x{addr:x}+{len} is longer than any host window")));
+        }
+        // A copy: `data` may lie in a lent buffer the write borrows mutably.
+        Ok(n.nic.host_write(addr, &copy_in(data, len, "data")?)?)
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -924,7 +1025,8 @@ pub unsafe extern "C" fn ss_ectx_options_init(o: *mut ss_ectx_options) -> c_int 
 /// memory, everything checked. It receives no packet before ss_activate.
 /// `*out_ectx` gets its handle. Errors: SS_EINVAL, SS_ESYMBOL (a handler symbol
 /// is missing), SS_EOVERLAP (memory overlaps an installed ECTX),
-/// SS_ENICMEM (does not fit), SS_EECTX (other install problems).
+/// SS_ENICMEM (does not fit), SS_EHOST (a host window this NIC did not make,
+/// or changed), SS_EECTX (other install problems).
 #[no_mangle]
 pub unsafe extern "C" fn ss_install(
     nic: *mut ss_nic,
@@ -936,8 +1038,14 @@ pub unsafe extern "C" fn ss_install(
         let image = image.as_ref().ok_or_else(|| null("image"))?;
         let o = options.as_ref().ok_or_else(|| null("options"))?;
         let out_ectx = out(out_ectx, "out_ectx")?;
+        let clusters = n.nic.config().clusters as usize;
         let scratchpad = if o.scratchpad_len == 0 {
             Vec::new()
+        } else if o.scratchpad_len > clusters {
+            return Err(fail(
+                SS_EINVAL,
+                format!("options->scratchpad_len {} is above the NIC's {clusters} clusters", o.scratchpad_len),
+            ));
         } else if o.scratchpad.is_null() {
             return Err(null("options->scratchpad"));
         } else {
@@ -957,15 +1065,7 @@ pub unsafe extern "C" fn ss_install(
             msg_timeout_ns: Some(o.msg_timeout_ns),
             udp_dst_port: (o.udp_dst_port > 0).then_some(o.udp_dst_port),
         };
-        // The engine index the new ECTX takes: its first free slot. Events
-        // are resolved first so none of a previous holder is misattributed.
-        n.drain();
-        let slot = (0..).find(|&i| n.nic.engine().ectx(i).is_none()).unwrap_or(0);
-        let e = n.nic.install(&image.image, opts)?;
-        n.handles.insert(slot, e.0);
-        let counters = n.nic.counters(e)?.into_iter().map(|(i, s, c)| (i, (s, c))).collect();
-        n.baselines.insert(e.0, Baseline { counts: n.nic.ectx_counts(e)?, counters });
-        *out_ectx = e.0;
+        *out_ectx = n.nic.install(&image.image, opts)?.0;
         Ok(())
     })
 }
@@ -989,13 +1089,7 @@ pub unsafe extern "C" fn ss_deactivate(nic: *mut ss_nic, ectx: ss_ectx) -> c_int
 /// or messages in flight: deactivate and ss_run_until_idle first).
 #[no_mangle]
 pub unsafe extern "C" fn ss_uninstall(nic: *mut ss_nic, ectx: ss_ectx) -> c_int {
-    with_nic(nic, |n| {
-        n.drain();
-        n.nic.uninstall(ectx_handle(ectx))?;
-        n.handles.retain(|_, h| *h != ectx);
-        n.baselines.remove(&ectx);
-        Ok(())
-    })
+    with_nic(nic, |n| Ok(n.nic.uninstall(ectx_handle(ectx))?))
 }
 
 /// The frames ss_send_message builds for this ECTX: SS_FRAME_IP (default)
@@ -1016,7 +1110,13 @@ pub unsafe extern "C" fn ss_set_frame_kind(nic: *mut ss_nic, ectx: ss_ectx, kind
 /// ECTX). Errors: SS_EINVAL, SS_ENOECTX, SS_ENICMEM (does not fit, bad
 /// alignment).
 #[no_mangle]
-pub unsafe extern "C" fn ss_nic_alloc(nic: *mut ss_nic, ectx: ss_ectx, size: u32, align: u32, addr: *mut u32) -> c_int {
+pub unsafe extern "C" fn ss_nic_alloc(
+    nic: *mut ss_nic,
+    ectx: ss_ectx,
+    size: usize,
+    align: usize,
+    addr: *mut u32,
+) -> c_int {
     with_nic(nic, |n| {
         let a = out(addr, "addr")?;
         *a = n.nic.nic_alloc(ectx_handle(ectx), size, align)?;
@@ -1084,8 +1184,8 @@ pub unsafe extern "C" fn ss_build_frame(
         }
         let o = bytes_mut(out_frame, cap, "out_frame")?;
         let f =
-            softspin_engine::traffic::build_frame(k, size, [10, 0, 0, 1], [10, 0, 0, 2], 9330, udp_dst_port, |i| p[i])
-                .map_err(|e| fail(traffic_code(&e), e.to_string()))?;
+            softspin_engine::traffic::build_frame(k, size, [10, 0, 0, 1], [10, 0, 0, 2], softspin_engine::traffic::DEFAULT_UDP_PORT, udp_dst_port, |i| p[i])
+                .map_err(|e| Fail::from(Error::Traffic(e)))?;
         o[..size].copy_from_slice(&f);
         Ok(())
     })
@@ -1103,7 +1203,7 @@ pub unsafe extern "C" fn ss_send_packet(
     msg_id: u32,
     eom: c_int,
 ) -> c_int {
-    with_nic(nic, |n| Ok(n.nic.send_packet(bytes(frame, len, "frame")?.to_vec(), msg_id, eom != 0)?))
+    with_nic(nic, |n| Ok(n.nic.send_packet(copy_in(frame, len, "frame")?, msg_id, eom != 0)?))
 }
 
 /// Send `len` bytes of `payload` (copied) as message `msg_id` to an ECTX:
@@ -1222,16 +1322,11 @@ pub unsafe extern "C" fn ss_run_until_idle(nic: *mut ss_nic) -> c_int {
     with_nic(nic, |n| Ok(n.nic.run_until_idle()?))
 }
 
-/// Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle.
+/// Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle, and
+/// SS_ELIMIT (the end would pass the end of NIC time).
 #[no_mangle]
 pub unsafe extern "C" fn ss_run_for_ns(nic: *mut ss_nic, ns: u64) -> c_int {
-    with_nic(nic, |n| {
-        // The end time is kept in picoseconds: leave room for the product.
-        if ns > u64::MAX / 2000 || (n.nic.now_ns() + ns as f64) * 1000.0 >= u64::MAX as f64 {
-            return Err(fail(SS_EINVAL, format!("{ns} ns is beyond the NIC's clock range")));
-        }
-        Ok(n.nic.run_for(ns)?)
-    })
+    with_nic(nic, |n| Ok(n.nic.run_for(ns)?))
 }
 
 /// The current NIC time in nanoseconds.
@@ -1261,7 +1356,7 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
         }
         let mut e = ss_event {
             kind: SS_EVENT_NONE,
-            ectx: SS_ECTX_NONE,
+            ectx: 0,
             time_ps: 0,
             msg_id: 0,
             dest: 0,
@@ -1271,31 +1366,48 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
             value: 0,
             pc: 0,
             hpu: 0,
+            present: 0,
             handler: std::ptr::null(),
+            detail: std::ptr::null(),
             cause: std::ptr::null(),
             ectx_name: std::ptr::null(),
+            error_cause: ss_error_cause::SS_CAUSE_NONE as u32,
         };
-        if let Some((x, h)) = n.events.pop_front() {
-            e.ectx = h;
+        if let Some(x) = n.events.pop_front() {
             match x {
                 Event::Outbound(p) => {
+                    e.ectx = p.ectx.0;
                     n.held.frame = p.frame;
                     (e.kind, e.time_ps, e.dest) = (SS_EVENT_OUTBOUND, p.time_ps, p.dest);
                     (e.data, e.data_len) = (n.held.frame.as_ptr(), n.held.frame.len());
                 }
                 Event::HostWrite(w) => {
-                    (e.kind, e.time_ps, e.addr, e.value) = (SS_EVENT_HOST_WRITE, w.time_ps, w.addr, w.value)
+                    (e.kind, e.ectx, e.time_ps, e.addr, e.value) =
+                        (SS_EVENT_HOST_WRITE, w.ectx.0, w.time_ps, w.addr, w.value)
                 }
-                Event::MessageDone(d) => (e.kind, e.time_ps, e.msg_id) = (SS_EVENT_MESSAGE_DONE, d.time_ps, d.msg_id),
+                Event::MessageDone(d) => {
+                    (e.kind, e.ectx, e.time_ps, e.msg_id) = (SS_EVENT_MESSAGE_DONE, d.ectx.0, d.time_ps, d.msg_id)
+                }
                 Event::HandlerError(x) => {
                     let c = |s: String| CString::new(s.replace('\0', "?")).unwrap_or_default();
-                    n.held.handler = c(x.handler);
+                    n.held.handler = x.handler.map(c);
+                    n.held.detail = x.detail.map(c);
                     n.held.cause = c(x.cause);
-                    n.held.ectx = c(x.ectx);
-                    (e.kind, e.time_ps, e.pc, e.addr, e.hpu) =
-                        (SS_EVENT_HANDLER_ERROR, x.time_ns * 1000, x.pc, x.addr as u64, x.hpu);
-                    (e.handler, e.cause, e.ectx_name) =
-                        (n.held.handler.as_ptr(), n.held.cause.as_ptr(), n.held.ectx.as_ptr());
+                    n.held.ectx = c(x.ectx_name);
+                    (e.kind, e.ectx, e.time_ps, e.msg_id) =
+                        (SS_EVENT_HANDLER_ERROR, x.ectx.0, x.time_ns.saturating_mul(1000), x.msg_id);
+                    e.present = [(x.pc.is_some(), SS_HAS_PC), (x.addr.is_some(), SS_HAS_ADDR), (x.hpu.is_some(), SS_HAS_HPU)]
+                        .iter()
+                        .filter(|(on, _)| *on)
+                        .fold(0, |a, (_, bit)| a | bit);
+                    (e.pc, e.addr, e.hpu) = (x.pc.unwrap_or(0), x.addr.unwrap_or(0), x.hpu.unwrap_or(0));
+                    if let ErrorCause::Aborted { status } = x.kind {
+                        e.value = status as i64 as u64;
+                    }
+                    e.error_cause = cause_code(x.kind) as u32;
+                    let ptr = |h: &Option<CString>| h.as_ref().map_or(std::ptr::null(), |h| h.as_ptr());
+                    (e.handler, e.detail, e.cause, e.ectx_name) =
+                        (ptr(&n.held.handler), ptr(&n.held.detail), n.held.cause.as_ptr(), n.held.ectx.as_ptr());
                 }
             }
         }
@@ -1311,13 +1423,13 @@ fn put_notes(n: &mut ss_nic, outp: *mut ss_notification, cap: usize, count: *mut
         return Err(null("out_notes"));
     }
     let k = cap.min(n.notes.len());
-    for (i, (x, h)) in n.notes.drain(..k).enumerate() {
+    for (i, x) in n.notes.drain(..k).enumerate() {
         let mut data = [0u8; SS_NOTIFY_INLINE_MAX];
         let len = x.data.len().min(SS_NOTIFY_INLINE_MAX);
         data[..len].copy_from_slice(&x.data[..len]);
         let note = ss_notification {
             id: x.id,
-            ectx: h,
+            ectx: x.ectx.0,
             hpu: x.hpu,
             data_len: len as u32,
             time_ps: x.time_ps,
@@ -1361,10 +1473,7 @@ pub unsafe extern "C" fn ss_wait_notifications(
         n.drain();
         if n.notes.is_empty() {
             let got = n.nic.wait_notifications()?;
-            let resolved: Vec<_> = got.into_iter().map(|x| (n.ectx_of(x.ectx), x)).collect();
-            n.notes.extend(resolved.into_iter().map(|(h, x)| (x, h)));
-            // Events the run produced, resolved while the map is current.
-            n.drain();
+            n.notes.extend(got);
         }
         put_notes(n, out_notes, cap, count)
     })
@@ -1437,9 +1546,7 @@ pub unsafe extern "C" fn ss_ectx_counts(
     with_nic(nic, |n| {
         let p = out(packets, "packets")?;
         let m = out(messages, "messages")?;
-        let (cp, cm) = n.nic.ectx_counts(ectx_handle(ectx))?;
-        let b = n.baselines.get(&ectx).map(|b| b.counts).unwrap_or_default();
-        (*p, *m) = (cp.saturating_sub(b.0), cm.saturating_sub(b.1));
+        (*p, *m) = n.nic.ectx_counts(ectx_handle(ectx))?;
         Ok(())
     })
 }
@@ -1460,17 +1567,7 @@ pub unsafe extern "C" fn ss_counters(
         if out_counters.is_null() && cap > 0 {
             return Err(null("out_counters"));
         }
-        let empty = HashMap::new();
-        let base = n.baselines.get(&ectx).map(|b| &b.counters).unwrap_or(&empty);
-        let v: Vec<_> = n
-            .nic
-            .counters(ectx_handle(ectx))?
-            .into_iter()
-            .filter_map(|(i, s, k)| {
-                let (bs, bk) = base.get(&i).copied().unwrap_or_default();
-                (k > bk).then(|| (i, s.wrapping_sub(bs), k - bk))
-            })
-            .collect();
+        let v = n.nic.counters(ectx_handle(ectx))?;
         *c = v.len();
         for (i, (index, sum, count)) in v.into_iter().take(cap).enumerate() {
             out_counters.add(i).write(ss_counter { index, sum, count });
@@ -1500,7 +1597,7 @@ mod tests {
     fn errors_are_values() {
         unsafe {
             let mut nic = std::ptr::null_mut();
-            assert_eq!(ss_open(c"nope".as_ptr(), &mut nic), SS_ECONFIG);
+            assert_eq!(ss_open(c"nope".as_ptr(), &mut nic), ss_status::SS_ECONFIG as c_int);
             assert!(nic.is_null());
             let msg = CStr::from_ptr(ss_last_error()).to_str().unwrap();
             assert!(msg.contains("nope"), "{msg}");
@@ -1511,8 +1608,8 @@ mod tests {
             assert_eq!(ss_host_lend(nic, buf.as_mut_ptr().cast(), buf.len(), &mut w), SS_OK);
             assert_eq!(ss_host_write(nic, w.base + 8, c"abcdefgh".as_ptr().cast(), 8), SS_OK);
             assert_eq!(&buf[8..], b"abcdefgh");
-            assert_eq!(ss_host_write(nic, w.base + 9, c"abcdefgh".as_ptr().cast(), 8), SS_EHOST);
-            assert_eq!(ss_activate(nic, 7), SS_ENOECTX);
+            assert_eq!(ss_host_write(nic, w.base + 9, c"abcdefgh".as_ptr().cast(), 8), ss_status::SS_EHOST as c_int);
+            assert_eq!(ss_activate(nic, 7), ss_status::SS_ENOECTX as c_int);
             assert_eq!(ss_close(nic), SS_OK);
         }
     }

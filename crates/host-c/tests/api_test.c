@@ -592,6 +592,122 @@ static void test_success(void)
     host[0] = 1;
 }
 
+/* Sizes beyond their limits are error codes that leave the NIC usable (they
+ * aborted or panicked before); install takes only windows this NIC made,
+ * exactly as made (an enlarged one reached another tenant's buffer). */
+static void test_boundary(void)
+{
+    ss_nic *nic;
+    ss_image *img;
+    ss_host_window w, a, b, forged;
+    ss_ectx_options o;
+    ss_ectx e;
+    static uint8_t bufa[4096], bufb[4096];
+    uint8_t back[16];
+    uint32_t addr, one = 64;
+    double t;
+
+    CHECK(strcmp(ss_strerror(SS_ELIMIT), "SS_ELIMIT") == 0);
+    REQUIRE(ss_open("pspin", &nic));
+    EXPECT(ss_host_window_create(nic, SIZE_MAX, &w), SS_ELIMIT);
+    CHECK(strstr(ss_last_error(), "MAX_HOST_WINDOW") != NULL);
+    EXPECT(ss_host_window_create(nic, (size_t)1 << 40, &w), SS_ELIMIT);
+    EXPECT(ss_host_read(nic, 0, back, (size_t)1 << 40), SS_EHOST);
+    OK(ss_host_window_create(nic, 64, &w));
+    EXPECT(ss_host_read(nic, w.base, back, (size_t)1 << 40), SS_EHOST);
+    EXPECT(ss_host_write(nic, w.base, back, (size_t)1 << 40), SS_EHOST);
+    OK(ss_host_write(nic, w.base, "usable", 6));
+    OK(ss_host_read(nic, w.base, back, 6));
+    CHECK(memcmp(back, "usable", 6) == 0);
+    EXPECT(ss_run_for_ns(nic, UINT64_MAX), SS_ELIMIT);
+    OK(ss_now_ns(nic, &t));
+
+    REQUIRE(ss_image_load(nic, elf, &img));
+    OK(ss_host_lend(nic, bufa, sizeof bufa, &a));
+    OK(ss_host_lend(nic, bufb, sizeof bufb, &b));
+    OK(ss_ectx_options_init(&o));
+    o.ph = "api_ph";
+    forged = a;
+    forged.size = b.base - a.base + b.size; /* A's window enlarged over B's buffer */
+    o.host_window = forged;
+    EXPECT(ss_install(nic, img, &o, &e), SS_EHOST);
+    forged = a;
+    forged.size += 1;
+    o.host_window = forged;
+    EXPECT(ss_install(nic, img, &o, &e), SS_EHOST);
+    forged = b;
+    forged.base += 8;
+    forged.size = 8;
+    o.host_window = forged;
+    EXPECT(ss_install(nic, img, &o, &e), SS_EHOST);
+    o.host_window = a;
+    o.scratchpad = &one;
+    o.scratchpad_len = SIZE_MAX; /* read as an array before: a crash */
+    EXPECT(ss_install(nic, img, &o, &e), SS_EINVAL);
+    o.scratchpad_len = 1;
+    o.handler_mem_size = 4096;
+    OK(ss_install(nic, img, &o, &e));
+
+    OK(ss_image_symbol(img, "magic", &addr));
+    EXPECT(ss_nic_read(nic, addr, back, ((size_t)1 << 32) + 16), SS_ENICMEM);
+    EXPECT(ss_nic_alloc(nic, e, SIZE_MAX, 8, &addr), SS_ENICMEM);
+    EXPECT(ss_nic_alloc(nic, e, 8, (size_t)1 << 40, &addr), SS_ENICMEM);
+    EXPECT(ss_send_message(nic, e, 0, "x", 1, (size_t)1 << 40), SS_ELIMIT);
+    OK(ss_nic_alloc(nic, e, 8, 8, &addr));
+    OK(ss_image_free(img));
+    OK(ss_close(nic));
+}
+
+/* Events name the handle ss_install returned, also after its engine slot
+ * went to another ECTX; a handler error carries its cause as a code. */
+static void test_event_ectx(void)
+{
+    ss_nic *nic;
+    ss_image *img;
+    ss_ectx_options o;
+    ss_ectx first, second;
+    ss_event ev;
+    uint8_t frame[128];
+    size_t flen;
+    uint32_t idx = 0;
+
+    REQUIRE(ss_open("pspin", &nic));
+    REQUIRE(ss_image_load(nic, elf, &img));
+    OK(ss_build_frame(SS_FRAME_IP, 9330, &idx, 4, frame, sizeof frame, &flen));
+    OK(ss_ectx_options_init(&o));
+    o.ph = "count_ph";
+    o.name = "first";
+    REQUIRE(ss_install(nic, img, &o, &first));
+    OK(ss_activate(nic, first));
+    OK(ss_send_packet(nic, frame, flen, 1, 1));
+    OK(ss_run_until_idle(nic));
+    OK(ss_deactivate(nic, first));
+    OK(ss_uninstall(nic, first));
+    o.ph = "bad_ph";
+    o.name = "second";
+    REQUIRE(ss_install(nic, img, &o, &second));
+    CHECK(second != first);
+    OK(ss_activate(nic, second));
+    OK(ss_send_packet(nic, frame, flen, 2, 1));
+    OK(ss_run_until_idle(nic));
+    int done_first = 0, errors = 0;
+    while (ss_next_event(nic, &ev) == SS_OK && ev.kind != SS_EVENT_NONE) {
+        if (ev.kind == SS_EVENT_MESSAGE_DONE && ev.msg_id == 1)
+            done_first += ev.ectx == first;
+        if (ev.kind == SS_EVENT_HANDLER_ERROR) {
+            CHECK(ev.ectx == second && strcmp(ev.ectx_name, "second") == 0);
+            CHECK(ev.error_cause == SS_CAUSE_STORE_ACCESS);
+            errors++;
+        } else {
+            CHECK(ev.error_cause == SS_CAUSE_NONE);
+        }
+    }
+    CHECK(done_first == 1);
+    CHECK(errors == 1);
+    OK(ss_image_free(img));
+    OK(ss_close(nic));
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -612,6 +728,8 @@ int main(int argc, char **argv)
     OK(ss_close(nic));
     test_sim_error();
     test_success();
+    test_boundary();
+    test_event_ectx();
 
     printf("api_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -5,43 +5,92 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use numpy::PyArray1;
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use softspin_engine::SimError as EngineSimError;
 use softspin_host as host;
 use softspin_host::{FrameKind, GenConfig, HostBuffer, Payload};
 
-create_exception!(softspin, SoftspinError, PyException, "Base class of every error softspin raises.");
-create_exception!(softspin, ConfigError, SoftspinError, "Bad NIC configuration or unknown profile.");
-create_exception!(softspin, ImageError, SoftspinError, "A handler image could not be read, parsed, or lacks a symbol.");
-create_exception!(softspin, EctxError, SoftspinError, "Installing or managing an ECTX failed (missing handler, overlap, state, uninstalled).");
-create_exception!(softspin, TrafficError, SoftspinError, "Bad traffic: generator parameter, trace or pcap file.");
-create_exception!(softspin, SimError, SoftspinError, "The simulation rejected a packet (too large for a slot, too short).");
-create_exception!(softspin, HostMemoryError, SoftspinError, "A host address range outside every window, or a buffer that cannot be lent.");
-create_exception!(softspin, NicMemoryError, SoftspinError, "A NIC address range outside NIC memory, or handler memory exhausted.");
-create_exception!(softspin, BuildError, SoftspinError, "Compiling or linking a handler image failed (diagnostics went to stderr).");
-create_exception!(softspin, InvalidArgumentError, SoftspinError, "An argument softspin cannot use (frame kind, packet size, notification id, HPU index...).");
+create_exception!(softspin, Error, PyException, "Base class of every error softspin raises (one subclass per softspin_host::ErrorKind).");
+create_exception!(softspin, InvalidArgumentError, Error, "An argument softspin cannot use (frame kind, packet size, notification id, HPU index...).");
+create_exception!(softspin, LimitError, Error, "A size, length or time beyond a documented limit (the message names the argument and the limit), or host memory that could not be allocated.");
+create_exception!(softspin, ConfigError, Error, "Bad NIC configuration or unknown profile.");
+create_exception!(softspin, IoError, Error, "A file (handler image, configuration, trace, pcap) could not be read.");
+create_exception!(softspin, ImageError, Error, "Not a usable handler image.");
+create_exception!(softspin, SymbolError, Error, "A symbol (or a handler named at install) is not in the image.");
+create_exception!(softspin, OverlapError, Error, "The ECTX's code or handler memory overlaps an installed ECTX.");
+create_exception!(softspin, NicMemoryError, Error, "A NIC address range outside NIC memory, or handler memory exhausted.");
+create_exception!(softspin, HostMemoryError, Error, "A host address range outside every window, a window this NIC did not make, or a buffer that cannot be lent.");
+create_exception!(softspin, StateError, Error, "The ECTX is in the wrong state (already active, not active, messages in flight).");
+create_exception!(softspin, NoEctxError, Error, "No such ECTX on this NIC (never installed, uninstalled, or another NIC's).");
+create_exception!(softspin, EctxError, Error, "Any other install problem (no handler given, image for another cluster count, undecodable code).");
+create_exception!(softspin, TrafficError, Error, "Bad traffic: generator parameter, trace or pcap file.");
+create_exception!(softspin, SimError, Error, "The simulation rejected a packet (too large for a slot, too short).");
+create_exception!(softspin, BuildError, Error, "Compiling or linking a handler image failed (diagnostics went to stderr).");
 
-/// Every `softspin_host::Error` as a Python exception carrying its message.
+/// Every `softspin_host::Error` as the exception of its kind, with its message.
 fn err(e: host::Error) -> PyErr {
     let msg = e.to_string();
-    match e {
-        host::Error::Config(_) | host::Error::Profile(_) => ConfigError::new_err(msg),
-        host::Error::Image(_) => ImageError::new_err(msg),
-        host::Error::Ectx(_) | host::Error::NoEctx(_) => EctxError::new_err(msg),
-        host::Error::Traffic(_) | host::Error::Sim(EngineSimError::Traffic(_)) => TrafficError::new_err(msg),
-        host::Error::Sim(_) => SimError::new_err(msg),
-        host::Error::Host(_) => HostMemoryError::new_err(msg),
-        host::Error::NicMemory(_) => NicMemoryError::new_err(msg),
-        host::Error::Invalid(_) => InvalidArgumentError::new_err(msg),
-        host::Error::Build(_) => BuildError::new_err(msg),
-        #[allow(unreachable_patterns)]
-        _ => SoftspinError::new_err(msg),
+    use host::ErrorKind as K;
+    match e.kind() {
+        K::InvalidArgument => InvalidArgumentError::new_err(msg),
+        K::Limit => LimitError::new_err(msg),
+        K::Config => ConfigError::new_err(msg),
+        K::Io => IoError::new_err(msg),
+        K::Image => ImageError::new_err(msg),
+        K::Symbol => SymbolError::new_err(msg),
+        K::Overlap => OverlapError::new_err(msg),
+        K::NicMemory => NicMemoryError::new_err(msg),
+        K::HostMemory => HostMemoryError::new_err(msg),
+        K::State => StateError::new_err(msg),
+        K::NoEctx => NoEctxError::new_err(msg),
+        K::Ectx => EctxError::new_err(msg),
+        K::Traffic => TrafficError::new_err(msg),
+        K::Sim => SimError::new_err(msg),
+        K::Build => BuildError::new_err(msg),
     }
+}
+
+/// A handler error's cause as a short name ("store_access", "watchdog",
+/// "message_timeout", "aborted", "rejected_host_dma_window", ...).
+fn cause_name(c: host::ErrorCause) -> &'static str {
+    use host::FaultKind as F;
+    match c {
+        host::ErrorCause::Fault(k) => match k {
+            F::LoadAccess => "load_access",
+            F::StoreAccess => "store_access",
+            F::LoadDenied => "load_denied",
+            F::StoreDenied => "store_denied",
+            F::FetchAccess => "fetch_access",
+            F::Misaligned => "misaligned",
+            F::IllegalInstruction => "illegal_instruction",
+            F::Breakpoint => "breakpoint",
+            F::Watchdog => "watchdog",
+            F::UnknownService => "unknown_service",
+            F::ServiceFault => "service_fault",
+        },
+        host::ErrorCause::MessageTimeout => "message_timeout",
+        host::ErrorCause::WaitTimeout => "wait_timeout",
+        host::ErrorCause::Aborted { .. } => "aborted",
+        host::ErrorCause::Rejected(r) => match r {
+            host::Rejected::HostDmaWindow => "rejected_host_dma_window",
+            host::Rejected::HostWriteWindow => "rejected_host_write_window",
+            host::Rejected::NicAccess => "rejected_nic_access",
+            host::Rejected::SendTooLarge => "rejected_send_too_large",
+            host::Rejected::EmptyDma => "rejected_empty_dma",
+            host::Rejected::BadFd => "rejected_bad_fd",
+            host::Rejected::CounterIndex => "rejected_counter_index",
+            host::Rejected::NotifyId => "rejected_notify_id",
+            host::Rejected::NotifyTooLong => "rejected_notify_too_long",
+        },
+    }
+}
+
+/// `v` as a u32 argument, or a LimitError naming it.
+fn arg_u32(v: u64, what: &str) -> PyResult<u32> {
+    u32::try_from(v).map_err(|_| LimitError::new_err(format!("{what} {v} is above {} (32 bits)", u32::MAX)))
 }
 
 fn frame_kind(s: &str) -> PyResult<FrameKind> {
@@ -117,6 +166,8 @@ pub struct HostWindow {
     size: u64,
     #[pyo3(get)]
     buffer: Option<PyObject>,
+    /// The NIC that made it: windows of different NICs share addresses.
+    nic: u64,
 }
 
 #[pymethods]
@@ -206,30 +257,42 @@ impl MessageDone {
     }
 }
 
-/// A handler that faulted, looped past its watchdog or misbehaved; only that
-/// invocation ended. `ectx` is the ECTX's name.
+/// A handler that faulted, looped past its watchdog or misbehaved (only that
+/// invocation ended), or a message that timed out.
 #[pyclass(module = "softspin", frozen, get_all)]
 pub struct HandlerError {
+    /// The ECTX (the handle `install` returned, even if uninstalled since).
+    ectx: Option<Ectx>,
     /// The ECTX's name.
-    ectx: String,
-    /// "ectx:symbol" of the handler.
-    handler: String,
-    /// What went wrong (fault kind, watchdog, ...).
+    ectx_name: String,
+    /// The message.
+    msg_id: u32,
+    /// The handler's symbol (None for a message timeout).
+    handler: Option<String>,
+    /// What went wrong, as a name: "load_access", "store_access",
+    /// "load_denied", "store_denied", "fetch_access", "misaligned",
+    /// "illegal_instruction", "breakpoint", "watchdog", "unknown_service",
+    /// "service_fault", "message_timeout", "wait_timeout", "aborted",
+    /// "rejected_*" (a refused command).
+    kind: &'static str,
+    /// What went wrong, in words.
     cause: String,
-    /// Faulting instruction and data address.
-    pc: u32,
-    addr: u32,
+    /// More about it (an abort's status and text, a command's limit), or None.
+    detail: Option<String>,
+    /// Faulting instruction and offending address (None where they do not apply).
+    pc: Option<u32>,
+    addr: Option<u64>,
     time_ns: f64,
-    /// Global HPU index.
-    hpu: u32,
+    /// Global HPU index (None for a message timeout).
+    hpu: Option<u32>,
 }
 
 #[pymethods]
 impl HandlerError {
     fn __repr__(&self) -> String {
         format!(
-            "HandlerError(ectx={:?}, handler={:?}, cause={:?}, pc=0x{:08x}, addr=0x{:08x}, time_ns={}, hpu={})",
-            self.ectx, self.handler, self.cause, self.pc, self.addr, self.time_ns, self.hpu
+            "HandlerError(ectx={:?}, msg_id={}, handler={:?}, kind={:?}, cause={:?}, pc={:?}, addr={:?}, time_ns={}, hpu={:?})",
+            self.ectx_name, self.msg_id, self.handler, self.kind, self.cause, self.pc, self.addr, self.time_ns, self.hpu
         )
     }
 }
@@ -283,48 +346,63 @@ static NEXT_NIC: AtomicU64 = AtomicU64::new(1);
 pub struct Nic {
     nic: host::Nic,
     uid: u64,
-    /// Engine ECTX id -> handle, for events and notifications.
-    by_engine: HashMap<usize, Ectx>,
-    /// Events drained early (before an uninstall), handed out by `events`.
-    pending: Vec<PyObject>,
+    /// Every ECTX installed on this NIC by handle (handles are never
+    /// reused), for the ECTX objects of events and notifications.
+    ectxs: HashMap<u32, Ectx>,
 }
 
 impl Nic {
     fn wrap(nic: host::Nic) -> Nic {
-        Nic { nic, uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed), by_engine: HashMap::new(), pending: Vec::new() }
+        Nic { nic, uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed), ectxs: HashMap::new() }
     }
 
     fn handle(&self, e: &Ectx) -> PyResult<host::Ectx> {
         if e.nic != self.uid {
-            return Err(EctxError::new_err(format!("ECTX `{}` belongs to another NIC", e.name)));
+            return Err(NoEctxError::new_err(format!("ECTX `{}` belongs to another NIC", e.name)));
         }
         Ok(host::Ectx(e.id))
     }
 
-    fn drain_events(&mut self, py: Python<'_>) -> PyResult<()> {
+    fn ectx_obj(&self, e: host::Ectx) -> Option<Ectx> {
+        self.ectxs.get(&e.0).cloned()
+    }
+
+    fn event_objects(&mut self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        let mut v = Vec::new();
         for ev in self.nic.events() {
-            let lookup = |id: usize| self.by_engine.get(&id).cloned();
             let obj = match ev {
                 host::Event::Outbound(o) => Py::new(
                     py,
-                    OutboundPacket { time_ns: ns(o.time_ps), time_ps: o.time_ps, ectx: lookup(o.ectx), dest: o.dest, frame: PyBytes::new(py, &o.frame).unbind() },
+                    OutboundPacket { time_ns: ns(o.time_ps), time_ps: o.time_ps, ectx: self.ectx_obj(o.ectx), dest: o.dest, frame: PyBytes::new(py, &o.frame).unbind() },
                 )?
                 .into_any(),
                 host::Event::HostWrite(w) => {
-                    Py::new(py, HostWrite { time_ns: ns(w.time_ps), time_ps: w.time_ps, ectx: lookup(w.ectx), addr: w.addr, value: w.value })?.into_any()
+                    Py::new(py, HostWrite { time_ns: ns(w.time_ps), time_ps: w.time_ps, ectx: self.ectx_obj(w.ectx), addr: w.addr, value: w.value })?.into_any()
                 }
                 host::Event::MessageDone(d) => {
-                    Py::new(py, MessageDone { time_ns: ns(d.time_ps), time_ps: d.time_ps, ectx: lookup(d.ectx), msg_id: d.msg_id })?.into_any()
+                    Py::new(py, MessageDone { time_ns: ns(d.time_ps), time_ps: d.time_ps, ectx: self.ectx_obj(d.ectx), msg_id: d.msg_id })?.into_any()
                 }
                 host::Event::HandlerError(h) => Py::new(
                     py,
-                    HandlerError { ectx: h.ectx, handler: h.handler, cause: h.cause, pc: h.pc, addr: h.addr, time_ns: h.time_ns as f64, hpu: h.hpu },
+                    HandlerError {
+                        ectx: self.ectx_obj(h.ectx),
+                        ectx_name: h.ectx_name,
+                        msg_id: h.msg_id,
+                        handler: h.handler,
+                        kind: cause_name(h.kind),
+                        cause: h.cause,
+                        detail: h.detail,
+                        pc: h.pc,
+                        addr: h.addr,
+                        time_ns: h.time_ns as f64,
+                        hpu: h.hpu,
+                    },
                 )?
                 .into_any(),
             };
-            self.pending.push(obj);
+            v.push(obj);
         }
-        Ok(())
+        Ok(v)
     }
 
     fn notes(&self, py: Python<'_>, v: Vec<host::Notification>) -> PyResult<Vec<Py<Notification>>> {
@@ -334,7 +412,7 @@ impl Nic {
                     py,
                     Notification {
                         id: n.id,
-                        ectx: self.by_engine.get(&n.ectx).cloned(),
+                        ectx: self.ectx_obj(n.ectx),
                         hpu: n.hpu,
                         time_ns: ns(n.time_ps),
                         data: PyBytes::new(py, &n.data).unbind(),
@@ -346,7 +424,15 @@ impl Nic {
     }
 
     fn window(&self, py: Python<'_>, w: host::HostWindow, buffer: Option<PyObject>) -> PyResult<Py<HostWindow>> {
-        Py::new(py, HostWindow { base: w.base, size: w.size, buffer })
+        Py::new(py, HostWindow { base: w.base, size: w.size, buffer, nic: self.uid })
+    }
+
+    /// A window of this NIC.
+    fn own_window(&self, w: &HostWindow) -> PyResult<host::HostWindow> {
+        if w.nic != self.uid {
+            return Err(HostMemoryError::new_err(format!("host window at 0x{:x} belongs to another NIC", w.base)));
+        }
+        Ok(host::HostWindow { base: w.base, size: w.size })
     }
 }
 
@@ -363,16 +449,12 @@ impl Nic {
     #[staticmethod]
     fn from_config(path: std::path::PathBuf) -> PyResult<Nic> {
         // An unreadable file is a configuration problem here, not host memory.
-        let nic = host::Nic::open_config_file(path).map_err(|e| match e {
-            host::Error::Host(m) => ConfigError::new_err(m),
-            e => err(e),
-        })?;
-        Ok(Nic::wrap(nic))
+        Ok(Nic::wrap(host::Nic::open_config_file(path).map_err(err)?))
     }
 
     /// The NIC configuration as a dict (every field of the model).
     fn config(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = serde_json::to_string(self.nic.config()).map_err(|e| SoftspinError::new_err(e.to_string()))?;
+        let s = serde_json::to_string(self.nic.config()).map_err(|e| Error::new_err(e.to_string()))?;
         json_to_py(py, &s)
     }
 
@@ -437,13 +519,20 @@ impl Nic {
     /// A new zeroed numpy uint8 array of `size` bytes, lent to the NIC:
     /// the window's `buffer`.
     fn host_array(&mut self, py: Python<'_>, size: usize) -> PyResult<Py<HostWindow>> {
-        let a = PyArray1::<u8>::zeros(py, size, false);
-        self.lend(py, a.as_any())
+        if size as u64 > host::MAX_HOST_WINDOW {
+            return Err(LimitError::new_err(format!(
+                "host_array size {size} is above MAX_HOST_WINDOW ({} bytes: task_t's 32-bit host_mem_size)",
+                host::MAX_HOST_WINDOW
+            )));
+        }
+        // Through numpy's Python API: a failed allocation is a MemoryError.
+        let a = py.import("numpy")?.call_method1("zeros", (size, "uint8"))?;
+        self.lend(py, &a)
     }
 
     /// Take a window back (a lent buffer is released and may be resized again).
     fn unlend(&mut self, window: PyRef<'_, HostWindow>) -> PyResult<()> {
-        self.nic.unlend(host::HostWindow { base: window.base, size: window.size }).map_err(err)?;
+        self.nic.unlend(self.own_window(&window)?).map_err(err)?;
         Ok(())
     }
 
@@ -472,14 +561,13 @@ impl Nic {
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
-        py: Python<'_>,
         image: PyRef<'_, Image>,
         ph: Option<String>,
         hh: Option<String>,
         th: Option<String>,
         host_window: Option<PyRef<'_, HostWindow>>,
-        handler_mem_size: Option<u32>,
-        l1_copy: Option<u32>,
+        handler_mem_size: Option<u64>,
+        l1_copy: Option<u64>,
         scratchpad: Option<&Bound<'_, PyAny>>,
         watchdog: Option<u64>,
         msg_timeout_ns: Option<u64>,
@@ -490,32 +578,29 @@ impl Nic {
         let frame = frame.map(frame_kind).transpose()?;
         let scratchpad = match scratchpad {
             None => Vec::new(),
-            Some(s) => match s.extract::<u32>() {
-                Ok(n) => vec![n; self.nic.config().clusters as usize],
-                Err(_) => s.extract::<Vec<u32>>()?,
+            Some(s) => match s.extract::<u64>() {
+                Ok(n) => vec![arg_u32(n, "scratchpad")?; self.nic.config().clusters as usize],
+                Err(_) => s.extract::<Vec<u64>>()?.into_iter().map(|n| arg_u32(n, "scratchpad entry")).collect::<PyResult<_>>()?,
             },
         };
+        let handler_mem_size = handler_mem_size.map(|v| arg_u32(v, "handler_mem_size")).transpose()?;
+        let l1_copy = l1_copy.map(|v| arg_u32(v, "l1_copy")).transpose()?;
         let opts = host::EctxOptions {
             name: name.clone(),
             hh,
             ph,
             th,
             handler_mem_size,
-            host_window: host_window.map(|w| host::HostWindow { base: w.base, size: w.size }),
+            host_window: host_window.map(|w| self.own_window(&w)).transpose()?,
             l1_copy,
             scratchpad,
             watchdog,
             msg_timeout_ns,
             udp_dst_port,
         };
-        // The engine gives the new ECTX its first free slot.
-        let eng = self.nic.engine();
-        let engine_id = (0..).find(|&i| eng.ectx(i).is_none()).unwrap_or(0);
-        self.drain_events(py)?;
         let h = self.nic.install(&image.inner, opts).map_err(err)?;
-        let name = self.nic.engine().ectx(engine_id).map(|e| e.name().to_string()).unwrap_or_else(|| name.unwrap_or_default());
-        let e = Ectx { id: h.0, name, nic: self.uid };
-        self.by_engine.insert(engine_id, e.clone());
+        let e = Ectx { id: h.0, name: self.nic.ectx_name(h).map_err(err)?, nic: self.uid };
+        self.ectxs.insert(h.0, e.clone());
         if let Some(k) = frame {
             self.nic.set_frame_kind(h, k).map_err(err)?;
         }
@@ -536,12 +621,9 @@ impl Nic {
 
     /// Remove an inactive ECTX with no message in flight; its handle is dead
     /// afterwards.
-    fn uninstall(&mut self, py: Python<'_>, ectx: &Ectx) -> PyResult<()> {
+    fn uninstall(&mut self, ectx: &Ectx) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.drain_events(py)?;
-        self.nic.uninstall(h).map_err(err)?;
-        self.by_engine.retain(|_, e| e.id != ectx.id);
-        Ok(())
+        self.nic.uninstall(h).map_err(err)
     }
 
     /// Frames `send_message` builds for this ECTX: "ip" (PsPIN's IP-first
@@ -556,19 +638,19 @@ impl Nic {
     /// Allocate `size` bytes of the ECTX's handler memory (beyond its image's
     /// data); returns the NIC address.
     #[pyo3(signature = (ectx, size, align = 8))]
-    fn nic_alloc(&mut self, ectx: &Ectx, size: u32, align: u32) -> PyResult<u32> {
+    fn nic_alloc(&mut self, ectx: &Ectx, size: usize, align: usize) -> PyResult<u32> {
         let h = self.handle(ectx)?;
         self.nic.nic_alloc(h, size, align).map_err(err)
     }
 
     /// Read `n` bytes of NIC memory at NIC address `addr`.
-    fn nic_read<'py>(&self, py: Python<'py>, addr: u32, n: usize) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.nic.nic_read(addr, n).map_err(err)?))
+    fn nic_read<'py>(&self, py: Python<'py>, addr: u64, n: usize) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &self.nic.nic_read(arg_u32(addr, "NIC address")?, n).map_err(err)?))
     }
 
     /// Write bytes to NIC memory at NIC address `addr`.
-    fn nic_write(&mut self, addr: u32, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.nic.nic_write(addr, &bytes_arg(data)?).map_err(err)
+    fn nic_write(&mut self, addr: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.nic.nic_write(arg_u32(addr, "NIC address")?, &bytes_arg(data)?).map_err(err)
     }
 
     /// Store the 32-bit NIC pointer `target` at NIC address `addr`.
@@ -667,13 +749,12 @@ impl Nic {
     /// and HandlerError objects (handler errors first, then each kind in
     /// time order).
     fn events(&mut self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
-        self.drain_events(py)?;
-        Ok(std::mem::take(&mut self.pending))
+        self.event_objects(py)
     }
 
     /// The statistics report as a dict, the same as `softspin sim --json`.
     fn report(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = serde_json::to_string(&self.nic.report()).map_err(|e| SoftspinError::new_err(e.to_string()))?;
+        let s = serde_json::to_string(&self.nic.report()).map_err(|e| Error::new_err(e.to_string()))?;
         json_to_py(py, &s)
     }
 
@@ -799,15 +880,21 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HandlerError>()?;
     m.add_class::<Notification>()?;
     m.add_class::<NotificationIter>()?;
-    m.add("SoftspinError", py.get_type::<SoftspinError>())?;
+    m.add("Error", py.get_type::<Error>())?;
+    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add("LimitError", py.get_type::<LimitError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
+    m.add("IoError", py.get_type::<IoError>())?;
     m.add("ImageError", py.get_type::<ImageError>())?;
+    m.add("SymbolError", py.get_type::<SymbolError>())?;
+    m.add("OverlapError", py.get_type::<OverlapError>())?;
+    m.add("NicMemoryError", py.get_type::<NicMemoryError>())?;
+    m.add("HostMemoryError", py.get_type::<HostMemoryError>())?;
+    m.add("StateError", py.get_type::<StateError>())?;
+    m.add("NoEctxError", py.get_type::<NoEctxError>())?;
     m.add("EctxError", py.get_type::<EctxError>())?;
     m.add("TrafficError", py.get_type::<TrafficError>())?;
     m.add("SimError", py.get_type::<SimError>())?;
-    m.add("HostMemoryError", py.get_type::<HostMemoryError>())?;
-    m.add("NicMemoryError", py.get_type::<NicMemoryError>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
     m.add("BuildError", py.get_type::<BuildError>())?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;

@@ -48,7 +48,7 @@ def test_profiles_and_config(tmp_path):
 def test_bad_profile_and_config(tmp_path):
     with pytest.raises(softspin.ConfigError, match="unknown profile `nope`"):
         softspin.Nic("nope")
-    with pytest.raises(softspin.ConfigError, match="missing.toml"):
+    with pytest.raises(softspin.IoError, match="missing.toml"):
         softspin.Nic.from_config(tmp_path / "missing.toml")
     bad = tmp_path / "bad.toml"
     bad.write_text("mpqs = 0\n")
@@ -59,11 +59,20 @@ def test_bad_profile_and_config(tmp_path):
         softspin.Nic.from_config(bad)
 
 
+KINDS = ["InvalidArgumentError", "LimitError", "ConfigError", "IoError", "ImageError", "SymbolError",
+         "OverlapError", "NicMemoryError", "HostMemoryError", "StateError", "NoEctxError", "EctxError",
+         "TrafficError", "SimError", "BuildError"]
+
+
 def test_exception_hierarchy():
-    for name in ["ConfigError", "ImageError", "EctxError", "TrafficError", "SimError",
-                 "HostMemoryError", "NicMemoryError", "InvalidArgumentError", "BuildError"]:
-        assert issubclass(getattr(softspin, name), softspin.SoftspinError)
-    assert issubclass(softspin.SoftspinError, Exception)
+    # One class per softspin_host::ErrorKind, each directly under softspin.Error.
+    for name in KINDS:
+        cls = getattr(softspin, name)
+        assert cls.__bases__ == (softspin.Error,), name
+    assert issubclass(softspin.Error, Exception)
+    assert softspin.SoftspinError is softspin.Error
+    names = {n for n in dir(softspin) if n.endswith("Error") and n not in ("Error", "SoftspinError", "HandlerError")}
+    assert names == set(KINDS)
 
 
 # ------------------------------------------------------------------ images
@@ -76,12 +85,12 @@ def test_image_symbols(handlers_elf):
     assert img.symbol("echo_ph") == img.symbols()["echo_ph"]
     assert 0x1D000000 <= img.symbol("echo_ph") < 0x1E000000
     assert nic.image_from_bytes(handlers_elf.read_bytes()).symbol("echo_ph") == img.symbol("echo_ph")
-    with pytest.raises(softspin.ImageError, match="nope"):
+    with pytest.raises(softspin.SymbolError, match="nope"):
         img.symbol("nope")
 
 
 def test_bad_image_path(tmp_path):
-    with pytest.raises(softspin.ImageError, match="does_not_exist.elf"):
+    with pytest.raises(softspin.IoError, match="does_not_exist.elf"):
         softspin.Nic().load_image(tmp_path / "does_not_exist.elf")
 
 
@@ -123,7 +132,7 @@ def test_build_function(tmp_path):
 def test_unknown_handler_symbol(handlers_elf):
     nic = softspin.Nic()
     img = nic.load_image(handlers_elf)
-    with pytest.raises(softspin.EctxError, match="no symbol `missing_ph`"):
+    with pytest.raises(softspin.SymbolError, match="missing_ph"):
         nic.install(img, ph="missing_ph")
     with pytest.raises(softspin.EctxError, match="at least one"):
         nic.install(img)
@@ -133,7 +142,7 @@ def test_overlapping_memory(handlers_elf):
     nic = softspin.Nic()
     img = nic.load_image(handlers_elf)
     nic.install(img, ph="echo_ph", name="first")
-    with pytest.raises(softspin.EctxError, match="overlaps ECTX `first`"):
+    with pytest.raises(softspin.OverlapError, match="overlaps ECTX `first`"):
         nic.install(img, ph="echo_ph", name="second")
 
 
@@ -142,19 +151,19 @@ def test_lifecycle_errors(handlers_elf):
     img = nic.load_image(handlers_elf)
     e = nic.install(img, ph="echo_ph", name="life")
     assert (e.name, e.id) == ("life", 0)
-    with pytest.raises(softspin.EctxError, match="not active"):
+    with pytest.raises(softspin.StateError, match="not active"):
         nic.deactivate(e)
     nic.activate(e)
-    with pytest.raises(softspin.EctxError, match="already active"):
+    with pytest.raises(softspin.StateError, match="already active"):
         nic.activate(e)
-    with pytest.raises(softspin.EctxError):
+    with pytest.raises(softspin.StateError):
         nic.uninstall(e)  # still active
     nic.deactivate(e)
     nic.uninstall(e)
     for call in (nic.activate, nic.deactivate, nic.uninstall, nic.ectx_counts, nic.counters):
-        with pytest.raises(softspin.EctxError, match="uninstalled"):
+        with pytest.raises(softspin.NoEctxError, match="uninstalled"):
             call(e)
-    with pytest.raises(softspin.EctxError):
+    with pytest.raises(softspin.NoEctxError):
         nic.send_message(e, 0, b"x")
     # The memory is free again; handles are never reused.
     e2 = nic.install(img, ph="echo_ph")
@@ -165,7 +174,7 @@ def test_ectx_of_another_nic(handlers_elf):
     a, _, e = open_with(handlers_elf, "echo_ph")
     b = softspin.Nic()
     b.install(b.load_image(handlers_elf), ph="echo_ph")
-    with pytest.raises(softspin.EctxError, match="another NIC"):
+    with pytest.raises(softspin.NoEctxError, match="another NIC"):
         b.activate(e)
 
 
@@ -177,7 +186,7 @@ def test_install_options(handlers_elf):
                     l1_copy=64, scratchpad=1024, watchdog=10_000, msg_timeout_ns=0,
                     udp_dst_port=7000, name="opts", frame="eth")
     assert e.name == "opts"
-    with pytest.raises(softspin.EctxError, match="scratchpad"):
+    with pytest.raises(softspin.LimitError, match="scratchpad"):
         softspin.Nic().install(img, ph="echo_ph", scratchpad=[1 << 30])
     with pytest.raises(softspin.InvalidArgumentError, match="frame kind"):
         nic.install(img, ph="echo_ph", frame="atm")
@@ -398,7 +407,8 @@ def test_host_writes_and_handler_errors(handlers_elf):
     errs = kinds(nic.events(), softspin.HandlerError)
     assert len(errs) == 3
     for x in errs:
-        assert x.ectx == "faulty" and x.handler.endswith("fault_ph") and x.addr == 0x40
+        assert x.ectx == f and x.ectx_name == "faulty" and x.handler.endswith("fault_ph") and x.addr == 0x40
+        assert x.kind == "store_access"
         assert "store" in x.cause and 0 <= x.hpu < 32 and x.pc >= 0x1D000000
     r = nic.report()
     assert r["errors"][0]["ectx"] == "faulty" and r["errors"][0]["total"] == 3
@@ -461,7 +471,7 @@ def test_feed_trace(handlers_elf, tmp_path):
     bad.write_text("1 2 notanumber 10 0 1\n")
     with pytest.raises(softspin.TrafficError, match="bad.trace:1"):
         nic.feed_trace(bad)
-    with pytest.raises(softspin.TrafficError, match="missing.trace"):
+    with pytest.raises(softspin.IoError, match="missing.trace"):
         nic.feed_trace(tmp_path / "missing.trace")
     with pytest.raises(softspin.InvalidArgumentError):
         nic.feed_trace(t, frame="x")
@@ -614,3 +624,67 @@ def test_docstrings():
         for name, member in vars(cls).items():
             if not name.startswith("_") and callable(member):
                 assert member.__doc__, f"{cls.__name__}.{name}"
+
+
+# ------------------------------------------------------------------ the boundary
+
+
+def test_absurd_sizes_are_exceptions_not_crashes(handlers_elf):
+    nic = softspin.Nic()
+    with pytest.raises(softspin.LimitError, match="MAX_HOST_WINDOW"):
+        nic.host_window(10**12)
+    with pytest.raises(softspin.LimitError, match="MAX_HOST_WINDOW"):
+        nic.host_array(10**12)
+    w = nic.host_window(4096)
+    with pytest.raises(softspin.HostMemoryError):
+        nic.host_read(w.base, 2**40)
+    with pytest.raises(softspin.HostMemoryError):
+        nic.host_read(0, 2**40)
+    img = nic.load_image(handlers_elf)
+    e = nic.install(img, ph="echo_ph", handler_mem_size=4096)
+    a = nic.nic_alloc(e, 16)
+    # (2**32 + 16) truncated to 32 bits is 16: read, then a panic, before.
+    with pytest.raises(softspin.NicMemoryError):
+        nic.nic_read(a, 2**32 + 16)
+    with pytest.raises(softspin.LimitError, match="NIC address"):
+        nic.nic_read(2**32, 4)
+    with pytest.raises(softspin.NicMemoryError):
+        nic.nic_alloc(e, 2**40)
+    with pytest.raises(softspin.LimitError, match="handler_mem_size"):
+        nic.install(img, ph="echo_ph", handler_mem_size=2**32, name="big")
+    with pytest.raises(softspin.LimitError, match="packet_size"):
+        nic.send_message(e, 0, b"x", packet_size=2**40)
+    with pytest.raises(softspin.LimitError):
+        nic.run_for(2**64 - 1)
+    # Still usable.
+    nic.host_write(w.base, b"ok")
+    assert nic.host_read(w.base, 2) == b"ok"
+    assert nic.nic_read(a, 4) == bytes(4)
+
+
+def test_windows_of_another_nic_are_refused(handlers_elf):
+    a, b = softspin.Nic(), softspin.Nic()
+    wa, wb = a.host_window(4096), b.host_window(4096)
+    assert (wa.base, wa.size) == (wb.base, wb.size)  # same address, different memory
+    with pytest.raises(softspin.HostMemoryError, match="another NIC"):
+        b.install(b.load_image(handlers_elf), ph="echo_ph", host_window=wa)
+    with pytest.raises(softspin.HostMemoryError, match="another NIC"):
+        b.unlend(wa)
+    b.install(b.load_image(handlers_elf), ph="echo_ph", host_window=wb)
+
+
+def test_events_name_the_ectx_after_its_slot_is_reused(handlers_elf):
+    nic = softspin.Nic()
+    img = nic.load_image(handlers_elf)
+    first = nic.install(img, ph="echo_ph", name="first")
+    nic.activate(first)
+    nic.send_message(first, 1, b"abc", 64)
+    nic.run_until_idle()
+    nic.deactivate(first)
+    nic.uninstall(first)
+    second = nic.install(img, ph="echo_ph", name="second")
+    nic.activate(second)
+    nic.send_message(second, 2, b"def", 64)
+    nic.run_until_idle()
+    done = {d.msg_id: d.ectx for d in kinds(nic.events(), softspin.MessageDone)}
+    assert done == {1: first, 2: second}

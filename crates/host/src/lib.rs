@@ -37,20 +37,33 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 pub mod sdk;
 
 pub use softspin_engine::ectx::HandlerKind;
-pub use softspin_engine::stats::{HandlerError, Report};
+pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
 pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
-pub use softspin_engine::{BufferFull, HostBuffer, HostWrite, MessageDone, NicConfig, Notification, OutPacket};
-use softspin_engine::traffic::{Generator, PcapSource, TraceSource};
-use softspin_engine::{EctxSpec, Engine, MatchRule};
-use softspin_hpu::{abi, ElfImage};
+pub use softspin_engine::{BufferFull, HostBuffer, NicConfig};
+use softspin_engine::traffic::{Generator, LineClock, PcapSource, TraceSource};
+use softspin_engine::{EctxError, EctxId, EctxSpec, Engine, MatchRule, SimError};
+pub use softspin_hpu::FaultKind;
+use softspin_hpu::{abi, ElfError, ElfImage};
 
-/// Everything that can go wrong, as values.
+/// Largest host window, in bytes (the engine's limit: `task_t` gives
+/// handlers the window's size in the 32-bit `host_mem_size`). Larger windows
+/// are refused when made or lent, never truncated.
+pub use softspin_engine::ectx::MAX_HOST_WINDOW;
+
+/// Host memory the NIC allocates itself (`host_window`), in bytes, over all
+/// its windows at once: the host memory this model keeps. Lent buffers
+/// (`lend`) are the application's memory and do not count. Allocations below
+/// the limit are fallible too: a failed one is an error, not an abort.
+pub const MAX_HOST_MEMORY: u64 = 4 << 30;
+
+/// Everything that can go wrong, as values. [`Error::kind`] sorts them into
+/// the categories the C and Python bindings report.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(transparent)]
@@ -65,6 +78,9 @@ pub enum Error {
     Traffic(#[from] softspin_engine::traffic::TrafficError),
     #[error("unknown profile `{0}` (known: pspin, fpspin)")]
     Profile(String),
+    /// A file the host API reads itself (a NIC configuration) is unreadable.
+    #[error("{0}")]
+    Io(String),
     #[error("{0}")]
     Host(String),
     #[error("NIC memory: {0}")]
@@ -73,8 +89,108 @@ pub enum Error {
     NoEctx(u32),
     #[error("{0}")]
     Invalid(String),
+    /// A size, length or time beyond a documented limit (or memory the host
+    /// could not allocate for it); the message names the argument and limit.
+    #[error("{0}")]
+    Limit(String),
     #[error("build: {0}")]
     Build(String),
+}
+
+/// The category of an [`Error`], like `std::io::ErrorKind`. Each binding
+/// maps every kind to its own error code or exception class (exhaustively:
+/// a new kind does not compile until every binding names it).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// An argument softspin cannot use (frame kind, packet size, unknown
+    /// notification, HPU index, NULL pointer in C...).
+    InvalidArgument,
+    /// A size, length or time beyond a documented limit.
+    Limit,
+    /// Unknown profile or invalid NIC configuration.
+    Config,
+    /// A file could not be read.
+    Io,
+    /// Not a usable handler image.
+    Image,
+    /// A symbol (or a handler named at install) is not in the image.
+    Symbol,
+    /// The ECTX's memory overlaps an installed ECTX.
+    Overlap,
+    /// NIC memory: outside every region, or handler memory exhausted.
+    NicMemory,
+    /// Host memory: outside every window, or a window the NIC did not make.
+    HostMemory,
+    /// The ECTX is in the wrong state (active, inactive, busy).
+    State,
+    /// No such ECTX (never installed, or uninstalled).
+    NoEctx,
+    /// Any other install problem.
+    Ectx,
+    /// Bad traffic parameter, trace or pcap file.
+    Traffic,
+    /// The simulation refused a packet.
+    Sim,
+    /// Building a handler image failed.
+    Build,
+}
+
+impl ErrorKind {
+    /// Every kind, for tests and documentation.
+    pub const ALL: [ErrorKind; 15] = [
+        ErrorKind::InvalidArgument,
+        ErrorKind::Limit,
+        ErrorKind::Config,
+        ErrorKind::Io,
+        ErrorKind::Image,
+        ErrorKind::Symbol,
+        ErrorKind::Overlap,
+        ErrorKind::NicMemory,
+        ErrorKind::HostMemory,
+        ErrorKind::State,
+        ErrorKind::NoEctx,
+        ErrorKind::Ectx,
+        ErrorKind::Traffic,
+        ErrorKind::Sim,
+        ErrorKind::Build,
+    ];
+}
+
+fn traffic_kind(e: &TrafficError) -> ErrorKind {
+    match e {
+        TrafficError::Io { .. } => ErrorKind::Io,
+        _ => ErrorKind::Traffic,
+    }
+}
+
+impl Error {
+    pub fn kind(&self) -> ErrorKind {
+        use ErrorKind as K;
+        match self {
+            Error::Config(_) | Error::Profile(_) => K::Config,
+            Error::Image(ElfError::Io { .. }) | Error::Io(_) => K::Io,
+            Error::Image(ElfError::NoSymbol(_)) => K::Symbol,
+            Error::Image(_) => K::Image,
+            Error::Ectx(x) => match x {
+                EctxError::NoHandler { .. } | EctxError::UnknownHandler { .. } => K::Symbol,
+                EctxError::Invalid { .. } => K::Limit,
+                EctxError::Overlap { .. } => K::Overlap,
+                EctxError::OutOfRegion { .. } | EctxError::Segment { .. } | EctxError::Scratchpad { .. } => K::NicMemory,
+                EctxError::AlreadyActive(_) | EctxError::NotActive(_) | EctxError::Busy(_) => K::State,
+                EctxError::NoSuchEctx(_) => K::NoEctx,
+                EctxError::HostWindow { .. } => K::HostMemory,
+                EctxError::NoHandlers { .. } | EctxError::Clusters { .. } | EctxError::Decode { .. } => K::Ectx,
+            },
+            Error::Sim(SimError::Traffic(t)) | Error::Traffic(t) => traffic_kind(t),
+            Error::Sim(_) => K::Sim,
+            Error::Host(_) => K::HostMemory,
+            Error::NicMemory(_) => K::NicMemory,
+            Error::NoEctx(_) => K::NoEctx,
+            Error::Invalid(_) => K::InvalidArgument,
+            Error::Limit(_) => K::Limit,
+            Error::Build(_) => K::Build,
+        }
+    }
 }
 
 pub type Result<T, E = Error> = std::result::Result<T, E>;
@@ -97,15 +213,16 @@ impl Image {
 }
 
 /// A host-memory window lent to the NIC: handlers see it at `base` (a
-/// 64-bit host address).
+/// 64-bit host address). Only windows this NIC made (`host_window`, `lend`),
+/// exactly as made, are accepted by `install`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct HostWindow {
     pub base: u64,
     pub size: u64,
 }
 
-/// An installed execution context.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// An installed execution context: a handle never reused within one NIC.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Ectx(pub u32);
 
 /// How to install an ECTX.
@@ -119,17 +236,86 @@ pub struct EctxOptions {
     /// Handler memory size (from the image's data start); room beyond the
     /// image's data is what `nic_alloc` hands out. Default: the data only.
     pub handler_mem_size: Option<u32>,
+    /// A window from `host_window` or `lend` on this NIC, unchanged.
     pub host_window: Option<HostWindow>,
     /// Bytes of each packet copied to L1 (default: all).
     pub l1_copy: Option<u32>,
-    /// Scratchpad bytes on each cluster.
+    /// Scratchpad bytes on each cluster (at most one entry per cluster).
     pub scratchpad: Vec<u32>,
     /// Instruction budget per handler (default 1,000,000).
     pub watchdog: Option<u64>,
-    /// Message timeout in ns (default 1 ms; 0 = never).
+    /// Message timeout in ns (default 1 ms; 0 = never; at most one hour,
+    /// `softspin_engine::units::MAX_DELAY`).
     pub msg_timeout_ns: Option<u64>,
     /// Take only UDP packets to this port (default: every packet).
     pub udp_dst_port: Option<u16>,
+}
+
+/// A packet a handler sent (spin_send_packet, or an RDMA put to `dest`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutPacket {
+    pub time_ps: u64,
+    pub ectx: Ectx,
+    /// RDMA put destination (0 for spin_send_packet).
+    pub dest: u32,
+    pub frame: Vec<u8>,
+}
+
+/// An 8-byte host-direct write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostWrite {
+    pub time_ps: u64,
+    pub ectx: Ectx,
+    pub addr: u64,
+    pub value: u64,
+}
+
+/// A message whose handlers all finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MessageDone {
+    pub time_ps: u64,
+    pub ectx: Ectx,
+    pub msg_id: u32,
+}
+
+/// A handler that failed (fault, watchdog, abort, rejected command) or a
+/// message that did (timeout). Fields that do not apply are `None`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HandlerError {
+    pub ectx: Ectx,
+    /// The ECTX's name.
+    pub ectx_name: String,
+    pub msg_id: u32,
+    /// The handler's symbol; `None` for a message-level error.
+    pub handler: Option<String>,
+    /// What went wrong, as a value to match on.
+    pub kind: ErrorCause,
+    /// What went wrong, in words.
+    pub cause: String,
+    /// More about it (an abort's status and text, a command's limit).
+    pub detail: Option<String>,
+    pub pc: Option<u32>,
+    /// The faulting or offending address.
+    pub addr: Option<u64>,
+    pub time_ns: u64,
+    /// Global index of the HPU.
+    pub hpu: Option<u32>,
+}
+
+/// A request a handler posted to the host (spin_notify); answer it with
+/// `Nic::respond(id, value)`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notification {
+    pub id: u32,
+    pub ectx: Ectx,
+    /// Global index of the posting HPU.
+    pub hpu: u32,
+    /// When it became visible to the host.
+    pub time_ps: u64,
+    /// Inline payload (up to 64 bytes).
+    pub data: Vec<u8>,
+    /// The reference the handler passed (e.g. a host address it wrote to).
+    pub host_ref: u64,
 }
 
 /// What happened on the NIC, in time order within each kind.
@@ -141,11 +327,37 @@ pub enum Event {
     HandlerError(HandlerError),
 }
 
+/// One packet for [`Nic::send_packets`]: a whole frame of message `msg_id`;
+/// `eom` ends the message.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Packet {
+    pub frame: Vec<u8>,
+    pub msg_id: u32,
+    pub eom: bool,
+}
+
+/// How [`Nic::send_packets`] spaces packets in NIC time.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Pacing {
+    /// Back to back at the NIC's line rate (`line_rate_gbps`).
+    LineRate,
+    /// Back to back at this many Gbit/s.
+    Gbps(f64),
+    /// All at once (each still behind every packet sent before it).
+    Burst,
+}
+
 struct EctxInfo {
-    id: usize,
+    id: EctxId,
     heap: (u32, u32),
     frame: FrameKind,
     port: u16,
+}
+
+/// A host window this NIC made: its size, and whether the NIC owns the bytes.
+struct WindowInfo {
+    size: u64,
+    owned: bool,
 }
 
 /// A sPIN NIC (today: the simulated PsPIN NIC; the live NIC opens through
@@ -153,14 +365,32 @@ struct EctxInfo {
 pub struct Nic {
     engine: Engine,
     ectxs: HashMap<u32, EctxInfo>,
+    /// Engine ECTX slot -> the handle last installed there. Slots are reused
+    /// by the engine; events are taken from it before every install, so an
+    /// event always maps to the handle that caused it.
+    slots: HashMap<EctxId, Ectx>,
+    /// Events and notifications taken from the engine, already mapped.
+    events: Vec<Event>,
+    notes: Vec<Notification>,
     next_ectx: u32,
+    windows: BTreeMap<u64, WindowInfo>,
+    owned_bytes: u64,
     next_window: u64,
     errors_seen: usize,
-    line_rate: f64,
 }
 
 /// Host addresses handed to windows: high, so handlers carry 64-bit ones.
-const WINDOW_BASE: u64 = 0x7F00_0000_0000;
+const WINDOW_BASE: u64 = softspin_hpu::abi::HOST_WINDOW_BASE;
+/// Windows start this far apart, so none can grow into the next.
+const WINDOW_STRIDE: u64 = softspin_hpu::abi::HOST_WINDOW_STRIDE;
+
+/// A zeroed buffer, allocated fallibly (a failure is an error, not an abort).
+fn zeroed(size: usize, what: &str) -> Result<Vec<u8>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(size).map_err(|_| Error::Limit(format!("{what}: cannot allocate {size} bytes of host memory")))?;
+    v.resize(size, 0);
+    Ok(v)
+}
 
 impl Nic {
     /// Open the simulated NIC with a named profile: "pspin" or "fpspin".
@@ -172,22 +402,33 @@ impl Nic {
     /// Open the simulated NIC described by a TOML file (see docs/sim.md).
     pub fn open_config_file(path: impl AsRef<Path>) -> Result<Nic> {
         let p = path.as_ref();
-        let text = std::fs::read_to_string(p).map_err(|e| Error::Host(format!("{}: {e}", p.display())))?;
+        let text = std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
         Nic::with_config(NicConfig::from_toml(&text, &p.display().to_string())?)
     }
 
     pub fn with_config(cfg: NicConfig) -> Result<Nic> {
-        let line_rate = cfg.line_rate_gbps;
         let mut engine = Engine::new(cfg)?;
         engine.keep_outputs(true);
-        Ok(Nic { engine, ectxs: HashMap::new(), next_ectx: 0, next_window: WINDOW_BASE, errors_seen: 0, line_rate })
+        Ok(Nic {
+            engine,
+            ectxs: HashMap::new(),
+            slots: HashMap::new(),
+            events: Vec::new(),
+            notes: Vec::new(),
+            next_ectx: 0,
+            windows: BTreeMap::new(),
+            owned_bytes: 0,
+            next_window: WINDOW_BASE,
+            errors_seen: 0,
+        })
     }
 
     pub fn config(&self) -> &NicConfig {
         self.engine.config()
     }
 
-    /// The engine underneath (statistics, timeline, ...).
+    /// The engine underneath, for the CLI until it runs on this API.
+    #[doc(hidden)]
     pub fn engine(&mut self) -> &mut Engine {
         &mut self.engine
     }
@@ -203,7 +444,8 @@ impl Nic {
 
     // -- host memory ------------------------------------------------------------
 
-    /// A zeroed host-memory window of `size` bytes owned by the NIC object.
+    /// A zeroed host-memory window of `size` bytes owned by the NIC object
+    /// (at most [`MAX_HOST_WINDOW`], and [`MAX_HOST_MEMORY`] over all of them).
     ///
     /// ```
     /// let mut nic = softspin_host::Nic::open("fpspin")?;
@@ -211,32 +453,94 @@ impl Nic {
     /// nic.host_write(w.base + 8, b"data")?;
     /// assert_eq!(nic.host_read(w.base + 8, 4)?, b"data");
     /// assert!(nic.host_read(w.base + 4095, 2).is_err()); // past the window
+    /// assert!(nic.host_window(1 << 40).is_err()); // beyond MAX_HOST_WINDOW
     /// # Ok::<(), softspin_host::Error>(())
     /// ```
     pub fn host_window(&mut self, size: usize) -> Result<HostWindow> {
-        self.lend(Box::new(vec![0u8; size]))
+        let size64 = Self::window_size(size)?;
+        let total = self.owned_bytes.saturating_add(size64);
+        if total > MAX_HOST_MEMORY {
+            return Err(Error::Limit(format!(
+                "host_window size {size}: the NIC's windows would hold {total} bytes, above MAX_HOST_MEMORY ({MAX_HOST_MEMORY}); \
+                 lend application buffers instead, or unlend windows"
+            )));
+        }
+        let buf = zeroed(size, "host_window")?;
+        let w = self.add_window(Box::new(buf), size64, true)?;
+        self.owned_bytes += size64;
+        Ok(w)
     }
 
-    /// Lend the NIC an application buffer (used in place, no copies).
+    /// Lend the NIC an application buffer (used in place, no copies), of at
+    /// most [`MAX_HOST_WINDOW`] bytes.
     pub fn lend(&mut self, mut buf: Box<dyn HostBuffer>) -> Result<HostWindow> {
-        let size = buf.bytes().len() as u64;
+        let size = Self::window_size(buf.bytes().len())?;
+        self.add_window(buf, size, false)
+    }
+
+    fn window_size(size: usize) -> Result<u64> {
         if size == 0 {
             return Err(Error::Host("a host window needs at least one byte".into()));
         }
+        let s = u64::try_from(size).unwrap_or(u64::MAX);
+        if s > MAX_HOST_WINDOW {
+            return Err(Error::Limit(format!(
+                "host window size {size} is above MAX_HOST_WINDOW ({MAX_HOST_WINDOW} bytes: task_t's 32-bit host_mem_size)"
+            )));
+        }
+        Ok(s)
+    }
+
+    fn add_window(&mut self, buf: Box<dyn HostBuffer>, size: u64, owned: bool) -> Result<HostWindow> {
         let base = self.next_window;
+        let next = base
+            .checked_add(WINDOW_STRIDE)
+            .ok_or_else(|| Error::Limit("the host address range for windows is used up".into()))?;
         self.engine.add_host_buffer(base, buf).map_err(Error::Host)?;
-        // Windows sit 4 GiB apart (and are 4 GiB at most).
-        self.next_window += (size.max(1) + 0xFFFF_FFFF) & !0xFFFF_FFFF;
+        self.next_window = next;
+        self.windows.insert(base, WindowInfo { size, owned });
         Ok(HostWindow { base, size })
     }
 
-    /// Take a lent buffer back.
+    /// Take a lent buffer back (or free a window from `host_window`).
     pub fn unlend(&mut self, w: HostWindow) -> Result<Box<dyn HostBuffer>> {
-        self.engine.remove_host_buffer(w.base).ok_or_else(|| Error::Host(format!("no host window at 0x{:x}", w.base)))
+        self.known_window(w)?;
+        let buf = self.engine.remove_host_buffer(w.base).ok_or_else(|| Error::Host(format!("no host window at 0x{:x}", w.base)))?;
+        if let Some(i) = self.windows.remove(&w.base) {
+            if i.owned {
+                self.owned_bytes -= i.size;
+            }
+        }
+        Ok(buf)
+    }
+
+    /// `w` exactly as this NIC made it.
+    fn known_window(&self, w: HostWindow) -> Result<()> {
+        match self.windows.get(&w.base) {
+            None => Err(Error::Host(format!("no host window at 0x{:x}: use a window from host_window or lend on this NIC", w.base))),
+            Some(i) if i.size != w.size => Err(Error::Host(format!(
+                "host window at 0x{:x} has {} bytes, not {}: pass the window as host_window/lend returned it",
+                w.base, i.size, w.size
+            ))),
+            Some(_) => Ok(()),
+        }
+    }
+
+    /// The window holding `addr..addr+len`, or an error naming the range.
+    fn check_host_range(&self, addr: u64, len: usize) -> Result<()> {
+        let inside = self.windows.range(..=addr).next_back().is_some_and(|(&b, i)| {
+            let off = addr - b;
+            off < i.size && (len as u64) <= i.size - off
+        });
+        if inside || len == 0 && self.windows.range(..=addr).next_back().is_some_and(|(&b, i)| addr - b <= i.size) {
+            return Ok(());
+        }
+        Err(Error::Host(format!("host range 0x{addr:x}+{len} is not inside one host window")))
     }
 
     pub fn host_read(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
-        let mut v = vec![0; len];
+        self.check_host_range(addr, len)?;
+        let mut v = zeroed(len, "host_read")?;
         if !self.engine.host_memory().read(addr, &mut v) {
             return Err(Error::Host(format!("host range 0x{addr:x}+{len} is not in a window")));
         }
@@ -244,6 +548,7 @@ impl Nic {
     }
 
     pub fn host_write(&mut self, addr: u64, data: &[u8]) -> Result<()> {
+        self.check_host_range(addr, data.len())?;
         if !self.engine.host_memory().write(addr, data) {
             return Err(Error::Host(format!("host range 0x{addr:x}+{} is not in a window", data.len())));
         }
@@ -257,21 +562,26 @@ impl Nic {
     pub fn install(&mut self, image: &Image, o: EctxOptions) -> Result<Ectx> {
         let handle = self.next_ectx;
         let name = o.name.clone().unwrap_or_else(|| format!("ectx{handle}"));
+        if let Some(w) = o.host_window {
+            self.known_window(w)?;
+        }
         let mut s = EctxSpec::new(&name, image.elf.clone());
         s.hh = o.hh;
         s.ph = o.ph;
         s.th = o.th;
         let data = image.elf.segments.iter().filter(|x| !x.perm.has(softspin_hpu::Perm::X));
-        let (d0, d1) = data.fold((u32::MAX, 0u32), |(lo, hi), x| (lo.min(x.vaddr), hi.max(x.end() as u32)));
-        let (d0, d1) = if d0 == u32::MAX { (abi::L2_HANDLER_BASE, abi::L2_HANDLER_BASE) } else { (d0, d1) };
+        let (d0, d1) = data.fold((u64::MAX, 0u64), |(lo, hi), x| (lo.min(x.vaddr as u64), hi.max(x.end() as u64)));
+        let (d0, d1) = if d0 == u64::MAX { (abi::L2_HANDLER_BASE as u64, abi::L2_HANDLER_BASE as u64) } else { (d0, d1) };
         let used = (d1 - d0).next_multiple_of(64);
-        let size = o.handler_mem_size.unwrap_or(used).max(used).max(64);
+        let size = (o.handler_mem_size.unwrap_or(0) as u64).max(used).max(64);
+        let (Ok(d0), Ok(used), Ok(size), true) = (u32::try_from(d0), u32::try_from(used), u32::try_from(size), d0 + size <= 1 << 32)
+        else {
+            return Err(Error::Limit(format!(
+                "handler memory of {size} bytes at 0x{d0:x} passes the end of the 32-bit NIC address space (handler_mem_size)"
+            )));
+        };
         s.handler_mem = Some((d0, size));
-        if let Some(w) = o.host_window {
-            s.host_window = (w.base, w.size);
-        } else {
-            s.host_window = (0, 0);
-        }
+        s.host_window = o.host_window.map(|w| (w.base, w.size)).unwrap_or((0, 0));
         s.l1_copy = o.l1_copy.unwrap_or(u32::MAX);
         s.scratchpad = o.scratchpad;
         if let Some(w) = o.watchdog {
@@ -281,15 +591,24 @@ impl Nic {
             s.msg_timeout_ns = t;
         }
         s.matching = o.udp_dst_port.map(MatchRule::UdpDstPort).unwrap_or_default();
+        // Events of the slot's previous holder are mapped before it changes hands.
+        self.collect();
         let id = self.engine.install(s)?;
         self.next_ectx += 1;
-        let info = EctxInfo { id, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(9330) };
+        let info = EctxInfo { id, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
         self.ectxs.insert(handle, info);
+        self.slots.insert(id, Ectx(handle));
         Ok(Ectx(handle))
     }
 
     fn info(&self, e: Ectx) -> Result<&EctxInfo> {
         self.ectxs.get(&e.0).ok_or(Error::NoEctx(e.0))
+    }
+
+    /// The name an ECTX was installed with.
+    pub fn ectx_name(&self, e: Ectx) -> Result<String> {
+        let id = self.info(e)?.id;
+        Ok(self.engine.ectx(id).map(|x| x.name().to_string()).unwrap_or_default())
     }
 
     pub fn activate(&mut self, e: Ectx) -> Result<()> {
@@ -305,6 +624,7 @@ impl Nic {
     /// Remove an inactive ECTX with no message in flight.
     pub fn uninstall(&mut self, e: Ectx) -> Result<()> {
         let id = self.info(e)?.id;
+        self.collect();
         self.engine.uninstall(id)?;
         self.ectxs.remove(&e.0);
         Ok(())
@@ -322,24 +642,35 @@ impl Nic {
     /// Allocate `size` bytes of the ECTX's handler memory (beyond its
     /// image's data; size the region with `handler_mem_size`). Returns the
     /// NIC address: store it in structures the handlers will follow.
-    pub fn nic_alloc(&mut self, e: Ectx, size: u32, align: u32) -> Result<u32> {
+    pub fn nic_alloc(&mut self, e: Ectx, size: usize, align: usize) -> Result<u32> {
         let info = self.ectxs.get_mut(&e.0).ok_or(Error::NoEctx(e.0))?;
         let align = align.max(1);
         if !align.is_power_of_two() {
             return Err(Error::NicMemory(format!("alignment {align} is not a power of two")));
         }
-        let at = info.heap.0.next_multiple_of(align);
-        if at as u64 + size as u64 > info.heap.1 as u64 {
+        let left = |at: u64| (info.heap.1 as u64).saturating_sub(at);
+        let at = (info.heap.0 as u64).checked_next_multiple_of(align as u64).unwrap_or(u64::MAX);
+        if at.saturating_add(size as u64) > info.heap.1 as u64 {
             return Err(Error::NicMemory(format!(
-                "{size} bytes do not fit the ECTX's handler memory ({} bytes left; raise handler_mem_size)",
-                info.heap.1.saturating_sub(at)
+                "{size} bytes (aligned to {align}) do not fit the ECTX's handler memory ({} bytes left; raise handler_mem_size)",
+                left(info.heap.0 as u64)
             )));
         }
-        info.heap.0 = at + size;
-        Ok(at)
+        // Both fit below heap.1, a u32.
+        info.heap.0 = (at + size as u64) as u32;
+        Ok(at as u32)
+    }
+
+    /// `addr..addr+len` as a NIC range, or an error naming the range.
+    fn nic_range(addr: u32, len: usize) -> Result<u32> {
+        match u32::try_from(len) {
+            Ok(l) if addr as u64 + l as u64 <= 1 << 32 => Ok(l),
+            _ => Err(Error::NicMemory(format!("0x{addr:08x}+{len} passes the end of the 32-bit NIC address space"))),
+        }
     }
 
     pub fn nic_write(&mut self, addr: u32, data: &[u8]) -> Result<()> {
+        Self::nic_range(addr, data.len())?;
         if !self.engine.write_nic(addr, data) {
             return Err(Error::NicMemory(format!("0x{addr:08x}+{} is not NIC memory", data.len())));
         }
@@ -347,6 +678,7 @@ impl Nic {
     }
 
     pub fn nic_read(&self, addr: u32, len: usize) -> Result<Vec<u8>> {
+        Self::nic_range(addr, len)?;
         self.engine.read_nic(addr, len).ok_or_else(|| Error::NicMemory(format!("0x{addr:08x}+{len} is not NIC memory")))
     }
 
@@ -358,48 +690,74 @@ impl Nic {
 
     // -- traffic ----------------------------------------------------------------
 
-    /// Hand the NIC one packet (a whole frame) of message `msg_id`.
-    pub fn send_packet(&mut self, frame: Vec<u8>, msg_id: u32, eom: bool) -> Result<()> {
-        let t = self.engine.now_ps();
-        self.engine.inject(Arrival { time_ps: t, frame, msg_id, eom, origin: format!("host packet (message {msg_id})") });
+    /// Hand the NIC packets (whole frames), in order, spaced by `pacing`
+    /// from now or from the last packet sent before, whichever is later.
+    /// Every host-side send goes through here.
+    pub fn send_packets(&mut self, packets: impl IntoIterator<Item = Packet>, pacing: Pacing) -> Result<()> {
+        let rate = match pacing {
+            Pacing::LineRate => self.config().line_rate_gbps,
+            Pacing::Gbps(g) => g,
+            Pacing::Burst => f64::INFINITY,
+        };
+        let mut clock = LineClock::new(rate).map_err(|m| Error::Invalid(format!("pacing: {m}")))?;
+        let start = self.engine.next_inject_ps();
+        let mut seq: HashMap<u32, usize> = HashMap::new();
+        for p in packets {
+            let t = clock
+                .advance(p.frame.len())
+                .and_then(|d| start.checked_add(d))
+                .ok_or_else(|| Error::Limit(format!("pacing at {rate} Gbit/s runs past the end of NIC time")))?;
+            let k = seq.entry(p.msg_id).or_default();
+            let origin = format!("message {} packet {k}", p.msg_id);
+            *k += 1;
+            self.engine.inject(Arrival { time_ps: t, frame: p.frame, msg_id: p.msg_id, eom: p.eom, origin });
+        }
         Ok(())
     }
 
-    /// Send `payload` as message `msg_id` to an ECTX: split into packets of
-    /// at most `packet_size` bytes (headers included) with IP/UDP (or
-    /// Ethernet) headers to the ECTX's port, spaced at the line rate.
-    pub fn send_message(&mut self, e: Ectx, msg_id: u32, payload: &[u8], packet_size: usize) -> Result<()> {
+    /// Hand the NIC one packet (a whole frame) of message `msg_id`, now
+    /// (after every packet sent before).
+    pub fn send_packet(&mut self, frame: Vec<u8>, msg_id: u32, eom: bool) -> Result<()> {
+        self.send_packets([Packet { frame, msg_id, eom }], Pacing::Burst)
+    }
+
+    /// A frame to an ECTX's port (its frame kind) around `payload`.
+    pub fn frame_for(&self, e: Ectx, payload: &[u8]) -> Result<Vec<u8>> {
         let info = self.info(e)?;
-        let (kind, port) = (info.frame, info.port);
-        let room = packet_size
-            .checked_sub(kind.header_len())
-            .filter(|r| *r > 0)
-            .ok_or_else(|| Error::Invalid(format!("packet size {packet_size} leaves no room after the headers")))?;
-        let chunks: Vec<&[u8]> = if payload.is_empty() { vec![&[][..]] } else { payload.chunks(room).collect() };
-        let mut t = self.engine.next_inject_ps();
-        let n = chunks.len();
-        for (k, c) in chunks.into_iter().enumerate() {
-            let frame = build_frame(kind, kind.header_len() + c.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, port, |i| c[i])?;
-            t += ((frame.len() * 8) as f64 * 1000.0 / self.line_rate) as u64;
-            self.engine.inject(Arrival { time_ps: t, frame, msg_id, eom: k + 1 == n, origin: format!("message {msg_id} packet {k}") });
+        let kind = info.frame;
+        Ok(build_frame(kind, kind.header_len() + payload.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, info.port, |i| payload[i])?)
+    }
+
+    /// Send `payload` as message `msg_id` to an ECTX: split into packets of
+    /// at most `packet_size` bytes (headers included, at most the NIC's
+    /// `pkt_slot_size`) with IP/UDP (or Ethernet) headers to the ECTX's
+    /// port, spaced at the line rate.
+    pub fn send_message(&mut self, e: Ectx, msg_id: u32, payload: &[u8], packet_size: usize) -> Result<()> {
+        let hdr = self.info(e)?.frame.header_len();
+        let slot = self.config().pkt_slot_size as usize;
+        if packet_size > slot {
+            return Err(Error::Limit(format!("packet_size {packet_size} is above the NIC's packet slot (pkt_slot_size {slot})")));
         }
-        Ok(())
+        let room = packet_size
+            .checked_sub(hdr)
+            .filter(|r| *r > 0)
+            .ok_or_else(|| Error::Invalid(format!("packet_size {packet_size} leaves no room after the {hdr} header bytes")))?;
+        let chunks: Vec<&[u8]> = if payload.is_empty() { vec![&[][..]] } else { payload.chunks(room).collect() };
+        let payloads: Vec<Vec<u8>> = chunks.into_iter().map(<[u8]>::to_vec).collect();
+        self.send_payloads(e, msg_id, &payloads)
     }
 
     /// Send message `msg_id` to an ECTX as the given packet payloads (each
     /// gets the ECTX's IP/UDP or Ethernet headers), spaced at the line rate;
     /// the last one ends the message.
     pub fn send_payloads(&mut self, e: Ectx, msg_id: u32, payloads: &[Vec<u8>]) -> Result<()> {
-        let info = self.info(e)?;
-        let (kind, port) = (info.frame, info.port);
-        let mut t = self.engine.next_inject_ps();
-        for (k, c) in payloads.iter().enumerate() {
-            let frame = build_frame(kind, kind.header_len() + c.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, port, |i| c[i])?;
-            t += ((frame.len() * 8) as f64 * 1000.0 / self.line_rate) as u64;
-            let eom = k + 1 == payloads.len();
-            self.engine.inject(Arrival { time_ps: t, frame, msg_id, eom, origin: format!("message {msg_id} packet {k}") });
-        }
-        Ok(())
+        let n = payloads.len();
+        let pkts = payloads
+            .iter()
+            .enumerate()
+            .map(|(k, p)| Ok(Packet { frame: self.frame_for(e, p)?, msg_id, eom: k + 1 == n }))
+            .collect::<Result<Vec<_>>>()?;
+        self.send_packets(pkts, Pacing::LineRate)
     }
 
     /// Feed packets from the generator.
@@ -428,12 +786,13 @@ impl Nic {
         Ok(self.engine.run(None, |_| {})?)
     }
 
-    /// Run for `ns` nanoseconds of NIC time.
+    /// Run for `ns` nanoseconds of NIC time (the NIC clock, in ps, must
+    /// not pass its 64-bit end).
     pub fn run_for(&mut self, ns: u64) -> Result<()> {
         let until = ns
             .checked_mul(1000)
             .and_then(|d| self.engine.now_ps().checked_add(d))
-            .ok_or_else(|| Error::Invalid(format!("run_for({ns} ns) overflows NIC time")))?;
+            .ok_or_else(|| Error::Limit(format!("run_for({ns} ns) runs past the end of NIC time (u64 picoseconds)")))?;
         Ok(self.engine.run(Some(until), |_| {})?)
     }
 
@@ -442,24 +801,71 @@ impl Nic {
         self.engine.now_ps() as f64 / 1000.0
     }
 
+    /// Current NIC time in picoseconds.
+    pub fn now_ps(&self) -> u64 {
+        self.engine.now_ps()
+    }
+
     // -- results ----------------------------------------------------------------
 
-    /// Events since the last call: outbound packets, host writes, completed
-    /// messages, handler errors.
-    pub fn events(&mut self) -> Vec<Event> {
+    fn handle_of(&self, slot: EctxId) -> Ectx {
+        // Every slot an event names was installed through `install`, which
+        // maps it; the map keeps each slot's last holder.
+        self.slots.get(&slot).copied().unwrap_or(Ectx(u32::MAX))
+    }
+
+    /// Take the engine's new events and notifications, mapping its ECTX
+    /// slots to handles while the map is current.
+    fn collect(&mut self) {
         let (out, hw, done) = self.engine.drain_outputs();
-        let errors = &self.engine.errors()[self.errors_seen..];
+        let errors: Vec<_> = self.engine.errors()[self.errors_seen..].to_vec();
         self.errors_seen += errors.len();
-        let mut ev: Vec<Event> = errors.iter().cloned().map(Event::HandlerError).collect();
-        ev.extend(out.into_iter().map(Event::Outbound));
-        ev.extend(hw.into_iter().map(Event::HostWrite));
-        ev.extend(done.into_iter().map(Event::MessageDone));
-        ev
+        for x in errors {
+            let ectx = self.handle_of(x.ectx_id);
+            self.events.push(Event::HandlerError(HandlerError {
+                ectx,
+                ectx_name: x.ectx,
+                msg_id: x.msg_id,
+                handler: x.handler,
+                kind: x.kind,
+                cause: x.cause,
+                detail: x.detail,
+                pc: x.pc,
+                addr: x.addr,
+                time_ns: x.time_ns,
+                hpu: x.hpu,
+            }));
+        }
+        for o in out {
+            let ectx = self.handle_of(o.ectx);
+            self.events.push(Event::Outbound(OutPacket { time_ps: o.time_ps, ectx, dest: o.dest, frame: o.frame }));
+        }
+        for w in hw {
+            let ectx = self.handle_of(w.ectx);
+            self.events.push(Event::HostWrite(HostWrite { time_ps: w.time_ps, ectx, addr: w.addr, value: w.value }));
+        }
+        for d in done {
+            let ectx = self.handle_of(d.ectx);
+            self.events.push(Event::MessageDone(MessageDone { time_ps: d.time_ps, ectx, msg_id: d.msg_id }));
+        }
+        for n in self.engine.poll_notifications() {
+            let ectx = self.handle_of(n.ectx);
+            self.notes.push(Notification { id: n.id, ectx, hpu: n.hpu, time_ps: n.time_ps, data: n.data, host_ref: n.host_ref });
+        }
+    }
+
+    /// Events since the last call: handler errors, then outbound packets,
+    /// host writes and completed messages, each kind in time order within
+    /// a batch.
+    pub fn events(&mut self) -> Vec<Event> {
+        self.collect();
+        std::mem::take(&mut self.events)
     }
 
     /// Host notifications that reached the host.
     pub fn poll_notifications(&mut self) -> Vec<Notification> {
-        self.engine.poll_notifications()
+        self.collect();
+        std::mem::take(&mut self.notes)
     }
 
     /// Run until at least one notification is available (or nothing is left
@@ -467,15 +873,15 @@ impl Nic {
     /// then return those available; empty means none will come.
     pub fn wait_notifications(&mut self) -> Result<Vec<Notification>> {
         loop {
-            let n = self.engine.poll_notifications();
+            let n = self.poll_notifications();
             if !n.is_empty() {
                 return Ok(n);
             }
-            let until = self.engine.now_ps() + 100_000;
+            let until = self.engine.now_ps().saturating_add(100_000);
             self.engine.run(Some(until), |_| {})?;
             if self.engine.is_idle() {
                 // Nothing will come unless the host acts.
-                return Ok(self.engine.poll_notifications());
+                return Ok(self.poll_notifications());
             }
         }
     }
@@ -504,7 +910,7 @@ impl Nic {
         if hpu >= self.engine.hpu_count() {
             return Err(Error::Invalid(format!("no HPU {hpu} (the NIC has {})", self.engine.hpu_count())));
         }
-        Ok(String::from_utf8_lossy(self.engine.hpu_stdout(hpu)).into_owned())
+        Ok(String::from_utf8_lossy(&self.engine.hpu_stdout(hpu)).into_owned())
     }
 
     pub fn hpu_count(&self) -> usize {

@@ -15,9 +15,11 @@ A thin binding over the Rust host API (crate ``softspin-host``)::
 """
 
 from ._native import (
+    BuildError,
     ConfigError,
     Ectx,
     EctxError,
+    Error,
     HandlerError,
     HostMemoryError,
     HostWindow,
@@ -25,19 +27,26 @@ from ._native import (
     Image,
     ImageError,
     InvalidArgumentError,
+    IoError,
+    LimitError,
     MessageDone,
     Nic,
     NicMemoryError,
+    NoEctxError,
     Notification,
     NotificationIter,
     OutboundPacket,
+    OverlapError,
     SimError,
-    SoftspinError,
+    StateError,
+    SymbolError,
     TrafficError,
-    BuildError,
     build,
     __version__,
 )
+
+# The base class's earlier name.
+SoftspinError = Error
 
 __all__ = [
     "Nic",
@@ -51,14 +60,21 @@ __all__ = [
     "Notification",
     "NotificationIter",
     "build",
-    "SoftspinError",
+    "Error",
+    "InvalidArgumentError",
+    "LimitError",
     "ConfigError",
+    "IoError",
     "ImageError",
+    "SymbolError",
+    "OverlapError",
+    "NicMemoryError",
+    "HostMemoryError",
+    "StateError",
+    "NoEctxError",
     "EctxError",
     "TrafficError",
     "SimError",
-    "HostMemoryError",
-    "NicMemoryError",
-    "InvalidArgumentError",
     "BuildError",
+    "SoftspinError",
 ]

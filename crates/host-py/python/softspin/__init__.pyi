@@ -12,34 +12,54 @@ __version__: str
 FrameKind = Literal["ip", "eth"]
 StrPath = str | os.PathLike[str]
 
-class SoftspinError(Exception):
-    """Base class of every error softspin raises."""
+class Error(Exception):
+    """Base class of every error softspin raises (one subclass per error kind)."""
 
-class ConfigError(SoftspinError):
-    """Bad NIC configuration or unknown profile."""
+SoftspinError = Error
 
-class ImageError(SoftspinError):
-    """A handler image could not be read, parsed, or lacks a symbol."""
-
-class EctxError(SoftspinError):
-    """Installing or managing an ECTX failed (missing handler, overlap, state, uninstalled)."""
-
-class TrafficError(SoftspinError):
-    """Bad traffic: generator parameter, trace or pcap file."""
-
-class SimError(SoftspinError):
-    """The simulation rejected a packet (too large for a slot, too short)."""
-
-class HostMemoryError(SoftspinError):
-    """A host address range outside every window, or a buffer that cannot be lent."""
-
-class NicMemoryError(SoftspinError):
-    """A NIC address range outside NIC memory, or handler memory exhausted."""
-
-class InvalidArgumentError(SoftspinError):
+class InvalidArgumentError(Error):
     """An argument softspin cannot use (frame kind, packet size, notification id, HPU index...)."""
 
-class BuildError(SoftspinError):
+class LimitError(Error):
+    """A size, length or time beyond a documented limit (the message names the argument and limit)."""
+
+class ConfigError(Error):
+    """Bad NIC configuration or unknown profile."""
+
+class IoError(Error):
+    """A file (handler image, configuration, trace, pcap) could not be read."""
+
+class ImageError(Error):
+    """Not a usable handler image."""
+
+class SymbolError(Error):
+    """A symbol (or a handler named at install) is not in the image."""
+
+class OverlapError(Error):
+    """The ECTX's code or handler memory overlaps an installed ECTX."""
+
+class NicMemoryError(Error):
+    """A NIC address range outside NIC memory, or handler memory exhausted."""
+
+class HostMemoryError(Error):
+    """A host range outside every window, a window this NIC did not make, or a buffer that cannot be lent."""
+
+class StateError(Error):
+    """The ECTX is in the wrong state (already active, not active, messages in flight)."""
+
+class NoEctxError(Error):
+    """No such ECTX on this NIC (never installed, uninstalled, or another NIC's)."""
+
+class EctxError(Error):
+    """Any other install problem (no handler given, image for another cluster count, undecodable code)."""
+
+class TrafficError(Error):
+    """Bad traffic: generator parameter, trace or pcap file."""
+
+class SimError(Error):
+    """The simulation rejected a packet (too large for a slot, too short)."""
+
+class BuildError(Error):
     """Compiling or linking a handler image failed (diagnostics went to stderr)."""
 
 def build(
@@ -135,23 +155,32 @@ class MessageDone:
 
 @final
 class HandlerError:
-    """A handler invocation that faulted or ran out of its watchdog budget."""
+    """A handler invocation that faulted or ran out of its watchdog budget, or a message that timed out."""
 
     @property
-    def ectx(self) -> str:
-        """The ECTX's name."""
+    def ectx(self) -> Ectx | None:
+        """The ECTX (the handle install returned, even if uninstalled since)."""
     @property
-    def handler(self) -> str: ...
+    def ectx_name(self) -> str: ...
+    @property
+    def msg_id(self) -> int: ...
+    @property
+    def handler(self) -> str | None: ...
+    @property
+    def kind(self) -> str:
+        """The cause as a name: "store_access", "watchdog", "message_timeout", "wait_timeout", "aborted", "rejected_*"..."""
     @property
     def cause(self) -> str: ...
     @property
-    def pc(self) -> int: ...
+    def detail(self) -> str | None: ...
     @property
-    def addr(self) -> int: ...
+    def pc(self) -> int | None: ...
+    @property
+    def addr(self) -> int | None: ...
     @property
     def time_ns(self) -> float: ...
     @property
-    def hpu(self) -> int: ...
+    def hpu(self) -> int | None: ...
 
 Event = OutboundPacket | HostWrite | MessageDone | HandlerError
 
