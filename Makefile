@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup bench-hpu bench-sim validation benchmarks
+.PHONY: main test setup bench-hpu bench-sim validation benchmarks fuzz
 main:
 	scripts/main.sh
 test:
@@ -15,3 +15,6 @@ validation: setup
 	python3 scripts/validation.py
 benchmarks: setup
 	.venv/bin/python scripts/benchmarks.py
+# Every fuzz target for 5 minutes (scripts/fuzz.sh --smoke is CI's short run).
+fuzz:
+	scripts/fuzz.sh 300
