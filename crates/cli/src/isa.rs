@@ -23,6 +23,7 @@ pub enum IsaCmd {
     /// 0 but the status is not), or 70 with a one-line diagnosis if the guest
     /// faults.
     Run {
+        /// Bare-metal RV32 ELF (built with `softspin build --bare` or any RV32IMAC toolchain).
         file: PathBuf,
         /// Watchdog: fault after this many instructions.
         #[arg(long, default_value_t = 20_000_000_000)]
@@ -43,6 +44,7 @@ pub enum IsaCmd {
     /// cycles=C loads=L stores=S` (or the error in place of `returned`).
     #[command(after_help = crate::exit::HANDLER_HELP)]
     Handler {
+        /// Handler image (from `softspin build`).
         image: PathBuf,
         /// Handler symbol to call.
         #[arg(long)]
@@ -74,6 +76,9 @@ pub enum IsaCmd {
         /// Watchdog: instruction budget of the invocation.
         #[arg(long, default_value_t = 100_000_000)]
         watchdog: u64,
+        /// HPU stack size in bytes (overrides the profile's hpu_stack_size).
+        #[arg(long)]
+        stack_size: Option<u32>,
     },
 }
 
@@ -114,13 +119,16 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
                 s => anyhow::bail!("unexpected stop {s:?}"),
             }
         }
-        IsaCmd::Handler { image, handler, kind, packet, packet_size, profile, config, scratchpad, host_size, watchdog } => {
+        IsaCmd::Handler { image, handler, kind, packet, packet_size, profile, config, scratchpad, host_size, watchdog, stack_size } => {
             let img = crate::sim::load_image(&image)?;
             let pkt = match packet {
                 Some(p) => std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
                 None => (0..packet_size).map(|i| i as u8).collect(),
             };
-            let cfg = crate::sim::nic_config(profile.as_deref(), config.as_deref())?;
+            let mut cfg = crate::sim::nic_config(profile.as_deref(), config.as_deref())?;
+            if let Some(n) = stack_size {
+                cfg.hpu_stack_size = n;
+            }
             let kind = kind.unwrap_or(if handler.ends_with("_hh") {
                 KindArg::Hh
             } else if handler.ends_with("_th") {
@@ -173,9 +181,8 @@ fn run_handler(
     engine.inject(Arrival { time_ps: 0, frame: pkt, msg_id: 0, eom: true, origin: "--packet".into() });
     engine.run(None, |_| {})?;
 
-    for h in 0..engine.hpu_count() {
-        print!("{}", String::from_utf8_lossy(engine.hpu_stdout(h)));
-    }
+    let out: Vec<u8> = engine.drain_output().into_iter().flat_map(|r| r.bytes).collect();
+    print!("{}", String::from_utf8_lossy(&out));
     for o in engine.outbound() {
         println!("outbound packet: dest={} len={}", o.dest, o.frame.len());
     }
@@ -218,5 +225,15 @@ fn run_handler(
 
 /// One handler error in words: cause, where, and what to do about it.
 pub(crate) fn handler_error_text(e: &HandlerError) -> String {
-    format!("{} at pc=0x{:08x} addr=0x{:08x}", e.cause, e.pc, e.addr)
+    let mut s = e.cause.clone();
+    if let Some(pc) = e.pc {
+        s += &format!(" at pc=0x{pc:08x}");
+    }
+    if let Some(a) = e.addr {
+        s += &format!(" addr=0x{a:08x}");
+    }
+    if let Some(d) = &e.detail {
+        s += &format!(": {d}");
+    }
+    s
 }

@@ -53,6 +53,16 @@ impl Granules {
     }
 }
 
+/// HPU `h`'s stack (global HPU index): its lowest NIC address and its size.
+/// The stacks of a cluster follow its runtime areas in L1, one per HPU;
+/// a task maps exactly its own, so an overflow faults below it.
+pub(super) fn hpu_stack(cfg: &NicConfig, h: usize) -> (u32, u32) {
+    let cl = (h / cfg.hpus_per_cluster as usize) as u32;
+    let hid = (h % cfg.hpus_per_cluster as usize) as u32;
+    let off = cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid * cfg.hpu_stack_size;
+    (abi::L1_BASE + cl * abi::L1_CLUSTER_STRIDE + off, cfg.hpu_stack_size)
+}
+
 impl Engine {
     pub(super) fn kick_scheduler(&mut self) {
         let c = &mut self.core;
@@ -185,6 +195,40 @@ impl Engine {
         }
     }
 
+    /// Explain a handler fault where the address says more than the fault
+    /// kind: an access just below the HPU's stack is a stack overflow, one
+    /// near address 0 while the ECTX has no scratchpad on this cluster is
+    /// most likely `task->scratchpad[...]` (NULL). `None`: nothing to add.
+    /// (`HandlerError::detail`; called where faults become errors.)
+    pub(super) fn fault_detail(&self, h: usize, ectx: EctxId, f: &Fault) -> Option<String> {
+        use softspin_hpu::FaultKind as K;
+        if !matches!(f.kind, K::LoadAccess | K::StoreAccess | K::LoadDenied | K::StoreDenied | K::Misaligned) {
+            return None;
+        }
+        let cfg = &self.core.cfg;
+        let (bottom, size) = hpu_stack(cfg, h);
+        // The guard: one stack size or 1 KiB below the stack, whichever is
+        // larger (a frame rarely skips more than that).
+        let guard = size.max(1024);
+        if f.addr < bottom && f.addr >= bottom.saturating_sub(guard) {
+            return Some(format!(
+                "stack overflow: HPU stack is {size} bytes (hpu_stack_size / --stack-size), the access at 0x{:08x} is {} bytes below it",
+                f.addr,
+                bottom - f.addr
+            ));
+        }
+        let cl = h / cfg.hpus_per_cluster as usize;
+        let e = self.core.ectxs.get(ectx)?.as_ref()?;
+        if f.addr < 0x1000 && e.scratch.get(cl).is_none_or(|s| s.size == 0) {
+            return Some(format!(
+                "address 0x{:08x} is near NULL, and ECTX `{}` has no scratchpad on cluster {cl} (task->scratchpad[{cl}] is NULL): give it one with --scratchpad (scenario: scratchpad = [...])",
+                f.addr,
+                e.name()
+            ));
+        }
+        None
+    }
+
     /// Prepare HPU `h` for task `t`: task descriptor, memory windows, call.
     pub(super) fn start_task(&mut self, h: usize, t: usize) {
         let c = &mut self.core;
@@ -195,7 +239,8 @@ impl Engine {
         let hid = h % cfg.hpus_per_cluster as usize;
         let l1base = abi::L1_BASE + cl as u32 * abi::L1_CLUSTER_STRIDE;
         let rt_off = cfg.l1_pkt_buffer + hid as u32 * cfg.runtime_area();
-        let stack_off = cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid as u32 * cfg.hpu_stack_size;
+        let (stack_base, _) = hpu_stack(cfg, h);
+        let stack_off = stack_base - l1base;
         let pkt_l1 = l1base + task.l1.0;
         let l2_pkt = abi::L2_PKT_BASE + task.her.slot * cfg.pkt_slot_size;
         // task_t (one writer: abi::TaskDescriptor, checked against the C
