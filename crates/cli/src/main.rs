@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod build;
 mod isa;
+mod results;
 mod sim;
 
 #[derive(Parser)]

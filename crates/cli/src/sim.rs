@@ -121,9 +121,27 @@ pub struct SimArgs {
     /// Write the packets the handlers sent to a pcap file.
     #[arg(long)]
     pcap_out: Option<PathBuf>,
-    /// Print each HPU's printf output.
+    /// Print handler output (printf) on stdout as the run goes, in NIC-time
+    /// order, each line prefixed with `[TIME ns ECTX msg ID hpu N]`.
     #[arg(long)]
     stdout: bool,
+    /// Write one JSON line per message: msg_id, ectx, packets,
+    /// first_arrival_ns/last_arrival_ns (packet-buffer admission),
+    /// completion_ns (null if reset or unfinished), errors, host_writes
+    /// ({addr, value}; at most 256 listed, *_total counts all).
+    #[arg(long, value_name = "FILE.jsonl")]
+    records: Option<PathBuf>,
+    /// After the run, write each ECTX's host window, raw (several ECTXs:
+    /// FILE.NAME each).
+    #[arg(long, value_name = "FILE")]
+    dump_host: Option<PathBuf>,
+    /// After the run, write each ECTX's L2 handler memory, raw (several
+    /// ECTXs: FILE.NAME each).
+    #[arg(long, value_name = "FILE")]
+    dump_handler_mem: Option<PathBuf>,
+    /// HPU stack size in bytes (overrides the profile's hpu_stack_size).
+    #[arg(long)]
+    stack_size: Option<u32>,
     /// Stop at this NIC time (ns) even if traffic remains [default: run until idle].
     #[arg(long)]
     until_ns: Option<u64>,
@@ -197,7 +215,11 @@ pub(crate) fn load_image(p: &Path) -> anyhow::Result<ElfImage> {
 }
 
 pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let cfg = nic_config(a.profile.as_deref(), a.config.as_deref())?;
+    let mut cfg = nic_config(a.profile.as_deref(), a.config.as_deref())?;
+    if let Some(n) = a.stack_size {
+        // Validated with the rest of the configuration by Engine::new.
+        cfg.hpu_stack_size = n;
+    }
     let mut engine = Engine::new(cfg.clone())?;
     let mut specs = Vec::new();
     if let Some(path) = &a.scenario {
@@ -237,11 +259,13 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         s.msg_timeout_ns = a.timeout_ns;
         specs.push(s);
     }
+    let mut ectx_ids = Vec::new();
     for s in specs {
         let (base, size) = s.host_window;
         // Install validates the spec (sizes, times, symbols) before the
         // host window is allocated.
         let id = engine.install(s)?;
+        ectx_ids.push(id);
         engine.add_host_buffer(base, Box::new(zeroed(size)?)).map_err(anyhow::Error::msg)?;
         engine.activate(id)?;
     }
@@ -298,20 +322,28 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     engine.set_source(source)?;
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
-    engine.run(until_ps.map(|p| p.0), |done| bar.set_position(done))?;
+    // Records and output are written while the run goes (bounded memory).
+    let mut sinks = crate::results::Sinks::new(&mut engine, a.records.as_deref(), a.stdout)?;
+    let mut sink_err = None;
+    engine.run_with(until_ps.map(|p| p.0), |e| {
+        bar.set_position(e.stats().packets_done);
+        if sink_err.is_none() {
+            sink_err = sinks.drain(e, false).err();
+        }
+    })?;
     bar.finish_and_clear();
+    if let Some(e) = sink_err {
+        return Err(e);
+    }
+    sinks.drain(&mut engine, true)?;
+    if let Some(p) = &a.dump_host {
+        crate::results::dump_host(&mut engine, &ectx_ids, p)?;
+    }
+    if let Some(p) = &a.dump_handler_mem {
+        crate::results::dump_handler_mem(&engine, &ectx_ids, p)?;
+    }
 
     let report = engine.report();
-    if a.stdout {
-        for h in 0..engine.hpu_count() {
-            let out = engine.hpu_stdout(h);
-            if !out.is_empty() {
-                for line in String::from_utf8_lossy(out).lines() {
-                    eprintln!("[hpu {h:2}] {line}");
-                }
-            }
-        }
-    }
     if let Some(p) = &a.timeline {
         let doc = serde_json::json!({ "traceEvents": engine.timeline(), "displayTimeUnit": "ns" });
         std::fs::write(p, serde_json::to_vec(&doc)?).with_context(|| format!("writing {}", p.display()))?;

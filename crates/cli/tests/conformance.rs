@@ -279,7 +279,7 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
         let want = payload.iter().filter(|&&b| b as usize == v).count() as u32;
         assert_eq!(u32::from_le_bytes(bins[v * 4..v * 4 + 4].try_into().unwrap()), want, "bin {v}");
     }
-    let text: String = (0..e.hpu_count()).map(|h| String::from_utf8_lossy(e.hpu_stdout(h)).into_owned()).collect();
+    let text: String = e.output().map(|r| String::from_utf8_lossy(&r.bytes).into_owned()).collect();
     assert!(text.contains("[pspin-style] message start on cluster 0 hpu 0") && text.contains("packets: 1"), "{text}");
     let _ = std::fs::remove_dir_all(&out);
 }

@@ -26,9 +26,12 @@ __handler__ void task_dump_ph(handler_args_t *args)
  * stack hits the guard. */
 __handler__ void stack_hog_ph(handler_args_t *args)
 {
-    volatile uint8_t buf[4096];
+    uint8_t buf[4096];
+    /* The array escapes, so the compiler keeps all 4 KiB of it. */
+    __asm__ volatile("" : : "r"(buf) : "memory");
     for (int i = 4095; i >= 0; i -= 64)
-        buf[i] = (uint8_t)i;
+        ((volatile uint8_t *)buf)[i] = (uint8_t)i;
+    __asm__ volatile("" : : "r"(buf) : "memory");
     (void)args;
 }
 

@@ -41,6 +41,87 @@ pub(super) struct Mpq {
     pub(super) last_activity: u64,
     /// This MPQ's entry in `Core::timers`.
     pub(super) timer: Option<u64>,
+    /// What the message's record will say (arrivals always; errors and
+    /// host writes only with the message log on).
+    pub(super) rec: MessageRecord,
+}
+
+/// Most errors and host writes a message record lists (the totals count
+/// every one): keeps a record's memory bounded whatever handlers do.
+pub const MAX_RECORD_ITEMS: usize = 256;
+
+/// One message from its first packet to its end, for per-message results
+/// (`Engine::enable_message_log`, `softspin sim --records`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct MessageRecord {
+    #[serde(skip)]
+    pub ectx: EctxId,
+    pub msg_id: u32,
+    /// When its first and last packets got a packet-buffer slot (ps).
+    pub first_arrival_ps: u64,
+    pub last_arrival_ps: u64,
+    pub packets: u32,
+    /// When its last handler finished; `None` if the message was reset
+    /// (timeout) or the run ended first.
+    pub completion_ps: Option<u64>,
+    /// Handler and message errors, in order (at most [`MAX_RECORD_ITEMS`]).
+    pub errors: Vec<HandlerError>,
+    pub errors_total: u64,
+    /// Host-direct writes (address, value), in order (at most [`MAX_RECORD_ITEMS`]).
+    pub host_writes: Vec<(u64, u64)>,
+    pub host_writes_total: u64,
+}
+
+impl Core {
+    /// The open message of (`ectx`, `msg_id`), to attach an error or a host
+    /// write to its record; `None` when the message log is off or the
+    /// message already ended.
+    pub(super) fn message_record(&mut self, ectx: EctxId, msg_id: u32) -> Option<&mut MessageRecord> {
+        if self.msg_log.is_none() {
+            return None;
+        }
+        let m = *self.msg_map.get(&(ectx, msg_id))?;
+        Some(&mut self.mpqs[m].rec)
+    }
+
+    pub(super) fn record_host_write(&mut self, ectx: EctxId, msg_id: u32, addr: u64, value: u64) {
+        if let Some(r) = self.message_record(ectx, msg_id) {
+            r.host_writes_total += 1;
+            if r.host_writes.len() < MAX_RECORD_ITEMS {
+                r.host_writes.push((addr, value));
+            }
+        }
+    }
+
+    pub(super) fn record_message_error(&mut self, e: &HandlerError) {
+        if let Some(r) = self.message_record(e.ectx_id, e.msg_id) {
+            r.errors_total += 1;
+            if r.errors.len() < MAX_RECORD_ITEMS {
+                r.errors.push(e.clone());
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Keep a [`MessageRecord`] for every message that ends (completes or is
+    /// reset), to be taken with [`Engine::drain_message_log`].
+    pub fn enable_message_log(&mut self) {
+        self.core.msg_log.get_or_insert_with(Vec::new);
+    }
+
+    /// Take the records of messages ended so far, in the order they ended.
+    pub fn drain_message_log(&mut self) -> Vec<MessageRecord> {
+        self.core.msg_log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    /// Records of the messages still open (no completion), e.g. when a run
+    /// ended at `until_ps`.
+    pub fn open_message_records(&self) -> Vec<MessageRecord> {
+        let mut v: Vec<MessageRecord> = self.core.mpqs.iter().filter(|q| q.active).map(|q| q.rec.clone()).collect();
+        v.sort_by_key(|r| (r.first_arrival_ps, r.msg_id));
+        v
+    }
 }
 
 impl Core {
@@ -90,10 +171,16 @@ impl Engine {
                 q.eom = None;
                 q.th_started = false;
                 q.timer = None;
+                let arrival = c.slots[her.slot as usize].arrival_ps;
+                q.rec = MessageRecord { ectx: her.ectx, msg_id: her.msg_id, first_arrival_ps: arrival, ..Default::default() };
                 c.msg_map.insert(key, m);
                 m
             }
         };
+        let arrival = c.slots[her.slot as usize].arrival_ps;
+        let rec = &mut c.mpqs[m].rec;
+        rec.last_arrival_ps = arrival;
+        rec.packets += 1;
         let e = c.ectx(her.ectx);
         let (has_hh, has_ph, has_th) = (e.entries[0].is_some(), e.entries[1].is_some(), e.entries[2].is_some());
         let timeout = e.spec.msg_timeout_ns;
@@ -188,6 +275,11 @@ impl Engine {
                 c.completions.push(MessageDone { time_ps: c.now, ectx, msg_id: key.1 });
             }
         }
+        if let Some(log) = &mut c.msg_log {
+            let mut rec = std::mem::take(&mut c.mpqs[m].rec);
+            rec.completion_ps = completed.then_some(c.now);
+            log.push(rec);
+        }
         if let Some(e) = c.ectxs[ectx].as_mut() {
             e.open_messages -= 1;
         }
@@ -241,7 +333,7 @@ impl Engine {
                 self.core.slots[h.slot as usize].aborted = true;
                 self.release_ref(h.slot, now);
             }
-            self.core.record_error(ectx, format!("message {msg}"), crate::stats::ErrorCause::MessageTimeout, 0, 0, u32::MAX);
+            self.core.record_error(now, ectx, msg, crate::stats::ErrorCause::MessageTimeout, None, None, None);
             self.free_mpq(m, false);
         }
         self.core.arm_timer();

@@ -1,0 +1,154 @@
+//! Results of `softspin sim` without a host program: per-message records
+//! (`--records FILE.jsonl`), handler output on stdout in NIC-time order
+//! (`--stdout`), and dumps of host memory and handler memory after the run
+//! (`--dump-host`, `--dump-handler-mem`). Records and output are streamed
+//! while the engine runs, so memory stays bounded by the messages and
+//! output in flight, not by the length of the run.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+
+use anyhow::Context;
+use softspin_engine::engine::{MessageRecord, OutputRecord};
+use softspin_engine::{EctxId, Engine};
+
+/// Bytes read from the engine per step when dumping memory.
+const DUMP_CHUNK: usize = 1 << 20;
+
+/// Where results go while the engine runs.
+pub struct Sinks {
+    records: Option<(PathBuf, BufWriter<File>)>,
+    stdout: bool,
+    /// Output drained from the engine but not yet printed: a later drain
+    /// may still bring earlier writes (HPUs run ahead in quanta).
+    pending: Vec<OutputRecord>,
+}
+
+impl Sinks {
+    pub fn new(engine: &mut Engine, records: Option<&Path>, stdout: bool) -> anyhow::Result<Sinks> {
+        let records = match records {
+            Some(p) => {
+                engine.enable_message_log();
+                let f = File::create(p).with_context(|| format!("creating --records file {}", p.display()))?;
+                Some((p.to_path_buf(), BufWriter::new(f)))
+            }
+            None => None,
+        };
+        Ok(Sinks { records, stdout, pending: Vec::new() })
+    }
+
+    /// Write what the engine has finished so far; `last`: the run ended,
+    /// write everything (messages still open get records without a
+    /// completion).
+    pub fn drain(&mut self, engine: &mut Engine, last: bool) -> anyhow::Result<()> {
+        if let Some((path, w)) = &mut self.records {
+            let mut recs = engine.drain_message_log();
+            if last {
+                recs.extend(engine.open_message_records());
+            }
+            for r in &recs {
+                let line = record_json(engine, r);
+                writeln!(w, "{line}").with_context(|| format!("writing {}", path.display()))?;
+            }
+            if last {
+                w.flush().with_context(|| format!("writing {}", path.display()))?;
+            }
+        }
+        if self.stdout {
+            self.pending.extend(engine.drain_output());
+            // Writes at or after the current instant may still be preceded
+            // by writes of HPUs that have not run up to it yet.
+            let now = engine.now_ps();
+            self.pending.sort_by_key(|r| (r.time_ps, r.hpu));
+            let ready = if last { self.pending.len() } else { self.pending.partition_point(|r| r.time_ps < now) };
+            let out = std::io::stdout();
+            let mut out = out.lock();
+            for r in self.pending.drain(..ready) {
+                print_output(&mut out, engine, &r)?;
+            }
+            out.flush()?;
+        }
+        Ok(())
+    }
+}
+
+/// One JSON line of `--records`.
+fn record_json(engine: &Engine, r: &MessageRecord) -> serde_json::Value {
+    let ns = |ps: u64| ps as f64 / 1000.0;
+    let name = engine.ectx(r.ectx).map(|e| e.name().to_string()).unwrap_or_default();
+    serde_json::json!({
+        "msg_id": r.msg_id,
+        "ectx": name,
+        "packets": r.packets,
+        "first_arrival_ns": ns(r.first_arrival_ps),
+        "last_arrival_ns": ns(r.last_arrival_ps),
+        "completion_ns": r.completion_ps.map(ns),
+        "errors": r.errors,
+        "errors_total": r.errors_total,
+        "host_writes": r.host_writes.iter().map(|&(addr, value)| serde_json::json!({"addr": addr, "value": value})).collect::<Vec<_>>(),
+        "host_writes_total": r.host_writes_total,
+    })
+}
+
+/// One `write` of a handler, each line prefixed with NIC time, ECTX,
+/// message and HPU.
+fn print_output(out: &mut impl Write, engine: &Engine, r: &OutputRecord) -> std::io::Result<()> {
+    let name = engine.ectx(r.ectx).map(|e| e.name()).unwrap_or("?");
+    let text = String::from_utf8_lossy(&r.bytes);
+    for line in text.lines() {
+        writeln!(out, "[{:.3} ns {name} msg {} hpu {}] {line}", r.time_ps as f64 / 1000.0, r.msg_id, r.hpu)?;
+    }
+    Ok(())
+}
+
+/// The file for one ECTX's dump: `path` itself with one ECTX, else
+/// `path.NAME`.
+fn dump_path(path: &Path, name: &str, several: bool) -> PathBuf {
+    if several {
+        let mut s = path.as_os_str().to_owned();
+        s.push(format!(".{name}"));
+        PathBuf::from(s)
+    } else {
+        path.to_path_buf()
+    }
+}
+
+/// `--dump-host`: each ECTX's host window, raw.
+pub fn dump_host(engine: &mut Engine, ectxs: &[EctxId], path: &Path) -> anyhow::Result<()> {
+    for &id in ectxs {
+        let Some(e) = engine.ectx(id) else { continue };
+        let (base, size) = e.spec.host_window;
+        let p = dump_path(path, e.name(), ectxs.len() > 1);
+        let mut w = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-host file {}", p.display()))?);
+        let mut buf = vec![0u8; DUMP_CHUNK];
+        let mut off = 0u64;
+        while off < size {
+            let n = (size - off).min(DUMP_CHUNK as u64) as usize;
+            engine.host_memory().read(base + off, &mut buf[..n]);
+            w.write_all(&buf[..n]).with_context(|| format!("writing {}", p.display()))?;
+            off += n as u64;
+        }
+        w.flush().with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
+
+/// `--dump-handler-mem`: each ECTX's L2 handler memory, raw.
+pub fn dump_handler_mem(engine: &Engine, ectxs: &[EctxId], path: &Path) -> anyhow::Result<()> {
+    for &id in ectxs {
+        let Some(e) = engine.ectx(id) else { continue };
+        let (base, size) = e.handler_mem;
+        let p = dump_path(path, e.name(), ectxs.len() > 1);
+        let mut w = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-handler-mem file {}", p.display()))?);
+        let mut off = 0u32;
+        while off < size {
+            let n = (size - off).min(DUMP_CHUNK as u32);
+            let bytes = engine.read_nic(base + off, n as usize).context("handler memory lies in NIC memory")?;
+            w.write_all(&bytes).with_context(|| format!("writing {}", p.display()))?;
+            off += n;
+        }
+        w.flush().with_context(|| format!("writing {}", p.display()))?;
+    }
+    Ok(())
+}
