@@ -9,8 +9,10 @@
 # The toolchain is stable Rust, so no sanitizer (`-s none`; ASan needs
 # nightly): libFuzzer still gets coverage, and Rust's own checks (bounds,
 # overflow-checks and debug-assertions in fuzz/Cargo.toml) turn bugs into
-# panics. Every target runs with -rss_limit_mb=1024 -malloc_limit_mb=1024,
-# so a single allocation of 1 GiB or more is a finding too.
+# panics. Memory is capped like `ulimit -v 1G`: fuzz/src/lib.rs's allocator
+# refuses allocations past 1 GiB live (an infallible one then aborts: a
+# finding), and -rss_limit_mb=1024 (-malloc_limit_mb=1024 only takes effect
+# with a sanitizer, i.e. on nightly).
 # New corpus entries go to fuzz/work/TARGET (not committed); the committed
 # seeds are fuzz/corpus/TARGET; crashes land in fuzz/artifacts/TARGET/, and
 # `cargo fuzz run -s none TARGET fuzz/artifacts/TARGET/crash-...` replays one.

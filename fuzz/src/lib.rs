@@ -5,7 +5,7 @@
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::path::PathBuf;
 
 use softspin_engine::traffic::{build_frame, Arrival, FrameKind, Source, TrafficError};
@@ -89,34 +89,50 @@ pub fn debug(what: &str) {
     }
 }
 
-/// Allocations above this, alone or in total, are findings: the NIC must
-/// refuse sizes it cannot hold (issue 10: "under a memory limit of 1 GB no
-/// handler, flag, file or API call can make the process die of
-/// allocation"). libFuzzer's own -malloc_limit_mb needs a sanitizer's malloc
-/// hooks, which stable Rust does not have, so this allocator enforces it.
+/// Memory the process may hold, like `ulimit -v 1G` (issue 10: "under a
+/// memory limit of 1 GB no handler, flag, file or API call can make the
+/// process die of allocation"). An allocation past it fails: fallible paths
+/// (`try_reserve`) must turn that into an error, infallible ones abort with
+/// "memory allocation of N bytes failed", which libFuzzer records as a
+/// crash. (libFuzzer's own -malloc_limit_mb needs a sanitizer's malloc
+/// hooks, which stable Rust does not have.) With SOFTSPIN_FUZZ_DEBUG set,
+/// each refusal prints its size and stack.
 pub const ALLOC_LIMIT: usize = 1 << 30;
 
 struct LimitedAlloc;
 static LIVE: AtomicUsize = AtomicUsize::new(0);
+/// A refusal report is being printed (its own allocations pass).
+static REPORTING: AtomicBool = AtomicBool::new(false);
 
-fn over_limit(size: usize) -> ! {
-    let live = LIVE.load(Ordering::Relaxed);
-    eprintln!("==softspin-fuzz== allocation of {size} bytes with {live} bytes live exceeds the {ALLOC_LIMIT}-byte limit");
-    eprintln!("{}", std::backtrace::Backtrace::force_capture());
-    std::process::abort()
+/// Count `size` more bytes; false (and nothing counted) past the limit.
+fn charge(size: usize) -> bool {
+    if LIVE.fetch_add(size, Ordering::Relaxed) + size <= ALLOC_LIMIT || REPORTING.load(Ordering::Relaxed) {
+        return true;
+    }
+    LIVE.fetch_sub(size, Ordering::Relaxed);
+    if !REPORTING.swap(true, Ordering::Relaxed) {
+        if std::env::var_os("SOFTSPIN_FUZZ_DEBUG").is_some() {
+            let live = LIVE.load(Ordering::Relaxed);
+            eprintln!("==softspin-fuzz== refused {size} bytes ({live} live, limit {ALLOC_LIMIT})");
+            eprintln!("{}", std::backtrace::Backtrace::force_capture());
+        }
+        REPORTING.store(false, Ordering::Relaxed);
+    }
+    false
 }
 
-// SAFETY: forwards to the system allocator; only counts and refuses.
+// SAFETY: forwards to the system allocator; only counts and refuses (a
+// refusal is a null pointer, as from an exhausted system allocator).
 unsafe impl GlobalAlloc for LimitedAlloc {
     unsafe fn alloc(&self, l: Layout) -> *mut u8 {
-        if LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size() > ALLOC_LIMIT {
-            over_limit(l.size());
+        if !charge(l.size()) {
+            return std::ptr::null_mut();
         }
         System.alloc(l)
     }
     unsafe fn alloc_zeroed(&self, l: Layout) -> *mut u8 {
-        if LIVE.fetch_add(l.size(), Ordering::Relaxed) + l.size() > ALLOC_LIMIT {
-            over_limit(l.size());
+        if !charge(l.size()) {
+            return std::ptr::null_mut();
         }
         System.alloc_zeroed(l)
     }
@@ -125,13 +141,16 @@ unsafe impl GlobalAlloc for LimitedAlloc {
         System.dealloc(p, l)
     }
     unsafe fn realloc(&self, p: *mut u8, l: Layout, new: usize) -> *mut u8 {
-        if new > l.size() && LIVE.fetch_add(new - l.size(), Ordering::Relaxed) + (new - l.size()) > ALLOC_LIMIT {
-            over_limit(new);
+        if new > l.size() && !charge(new - l.size()) {
+            return std::ptr::null_mut();
         }
-        if new < l.size() {
+        let q = System.realloc(p, l, new);
+        if q.is_null() && new > l.size() {
+            LIVE.fetch_sub(new - l.size(), Ordering::Relaxed);
+        } else if !q.is_null() && new < l.size() {
             LIVE.fetch_sub(l.size() - new, Ordering::Relaxed);
         }
-        System.realloc(p, l, new)
+        q
     }
 }
 
