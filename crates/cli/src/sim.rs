@@ -74,7 +74,7 @@ pub struct SimArgs {
     /// packet slot (pkt_slot_size: 2048 B for pspin and fpspin).
     #[arg(long, default_value_t = 1024)]
     size: usize,
-    /// Generator: line rate in Gbit/s [default: the profile's line_rate_gbps, 400 for pspin, 100 for fpspin].
+    /// Generator: line rate in Gbit/s (`inf`: every packet at time 0) [default: the profile's line_rate_gbps, 400 for pspin, 100 for fpspin].
     #[arg(long)]
     rate: Option<f64>,
     /// Frames start at the IP header (PsPIN's host-order layout) or the Ethernet header (FPsPIN, wire format).
