@@ -11,8 +11,8 @@
 # overflow-checks and debug-assertions in fuzz/Cargo.toml) turn bugs into
 # panics. Memory is capped like `ulimit -v 1G`: fuzz/src/lib.rs's allocator
 # refuses allocations past 1 GiB live (an infallible one then aborts: a
-# finding), and -rss_limit_mb=1024 (-malloc_limit_mb=1024 only takes effect
-# with a sanitizer, i.e. on nightly).
+# finding); -rss_limit_mb=2048 leaves it room and catches leaks across runs
+# (-malloc_limit_mb=1024 only takes effect with a sanitizer, i.e. nightly).
 # New corpus entries go to fuzz/work/TARGET (not committed); the committed
 # seeds are fuzz/corpus/TARGET; crashes land in fuzz/artifacts/TARGET/, and
 # `cargo fuzz run -s none TARGET fuzz/artifacts/TARGET/crash-...` replays one.
@@ -48,7 +48,7 @@ for t in "${targets[@]}"; do
     echo "== fuzz $t for ${secs}s"
     set +e
     cargo fuzz run -s none "$t" "work/$t" "corpus/$t" -- \
-        -max_total_time="$secs" -rss_limit_mb=1024 -malloc_limit_mb=1024 -timeout=10 \
+        -max_total_time="$secs" -rss_limit_mb=2048 -malloc_limit_mb=1024 -timeout=10 \
         -print_final_stats=1 >"$log" 2>&1
     rc=$?
     set -e
