@@ -4,7 +4,7 @@
 # allocation, a leak of the RSS limit or a hang.
 #
 #   scripts/fuzz.sh [SECONDS] [TARGET...]   each target SECONDS (default 60)
-#   scripts/fuzz.sh --smoke                 each target 15 s (CI: scripts/test.sh)
+#   scripts/fuzz.sh --smoke                 each target 10 s (CI: scripts/test.sh)
 #
 # The toolchain is stable Rust, so no sanitizer (`-s none`; ASan needs
 # nightly): libFuzzer still gets coverage, and Rust's own checks (bounds,
@@ -21,7 +21,7 @@ cd "$(dirname "$0")/.."
 
 secs=60
 if [[ ${1:-} == --smoke ]]; then
-    secs=15
+    secs=10
     shift
 elif [[ ${1:-} =~ ^[0-9]+$ ]]; then
     secs=$1
