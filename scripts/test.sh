@@ -23,3 +23,6 @@ cargo test --profile checked --workspace
 
 echo "== Python host API and examples (pytest)"
 .venv/bin/python -m pytest -q crates/host-py/tests examples/ping_pong
+
+echo "== fuzz smoke (every target briefly; make fuzz runs them longer)"
+scripts/fuzz.sh --smoke
