@@ -69,13 +69,12 @@ pub struct SimArgs {
     /// Generator: packets per message.
     #[arg(long, default_value_t = 1)]
     packets: u32,
-    /// Generator: frame size in bytes, headers included (IP frames: 28 B of
-    /// IPv4 + UDP headers; Ethernet frames: 42 B). At most the profile's
-    /// packet slot (pkt_slot_size: 2048 B for pspin and fpspin).
-    #[arg(long, default_value_t = 1024)]
+    /// Generator: frame size in bytes, headers included. The limits come
+    /// from the profiles (see `profile_help`).
+    #[arg(long, default_value_t = 1024, help = profile_help(HelpFor::Size))]
     size: usize,
-    /// Generator: line rate in Gbit/s (`inf`: every packet at time 0) [default: the profile's line_rate_gbps, 400 for pspin, 100 for fpspin].
-    #[arg(long)]
+    /// Generator: line rate in Gbit/s (see `profile_help`).
+    #[arg(long, help = profile_help(HelpFor::Rate))]
     rate: Option<f64>,
     /// Frames start at the IP header (PsPIN's host-order layout) or the Ethernet header (FPsPIN, wire format).
     #[arg(long, value_enum, default_value = "ip")]
@@ -148,6 +147,30 @@ pub struct SimArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+}
+
+enum HelpFor {
+    Size,
+    Rate,
+}
+
+/// Flag help that quotes the profiles' values, so it cannot drift from them.
+fn profile_help(what: HelpFor) -> String {
+    let (p, f) = (NicConfig::pspin(), NicConfig::fpspin());
+    match what {
+        HelpFor::Size => format!(
+            "Generator: frame size in bytes, headers included (IP frames: {} B of IPv4 + UDP headers; Ethernet frames: {} B). \
+             At most the profile's packet slot (pkt_slot_size: {} B for pspin, {} B for fpspin)",
+            softspin_engine::traffic::FrameKind::Ip.header_len(),
+            softspin_engine::traffic::FrameKind::Eth.header_len(),
+            p.pkt_slot_size,
+            f.pkt_slot_size
+        ),
+        HelpFor::Rate => format!(
+            "Generator: line rate in Gbit/s (`inf`: every packet at time 0) [default: the profile's line_rate_gbps, {} for pspin, {} for fpspin]",
+            p.line_rate_gbps, f.line_rate_gbps
+        ),
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
