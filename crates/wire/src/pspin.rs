@@ -66,8 +66,8 @@ impl<T: AsRef<[u8]>> Packet<T> {
         Ok(p)
     }
 
-    /// Whether the IP header (options included) and the UDP header are in
-    /// the buffer.
+    /// Whether the IP header (options included), the UDP header and the
+    /// total length stated in the IP header are all within the buffer.
     pub fn check_len(&self) -> Result<()> {
         let len = self.buffer.as_ref().len();
         need(LAYER, len, HEADER_LEN)?;
@@ -80,7 +80,17 @@ impl<T: AsRef<[u8]>> Packet<T> {
                 limit: "at least 5 (20 B)",
             });
         }
-        need(LAYER, len, hlen + udp::HEADER_LEN)
+        need(LAYER, len, hlen + udp::HEADER_LEN)?;
+        let total = usize::from(self.total_len());
+        if total < hlen + udp::HEADER_LEN {
+            return Err(Error::Malformed {
+                layer: LAYER,
+                field: "total length",
+                value: total as u64,
+                limit: "at least the IP header length plus 8 (UDP header)",
+            });
+        }
+        need(LAYER, len, total)
     }
 
     pub fn into_inner(self) -> T {
@@ -188,13 +198,12 @@ impl Repr {
             });
         }
         let (hlen, total) = (packet.header_len(), usize::from(packet.total_len()));
-        need(LAYER, packet.buffer.as_ref().len(), total)?;
-        if total < hlen + udp::HEADER_LEN || usize::from(packet.udp_len()) != total - hlen {
+        if usize::from(packet.udp_len()) != total - hlen {
             return Err(Error::Malformed {
                 layer: LAYER,
-                field: "total length",
-                value: total as u64,
-                limit: "must be the IP header length plus the UDP length",
+                field: "UDP length",
+                value: u64::from(packet.udp_len()),
+                limit: "must be the IP total length minus the IP header length",
             });
         }
         Ok(Repr {

@@ -493,6 +493,52 @@ fn pspin_layout_is_the_wire_layout_in_host_order() {
         swapped[10..12].copy_from_slice(&c.to_be_bytes());
         assert_eq!(&ps[..28], &swapped[..]);
     }
+    let mut ps = vec![0u8; 40];
+    pspin::Repr {
+        src_addr: src,
+        dst_addr: dst,
+        src_port: 1,
+        dst_port: 2,
+        payload_len: 12,
+    }
+    .emit(&mut pspin::Packet::new_unchecked(&mut ps[..]))
+    .unwrap();
+    let e = pspin::Packet::new_checked(&ps[..39]).unwrap_err();
+    assert_eq!(
+        e,
+        Error::Truncated {
+            layer: "PsPIN IP/UDP",
+            len: 39,
+            need: 40
+        }
+    );
+    ps[24] = 11; // UDP length
+    let e = pspin::Repr::parse(&pspin::Packet::new_checked(&ps[..]).unwrap()).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Malformed {
+                field: "UDP length",
+                value: 11,
+                ..
+            }
+        ),
+        "{e}"
+    );
+    ps[2] = 27; // total length below the headers
+    let e = pspin::Packet::new_checked(&ps[..]).unwrap_err();
+    assert!(
+        matches!(
+            e,
+            Error::Malformed {
+                field: "total length",
+                value: 27,
+                ..
+            }
+        ),
+        "{e}"
+    );
+
     let e = pspin::Repr {
         src_addr: src,
         dst_addr: dst,

@@ -189,19 +189,49 @@ impl Engine {
     }
 }
 
-/// UDP destination port of an Ethernet or PsPIN-style IP-first frame.
+/// UDP destination port of an Ethernet frame or a PsPIN-layout IP-first
+/// datagram (the engine is not told which; Ethernet is tried first). Lengths
+/// are checked by softspin-wire's views, so a frame whose IP or UDP length
+/// runs past its end matches no port; checksums are not checked (FPsPIN's
+/// matching engine does not either, seed 000 §3.2.1).
 pub(super) fn udp_dst_port(f: &[u8]) -> Option<u16> {
-    use crate::traffic::{ETH_HLEN, IPV4_HLEN, UDP_HLEN};
-    const E: usize = ETH_HLEN;
-    if f.len() >= E + IPV4_HLEN + UDP_HLEN && f[12] == 0x08 && f[13] == 0x00 && f[E] >> 4 == 4 {
-        let ihl = (f[E] & 0xf) as usize * 4;
-        let u = E + ihl;
-        return (f[E + 9] == 17 && f.len() >= u + 4).then(|| u16::from_be_bytes([f[u + 2], f[u + 3]]));
+    use softspin_wire::{ethernet, ipv4, pspin, udp, EtherType, IpProtocol};
+    if let Ok(eth) = ethernet::Packet::new_checked(f) {
+        if eth.ethertype() == EtherType::Ipv4 {
+            if let Ok(ip) = ipv4::Packet::new_checked(eth.payload()) {
+                if ip.version() == 4 {
+                    if ip.protocol() != IpProtocol::Udp {
+                        return None;
+                    }
+                    return udp::Packet::new_checked(ip.payload()).ok().map(|u| u.dst_port());
+                }
+            }
+        }
     }
-    // PsPIN-style: version in the low nibble, fields in host order.
-    if f.len() >= IPV4_HLEN + UDP_HLEN && f[0] & 0xf == 4 && f[9] == 17 {
-        let u = (f[0] >> 4) as usize * 4;
-        return (f.len() >= u + 4).then(|| u16::from_le_bytes([f[u + 2], f[u + 3]]));
+    // Not Ethernet/IPv4: a PsPIN datagram can start with what reads as an
+    // Ethernet header (source 10.0.0.8 puts 0x0800 at bytes 12-13).
+    let p = pspin::Packet::new_checked(f).ok()?;
+    (p.version() == 4 && p.protocol() == IpProtocol::Udp).then(|| p.dst_port())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::udp_dst_port;
+    use crate::traffic::{build_frame, FrameKind};
+
+    #[test]
+    fn udp_dst_port_reads_both_frame_kinds_and_refuses_short_ones() {
+        // Source 10.0.0.8 makes a PsPIN datagram read 0x0800 at bytes 12-13,
+        // as if it were an Ethernet/IPv4 frame: it must still match as PsPIN.
+        for kind in [FrameKind::Eth, FrameKind::Ip] {
+            let f = build_frame(kind, 100, [10, 0, 0, 8], [10, 0, 0, 2], 1, 4000, |i| i as u8).unwrap();
+            assert_eq!(udp_dst_port(&f), Some(4000), "{kind}");
+            // Shorter than its IP total length: no port (the bytes past it are not the datagram).
+            assert_eq!(udp_dst_port(&f[..99]), None, "{kind}");
+        }
+        let mut icmp = build_frame(FrameKind::Eth, 100, [10, 0, 0, 1], [10, 0, 0, 2], 1, 4000, |_| 0).unwrap();
+        icmp[23] = 1; // IP protocol: ICMP
+        assert_eq!(udp_dst_port(&icmp), None);
+        assert_eq!(udp_dst_port(&[]), None);
     }
-    None
 }

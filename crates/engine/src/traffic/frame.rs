@@ -3,6 +3,7 @@
 //! and [`build_frame`]. The formats are described in the module above.
 
 use super::*;
+use softspin_wire as wire;
 
 /// Where a frame starts. PsPIN's examples expect IP first, FPsPIN's expect Ethernet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -17,8 +18,8 @@ impl FrameKind {
     /// Bytes of headers before the UDP payload.
     pub fn header_len(self) -> usize {
         match self {
-            FrameKind::Ip => IPV4_HLEN + UDP_HLEN,
-            FrameKind::Eth => ETH_HLEN + IPV4_HLEN + UDP_HLEN,
+            FrameKind::Ip => wire::pspin::HEADER_LEN,
+            FrameKind::Eth => wire::ETHERNET_HEADER_LEN + wire::IPV4_HEADER_LEN + wire::UDP_HEADER_LEN,
         }
     }
 }
@@ -46,21 +47,13 @@ pub(super) fn frame_size_problem(kind: FrameKind, size: usize) -> Option<String>
     }
 }
 
-/// RFC 1071 Internet checksum of `bytes` (even length).
-pub(super) fn internet_checksum(bytes: &[u8]) -> u16 {
-    let mut sum: u32 = bytes
-        .chunks(2)
-        .map(|w| u32::from(u16::from_be_bytes([w[0], w[1]])))
-        .sum();
-    while sum > 0xFFFF {
-        sum = (sum & 0xFFFF) + (sum >> 16);
-    }
-    !(sum as u16)
-}
-
 /// Build one frame: headers + payload bytes, total `size` bytes (error if
 /// size is too small for the headers or above 65535). `payload(i)` gives UDP
 /// payload byte `i`; it is called for i = 0, 1, 2, ... in order.
+///
+/// The headers are written by softspin-wire: Ethernet II + IPv4 + UDP with
+/// the generator's defaults (`ipv4::Repr::new`: TTL 64, TOS 0, ident 0) and
+/// no UDP checksum, or PsPIN's host-order layout (`wire::pspin`).
 pub fn build_frame(
     kind: FrameKind,
     size: usize,
@@ -73,44 +66,37 @@ pub fn build_frame(
     if let Some(msg) = frame_size_problem(kind, size) {
         return Err(TrafficError::Param { param: "size", msg });
     }
-    let mut f = Vec::with_capacity(size);
-    match kind {
+    let mut f = vec![0u8; size];
+    let (src, dst) = (wire::Ipv4Address(src_ip), wire::Ipv4Address(dst_ip));
+    let hlen = kind.header_len();
+    let payload_len = size - hlen;
+    let emitted = match kind {
         FrameKind::Eth => {
-            f.extend_from_slice(&ETH_DST_MAC);
-            f.extend_from_slice(&ETH_SRC_MAC);
-            f.extend_from_slice(&0x0800u16.to_be_bytes());
-            let ip_len = (size - ETH_HLEN) as u16;
-            let ip = f.len();
-            f.extend_from_slice(&[0x45, 0]);
-            f.extend_from_slice(&ip_len.to_be_bytes());
-            f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
-            f.extend_from_slice(&src_ip);
-            f.extend_from_slice(&dst_ip);
-            let csum = internet_checksum(&f[ip..ip + IPV4_HLEN]);
-            f[ip + 10..ip + 12].copy_from_slice(&csum.to_be_bytes());
-            f.extend_from_slice(&sport.to_be_bytes());
-            f.extend_from_slice(&dport.to_be_bytes());
-            f.extend_from_slice(&(ip_len - IPV4_HLEN as u16).to_be_bytes());
-            f.extend_from_slice(&[0, 0]);
+            let eth = wire::ethernet::Repr {
+                src_addr: wire::EthernetAddress(ETH_SRC_MAC),
+                dst_addr: wire::EthernetAddress(ETH_DST_MAC),
+                ethertype: wire::EtherType::Ipv4,
+            };
+            let ip = wire::ipv4::Repr::new(src, dst, wire::IpProtocol::Udp, wire::UDP_HEADER_LEN + payload_len);
+            let udp = wire::udp::Repr { src_port: sport, dst_port: dport };
+            let (ip_at, udp_at) = (wire::ETHERNET_HEADER_LEN, wire::ETHERNET_HEADER_LEN + wire::IPV4_HEADER_LEN);
+            eth.emit(&mut wire::ethernet::Packet::new_unchecked(&mut f[..]))
+                .and_then(|()| ip.emit(&mut wire::ipv4::Packet::new_unchecked(&mut f[ip_at..])))
+                .and_then(|()| {
+                    let mut p = wire::udp::Packet::new_unchecked(&mut f[udp_at..]);
+                    udp.emit(&mut p, src, dst, payload_len, |_| {}, wire::Checksum::Skip)
+                })
         }
         FrameKind::Ip => {
-            // PsPIN layout: ihl in the high nibble, multi-byte fields little-endian.
-            let ip_len = size as u16;
-            f.extend_from_slice(&[0x54, 0]);
-            f.extend_from_slice(&ip_len.to_le_bytes());
-            f.extend_from_slice(&[0, 0, 0, 0, 64, 17, 0, 0]);
-            f.extend_from_slice(&u32::from_be_bytes(src_ip).to_le_bytes());
-            f.extend_from_slice(&u32::from_be_bytes(dst_ip).to_le_bytes());
-            let csum = internet_checksum(&f[..IPV4_HLEN]);
-            f[10..12].copy_from_slice(&csum.to_be_bytes());
-            f.extend_from_slice(&sport.to_le_bytes());
-            f.extend_from_slice(&dport.to_le_bytes());
-            f.extend_from_slice(&(ip_len - IPV4_HLEN as u16).to_le_bytes());
-            f.extend_from_slice(&[0, 0]);
+            let r = wire::pspin::Repr { src_addr: src, dst_addr: dst, src_port: sport, dst_port: dport, payload_len };
+            r.emit(&mut wire::pspin::Packet::new_unchecked(&mut f[..]))
         }
+    };
+    // Unreachable after the size check; an error rather than a panic all the same.
+    emitted.map_err(|e| TrafficError::Param { param: "size", msg: e.to_string() })?;
+    for (i, b) in f[hlen..].iter_mut().enumerate() {
+        *b = payload(i);
     }
-    let n = size - f.len();
-    f.extend((0..n).map(&mut payload));
     Ok(f)
 }
 

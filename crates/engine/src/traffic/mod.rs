@@ -100,8 +100,8 @@ pub use self::pcap::{write_pcap, PcapSource};
 pub use self::trace::TraceSource;
 use self::frame::*;
 
-/// UDP port used by trace frames (and the generator's default).
-pub const DEFAULT_UDP_PORT: u16 = 9330;
+/// UDP port used by trace frames (and the generator's default): SLMP's.
+pub const DEFAULT_UDP_PORT: u16 = softspin_wire::slmp::UDP_PORT;
 /// Destination MAC address of generated Ethernet frames.
 pub const ETH_DST_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x02];
 /// Source MAC address of generated Ethernet frames.
@@ -109,10 +109,6 @@ pub const ETH_SRC_MAC: [u8; 6] = [0x02, 0, 0, 0, 0, 0x01];
 /// Largest frame any source builds.
 pub const MAX_FRAME_SIZE: usize = 65535;
 
-/// Header lengths (IPv4 without options); the inbound parser uses them too.
-pub(crate) const ETH_HLEN: usize = 14;
-pub(crate) const IPV4_HLEN: usize = 20;
-pub(crate) const UDP_HLEN: usize = 8;
 const PS_PER_S: u128 = 1_000_000_000_000;
 
 /// One packet as it reaches the NIC inbound engine.
