@@ -379,17 +379,33 @@ pub struct Nic {
     errors_seen: usize,
 }
 
+impl std::fmt::Debug for Nic {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Nic").field("profile", &self.config().profile).field("now_ps", &self.engine.now_ps()).finish()
+    }
+}
+
 /// Host addresses handed to windows: high, so handlers carry 64-bit ones.
 const WINDOW_BASE: u64 = softspin_hpu::abi::HOST_WINDOW_BASE;
 /// Windows start this far apart, so none can grow into the next.
 const WINDOW_STRIDE: u64 = softspin_hpu::abi::HOST_WINDOW_STRIDE;
 
-/// A zeroed buffer, allocated fallibly (a failure is an error, not an abort).
+/// A zeroed buffer, allocated fallibly (a failure is an error, not an abort)
+/// and lazily zeroed by the allocator (untouched pages cost no memory).
 fn zeroed(size: usize, what: &str) -> Result<Vec<u8>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(size).map_err(|_| Error::Limit(format!("{what}: cannot allocate {size} bytes of host memory")))?;
-    v.resize(size, 0);
-    Ok(v)
+    if size == 0 {
+        return Ok(Vec::new());
+    }
+    let fail = || Error::Limit(format!("{what}: cannot allocate {size} bytes of host memory"));
+    let layout = std::alloc::Layout::array::<u8>(size).map_err(|_| fail())?;
+    // SAFETY: the layout's size is non-zero.
+    let p = unsafe { std::alloc::alloc_zeroed(layout) };
+    if p.is_null() {
+        return Err(fail());
+    }
+    // SAFETY: `p` comes from the global allocator with exactly this layout
+    // (size bytes, alignment 1) and all of it is initialised (zero).
+    Ok(unsafe { Vec::from_raw_parts(p, size, size) })
 }
 
 impl Nic {
@@ -409,6 +425,8 @@ impl Nic {
     pub fn with_config(cfg: NicConfig) -> Result<Nic> {
         let mut engine = Engine::new(cfg)?;
         engine.keep_outputs(true);
+        // A host program may answer notifications between runs.
+        engine.pause_for_host(true);
         Ok(Nic {
             engine,
             ectxs: HashMap::new(),

@@ -154,7 +154,7 @@ fn run_for_moves_an_idle_clock_and_a_reused_ectx_slot_starts_fresh() {
     let mut nic = Nic::open("pspin").unwrap();
     nic.run_for(1000).unwrap();
     assert_eq!(nic.now_ns(), 1000.0);
-    assert!(matches!(nic.run_for(u64::MAX), Err(Error::Invalid(_))));
+    assert!(matches!(nic.run_for(u64::MAX), Err(Error::Limit(_))));
     let img = nic.load_image(handler()).unwrap();
     let e = nic.install(&img, opts("echo_ph")).unwrap();
     nic.activate(e).unwrap();

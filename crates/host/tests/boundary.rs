@@ -3,6 +3,7 @@
 //! these panicked, aborted, misattributed or drifted before.
 
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::OnceLock;
 
 use softspin_host::sdk::{build, BuildOptions};
@@ -237,4 +238,27 @@ fn host_sends_pace_exactly_like_the_generator() {
     let pkts = (0..6).map(|k| Packet { frame: frame.clone(), msg_id: 0, eom: k == 5 });
     by_pkt.send_packets(pkts, Pacing::LineRate).unwrap();
     assert_eq!(echo_times(&mut by_pkt), want);
+}
+
+/// Under `ulimit -v 1000000` (1 GB), what the API would allocate beyond it
+/// is an error: the process does not die of allocation.
+#[test]
+fn a_memory_limit_is_an_error_not_an_abort() {
+    if std::env::var_os("SOFTSPIN_UNDER_ULIMIT").is_some() {
+        let mut nic = Nic::open("pspin").unwrap();
+        let e = nic.host_window(3 << 30).unwrap_err();
+        assert_eq!(e.kind(), ErrorKind::Limit, "{e}");
+        assert!(e.to_string().contains("cannot allocate"), "{e}");
+        usable(&mut nic);
+        return;
+    }
+    let exe = std::env::current_exe().unwrap();
+    let st = Command::new("sh")
+        .arg("-c")
+        .arg("ulimit -v 1000000 && exec \"$0\" --exact a_memory_limit_is_an_error_not_an_abort --test-threads 1")
+        .arg(&exe)
+        .env("SOFTSPIN_UNDER_ULIMIT", "1")
+        .status()
+        .unwrap();
+    assert!(st.success(), "under ulimit -v 1000000: {st}");
 }
