@@ -4,6 +4,8 @@ notifications, and every error path as a typed exception."""
 import ast
 import pathlib
 import struct
+import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -688,3 +690,19 @@ def test_events_name_the_ectx_after_its_slot_is_reused(handlers_elf):
     nic.run_until_idle()
     done = {d.msg_id: d.ectx for d in kinds(nic.events(), softspin.MessageDone)}
     assert done == {1: first, 2: second}
+
+
+def test_a_memory_limit_is_an_exception_not_an_abort():
+    # Under ulimit -v 1000000 (1 GB) the allocations fail: exceptions, no abort.
+    code = (
+        "import softspin\n"
+        "nic = softspin.Nic()\n"
+        "try:\n    nic.host_window(3 << 30)\nexcept softspin.LimitError as e:\n    print('limit:', e)\n"
+        "try:\n    nic.host_array(3 << 30)\nexcept MemoryError:\n    print('memory')\n"
+        "w = nic.host_window(64)\nnic.host_write(w.base, b'ok')\nprint(nic.host_read(w.base, 2))\n"
+    )
+    r = subprocess.run(["sh", "-c", 'ulimit -v 1000000 && exec "$0" -c "$1"', sys.executable, code],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.splitlines() == [r.stdout.splitlines()[0], "memory", "b'ok'"], r.stdout
+    assert "cannot allocate" in r.stdout.splitlines()[0], r.stdout

@@ -445,12 +445,6 @@ impl Nic {
         self.engine.config()
     }
 
-    /// The engine underneath, for the CLI until it runs on this API.
-    #[doc(hidden)]
-    pub fn engine(&mut self) -> &mut Engine {
-        &mut self.engine
-    }
-
     /// Load a handler image (an RV32 ELF built by `softspin build`).
     pub fn load_image(&self, path: impl AsRef<Path>) -> Result<Image> {
         Ok(Image { elf: ElfImage::load(path.as_ref())? })
@@ -553,7 +547,7 @@ impl Nic {
         if inside || len == 0 && self.windows.range(..=addr).next_back().is_some_and(|(&b, i)| addr - b <= i.size) {
             return Ok(());
         }
-        Err(Error::Host(format!("host range 0x{addr:x}+{len} is not inside one host window")))
+        Err(Error::Host(format!("host range 0x{addr:x}+{len} is not in a window (it must lie inside one host window)")))
     }
 
     pub fn host_read(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
