@@ -29,7 +29,7 @@
 /* ---- ecall service numbers (a7) ---- */
 /* Linux-compatible numbers, used by bare-metal programs and printf. */
 #define SOFTSPIN_SYS_WRITE          64  /* a0=fd, a1=buf, a2=len -> a0=len */
-#define SOFTSPIN_SYS_EXIT           93  /* a0=status; ends a bare-metal run */
+#define SOFTSPIN_SYS_EXIT           93  /* a0=status a1=reason text (NUL-terminated, 0: none); ends the run or handler */
 
 /* sPIN runtime services (the command unit and friends). */
 #define SOFTSPIN_SYS_DMA            0x100 /* cluster DMA: a0=src a1=dst a2=len -> a0=cmd id */
@@ -43,7 +43,7 @@
 #define SOFTSPIN_SYS_PUSH_COUNTER   0x108 /* a0=counter index a1=value: FPsPIN-style perf counter */
 /* Host notifications (a queue pair per ECTX): */
 #define SOFTSPIN_SYS_NOTIFY_POST    0x109 /* a0=data a1=len (<= 64) a2=host ref lo a3=host ref hi -> a0=request id (SPIN_ERR_BUSY: ring full) */
-#define SOFTSPIN_SYS_NOTIFY_WAIT    0x10A /* a0=request id -> a0/a1 = response lo/hi; blocks until the host answered */
+#define SOFTSPIN_SYS_NOTIFY_WAIT    0x10A /* a0=request id -> a0=0 and a1/a2 = response lo/hi (SPIN_ERR_NOENT: not this task's request); blocks until the host answered, at most wait_limit_ns */
 #define SOFTSPIN_SYS_NOTIFY_TEST    0x10B /* a0=request id -> a0=1 and a1/a2 = response if answered, else a0=0 */
 
 /* ---- error results ---- */
@@ -51,5 +51,6 @@
 #define SPIN_ERR_ACCESS  (-2)  /* address outside what the task may touch */
 #define SPIN_ERR_NOSYS   (-3)  /* service not provided by this embedding */
 #define SPIN_ERR_BUSY    (-4)  /* no command slot free */
+#define SPIN_ERR_NOENT   (-5)  /* no such request for this task (notification id unknown, collected, or another task's) */
 
 #endif

@@ -101,11 +101,19 @@ static inline int32_t softspin_ecall6(uint32_t nr, uint32_t x0, uint32_t x1,
     return (int32_t)a0;
 }
 
+/* Ends the run (handler or bare-metal program) with `reason` (a
+ * NUL-terminated text the NIC reports with a non-zero status, or NULL);
+ * never returns. */
+static inline __attribute__((noreturn)) void softspin_exit_reason(int status, const char *reason)
+{
+    softspin_ecall2(SOFTSPIN_SYS_EXIT, (uint32_t)status, (uint32_t)reason);
+    __builtin_unreachable();
+}
+
 /* Ends the run (handler or bare-metal program); never returns. */
 static inline __attribute__((noreturn)) void softspin_exit(int status)
 {
-    softspin_ecall1(SOFTSPIN_SYS_EXIT, (uint32_t)status);
-    __builtin_unreachable();
+    softspin_exit_reason(status, 0);
 }
 
 #endif

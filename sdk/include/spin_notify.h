@@ -41,26 +41,37 @@ static inline int spin_notify(const void *data, uint32_t len, uint64_t host_ref,
     return 0; /* SPIN_OK */
 }
 
-/* Block until the host answered `req`; store the answer if asked. */
+/* Block until the host answered `req`; store the answer if asked.
+ * Returns 0, or SPIN_ERR_NOENT if `req` is not a request this task posted
+ * and has not collected yet (ids belong to the posting task; another
+ * handler's id is refused, and the refusal is reported as an error). The
+ * NIC bounds the wait (wait_limit_ns): past it the handler is ended with
+ * "wait timeout". */
 static inline int spin_notify_wait(spin_notify_t req, uint64_t *response)
 {
     register uint32_t a7 __asm__("a7") = SOFTSPIN_SYS_NOTIFY_WAIT;
-    register uint32_t a0 __asm__("a0") = req;
-    register uint32_t a1 __asm__("a1") = 0;
-    __asm__ __volatile__("ecall" : "+r"(a0), "+r"(a1) : "r"(a7) : SOFTSPIN_ECALL_CLOBBERS);
-    if (response)
-        *response = ((uint64_t)a1 << 32) | a0;
-    return 0;
-}
-
-/* Has the host answered `req`? */
-static inline int spin_notify_test(spin_notify_t req, bool *done, uint64_t *response)
-{
-    register uint32_t a7 __asm__("a7") = SOFTSPIN_SYS_NOTIFY_TEST;
-    register uint32_t a0 __asm__("a0") = req;
+    register int32_t a0 __asm__("a0") = (int32_t)req;
     register uint32_t a1 __asm__("a1") = 0;
     register uint32_t a2 __asm__("a2") = 0;
     __asm__ __volatile__("ecall" : "+r"(a0), "+r"(a1), "+r"(a2) : "r"(a7) : SOFTSPIN_ECALL_CLOBBERS);
+    if (a0 < 0)
+        return a0;
+    if (response)
+        *response = ((uint64_t)a2 << 32) | a1;
+    return 0;
+}
+
+/* Has the host answered `req`? Returns 0 (with *done set), or
+ * SPIN_ERR_NOENT as spin_notify_wait. */
+static inline int spin_notify_test(spin_notify_t req, bool *done, uint64_t *response)
+{
+    register uint32_t a7 __asm__("a7") = SOFTSPIN_SYS_NOTIFY_TEST;
+    register int32_t a0 __asm__("a0") = (int32_t)req;
+    register uint32_t a1 __asm__("a1") = 0;
+    register uint32_t a2 __asm__("a2") = 0;
+    __asm__ __volatile__("ecall" : "+r"(a0), "+r"(a1), "+r"(a2) : "r"(a7) : SOFTSPIN_ECALL_CLOBBERS);
+    if (a0 < 0)
+        return a0;
     if (done)
         *done = a0 == 1;
     if (response && a0 == 1)

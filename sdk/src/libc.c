@@ -219,14 +219,18 @@ void exit(int status)
 
 void abort(void)
 {
-    softspin_exit(134);
+    softspin_exit_reason(134, "abort()");
 }
 
+/* The message goes to the output and, through the exit ecall, into the
+ * NIC's error report (the output ring may have dropped it). */
 void __softspin_assert_fail(const char *expr, const char *file, int line,
                             const char *func)
 {
-    printf("%s:%d: %s: Assertion `%s' failed.\n", file, line, func, expr);
-    softspin_exit(134);
+    char msg[160];
+    snprintf(msg, sizeof msg, "%s:%d: %s: Assertion `%s' failed.", file, line, func, expr);
+    printf("%s\n", msg);
+    softspin_exit_reason(134, msg);
 }
 
 /* ---- 64-bit division helpers (libgcc/compiler-rt ABI names) ----

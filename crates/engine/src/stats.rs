@@ -39,16 +39,192 @@ impl HandlerAcc {
     }
 }
 
-/// One handler error, as the host reads it.
+/// Why a handler (or a message) ended in error, as a value to match on;
+/// `HandlerError::cause` says it in words.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ErrorCause {
+    /// The HPU stopped the handler: a fault, or its watchdog.
+    Fault(softspin_hpu::FaultKind),
+    /// No packet of the message came within the ECTX's message timeout.
+    MessageTimeout,
+    /// The handler waited (on a command or a host notification) longer
+    /// than `wait_limit_ns` of NIC time and was ended.
+    WaitTimeout,
+    /// `assert`, `abort()` or `exit(status != 0)` in the handler.
+    Aborted { status: i32 },
+    /// The command unit refused a command; the handler got an error code
+    /// and went on.
+    Rejected(Rejected),
+}
+
+/// Why the command unit refused a command (`ErrorCause::Rejected`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Rejected {
+    /// DMA to or from host memory outside the ECTX's host window.
+    HostDmaWindow,
+    /// A host-direct write (`spin_write_to_host`) outside the host window.
+    HostWriteWindow,
+    /// A command's NIC-side buffer lies outside what the task may access.
+    NicAccess,
+    /// A send or RDMA put longer than the packet slot (`pkt_slot_size`).
+    SendTooLarge,
+    /// A zero-length cluster DMA.
+    EmptyDma,
+    /// `write` to a descriptor other than 1 (stdout) or 2 (stderr).
+    BadFd,
+    /// `spin_push_counter` index at or beyond `counters_per_ectx`.
+    CounterIndex,
+    /// A notification wait/test on an id this task does not own (unknown,
+    /// already collected, or another ECTX's or task's).
+    NotifyId,
+    /// A notification longer than its inline limit (64 bytes).
+    NotifyTooLong,
+}
+
+impl Rejected {
+    pub fn text(self) -> &'static str {
+        match self {
+            Rejected::HostDmaWindow => "command rejected: host DMA outside the host window",
+            Rejected::HostWriteWindow => "command rejected: host-direct write outside the host window",
+            Rejected::NicAccess => "command rejected: NIC buffer outside the task's memory",
+            Rejected::SendTooLarge => "command rejected: send larger than the packet slot",
+            Rejected::EmptyDma => "command rejected: zero-length cluster DMA",
+            Rejected::BadFd => "command rejected: write to a descriptor other than 1 or 2",
+            Rejected::CounterIndex => "command rejected: counter index beyond counters_per_ectx",
+            Rejected::NotifyId => "command rejected: notification id not owned by this task",
+            Rejected::NotifyTooLong => "command rejected: notification longer than 64 bytes",
+        }
+    }
+}
+
+impl ErrorCause {
+    /// The cause in words (`HandlerError::cause`, the report's rows).
+    pub fn text(self) -> &'static str {
+        match self {
+            ErrorCause::Fault(k) => k.name(),
+            ErrorCause::MessageTimeout => "message timeout",
+            ErrorCause::WaitTimeout => "wait timeout",
+            ErrorCause::Aborted { .. } => "handler aborted",
+            ErrorCause::Rejected(r) => r.text(),
+        }
+    }
+}
+
+/// One handler error, as the host reads it. Fields that do not apply to
+/// the error (a message timeout has no handler, pc or HPU) are `None`,
+/// serialised as null.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct HandlerError {
     pub ectx: String,
-    pub handler: String,
+    /// The engine's slot of that ECTX (reused after uninstall: the host API
+    /// maps it to its own never-reused handle).
+    #[serde(skip)]
+    pub ectx_id: usize,
+    /// The message (as the traffic source numbered it).
+    pub msg_id: u32,
+    /// The handler's symbol; `None` for a message-level error.
+    pub handler: Option<String>,
+    #[serde(skip)]
+    pub kind: ErrorCause,
     pub cause: String,
-    pub pc: u32,
-    pub addr: u32,
+    /// More about it: an abort's status and assert text, a rejected
+    /// command's address and limit.
+    pub detail: Option<String>,
+    pub pc: Option<u32>,
+    /// The faulting or offending address, where there is one.
+    pub addr: Option<u64>,
     pub time_ns: u64,
-    pub hpu: u32,
+    pub hpu: Option<u32>,
+}
+
+impl HandlerError {
+    /// One line: handler, cause, where, when.
+    pub fn text(&self) -> String {
+        let mut s = format!("`{}` message {}", self.ectx, self.msg_id);
+        if let Some(h) = &self.handler {
+            s += &format!(" {h}");
+        }
+        s += &format!(": {}", self.cause);
+        if let Some(d) = &self.detail {
+            s += &format!(" ({d})");
+        }
+        if let Some(pc) = self.pc {
+            s += &format!(" at pc=0x{pc:08x}");
+        }
+        if let Some(a) = self.addr {
+            s += &format!(" addr=0x{a:08x}");
+        }
+        s += &format!(" (t={} ns", self.time_ns);
+        if let Some(h) = self.hpu {
+            s += &format!(", hpu {h}");
+        }
+        s + ")"
+    }
+}
+
+/// Latency samples in a log-bucket histogram (3 significant digits), so
+/// memory stays flat however long the run; min, max and mean are exact.
+#[derive(Clone, Debug)]
+pub struct LatencyHist {
+    hist: hdrhistogram::Histogram<u64>,
+    min: u64,
+    max: u64,
+    sum: u128,
+}
+
+impl Default for LatencyHist {
+    fn default() -> Self {
+        // Auto-resizing: buckets grow with the largest sample only
+        // (logarithmically), not with the number of samples.
+        LatencyHist { hist: hdrhistogram::Histogram::new(3).expect("3 significant digits"), min: u64::MAX, max: 0, sum: 0 }
+    }
+}
+
+impl LatencyHist {
+    pub fn record(&mut self, ps: u64) {
+        // Auto-resize accepts any u64 below 2^63; a saturated time clamps.
+        let _ = self.hist.record(ps.min(u64::MAX >> 1));
+        self.min = self.min.min(ps);
+        self.max = self.max.max(ps);
+        self.sum += ps as u128;
+    }
+
+    pub fn count(&self) -> u64 {
+        self.hist.len()
+    }
+
+    /// Nearest-rank percentile `p` (0..=100): the largest value equivalent
+    /// to the sample of that rank (within 0.1 %), kept within [min, max].
+    pub fn percentile_ps(&self, p: f64) -> u64 {
+        let n = self.hist.len();
+        if n == 0 {
+            return 0;
+        }
+        let rank = ((p / 100.0) * n as f64).ceil().max(1.0) as u64;
+        let mut seen = 0;
+        for v in self.hist.iter_recorded() {
+            seen += v.count_since_last_iteration();
+            if seen >= rank {
+                return self.hist.highest_equivalent(v.value_iterated_to()).clamp(self.min, self.max);
+            }
+        }
+        self.max
+    }
+
+    pub fn summary_ns(&self) -> LatencyNs {
+        let n = self.count();
+        if n == 0 {
+            return LatencyNs { min: 0.0, mean: 0.0, p50: 0.0, p99: 0.0, max: 0.0 };
+        }
+        let ns = |ps: u64| ps as f64 / 1000.0;
+        LatencyNs {
+            min: ns(self.min),
+            mean: self.sum as f64 / n as f64 / 1000.0,
+            p50: ns(self.percentile_ps(50.0)),
+            p99: ns(self.percentile_ps(99.0)),
+            max: ns(self.max),
+        }
+    }
 }
 
 /// Raw counters kept while running.
@@ -64,7 +240,7 @@ pub struct Stats {
     pub bytes_done: u64,
     pub first_arrival_ps: Option<u64>,
     pub last_done_ps: u64,
-    pub latencies_ps: Vec<u64>,
+    pub latency: LatencyHist,
     pub handlers: BTreeMap<(usize, HandlerKind), HandlerAcc>,
     pub errors: Vec<HandlerError>,
     pub errors_by_ectx: BTreeMap<usize, BTreeMap<String, u64>>,
@@ -78,6 +254,9 @@ pub struct Stats {
     pub tasks: u64,
     /// Per ECTX: (packets admitted, messages completed).
     pub ectx_packets: BTreeMap<usize, (u64, u64)>,
+    /// Per ECTX: handler output bytes dropped because its output ring
+    /// (`output_buffer`) was full.
+    pub output_dropped: BTreeMap<usize, u64>,
 }
 
 /// Errors kept in detail (counts are always complete).
@@ -110,6 +289,14 @@ pub struct HandlerReport {
     pub faults: u64,
 }
 
+/// Handler output an ECTX lost because its ring was full.
+#[derive(Clone, Debug, Serialize, PartialEq)]
+pub struct OutputDrop {
+    pub ectx: String,
+    pub bytes: u64,
+    pub cause: String,
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct EctxErrors {
     pub ectx: String,
@@ -138,6 +325,9 @@ pub struct Report {
     pub errors: Vec<EctxErrors>,
     pub error_details: Vec<HandlerError>,
     pub message_timeouts: u64,
+    /// Handler output (printf) dropped per ECTX, oldest first, when its
+    /// ring was full.
+    pub output_dropped: Vec<OutputDrop>,
     pub outbound_packets: u64,
     pub outbound_bytes: u64,
     pub host_writes: u64,
@@ -146,21 +336,6 @@ pub struct Report {
     pub commands: u64,
     pub tasks: u64,
     pub sim_time_ns: f64,
-}
-
-pub(crate) fn latency(samples: &mut [u64]) -> LatencyNs {
-    if samples.is_empty() {
-        return LatencyNs { min: 0.0, mean: 0.0, p50: 0.0, p99: 0.0, max: 0.0 };
-    }
-    samples.sort_unstable();
-    let ns = |ps: u64| ps as f64 / 1000.0;
-    // Nearest-rank percentiles.
-    let pct = |p: f64| {
-        let rank = ((p / 100.0) * samples.len() as f64).ceil().max(1.0) as usize;
-        ns(samples[rank - 1])
-    };
-    let mean = samples.iter().map(|&s| s as f64).sum::<f64>() / samples.len() as f64 / 1000.0;
-    LatencyNs { min: ns(samples[0]), mean, p50: pct(50.0), p99: pct(99.0), max: ns(*samples.last().unwrap()) }
 }
 
 impl Report {
@@ -220,9 +395,75 @@ impl Report {
                 let _ = writeln!(s, "\nerrors in `{}`     {} ({})", e.ectx, e.total, causes.join(", "));
             }
             for d in self.error_details.iter().take(5) {
-                let _ = writeln!(s, "  {} {} at pc=0x{:08x} addr=0x{:08x} (t={} ns, hpu {})", d.handler, d.cause, d.pc, d.addr, d.time_ns, d.hpu);
+                let _ = writeln!(s, "  {}", d.text());
             }
         }
+        for d in &self.output_dropped {
+            let _ = writeln!(s, "output dropped     {} bytes of `{}` ({})", d.bytes, d.ectx, d.cause);
+        }
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Exact nearest-rank percentile of sorted samples (the reference).
+    fn exact(sorted: &[u64], p: f64) -> u64 {
+        let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+        sorted[rank - 1]
+    }
+
+    #[test]
+    fn histogram_percentiles_are_within_three_significant_digits() {
+        // SplitMix64 samples over six decades of picoseconds.
+        let mut x = 7u64;
+        let mut next = || {
+            x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = x;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        };
+        for n in [1usize, 2, 3, 160, 1001, 50_000] {
+            let mut h = LatencyHist::default();
+            let mut v: Vec<u64> = (0..n).map(|_| 1000 + next() % 10u64.pow(1 + (next() % 6) as u32) * 1000).collect();
+            for &s in &v {
+                h.record(s);
+            }
+            v.sort_unstable();
+            for p in [0.0, 1.0, 50.0, 99.0, 100.0] {
+                let (got, want) = (h.percentile_ps(p), exact(&v, p));
+                assert!(got >= want && (got - want) as f64 <= want as f64 / 1000.0, "n={n} p{p}: {got} vs {want}");
+            }
+            let s = h.summary_ns();
+            assert_eq!((s.min, s.max), (v[0] as f64 / 1000.0, v[n - 1] as f64 / 1000.0));
+            let mean = v.iter().map(|&s| s as f64).sum::<f64>() / n as f64 / 1000.0;
+            assert!((s.mean - mean).abs() < 1e-6 * mean);
+        }
+    }
+
+    #[test]
+    fn equal_samples_give_their_exact_value() {
+        let mut h = LatencyHist::default();
+        for _ in 0..1000 {
+            h.record(41_000);
+        }
+        let s = h.summary_ns();
+        assert_eq!((s.min, s.p50, s.p99, s.max), (41.0, 41.0, 41.0, 41.0));
+    }
+
+    #[test]
+    fn histogram_memory_does_not_grow_with_samples() {
+        let mut h = LatencyHist::default();
+        h.record(1);
+        h.record(10_000_000);
+        let buckets = h.hist.distinct_values();
+        for k in 0..1_000_000u64 {
+            h.record(1 + k % 10_000_000);
+        }
+        assert_eq!(h.hist.distinct_values(), buckets);
+        assert_eq!(h.count(), 1_000_002);
     }
 }

@@ -226,6 +226,9 @@ pub mod err {
     pub const ACCESS: i32 = -2;
     pub const NOSYS: i32 = -3;
     pub const BUSY: i32 = -4;
+    /// No such request for this task: a notification id that is unknown,
+    /// already collected, or another task's.
+    pub const NOENT: i32 = -5;
 }
 
 /// Register numbers of the argument registers.

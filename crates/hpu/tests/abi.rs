@@ -60,6 +60,7 @@ fn rust_abi_matches_the_c_header() {
         ("SPIN_ERR_ACCESS", abi::err::ACCESS as i64),
         ("SPIN_ERR_NOSYS", abi::err::NOSYS as i64),
         ("SPIN_ERR_BUSY", abi::err::BUSY as i64),
+        ("SPIN_ERR_NOENT", abi::err::NOENT as i64),
     ];
     for (name, v) in want {
         assert_eq!(h.get(*name), Some(v), "{name}");

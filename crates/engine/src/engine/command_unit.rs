@@ -3,11 +3,14 @@
 //! host-direct writes, cluster DMA) whose effects apply when they complete.
 
 use super::*;
+use crate::stats::{ErrorCause, Rejected};
 
 pub(super) enum Effect {
     None,
     Nic { addr: u32, data: Vec<u8> },
-    HostWrite { addr: u64, data: Vec<u8>, direct: Option<u64> },
+    /// `direct`: a host-direct write's (value, message id), for the
+    /// HostWrite event and the message's record.
+    HostWrite { addr: u64, data: Vec<u8>, direct: Option<(u64, u32)> },
     FromHost { host: u64, nic: u32, len: u32 },
     Send { dest: u32, data: Vec<u8> },
 }
@@ -70,8 +73,9 @@ pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64)
         }
         Effect::HostWrite { addr, data, direct } => {
             c.host.write(addr, &data);
-            if let Some(v) = direct {
+            if let Some((v, msg)) = direct {
                 c.stats.host_writes += 1;
+                c.record_host_write(ectx, msg, addr, v);
                 if c.keep_outbound {
                     c.host_writes.push(HostWrite { time_ps: now, ectx, addr, value: v });
                 }
@@ -91,6 +95,61 @@ pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64)
                 c.outbound.push(OutPacket { time_ps: now, ectx, dest, frame: data });
             }
         }
+    }
+}
+
+/// One `write` by a handler: its printf output with when, where and for
+/// which message it was written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputRecord {
+    /// The HPU's local NIC time at the `write`.
+    pub time_ps: u64,
+    pub ectx: EctxId,
+    pub msg_id: u32,
+    /// Global HPU index.
+    pub hpu: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// An ECTX's handler output: a ring of records holding at most
+/// `output_buffer` bytes; the oldest output goes first when it is full.
+#[derive(Default)]
+pub(super) struct OutputRing {
+    pub(super) records: VecDeque<OutputRecord>,
+    bytes: usize,
+}
+
+impl OutputRing {
+    /// Add a record; returns the bytes dropped to stay within `cap`.
+    fn push(&mut self, mut r: OutputRecord, cap: usize) -> u64 {
+        let mut dropped = 0;
+        if r.bytes.len() > cap {
+            // Keep the end of an oversized write (its newest bytes).
+            let cut = r.bytes.len() - cap;
+            r.bytes.drain(..cut);
+            dropped += cut as u64;
+        }
+        self.bytes += r.bytes.len();
+        self.records.push_back(r);
+        while self.bytes > cap {
+            let over = self.bytes - cap;
+            let front = self.records.front_mut().expect("bytes > 0 means records");
+            if front.bytes.len() <= over {
+                self.bytes -= front.bytes.len();
+                dropped += front.bytes.len() as u64;
+                self.records.pop_front();
+            } else {
+                front.bytes.drain(..over);
+                self.bytes -= over;
+                dropped += over as u64;
+            }
+        }
+        dropped
+    }
+
+    pub(super) fn take(&mut self) -> VecDeque<OutputRecord> {
+        self.bytes = 0;
+        std::mem::take(&mut self.records)
     }
 }
 
@@ -208,6 +267,16 @@ fn ret(hpu: &mut Hpu, v: i32) -> Ecall {
     Ecall::Continue
 }
 
+/// The NUL-terminated text at `addr` (at most 200 bytes, lossy UTF-8).
+fn c_string(hpu: &Hpu, addr: u32) -> String {
+    let mut v = Vec::new();
+    let mut b = [0u8];
+    while v.len() < 200 && hpu.mem.read_bytes(addr.wrapping_add(v.len() as u32), &mut b).is_ok() && b[0] != 0 {
+        v.push(b[0]);
+    }
+    String::from_utf8_lossy(&v).trim_end().to_string()
+}
+
 /// `len` bytes of guest memory at `addr`, if the task may read them.
 fn read(hpu: &Hpu, addr: u32, len: u32) -> Option<Vec<u8>> {
     let mut v = vec![0; len as usize];
@@ -228,25 +297,41 @@ impl CommandUnit<'_> {
     pub(super) fn execute(&mut self, hpu: &mut Hpu, cmd: Command) -> Ecall {
         let now = self.now(hpu);
         match cmd {
-            Command::Exit { status, .. } => Ecall::Exit(status),
-            Command::Write { fd, buf, len } => {
-                let len = len.min(1 << 16);
-                match read(hpu, buf, len) {
-                    Some(v) if fd == 1 || fd == 2 => {
-                        self.ctl.stdout.extend_from_slice(&v);
-                        ret(hpu, len as i32)
-                    }
-                    Some(_) => ret(hpu, err::INVAL),
-                    None => ret(hpu, err::ACCESS),
+            Command::Exit { status, reason } => {
+                if status != 0 && reason != 0 {
+                    self.ctl.exit_reason = Some(c_string(hpu, reason));
                 }
+                Ecall::Exit(status)
+            }
+            Command::Write { fd, buf, len } => {
+                if fd != 1 && fd != 2 {
+                    return self.reject(hpu, now, Rejected::BadFd, err::INVAL, None, format!("fd {fd}"));
+                }
+                // One write holds at most one ring's worth; the ring keeps
+                // the newest `output_buffer` bytes of the ECTX.
+                let cap = self.core.cfg.output_buffer;
+                let keep = len.min(cap);
+                let Some(bytes) = read(hpu, buf.wrapping_add(len - keep), keep) else {
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(buf as u64), format!("write buffer of {len} bytes"));
+                };
+                let (ectx, msg_id) = (self.ectx, self.msg_id());
+                let rec = OutputRecord { time_ps: now, ectx, msg_id, hpu: self.ctl.gid as u32, bytes };
+                let c = &mut *self.core;
+                let dropped = (len - keep) as u64 + c.outputs.entry(ectx).or_default().push(rec, cap as usize);
+                if dropped > 0 {
+                    *c.stats.output_dropped.entry(ectx).or_default() += dropped;
+                }
+                ret(hpu, len as i32)
             }
             Command::ClusterDma { src, dst, len } => {
                 if len == 0 {
-                    return ret(hpu, err::INVAL);
+                    return self.reject(hpu, now, Rejected::EmptyDma, err::INVAL, Some(src as u64), "length 0".into());
                 }
-                let Some(data) = read(hpu, src, len) else { return ret(hpu, err::ACCESS) };
+                let Some(data) = read(hpu, src, len) else {
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(src as u64), format!("cluster DMA source of {len} bytes"));
+                };
                 if hpu.mem.check(dst, len, Perm::W).is_err() {
-                    return ret(hpu, err::ACCESS);
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(dst as u64), format!("cluster DMA destination of {len} bytes"));
                 }
                 let c = &mut *self.core;
                 let cl = self.ctl.cluster;
@@ -262,16 +347,21 @@ impl CommandUnit<'_> {
             Command::DmaToHost { host, nic, len, event: _ } => {
                 // generate_event: host notifications are the notify commands.
                 if !self.host_ok(host, len) {
-                    return ret(hpu, err::ACCESS);
+                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(len));
                 }
-                let Some(data) = read(hpu, nic, len) else { return ret(hpu, err::ACCESS) };
+                let Some(data) = read(hpu, nic, len) else {
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), format!("DMA source of {len} bytes"));
+                };
                 self.core.stats.dma_to_host_bytes += len as u64;
                 let done = self.pcie(now, len);
                 self.issue(hpu, "dma to host", done, Effect::HostWrite { addr: host, data, direct: None })
             }
             Command::DmaFromHost { host, nic, len } => {
-                if !self.host_ok(host, len) || hpu.mem.check(nic, len, Perm::W).is_err() {
-                    return ret(hpu, err::ACCESS);
+                if !self.host_ok(host, len) {
+                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(len));
+                }
+                if hpu.mem.check(nic, len, Perm::W).is_err() {
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), format!("DMA destination of {len} bytes"));
                 }
                 self.core.stats.dma_from_host_bytes += len as u64;
                 // A read: the request crosses PCIe, then the data comes back.
@@ -280,10 +370,10 @@ impl CommandUnit<'_> {
             }
             Command::WriteToHost { host, value } => {
                 if !self.host_ok(host, 8) {
-                    return ret(hpu, err::ACCESS);
+                    return self.reject(hpu, now, Rejected::HostWriteWindow, err::ACCESS, Some(host), self.window_text(8));
                 }
                 let done = self.pcie(now, 8);
-                self.issue(hpu, "host write", done, Effect::HostWrite { addr: host, data: value.to_le_bytes().to_vec(), direct: Some(value) })
+                self.issue(hpu, "host write", done, Effect::HostWrite { addr: host, data: value.to_le_bytes().to_vec(), direct: Some((value, self.msg_id())) })
             }
             Command::CmdWait { id } => {
                 if self.settle(hpu, id) {
@@ -298,9 +388,11 @@ impl CommandUnit<'_> {
             }
             Command::NotifyPost { data, len, host_ref } => {
                 if len > 64 {
-                    return ret(hpu, err::INVAL);
+                    return self.reject(hpu, now, Rejected::NotifyTooLong, err::INVAL, None, format!("{len} bytes"));
                 }
-                let Some(bytes) = read(hpu, data, len) else { return ret(hpu, err::ACCESS) };
+                let Some(bytes) = read(hpu, data, len) else {
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), format!("notification of {len} bytes"));
+                };
                 let c = &mut *self.core;
                 let ectx = self.ectx;
                 let open = c.notify.values().filter(|n| n.ectx == ectx && !n.answered).count();
@@ -310,6 +402,7 @@ impl CommandUnit<'_> {
                 let id = c.next_notify;
                 c.next_notify = c.next_notify.wrapping_add(1).max(1);
                 c.notify.insert(id, NotifyState { ectx, hpu: self.ctl.gid, gen: self.ctl.gen, answered: false, response: None });
+                self.ctl.notifies += 1;
                 // The request is a DMA write into the host's ring.
                 let t = self.pcie(now, len + 16);
                 let c = &mut *self.core;
@@ -317,28 +410,35 @@ impl CommandUnit<'_> {
                 c.at(t, Ev::NotifyVisible);
                 ret(hpu, id as i32)
             }
-            Command::NotifyWait { id } => match self.core.notify.get(&id).map(|n| n.response) {
-                Some(Some(v)) => {
-                    self.core.notify.remove(&id);
-                    hpu.set_reg(abi::A1, (v >> 32) as u32);
-                    ret(hpu, v as u32 as i32)
+            // Both give the answer in a1 (low) and a2 (high); a0 is the
+            // status. Ids belong to the task that posted them (ECTX, HPU and
+            // task generation), so no other handler can see or consume them.
+            Command::NotifyWait { id } | Command::NotifyTest { id } => {
+                let wait = matches!(cmd, Command::NotifyWait { .. });
+                let (ectx, gid, gen) = (self.ectx, self.ctl.gid, self.ctl.gen);
+                match self.core.notify.get(&id) {
+                    Some(n) if n.ectx == ectx && n.hpu == gid && n.gen == gen => match n.response {
+                        Some(v) => {
+                            self.core.notify.remove(&id);
+                            self.ctl.notifies = self.ctl.notifies.saturating_sub(1);
+                            hpu.set_reg(abi::A1, v as u32);
+                            hpu.set_reg(abi::A2, (v >> 32) as u32);
+                            ret(hpu, if wait { 0 } else { 1 })
+                        }
+                        None if wait => {
+                            self.ctl.wait_notify = Some(id);
+                            Ecall::Suspend
+                        }
+                        None => ret(hpu, 0),
+                    },
+                    _ => self.reject(hpu, now, Rejected::NotifyId, err::NOENT, None, format!("id {id}")),
                 }
-                Some(None) => {
-                    self.ctl.wait_notify = Some(id);
-                    Ecall::Suspend
-                }
-                None => ret(hpu, err::INVAL),
-            },
-            Command::NotifyTest { id } => match self.core.notify.get(&id).and_then(|n| n.response) {
-                Some(v) => {
-                    self.core.notify.remove(&id);
-                    hpu.set_reg(abi::A1, v as u32);
-                    hpu.set_reg(abi::A2, (v >> 32) as u32);
-                    ret(hpu, 1)
-                }
-                None => ret(hpu, 0),
-            },
+            }
             Command::PushCounter { index, value } => {
+                let limit = self.core.cfg.counters_per_ectx;
+                if index >= limit {
+                    return self.reject(hpu, now, Rejected::CounterIndex, err::INVAL, None, format!("index {index}, counters_per_ectx = {limit}"));
+                }
                 let e = self.core.counters.entry((self.ectx, index)).or_default();
                 e.0 += value as u64;
                 e.1 += 1;
@@ -347,9 +447,40 @@ impl CommandUnit<'_> {
         }
     }
 
+    /// The message of the task on this HPU.
+    fn msg_id(&self) -> u32 {
+        self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()).map_or(0, |t| t.her.msg_id)
+    }
+
+    /// Refuse a command: the handler gets `code` in a0 and goes on; the
+    /// refusal is an error with its cause, the handler, pc and message.
+    #[allow(clippy::too_many_arguments)]
+    fn reject(&mut self, hpu: &mut Hpu, now: u64, why: Rejected, code: i32, addr: Option<u64>, detail: String) -> Ecall {
+        let (ectx, msg_id) = (self.ectx, self.msg_id());
+        let kind = self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()).map_or(HandlerKind::Payload, |t| t.kind);
+        let handler = self.core.ectx(ectx).spec_symbol(kind);
+        let site = Site { handler, pc: hpu.pc, hpu: self.ctl.gid as u32 };
+        self.core.record_error(now, ectx, msg_id, ErrorCause::Rejected(why), Some(site), addr, Some(detail));
+        ret(hpu, code)
+    }
+
+    /// "N bytes, host window B+S" for a rejected host access.
+    fn window_text(&self, len: u32) -> String {
+        let (b, s) = self.core.ectx(self.ectx).spec.host_window;
+        format!("{len} bytes; host window 0x{b:x}+0x{s:x}")
+    }
+
     /// NIC send (`spin_send_packet`, dest 0) or RDMA put: out at line rate.
+    /// A packet is at most one packet slot (`pkt_slot_size`), the largest
+    /// the NIC receives.
     fn send(&mut self, hpu: &mut Hpu, now: u64, dest: u32, data: u32, len: u32) -> Ecall {
-        let Some(bytes) = read(hpu, data, len) else { return ret(hpu, err::ACCESS) };
+        let slot = self.core.cfg.pkt_slot_size;
+        if len > slot {
+            return self.reject(hpu, now, Rejected::SendTooLarge, err::INVAL, Some(data as u64), format!("{len} bytes, pkt_slot_size = {slot}"));
+        }
+        let Some(bytes) = read(hpu, data, len) else {
+            return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), format!("send buffer of {len} bytes"));
+        };
         let c = &mut *self.core;
         let start = now.max(c.out_free_at);
         c.out_free_at = start + Core::wire_ps(len as u64, c.cfg.line_rate_gbps);

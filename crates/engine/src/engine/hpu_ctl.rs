@@ -3,6 +3,7 @@
 //! resuming HPUs suspended in a service.
 
 use super::*;
+use crate::stats::ErrorCause;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum HpuState {
@@ -41,7 +42,26 @@ pub(super) struct HpuCtl {
     pub(super) deferred: Option<(Cmd, u64)>,
     /// The ECTX whose windows are mapped (they persist between its tasks).
     pub(super) mapped_ectx: Option<EctxId>,
-    pub(super) stdout: Vec<u8>,
+    /// While Blocked: when the wait's limit (`wait_limit_ns`) passes.
+    pub(super) wait_deadline: u64,
+    /// A `WaitLimit` event for this HPU is queued (at most one: a stale
+    /// one moves to the current deadline, so the queue stays small).
+    pub(super) limit_armed: bool,
+    /// Notifications this task posted that are not collected yet (purged
+    /// when the task ends, so they cannot fill the ECTX's ring).
+    pub(super) notifies: u32,
+    /// The text an `exit` passed (the SDK's assert message).
+    pub(super) exit_reason: Option<String>,
+}
+
+/// How a handler ended.
+pub(super) enum End {
+    Returned,
+    Fault(Fault),
+    /// `exit(status != 0)`, `abort()` or a failed `assert` at `pc`.
+    Aborted { status: i32, pc: u32 },
+    /// A wait outlasted `wait_limit_ns` (the `ecall` at `pc`).
+    WaitTimeout { pc: u32 },
 }
 
 pub(super) struct Slot {
@@ -72,14 +92,83 @@ impl Engine {
                 let gen = self.hpus[h].ctl.gen;
                 self.core.at(local, Ev::HpuRun { hpu: h, gen });
             }
-            Stop::Suspended => self.hpus[h].ctl.state = HpuState::Blocked,
-            Stop::Returned | Stop::Exit(_) => self.handler_end(h, local, None),
-            Stop::Fault(f) => self.handler_end(h, local, Some(f)),
+            Stop::Suspended => {
+                // Every wait is bounded in NIC time (`wait_limit_ns`).
+                let ctl = &mut self.hpus[h].ctl;
+                ctl.state = HpuState::Blocked;
+                ctl.wait_deadline = local.saturating_add(self.core.ns(self.core.cfg.wait_limit_ns));
+                if !ctl.limit_armed {
+                    ctl.limit_armed = true;
+                    let t = ctl.wait_deadline;
+                    self.core.at(t, Ev::WaitLimit { hpu: h });
+                }
+            }
+            Stop::Returned | Stop::Exit(0) => self.handler_end(h, local, End::Returned),
+            // The pc after the exit `ecall` (4 bytes: there is no compressed ecall).
+            Stop::Exit(status) => self.handler_end(h, local, End::Aborted { status, pc: self.hpus[h].hpu.pc.wrapping_sub(4) }),
+            Stop::Fault(f) => self.handler_end(h, local, End::Fault(f)),
         }
     }
 
-    /// The handler stopped (returned or faulted) at local time `t`.
-    pub(super) fn handler_end(&mut self, h: usize, t: u64, fault: Option<Fault>) {
+    /// A wait's limit passed: if the HPU still waits in that same wait, the
+    /// handler is ended ("wait timeout"); its commands drain, then its HPU
+    /// and packet slot are freed as for any task.
+    pub(super) fn on_wait_limit(&mut self, h: usize) {
+        let now = self.core.now;
+        let Slot { hpu, ctl } = &mut self.hpus[h];
+        ctl.limit_armed = false;
+        // `run` dropped or moved the event unless this wait is due.
+        if ctl.state != HpuState::Blocked || ctl.wait_deadline > now {
+            return;
+        }
+        let local = ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc;
+        if now > local {
+            hpu.cycles += (now - local).div_ceil(self.core.ppc);
+        }
+        ctl.wait = None;
+        ctl.wait_notify = None;
+        ctl.deferred = None;
+        ctl.state = HpuState::Running;
+        let pc = hpu.pc.wrapping_sub(4);
+        let t = Self::local_ps(&self.core, &self.hpus[h]);
+        self.handler_end(h, t, End::WaitTimeout { pc });
+    }
+
+    /// HPU share (`max_hpu_share`): may ECTX `e` take one more task (at the
+    /// dispatcher) or HPU (in cluster `cl`)? Limited while another ECTX is
+    /// active or has messages in progress, so a lone tenant uses the whole
+    /// NIC. Handlers are not preempted, so the reserve must exist before
+    /// the other tenant's packets come. The dispatcher limit keeps one
+    /// tenant's queued tasks from filling the clusters' queues; the
+    /// per-cluster limit keeps HPUs free in every cluster, since a task
+    /// waits for an HPU of its own cluster.
+    pub(super) fn share_allows(&self, e: EctxId, cl: Option<usize>) -> bool {
+        let c = &self.core;
+        let others_busy = c.ectxs.iter().enumerate().any(|(k, x)| k != e && x.as_ref().is_some_and(|x| x.active || x.open_messages > 0));
+        if !others_busy {
+            return true;
+        }
+        let share = c.cfg.max_hpu_share;
+        match cl {
+            None => {
+                let limit = ((c.cfg.hpus() as f64 * share) as u64).max(1);
+                (c.ectx(e).tasks as u64) < limit
+            }
+            Some(cl) => {
+                let per = c.cfg.hpus_per_cluster as usize;
+                let limit = ((per as f64 * share) as usize).max(1);
+                let held = self.hpus[cl * per..(cl + 1) * per]
+                    .iter()
+                    .filter(|s| s.ctl.task.and_then(|t| c.tasks[t].as_ref()).is_some_and(|t| t.her.ectx == e))
+                    .count();
+                held < limit
+            }
+        }
+    }
+
+    /// The handler stopped (returned, faulted, aborted or timed out in a
+    /// wait) at local time `t`.
+    pub(super) fn handler_end(&mut self, h: usize, t: u64, end: End) {
         let tid = self.hpus[h].ctl.task.unwrap();
         let task = self.core.tasks[tid].as_ref().unwrap();
         let (ectx, kind, msg_id) = (task.her.ectx, task.kind, task.her.msg_id);
@@ -94,17 +183,34 @@ impl Engine {
         let acc = self.core.stats.handlers.entry((ectx, kind)).or_default();
         acc.add(cyc, slot.hpu.instret - slot.ctl.i0, slot.hpu.loads - slot.ctl.ld0, slot.hpu.stores - slot.ctl.st0, mem);
         let sym = self.core.ectx(ectx).spec_symbol(kind);
-        if let Some(f) = fault {
-            self.core.stats.handlers.get_mut(&(ectx, kind)).unwrap().faults += 1;
-            let saved = self.core.now;
-            self.core.now = t;
-            self.core.record_error(ectx, sym.clone(), crate::stats::ErrorCause::Fault(f.kind), f.pc, f.addr, h as u32);
-            self.core.now = saved;
-        }
+        let site = |pc: u32| Some(Site { handler: sym.clone(), pc, hpu: h as u32 });
+        let fault = match end {
+            End::Returned => None,
+            End::Fault(f) => {
+                self.core.stats.handlers.get_mut(&(ectx, kind)).unwrap().faults += 1;
+                // Stack overflow / missing scratchpad hints (scheduler.rs).
+                let detail = self.fault_detail(h, ectx, &f);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site(f.pc), Some(f.addr as u64), detail);
+                Some(f.to_string())
+            }
+            End::Aborted { status, pc } => {
+                let detail = match self.hpus[h].ctl.exit_reason.take() {
+                    Some(r) => format!("status {status}: {r}"),
+                    None => format!("status {status}"),
+                };
+                self.core.record_error(t, ectx, msg_id, ErrorCause::Aborted { status }, site(pc), None, Some(detail.clone()));
+                Some(format!("aborted, {detail}"))
+            }
+            End::WaitTimeout { pc } => {
+                let limit = self.core.cfg.wait_limit_ns;
+                self.core.record_error(t, ectx, msg_id, ErrorCause::WaitTimeout, site(pc), None, Some(format!("waited {limit} ns (wait_limit_ns)")));
+                Some("wait timeout".to_string())
+            }
+        };
         if self.core.timeline.is_some() {
             let start = self.hpus[h].ctl.t0;
             let name = format!("{sym} msg {msg_id}");
-            let args = serde_json::json!({"ectx": self.core.ectx(ectx).name(), "cycles": cyc, "fault": fault.map(|f| f.to_string())});
+            let args = serde_json::json!({"ectx": self.core.ectx(ectx).name(), "cycles": cyc, "fault": fault});
             self.core.timeline(TimelineEvent {
                 name,
                 cat: "handler",
@@ -130,6 +236,12 @@ impl Engine {
     pub(super) fn task_done(&mut self, h: usize, t: u64) {
         let free_at = t + self.core.cycles(self.core.cfg.doorbell_cycles as u64);
         let ctl = &mut self.hpus[h].ctl;
+        if ctl.notifies > 0 {
+            // Requests the task never collected die with it.
+            let gen = ctl.gen;
+            self.core.notify.retain(|_, n| !(n.hpu == h && n.gen == gen));
+            ctl.notifies = 0;
+        }
         ctl.gen += 1;
         ctl.state = HpuState::Closing;
         let gen = ctl.gen;
@@ -158,6 +270,13 @@ impl Engine {
         // The freed HPU takes the next queued task of its cluster.
         c.clusters[cl].free_hpus.push_back(h);
         self.assign(cl);
+        if self.core.ectxs.len() > 1 {
+            // The HPU share may have held tasks back in other clusters
+            // while this task's ECTX had work; they may start now.
+            for k in (0..self.core.clusters.len()).filter(|&k| k != cl) {
+                self.assign(k);
+            }
+        }
         self.kick_scheduler();
     }
 

@@ -177,7 +177,7 @@ impl Engine {
         if !s.aborted {
             c.stats.packets_done += 1;
             c.stats.bytes_done += s.len as u64;
-            c.stats.latencies_ps.push(now - s.arrival_ps);
+            c.stats.latency.record(now - s.arrival_ps);
             c.stats.last_done_ps = c.stats.last_done_ps.max(now);
         }
         c.free_slots.push(slot);

@@ -48,6 +48,8 @@ use self::mpq::*;
 use self::scheduler::*;
 
 pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
+pub use self::command_unit::{Command, OutputRecord};
+pub use self::mpq::{MessageRecord, MAX_RECORD_ITEMS};
 pub use self::notify::Notification;
 use self::notify::NotifyState;
 
@@ -150,6 +152,8 @@ enum Ev {
     /// A notification reached host memory (only advances time).
     NotifyVisible,
     NotifyResponse { id: u32 },
+    /// An HPU's wait limit (`HpuCtl::wait_deadline`); one armed per HPU.
+    WaitLimit { hpu: usize },
 }
 
 struct Event {
@@ -228,6 +232,8 @@ struct Core {
     busy_now: u32,
     busy_max: u32,
     counters: HashMap<(EctxId, u32), (u64, u64)>,
+    /// Handler output per ECTX, each a bounded ring (`output_buffer`).
+    outputs: HashMap<EctxId, OutputRing>,
     outbound: Vec<OutPacket>,
     host_writes: Vec<HostWrite>,
     completions: Vec<MessageDone>,
@@ -236,7 +242,18 @@ struct Core {
     pending_responses: HashMap<u32, u64, FastHash>,
     next_notify: u32,
     keep_outbound: bool,
+    /// `run(None)` returns before a host wait's limit (`Engine::pause_for_host`).
+    pause_for_host: bool,
+    /// Records of ended messages (`Engine::enable_message_log`).
+    msg_log: Option<Vec<MessageRecord>>,
     timeline: Option<Vec<TimelineEvent>>,
+}
+
+/// Where a handler error happened.
+struct Site {
+    handler: String,
+    pc: u32,
+    hpu: u32,
 }
 
 /// The NIC model.
@@ -258,6 +275,9 @@ impl Core {
         self.events.push(Reverse(Event { time, seq: self.seq, ev }));
     }
 
+    /// ns -> ps, checked. Every delay that reaches the engine passed
+    /// `units::delay_ns` (`NicConfig::validate`, ECTX install), so the
+    /// saturation never happens; it only keeps a bug from wrapping time.
     fn ns(&self, ns: u64) -> u64 {
         Ns(ns).to_ps_saturating().0
     }
@@ -273,9 +293,6 @@ impl Core {
     /// Serialisation time of `bytes` at `gbps` (the rate is validated with
     /// the configuration; the one pacing rule, `traffic::wire_time_ps`).
     fn wire_ps(bytes: u64, gbps: f64) -> u64 {
-    /// ns -> ps, checked. Every delay that reaches the engine passed
-    /// `units::delay_ns` (`NicConfig::validate`, ECTX install), so the
-    /// saturation never happens; it only keeps a bug from wrapping time.
         crate::traffic::wire_time_ps(bytes as usize, gbps).unwrap_or(u64::MAX)
     }
 
@@ -306,13 +323,27 @@ impl Core {
         }
     }
 
-    fn record_error(&mut self, ectx: EctxId, handler: String, kind: stats::ErrorCause, pc: u32, addr: u32, hpu: u32) {
+    /// Count an error by cause and keep its details (the first
+    /// MAX_ERRORS_KEPT). `site` is the handler, pc and HPU where it
+    /// happened; message-level errors have none.
+    #[allow(clippy::too_many_arguments)]
+    fn record_error(&mut self, time_ps: u64, ectx: EctxId, msg_id: u32, kind: stats::ErrorCause, site: Option<Site>, addr: Option<u64>, detail: Option<String>) {
         let cause = kind.text();
         let name = self.ectx(ectx).name().to_string();
         *self.stats.errors_by_ectx.entry(ectx).or_default().entry(cause.to_string()).or_default() += 1;
-        if self.stats.errors.len() < MAX_ERRORS_KEPT {
-            let time_ns = self.now / 1000;
-            self.stats.errors.push(HandlerError { ectx: name, ectx_id: ectx, handler, kind, cause: cause.to_string(), pc, addr, time_ns, hpu });
+        // Kept in detail up to MAX_ERRORS_KEPT, and in the message's record
+        // when the message log is on.
+        if self.stats.errors.len() < MAX_ERRORS_KEPT || self.msg_log.is_some() {
+            let time_ns = Ps(time_ps).to_ns().0;
+            let (handler, pc, hpu) = match site {
+                Some(s) => (Some(s.handler), Some(s.pc), Some(s.hpu)),
+                None => (None, None, None),
+            };
+            let e = HandlerError { ectx: name, ectx_id: ectx, msg_id, handler, kind, cause: cause.to_string(), detail, pc, addr, time_ns, hpu };
+            self.record_message_error(&e);
+            if self.stats.errors.len() < MAX_ERRORS_KEPT {
+                self.stats.errors.push(e);
+            }
         }
     }
 }
@@ -352,7 +383,10 @@ impl Engine {
                         wait_notify: None,
                         deferred: None,
                         mapped_ectx: None,
-                        stdout: Vec::new(),
+                        wait_deadline: 0,
+                        limit_armed: false,
+                        notifies: 0,
+                        exit_reason: None,
                     },
                 });
             }
@@ -392,6 +426,7 @@ impl Engine {
                     in_ready: false,
                     last_activity: 0,
                     timer: None,
+                    rec: MessageRecord::default(),
                 })
                 .collect(),
             free_mpqs: (0..cfg.mpqs as usize).rev().collect(),
@@ -425,6 +460,7 @@ impl Engine {
             busy_now: 0,
             busy_max: 0,
             counters: HashMap::new(),
+            outputs: HashMap::new(),
             outbound: Vec::new(),
             host_writes: Vec::new(),
             completions: Vec::new(),
@@ -433,6 +469,8 @@ impl Engine {
             pending_responses: HashMap::default(),
             next_notify: 1,
             keep_outbound: true,
+            pause_for_host: false,
+            msg_log: None,
             timeline: None,
             cfg,
         };
@@ -455,6 +493,15 @@ impl Engine {
 
     pub fn timeline(&self) -> &[TimelineEvent] {
         self.core.timeline.as_deref().unwrap_or(&[])
+    }
+
+    /// For host programs that answer notifications: `run(None)` then also
+    /// returns when a handler waits for the host's answer and only timers
+    /// (wait limits, message deadlines) are next, so the host can answer
+    /// before time jumps. Off (the CLI: nobody answers), such waits run out
+    /// (`wait_limit_ns`) within the run.
+    pub fn pause_for_host(&mut self, on: bool) {
+        self.core.pause_for_host = on;
     }
 
     /// Keep outbound packets and host writes in memory (default on).
@@ -487,9 +534,33 @@ impl Engine {
         self.core.stats.ectx_packets.get(&id).copied().unwrap_or_default()
     }
 
-    /// printf output of one HPU (global id).
-    pub fn hpu_stdout(&self, gid: usize) -> &[u8] {
-        &self.hpus[gid].ctl.stdout
+    /// printf output of one HPU (global id), as far as the ECTXs' output
+    /// rings still hold it.
+    pub fn hpu_stdout(&self, gid: usize) -> Vec<u8> {
+        self.output().filter(|r| r.hpu as usize == gid).flat_map(|r| r.bytes.iter().copied()).collect()
+    }
+
+    /// Handler output still held (each ECTX keeps its newest
+    /// `output_buffer` bytes), in NIC-time order: one record per `write`.
+    pub fn output(&self) -> impl Iterator<Item = &OutputRecord> {
+        let mut v: Vec<&OutputRecord> = self.core.outputs.values().flat_map(|r| r.records.iter()).collect();
+        // Stable: writes of one instant keep their order.
+        v.sort_by_key(|r| (r.time_ps, r.ectx));
+        v.into_iter()
+    }
+
+    /// Take (and forget) the handler output held so far, in NIC-time order.
+    /// Only output written before now is complete: HPUs run ahead in
+    /// quanta, so call it after `run` returns.
+    pub fn drain_output(&mut self) -> Vec<OutputRecord> {
+        let mut v: Vec<OutputRecord> = self.core.outputs.values_mut().flat_map(|r| r.take()).collect();
+        v.sort_by_key(|r| (r.time_ps, r.ectx));
+        v
+    }
+
+    /// Bytes of handler output an ECTX lost to its full ring.
+    pub fn output_dropped(&self, id: EctxId) -> u64 {
+        self.core.stats.output_dropped.get(&id).copied().unwrap_or(0)
     }
 
     pub fn hpu_count(&self) -> usize {
@@ -637,6 +708,8 @@ impl Engine {
         c.stats.ectx_packets.remove(&id);
         c.stats.errors_by_ectx.remove(&id);
         c.counters.retain(|k, _| k.0 != id);
+        c.outputs.remove(&id);
+        c.stats.output_dropped.remove(&id);
         Ok(id)
     }
 
@@ -701,13 +774,22 @@ impl Engine {
     /// virtual time reaches `until_ps`. `progress` is called now and then
     /// with the packets processed so far.
     pub fn run(&mut self, until_ps: Option<u64>, mut progress: impl FnMut(u64)) -> Result<(), SimError> {
+        self.run_with(until_ps, |e| progress(e.core.stats.packets_done))
+    }
+
+    /// [`Engine::run`], calling `every` with the engine now and then (every
+    /// 65536 events) and at the end, so a caller can drain outputs while
+    /// the run goes on and keep memory bounded.
+    pub fn run_with(&mut self, until_ps: Option<u64>, mut every: impl FnMut(&mut Engine)) -> Result<(), SimError> {
         let mut n = 0u64;
+        let mut progressed = false;
         loop {
             // This instant's heap events first, then its immediate FIFO.
             let heap_now = self.core.events.peek().is_some_and(|Reverse(e)| e.time == self.core.now);
             if !heap_now {
                 if let Some(ev) = self.core.immediate.pop_front() {
                     self.step(ev)?;
+                    progressed = true;
                     continue;
                 }
             }
@@ -725,23 +807,53 @@ impl Engine {
                     continue;
                 }
             }
+            // A wait limit whose wait ended does not advance time; one whose
+            // HPU waits again moves to that wait's deadline.
+            if let Ev::WaitLimit { hpu } = e.ev {
+                let t = e.time;
+                let ctl = &mut self.hpus[hpu].ctl;
+                if ctl.state != HpuState::Blocked || ctl.wait_deadline > t {
+                    self.core.events.pop();
+                    ctl.limit_armed = ctl.state == HpuState::Blocked;
+                    if ctl.limit_armed {
+                        let d = ctl.wait_deadline;
+                        self.core.at(d, Ev::WaitLimit { hpu });
+                    }
+                    continue;
+                }
+            }
             if until_ps.is_some_and(|u| e.time > u) {
                 self.core.now = until_ps.unwrap();
+                every(self);
                 return Ok(());
             }
+            // Only timers are next (a wait limit, a message deadline) while a
+            // handler waits for the host's answer: a host program gets its
+            // turn first (`pause_for_host`); run again without answering
+            // and time goes on.
+            if until_ps.is_none()
+                && progressed
+                && self.core.pause_for_host
+                && matches!(e.ev, Ev::WaitLimit { .. } | Ev::TimeoutCheck)
+                && self.hpus.iter().any(|s| s.ctl.state == HpuState::Blocked && s.ctl.wait_notify.is_some())
+            {
+                every(self);
+                return Ok(());
+            }
+            progressed = true;
             let Reverse(e) = self.core.events.pop().unwrap();
             self.core.now = e.time;
             self.step(e.ev)?;
             n += 1;
             if n % 65536 == 0 {
-                progress(self.core.stats.packets_done);
+                every(self);
             }
         }
         // Idle before `until`: the clock still moves there.
         if let Some(u) = until_ps {
             self.core.now = self.core.now.max(u);
         }
-        progress(self.core.stats.packets_done);
+        every(self);
         Ok(())
     }
 
@@ -769,6 +881,7 @@ impl Engine {
             }
             Ev::NotifyVisible => {}
             Ev::NotifyResponse { id } => self.on_notify_response(id),
+            Ev::WaitLimit { hpu } => self.on_wait_limit(hpu),
             Ev::Unblock => {
                 self.core.unblock_queued = false;
                 self.on_unblock()?
@@ -781,7 +894,9 @@ impl Engine {
     /// its way (a notification's arrival at the host is an event). Only the
     /// host (a new packet, a response) can wake the NIC.
     pub fn is_idle(&self) -> bool {
-        self.core.events.is_empty() && self.core.immediate.is_empty()
+        // Limits of waits that ended are left in the queue; they do not count.
+        self.core.immediate.is_empty()
+            && self.core.events.iter().all(|Reverse(e)| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
     }
 
     /// Raw statistics so far.
@@ -793,7 +908,6 @@ impl Engine {
     pub fn report(&self) -> Report {
         let c = &self.core;
         let s = &c.stats;
-        let mut lat = s.latencies_ps.clone();
         let first = s.first_arrival_ps.unwrap_or(0);
         let span = s.last_done_ps.saturating_sub(first);
         let sim_ps = c.now.max(s.last_done_ps);
@@ -841,7 +955,7 @@ impl Engine {
             unmatched: s.unmatched,
             throughput_gbps: if span > 0 { s.bytes_done as f64 * 8.0 / secs / 1e9 } else { 0.0 },
             mpps: if span > 0 { s.packets_done as f64 / secs / 1e6 } else { 0.0 },
-            latency_ns: stats::latency(&mut lat),
+            latency_ns: s.latency.summary_ns(),
             drops: s.drops,
             backpressure_ns: Ps(s.backpressure_ps).as_ns_f64(),
             mpq_stall_ns: Ps(s.mpq_stall_ps).as_ns_f64(),
@@ -852,6 +966,15 @@ impl Engine {
             errors,
             error_details: s.errors.clone(),
             message_timeouts: s.message_timeouts,
+            output_dropped: s
+                .output_dropped
+                .iter()
+                .map(|(e, &bytes)| stats::OutputDrop {
+                    ectx: self.ectx(*e).map(|x| x.name().to_string()).unwrap_or_default(),
+                    bytes,
+                    cause: format!("output ring full: output_buffer = {} bytes per ECTX, oldest output dropped", c.cfg.output_buffer),
+                })
+                .collect(),
             outbound_packets: s.outbound_packets,
             outbound_bytes: s.outbound_bytes,
             host_writes: s.host_writes,

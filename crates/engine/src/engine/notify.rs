@@ -38,8 +38,10 @@ impl Engine {
         let Slot { hpu, ctl } = &mut self.hpus[h];
         if ctl.gen == gen && ctl.state == HpuState::Blocked && ctl.wait_notify == Some(id) {
             ctl.wait_notify = None;
+            ctl.notifies = ctl.notifies.saturating_sub(1);
             c.notify.remove(&id);
-            resume(hpu, ctl, c, &[value as u32, (value >> 32) as u32]);
+            // spin_notify_wait: status 0, the answer in a1 (low) / a2 (high).
+            resume(hpu, ctl, c, &[0, value as u32, (value >> 32) as u32]);
         } else if ctl.gen != gen {
             c.notify.remove(&id); // its task is gone
         }
@@ -60,6 +62,8 @@ pub struct Notification {
     pub host_ref: u64,
 }
 
+/// A posted request: owned by the task that posted it (ECTX, HPU and the
+/// HPU's task generation); only that task may wait on or test it.
 pub(super) struct NotifyState {
     pub(super) ectx: EctxId,
     pub(super) hpu: usize,

@@ -80,10 +80,19 @@ impl Engine {
             return;
         }
         let n = self.core.ready.len();
+        // Messages held back by the HPU share stay ready, but retrying them
+        // at once cannot help: a completion or new work kicks again.
+        let mut held_back = false;
         for _ in 0..n {
             let Some(m) = self.core.ready.pop_front() else { break };
             self.core.mpqs[m].in_ready = false;
             if !self.runnable(m) {
+                continue;
+            }
+            if !self.share_allows(self.core.mpqs[m].ectx, None) {
+                self.core.mpqs[m].in_ready = true;
+                self.core.ready.push_back(m);
+                held_back = true;
                 continue;
             }
             let q = &self.core.mpqs[m];
@@ -118,9 +127,12 @@ impl Engine {
             }
             // One task per cycle.
             self.core.sched_free_at = now + self.core.ppc;
+            held_back = false;
             break;
         }
-        self.kick_scheduler();
+        if !held_back {
+            self.kick_scheduler();
+        }
     }
 
     /// Send a task to a cluster: the home cluster (message id mod clusters)
@@ -186,7 +198,16 @@ impl Engine {
             if cluster.queue.is_empty() || cluster.free_hpus.is_empty() {
                 return;
             }
-            let t = cluster.queue.pop_front().unwrap();
+            // The first queued task whose ECTX is within its HPU share here.
+            let Some(k) = (0..self.core.clusters[cl].queue.len()).find(|&k| {
+                let t = self.core.clusters[cl].queue[k];
+                self.share_allows(self.core.tasks[t].as_ref().unwrap().her.ectx, Some(cl))
+            }) else {
+                return;
+            };
+            let c = &mut self.core;
+            let cluster = &mut c.clusters[cl];
+            let t = cluster.queue.remove(k).unwrap();
             let h = cluster.free_hpus.pop_front().unwrap();
             cluster.pending -= 1;
             c.sched_blocked = false;
