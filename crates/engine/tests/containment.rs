@@ -258,3 +258,24 @@ fn message_timeouts_carry_no_sentinels() {
     let t = e.report().text();
     assert!(!t.contains("4294967295") && !t.contains("message 0"), "{t}");
 }
+
+#[test]
+fn the_new_limits_are_validated_by_name() {
+    let bad: [(&str, fn(&mut NicConfig)); 6] = [
+        ("output_buffer", |c| c.output_buffer = 0),
+        ("counters_per_ectx", |c| c.counters_per_ectx = 0),
+        ("counters_per_ectx", |c| c.counters_per_ectx = u32::MAX),
+        ("wait_limit_ns", |c| c.wait_limit_ns = 0),
+        ("wait_limit_ns", |c| c.wait_limit_ns = u64::MAX),
+        ("max_hpu_share", |c| c.max_hpu_share = f64::NAN),
+    ];
+    for (field, f) in bad {
+        let mut c = NicConfig::pspin();
+        f(&mut c);
+        let e = c.validate().unwrap_err().to_string();
+        assert!(e.contains(field), "{field}: {e}");
+    }
+    let t = "output_buffer = 1024\ncounters_per_ectx = 8\nwait_limit_ns = 5000\nmax_hpu_share = 0.5\n";
+    let c = NicConfig::from_toml(t, "t.toml").unwrap();
+    assert_eq!((c.output_buffer, c.counters_per_ectx, c.wait_limit_ns, c.max_hpu_share), (1024, 8, 5000, 0.5));
+}
