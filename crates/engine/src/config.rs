@@ -105,11 +105,13 @@ pub struct NicConfig {
     /// NIC time; past it the handler is ended with "wait timeout" (1 ms, the
     /// default message timeout).
     pub wait_limit_ns: u64,
-    /// Share of all HPUs (0 < share <= 1) one ECTX may hold while another
-    /// ECTX has tasks waiting. 0.75 keeps a quarter of the HPUs (8 of
-    /// PsPIN's 32) for other tenants while a lone busy tenant still reaches
-    /// 24 HPUs, above the ~19 PsPIN keeps busy at line rate with 64 B
-    /// packets (seed 001 §4.2); with no competing work the limit is off.
+    /// Share of all HPUs (0 < share <= 1), and of each cluster's, one ECTX
+    /// may hold while another ECTX is active: handlers are not preempted,
+    /// so the reserve must exist before the other tenant's packets come.
+    /// 0.75 keeps a quarter (8 of PsPIN's 32, 2 per cluster) for other
+    /// tenants while a busy tenant still reaches 24 HPUs, above the ~19
+    /// PsPIN keeps busy at line rate with 64 B packets (seed 001 §4.2). A
+    /// lone active ECTX is not limited.
     pub max_hpu_share: f64,
 }
 
