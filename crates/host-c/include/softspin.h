@@ -1025,7 +1025,7 @@ int ss_run_until_idle(struct ss_nic *nic);
 
 /**
  * Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle, and
- * SS_ELIMIT (the end would pass the end of NIC time).
+ * SS_ELIMIT (the end would pass the simulation horizon, 2^63 ps).
  */
 int ss_run_for_ns(struct ss_nic *nic, uint64_t ns);
 

@@ -14,6 +14,7 @@ use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
+use softspin_engine::units::Ns;
 use softspin_host::{
     Ectx, EctxOptions, Error, ErrorCause, ErrorKind, Event, FaultKind, FrameKind, Rejected, GenConfig, HostBuffer, HostWindow, Image, Nic,
     Notification, Payload,
@@ -1323,7 +1324,7 @@ pub unsafe extern "C" fn ss_run_until_idle(nic: *mut ss_nic) -> c_int {
 }
 
 /// Run for `ns` nanoseconds of NIC time. Errors as ss_run_until_idle, and
-/// SS_ELIMIT (the end would pass the end of NIC time).
+/// SS_ELIMIT (the end would pass the simulation horizon, 2^63 ps).
 #[no_mangle]
 pub unsafe extern "C" fn ss_run_for_ns(nic: *mut ss_nic, ns: u64) -> c_int {
     with_nic(nic, |n| Ok(n.nic.run_for(ns)?))
@@ -1394,8 +1395,10 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
                     n.held.detail = x.detail.map(c);
                     n.held.cause = c(x.cause);
                     n.held.ectx = c(x.ectx_name);
+                    // The engine rounded its ps clock down to ns: back in ps it
+                    // is at most that clock, so saturation never happens.
                     (e.kind, e.ectx, e.time_ps, e.msg_id) =
-                        (SS_EVENT_HANDLER_ERROR, x.ectx.0, x.time_ns.saturating_mul(1000), x.msg_id);
+                        (SS_EVENT_HANDLER_ERROR, x.ectx.0, Ns(x.time_ns).to_ps_saturating().0, x.msg_id);
                     e.present = [(x.pc.is_some(), SS_HAS_PC), (x.addr.is_some(), SS_HAS_ADDR), (x.hpu.is_some(), SS_HAS_HPU)]
                         .iter()
                         .filter(|(on, _)| *on)

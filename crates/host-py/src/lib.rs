@@ -11,6 +11,7 @@ use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use softspin_host as host;
+use softspin_engine::units::Ps;
 use softspin_host::{FrameKind, GenConfig, HostBuffer, Payload};
 
 create_exception!(softspin, Error, PyException, "Base class of every error softspin raises (one subclass per softspin_host::ErrorKind).");
@@ -120,7 +121,7 @@ fn json_to_py(py: Python<'_>, s: &str) -> PyResult<PyObject> {
 }
 
 fn ns(ps: u64) -> f64 {
-    ps as f64 / 1000.0
+    Ps(ps).as_ns_f64()
 }
 
 // ---------------------------------------------------------------- handles

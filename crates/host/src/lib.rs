@@ -47,6 +47,7 @@ pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
 pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
 pub use softspin_engine::{BufferFull, HostBuffer, NicConfig};
 use softspin_engine::traffic::{Generator, LineClock, PcapSource, TraceSource};
+use softspin_engine::units::{Ns, Ps, HORIZON};
 use softspin_engine::{EctxError, EctxId, EctxSpec, Engine, MatchRule, SimError};
 pub use softspin_hpu::FaultKind;
 use softspin_hpu::{abi, ElfError, ElfImage};
@@ -798,19 +799,25 @@ impl Nic {
         Ok(self.engine.run(None, |_| {})?)
     }
 
-    /// Run for `ns` nanoseconds of NIC time (the NIC clock, in ps, must
-    /// not pass its 64-bit end).
+    /// Run for `ns` nanoseconds of NIC time (the NIC clock must stay within
+    /// `units::HORIZON`, as `--until-ns` does, so delays on top cannot wrap).
     pub fn run_for(&mut self, ns: u64) -> Result<()> {
-        let until = ns
-            .checked_mul(1000)
-            .and_then(|d| self.engine.now_ps().checked_add(d))
-            .ok_or_else(|| Error::Limit(format!("run_for({ns} ns) runs past the end of NIC time (u64 picoseconds)")))?;
-        Ok(self.engine.run(Some(until), |_| {})?)
+        let until = Ns(ns)
+            .to_ps()
+            .and_then(|d| Ps(self.engine.now_ps()).checked_add(d))
+            .filter(|&u| u <= HORIZON)
+            .ok_or_else(|| {
+                Error::Limit(format!(
+                    "run_for({ns} ns) runs past the simulation horizon (limit: NIC time at most {} ns, 2^63 ps)",
+                    HORIZON.max_ns()
+                ))
+            })?;
+        Ok(self.engine.run(Some(until.0), |_| {})?)
     }
 
     /// Current NIC time in nanoseconds.
     pub fn now_ns(&self) -> f64 {
-        self.engine.now_ps() as f64 / 1000.0
+        Ps(self.engine.now_ps()).as_ns_f64()
     }
 
     /// Current NIC time in picoseconds.

@@ -96,6 +96,26 @@ fn nic_lengths_beyond_32_bits_are_errors_not_panics() {
 }
 
 #[test]
+fn run_for_stays_within_the_simulation_horizon() {
+    // 2^63 ps = 9_223_372_036_854_775_808 ps: the last whole ns is
+    // 9_223_372_036_854_775. One ns more still fits u64 ps (it passed before
+    // the horizon check); 18_446_744_073_709_552 ns (issue 10) does not.
+    let mut nic = Nic::open("pspin").unwrap();
+    for ns in [9_223_372_036_854_776, 18_446_744_073_709_552, u64::MAX] {
+        let err = nic.run_for(ns).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Limit, "{err}");
+        assert!(err.to_string().contains("run_for") && err.to_string().contains("9223372036854775 ns"), "{err}");
+    }
+    assert_eq!(nic.now_ps(), 0);
+    nic.run_for(1_000).unwrap();
+    assert_eq!(nic.now_ps(), 1_000_000);
+    // Relative to now: the rest up to the horizon is allowed, one ns more is not.
+    assert_eq!(nic.run_for(9_223_372_036_854_775 - 999).unwrap_err().kind(), ErrorKind::Limit);
+    nic.run_for(9_223_372_036_854_775 - 1_000).unwrap();
+    assert_eq!(nic.now_ps(), 9_223_372_036_854_775_000);
+}
+
+#[test]
 fn install_takes_only_windows_the_nic_made_exactly_as_made() {
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
