@@ -1,5 +1,5 @@
 /*
- * Handlers for the engine tests (crates/cli/tests/engine.rs). Each does one
+ * Handlers for the engine tests (crates/engine/tests/model.rs). Each does one
  * thing the test checks from the outside: timeline order, host memory,
  * outbound packets, faults.
  */

@@ -1,11 +1,11 @@
-//! Engine tests: real handler images (tests/handlers/engine_test.c, built by
-//! `softspin build`) on the simulated NIC. Every check compares with values
-//! computed here (packet bytes, the model's latency contract, ordering read
-//! off the timeline), never with the handlers' own reports.
+//! Engine model tests: real handler images (crates/cli/tests/handlers/
+//! engine_test.c, shared with the CLI and host tests, built with the SDK) on
+//! the simulated NIC. Every check compares with values computed here (packet
+//! bytes, the model's latency contract, ordering read off the timeline),
+//! never with the handlers' own reports.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
 
 use softspin_engine::ectx::DEFAULT_HOST_BASE;
@@ -13,29 +13,30 @@ use softspin_engine::traffic::{build_frame, Arrival, FrameKind, Source, TrafficE
 use softspin_engine::{BufferFull, EctxSpec, Engine, MatchRule, NicConfig, Report};
 use softspin_hpu::ElfImage;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
-}
-
-fn build(name: &str, extra: &[&str]) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("softspin-engine-test-{}", std::process::id()));
+/// Build engine_test.c as `softspin build` does: `profile` adds its defines
+/// and memory map (as `--profile`); `code_data` relinks code and data
+/// elsewhere (as `--code-base`/`--data-base`) for a second tenant.
+fn build(name: &str, profile: Option<&NicConfig>, code_data: Option<(u32, u32)>) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("softspin-engine-model-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let out = dir.join(format!("{name}.elf"));
-    let o = Command::new(env!("CARGO_BIN_EXE_softspin"))
-        .arg("build")
-        .arg(root().join("crates/cli/tests/handlers/engine_test.c"))
-        .arg("-o")
-        .arg(&out)
-        .args(extra)
-        .output()
-        .unwrap();
-    assert!(o.status.success(), "build failed: {}", String::from_utf8_lossy(&o.stderr));
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/handlers/engine_test.c");
+    let mut o = softspin_sdk::BuildOptions::handler(&[src], &out);
+    if let Some(cfg) = profile {
+        o.define = cfg.sdk_defines();
+        o.link_symbols = cfg.memory_map().link_symbols();
+    }
+    if let Some((code, data)) = code_data {
+        o.code_base = Some(code);
+        o.data_base = Some(data);
+    }
+    softspin_sdk::build(&o).expect("building crates/cli/tests/handlers/engine_test.c");
     out
 }
 
 fn image() -> ElfImage {
     static P: OnceLock<PathBuf> = OnceLock::new();
-    ElfImage::load(P.get_or_init(|| build("default", &[]))).unwrap()
+    ElfImage::load(P.get_or_init(|| build("default", None, None))).unwrap()
 }
 
 /// Packets from a list.
@@ -296,7 +297,7 @@ fn runs_are_deterministic() {
 
 #[test]
 fn two_ectxs_split_traffic_by_port() {
-    let other = ElfImage::load(&build("second", &["--data-base", "0x1C100000", "--code-base", "0x1D004000"])).unwrap();
+    let other = ElfImage::load(&build("second", None, Some((0x1D00_4000, 0x1C10_0000)))).unwrap();
     let mut e = Engine::new(NicConfig::pspin()).unwrap();
     let mut a = spec(Some("count_ph"));
     a.name = "a".into();
@@ -341,7 +342,7 @@ fn install_errors_name_the_problem() {
     // An image built for PsPIN's 4 clusters does not fit FPsPIN's 2.
     let err = Engine::new(NicConfig::fpspin()).unwrap().install(spec(Some("empty_ph"))).unwrap_err().to_string();
     assert!(err.contains("NB_CLUSTERS=4"), "{err}");
-    let fp = ElfImage::load(&build("fpspin", &["--profile", "fpspin"])).unwrap();
+    let fp = ElfImage::load(&build("fpspin", Some(&NicConfig::fpspin()), None)).unwrap();
     let mut s = EctxSpec::new("fp", fp);
     s.ph = Some("empty_ph".into());
     let mut e = engine_with(NicConfig::fpspin(), s);
