@@ -88,7 +88,8 @@ pub mod exit {
         HandlerError = 3,
         /// A message timed out (no packet for its ECTX's timeout).
         MessageTimeout = 4,
-        /// Packets were dropped (packet buffer full) or matched no ECTX.
+        /// Packets were dropped (packet buffer full) or matched no ECTX, or
+        /// handler output was dropped (its ECTX's output ring was full).
         Dropped = 5,
         /// Packets arrived but were not all processed (e.g. `--until-ns`
         /// stopped the run first).
@@ -118,7 +119,8 @@ Exit status:
   3  a handler faulted, hit its watchdog, aborted (assert, abort, exit(n != 0))
      or had a command rejected
   4  a message timed out
-  5  packets were dropped (packet buffer full) or matched no ECTX
+  5  packets were dropped (packet buffer full) or matched no ECTX, or
+     handler output was dropped (output ring full: output_buffer)
   6  packets were left unprocessed (e.g. --until-ns ended the run first)
 When several apply, the smallest of 3..6 is returned; stderr says why.";
 

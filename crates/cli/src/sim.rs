@@ -401,6 +401,10 @@ fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
         (Status::MessageTimeout, format!("{} message timeouts", r.message_timeouts))
     } else if lost > 0 {
         (Status::Dropped, format!("{} packets dropped, {} matched no ECTX", r.drops, r.unmatched))
+    } else if let Some(d) = r.output_dropped.first() {
+        // Lost handler output is lost data too: the run is not clean.
+        let bytes: u64 = r.output_dropped.iter().map(|d| d.bytes).sum();
+        (Status::Dropped, format!("{bytes} bytes of handler output dropped ({})", d.cause))
     } else if r.packets < arrived {
         (Status::Unprocessed, format!("{} of {arrived} packets processed", r.packets))
     } else {
