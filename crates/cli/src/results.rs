@@ -3,17 +3,17 @@
 //! (`--stdout`), and dumps of host memory and handler memory after the run
 //! (`--dump-host`, `--dump-handler-mem`). Records and output are streamed
 //! while the engine runs, so memory stays bounded by the messages and
-//! output in flight, not by the length of the run.
+//! output in flight, not by the length of the run. Everything is read
+//! through the host API (`softspin_host::Nic`).
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::{Path, PathBuf};
 
 use anyhow::Context;
-use softspin_engine::engine::{MessageRecord, OutputRecord};
-use softspin_engine::{EctxId, Engine};
+use softspin_host::{Ectx, MessageRecord, Nic, NicView, OutputRecord};
 
-/// Bytes read from the engine per step when dumping memory.
+/// Bytes read from the NIC per step when dumping memory.
 const DUMP_CHUNK: usize = 1 << 20;
 
 /// Where results go while the engine runs.
@@ -26,10 +26,10 @@ pub struct Sinks {
 }
 
 impl Sinks {
-    pub fn new(engine: &mut Engine, records: Option<&Path>, stdout: bool) -> anyhow::Result<Sinks> {
+    pub fn new(nic: &mut Nic, records: Option<&Path>, stdout: bool) -> anyhow::Result<Sinks> {
         let records = match records {
             Some(p) => {
-                engine.enable_message_log();
+                nic.enable_message_log();
                 let f = File::create(p).with_context(|| format!("creating --records file {}", p.display()))?;
                 Some((p.to_path_buf(), BufWriter::new(f)))
             }
@@ -38,10 +38,10 @@ impl Sinks {
         Ok(Sinks { records, stdout, pending: Vec::new() })
     }
 
-    /// Write what the engine has finished so far; `last`: the run ended,
+    /// Write what the NIC has finished so far; `last`: the run ended,
     /// write everything (messages still open get records without a
     /// completion).
-    pub fn drain(&mut self, engine: &mut Engine, last: bool) -> anyhow::Result<()> {
+    pub fn drain(&mut self, engine: &mut NicView<'_>, last: bool) -> anyhow::Result<()> {
         if let Some((path, w)) = &mut self.records {
             let mut recs = engine.drain_message_log();
             if last {
@@ -74,9 +74,9 @@ impl Sinks {
 }
 
 /// One JSON line of `--records`.
-fn record_json(engine: &Engine, r: &MessageRecord) -> serde_json::Value {
+fn record_json(engine: &NicView<'_>, r: &MessageRecord) -> serde_json::Value {
     let ns = |ps: u64| ps as f64 / 1000.0;
-    let name = engine.ectx(r.ectx).map(|e| e.name().to_string()).unwrap_or_default();
+    let name = engine.ectx_name(r.ectx).unwrap_or_default();
     serde_json::json!({
         "msg_id": r.msg_id,
         "ectx": name,
@@ -93,8 +93,8 @@ fn record_json(engine: &Engine, r: &MessageRecord) -> serde_json::Value {
 
 /// One `write` of a handler, each line prefixed with NIC time, ECTX,
 /// message and HPU.
-fn print_output(out: &mut impl Write, engine: &Engine, r: &OutputRecord) -> std::io::Result<()> {
-    let name = engine.ectx(r.ectx).map(|e| e.name()).unwrap_or("?");
+fn print_output(out: &mut impl Write, engine: &NicView<'_>, r: &OutputRecord) -> std::io::Result<()> {
+    let name = engine.ectx_name(r.ectx).unwrap_or("?");
     let text = String::from_utf8_lossy(&r.bytes);
     for line in text.lines() {
         writeln!(out, "[{:.3} ns {name} msg {} hpu {}] {line}", r.time_ps as f64 / 1000.0, r.msg_id, r.hpu)?;
@@ -115,36 +115,33 @@ fn dump_path(path: &Path, name: &str, several: bool) -> PathBuf {
 }
 
 /// `--dump-host`: each ECTX's host window, raw.
-pub fn dump_host(engine: &mut Engine, ectxs: &[EctxId], path: &Path) -> anyhow::Result<()> {
-    for &id in ectxs {
-        let Some(e) = engine.ectx(id) else { continue };
-        let (base, size) = e.spec.host_window;
-        let p = dump_path(path, e.name(), ectxs.len() > 1);
-        let mut w = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-host file {}", p.display()))?);
-        let mut buf = vec![0u8; DUMP_CHUNK];
+pub fn dump_host(nic: &mut Nic, ectxs: &[Ectx], path: &Path) -> anyhow::Result<()> {
+    for &e in ectxs {
+        let w = nic.ectx_host_window(e)?;
+        let p = dump_path(path, &nic.ectx_name(e)?, ectxs.len() > 1);
+        let mut f = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-host file {}", p.display()))?);
         let mut off = 0u64;
-        while off < size {
-            let n = (size - off).min(DUMP_CHUNK as u64) as usize;
-            engine.host_memory().read(base + off, &mut buf[..n]);
-            w.write_all(&buf[..n]).with_context(|| format!("writing {}", p.display()))?;
+        while off < w.size {
+            let n = (w.size - off).min(DUMP_CHUNK as u64) as usize;
+            let bytes = nic.host_read(w.base + off, n)?;
+            f.write_all(&bytes).with_context(|| format!("writing {}", p.display()))?;
             off += n as u64;
         }
-        w.flush().with_context(|| format!("writing {}", p.display()))?;
+        f.flush().with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())
 }
 
 /// `--dump-handler-mem`: each ECTX's L2 handler memory, raw.
-pub fn dump_handler_mem(engine: &Engine, ectxs: &[EctxId], path: &Path) -> anyhow::Result<()> {
-    for &id in ectxs {
-        let Some(e) = engine.ectx(id) else { continue };
-        let (base, size) = e.handler_mem;
-        let p = dump_path(path, e.name(), ectxs.len() > 1);
+pub fn dump_handler_mem(nic: &Nic, ectxs: &[Ectx], path: &Path) -> anyhow::Result<()> {
+    for &e in ectxs {
+        let (base, size) = nic.ectx_handler_mem(e)?;
+        let p = dump_path(path, &nic.ectx_name(e)?, ectxs.len() > 1);
         let mut w = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-handler-mem file {}", p.display()))?);
         let mut off = 0u32;
         while off < size {
             let n = (size - off).min(DUMP_CHUNK as u32);
-            let bytes = engine.read_nic(base + off, n as usize).context("handler memory lies in NIC memory")?;
+            let bytes = nic.nic_read(base + off, n as usize)?;
             w.write_all(&bytes).with_context(|| format!("writing {}", p.display()))?;
             off += n;
         }

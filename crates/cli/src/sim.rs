@@ -7,11 +7,10 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
-use softspin_engine::ectx::DEFAULT_HOST_BASE;
 use softspin_engine::traffic::{FrameKind, GenConfig, Generator, Payload, PcapSource, Source, TraceSource, DEFAULT_UDP_PORT};
 use softspin_engine::units::{self, Gbps};
-use softspin_engine::Report;
-use softspin_engine::{EctxSpec, Engine, MatchRule, NicConfig};
+use softspin_engine::{NicConfig, Report};
+use softspin_host::{EctxOptions, Image, Nic};
 use softspin_hpu::ElfImage;
 
 use crate::exit::Status;
@@ -224,73 +223,85 @@ struct Scenario {
 }
 
 pub(crate) fn load_image(p: &Path) -> anyhow::Result<ElfImage> {
-    // Name the file unless the error already does.
+    ElfImage::load(p).map_err(|e| named(p, e))
+}
+
+fn load_nic_image(nic: &Nic, p: &Path) -> anyhow::Result<Image> {
+    nic.load_image(p).map_err(|e| named(p, e))
+}
+
+/// An error about file `p`, naming it unless the error already does.
+fn named(p: &Path, e: impl std::error::Error + Send + Sync + 'static) -> anyhow::Error {
     let name = p.display().to_string();
-    ElfImage::load(p).map_err(|e| {
-        let named = e.to_string().contains(&name);
-        let e = anyhow::Error::new(e);
-        if named {
-            e
-        } else {
-            e.context(name)
-        }
-    })
+    let mentions = e.to_string().contains(&name);
+    let e = anyhow::Error::new(e);
+    if mentions {
+        e
+    } else {
+        e.context(name)
+    }
 }
 
 pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     let mut cfg = nic_config(a.profile.as_deref(), a.config.as_deref())?;
     if let Some(n) = a.stack_size {
-        // Validated with the rest of the configuration by Engine::new.
+        // Validated with the rest of the configuration by Nic::with_config.
         cfg.hpu_stack_size = n;
     }
-    let mut engine = Engine::new(cfg.clone())?;
+    let mut nic = Nic::with_config(cfg.clone())?;
+    // Nobody answers notifications: host waits run out within the run.
+    nic.pause_for_host(false);
+    nic.keep_outputs(a.pcap_out.is_some() || a.stdout);
+    // (image, options, host window size) per ECTX, in install order.
     let mut specs = Vec::new();
     if let Some(path) = &a.scenario {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let sc: Scenario = toml::from_str(&text).with_context(|| path.display().to_string())?;
         let dir = path.parent().unwrap_or(Path::new("."));
-        for (k, e) in sc.ectx.into_iter().enumerate() {
-            let mut s = EctxSpec::new(&e.name, load_image(&dir.join(&e.image))?);
-            s.hh = e.hh;
-            s.ph = e.ph;
-            s.th = e.th;
-            s.matching = e.udp_dst_port.map(MatchRule::UdpDstPort).unwrap_or_default();
-            s.l1_copy = e.l1_copy.unwrap_or(u32::MAX);
-            s.scratchpad = e.scratchpad;
-            if let Some(sz) = e.handler_mem_size {
-                let (_, data) = image_data(&s.image);
-                s.handler_mem = Some((data.unwrap_or(softspin_hpu::abi::L2_HANDLER_BASE), sz));
-            }
-            s.host_window = (DEFAULT_HOST_BASE + k as u64 * softspin_hpu::abi::HOST_WINDOW_STRIDE, e.host_size.unwrap_or(1 << 20));
-            s.watchdog = e.watchdog.unwrap_or(1_000_000);
-            s.msg_timeout_ns = e.timeout_ns.unwrap_or(1_000_000);
-            specs.push(s);
+        for e in sc.ectx {
+            let o = EctxOptions {
+                name: Some(e.name),
+                hh: e.hh,
+                ph: e.ph,
+                th: e.th,
+                handler_mem_size: e.handler_mem_size,
+                l1_copy: e.l1_copy,
+                scratchpad: e.scratchpad,
+                watchdog: Some(e.watchdog.unwrap_or(1_000_000)),
+                msg_timeout_ns: Some(e.timeout_ns.unwrap_or(1_000_000)),
+                udp_dst_port: e.udp_dst_port,
+                host_window: None,
+            };
+            specs.push((load_nic_image(&nic, &dir.join(&e.image))?, o, e.host_size.unwrap_or(1 << 20)));
         }
     } else {
         let path = a.image.as_ref().unwrap();
-        let mut s = EctxSpec::new(&path.file_stem().unwrap_or_default().to_string_lossy(), load_image(path)?);
-        s.hh = a.hh.clone();
-        s.ph = a.ph.clone();
-        s.th = a.th.clone();
-        if s.hh.is_none() && s.ph.is_none() && s.th.is_none() {
+        if a.hh.is_none() && a.ph.is_none() && a.th.is_none() {
             bail!("give at least one of --hh, --ph, --th (handler symbols of {})", path.display());
         }
-        s.l1_copy = a.l1_copy.unwrap_or(u32::MAX);
-        s.scratchpad = vec![a.scratchpad; cfg.clusters as usize];
-        s.host_window = (DEFAULT_HOST_BASE, a.host_size);
-        s.watchdog = a.watchdog;
-        s.msg_timeout_ns = a.timeout_ns;
-        specs.push(s);
+        let o = EctxOptions {
+            name: Some(path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
+            hh: a.hh.clone(),
+            ph: a.ph.clone(),
+            th: a.th.clone(),
+            l1_copy: a.l1_copy,
+            scratchpad: vec![a.scratchpad; cfg.clusters as usize],
+            watchdog: Some(a.watchdog),
+            msg_timeout_ns: Some(a.timeout_ns),
+            ..Default::default()
+        };
+        specs.push((load_nic_image(&nic, path)?, o, a.host_size));
     }
-    let mut ectx_ids = Vec::new();
-    for s in specs {
-        let (base, size) = s.host_window;
-        // Install validates the spec (sizes, times, symbols) before the
-        // host window is allocated.
-        let id = engine.install(s)?;
-        ectx_ids.push(id);
-        engine.add_host_buffer(base, Box::new(zeroed(size)?)).map_err(anyhow::Error::msg)?;
-        engine.activate(id)?;
+    let mut ectxs = Vec::new();
+    for (image, mut o, host_size) in specs {
+        // Size 0: the ECTX gets no host window.
+        if host_size > 0 {
+            let size = usize::try_from(host_size).context("host window size does not fit this machine's address space")?;
+            o.host_window = Some(nic.host_window(size)?);
+        }
+        let e = nic.install(&image, o)?;
+        nic.activate(e)?;
+        ectxs.push(e);
     }
 
     let until_ps = a.until_ns.map(|n| units::until_ns("--until-ns", n)).transpose()?;
@@ -302,10 +313,10 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         Frame::Ip => FrameKind::Ip,
         Frame::Eth => FrameKind::Eth,
     };
-    let source: Box<dyn Source> = if let Some(t) = &a.trace {
-        Box::new(TraceSource::open(t, frame)?)
+    let total = if let Some(t) = &a.trace {
+        feed(&mut nic, Box::new(TraceSource::open(t, frame)?))?
     } else if let Some(p) = &a.pcap {
-        Box::new(PcapSource::open(p, a.rate)?)
+        feed(&mut nic, Box::new(PcapSource::open(p, a.rate)?))?
     } else {
         // The limit is the NIC's packet slot, not the frame format's 65535.
         if a.size > cfg.pkt_slot_size as usize {
@@ -335,44 +346,41 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
             dst_ip: a.dst_ip.octets(),
             ..GenConfig::default()
         };
-        Box::new(Generator::new(g)?)
+        feed(&mut nic, Box::new(Generator::new(g)?))?
     };
-    let total = source.len_hint();
     if a.timeline.is_some() {
-        engine.enable_timeline();
+        nic.enable_timeline();
     }
-    engine.keep_outputs(a.pcap_out.is_some() || a.stdout);
-    engine.set_source(source)?;
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
     // Records and output are written while the run goes (bounded memory).
-    let mut sinks = crate::results::Sinks::new(&mut engine, a.records.as_deref(), a.stdout)?;
+    let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     let mut sink_err = None;
-    engine.run_with(until_ps.map(|p| p.0), |e| {
-        bar.set_position(e.stats().packets_done);
+    nic.run_with(until_ps.map(|p| p.0), |v| {
+        bar.set_position(v.packets_done());
         if sink_err.is_none() {
-            sink_err = sinks.drain(e, false).err();
+            sink_err = sinks.drain(v, false).err();
         }
     })?;
     bar.finish_and_clear();
     if let Some(e) = sink_err {
         return Err(e);
     }
-    sinks.drain(&mut engine, true)?;
+    sinks.drain(&mut nic.view(), true)?;
     if let Some(p) = &a.dump_host {
-        crate::results::dump_host(&mut engine, &ectx_ids, p)?;
+        crate::results::dump_host(&mut nic, &ectxs, p)?;
     }
     if let Some(p) = &a.dump_handler_mem {
-        crate::results::dump_handler_mem(&engine, &ectx_ids, p)?;
+        crate::results::dump_handler_mem(&nic, &ectxs, p)?;
     }
 
-    let report = engine.report();
+    let report = nic.report();
     if let Some(p) = &a.timeline {
-        let doc = serde_json::json!({ "traceEvents": engine.timeline(), "displayTimeUnit": "ns" });
+        let doc = serde_json::json!({ "traceEvents": nic.timeline(), "displayTimeUnit": "ns" });
         std::fs::write(p, serde_json::to_vec(&doc)?).with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(p) = &a.pcap_out {
-        let pkts: Vec<(u64, Vec<u8>)> = engine.outbound().iter().map(|o| (o.time_ps, o.frame.clone())).collect();
+        let pkts: Vec<(u64, Vec<u8>)> = nic.kept_outbound().map(|(t, f)| (t, f.to_vec())).collect();
         softspin_engine::traffic::write_pcap(p, frame, &pkts)?;
     }
     if a.json {
@@ -431,9 +439,11 @@ pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
     Ok(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
-fn image_data(img: &ElfImage) -> (u32, Option<u32>) {
-    let d = img.segments.iter().filter(|s| !s.perm.has(softspin_hpu::Perm::X)).map(|s| s.vaddr).min();
-    (0, d)
+/// Hand the NIC its traffic; returns how many packets it will bring, if known.
+fn feed(nic: &mut Nic, src: Box<dyn Source>) -> anyhow::Result<Option<u64>> {
+    let total = src.len_hint();
+    nic.feed(src)?;
+    Ok(total)
 }
 
 fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {

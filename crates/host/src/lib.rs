@@ -45,10 +45,11 @@ pub mod sdk;
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
 pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
-pub use softspin_engine::{BufferFull, HostBuffer, NicConfig};
+pub use softspin_engine::engine::{MessageRecord, OutputRecord};
+pub use softspin_engine::{BufferFull, EctxId, HostBuffer, NicConfig, TimelineEvent};
 use softspin_engine::traffic::{Generator, LineClock, PcapSource, TraceSource};
 use softspin_engine::units::{Ns, Ps, HORIZON};
-use softspin_engine::{EctxError, EctxId, EctxSpec, Engine, MatchRule, SimError};
+use softspin_engine::{EctxError, EctxSpec, Engine, MatchRule, SimError};
 pub use softspin_hpu::FaultKind;
 use softspin_hpu::{abi, ElfError, ElfImage};
 
@@ -934,5 +935,109 @@ impl Nic {
 
     pub fn hpu_count(&self) -> usize {
         self.engine.hpu_count()
+    }
+
+    // -- runs without a host program (`softspin sim`) ---------------------------
+
+    /// On (the default): `run_until_idle` returns when only timers are left
+    /// while a handler waits for the host, so the host can answer first.
+    /// Off (nobody answers, as in `softspin sim`): such waits run out within
+    /// the run.
+    pub fn pause_for_host(&mut self, on: bool) {
+        self.engine.pause_for_host(on);
+    }
+
+    /// Keep the packets handlers send (on by default; `events` and
+    /// `kept_outbound` read them). Off, a long run keeps no memory for them.
+    pub fn keep_outputs(&mut self, keep: bool) {
+        self.engine.keep_outputs(keep);
+    }
+
+    /// Packets handlers sent and not yet taken by `events`, as
+    /// (time in ps, frame).
+    pub fn kept_outbound(&self) -> impl Iterator<Item = (u64, &[u8])> {
+        self.engine.outbound().iter().map(|o| (o.time_ps, o.frame.as_slice()))
+    }
+
+    /// Record a Chrome trace-event timeline from now on (read it with `timeline`).
+    pub fn enable_timeline(&mut self) {
+        self.engine.enable_timeline();
+    }
+
+    pub fn timeline(&self) -> &[TimelineEvent] {
+        self.engine.timeline()
+    }
+
+    /// Keep a record of every message from now on (take them with
+    /// `NicView::drain_message_log`).
+    pub fn enable_message_log(&mut self) {
+        self.engine.enable_message_log();
+    }
+
+    /// Run until idle (`until_ps`: or this NIC time, which must lie within
+    /// `units::HORIZON`), calling `every` between steps with a view of the
+    /// NIC (progress, results streamed while the run goes).
+    pub fn run_with(&mut self, until_ps: Option<u64>, mut every: impl FnMut(&mut NicView<'_>)) -> Result<()> {
+        if let Some(u) = until_ps.filter(|&u| u > HORIZON.0) {
+            return Err(Error::Limit(format!("run until {u} ps is past the simulation horizon ({} ps)", HORIZON.0)));
+        }
+        Ok(self.engine.run_with(until_ps, |engine| every(&mut NicView { engine }))?)
+    }
+
+    /// The same view of the NIC `run_with` hands its callback, after a run.
+    pub fn view(&mut self) -> NicView<'_> {
+        NicView { engine: &mut self.engine }
+    }
+
+    /// The host window an ECTX was installed with (size 0: none).
+    pub fn ectx_host_window(&self, e: Ectx) -> Result<HostWindow> {
+        let id = self.info(e)?.id;
+        let (base, size) = self.engine.ectx(id).map(|x| x.spec.host_window).unwrap_or((0, 0));
+        Ok(HostWindow { base, size })
+    }
+
+    /// An ECTX's handler memory: (NIC address, size in bytes).
+    pub fn ectx_handler_mem(&self, e: Ectx) -> Result<(u32, u32)> {
+        let id = self.info(e)?.id;
+        Ok(self.engine.ectx(id).map(|x| x.handler_mem).unwrap_or((0, 0)))
+    }
+}
+
+/// What a run without a host program reads from the NIC between steps
+/// (`Nic::run_with`) and after the run (`Nic::view`).
+pub struct NicView<'a> {
+    engine: &'a mut Engine,
+}
+
+impl NicView<'_> {
+    /// Packets whose handlers have all finished.
+    pub fn packets_done(&self) -> u64 {
+        self.engine.stats().packets_done
+    }
+
+    pub fn now_ps(&self) -> u64 {
+        self.engine.now_ps()
+    }
+
+    /// Records of the messages finished since the last call
+    /// (`Nic::enable_message_log`).
+    pub fn drain_message_log(&mut self) -> Vec<MessageRecord> {
+        self.engine.drain_message_log()
+    }
+
+    /// Records of the messages still open.
+    pub fn open_message_records(&self) -> Vec<MessageRecord> {
+        self.engine.open_message_records()
+    }
+
+    /// Handler output (printf) since the last call, in NIC-time order. Only
+    /// output written before `now_ps` is complete: HPUs run ahead in quanta.
+    pub fn drain_output(&mut self) -> Vec<OutputRecord> {
+        self.engine.drain_output()
+    }
+
+    /// The name of the ECTX a record names (`None` if it is gone).
+    pub fn ectx_name(&self, id: EctxId) -> Option<&str> {
+        self.engine.ectx(id).map(|e| e.name())
     }
 }
