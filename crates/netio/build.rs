@@ -1,0 +1,2 @@
+// OWNER: rules/XDP helper: compiles bpf/match.bpf.c with clang -target bpf.
+fn main() {}
