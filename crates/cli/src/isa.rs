@@ -178,7 +178,7 @@ fn run_handler(
     let id = engine.install(spec)?;
     engine.add_host_buffer(DEFAULT_HOST_BASE, Box::new(crate::sim::zeroed(host_size)?)).map_err(anyhow::Error::msg)?;
     engine.activate(id)?;
-    engine.inject(Arrival { time_ps: 0, frame: pkt, msg_id: 0, eom: true, origin: "--packet".into() });
+    engine.inject(Arrival { time_ps: 0, frame: pkt, msg_id: 0, eom: true, origin: "--packet".into(), ectx: None });
     engine.run(None, |_| {})?;
 
     let out: Vec<u8> = engine.drain_output().into_iter().flat_map(|r| r.bytes).collect();

@@ -114,7 +114,7 @@ fn task_descriptor_matches_the_configuration() {
     e.add_host_region(DEFAULT_HOST_BASE, 4096).unwrap();
     e.activate(id).unwrap();
     let msg = 6; // home cluster 6 mod 4 = 2
-    e.inject(Arrival { time_ps: 0, frame: vec![7; 300], msg_id: msg, eom: true, origin: "test".into() });
+    e.inject(Arrival { time_ps: 0, frame: vec![7; 300], msg_id: msg, eom: true, origin: "test".into(), ectx: None });
     e.run(None, |_| {}).unwrap();
     assert!(e.errors().is_empty(), "{:?}", e.errors());
     let mut host = vec![0u8; 512];

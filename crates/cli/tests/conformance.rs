@@ -258,7 +258,7 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
     let id = e.install(s).unwrap();
     e.add_host_region(DEFAULT_HOST_BASE, 4096).unwrap();
     e.activate(id).unwrap();
-    e.inject(Arrival { time_ps: 0, frame: pkt.clone(), msg_id: 0, eom: true, origin: "test".into() });
+    e.inject(Arrival { time_ps: 0, frame: pkt.clone(), msg_id: 0, eom: true, origin: "test".into(), ectx: None });
     e.run(None, |_| {}).unwrap();
     assert!(e.errors().is_empty(), "{:?}", e.errors());
     assert_eq!(e.report().packets, 1);

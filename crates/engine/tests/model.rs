@@ -73,6 +73,7 @@ fn traffic(messages: u32, packets: u32, size: usize, gap_ps: u64) -> ListSource 
                 msg_id: m,
                 eom: p + 1 == packets,
                 origin: format!("test#{k}"),
+                ectx: None,
             });
             k += 1;
         }

@@ -40,6 +40,10 @@ impl Engine {
     }
 
     pub(super) fn match_ectx(&self, a: &Arrival) -> Option<EctxId> {
+        if let Some(id) = a.ectx {
+            // Chosen by a matching engine in front of the NIC (live rulesets).
+            return self.core.ectxs.get(id).and_then(Option::as_ref).filter(|e| e.active).map(|_| id);
+        }
         let mut port: Option<Option<u16>> = None;
         for (id, e) in self.core.ectxs.iter().enumerate() {
             let Some(e) = e else { continue };

@@ -899,6 +899,15 @@ impl Engine {
             && self.core.events.iter().all(|Reverse(e)| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
     }
 
+    /// When the next event is due (now if one is queued for this instant);
+    /// `None`: none is scheduled. A live NIC sleeps until then.
+    pub fn next_event_ps(&self) -> Option<u64> {
+        if !self.core.immediate.is_empty() {
+            return Some(self.core.now);
+        }
+        self.core.events.peek().map(|Reverse(e)| e.time)
+    }
+
     /// Raw statistics so far.
     pub fn stats(&self) -> &Stats {
         &self.core.stats

@@ -217,6 +217,7 @@ impl Source for Generator {
             msg_id,
             eom,
             origin: "generator".to_string(),
+            ectx: None,
         }))
     }
 

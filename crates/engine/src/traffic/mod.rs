@@ -124,6 +124,9 @@ pub struct Arrival {
     pub eom: bool,
     /// Where it came from: "generator", or "FILE:LINE" / "FILE#N" (packet index), for error messages.
     pub origin: String,
+    /// The ECTX a matching engine already chose (the live NIC's rulesets,
+    /// seed 000 §3.2.1); `None`: the ECTXs' own `MatchRule`s choose.
+    pub ectx: Option<usize>,
 }
 
 /// Errors of the traffic sources. Each message names the generator

@@ -243,6 +243,7 @@ impl PcapSource {
             msg_id: index as u32,
             eom: true,
             origin: format!("{}#{index}", self.file),
+            ectx: None,
         }))
     }
 }

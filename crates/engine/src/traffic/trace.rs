@@ -205,6 +205,7 @@ impl TraceSource {
                 msg_id,
                 eom,
                 origin: format!("{}:{}", self.file, self.line_no),
+                ectx: None,
             }));
         }
     }
