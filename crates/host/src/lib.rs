@@ -41,6 +41,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 pub mod sdk;
+mod live;
+
+pub use live::{AttachOptions, LiveStats, Mode, PortStats, Ruleset};
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
@@ -97,6 +100,9 @@ pub enum Error {
     Limit(String),
     #[error("build: {0}")]
     Build(String),
+    /// The live NIC's interface, matcher or sockets.
+    #[error(transparent)]
+    Net(#[from] softspin_netio::NetError),
 }
 
 /// The category of an [`Error`], like `std::io::ErrorKind`. Each binding
@@ -135,11 +141,14 @@ pub enum ErrorKind {
     Sim,
     /// Building a handler image failed.
     Build,
+    /// The live NIC: no such interface, not permitted, XDP busy or
+    /// unsupported, bad rules, socket errors.
+    Net,
 }
 
 impl ErrorKind {
     /// Every kind, for tests and documentation.
-    pub const ALL: [ErrorKind; 15] = [
+    pub const ALL: [ErrorKind; 16] = [
         ErrorKind::InvalidArgument,
         ErrorKind::Limit,
         ErrorKind::Config,
@@ -155,6 +164,7 @@ impl ErrorKind {
         ErrorKind::Traffic,
         ErrorKind::Sim,
         ErrorKind::Build,
+        ErrorKind::Net,
     ];
 }
 
@@ -191,6 +201,7 @@ impl Error {
             Error::Invalid(_) => K::InvalidArgument,
             Error::Limit(_) => K::Limit,
             Error::Build(_) => K::Build,
+            Error::Net(_) => K::Net,
         }
     }
 }
@@ -249,8 +260,13 @@ pub struct EctxOptions {
     /// Message timeout in ns (default 1 ms; 0 = never; at most one hour,
     /// `softspin_engine::units::MAX_DELAY`).
     pub msg_timeout_ns: Option<u64>,
-    /// Take only UDP packets to this port (default: every packet).
+    /// Take only UDP packets to this port (default: every packet). On a
+    /// live NIC this stands for the ruleset `udp:PORT`.
     pub udp_dst_port: Option<u16>,
+    /// The matching-engine ruleset that selects this ECTX's frames on a live
+    /// NIC (seed 000 §3.2.1; see docs/rules.md). A live ECTX needs one (or
+    /// `udp_dst_port`).
+    pub ruleset: Option<Ruleset>,
 }
 
 /// A packet a handler sent (spin_send_packet, or an RDMA put to `dest`).
@@ -351,6 +367,7 @@ pub enum Pacing {
 
 struct EctxInfo {
     id: EctxId,
+    ruleset: Option<Ruleset>,
     heap: (u32, u32),
     frame: FrameKind,
     port: u16,
@@ -379,6 +396,10 @@ pub struct Nic {
     owned_bytes: u64,
     next_window: u64,
     errors_seen: usize,
+    /// Record outbound packets as events (a live NIC sends them anyway).
+    keep_events: bool,
+    /// Attached to an interface (`Nic::attach`).
+    live: Option<live::Live>,
 }
 
 impl std::fmt::Debug for Nic {
@@ -440,6 +461,8 @@ impl Nic {
             owned_bytes: 0,
             next_window: WINDOW_BASE,
             errors_seen: 0,
+            keep_events: true,
+            live: None,
         })
     }
 
@@ -605,11 +628,21 @@ impl Nic {
             s.msg_timeout_ns = t;
         }
         s.matching = o.udp_dst_port.map(MatchRule::UdpDstPort).unwrap_or_default();
+        let ruleset = match (o.ruleset, o.udp_dst_port) {
+            (Some(r), _) => Some(r),
+            (None, Some(p)) => Some(Ruleset::from_spec(&format!("udp:{p}"))?),
+            (None, None) if self.live.is_some() => {
+                return Err(Error::Invalid(format!(
+                    "ECTX `{name}`: a live NIC's ECTX needs a ruleset (EctxOptions::ruleset, or udp_dst_port) to select its frames"
+                )))
+            }
+            (None, None) => None,
+        };
         // Events of the slot's previous holder are mapped before it changes hands.
         self.collect();
         let id = self.engine.install(s)?;
         self.next_ectx += 1;
-        let info = EctxInfo { id, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
+        let info = EctxInfo { id, ruleset, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
         self.ectxs.insert(handle, info);
         self.slots.insert(id, Ectx(handle));
         Ok(Ectx(handle))
@@ -625,14 +658,18 @@ impl Nic {
         Ok(self.engine.ectx(id).map(|x| x.name().to_string()).unwrap_or_default())
     }
 
+    /// Start delivering packets to the ECTX (on a live NIC: its ruleset
+    /// goes into the matcher now).
     pub fn activate(&mut self, e: Ectx) -> Result<()> {
         let id = self.info(e)?.id;
-        Ok(self.engine.activate(id)?)
+        self.engine.activate(id)?;
+        self.reprogram_matcher()
     }
 
     pub fn deactivate(&mut self, e: Ectx) -> Result<()> {
         let id = self.info(e)?.id;
-        Ok(self.engine.deactivate(id)?)
+        self.engine.deactivate(id)?;
+        self.reprogram_matcher()
     }
 
     /// Remove an inactive ECTX with no message in flight.
@@ -641,7 +678,7 @@ impl Nic {
         self.collect();
         self.engine.uninstall(id)?;
         self.ectxs.remove(&e.0);
-        Ok(())
+        self.reprogram_matcher()
     }
 
     /// Frames this ECTX's host-side sends build: IP first (PsPIN, default)
@@ -796,13 +833,21 @@ impl Nic {
     // -- running ----------------------------------------------------------------
 
     /// Run until nothing is left to do (or every handler waits for the host).
+    /// Live: process what has arrived, without waiting for more.
     pub fn run_until_idle(&mut self) -> Result<()> {
+        if self.live.is_some() {
+            return self.live_until_idle();
+        }
         Ok(self.engine.run(None, |_| {})?)
     }
 
     /// Run for `ns` nanoseconds of NIC time (the NIC clock must stay within
     /// `units::HORIZON`, as `--until-ns` does, so delays on top cannot wrap).
+    /// Live: `ns` of wall time (NIC time follows the wall clock).
     pub fn run_for(&mut self, ns: u64) -> Result<()> {
+        if self.live.is_some() {
+            return self.live_for(ns);
+        }
         let until = Ns(ns)
             .to_ps()
             .and_then(|d| Ps(self.engine.now_ps()).checked_add(d))
@@ -856,7 +901,7 @@ impl Nic {
                 hpu: x.hpu,
             }));
         }
-        for o in out {
+        for o in out.into_iter().filter(|_| self.keep_events) {
             let ectx = self.handle_of(o.ectx);
             self.events.push(Event::Outbound(OutPacket { time_ps: o.time_ps, ectx, dest: o.dest, frame: o.frame }));
         }
@@ -891,7 +936,11 @@ impl Nic {
     /// Run until at least one notification is available (or nothing is left
     /// to run: the NIC idle, at most waiting for the host's responses),
     /// then return those available; empty means none will come.
+    /// Live: wait for the wire at most `AttachOptions::wait_timeout`.
     pub fn wait_notifications(&mut self) -> Result<Vec<Notification>> {
+        if self.live.is_some() {
+            return self.live_wait_notifications();
+        }
         loop {
             let n = self.poll_notifications();
             if !n.is_empty() {
@@ -949,8 +998,13 @@ impl Nic {
 
     /// Keep the packets handlers send (on by default; `events` and
     /// `kept_outbound` read them). Off, a long run keeps no memory for them.
+    /// On a live NIC handlers' packets go to the wire either way; off, they
+    /// are not also kept as events.
     pub fn keep_outputs(&mut self, keep: bool) {
-        self.engine.keep_outputs(keep);
+        self.keep_events = keep;
+        if self.live.is_none() {
+            self.engine.keep_outputs(keep);
+        }
     }
 
     /// Packets handlers sent and not yet taken by `events`, as

@@ -1,0 +1,286 @@
+//! The live NIC: the engine fed by a real interface (seed 000 §3.2).
+//!
+//! A [`Port`] (XDP matcher + AF_XDP, or UDP sockets) hands over frames
+//! that matched a ruleset; the ruleset names the ECTX, so each frame enters
+//! the engine as an arrival routed straight to it (the HER generator's
+//! choice in FPsPIN). The engine runs paced by the wall clock: a frame
+//! arrives at the NIC time of its reception (NIC time = wall time since
+//! attach), and the engine never runs ahead of the wall clock, so message
+//! deadlines and wait limits mean what they say. When the engine is slower
+//! than the wire it falls behind: frames wait in the port's rings and the
+//! packet buffer, and whatever does not fit is dropped and counted by cause.
+//! Frames handlers send go out through the same port.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use softspin_engine::traffic::Arrival;
+use softspin_engine::EctxId;
+pub use softspin_netio::{Mode, PortStats, Ruleset};
+use softspin_netio::{NetError, Port, RxFrame};
+
+use crate::{Ectx, Error, Nic, NicConfig, Result};
+
+/// How to attach a NIC to an interface.
+#[derive(Clone, Debug)]
+pub struct AttachOptions {
+    pub mode: Mode,
+    /// The NIC model (default: the "fpspin" profile, whose handlers take
+    /// Ethernet frames as the wire gives them).
+    pub config: Option<NicConfig>,
+    /// Longest `wait_notifications` waits for the wire before returning
+    /// empty (a live NIC is never "idle for good").
+    pub wait_timeout: Duration,
+}
+
+impl Default for AttachOptions {
+    fn default() -> Self {
+        AttachOptions { mode: Mode::Xdp, config: None, wait_timeout: Duration::from_secs(10) }
+    }
+}
+
+/// What the live NIC did on the wire, with drops by cause (the port's and
+/// the host side's; the engine's own buffer drops are in its report).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct LiveStats {
+    pub iface: String,
+    /// E.g. "xdp on ss0 (1 queue)".
+    pub port: String,
+    pub rx_frames: u64,
+    /// Matched frames, per ECTX (by its ruleset).
+    pub matched: u64,
+    pub passed_to_kernel: u64,
+    pub tx_frames: u64,
+    pub drops: BTreeMap<String, u64>,
+    pub wall_s: f64,
+}
+
+pub(crate) struct Live {
+    port: Box<dyn Port>,
+    iface: String,
+    /// NIC time 0.
+    epoch: Instant,
+    wait_timeout: Duration,
+    /// Ruleset index (as installed in the port) -> engine ECTX and the
+    /// message number a `Sequence` ruleset gives next.
+    routes: Vec<(EctxId, u32)>,
+    rx: Vec<RxFrame>,
+    /// Host-side drops (the port counts its own).
+    drops: BTreeMap<String, u64>,
+}
+
+/// Frames taken from the port per step: enough to amortise the engine run
+/// that follows, few enough that replies go out promptly.
+const RX_BATCH: usize = 64;
+/// Longest single sleep, so a stop flag is seen promptly.
+const MAX_SLEEP: Duration = Duration::from_millis(20);
+
+fn net(e: NetError) -> Error {
+    Error::Net(e)
+}
+
+impl Live {
+    fn now_ps(&self) -> u64 {
+        self.ps_at(Instant::now())
+    }
+
+    fn ps_at(&self, t: Instant) -> u64 {
+        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX).saturating_mul(1000)
+    }
+
+    fn count_drop(&mut self, cause: &str) {
+        *self.drops.entry(cause.to_string()).or_default() += 1;
+    }
+}
+
+impl Nic {
+    /// Open a NIC on a real interface: frames that match an active ECTX's
+    /// ruleset run its handlers; every other frame goes to the kernel
+    /// untouched. Everything else works as on the simulated NIC. XDP mode
+    /// needs root (CAP_NET_ADMIN, CAP_BPF); `Mode::Socket` does not.
+    pub fn attach(iface: &str, o: AttachOptions) -> Result<Nic> {
+        let cfg = match o.config {
+            Some(c) => c,
+            None => NicConfig::profile("fpspin").ok_or_else(|| Error::Profile("fpspin".into()))?,
+        };
+        let mut nic = Nic::with_config(cfg)?;
+        let port = softspin_netio::open_port(iface, o.mode).map_err(net)?;
+        nic.live = Some(Live {
+            port,
+            iface: iface.to_string(),
+            epoch: Instant::now(),
+            wait_timeout: o.wait_timeout,
+            routes: Vec::new(),
+            rx: Vec::with_capacity(RX_BATCH),
+            drops: BTreeMap::new(),
+        });
+        Ok(nic)
+    }
+
+    /// Whether this NIC is attached to an interface.
+    pub fn is_live(&self) -> bool {
+        self.live.is_some()
+    }
+
+    /// Program the port's matcher with the rulesets of the active ECTXs, in
+    /// install order (the first that matches a frame wins), as FPsPIN's
+    /// `fpspin_init` programs the matching engine last.
+    pub(crate) fn reprogram_matcher(&mut self) -> Result<()> {
+        let Some(live) = self.live.as_mut() else { return Ok(()) };
+        let mut order: Vec<(&u32, &crate::EctxInfo)> = self.ectxs.iter().collect();
+        order.sort_by_key(|(h, _)| **h);
+        let mut rules = Vec::new();
+        let mut routes = Vec::new();
+        for (_, info) in order {
+            let active = self.engine.ectx(info.id).is_some_and(|e| e.active);
+            if let (true, Some(r)) = (active, info.ruleset.as_ref()) {
+                rules.push(r.clone());
+                routes.push((info.id, 0));
+            }
+        }
+        live.port.set_rulesets(&rules).map_err(net)?;
+        live.routes = routes;
+        Ok(())
+    }
+
+    /// One step of the live NIC: take what the port has (waiting at most
+    /// `wait` for it), inject it, run the engine up to the wall clock and
+    /// send what the handlers sent.
+    fn live_step(&mut self, wait: Duration) -> Result<()> {
+        let slot = self.engine.config().pkt_slot_size as usize;
+        let live = self.live.as_mut().expect("live_step on a live NIC");
+        // Sleep no longer than until the engine's next event is due.
+        let wait = match self.engine.next_event_ps() {
+            Some(t) => wait.min(Duration::from_nanos(t.saturating_sub(live.now_ps()) / 1000)),
+            None => wait,
+        };
+        let mut rx = std::mem::take(&mut live.rx);
+        live.port.recv(&mut rx, RX_BATCH, wait.min(MAX_SLEEP)).map_err(net)?;
+        for f in rx.drain(..) {
+            let Some(route) = live.routes.get_mut(f.ruleset) else {
+                live.count_drop("no_ectx_for_ruleset");
+                continue;
+            };
+            if f.frame.len() > slot {
+                live.count_drop("larger_than_packet_slot");
+                continue;
+            }
+            let msg_id = f.msg_id.unwrap_or_else(|| {
+                let n = route.1;
+                route.1 = n.wrapping_add(1);
+                n
+            });
+            let ectx = Some(route.0);
+            let time_ps = live.ps_at(f.at);
+            self.engine.inject(Arrival { time_ps, frame: f.frame, msg_id, eom: f.eom, origin: String::new(), ectx });
+        }
+        live.rx = rx;
+        let now = live.now_ps();
+        self.engine.run(Some(now.max(self.engine.now_ps())), |_| {})?;
+        // What the handlers sent goes to the wire before it becomes events.
+        let out = self.engine.outbound();
+        for o in out {
+            live.port.send(&o.frame).map_err(net)?;
+        }
+        if !out.is_empty() {
+            live.port.flush().map_err(net)?;
+        }
+        self.collect();
+        Ok(())
+    }
+
+    /// Run the live NIC for `d` of wall time, or until `stop` is set.
+    pub fn run_live(&mut self, d: Option<Duration>, stop: &AtomicBool) -> Result<()> {
+        self.run_live_with(d, stop, |_| {})
+    }
+
+    /// [`Nic::run_live`], calling `every` after each step (drain events,
+    /// answer notifications, print progress).
+    pub fn run_live_with(&mut self, d: Option<Duration>, stop: &AtomicBool, mut every: impl FnMut(&mut Nic)) -> Result<()> {
+        self.require_live()?;
+        let end = d.map(|d| Instant::now() + d);
+        while !stop.load(Ordering::Relaxed) {
+            let left = match end {
+                Some(e) => match e.checked_duration_since(Instant::now()) {
+                    Some(l) if !l.is_zero() => l,
+                    _ => break,
+                },
+                None => MAX_SLEEP,
+            };
+            self.live_step(left)?;
+            every(self);
+        }
+        Ok(())
+    }
+
+    fn require_live(&self) -> Result<()> {
+        match self.live {
+            Some(_) => Ok(()),
+            None => Err(Error::Invalid("this NIC is simulated; attach it to an interface first (Nic::attach)".into())),
+        }
+    }
+
+    /// Live: process what has arrived until the engine has nothing left
+    /// to do (new frames keep it busy; it does not wait for more).
+    pub(crate) fn live_until_idle(&mut self) -> Result<()> {
+        loop {
+            self.live_step(Duration::ZERO)?;
+            let live = self.live.as_ref().expect("live");
+            if self.engine.is_idle() && live.rx.is_empty() {
+                return Ok(());
+            }
+            // Only timers left: sleep until the next is due.
+            if let Some(t) = self.engine.next_event_ps() {
+                let now = live.now_ps();
+                if t > now {
+                    std::thread::sleep(Duration::from_nanos((t - now) / 1000).min(MAX_SLEEP));
+                }
+            }
+        }
+    }
+
+    /// Live: run for `ns` of wall time.
+    pub(crate) fn live_for(&mut self, ns: u64) -> Result<()> {
+        self.run_live(Some(Duration::from_nanos(ns)), &AtomicBool::new(false))
+    }
+
+    /// Live: wait (at most `wait_timeout`) until a notification arrives.
+    pub(crate) fn live_wait_notifications(&mut self) -> Result<Vec<crate::Notification>> {
+        let timeout = self.live.as_ref().map(|l| l.wait_timeout).unwrap_or_default();
+        let end = Instant::now() + timeout;
+        loop {
+            let n = self.poll_notifications();
+            if !n.is_empty() {
+                return Ok(n);
+            }
+            let Some(left) = end.checked_duration_since(Instant::now()) else { return Ok(n) };
+            self.live_step(left)?;
+        }
+    }
+
+    /// What the live NIC did on the wire; `None` for a simulated NIC.
+    pub fn live_stats(&self) -> Option<LiveStats> {
+        let live = self.live.as_ref()?;
+        let p: PortStats = live.port.stats();
+        let mut drops = p.drops.clone();
+        for (k, v) in &live.drops {
+            *drops.entry(k.clone()).or_default() += v;
+        }
+        Some(LiveStats {
+            iface: live.iface.clone(),
+            port: live.port.describe(),
+            rx_frames: p.rx_frames,
+            matched: p.matched.iter().sum(),
+            passed_to_kernel: p.passed_to_kernel,
+            tx_frames: p.tx_frames,
+            drops,
+            wall_s: live.epoch.elapsed().as_secs_f64(),
+        })
+    }
+
+    /// The ruleset an ECTX was installed with (live NICs).
+    pub fn ectx_ruleset(&self, e: Ectx) -> Result<Option<Ruleset>> {
+        Ok(self.info(e)?.ruleset.clone())
+    }
+}
