@@ -263,10 +263,10 @@ pub struct EctxOptions {
     /// Take only UDP packets to this port (default: every packet). On a
     /// live NIC this stands for the ruleset `udp:PORT`.
     pub udp_dst_port: Option<u16>,
-    /// The matching-engine ruleset that selects this ECTX's frames on a live
-    /// NIC (seed 000 §3.2.1; see docs/rules.md). A live ECTX needs one (or
-    /// `udp_dst_port`).
-    pub ruleset: Option<Ruleset>,
+    /// The matching-engine rulesets that select this ECTX's frames on a
+    /// live NIC (seed 000 §3.2.1; see docs/rules.md). A live ECTX needs at
+    /// least one (or `udp_dst_port`).
+    pub rules: Vec<Ruleset>,
 }
 
 /// A packet a handler sent (spin_send_packet, or an RDMA put to `dest`).
@@ -367,7 +367,7 @@ pub enum Pacing {
 
 struct EctxInfo {
     id: EctxId,
-    ruleset: Option<Ruleset>,
+    rules: Vec<Ruleset>,
     heap: (u32, u32),
     frame: FrameKind,
     port: u16,
@@ -628,21 +628,20 @@ impl Nic {
             s.msg_timeout_ns = t;
         }
         s.matching = o.udp_dst_port.map(MatchRule::UdpDstPort).unwrap_or_default();
-        let ruleset = match (o.ruleset, o.udp_dst_port) {
-            (Some(r), _) => Some(r),
-            (None, Some(p)) => Some(Ruleset::from_spec(&format!("udp:{p}"))?),
-            (None, None) if self.live.is_some() => {
-                return Err(Error::Invalid(format!(
-                    "ECTX `{name}`: a live NIC's ECTX needs a ruleset (EctxOptions::ruleset, or udp_dst_port) to select its frames"
-                )))
-            }
-            (None, None) => None,
-        };
+        let mut rules = o.rules;
+        if let (true, Some(p)) = (rules.is_empty(), o.udp_dst_port) {
+            rules.push(Ruleset::from_spec(&format!("udp:{p}"))?);
+        }
+        if rules.is_empty() && self.live.is_some() {
+            return Err(Error::Invalid(format!(
+                "ECTX `{name}`: a live NIC's ECTX needs a ruleset (EctxOptions::rules, or udp_dst_port) to select its frames"
+            )));
+        }
         // Events of the slot's previous holder are mapped before it changes hands.
         self.collect();
         let id = self.engine.install(s)?;
         self.next_ectx += 1;
-        let info = EctxInfo { id, ruleset, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
+        let info = EctxInfo { id, rules, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
         self.ectxs.insert(handle, info);
         self.slots.insert(id, Ectx(handle));
         Ok(Ectx(handle))

@@ -134,9 +134,9 @@ impl Nic {
         let mut routes = Vec::new();
         for (_, info) in order {
             let active = self.engine.ectx(info.id).is_some_and(|e| e.active);
-            if let (true, Some(r)) = (active, info.ruleset.as_ref()) {
-                rules.push(r.clone());
-                routes.push((info.id, 0));
+            if active {
+                rules.extend(info.rules.iter().cloned());
+                routes.extend(info.rules.iter().map(|_| (info.id, 0)));
             }
         }
         live.port.set_rulesets(&rules).map_err(net)?;
@@ -279,8 +279,8 @@ impl Nic {
         })
     }
 
-    /// The ruleset an ECTX was installed with (live NICs).
-    pub fn ectx_ruleset(&self, e: Ectx) -> Result<Option<Ruleset>> {
-        Ok(self.info(e)?.ruleset.clone())
+    /// The rulesets an ECTX was installed with.
+    pub fn ectx_rules(&self, e: Ectx) -> Result<Vec<Ruleset>> {
+        Ok(self.info(e)?.rules.clone())
     }
 }
