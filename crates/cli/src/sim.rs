@@ -271,6 +271,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
                 msg_timeout_ns: Some(e.timeout_ns.unwrap_or(1_000_000)),
                 udp_dst_port: e.udp_dst_port,
                 host_window: None,
+                rules: Vec::new(),
             };
             specs.push((load_nic_image(&nic, &dir.join(&e.image))?, o, e.host_size.unwrap_or(1 << 20)));
         }

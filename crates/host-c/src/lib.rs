@@ -76,6 +76,10 @@ pub enum ss_status {
     SS_ELIMIT = -14,
     /// Building a handler image failed.
     SS_EBUILD = -15,
+    /// The live NIC: no such interface, not permitted (needs root; or use
+    /// socket mode), an XDP program already on the interface, XDP
+    /// unsupported, bad rules, a socket error.
+    SS_ENET = -16,
     /// Internal error: a bug in softspin, caught at the API boundary. The NIC
     /// it happened on answers every later call with SS_EINTERNAL; ss_close it.
     SS_EINTERNAL = -99,
@@ -104,6 +108,7 @@ fn status_of(k: ErrorKind) -> ss_status {
         ErrorKind::Traffic => SS_ETRAFFIC,
         ErrorKind::Sim => SS_ESIM,
         ErrorKind::Build => SS_EBUILD,
+        ErrorKind::Net => SS_ENET,
     }
 }
 
@@ -1065,6 +1070,7 @@ pub unsafe extern "C" fn ss_install(
             watchdog: (o.watchdog > 0).then_some(o.watchdog),
             msg_timeout_ns: Some(o.msg_timeout_ns),
             udp_dst_port: (o.udp_dst_port > 0).then_some(o.udp_dst_port),
+            rules: Vec::new(),
         };
         *out_ectx = n.nic.install(&image.image, opts)?.0;
         Ok(())

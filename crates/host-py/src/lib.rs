@@ -30,6 +30,7 @@ create_exception!(softspin, EctxError, Error, "Any other install problem (no han
 create_exception!(softspin, TrafficError, Error, "Bad traffic: generator parameter, trace or pcap file.");
 create_exception!(softspin, SimError, Error, "The simulation rejected a packet (too large for a slot, too short).");
 create_exception!(softspin, BuildError, Error, "Compiling or linking a handler image failed (diagnostics went to stderr).");
+create_exception!(softspin, NetError, Error, "The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors.");
 
 /// Every `softspin_host::Error` as the exception of its kind, with its message.
 fn err(e: host::Error) -> PyErr {
@@ -51,6 +52,7 @@ fn err(e: host::Error) -> PyErr {
         K::Traffic => TrafficError::new_err(msg),
         K::Sim => SimError::new_err(msg),
         K::Build => BuildError::new_err(msg),
+        K::Net => NetError::new_err(msg),
     }
 }
 
@@ -598,6 +600,7 @@ impl Nic {
             watchdog,
             msg_timeout_ns,
             udp_dst_port,
+            rules: Vec::new(),
         };
         let h = self.nic.install(&image.inner, opts).map_err(err)?;
         let e = Ectx { id: h.0, name: self.nic.ectx_name(h).map_err(err)?, nic: self.uid };
