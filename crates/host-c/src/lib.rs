@@ -730,9 +730,9 @@ pub extern "C" fn ss_last_error() -> *const c_char {
 #[no_mangle]
 pub extern "C" fn ss_strerror(code: c_int) -> *const c_char {
     use ss_status::*;
-    const ALL: [ss_status; 17] = [
+    const ALL: [ss_status; 18] = [
         SS_OK, SS_EINVAL, SS_ECONFIG, SS_EIO, SS_EIMAGE, SS_ESYMBOL, SS_EOVERLAP, SS_ENICMEM, SS_EHOST, SS_ESTATE,
-        SS_ENOECTX, SS_EECTX, SS_ETRAFFIC, SS_ESIM, SS_ELIMIT, SS_EBUILD, SS_EINTERNAL,
+        SS_ENOECTX, SS_EECTX, SS_ETRAFFIC, SS_ESIM, SS_ELIMIT, SS_EBUILD, SS_ENET, SS_EINTERNAL,
     ];
     let name = |st: ss_status| -> &'static CStr {
         match st {
@@ -752,6 +752,7 @@ pub extern "C" fn ss_strerror(code: c_int) -> *const c_char {
             SS_ESIM => c"SS_ESIM",
             SS_ELIMIT => c"SS_ELIMIT",
             SS_EBUILD => c"SS_EBUILD",
+            SS_ENET => c"SS_ENET",
             SS_EINTERNAL => c"SS_EINTERNAL",
         }
     };
