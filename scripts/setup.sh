@@ -13,6 +13,8 @@ command -v ld.lld-14 >/dev/null || need_pkgs+=(lld-14)
 command -v llvm-readelf-14 >/dev/null || need_pkgs+=(llvm-14)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
 command -v python3 >/dev/null || need_pkgs+=(python3)
+# BPF C helpers (SEC, bpf_helpers) for the XDP matcher, crates/netio/bpf.
+[ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"
     if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
