@@ -18,6 +18,8 @@ pub mod xdp;
 pub mod xsk;
 
 pub use port::{open_port, Mode, Port, PortStats, RxFrame};
+pub use socket::SocketPort;
+pub use xsk::{XdpPort, XskConfig};
 pub use rules::{MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, Verdict};
 
 /// Errors of the packet I/O layer; each says what to do about it.

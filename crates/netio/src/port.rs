@@ -54,7 +54,12 @@ pub trait Port {
     fn set_rulesets(&mut self, rules: &[Ruleset]) -> Result<(), NetError>;
     /// Append up to `max` received, matched frames to `out`; wait at most
     /// `timeout` for the first one (zero: do not wait).
-    fn recv(&mut self, out: &mut Vec<RxFrame>, max: usize, timeout: Duration) -> Result<(), NetError>;
+    fn recv(
+        &mut self,
+        out: &mut Vec<RxFrame>,
+        max: usize,
+        timeout: Duration,
+    ) -> Result<(), NetError>;
     /// Queue one frame (starting at the Ethernet header) for sending. A frame
     /// the port cannot send is counted in `drops` by cause, not an error.
     fn send(&mut self, frame: &[u8]) -> Result<(), NetError>;
@@ -73,26 +78,28 @@ pub fn open_port(iface: &str, mode: Mode) -> Result<Box<dyn Port>, NetError> {
     }
 }
 
-/// Placeholder until the ports land (removed by the I/O helper).
-pub struct NullPort;
-
-impl Port for NullPort {
-    fn set_rulesets(&mut self, _: &[Ruleset]) -> Result<(), NetError> {
-        Ok(())
+/// Wait until one of `fds` is readable, at most `timeout` (rounded up to
+/// whole milliseconds; zero: do not wait). `Ok(false)` on timeout or when a
+/// signal interrupted the wait (the caller simply returns no frames).
+pub(crate) fn poll_fds(fds: &[std::os::fd::RawFd], timeout: Duration) -> std::io::Result<bool> {
+    let mut pfds: Vec<libc::pollfd> = fds
+        .iter()
+        .map(|&fd| libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        })
+        .collect();
+    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: pfds is a live array of pfds.len() pollfd.
+    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+    if n < 0 {
+        let e = std::io::Error::last_os_error();
+        return if e.raw_os_error() == Some(libc::EINTR) {
+            Ok(false)
+        } else {
+            Err(e)
+        };
     }
-    fn recv(&mut self, _: &mut Vec<RxFrame>, _: usize, _: Duration) -> Result<(), NetError> {
-        Ok(())
-    }
-    fn send(&mut self, _: &[u8]) -> Result<(), NetError> {
-        Ok(())
-    }
-    fn flush(&mut self) -> Result<(), NetError> {
-        Ok(())
-    }
-    fn stats(&self) -> PortStats {
-        PortStats::default()
-    }
-    fn describe(&self) -> String {
-        String::new()
-    }
+    Ok(n > 0)
 }
