@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod build;
 mod isa;
+mod nic;
 mod results;
 mod sim;
 
@@ -27,6 +28,8 @@ enum Cmd {
     Build(build::BuildArgs),
     /// Run handler images on the simulated PsPIN NIC with traffic.
     Sim(Box<sim::SimArgs>),
+    /// Run the NIC live on a network interface (XDP + AF_XDP, or UDP sockets).
+    Nic(Box<nic::NicArgs>),
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
 }
@@ -37,6 +40,7 @@ fn main() -> ExitCode {
         Cmd::Isa { cmd } => isa::main(cmd),
         Cmd::Build(a) => build::main(a),
         Cmd::Sim(a) => sim::main(*a),
+        Cmd::Nic(a) => nic::main(*a),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

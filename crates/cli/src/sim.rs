@@ -10,7 +10,7 @@ use serde::Deserialize;
 use softspin_engine::traffic::{FrameKind, GenConfig, Generator, Payload, PcapSource, Source, TraceSource, DEFAULT_UDP_PORT};
 use softspin_engine::units::{self, Gbps};
 use softspin_engine::{NicConfig, Report};
-use softspin_host::{EctxOptions, Image, Nic};
+use softspin_host::{Ectx, EctxOptions, Image, Nic};
 use softspin_hpu::ElfImage;
 
 use crate::exit::Status;
@@ -18,48 +18,8 @@ use crate::exit::Status;
 #[derive(clap::Args)]
 #[command(after_help = crate::exit::SIM_HELP)]
 pub struct SimArgs {
-    /// Handler image for a single ECTX given on the command line.
-    #[arg(long, required_unless_present = "scenario")]
-    image: Option<PathBuf>,
-    /// Header handler symbol (runs first and alone on each message's first packet).
-    #[arg(long)]
-    hh: Option<String>,
-    /// Payload handler symbol (runs on every packet).
-    #[arg(long)]
-    ph: Option<String>,
-    /// Completion handler symbol (runs last, after the message's last packet).
-    #[arg(long)]
-    th: Option<String>,
-    /// Several ECTXs from a TOML scenario file (`[[ectx]]` tables with name,
-    /// image, hh/ph/th, udp_dst_port, l1_copy, scratchpad = [per cluster],
-    /// handler_mem_size, host_size, watchdog, timeout_ns).
-    #[arg(long, conflicts_with = "image")]
-    scenario: Option<PathBuf>,
-    /// NIC profile [default: pspin].
-    #[arg(long, value_name = "pspin|fpspin", conflicts_with = "config")]
-    profile: Option<String>,
-    /// NIC configuration file (TOML; `profile = ...` picks the base, every
-    /// other key overrides it).
-    #[arg(long)]
-    config: Option<PathBuf>,
-
-    // -- ECTX settings for --image --
-    /// Bytes of each packet copied to L1 before the handler runs [default: the whole packet].
-    #[arg(long)]
-    l1_copy: Option<u32>,
-    /// Scratchpad bytes on each cluster (at most the L1 left after the packet
-    /// buffer, runtime areas and stacks).
-    #[arg(long, default_value_t = 0)]
-    scratchpad: u32,
-    /// Host-memory window size in bytes (at most 4 GiB - 1: task_t.host_mem_size is 32-bit).
-    #[arg(long, default_value_t = 1 << 20)]
-    host_size: u64,
-    /// Watchdog: instruction budget per handler invocation.
-    #[arg(long, default_value_t = 1_000_000)]
-    watchdog: u64,
-    /// Message timeout in ns of NIC time (0: never; at most one hour).
-    #[arg(long, default_value_t = 1_000_000)]
-    timeout_ns: u64,
+    #[command(flatten)]
+    ectx: EctxArgs,
 
     // -- traffic --
     /// Generator: number of messages [default: 1].
@@ -137,15 +97,63 @@ pub struct SimArgs {
     /// ECTXs: FILE.NAME each).
     #[arg(long, value_name = "FILE")]
     dump_handler_mem: Option<PathBuf>,
-    /// HPU stack size in bytes (overrides the profile's hpu_stack_size).
-    #[arg(long)]
-    stack_size: Option<u32>,
     /// Stop at this NIC time (ns) even if traffic remains [default: run until idle].
     #[arg(long)]
     until_ns: Option<u64>,
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+}
+
+/// The NIC and its ECTXs: what `sim` and `nic` share.
+#[derive(clap::Args)]
+pub struct EctxArgs {
+    /// Handler image for a single ECTX given on the command line.
+    #[arg(long, required_unless_present = "scenario")]
+    pub image: Option<PathBuf>,
+    /// Header handler symbol (runs first and alone on each message's first packet).
+    #[arg(long)]
+    pub hh: Option<String>,
+    /// Payload handler symbol (runs on every packet).
+    #[arg(long)]
+    pub ph: Option<String>,
+    /// Completion handler symbol (runs last, after the message's last packet).
+    #[arg(long)]
+    pub th: Option<String>,
+    /// Several ECTXs from a TOML scenario file (`[[ectx]]` tables with name,
+    /// image, hh/ph/th, udp_dst_port, l1_copy, scratchpad = [per cluster],
+    /// handler_mem_size, host_size, watchdog, timeout_ns).
+    #[arg(long, conflicts_with = "image")]
+    pub scenario: Option<PathBuf>,
+    /// NIC profile [default: pspin for sim, fpspin for nic].
+    #[arg(long, value_name = "pspin|fpspin", conflicts_with = "config")]
+    pub profile: Option<String>,
+    /// NIC configuration file (TOML; `profile = ...` picks the base, every
+    /// other key overrides it).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+
+    // -- ECTX settings for --image --
+    /// Bytes of each packet copied to L1 before the handler runs [default: the whole packet].
+    #[arg(long)]
+    pub l1_copy: Option<u32>,
+    /// Scratchpad bytes on each cluster (at most the L1 left after the packet
+    /// buffer, runtime areas and stacks).
+    #[arg(long, default_value_t = 0)]
+    pub scratchpad: u32,
+    /// Host-memory window size in bytes (at most 4 GiB - 1: task_t.host_mem_size is 32-bit).
+    #[arg(long, default_value_t = 1 << 20)]
+    pub host_size: u64,
+    /// Watchdog: instruction budget per handler invocation.
+    #[arg(long, default_value_t = 1_000_000)]
+    pub watchdog: u64,
+    /// Message timeout in ns of NIC time (0: never; at most one hour).
+    #[arg(long, default_value_t = 1_000_000)]
+    pub timeout_ns: u64,
+
+    /// HPU stack size in bytes (overrides the profile's hpu_stack_size).
+    #[arg(long)]
+    pub stack_size: Option<u32>,
 }
 
 enum HelpFor {
@@ -207,6 +215,9 @@ struct ScenarioEctx {
     ph: Option<String>,
     th: Option<String>,
     udp_dst_port: Option<u16>,
+    /// Live NIC only: `--match` specs selecting this ECTX's frames.
+    #[serde(rename = "match", default)]
+    matches: Vec<String>,
     l1_copy: Option<u32>,
     #[serde(default)]
     scratchpad: Vec<u32>,
@@ -242,24 +253,29 @@ fn named(p: &Path, e: impl std::error::Error + Send + Sync + 'static) -> anyhow:
     }
 }
 
-pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let mut cfg = nic_config(a.profile.as_deref(), a.config.as_deref())?;
+/// One ECTX to install: its image, options, host window size (0: none)
+/// and, for the live NIC, its `--match` specs.
+pub struct PlannedEctx {
+    pub image: PathBuf,
+    pub opts: EctxOptions,
+    pub host_size: u64,
+    pub matches: Vec<String>,
+}
+
+/// The NIC configuration and the ECTXs `--image`/`--scenario` describe.
+pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>)> {
+    let mut cfg = nic_config(Some(a.profile.as_deref().unwrap_or(default_profile)), a.config.as_deref())?;
     if let Some(n) = a.stack_size {
         // Validated with the rest of the configuration by Nic::with_config.
         cfg.hpu_stack_size = n;
     }
-    let mut nic = Nic::with_config(cfg.clone())?;
-    // Nobody answers notifications: host waits run out within the run.
-    nic.pause_for_host(false);
-    nic.keep_outputs(a.pcap_out.is_some() || a.stdout);
-    // (image, options, host window size) per ECTX, in install order.
-    let mut specs = Vec::new();
+    let mut plan = Vec::new();
     if let Some(path) = &a.scenario {
         let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
         let sc: Scenario = toml::from_str(&text).with_context(|| path.display().to_string())?;
         let dir = path.parent().unwrap_or(Path::new("."));
         for e in sc.ectx {
-            let o = EctxOptions {
+            let opts = EctxOptions {
                 name: Some(e.name),
                 hh: e.hh,
                 ph: e.ph,
@@ -273,14 +289,14 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
                 host_window: None,
                 rules: Vec::new(),
             };
-            specs.push((load_nic_image(&nic, &dir.join(&e.image))?, o, e.host_size.unwrap_or(1 << 20)));
+            plan.push(PlannedEctx { image: dir.join(&e.image), opts, host_size: e.host_size.unwrap_or(1 << 20), matches: e.matches });
         }
     } else {
-        let path = a.image.as_ref().unwrap();
+        let path = a.image.as_ref().expect("clap requires --image without --scenario");
         if a.hh.is_none() && a.ph.is_none() && a.th.is_none() {
             bail!("give at least one of --hh, --ph, --th (handler symbols of {})", path.display());
         }
-        let o = EctxOptions {
+        let opts = EctxOptions {
             name: Some(path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
             hh: a.hh.clone(),
             ph: a.ph.clone(),
@@ -291,19 +307,41 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
             msg_timeout_ns: Some(a.timeout_ns),
             ..Default::default()
         };
-        specs.push((load_nic_image(&nic, path)?, o, a.host_size));
+        plan.push(PlannedEctx { image: path.clone(), opts, host_size: a.host_size, matches: Vec::new() });
     }
+    Ok((cfg, plan))
+}
+
+/// Load, install and activate the planned ECTXs, in order.
+pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<Ectx>> {
     let mut ectxs = Vec::new();
-    for (image, mut o, host_size) in specs {
+    for PlannedEctx { image, mut opts, host_size, .. } in plan {
+        let image = load_nic_image(nic, &image)?;
         // Size 0: the ECTX gets no host window.
         if host_size > 0 {
             let size = usize::try_from(host_size).context("host window size does not fit this machine's address space")?;
-            o.host_window = Some(nic.host_window(size)?);
+            opts.host_window = Some(nic.host_window(size)?);
         }
-        let e = nic.install(&image, o)?;
+        let e = nic.install(&image, opts)?;
         nic.activate(e)?;
         ectxs.push(e);
     }
+    Ok(ectxs)
+}
+
+pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
+    let (cfg, plan) = plan(&a.ectx, "pspin")?;
+    if let Some(p) = plan.iter().find(|p| !p.matches.is_empty()) {
+        bail!(
+            "ECTX `{}`: `match` selects frames on a live NIC (softspin nic); in sim, ECTXs take packets by udp_dst_port",
+            p.opts.name.as_deref().unwrap_or_default()
+        );
+    }
+    let mut nic = Nic::with_config(cfg.clone())?;
+    // Nobody answers notifications: host waits run out within the run.
+    nic.pause_for_host(false);
+    nic.keep_outputs(a.pcap_out.is_some() || a.stdout);
+    let ectxs = install_all(&mut nic, plan)?;
 
     let until_ps = a.until_ns.map(|n| units::until_ns("--until-ns", n)).transpose()?;
     let rate = a.rate.unwrap_or(cfg.line_rate_gbps);
@@ -398,7 +436,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
 
 /// The exit status of a finished run and, if not 0, why (the first that
 /// applies in the order of `exit::Status`).
-fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
+pub(crate) fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
     let errors: u64 = r.errors.iter().map(|e| e.total).sum();
     // Message timeouts are recorded as errors too; count them apart.
     let handler_errors = errors.saturating_sub(r.message_timeouts);

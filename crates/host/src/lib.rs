@@ -904,11 +904,11 @@ impl Nic {
             let ectx = self.handle_of(o.ectx);
             self.events.push(Event::Outbound(OutPacket { time_ps: o.time_ps, ectx, dest: o.dest, frame: o.frame }));
         }
-        for w in hw {
+        for w in hw.into_iter().filter(|_| self.keep_events) {
             let ectx = self.handle_of(w.ectx);
             self.events.push(Event::HostWrite(HostWrite { time_ps: w.time_ps, ectx, addr: w.addr, value: w.value }));
         }
-        for d in done {
+        for d in done.into_iter().filter(|_| self.keep_events) {
             let ectx = self.handle_of(d.ectx);
             self.events.push(Event::MessageDone(MessageDone { time_ps: d.time_ps, ectx, msg_id: d.msg_id }));
         }

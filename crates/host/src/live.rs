@@ -245,6 +245,18 @@ impl Nic {
         self.run_live(Some(Duration::from_nanos(ns)), &AtomicBool::new(false))
     }
 
+    /// Stop taking frames from the wire (the matcher gets no rulesets:
+    /// everything goes to the kernel), then finish the frames already
+    /// taken. The port itself (XDP program, sockets) goes when the NIC is
+    /// dropped.
+    pub fn stop_matching(&mut self) -> Result<()> {
+        self.require_live()?;
+        // What the rings hold still matches the current rulesets.
+        self.live_until_idle()?;
+        self.live.as_mut().expect("live").port.set_rulesets(&[]).map_err(net)?;
+        self.live_until_idle()
+    }
+
     /// Live: wait (at most `wait_timeout`) until a notification arrives.
     pub(crate) fn live_wait_notifications(&mut self) -> Result<Vec<crate::Notification>> {
         let timeout = self.live.as_ref().map(|l| l.wait_timeout).unwrap_or_default();

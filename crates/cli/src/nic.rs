@@ -1,0 +1,246 @@
+//! `softspin nic`: run the NIC on a real interface until SIGINT/SIGTERM or
+//! `--duration`, then detach and print the statistics.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{bail, Context};
+use softspin_engine::traffic::FrameKind;
+use softspin_host::{AttachOptions, Event, LiveStats, Mode, Nic, Report, Ruleset};
+use softspin_netio::rules;
+
+use crate::exit::Status;
+use crate::sim::EctxArgs;
+
+#[derive(clap::Args)]
+#[command(after_help = NIC_HELP)]
+pub struct NicArgs {
+    /// The interface to attach to (e.g. a veth end).
+    #[arg(long)]
+    iface: String,
+    #[command(flatten)]
+    ectx: EctxArgs,
+    /// A ruleset selecting the ECTX's frames (repeatable; the first that
+    /// matches wins): `udp:PORT`, `icmp`, `ipv4`, `all`, `slmp[:PORT]`.
+    #[arg(long = "match", value_name = "SPEC")]
+    matches: Vec<String>,
+    /// Rulesets from a TOML file (docs/rules.md); a ruleset's `ectx = NAME`
+    /// picks its ECTX (needed with several ECTXs).
+    #[arg(long)]
+    rules: Option<PathBuf>,
+    /// xdp: XDP matcher + AF_XDP (root); socket: UDP sockets on the
+    /// `udp:` rules' ports (no root).
+    #[arg(long, value_enum, default_value = "xdp")]
+    mode: ModeArg,
+    /// Stop after this many seconds [default: until SIGINT/SIGTERM].
+    #[arg(long, value_name = "S")]
+    duration: Option<f64>,
+    /// Frames start at the Ethernet header, as on the wire (FPsPIN).
+    #[arg(long, value_enum, default_value = "eth")]
+    frame: FrameArg,
+    /// Print one JSON object with the statistics.
+    #[arg(long)]
+    json: bool,
+    /// Print handler output (printf) on stdout as the run goes.
+    #[arg(long)]
+    stdout: bool,
+    /// Write one JSON line per message (as `softspin sim --records`).
+    #[arg(long, value_name = "FILE.jsonl")]
+    records: Option<PathBuf>,
+    /// Write the frames the handlers sent to a pcap file.
+    #[arg(long)]
+    pcap_out: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum ModeArg {
+    Xdp,
+    Socket,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum FrameArg {
+    Eth,
+}
+
+const NIC_HELP: &str = "\
+Frames that match a ruleset run the ECTX's handlers; all other frames go to
+the kernel stack untouched (ARP, SSH, pings to other addresses keep working).
+XDP mode needs root; without it use --mode socket (UDP rules only).
+
+Exit status (as for sim):
+  0  no handler error, message timeout or drop
+  1  bad input, or the NIC could not attach (the message says why)
+  2  usage error
+  3  a handler faulted, hit its watchdog, aborted or had a command rejected
+  4  a message timed out
+  5  frames were dropped (on the port or in the packet buffer), or handler
+     output was dropped";
+
+/// The rulesets for each planned ECTX (by index): `--match` and scenario
+/// `match` specs, then the rules file's rulesets by their `ectx` name.
+fn assign_rules(plan: &[crate::sim::PlannedEctx], matches: &[String], file: Option<&PathBuf>) -> anyhow::Result<Vec<Vec<Ruleset>>> {
+    let mut out: Vec<Vec<Ruleset>> = vec![Vec::new(); plan.len()];
+    if !matches.is_empty() {
+        if plan.len() != 1 {
+            bail!("--match applies to a single --image ECTX; in a scenario give each [[ectx]] its own `match = [...]`");
+        }
+        for m in matches {
+            out[0].push(Ruleset::from_spec(m).with_context(|| format!("--match {m}"))?);
+        }
+    }
+    for (k, p) in plan.iter().enumerate() {
+        for m in &p.matches {
+            out[k].push(Ruleset::from_spec(m).with_context(|| format!("scenario match `{m}`"))?);
+        }
+    }
+    if let Some(path) = file {
+        for r in rules::load_rules(path)? {
+            let k = match r.ectx.as_deref() {
+                Some(name) => plan
+                    .iter()
+                    .position(|p| p.opts.name.as_deref() == Some(name))
+                    .with_context(|| format!("{}: ruleset `{}` names ECTX `{name}`, which is not installed", path.display(), r.name))?,
+                None if plan.len() == 1 => 0,
+                None => bail!("{}: ruleset `{}` needs `ectx = NAME` (there are {} ECTXs)", path.display(), r.name, plan.len()),
+            };
+            out[k].push(r);
+        }
+    }
+    Ok(out)
+}
+
+pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
+    let FrameArg::Eth = a.frame;
+    let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
+    let rulesets = assign_rules(&plan, &a.matches, a.rules.as_ref())?;
+    for (p, r) in plan.iter_mut().zip(rulesets) {
+        if r.is_empty() && p.opts.udp_dst_port.is_none() {
+            bail!(
+                "ECTX `{}` has no ruleset: give --match SPEC (udp:PORT, icmp, ipv4, all, slmp), --rules FILE or a scenario `match`",
+                p.opts.name.as_deref().unwrap_or_default()
+            );
+        }
+        p.opts.rules = r;
+    }
+    let duration = match a.duration {
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 1e9) => bail!("--duration {s}: must be a positive number of seconds"),
+        s => s.map(Duration::from_secs_f64),
+    };
+    let mode = match a.mode {
+        ModeArg::Xdp => Mode::Xdp,
+        ModeArg::Socket => Mode::Socket,
+    };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the SIGINT/SIGTERM handler")?;
+    }
+    let mut nic = Nic::attach(&a.iface, AttachOptions { mode, config: Some(cfg), ..Default::default() })
+        .with_context(|| format!("attaching to {}", a.iface))?;
+    // Nobody answers notifications from the command line.
+    nic.pause_for_host(false);
+    let keep = a.pcap_out.is_some();
+    nic.keep_outputs(keep);
+    let ectxs = crate::sim::install_all(&mut nic, plan)?;
+    if !a.json {
+        let s = nic.live_stats().expect("attached");
+        eprintln!("softspin: nic: {} with {} ECTX(s); stop with Ctrl-C", s.port, ectxs.len());
+    }
+
+    let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
+    let mut sent: Vec<(u64, Vec<u8>)> = Vec::new();
+    let mut sink_err = None;
+    nic.run_live_with(duration, &stop, |nic| {
+        if sink_err.is_none() {
+            sink_err = sinks.drain(&mut nic.view(), false).err();
+        }
+        if keep {
+            take_sent(nic, &mut sent);
+        }
+    })?;
+    nic.stop_matching()?;
+    if keep {
+        take_sent(&mut nic, &mut sent);
+    }
+    if let Some(e) = sink_err {
+        return Err(e);
+    }
+    sinks.drain(&mut nic.view(), true)?;
+    if let Some(p) = &a.pcap_out {
+        softspin_engine::traffic::write_pcap(p, FrameKind::Eth, &sent)?;
+    }
+
+    let report = nic.report();
+    let live = nic.live_stats().expect("attached");
+    drop(nic); // detaches from the interface before we report
+    if a.json {
+        println!("{}", serde_json::to_string(&json(&live, &report))?);
+    } else {
+        print!("{}", text(&live));
+        print!("{}", report.text());
+    }
+    let (mut status, mut why) = crate::sim::outcome(&report, None);
+    let port_drops: u64 = live.drops.values().sum();
+    if matches!(status, Status::Ok | Status::Unprocessed) && port_drops > 0 {
+        (status, why) = (Status::Dropped, format!("{port_drops} frames dropped ({})", causes(&live)));
+    }
+    if status != Status::Ok {
+        eprintln!("softspin: nic: {why} (exit status {})", status as u8);
+    }
+    Ok(status.into())
+}
+
+fn take_sent(nic: &mut Nic, sent: &mut Vec<(u64, Vec<u8>)>) {
+    for e in nic.events() {
+        if let Event::Outbound(o) = e {
+            sent.push((o.time_ps, o.frame));
+        }
+    }
+}
+
+fn causes(s: &LiveStats) -> String {
+    s.drops.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+}
+
+fn text(s: &LiveStats) -> String {
+    format!(
+        "interface          {} ({})\nwire               {} frames in: {} matched, {} passed to the kernel; {} frames out\n\
+         wire drops         {}\nwall time          {:.3} s\n",
+        s.iface,
+        s.port,
+        s.rx_frames,
+        s.matched,
+        s.passed_to_kernel,
+        s.tx_frames,
+        if s.drops.is_empty() { "none".to_string() } else { causes(s) },
+        s.wall_s
+    )
+}
+
+/// The `--json` object: the wire counters, drops by cause (the port's and
+/// the packet buffer's), and the engine's figures in the form `sim` gives.
+fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
+    let mut drops: serde_json::Map<String, serde_json::Value> = s.drops.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
+    drops.insert("packet_buffer_full".into(), r.drops.into());
+    drops.insert("no_ectx".into(), r.unmatched.into());
+    serde_json::json!({
+        "iface": s.iface,
+        "port": s.port,
+        "rx_frames": s.rx_frames,
+        "matched": s.matched,
+        "passed_to_kernel": s.passed_to_kernel,
+        "tx_frames": s.tx_frames,
+        "drops": drops,
+        "errors": r.errors,
+        "error_details": r.error_details,
+        "handlers": r.handlers,
+        "latency_ns": r.latency_ns,
+        "packets": r.packets,
+        "wall_s": s.wall_s,
+        "report": r,
+    })
+}
