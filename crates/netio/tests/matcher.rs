@@ -449,7 +449,7 @@ fn unit_strategy() -> impl Strategy<Value = MatchUnit> {
         any::<u32>()
     ];
     let random = (0u32..40, mask, word_strategy(), word_strategy()).prop_map(|(i, m, a, b)| {
-        // Half the time an ordered range, else whatever came (start > end included).
+        // Any bounds, start > end included; the last arm below makes small ordered ranges.
         MatchUnit::new(i, m, a, b)
     });
     prop_oneof![
