@@ -15,6 +15,8 @@ command -v gcc >/dev/null || need_pkgs+=(gcc)
 command -v python3 >/dev/null || need_pkgs+=(python3)
 # BPF C helpers (SEC, bpf_helpers) for the XDP matcher, crates/netio/bpf.
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
+# The live NIC's test wire: checksum offload off on the veth pair (scripts/netns.sh).
+command -v ethtool >/dev/null || [ -x /usr/sbin/ethtool ] || need_pkgs+=(ethtool)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"
     if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then

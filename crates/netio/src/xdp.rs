@@ -208,7 +208,8 @@ impl XdpMatcher {
     pub fn stats(&self) -> Result<XdpStats, NetError> {
         let c = self.counters()?;
         Ok(XdpStats {
-            matched: c[..self.n_rulesets].to_vec(),
+            // Every ruleset slot: counts outlive reprogramming (stop_matching).
+            matched: c[..MAX_RULESETS].to_vec(),
             passed: c[abi::COUNTER_PASSED as usize],
             no_socket: c[abi::COUNTER_NO_SOCKET as usize],
         })
