@@ -1,6 +1,7 @@
 /*
  * softspin.h - the C API of softspin (libsoftspin): offload sPIN handlers to
- * a (simulated) sPIN NIC, feed it traffic, collect what the handlers did.
+ * a sPIN NIC (simulated, or live on a network interface), feed it traffic,
+ * collect what the handlers did.
  * A thin, stable C ABI over the Rust crate softspin-host: the same model as
  * the Rust and Python APIs.
  *
@@ -14,6 +15,12 @@
  *     ss_run_until_idle(nic);
  *     ...                 buf holds what handlers DMAed; ss_next_event, ss_get_report
  *     ss_image_free(img); ss_close(nic);
+ *
+ * The same program runs on a real interface by opening the NIC with
+ * ss_nic_attach("eth0", &attach_opts, &nic) instead of ss_open (handlers
+ * then get Ethernet frames; ECTXs name their frames with
+ * ss_ectx_options.match_specs such as "udp:7"), and ss_run_live(nic, 0)
+ * until ss_stop(nic) from a SIGINT handler.
  *
  * Conventions:
  * - Every function returns int: SS_OK (0) or a negative SS_E* code (by
@@ -47,7 +54,7 @@
 /**
  * Version of this ABI: bumped when a struct or signature changes.
  */
-#define SS_ABI_VERSION 2
+#define SS_ABI_VERSION 3
 
 /**
  * Frames start at the IPv4 header, PsPIN's host-order layout (28 header
@@ -114,6 +121,25 @@
  * ss_event.present bit: `hpu` holds an HPU index.
  */
 #define SS_HAS_HPU 4
+
+/**
+ * ss_attach_options.mode: the XDP matching engine on the interface and
+ * AF_XDP sockets (needs root: CAP_NET_ADMIN, CAP_BPF). Unmatched frames go
+ * to the kernel untouched.
+ */
+#define SS_MODE_XDP 0
+
+/**
+ * ss_attach_options.mode: the fallback without XDP or root: UDP sockets
+ * bound to the ports of the `udp:` rules; handlers get synthesised
+ * Ethernet/IPv4/UDP frames, and replies leave through the sockets.
+ */
+#define SS_MODE_SOCKET 1
+
+/**
+ * Bytes of ss_live_drop.cause, the NUL included (longer names are cut).
+ */
+#define SS_DROP_CAUSE_MAX 48
 
 /**
  * Bytes a notification carries inline (SPIN_NOTIFY_INLINE_MAX).
@@ -204,6 +230,12 @@ typedef enum ss_status {
      * Building a handler image failed.
      */
     SS_EBUILD = -15,
+    /**
+     * The live NIC: no such interface, not permitted (needs root; or use
+     * socket mode), an XDP program already on the interface, XDP
+     * unsupported, bad rules, a socket error.
+     */
+    SS_ENET = -16,
     /**
      * Internal error: a bug in softspin, caught at the API boundary. The NIC
      * it happened on answers every later call with SS_EINTERNAL; ss_close it.
@@ -323,9 +355,10 @@ typedef enum ss_error_cause {
 typedef struct ss_image ss_image;
 
 /**
- * A NIC (today: the simulated PsPIN NIC). Opaque; from ss_open or
- * ss_open_config_file, released by ss_close. Not thread-safe: use one NIC
- * from one thread at a time.
+ * A NIC: the simulated PsPIN NIC (ss_open, ss_open_config_file) or one
+ * attached to a network interface (ss_nic_attach). Opaque; released by
+ * ss_close. Not thread-safe: use one NIC from one thread at a time (only
+ * ss_stop may be called from anywhere, signal handlers included).
  */
 typedef struct ss_nic ss_nic;
 
@@ -366,6 +399,82 @@ typedef struct ss_nic_info {
      */
     double line_rate_gbps;
 } ss_nic_info;
+
+/**
+ * How ss_nic_attach opens a NIC on an interface. Start from
+ * ss_attach_options_init. Strings are copied; they need only live during
+ * the call.
+ */
+typedef struct ss_attach_options {
+    /**
+     * SS_MODE_XDP (default; root) or SS_MODE_SOCKET.
+     */
+    uint32_t mode;
+    /**
+     * NIC profile, "pspin" or "fpspin"; NULL = "fpspin" (handlers take
+     * Ethernet frames as the wire gives them). Build handler images for it
+     * (`softspin build --profile fpspin`).
+     */
+    const char *profile;
+    /**
+     * A NIC configuration file (docs/sim.md) instead of `profile`; NULL =
+     * none. Setting both is SS_EINVAL.
+     */
+    const char *config_path;
+    /**
+     * Longest ss_wait_notifications waits for the wire before returning
+     * none (a live NIC never runs out of work for good), in ns.
+     * ss_attach_options_init sets 10 s; 0 = do not wait.
+     */
+    uint64_t wait_timeout_ns;
+} ss_attach_options;
+
+/**
+ * What a live NIC did on the wire (ss_get_live_stats). Drops by cause come
+ * from ss_live_drops; the engine's own (packet buffer full) are in
+ * ss_report.drops.
+ */
+typedef struct ss_live_stats {
+    /**
+     * Frames the matching engine saw (matched + passed to the kernel).
+     */
+    uint64_t rx_frames;
+    /**
+     * Frames that matched an active ECTX's ruleset.
+     */
+    uint64_t matched;
+    /**
+     * Frames left to the kernel's network stack (matched no ruleset).
+     */
+    uint64_t passed_to_kernel;
+    /**
+     * Frames handlers sent that went to the wire.
+     */
+    uint64_t tx_frames;
+    /**
+     * Frames lost on the way in or out, all causes (ss_live_drops).
+     */
+    uint64_t drops;
+    /**
+     * Wall-clock seconds since ss_nic_attach.
+     */
+    double wall_s;
+} ss_live_stats;
+
+/**
+ * One cause of lost frames on a live NIC (ss_live_drops).
+ */
+typedef struct ss_live_drop {
+    /**
+     * The cause, NUL-terminated ("rx_ring_full", "tx_not_udp",
+     * "larger_than_packet_slot", ...).
+     */
+    char cause[SS_DROP_CAUSE_MAX];
+    /**
+     * Frames lost to it.
+     */
+    uint64_t count;
+} ss_live_drop;
 
 /**
  * A host-memory window lent to the NIC: handlers see it at `base`, a 64-bit
@@ -440,9 +549,33 @@ typedef struct ss_ectx_options {
     uint64_t msg_timeout_ns;
     /**
      * Take only UDP packets to this destination port; 0 = every packet.
-     * Also the port ss_send_message addresses (0: 9330).
+     * Also the port ss_send_message addresses (0: 9330). On a live NIC it
+     * stands for the ruleset "udp:PORT" when no other rules are given.
      */
     uint16_t udp_dst_port;
+    /**
+     * Live NIC (ABI 3): matching-engine rulesets as `--match` shortcuts
+     * ("udp:PORT", "icmp", "ipv4", "all", "slmp[:PORT]"), `match_specs_len`
+     * strings; may be NULL when match_specs_len is 0. They select which frames
+     * reach this ECTX (seed 000 §3.2.1); the first ruleset that matches a
+     * frame wins, in install order. A live ECTX needs at least one ruleset
+     * (from here, the rules below, or udp_dst_port).
+     */
+    const char *const *match_specs;
+    /**
+     * Entries in `match_specs`.
+     */
+    size_t match_specs_len;
+    /**
+     * Live NIC (ABI 3): a TOML rules file (docs/rules.md) whose rulesets
+     * also feed this ECTX: those without an `ectx` field, and those whose
+     * `ectx` is this ECTX's name. NULL = none.
+     */
+    const char *rules_file;
+    /**
+     * Live NIC (ABI 3): the same as `rules_file`, as TOML text. NULL = none.
+     */
+    const char *rules_toml;
 } ss_ectx_options;
 
 /**
@@ -810,6 +943,71 @@ int ss_close(struct ss_nic *nic);
  * The NIC's shape: clusters, HPUs, clock, line rate.
  */
 int ss_nic_get_info(struct ss_nic *nic, struct ss_nic_info *info);
+
+/**
+ * Fill `o` with the defaults: SS_MODE_XDP, the "fpspin" profile, wait at
+ * most 10 s for notifications.
+ */
+int ss_attach_options_init(struct ss_attach_options *o);
+
+/**
+ * Open a NIC on the network interface `iface` (`opts` NULL: the defaults
+ * of ss_attach_options_init). Frames that match an active ECTX's rulesets
+ * (ss_ectx_options.match_specs, rules_file, rules_toml, udp_dst_port) run
+ * its handlers, and what handlers send goes out on the interface; every
+ * other frame goes to the kernel untouched. Everything else works as on
+ * the simulated NIC, paced by the wall clock: ss_run_live runs it,
+ * ss_run_for_ns runs it for wall time, ss_run_until_idle processes what
+ * has arrived. On success `*out` is a NIC to release with ss_close (which
+ * detaches it); on failure NULL. Errors: SS_EINVAL (bad mode, profile and
+ * config_path both set), SS_ECONFIG, SS_EIO (config file), SS_ENET (no
+ * such interface, not permitted: XDP needs root, or use SS_MODE_SOCKET;
+ * an XDP program already on the interface, XDP unsupported).
+ */
+int ss_nic_attach(const char *iface, const struct ss_attach_options *opts, struct ss_nic **out);
+
+/**
+ * `*live` gets 1 for a NIC from ss_nic_attach, 0 for a simulated one.
+ */
+int ss_nic_is_live(struct ss_nic *nic, int *live);
+
+/**
+ * Run a live NIC for `duration_ns` of wall time, or, with 0, until
+ * ss_stop. Handler errors become events as in simulation; read them (and
+ * notifications) afterwards, or run in slices and read between them.
+ * A stop requested before the call makes it return at once; either way
+ * the request is consumed when it returns. Errors: SS_EINVAL (a simulated
+ * NIC), SS_ENET (the interface failed), SS_ESIM.
+ */
+int ss_run_live(struct ss_nic *nic, uint64_t duration_ns);
+
+/**
+ * Ask ss_run_live on this NIC to return (after its current step, within
+ * about 20 ms). Async-signal-safe (one atomic store, no allocation, no
+ * lock): call it from a SIGINT handler or another thread. NULL is a no-op.
+ * Always SS_OK.
+ */
+int ss_stop(struct ss_nic *nic);
+
+/**
+ * What a live NIC did on the wire, into `*out_stats`. Errors: SS_EINVAL
+ * (NULL, or a simulated NIC).
+ */
+int ss_get_live_stats(struct ss_nic *nic, struct ss_live_stats *out_stats);
+
+/**
+ * A live NIC's drops by cause (those with a count), up to `cap` into
+ * `out_drops` (may be NULL when `cap` is 0), in name order; `*count` gets
+ * how many causes there are. Errors: SS_EINVAL (NULL, or a simulated NIC).
+ */
+int ss_live_drops(struct ss_nic *nic, struct ss_live_drop *out_drops, size_t cap, size_t *count);
+
+/**
+ * A live NIC's statistics as text (the port, e.g. "socket on lo", the
+ * counters and the drops by cause, one per line), copied like
+ * ss_report_text. Errors: SS_EINVAL (NULL, or a simulated NIC).
+ */
+int ss_live_stats_text(struct ss_nic *nic, char *buf, size_t cap, size_t *len);
 
 /**
  * Load a handler image (an RV32 ELF from `softspin build`). On success

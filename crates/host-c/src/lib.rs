@@ -9,13 +9,17 @@
 #![allow(non_camel_case_types)]
 #![allow(clippy::missing_safety_doc)]
 
-use std::cell::RefCell;
+use std::cell::{RefCell, UnsafeCell};
 use std::collections::VecDeque;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use softspin_engine::units::Ns;
+use softspin_netio::rules;
 use softspin_host::{
+    AttachOptions, Mode, NicConfig, Ruleset,
     Ectx, EctxOptions, Error, ErrorCause, ErrorKind, Event, FaultKind, FrameKind, Rejected, GenConfig, HostBuffer, HostWindow, Image, Nic,
     Notification, Payload,
 };
@@ -113,7 +117,7 @@ fn status_of(k: ErrorKind) -> ss_status {
 }
 
 /// Version of this ABI: bumped when a struct or signature changes.
-pub const SS_ABI_VERSION: u32 = 2;
+pub const SS_ABI_VERSION: u32 = 3;
 
 // ---------------------------------------------------------------------------
 // Enumerations (plain constants: C passes them as uint32_t)
@@ -239,6 +243,18 @@ fn cause_code(c: ErrorCause) -> ss_error_cause {
     }
 }
 
+/// ss_attach_options.mode: the XDP matching engine on the interface and
+/// AF_XDP sockets (needs root: CAP_NET_ADMIN, CAP_BPF). Unmatched frames go
+/// to the kernel untouched.
+pub const SS_MODE_XDP: u32 = 0;
+/// ss_attach_options.mode: the fallback without XDP or root: UDP sockets
+/// bound to the ports of the `udp:` rules; handlers get synthesised
+/// Ethernet/IPv4/UDP frames, and replies leave through the sockets.
+pub const SS_MODE_SOCKET: u32 = 1;
+
+/// Bytes of ss_live_drop.cause, the NUL included (longer names are cut).
+pub const SS_DROP_CAUSE_MAX: usize = 48;
+
 /// Bytes a notification carries inline (SPIN_NOTIFY_INLINE_MAX).
 pub const SS_NOTIFY_INLINE_MAX: usize = 64;
 
@@ -246,10 +262,21 @@ pub const SS_NOTIFY_INLINE_MAX: usize = 64;
 // Types
 // ---------------------------------------------------------------------------
 
-/// A NIC (today: the simulated PsPIN NIC). Opaque; from ss_open or
-/// ss_open_config_file, released by ss_close. Not thread-safe: use one NIC
-/// from one thread at a time.
+/// A NIC: the simulated PsPIN NIC (ss_open, ss_open_config_file) or one
+/// attached to a network interface (ss_nic_attach). Opaque; released by
+/// ss_close. Not thread-safe: use one NIC from one thread at a time (only
+/// ss_stop may be called from anywhere, signal handlers included).
 pub struct ss_nic {
+    /// Set by ss_stop (from a signal handler or another thread) while
+    /// ss_run_live runs; outside the cell so that no `&mut` to the state is
+    /// needed to set it.
+    stop: AtomicBool,
+    state: UnsafeCell<NicState>,
+}
+
+/// Everything of a NIC but its stop flag: only the thread in an API call
+/// on the NIC touches it.
+struct NicState {
     nic: Nic,
     /// Events and notifications taken from the NIC, not yet read.
     events: VecDeque<Event>,
@@ -326,8 +353,76 @@ pub struct ss_ectx_options {
     /// ss_ectx_options_init sets the default, 1 ms.
     pub msg_timeout_ns: u64,
     /// Take only UDP packets to this destination port; 0 = every packet.
-    /// Also the port ss_send_message addresses (0: 9330).
+    /// Also the port ss_send_message addresses (0: 9330). On a live NIC it
+    /// stands for the ruleset "udp:PORT" when no other rules are given.
     pub udp_dst_port: u16,
+    /// Live NIC (ABI 3): matching-engine rulesets as `--match` shortcuts
+    /// ("udp:PORT", "icmp", "ipv4", "all", "slmp[:PORT]"), `match_specs_len`
+    /// strings; may be NULL when match_specs_len is 0. They select which frames
+    /// reach this ECTX (seed 000 §3.2.1); the first ruleset that matches a
+    /// frame wins, in install order. A live ECTX needs at least one ruleset
+    /// (from here, the rules below, or udp_dst_port).
+    pub match_specs: *const *const c_char,
+    /// Entries in `match_specs`.
+    pub match_specs_len: usize,
+    /// Live NIC (ABI 3): a TOML rules file (docs/rules.md) whose rulesets
+    /// also feed this ECTX: those without an `ectx` field, and those whose
+    /// `ectx` is this ECTX's name. NULL = none.
+    pub rules_file: *const c_char,
+    /// Live NIC (ABI 3): the same as `rules_file`, as TOML text. NULL = none.
+    pub rules_toml: *const c_char,
+}
+
+/// How ss_nic_attach opens a NIC on an interface. Start from
+/// ss_attach_options_init. Strings are copied; they need only live during
+/// the call.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_attach_options {
+    /// SS_MODE_XDP (default; root) or SS_MODE_SOCKET.
+    pub mode: u32,
+    /// NIC profile, "pspin" or "fpspin"; NULL = "fpspin" (handlers take
+    /// Ethernet frames as the wire gives them). Build handler images for it
+    /// (`softspin build --profile fpspin`).
+    pub profile: *const c_char,
+    /// A NIC configuration file (docs/sim.md) instead of `profile`; NULL =
+    /// none. Setting both is SS_EINVAL.
+    pub config_path: *const c_char,
+    /// Longest ss_wait_notifications waits for the wire before returning
+    /// none (a live NIC never runs out of work for good), in ns.
+    /// ss_attach_options_init sets 10 s; 0 = do not wait.
+    pub wait_timeout_ns: u64,
+}
+
+/// What a live NIC did on the wire (ss_get_live_stats). Drops by cause come
+/// from ss_live_drops; the engine's own (packet buffer full) are in
+/// ss_report.drops.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_live_stats {
+    /// Frames the matching engine saw (matched + passed to the kernel).
+    pub rx_frames: u64,
+    /// Frames that matched an active ECTX's ruleset.
+    pub matched: u64,
+    /// Frames left to the kernel's network stack (matched no ruleset).
+    pub passed_to_kernel: u64,
+    /// Frames handlers sent that went to the wire.
+    pub tx_frames: u64,
+    /// Frames lost on the way in or out, all causes (ss_live_drops).
+    pub drops: u64,
+    /// Wall-clock seconds since ss_nic_attach.
+    pub wall_s: f64,
+}
+
+/// One cause of lost frames on a live NIC (ss_live_drops).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_live_drop {
+    /// The cause, NUL-terminated ("rx_ring_full", "tx_not_udp",
+    /// "larger_than_packet_slot", ...).
+    pub cause: [c_char; SS_DROP_CAUSE_MAX],
+    /// Frames lost to it.
+    pub count: u64,
 }
 
 /// Parameters of the synthetic traffic generator (ss_feed_generator).
@@ -588,14 +683,22 @@ fn guard(f: impl FnOnce() -> Res) -> c_int {
 }
 
 /// `guard` for calls on a NIC: a panic poisons that NIC.
-fn with_nic(nic: *mut ss_nic, f: impl FnOnce(&mut ss_nic) -> Res) -> c_int {
+fn with_nic(nic: *mut ss_nic, f: impl FnOnce(&mut NicState) -> Res) -> c_int {
+    with_nic_flag(nic, |n, _| f(n))
+}
+
+/// `with_nic`, also lending the NIC's stop flag (ss_run_live).
+fn with_nic_flag(nic: *mut ss_nic, f: impl FnOnce(&mut NicState, &AtomicBool) -> Res) -> c_int {
     guard(|| {
         // SAFETY: the caller passes a pointer from ss_open (documented).
-        let n = unsafe { nic.as_mut() }.ok_or_else(|| null("nic"))?;
+        let outer = unsafe { nic.as_ref() }.ok_or_else(|| null("nic"))?;
+        // SAFETY: one thread at a time per NIC (documented), so this is the
+        // only reference into the state; ss_stop touches only `stop`.
+        let n = unsafe { &mut *outer.state.get() };
         if n.poisoned {
             return Err(fail(SS_EINTERNAL, "this NIC hit an internal error earlier; close it"));
         }
-        match catch_unwind(AssertUnwindSafe(|| f(&mut *n))) {
+        match catch_unwind(AssertUnwindSafe(|| f(&mut *n, &outer.stop))) {
             Ok(r) => r,
             Err(p) => {
                 n.poisoned = true;
@@ -700,7 +803,7 @@ impl HostBuffer for Lent {
     }
 }
 
-impl ss_nic {
+impl NicState {
     /// Take pending events and notifications from the NIC (already naming
     /// the ECTX handles ss_install returned).
     fn drain(&mut self) {
@@ -778,11 +881,14 @@ pub extern "C" fn ss_abi_version() -> u32 {
 
 fn wrap(nic: Nic) -> *mut ss_nic {
     Box::into_raw(Box::new(ss_nic {
-        nic,
-        events: VecDeque::new(),
-        notes: VecDeque::new(),
-        held: Held::default(),
-        poisoned: false,
+        stop: AtomicBool::new(false),
+        state: UnsafeCell::new(NicState {
+            nic,
+            events: VecDeque::new(),
+            notes: VecDeque::new(),
+            held: Held::default(),
+            poisoned: false,
+        }),
     }))
 }
 
@@ -847,6 +953,200 @@ pub unsafe extern "C" fn ss_nic_get_info(nic: *mut ss_nic, info: *mut ss_nic_inf
             line_rate_gbps: c.line_rate_gbps,
         };
         Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The live NIC
+// ---------------------------------------------------------------------------
+
+/// Fill `o` with the defaults: SS_MODE_XDP, the "fpspin" profile, wait at
+/// most 10 s for notifications.
+#[no_mangle]
+pub unsafe extern "C" fn ss_attach_options_init(o: *mut ss_attach_options) -> c_int {
+    guard(|| {
+        let d = AttachOptions::default();
+        *out(o, "options")? = ss_attach_options {
+            mode: mode_code(d.mode),
+            profile: std::ptr::null(),
+            config_path: std::ptr::null(),
+            wait_timeout_ns: u64::try_from(d.wait_timeout.as_nanos()).unwrap_or(u64::MAX),
+        };
+        Ok(())
+    })
+}
+
+fn mode_code(m: Mode) -> u32 {
+    match m {
+        Mode::Xdp => SS_MODE_XDP,
+        Mode::Socket => SS_MODE_SOCKET,
+    }
+}
+
+/// Open a NIC on the network interface `iface` (`opts` NULL: the defaults
+/// of ss_attach_options_init). Frames that match an active ECTX's rulesets
+/// (ss_ectx_options.match_specs, rules_file, rules_toml, udp_dst_port) run
+/// its handlers, and what handlers send goes out on the interface; every
+/// other frame goes to the kernel untouched. Everything else works as on
+/// the simulated NIC, paced by the wall clock: ss_run_live runs it,
+/// ss_run_for_ns runs it for wall time, ss_run_until_idle processes what
+/// has arrived. On success `*out` is a NIC to release with ss_close (which
+/// detaches it); on failure NULL. Errors: SS_EINVAL (bad mode, profile and
+/// config_path both set), SS_ECONFIG, SS_EIO (config file), SS_ENET (no
+/// such interface, not permitted: XDP needs root, or use SS_MODE_SOCKET;
+/// an XDP program already on the interface, XDP unsupported).
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_attach(
+    iface: *const c_char,
+    opts: *const ss_attach_options,
+    out: *mut *mut ss_nic,
+) -> c_int {
+    guard(|| {
+        let out = out.as_mut().ok_or_else(|| null("out"))?;
+        *out = std::ptr::null_mut();
+        let iface = text(iface, "iface")?;
+        let mut o = ss_attach_options {
+            mode: SS_MODE_XDP,
+            profile: std::ptr::null(),
+            config_path: std::ptr::null(),
+            wait_timeout_ns: 0,
+        };
+        if opts.is_null() {
+            ss_attach_options_init(&mut o);
+        } else {
+            o = *opts;
+        }
+        let mode = match o.mode {
+            SS_MODE_XDP => Mode::Xdp,
+            SS_MODE_SOCKET => Mode::Socket,
+            m => return Err(fail(SS_EINVAL, format!("options->mode {m} is neither SS_MODE_XDP (0) nor SS_MODE_SOCKET (1)"))),
+        };
+        let config = match (opt_text(o.profile, "options->profile")?, opt_text(o.config_path, "options->config_path")?) {
+            (Some(_), Some(_)) => {
+                return Err(fail(SS_EINVAL, "options->profile and options->config_path are both set (give one)"))
+            }
+            (Some(p), None) => Some(NicConfig::profile(&p).ok_or(Error::Profile(p))?),
+            (None, Some(path)) => {
+                let t = std::fs::read_to_string(&path).map_err(|e| Error::Io(format!("{path}: {e}")))?;
+                Some(NicConfig::from_toml(&t, &path).map_err(Error::from)?)
+            }
+            (None, None) => None,
+        };
+        let wait_timeout = Duration::from_nanos(o.wait_timeout_ns);
+        let nic = Nic::attach(iface, AttachOptions { mode, config, wait_timeout })?;
+        *out = wrap(nic);
+        Ok(())
+    })
+}
+
+/// `*live` gets 1 for a NIC from ss_nic_attach, 0 for a simulated one.
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_is_live(nic: *mut ss_nic, live: *mut c_int) -> c_int {
+    with_nic(nic, |n| {
+        *out(live, "live")? = c_int::from(n.nic.is_live());
+        Ok(())
+    })
+}
+
+/// Run a live NIC for `duration_ns` of wall time, or, with 0, until
+/// ss_stop. Handler errors become events as in simulation; read them (and
+/// notifications) afterwards, or run in slices and read between them.
+/// A stop requested before the call makes it return at once; either way
+/// the request is consumed when it returns. Errors: SS_EINVAL (a simulated
+/// NIC), SS_ENET (the interface failed), SS_ESIM.
+#[no_mangle]
+pub unsafe extern "C" fn ss_run_live(nic: *mut ss_nic, duration_ns: u64) -> c_int {
+    with_nic_flag(nic, |n, stop| {
+        let d = (duration_ns > 0).then(|| Duration::from_nanos(duration_ns));
+        let r = n.nic.run_live(d, stop);
+        stop.store(false, Ordering::Relaxed);
+        Ok(r?)
+    })
+}
+
+/// Ask ss_run_live on this NIC to return (after its current step, within
+/// about 20 ms). Async-signal-safe (one atomic store, no allocation, no
+/// lock): call it from a SIGINT handler or another thread. NULL is a no-op.
+/// Always SS_OK.
+#[no_mangle]
+pub unsafe extern "C" fn ss_stop(nic: *mut ss_nic) -> c_int {
+    // SAFETY: a pointer from ss_open*/ss_nic_attach; only the atomic is
+    // touched, never the state another thread may be using.
+    if let Some(n) = nic.as_ref() {
+        n.stop.store(true, Ordering::Relaxed);
+    }
+    SS_OK
+}
+
+fn live_stats_of(n: &NicState) -> Result<softspin_host::LiveStats, Fail> {
+    n.nic
+        .live_stats()
+        .ok_or_else(|| fail(SS_EINVAL, "this NIC is simulated: no live statistics (open it with ss_nic_attach)"))
+}
+
+/// What a live NIC did on the wire, into `*out_stats`. Errors: SS_EINVAL
+/// (NULL, or a simulated NIC).
+#[no_mangle]
+pub unsafe extern "C" fn ss_get_live_stats(nic: *mut ss_nic, out_stats: *mut ss_live_stats) -> c_int {
+    with_nic(nic, |n| {
+        let o = out(out_stats, "out_stats")?;
+        let s = live_stats_of(n)?;
+        *o = ss_live_stats {
+            rx_frames: s.rx_frames,
+            matched: s.matched,
+            passed_to_kernel: s.passed_to_kernel,
+            tx_frames: s.tx_frames,
+            drops: s.drops.values().sum(),
+            wall_s: s.wall_s,
+        };
+        Ok(())
+    })
+}
+
+/// A live NIC's drops by cause (those with a count), up to `cap` into
+/// `out_drops` (may be NULL when `cap` is 0), in name order; `*count` gets
+/// how many causes there are. Errors: SS_EINVAL (NULL, or a simulated NIC).
+#[no_mangle]
+pub unsafe extern "C" fn ss_live_drops(
+    nic: *mut ss_nic,
+    out_drops: *mut ss_live_drop,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        let c = out(count, "count")?;
+        if out_drops.is_null() && cap > 0 {
+            return Err(null("out_drops"));
+        }
+        let s = live_stats_of(n)?;
+        let causes: Vec<(&String, &u64)> = s.drops.iter().filter(|(_, &v)| v > 0).collect();
+        *c = causes.len();
+        for (i, (name, &v)) in causes.into_iter().take(cap).enumerate() {
+            let mut cause = [0 as c_char; SS_DROP_CAUSE_MAX];
+            for (d, b) in cause.iter_mut().zip(name.bytes().take(SS_DROP_CAUSE_MAX - 1)) {
+                *d = b as c_char;
+            }
+            out_drops.add(i).write(ss_live_drop { cause, count: v });
+        }
+        Ok(())
+    })
+}
+
+/// A live NIC's statistics as text (the port, e.g. "socket on lo", the
+/// counters and the drops by cause, one per line), copied like
+/// ss_report_text. Errors: SS_EINVAL (NULL, or a simulated NIC).
+#[no_mangle]
+pub unsafe extern "C" fn ss_live_stats_text(nic: *mut ss_nic, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int {
+    with_nic(nic, |n| {
+        let s = live_stats_of(n)?;
+        let mut t = format!(
+            "port: {}\nrx_frames: {}\nmatched: {}\npassed_to_kernel: {}\ntx_frames: {}\nwall_s: {:.3}\n",
+            s.port, s.rx_frames, s.matched, s.passed_to_kernel, s.tx_frames, s.wall_s
+        );
+        for (k, v) in &s.drops {
+            t.push_str(&format!("drops.{k}: {v}\n"));
+        }
+        put_text(t.as_bytes(), buf, cap, len)
     })
 }
 
@@ -1023,6 +1323,10 @@ pub unsafe extern "C" fn ss_ectx_options_init(o: *mut ss_ectx_options) -> c_int 
             watchdog: 0,
             msg_timeout_ns: 1_000_000,
             udp_dst_port: 0,
+            match_specs: std::ptr::null(),
+            match_specs_len: 0,
+            rules_file: std::ptr::null(),
+            rules_toml: std::ptr::null(),
         };
         Ok(())
     })
@@ -1058,8 +1362,10 @@ pub unsafe extern "C" fn ss_install(
         } else {
             std::slice::from_raw_parts(o.scratchpad, o.scratchpad_len).to_vec()
         };
+        let name = opt_text(o.name, "options->name")?;
+        let rules = ectx_rules(o, name.as_deref())?;
         let opts = EctxOptions {
-            name: opt_text(o.name, "options->name")?,
+            name,
             hh: opt_text(o.hh, "options->hh")?,
             ph: opt_text(o.ph, "options->ph")?,
             th: opt_text(o.th, "options->th")?,
@@ -1071,11 +1377,54 @@ pub unsafe extern "C" fn ss_install(
             watchdog: (o.watchdog > 0).then_some(o.watchdog),
             msg_timeout_ns: Some(o.msg_timeout_ns),
             udp_dst_port: (o.udp_dst_port > 0).then_some(o.udp_dst_port),
-            rules: Vec::new(),
+            rules,
         };
         *out_ectx = n.nic.install(&image.image, opts)?.0;
         Ok(())
     })
+}
+
+/// The rulesets of `o`: its `match_specs` shortcuts, then the rules file's and
+/// the TOML text's rulesets meant for ECTX `name`.
+unsafe fn ectx_rules(o: &ss_ectx_options, name: Option<&str>) -> Result<Vec<Ruleset>, Fail> {
+    let mut rules = Vec::new();
+    if o.match_specs_len > 0 {
+        if o.match_specs.is_null() {
+            return Err(null("options->match_specs"));
+        }
+        for (i, &m) in std::slice::from_raw_parts(o.match_specs, o.match_specs_len).iter().enumerate() {
+            let spec = text(m, &format!("options->match_specs[{i}]"))?;
+            rules.push(Ruleset::from_spec(spec).map_err(|e| Fail::from(Error::Net(e)))?);
+        }
+    }
+    let mut from_file = Vec::new();
+    if let Some(path) = opt_text(o.rules_file, "options->rules_file")? {
+        from_file.extend(rules::load_rules(&path).map_err(|e| Fail::from(Error::Net(e)))?);
+    }
+    if let Some(toml) = opt_text(o.rules_toml, "options->rules_toml")? {
+        from_file.extend(rules::parse_rules(&toml).map_err(|e| Fail::from(Error::Net(e)))?);
+    }
+    rules.extend(for_ectx(from_file, name).map_err(|m| fail(ss_status::SS_ENET as c_int, m))?);
+    Ok(rules)
+}
+
+/// The rulesets of a rules file that feed ECTX `name`: those naming no ECTX
+/// and those naming it. A file with rulesets, none of them for this ECTX, is
+/// an error (a misspelt name would otherwise leave it deaf).
+fn for_ectx(all: Vec<Ruleset>, name: Option<&str>) -> Result<Vec<Ruleset>, String> {
+    if all.is_empty() {
+        return Ok(all);
+    }
+    let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
+    let mine: Vec<Ruleset> = all.into_iter().filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name).collect();
+    if mine.is_empty() {
+        return Err(format!(
+            "rules: no ruleset is for ECTX `{}` (their ectx fields name {})",
+            name.unwrap_or("(unnamed)"),
+            named.join(", ")
+        ));
+    }
+    Ok(mine)
 }
 
 /// Let packets reach an installed ECTX. Errors: SS_EINVAL, SS_ENOECTX,
@@ -1426,7 +1775,7 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
     })
 }
 
-fn put_notes(n: &mut ss_nic, outp: *mut ss_notification, cap: usize, count: *mut usize) -> Res {
+fn put_notes(n: &mut NicState, outp: *mut ss_notification, cap: usize, count: *mut usize) -> Res {
     // SAFETY: the caller's array of `cap` entries (checked for NULL).
     let count = unsafe { out(count, "count")? };
     if outp.is_null() && cap > 0 {

@@ -3,13 +3,24 @@
  * SS_E* code with a message, and a success path whose results are checked
  * against values computed here.
  *
- * usage: api_test HANDLERS.elf TMPDIR   (HANDLERS.elf: tests/handlers/api_handlers.c)
+ * usage: api_test HANDLERS.elf TMPDIR PINGPONG.elf
+ *   HANDLERS.elf: tests/handlers/api_handlers.c
+ *   PINGPONG.elf: examples/ping_pong/handler.c built for the fpspin profile
+ *                 (the live NIC test: UDP echo on lo in socket mode)
  */
+#define _POSIX_C_SOURCE 200809L
+
 #include <softspin.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
 
 static int checks, failures;
 
@@ -708,10 +719,236 @@ static void test_event_ectx(void)
     OK(ss_close(nic));
 }
 
+/* ------------------------------------------------------------------ live */
+
+static ss_nic *live_nic; /* the NIC the SIGALRM handler stops */
+
+static void on_alarm(int sig)
+{
+    (void)sig;
+    ss_stop(live_nic); /* async-signal-safe */
+}
+
+/* A UDP port free on 127.0.0.1 right now (bound, read back, released). */
+static uint16_t free_udp_port(void)
+{
+    struct sockaddr_in a = {0};
+    socklen_t len = sizeof a;
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (fd < 0 || bind(fd, (struct sockaddr *)&a, sizeof a) != 0 ||
+        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+        perror("free_udp_port");
+        exit(2);
+    }
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static void test_live_errors(const char *pingpong)
+{
+    ss_nic *nic = (ss_nic *)&nic;
+    ss_attach_options ao;
+    OK(ss_attach_options_init(&ao));
+    CHECK(ao.mode == SS_MODE_XDP && ao.profile == NULL && ao.config_path == NULL);
+    CHECK(ao.wait_timeout_ns == 10000000000ull);
+    ao.mode = SS_MODE_SOCKET;
+
+    /* No such interface: SS_ENET naming it, in both modes. */
+    EXPECT(ss_nic_attach("ss-no-such0", &ao, &nic), SS_ENET);
+    CHECK(nic == NULL);
+    CHECK(strstr(ss_last_error(), "ss-no-such0") != NULL);
+    EXPECT(ss_nic_attach("ss-no-such0", NULL, &nic), SS_ENET);
+    CHECK(strstr(ss_last_error(), "ss-no-such0") != NULL);
+    EXPECT(ss_nic_attach(NULL, &ao, &nic), SS_EINVAL);
+    EXPECT(ss_nic_attach("lo", &ao, NULL), SS_EINVAL);
+    ao.mode = 7;
+    EXPECT(ss_nic_attach("lo", &ao, &nic), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "mode 7") != NULL);
+    ao.mode = SS_MODE_SOCKET;
+    ao.profile = "nope";
+    EXPECT(ss_nic_attach("lo", &ao, &nic), SS_ECONFIG);
+    ao.config_path = "/nonexistent/nic.toml";
+    EXPECT(ss_nic_attach("lo", &ao, &nic), SS_EINVAL); /* both set */
+    ao.profile = NULL;
+    EXPECT(ss_nic_attach("lo", &ao, &nic), SS_EIO);
+    CHECK(nic == NULL);
+
+    /* Live calls on a simulated NIC. */
+    ss_live_stats st;
+    size_t n;
+    int live = -1;
+    REQUIRE(ss_open("fpspin", &nic));
+    OK(ss_nic_is_live(nic, &live));
+    CHECK(live == 0);
+    EXPECT(ss_get_live_stats(nic, &st), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "simulated") != NULL);
+    EXPECT(ss_live_drops(nic, NULL, 0, &n), SS_EINVAL);
+    EXPECT(ss_run_live(nic, 1000), SS_EINVAL);
+    OK(ss_stop(NULL));
+    OK(ss_close(nic));
+
+    /* Installing on a live NIC: rules are required and checked. */
+    ss_attach_options_init(&ao);
+    ao.mode = SS_MODE_SOCKET;
+    REQUIRE(ss_nic_attach("lo", &ao, &nic));
+    OK(ss_nic_is_live(nic, &live));
+    CHECK(live == 1);
+    ss_image *img;
+    REQUIRE(ss_image_load(nic, pingpong, &img));
+    ss_ectx_options o;
+    ss_ectx e;
+    OK(ss_ectx_options_init(&o));
+    CHECK(o.match_specs == NULL && o.match_specs_len == 0 && o.rules_file == NULL && o.rules_toml == NULL);
+    o.ph = "pingpong_ph";
+    EXPECT(ss_install(nic, img, &o, &e), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "ruleset") != NULL);
+    const char *bad[] = {"udp:99999"};
+    o.match_specs = bad;
+    o.match_specs_len = 1;
+    EXPECT(ss_install(nic, img, &o, &e), SS_ENET);
+    CHECK(strstr(ss_last_error(), "udp:99999") != NULL);
+    o.match_specs = NULL;
+    EXPECT(ss_install(nic, img, &o, &e), SS_EINVAL); /* NULL with a length */
+    o.match_specs_len = 0;
+    o.rules_toml = "[[ruleset]]\nmatch = [\"ip\"]\nectx = \"other\"\n";
+    EXPECT(ss_install(nic, img, &o, &e), SS_ENET);
+    CHECK(strstr(ss_last_error(), "other") != NULL);
+    o.rules_toml = "[[ruleset]]\nmode = \"xor\"\n";
+    EXPECT(ss_install(nic, img, &o, &e), SS_ENET);
+    o.rules_toml = NULL;
+    o.rules_file = "/nonexistent/rules.toml";
+    EXPECT(ss_install(nic, img, &o, &e), SS_ENET);
+    CHECK(strstr(ss_last_error(), "/nonexistent/rules.toml") != NULL);
+    OK(ss_image_free(img));
+    OK(ss_close(nic));
+}
+
+/* UDP echo on lo in socket mode: datagrams from a kernel socket come back
+ * byte-exact from pingpong_ph. */
+static void test_live_echo(const char *pingpong)
+{
+    enum { ECHOES = 24 };
+    uint16_t port = free_udp_port();
+    char spec[32], rules[256];
+    snprintf(spec, sizeof spec, "udp:%u", (unsigned)port);
+
+    ss_attach_options ao;
+    ss_attach_options_init(&ao);
+    ao.mode = SS_MODE_SOCKET;
+    ao.wait_timeout_ns = 100000000; /* 100 ms */
+    ss_nic *nic;
+    REQUIRE(ss_nic_attach("lo", &ao, &nic));
+    ss_image *img;
+    REQUIRE(ss_image_load(nic, pingpong, &img));
+    ss_ectx_options o;
+    ss_ectx e;
+    OK(ss_ectx_options_init(&o));
+    o.name = "echo";
+    o.ph = "pingpong_ph";
+    /* The rule from a rules text naming this ECTX, plus one for another
+     * ECTX that must be left out. */
+    snprintf(rules, sizeof rules,
+             "[[ruleset]]\nname = \"mine\"\nmatch = [\"ip\", \"udp\", \"udp_dport:%u\"]\n"
+             "ectx = \"echo\"\n"
+             "[[ruleset]]\nmatch = [\"ip\"]\nectx = \"someone-else\"\n",
+             (unsigned)port);
+    o.rules_toml = rules;
+    REQUIRE(ss_install(nic, img, &o, &e));
+    OK(ss_activate(nic, e));
+
+    int fd = socket(AF_INET, SOCK_DGRAM, 0);
+    struct sockaddr_in to = {0};
+    to.sin_family = AF_INET;
+    to.sin_port = htons(port);
+    to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    struct timeval tv = {0, 20000};
+    CHECK(fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv) == 0);
+
+    static uint8_t sent[ECHOES][1472], got[2048];
+    size_t lens[ECHOES];
+    uint32_t x = 12345;
+    for (int i = 0; i < ECHOES; i++) {
+        lens[i] = i == 0 ? 1 : i == 1 ? 1472 : 1 + (x = x * 1103515245u + 12345u) % 1472;
+        for (size_t k = 0; k < lens[i]; k++)
+            sent[i][k] = (uint8_t)((x = x * 1103515245u + 12345u) >> 16);
+    }
+    /* One at a time: send, run the NIC a slice, take the echo. */
+    int echoed = 0;
+    for (int i = 0; i < ECHOES; i++) {
+        CHECK(sendto(fd, sent[i], lens[i], 0, (struct sockaddr *)&to, sizeof to) == (ssize_t)lens[i]);
+        ssize_t r = -1;
+        for (int tries = 0; tries < 100 && r < 0; tries++) {
+            OK(ss_run_live(nic, 10000000)); /* 10 ms */
+            r = recv(fd, got, sizeof got, MSG_DONTWAIT);
+        }
+        if (r == (ssize_t)lens[i] && memcmp(got, sent[i], lens[i]) == 0)
+            echoed++;
+        else
+            fprintf(stderr, "api_test.c: datagram %d (%zu B): echo of %zd B differs\n", i, lens[i], r);
+    }
+    CHECK(echoed == ECHOES);
+
+    ss_live_stats st;
+    OK(ss_get_live_stats(nic, &st));
+    CHECK(st.matched == ECHOES);
+    CHECK(st.rx_frames >= ECHOES);
+    CHECK(st.tx_frames == ECHOES);
+    CHECK(st.drops == 0);
+    CHECK(st.wall_s > 0);
+    size_t ndrops = 99;
+    OK(ss_live_drops(nic, NULL, 0, &ndrops));
+    CHECK(ndrops == 0);
+    ss_report rep;
+    OK(ss_get_report(nic, &rep));
+    CHECK(rep.packets == ECHOES && rep.outbound_packets == ECHOES && rep.errors == 0);
+    char text[1024];
+    size_t tlen;
+    OK(ss_live_stats_text(nic, text, sizeof text, &tlen));
+    CHECK(strstr(text, "socket") != NULL && strstr(text, "tx_frames: 24") != NULL);
+    /* Outbound packets are events as in simulation. */
+    ss_event ev;
+    int outbound = 0;
+    do {
+        OK(ss_next_event(nic, &ev));
+        outbound += ev.kind == SS_EVENT_OUTBOUND;
+    } while (ev.kind != SS_EVENT_NONE);
+    CHECK(outbound == ECHOES);
+
+    /* A stop requested before the run ends it at once, and is consumed. */
+    OK(ss_stop(nic));
+    OK(ss_run_live(nic, 0));
+    /* ss_stop from a signal handler ends an open-ended run. */
+    live_nic = nic;
+    struct sigaction sa = {0};
+    sa.sa_handler = on_alarm;
+    sigemptyset(&sa.sa_mask);
+    CHECK(sigaction(SIGALRM, &sa, NULL) == 0);
+    struct timeval t0, t1;
+    gettimeofday(&t0, NULL);
+    alarm(1);
+    OK(ss_run_live(nic, 0));
+    gettimeofday(&t1, NULL);
+    double waited = (t1.tv_sec - t0.tv_sec) + (t1.tv_usec - t0.tv_usec) / 1e6;
+    CHECK(waited > 0.5 && waited < 5.0);
+    signal(SIGALRM, SIG_DFL);
+
+    /* Deactivated: the rule leaves the matcher and the kernel answers
+     * nothing (no socket), so no echo comes. */
+    OK(ss_deactivate(nic, e));
+    CHECK(sendto(fd, "x", 1, 0, (struct sockaddr *)&to, sizeof to) == 1);
+    OK(ss_run_live(nic, 50000000));
+    CHECK(recv(fd, got, sizeof got, MSG_DONTWAIT) < 0);
+    close(fd);
+    OK(ss_image_free(img));
+    OK(ss_close(nic));
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s HANDLERS.elf TMPDIR\n", argv[0]);
+    if (argc != 4) {
+        fprintf(stderr, "usage: %s HANDLERS.elf TMPDIR PINGPONG.elf\n", argv[0]);
         return 2;
     }
     elf = argv[1];
@@ -730,6 +967,8 @@ int main(int argc, char **argv)
     test_success();
     test_boundary();
     test_event_ectx();
+    test_live_errors(argv[3]);
+    test_live_echo(argv[3]);
 
     printf("api_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -24,6 +24,21 @@ fn handlers() -> PathBuf {
     .clone()
 }
 
+/// examples/ping_pong's handlers for the live NIC's default profile.
+fn pingpong() -> PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| {
+        let out = tmp("handlers").join("pingpong_fpspin.elf");
+        run(Command::new(release_dir().join("softspin"))
+            .arg("build")
+            .arg(root().join("examples/ping_pong/handler.c"))
+            .args(["--profile", "fpspin", "-o"])
+            .arg(&out));
+        out
+    })
+    .clone()
+}
+
 fn c_flags() -> Vec<String> {
     let inc = root().join("crates/host-c/include");
     ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic"]
@@ -34,7 +49,7 @@ fn c_flags() -> Vec<String> {
 }
 
 fn run_api_test(exe: &PathBuf, dir: &PathBuf) {
-    let o = run(Command::new(exe).arg(handlers()).arg(dir));
+    let o = run(Command::new(exe).arg(handlers()).arg(dir).arg(pingpong()));
     let out = String::from_utf8_lossy(&o.stdout);
     print!("{out}");
     assert!(out.contains(", 0 failed"), "{out}");
