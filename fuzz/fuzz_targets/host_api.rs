@@ -180,6 +180,7 @@ fn call(nic: &mut Nic, st: &mut State, c: Call) {
                 watchdog: Some(o.watchdog.unwrap_or(WATCHDOG).min(WATCHDOG)),
                 msg_timeout_ns: o.msg_timeout_ns,
                 udp_dst_port: o.udp_dst_port,
+                rules: Vec::new(),
             };
             if let Ok(e) = nic.install(&st.images[k], opts) {
                 st.ectxs.push((e, k));

@@ -56,7 +56,7 @@ impl Source for ListSource {
 pub fn packet(size: usize, msg_id: u32, eom: bool) -> Arrival {
     let frame = build_frame(FrameKind::Ip, size.max(64), [10, 0, 0, 1], [10, 0, 0, 2], 1000, 9330, |i| (i * 7) as u8)
         .expect("a 64..1500-byte frame builds");
-    Arrival { time_ps: 1000, frame, msg_id, eom, origin: "fuzz".into() }
+    Arrival { time_ps: 1000, frame, msg_id, eom, origin: "fuzz".into(), ectx: None }
 }
 
 /// Install `spec` on a fresh engine built from `cfg`, feed it `packets` and
