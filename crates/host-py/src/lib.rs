@@ -343,7 +343,8 @@ impl HostBuffer for Lent {
 
 static NEXT_NIC: AtomicU64 = AtomicU64::new(1);
 
-/// A sPIN NIC (the simulated PsPIN NIC). Use it from the thread that
+/// A sPIN NIC: the simulated PsPIN NIC (`Nic(profile)`), or one attached to
+/// a network interface (`Nic.attach(iface)`). Use it from the thread that
 /// created it.
 #[pyclass(module = "softspin", unsendable)]
 pub struct Nic {
@@ -354,7 +355,50 @@ pub struct Nic {
     ectxs: HashMap<u32, Ectx>,
 }
 
+/// A live run's slice: short enough that Ctrl-C is answered promptly (the
+/// GIL stays held, as in every run, so Python's signal handlers run only
+/// between slices).
+const LIVE_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
+
+/// The rulesets of a rules file that feed ECTX `name`: those naming no
+/// ECTX and those naming it (as the C API's ss_install). A file with
+/// rulesets, none for this ECTX, is an error: a misspelt name would leave
+/// it deaf.
+fn for_ectx(all: Vec<host::Ruleset>, name: Option<&str>) -> PyResult<Vec<host::Ruleset>> {
+    if all.is_empty() {
+        return Ok(all);
+    }
+    let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
+    let mine: Vec<host::Ruleset> = all.into_iter().filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name).collect();
+    if mine.is_empty() {
+        return Err(NetError::new_err(format!(
+            "rules: no ruleset is for ECTX `{}` (their ectx fields name {})",
+            name.unwrap_or("(unnamed)"),
+            named.join(", ")
+        )));
+    }
+    Ok(mine)
+}
+
 impl Nic {
+    /// Run a live NIC for `d` (None: until interrupted) in slices, checking
+    /// for signals between them.
+    fn live_slices(&mut self, py: Python<'_>, d: Option<std::time::Duration>) -> PyResult<()> {
+        let stop = std::sync::atomic::AtomicBool::new(false);
+        let end = d.map(|d| std::time::Instant::now() + d);
+        loop {
+            let slice = match end {
+                None => LIVE_SLICE,
+                Some(e) => match e.checked_duration_since(std::time::Instant::now()) {
+                    Some(left) if !left.is_zero() => left.min(LIVE_SLICE),
+                    _ => return Ok(()),
+                },
+            };
+            self.nic.run_live(Some(slice), &stop).map_err(err)?;
+            py.check_signals()?;
+        }
+    }
+
     fn wrap(nic: host::Nic) -> Nic {
         Nic { nic, uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed), ectxs: HashMap::new() }
     }
@@ -446,6 +490,82 @@ impl Nic {
     #[pyo3(signature = (profile = "pspin"))]
     fn new(profile: &str) -> PyResult<Nic> {
         Ok(Nic::wrap(host::Nic::open(profile).map_err(err)?))
+    }
+
+    /// Open a NIC on the network interface `iface` (a live NIC): frames that
+    /// match an active ECTX's rulesets (`install(match=..., rules=...)`) run
+    /// its handlers and what they send goes out on the interface; every
+    /// other frame goes to the kernel untouched. `mode` "xdp" (the XDP
+    /// matching engine and AF_XDP; needs root) or "socket" (UDP sockets on
+    /// the `udp:PORT` rules' ports; no root). `profile` (default "fpspin":
+    /// handlers get Ethernet frames) or `config` (a NIC TOML file) chooses
+    /// the NIC model; `wait_timeout` (seconds) bounds how long
+    /// `wait_notifications` waits for the wire. Everything else works as on
+    /// the simulated NIC, paced by the wall clock. Raises NetError (no such
+    /// interface, not permitted, XDP busy or unsupported).
+    #[staticmethod]
+    #[pyo3(signature = (iface, mode = "xdp", profile = None, config = None, wait_timeout = 10.0))]
+    fn attach(iface: &str, mode: &str, profile: Option<&str>, config: Option<std::path::PathBuf>, wait_timeout: f64) -> PyResult<Nic> {
+        let mode = match mode {
+            "xdp" => host::Mode::Xdp,
+            "socket" => host::Mode::Socket,
+            m => return Err(InvalidArgumentError::new_err(format!("unknown mode `{m}` (known: xdp, socket)"))),
+        };
+        let wait_timeout = std::time::Duration::try_from_secs_f64(wait_timeout)
+            .map_err(|_| InvalidArgumentError::new_err(format!("wait_timeout {wait_timeout} s is not a duration (0 or more seconds)")))?;
+        let config = match (profile, config) {
+            (Some(_), Some(_)) => return Err(InvalidArgumentError::new_err("give profile or config, not both")),
+            (Some(p), None) => Some(host::NicConfig::profile(p).ok_or_else(|| err(host::Error::Profile(p.into())))?),
+            (None, Some(path)) => {
+                let t = std::fs::read_to_string(&path).map_err(|e| err(host::Error::Io(format!("{}: {e}", path.display()))))?;
+                Some(host::NicConfig::from_toml(&t, &path.display().to_string()).map_err(|e| err(e.into()))?)
+            }
+            (None, None) => None,
+        };
+        let nic = host::Nic::attach(iface, host::AttachOptions { mode, config, wait_timeout }).map_err(err)?;
+        Ok(Nic::wrap(nic))
+    }
+
+    /// Whether this NIC is attached to a network interface (`Nic.attach`).
+    #[getter]
+    fn is_live(&self) -> bool {
+        self.nic.is_live()
+    }
+
+    /// Run a live NIC for `duration` seconds of wall time, or until
+    /// interrupted (Ctrl-C raises KeyboardInterrupt, after the NIC has
+    /// stopped cleanly). Read events and notifications afterwards, or run
+    /// in slices and read them between.
+    #[pyo3(signature = (duration = None))]
+    fn run_live(&mut self, py: Python<'_>, duration: Option<f64>) -> PyResult<()> {
+        if !self.nic.is_live() {
+            return Err(InvalidArgumentError::new_err("this NIC is simulated; open it with Nic.attach(iface) to run it live"));
+        }
+        let d = duration
+            .map(|s| {
+                std::time::Duration::try_from_secs_f64(s)
+                    .map_err(|_| InvalidArgumentError::new_err(format!("duration {s} s is not a duration (0 or more seconds)")))
+            })
+            .transpose()?;
+        self.live_slices(py, d)
+    }
+
+    /// What a live NIC did on the wire: a dict with `iface`, `port` (e.g.
+    /// "socket on lo"), `rx_frames`, `matched`, `passed_to_kernel`,
+    /// `tx_frames`, `drops` ({cause: frames}) and `wall_s`; None for a
+    /// simulated NIC.
+    fn live_stats(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let Some(s) = self.nic.live_stats() else { return Ok(None) };
+        let d = pyo3::types::PyDict::new(py);
+        d.set_item("iface", s.iface)?;
+        d.set_item("port", s.port)?;
+        d.set_item("rx_frames", s.rx_frames)?;
+        d.set_item("matched", s.matched)?;
+        d.set_item("passed_to_kernel", s.passed_to_kernel)?;
+        d.set_item("tx_frames", s.tx_frames)?;
+        d.set_item("drops", s.drops)?;
+        d.set_item("wall_s", s.wall_s)?;
+        Ok(Some(d.into_any().unbind()))
     }
 
     /// Open the simulated NIC described by a TOML file (see docs/sim.md).
@@ -559,8 +679,14 @@ impl Nic {
     /// `scratchpad` bytes per cluster (an int for every cluster, or a list);
     /// `watchdog` instructions per handler; `msg_timeout_ns` (0 = never);
     /// `udp_dst_port` match rule (default: every packet); `frame` ("ip" or
-    /// "eth") the frames `send_message` builds for it.
-    #[pyo3(signature = (image, *, ph=None, hh=None, th=None, host_window=None, handler_mem_size=None, l1_copy=None, scratchpad=None, watchdog=None, msg_timeout_ns=None, udp_dst_port=None, name=None, frame=None))]
+    /// "eth") the frames `send_message` builds for it. On a live NIC the
+    /// matching engine's rulesets select its frames (at least one needed):
+    /// `match` lists `--match` shortcuts ("udp:PORT", "icmp", "ipv4", "all",
+    /// "slmp[:PORT]"); `rules` is a TOML rules file (docs/rules.md) and
+    /// `rules_toml` the same as text, of which the rulesets naming no ECTX
+    /// or this one (`ectx = NAME`) apply; `udp_dst_port` alone means
+    /// "udp:PORT".
+    #[pyo3(signature = (image, *, ph=None, hh=None, th=None, host_window=None, handler_mem_size=None, l1_copy=None, scratchpad=None, watchdog=None, msg_timeout_ns=None, udp_dst_port=None, name=None, frame=None, r#match=None, rules=None, rules_toml=None))]
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
@@ -577,8 +703,24 @@ impl Nic {
         udp_dst_port: Option<u16>,
         name: Option<String>,
         frame: Option<&str>,
+        r#match: Option<Vec<String>>,
+        rules: Option<std::path::PathBuf>,
+        rules_toml: Option<String>,
     ) -> PyResult<Ectx> {
         let frame = frame.map(frame_kind).transpose()?;
+        let net = |e: softspin_netio::NetError| err(host::Error::Net(e));
+        let mut rulesets = Vec::new();
+        for spec in r#match.unwrap_or_default() {
+            rulesets.push(host::Ruleset::from_spec(&spec).map_err(net)?);
+        }
+        let mut from_file = Vec::new();
+        if let Some(path) = rules {
+            from_file.extend(softspin_netio::rules::load_rules(path).map_err(net)?);
+        }
+        if let Some(text) = rules_toml {
+            from_file.extend(softspin_netio::rules::parse_rules(&text).map_err(net)?);
+        }
+        rulesets.extend(for_ectx(from_file, name.as_deref())?);
         let scratchpad = match scratchpad {
             None => Vec::new(),
             Some(s) => match s.extract::<u64>() {
@@ -600,7 +742,7 @@ impl Nic {
             watchdog,
             msg_timeout_ns,
             udp_dst_port,
-            rules: Vec::new(),
+            rules: rulesets,
         };
         let h = self.nic.install(&image.inner, opts).map_err(err)?;
         let e = Ectx { id: h.0, name: self.nic.ectx_name(h).map_err(err)?, nic: self.uid };
@@ -742,8 +884,12 @@ impl Nic {
         self.nic.run_until_idle().map_err(err)
     }
 
-    /// Run for `ns` nanoseconds of NIC time.
-    fn run_for(&mut self, ns: u64) -> PyResult<()> {
+    /// Run for `ns` nanoseconds of NIC time (live: of wall time, stopping
+    /// early with KeyboardInterrupt on Ctrl-C).
+    fn run_for(&mut self, py: Python<'_>, ns: u64) -> PyResult<()> {
+        if self.nic.is_live() {
+            return self.live_slices(py, Some(std::time::Duration::from_nanos(ns)));
+        }
         self.nic.run_for(ns).map_err(err)
     }
 
@@ -900,6 +1046,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("TrafficError", py.get_type::<TrafficError>())?;
     m.add("SimError", py.get_type::<SimError>())?;
     m.add("BuildError", py.get_type::<BuildError>())?;
+    m.add("NetError", py.get_type::<NetError>())?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -63,7 +63,7 @@ def test_bad_profile_and_config(tmp_path):
 
 KINDS = ["InvalidArgumentError", "LimitError", "ConfigError", "IoError", "ImageError", "SymbolError",
          "OverlapError", "NicMemoryError", "HostMemoryError", "StateError", "NoEctxError", "EctxError",
-         "TrafficError", "SimError", "BuildError"]
+         "TrafficError", "SimError", "BuildError", "NetError"]
 
 
 def test_exception_hierarchy():

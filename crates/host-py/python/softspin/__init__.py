@@ -1,4 +1,5 @@
-"""softspin: offload sPIN handlers to a (simulated) sPIN NIC from Python.
+"""softspin: offload sPIN handlers to a sPIN NIC from Python: the simulated
+PsPIN NIC, or a live one on a network interface (``Nic.attach``).
 
 A thin binding over the Rust host API (crate ``softspin-host``)::
 
@@ -12,6 +13,10 @@ A thin binding over the Rust host API (crate ``softspin-host``)::
     nic.send_message(ectx, 0, b"x" * 4096, packet_size=1024)
     nic.run_until_idle()
     print(nic.report()["packets"], buf[:16])
+
+Live, the same program opens the NIC with
+``softspin.Nic.attach("eth0", mode="socket")``, installs with
+``match=["udp:7"]`` and runs with ``nic.run_live(10.0)``.
 """
 
 from ._native import (
@@ -31,6 +36,7 @@ from ._native import (
     LimitError,
     MessageDone,
     Nic,
+    NetError,
     NicMemoryError,
     NoEctxError,
     Notification,
@@ -76,5 +82,6 @@ __all__ = [
     "TrafficError",
     "SimError",
     "BuildError",
+    "NetError",
     "SoftspinError",
 ]

@@ -10,6 +10,7 @@ from typing_extensions import Buffer
 __version__: str
 
 FrameKind = Literal["ip", "eth"]
+Mode = Literal["xdp", "socket"]
 StrPath = str | os.PathLike[str]
 
 class Error(Exception):
@@ -61,6 +62,9 @@ class SimError(Error):
 
 class BuildError(Error):
     """Compiling or linking a handler image failed (diagnostics went to stderr)."""
+
+class NetError(Error):
+    """The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors."""
 
 def build(
     sources: StrPath | Sequence[StrPath],
@@ -211,10 +215,34 @@ class NotificationIter(Iterator[Notification]):
 
 @final
 class Nic:
-    """A sPIN NIC (the simulated PsPIN NIC). Use it from the thread that created it."""
+    """A sPIN NIC: simulated (`Nic(profile)`) or live on an interface (`Nic.attach`).
+
+    Use it from the thread that created it.
+    """
 
     def __init__(self, profile: Literal["pspin", "fpspin"] | str = "pspin") -> None:
         """Open the simulated NIC with a named profile; ConfigError if unknown."""
+    @staticmethod
+    def attach(
+        iface: str,
+        mode: Mode = "xdp",
+        profile: Literal["pspin", "fpspin"] | str | None = None,
+        config: StrPath | None = None,
+        wait_timeout: float = 10.0,
+    ) -> Nic:
+        """Open a NIC on a network interface (live): matched frames run handlers, the rest go to the kernel.
+
+        mode "xdp" needs root; "socket" binds the udp:PORT rules' ports. Default profile
+        "fpspin" (Ethernet frames). `wait_timeout` (s) bounds wait_notifications.
+        NetError: no such interface, not permitted, XDP busy or unsupported.
+        """
+    @property
+    def is_live(self) -> bool:
+        """Whether the NIC is attached to an interface."""
+    def run_live(self, duration: float | None = None) -> None:
+        """Run a live NIC for `duration` s of wall time, or until Ctrl-C (KeyboardInterrupt)."""
+    def live_stats(self) -> dict[str, Any] | None:
+        """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, wall_s; None if simulated."""
     @staticmethod
     def from_config(path: StrPath) -> Nic:
         """Open the NIC described by a TOML file (docs/sim.md)."""
@@ -265,8 +293,15 @@ class Nic:
         udp_dst_port: int | None = None,
         name: str | None = None,
         frame: FrameKind | None = None,
+        match: Sequence[str] | None = None,
+        rules: StrPath | None = None,
+        rules_toml: str | None = None,
     ) -> Ectx:
-        """Install an ECTX (inactive until `activate`)."""
+        """Install an ECTX (inactive until `activate`).
+
+        Live NIC: `match` (--match shortcuts: "udp:PORT", "icmp", "ipv4", "all", "slmp"),
+        `rules` (a TOML rules file) or `rules_toml` (its text) select its frames.
+        """
     def activate(self, ectx: Ectx) -> None: ...
     def deactivate(self, ectx: Ectx) -> None: ...
     def uninstall(self, ectx: Ectx) -> None: ...
@@ -302,7 +337,8 @@ class Nic:
     ) -> None: ...
     # running
     def run_until_idle(self) -> None: ...
-    def run_for(self, ns: int) -> None: ...
+    def run_for(self, ns: int) -> None:
+        """Run for ns of NIC time (live: wall time)."""
     # results
     def events(self) -> list[Event]:
         """Events since the last call."""
