@@ -54,7 +54,7 @@ if [ "$(cat .venv/.softspin-pins 2>/dev/null)" != "$PY_PINS" ]; then
     .venv/bin/python -m pip install -q --disable-pip-version-check $PY_PINS || die "pip install failed"
     echo "$PY_PINS" > .venv/.softspin-pins
 fi
-py_hash=$( { find crates/host-py crates/host crates/engine crates/hpu \
+py_hash=$( { find crates/host-py crates/host crates/engine crates/hpu crates/netio crates/wire \
                  \( -path crates/host-py/tests -o -name target \) -prune -o -type f \
                  \( -name '*.rs' -o -name '*.toml' -o -name '*.py' -o -name '*.pyi' -o -name py.typed \) -print \
              | LC_ALL=C sort | xargs sha256sum; sha256sum Cargo.lock; } | sha256sum | cut -d' ' -f1)
