@@ -254,8 +254,6 @@ pub struct XdpPort {
     xdp: XdpMatcher,
     matcher: Matcher,
     cfg: XskConfig,
-    /// Next queue to transmit on (round robin).
-    tx_next: usize,
     /// Drops and counters kept in user space.
     drops: BTreeMap<String, u64>,
     tx_frames: u64,
@@ -298,7 +296,6 @@ impl XdpPort {
             xdp,
             matcher: Matcher::default(),
             cfg,
-            tx_next: 0,
             drops: BTreeMap::new(),
             tx_frames: 0,
             tx_bytes: 0,
@@ -417,7 +414,9 @@ impl Port for XdpPort {
             return Ok(());
         }
         for k in 0..n {
-            let qi = (self.tx_next + k) % n;
+            // Queue 0 first, the others only when it is full: one queue
+            // keeps the frames in the order the handlers sent them.
+            let qi = k;
             let q = &mut self.queues[qi];
             q.reclaim();
             let Some(addr) = q.tx_free.pop() else {
@@ -441,7 +440,6 @@ impl Port for XdpPort {
                 continue;
             }
             q.tx_unkicked += 1;
-            self.tx_next = (qi + 1) % n;
             self.tx_frames += 1;
             self.tx_bytes += frame.len() as u64;
             return Ok(());
@@ -513,8 +511,8 @@ impl Port for XdpPort {
                 s.drops.insert("no_socket".into(), x.no_socket);
             }
         }
-        s.matched
-            .resize(s.matched.len().max(self.matcher.rulesets.len()), 0);
+        // The map has a slot per possible ruleset; report the installed ones.
+        s.matched.resize(self.matcher.rulesets.len(), 0);
         let mut add = |k: &str, v: u64| {
             if v > 0 {
                 *s.drops.entry(k.into()).or_default() += v;
@@ -522,10 +520,15 @@ impl Port for XdpPort {
         };
         for q in &self.queues {
             if let Some(st) = q.stats() {
-                add("rx_dropped", st.rx_dropped);
+                // The kernel counts a frame that found the fill ring empty in
+                // both rx_dropped and rx_fill_ring_empty_descs: count it once.
+                add("fill_ring_empty", st.rx_fill_ring_empty_descs);
+                add(
+                    "rx_dropped",
+                    st.rx_dropped.saturating_sub(st.rx_fill_ring_empty_descs),
+                );
                 add("rx_invalid_descs", st.rx_invalid_descs);
                 add("rx_ring_full", st.rx_ring_full);
-                add("fill_ring_empty", st.rx_fill_ring_empty_descs);
                 add("tx_invalid_descs", st.tx_invalid_descs);
             }
         }

@@ -212,11 +212,15 @@ struct Netns {
 
 impl Netns {
     fn up(tag: &str) -> Netns {
+        Netns::up_with_queues(tag, 1)
+    }
+    fn up_with_queues(tag: &str, queues: u32) -> Netns {
         let prefix = format!("{tag}{}", std::process::id() % 100_000);
         let n = Netns { prefix };
         let out = Command::new(netns_script())
             .arg("up")
             .env("SS_NS_PREFIX", &n.prefix)
+            .env("SS_QUEUES", queues.to_string())
             .output()
             .unwrap();
         assert!(
@@ -254,13 +258,12 @@ const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
 
 /// Runs the XDP body (below) in the NIC's namespace as a child process:
 /// `ip netns exec` also gives it that namespace's /sys.
-#[test]
-fn xdp_mode_in_netns() {
+fn run_xdp_body(tag: &str, queues: u32) {
     if !is_root() {
-        eprintln!("SKIPPED xdp_mode_in_netns: needs root (XDP attach, AF_XDP, namespaces)");
+        eprintln!("SKIPPED XDP test: needs root (XDP attach, AF_XDP, namespaces)");
         return;
     }
-    let ns = Netns::up("sx");
+    let ns = Netns::up_with_queues(tag, queues);
     let exe = std::env::current_exe().unwrap();
     let out = Command::new("ip")
         .args(["netns", "exec", &ns.nic_ns()])
@@ -274,7 +277,7 @@ fn xdp_mode_in_netns() {
         ])
         .env(
             "SS_XDP_BODY",
-            format!("{} {} {}", ns.nic_if(), ns.peer_ns(), ns.peer_if()),
+            format!("{} {} {} {queues}", ns.nic_if(), ns.peer_ns(), ns.peer_if()),
         )
         .output()
         .unwrap();
@@ -292,16 +295,32 @@ fn xdp_mode_in_netns() {
 }
 
 #[test]
-#[ignore = "run by xdp_mode_in_netns inside the NIC's namespace"]
+fn xdp_mode_in_netns() {
+    run_xdp_body("sx", 1);
+}
+
+/// One AF_XDP socket per RX queue; sends stay in order on queue 0.
+#[test]
+fn xdp_mode_two_queues() {
+    run_xdp_body("sq", 2);
+}
+
+#[test]
+#[ignore = "run by xdp_mode_* inside the NIC's namespace"]
 fn xdp_body() {
     let Ok(env) = std::env::var("SS_XDP_BODY") else {
-        eprintln!("xdp_body: only runs inside xdp_mode_in_netns");
+        eprintln!("xdp_body: only runs inside xdp_mode_*");
         return;
     };
     let v: Vec<&str> = env.split(' ').collect();
     let (nic_if, peer_ns, peer_if) = (v[0], v[1], v[2]);
     let mut port = softspin_netio::xsk::XdpPort::open(nic_if).unwrap();
     eprintln!("{}", port.describe());
+    assert_eq!(
+        port.queue_count().to_string(),
+        v[3],
+        "one AF_XDP socket per RX queue"
+    );
     let p = 7007u16;
     port.set_rulesets(&[Ruleset::from_spec(&format!("udp:{p}")).unwrap()])
         .unwrap();
@@ -447,4 +466,153 @@ fn xdp_body() {
     // 5. Oversized frames are counted, not sent.
     port.send(&vec![0u8; 4000]).unwrap();
     assert_eq!(port.stats().drops.get("tx_too_large"), Some(&1));
+}
+
+// ---- AF_XDP receive rate (a measurement, run by hand) ----
+//
+//   sudo cargo test --release -p softspin-netio --test ports xdp_rx_rate -- --ignored --nocapture
+//
+// The sender is an XdpPort on the peer's veth end (AF_XDP TX, copy mode);
+// the receiver an XdpPort with one udp:PORT ruleset, copying every frame out.
+
+const RATE_SECS: f64 = 3.0;
+
+fn child_in(ns: &str, test: &str, env: String) -> std::process::Child {
+    Command::new("ip")
+        .args(["netns", "exec", ns])
+        .arg(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            test,
+            "--include-ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env("SS_RATE", env)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+#[ignore = "a measurement: run by hand as root"]
+fn xdp_rx_rate() {
+    if !is_root() {
+        eprintln!("SKIPPED xdp_rx_rate: needs root");
+        return;
+    }
+    let ns = Netns::up("sr");
+    let nic_mac = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &ns.nic_ns(),
+            "cat",
+            &format!("/sys/class/net/{}/address", ns.nic_if()),
+        ])
+        .output()
+        .unwrap();
+    let nic_mac = String::from_utf8(nic_mac.stdout)
+        .unwrap()
+        .trim()
+        .to_string();
+    let mut rx = child_in(&ns.nic_ns(), "xdp_rate_rx", ns.nic_if());
+    let mut rx_out = std::io::BufRead::lines(std::io::BufReader::new(rx.stdout.take().unwrap()));
+    let ready = rx_out.find(|l| l.as_ref().is_ok_and(|l| l.ends_with("ready")));
+    assert!(ready.is_some(), "receiver did not start");
+    let tx = child_in(
+        &ns.peer_ns(),
+        "xdp_rate_tx",
+        format!("{} {nic_mac}", ns.peer_if()),
+    );
+    let tx_out = tx.wait_with_output().unwrap();
+    let rx_lines: Vec<String> = rx_out.map_while(Result::ok).collect();
+    rx.wait().unwrap();
+    let tx_text = String::from_utf8_lossy(&tx_out.stdout);
+    for l in tx_text.lines().chain(rx_lines.iter().map(String::as_str)) {
+        // The harness prints "test NAME ... " before the body's output.
+        if let Some(i) = l.find("RATE ") {
+            println!("{}", &l[i..]);
+        }
+    }
+    assert!(
+        rx_lines.iter().any(|l| l.contains("RATE rx")),
+        "receiver reported: {rx_lines:?}"
+    );
+}
+
+#[test]
+#[ignore = "run by xdp_rx_rate"]
+fn xdp_rate_rx() {
+    let Ok(nic_if) = std::env::var("SS_RATE") else {
+        return;
+    };
+    let mut port = softspin_netio::xsk::XdpPort::open(&nic_if).unwrap();
+    port.set_rulesets(&[Ruleset::from_spec("udp:7007").unwrap()])
+        .unwrap();
+    println!("ready");
+    let mut buf = Vec::with_capacity(256);
+    let mut n = 0u64;
+    let mut first: Option<Instant> = None;
+    let mut last = Instant::now();
+    let idle_end = Instant::now() + Duration::from_secs(10);
+    loop {
+        buf.clear();
+        port.recv(&mut buf, 256, Duration::from_millis(200))
+            .unwrap();
+        if buf.is_empty() {
+            if first.is_some() || Instant::now() > idle_end {
+                break;
+            }
+            continue;
+        }
+        first.get_or_insert_with(Instant::now);
+        n += buf.len() as u64;
+        last = Instant::now();
+    }
+    let secs = first.map_or(0.0, |f| (last - f).as_secs_f64());
+    let s = port.stats();
+    println!(
+        "RATE rx: {n} frames in {secs:.2} s = {:.3} Mpps (60 B frames, copy mode); drops {:?}",
+        n as f64 / secs / 1e6,
+        s.drops
+    );
+}
+
+#[test]
+#[ignore = "run by xdp_rx_rate"]
+fn xdp_rate_tx() {
+    let Ok(env) = std::env::var("SS_RATE") else {
+        return;
+    };
+    let (peer_if, nic_mac) = env.split_once(' ').unwrap();
+    let dst: Vec<u8> = nic_mac
+        .split(':')
+        .map(|h| u8::from_str_radix(h, 16).unwrap())
+        .collect();
+    let mut port = softspin_netio::xsk::XdpPort::open(peer_if).unwrap();
+    let f = udp_frame(
+        [2, 0, 0, 0, 0, 9],
+        dst.try_into().unwrap(),
+        PEER_IP,
+        NIC_IP,
+        40000,
+        7007,
+        &[0u8; 18],
+    );
+    let start = Instant::now();
+    while start.elapsed().as_secs_f64() < RATE_SECS {
+        for _ in 0..64 {
+            port.send(&f).unwrap();
+        }
+        port.flush().unwrap();
+    }
+    let secs = start.elapsed().as_secs_f64();
+    let s = port.stats();
+    println!(
+        "RATE tx: {} frames in {secs:.2} s = {:.3} Mpps offered; tx_ring_full drops {}",
+        s.tx_frames,
+        s.tx_frames as f64 / secs / 1e6,
+        s.drops.get("tx_ring_full").unwrap_or(&0)
+    );
 }
