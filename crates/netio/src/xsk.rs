@@ -264,6 +264,12 @@ pub struct XdpPort {
 // port alone and only used through `&mut self`; moving the port to another
 // thread moves them all together.
 unsafe impl Send for XdpPort {}
+// ...and the rest of it is Send by itself (so the impl above hides nothing).
+const _: fn() = || {
+    fn is_send<T: Send>() {}
+    is_send::<XdpMatcher>();
+    is_send::<Matcher>();
+};
 
 impl XdpPort {
     /// Attach the XDP matcher to `iface` (no rulesets: every frame goes to
@@ -511,8 +517,11 @@ impl Port for XdpPort {
                 s.drops.insert("no_socket".into(), x.no_socket);
             }
         }
-        // The map has a slot per possible ruleset; report the installed ones.
-        s.matched.resize(self.matcher.rulesets.len(), 0);
+        // The map has a slot per possible ruleset; report the installed ones,
+        // and those that counted frames before being removed (stop_matching
+        // clears the rulesets before the final statistics are read).
+        let used = s.matched.iter().rposition(|&c| c > 0).map_or(0, |i| i + 1);
+        s.matched.resize(self.matcher.rulesets.len().max(used), 0);
         let mut add = |k: &str, v: u64| {
             if v > 0 {
                 *s.drops.entry(k.into()).or_default() += v;

@@ -194,6 +194,28 @@ fn socket_mode_takes_only_udp_port_rules() {
     ));
 }
 
+#[test]
+fn bad_interface_names_are_errors() {
+    for name in ["nosuchif9", "", "a\0b", "much-too-long-interface-name"] {
+        let e = softspin_netio::xsk::XdpPort::open(name)
+            .err()
+            .expect("no such interface");
+        assert!(matches!(e, NetError::NoSuchInterface(_)), "{name:?}: {e:?}");
+        let e = SocketPort::open(name).err().expect("no such interface");
+        assert!(matches!(e, NetError::NoSuchInterface(_)), "{name:?}: {e:?}");
+    }
+    let e = softspin_netio::xsk::XdpPort::open_with(
+        "lo",
+        softspin_netio::XskConfig {
+            frames: 3,
+            frame_size: 2048,
+        },
+    )
+    .err()
+    .unwrap();
+    assert!(e.to_string().contains("frames = 3"), "{e}");
+}
+
 // ---- XDP mode, in namespaces ----
 
 fn is_root() -> bool {
