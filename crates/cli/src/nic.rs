@@ -53,6 +53,10 @@ pub struct NicArgs {
     /// Write the frames the handlers sent to a pcap file.
     #[arg(long)]
     pcap_out: Option<PathBuf>,
+    /// After the run, write each ECTX's host window, raw (several ECTXs:
+    /// FILE.NAME each), as `softspin sim --dump-host`.
+    #[arg(long, value_name = "FILE")]
+    dump_host: Option<PathBuf>,
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -174,6 +178,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         softspin_engine::traffic::write_pcap(p, FrameKind::Eth, &sent)?;
     }
 
+    if let Some(p) = &a.dump_host {
+        crate::results::dump_host(&mut nic, &ectxs, p)?;
+    }
     let report = nic.report();
     let live = nic.live_stats().expect("attached");
     drop(nic); // detaches from the interface before we report

@@ -1,0 +1,800 @@
+//! `softspin nic` live on a veth pair between two network namespaces
+//! (scripts/netns.sh), with real traffic from kernel sockets and the system
+//! `ping` in the peer namespace (issue 11, "Tests"). Every test makes its
+//! own namespaces (its own SS_NS_PREFIX and SS_NET, since tests run in
+//! parallel) and removes them on every exit path, panics included. The
+//! peer's side is tests/live/peer.py: plain kernel sockets, so every check
+//! compares softspin's answers with bytes produced independently of it.
+//!
+//! Needs root (namespaces, XDP); without it each test prints why it skips.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+fn is_root() -> bool {
+    // The effective uid, from the kernel's own view of this process.
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        .map(|u| u == "0")
+        .unwrap_or(false)
+}
+
+/// One scratch directory for the whole test binary (images built once).
+fn dir() -> PathBuf {
+    let d = std::env::temp_dir().join(format!("softspin-live-test-{}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn softspin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_softspin"))
+}
+
+/// `softspin build --profile fpspin SRC -o DIR/NAME.elf`.
+fn build(src: &Path, name: &str) -> String {
+    let out = dir().join(format!("{name}.elf"));
+    let o = softspin()
+        .args(["build", "--profile", "fpspin"])
+        .arg(src)
+        .arg("-o")
+        .arg(&out)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "building {}: {}",
+        src.display(),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    out.to_str().unwrap().to_string()
+}
+
+fn ping_pong_image() -> String {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| build(&root().join("examples/ping_pong/handler.c"), "ping_pong"))
+        .clone()
+}
+
+fn copy_to_host_image() -> String {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        build(
+            &root().join("examples/copy_to_host/handler.c"),
+            "copy_to_host",
+        )
+    })
+    .clone()
+}
+
+/// The two namespaces of one test; `netns.sh down` when dropped.
+struct Net {
+    prefix: String,
+    net: String,
+}
+
+impl Net {
+    /// `None` (after printing why) when the test cannot run here.
+    fn up(test: &str, n: u32) -> Option<Net> {
+        if !is_root() {
+            eprintln!("skipping live test {test}: needs root (network namespaces, XDP)");
+            return None;
+        }
+        // The pid keeps concurrent runs of this binary apart; 15-byte
+        // interface names leave room for it.
+        let net = Net {
+            prefix: format!("sl{n}p{}", std::process::id() % 100_000),
+            net: format!("10.91.{n}"),
+        };
+        let o = net.script("up");
+        assert!(
+            o.status.success(),
+            "netns.sh up: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        Some(net)
+    }
+
+    fn script(&self, what: &str) -> Output {
+        Command::new(root().join("scripts/netns.sh"))
+            .arg(what)
+            .env("SS_NS_PREFIX", &self.prefix)
+            .env("SS_NET", &self.net)
+            .output()
+            .unwrap()
+    }
+
+    fn nic_ns(&self) -> String {
+        format!("{}nic", self.prefix)
+    }
+    fn peer_ns(&self) -> String {
+        format!("{}peer", self.prefix)
+    }
+    fn nic_if(&self) -> String {
+        format!("{}0", self.prefix)
+    }
+    fn peer_if(&self) -> String {
+        format!("{}1", self.prefix)
+    }
+    fn nic_ip(&self) -> String {
+        format!("{}.1", self.net)
+    }
+
+    /// `softspin nic --iface NIC_IF ARGS` in the NIC namespace.
+    fn nic_cmd(&self, args: &[&str]) -> Command {
+        let mut c = Command::new("ip");
+        c.args([
+            "netns",
+            "exec",
+            &self.nic_ns(),
+            env!("CARGO_BIN_EXE_softspin"),
+            "nic",
+            "--iface",
+            &self.nic_if(),
+        ])
+        .args(args);
+        c
+    }
+
+    /// Starts `softspin nic` (until SIGINT unless ARGS has --duration).
+    /// `ip netns exec` execs the command, so the child's pid is softspin's.
+    fn spawn_nic(&self, args: &[&str]) -> NicProc {
+        let child = self
+            .nic_cmd(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        NicProc { child: Some(child) }
+    }
+
+    /// CMD in namespace NS, to completion.
+    fn exec(&self, ns: &str, cmd: &[&str]) -> Output {
+        Command::new("ip")
+            .args(["netns", "exec", ns])
+            .args(cmd)
+            .output()
+            .unwrap()
+    }
+
+    /// peer.py ARGS in the peer namespace; its one JSON line.
+    fn peer_py(&self, args: &[&str]) -> Value {
+        let py = root().join("crates/cli/tests/live/peer.py");
+        let mut cmd = vec!["python3", py.to_str().unwrap()];
+        cmd.extend_from_slice(args);
+        let o = self.exec(&self.peer_ns(), &cmd);
+        let out = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "peer.py {args:?}: {out} {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("peer.py {args:?} printed {out:?}: {e}"))
+    }
+
+    /// Whether the NIC's interface has an XDP program attached.
+    fn xdp_attached(&self) -> bool {
+        let o = Command::new("ip")
+            .args(["-n", &self.nic_ns(), "link", "show", "dev", &self.nic_if()])
+            .output()
+            .unwrap();
+        assert!(
+            o.status.success(),
+            "ip link show: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        String::from_utf8_lossy(&o.stdout).contains("xdp")
+    }
+
+    /// Waits until the XDP attachment is `want` (at most `secs`).
+    fn wait_xdp(&self, want: bool, secs: u64) -> bool {
+        let end = Instant::now() + Duration::from_secs(secs);
+        loop {
+            if self.xdp_attached() == want {
+                return true;
+            }
+            if Instant::now() > end {
+                return false;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Net {
+    fn drop(&mut self) {
+        let o = self.script("down");
+        if !o.status.success() {
+            eprintln!(
+                "netns.sh down ({}): {}",
+                self.prefix,
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+    }
+}
+
+/// A running `softspin nic`; killed if the test ends while it runs.
+struct NicProc {
+    child: Option<Child>,
+}
+
+impl NicProc {
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn signal(&self, sig: &str) {
+        let st = Command::new("kill")
+            .args([sig, &self.pid().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success(), "kill {sig}");
+    }
+
+    /// Waits for the exit (at most `secs`, else kills it and fails).
+    fn wait(&mut self, secs: u64) -> (ExitStatus, String, String) {
+        let mut child = self.child.take().unwrap();
+        let end = Instant::now() + Duration::from_secs(secs);
+        // The JSON comes at the end and stderr is short: the pipes do not
+        // fill while we poll.
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if Instant::now() > end {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("softspin nic still running after {secs} s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let (mut out, mut err) = (String::new(), String::new());
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        (status, out, err)
+    }
+
+    /// SIGINT (a clean stop), then the JSON report; exit status `code`.
+    fn stop_json(&mut self, code: i32) -> Value {
+        self.signal("-INT");
+        let (st, out, err) = self.wait(10);
+        assert_eq!(
+            st.code(),
+            Some(code),
+            "exit status; stderr: {err}; stdout: {out}"
+        );
+        serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("one JSON object on stdout ({e}): {out:?}; stderr: {err}"))
+    }
+}
+
+impl Drop for NicProc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+fn u(v: &Value, k: &str) -> u64 {
+    v[k].as_u64()
+        .unwrap_or_else(|| panic!("`{k}` is not a count in {v}"))
+}
+
+/// Invocations of handler `name` in the report (named `ECTX:symbol` there).
+fn calls(v: &Value, name: &str) -> u64 {
+    v["handlers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|h| h["name"].as_str().and_then(|n| n.rsplit(':').next()) == Some(name))
+        .map(|h| h["invocations"].as_u64().unwrap())
+        .sum()
+}
+
+fn total_errors(v: &Value) -> u64 {
+    v["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["total"].as_u64().unwrap())
+        .sum()
+}
+
+/// A small deterministic generator (SplitMix64) for test data.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+}
+
+fn echo_ok(r: &Value, n: u64) {
+    assert_eq!(
+        (u(r, "ok"), u(r, "bad"), u(r, "lost"), u(r, "stray")),
+        (n, 0, 0, 0),
+        "peer's view of the echoes: {r}"
+    );
+}
+
+#[test]
+fn udp_echo_is_byte_exact() {
+    let Some(net) = Net::up("udp_echo_is_byte_exact", 1) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+    ]);
+    let r = net.peer_py(&["echo", &net.nic_ip(), "7", "1000", "11"]);
+    echo_ok(&r, 1000);
+    let v = nic.stop_json(0);
+    let n = 1000 + u(&r, "probes");
+    assert!(
+        u(&v, "matched") >= 1000 && u(&v, "matched") <= n,
+        "matched: {v}"
+    );
+    assert!(
+        u(&v, "tx_frames") >= 1000 && u(&v, "tx_frames") <= n,
+        "tx_frames: {v}"
+    );
+    assert!(calls(&v, "pingpong_ph") >= 1000, "handler calls: {v}");
+    assert_eq!(total_errors(&v), 0, "{v}");
+}
+
+#[test]
+fn icmp_echo_is_answered_by_the_handler() {
+    let Some(net) = Net::up("icmp_echo_is_answered_by_the_handler", 2) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let ip = net.nic_ip();
+    // The kernel in the NIC's namespace answers no ping: any reply is the handler's.
+    let o = net.exec(
+        &net.nic_ns(),
+        &["sysctl", "-qw", "net.ipv4.icmp_echo_ignore_all=1"],
+    );
+    assert!(
+        o.status.success(),
+        "sysctl: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = net.exec(&net.peer_ns(), &["ping", "-c", "1", "-W", "1", &ip]);
+    assert!(
+        !o.status.success(),
+        "the kernel still answers pings: the test would prove nothing"
+    );
+
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "icmp_echo_ph",
+        "--match",
+        "icmp",
+        "--json",
+    ]);
+    let mut warm = 0;
+    let end = Instant::now() + Duration::from_secs(10);
+    loop {
+        warm += 1;
+        if net
+            .exec(&net.peer_ns(), &["ping", "-c", "1", "-W", "1", &ip])
+            .status
+            .success()
+        {
+            break;
+        }
+        assert!(
+            Instant::now() < end,
+            "no ping answered within 10 s of starting the NIC"
+        );
+    }
+    let o = net.exec(
+        &net.peer_ns(),
+        &["ping", "-c", "20", "-i", "0.01", "-W", "2", &ip],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("20 received, 0% packet loss"),
+        "ping: {out}"
+    );
+    let v = nic.stop_json(0);
+    let c = calls(&v, "icmp_echo_ph");
+    assert!(
+        (21..=20 + warm).contains(&c),
+        "icmp_echo_ph calls {c}, expected 20 + the answered warm-up: {v}"
+    );
+    assert_eq!(u(&v, "tx_frames"), c, "one reply per request: {v}");
+}
+
+#[test]
+fn other_traffic_bypasses_to_the_kernel() {
+    let Some(net) = Net::up("other_traffic_bypasses_to_the_kernel", 3) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let ip = net.nic_ip();
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+    ]);
+    // The rule is in: the handler echoes.
+    echo_ok(&net.peer_py(&["echo", &ip, "7", "10", "3"]), 10);
+
+    // ARP from a fresh neighbour table, and the kernel's ping replies.
+    let o = net.exec(
+        &net.peer_ns(),
+        &["ip", "neigh", "flush", "dev", &net.peer_if()],
+    );
+    assert!(
+        o.status.success(),
+        "neigh flush: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let o = net.exec(
+        &net.peer_ns(),
+        &["ping", "-c", "3", "-i", "0.05", "-W", "2", &ip],
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.contains("3 received"),
+        "kernel ping: {out}"
+    );
+    let o = net.exec(&net.peer_ns(), &["ip", "neigh", "show", &ip]);
+    let neigh = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        neigh.contains("lladdr"),
+        "ARP did not resolve {ip}: {neigh:?}"
+    );
+
+    // 1 MiB over TCP to a kernel server in the NIC's namespace.
+    let d = dir().join("bypass");
+    std::fs::create_dir_all(&d).unwrap();
+    let (src, dst) = (d.join("sent.bin"), d.join("received.bin"));
+    let data = Rng(33).bytes(1 << 20);
+    std::fs::write(&src, &data).unwrap();
+    let py = root().join("crates/cli/tests/live/peer.py");
+    let server = Command::new("ip")
+        .args(["netns", "exec", &net.nic_ns(), "python3"])
+        .arg(&py)
+        .args(["tcp_server", "5001"])
+        .arg(&dst)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut server = NicProc {
+        child: Some(server),
+    };
+    net.peer_py(&["tcp_client", &ip, "5001", src.to_str().unwrap()]);
+    let (st, out, err) = server.wait(15);
+    assert!(st.success(), "tcp server: {out} {err}");
+    let got = std::fs::read(&dst).unwrap();
+    assert_eq!(got.len(), data.len(), "bytes received over TCP");
+    assert!(got == data, "TCP data differs from what was sent");
+
+    let v = nic.stop_json(0);
+    assert!(u(&v, "passed_to_kernel") > 0, "{v}");
+    assert!(u(&v, "matched") >= 10, "the UDP rule stayed active: {v}");
+    // TCP, ARP and ICMP never reached the handler.
+    assert_eq!(calls(&v, "pingpong_ph"), u(&v, "matched"), "{v}");
+}
+
+#[test]
+fn host_dma_fills_the_lent_buffer() {
+    let Some(net) = Net::up("host_dma_fills_the_lent_buffer", 4) else {
+        return;
+    };
+    let img = copy_to_host_image();
+    let d = dir().join("dma");
+    std::fs::create_dir_all(&d).unwrap();
+    let dump = d.join("host.bin");
+    const SLOT: usize = 1024;
+    const N: usize = 64;
+    let window = SLOT * N;
+    // N datagrams, one per slot (no overlap, so arrival order does not
+    // matter), random length and place inside it, sent in random order.
+    let mut rng = Rng(44);
+    let mut expect = vec![0u8; window];
+    let mut frames: Vec<Vec<u8>> = Vec::new();
+    for slot in 0..N {
+        let len = 1 + rng.below(SLOT as u64 - 1) as usize;
+        let off = slot * SLOT + rng.below((SLOT - len) as u64 + 1) as usize;
+        let data = rng.bytes(len);
+        expect[off..off + len].copy_from_slice(&data);
+        let mut f = (off as u32).to_le_bytes().to_vec();
+        f.extend_from_slice(&data);
+        frames.push(f);
+    }
+    for i in (1..frames.len()).rev() {
+        frames.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut file = Vec::new();
+    for f in &frames {
+        file.extend_from_slice(&(f.len() as u16).to_le_bytes());
+        file.extend_from_slice(f);
+    }
+    let sends = d.join("datagrams.bin");
+    std::fs::write(&sends, file).unwrap();
+
+    let window_s = window.to_string();
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "copy_to_host_eth_ph",
+        "--match",
+        "udp:9000",
+        "--host-size",
+        &window_s,
+        "--dump-host",
+        dump.to_str().unwrap(),
+    ]);
+    // Without --json the NIC says on stderr when its ECTX is installed.
+    let mut err = BufReader::new(nic.child.as_mut().unwrap().stderr.take().unwrap());
+    let mut line = String::new();
+    err.read_line(&mut line).unwrap();
+    assert!(line.contains("stop with Ctrl-C"), "softspin nic: {line}");
+    let r = net.peer_py(&["send", &net.nic_ip(), "9000", sends.to_str().unwrap()]);
+    assert_eq!(u(&r, "sent"), N as u64);
+    std::thread::sleep(Duration::from_millis(300));
+    nic.signal("-INT");
+    let mut child = nic.child.take().unwrap();
+    let st = child.wait().unwrap();
+    let mut rest = String::new();
+    err.read_to_string(&mut rest).unwrap();
+    let mut out = String::new();
+    child
+        .stdout
+        .take()
+        .unwrap()
+        .read_to_string(&mut out)
+        .unwrap();
+    assert_eq!(
+        st.code(),
+        Some(0),
+        "exit status; stderr: {rest}; stdout: {out}"
+    );
+    let got = std::fs::read(&dump).unwrap();
+    assert_eq!(got.len(), window, "host window size");
+    let diff = got.iter().zip(&expect).position(|(a, b)| a != b);
+    assert!(
+        diff.is_none(),
+        "host window differs from the datagrams' payloads at byte {diff:?}; report:\n{out}"
+    );
+}
+
+#[test]
+fn faulting_and_looping_handlers_are_contained() {
+    let Some(net) = Net::up("faulting_and_looping_handlers_are_contained", 5) else {
+        return;
+    };
+    let d = dir().join("contain");
+    std::fs::create_dir_all(&d).unwrap();
+    let src = d.join("contain.c");
+    // The example's echo, preceded by two ways to misbehave: a store to
+    // address 0 (outside every window) for 'X', an endless loop for 'L'.
+    let pp = root().join("examples/ping_pong/handler.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include \"{}\"\n\
+             __handler__ void contain_ph(handler_args_t *args)\n{{\n\
+             \tuint8_t *p = (uint8_t *)args->task->pkt_mem;\n\
+             \tif (args->task->pkt_mem_size > 42 && p[42] == 'X')\n\t\t*(volatile uint32_t *)0 = 1;\n\
+             \tif (args->task->pkt_mem_size > 42 && p[42] == 'L')\n\t\tfor (;;)\n\t\t\t__asm__ volatile(\"\");\n\
+             \tpingpong_ph(args);\n}}\n",
+            pp.display()
+        ),
+    )
+    .unwrap();
+    let img = build(&src, "contain");
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "contain_ph",
+        "--match",
+        "udp:7",
+        "--watchdog",
+        "100000",
+        "--json",
+    ]);
+    let r = net.peer_py(&["contain", &net.nic_ip(), "7", "200", "55"]);
+    echo_ok(&r, 200);
+    let special = u(&r, "special");
+    assert_eq!(special, 40);
+    let v = nic.stop_json(3);
+    assert_eq!(
+        total_errors(&v),
+        special,
+        "one error per faulting or looping datagram: {v}"
+    );
+    let by_cause = &v["errors"][0]["by_cause"];
+    let details = v["error_details"].as_array().unwrap();
+    assert!(!details.is_empty(), "{v}");
+    let text = format!("{by_cause} {}", v["error_details"]).to_lowercase();
+    assert!(
+        text.contains("watchdog"),
+        "a watchdog error is listed: {text}"
+    );
+    assert!(text.contains("fault"), "a fault is listed: {text}");
+    assert!(u(&v, "tx_frames") >= 200, "the others were echoed: {v}");
+}
+
+#[test]
+fn detaches_on_every_exit_and_refuses_bad_input() {
+    let Some(net) = Net::up("detaches_on_every_exit_and_refuses_bad_input", 6) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let args = [
+        "--image",
+        img.as_str(),
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+    ];
+
+    // Normal exit after --duration.
+    let mut a: Vec<&str> = args.to_vec();
+    a.extend(["--duration", "0.5"]);
+    let (st, out, err) = net.spawn_nic(&a).wait(15);
+    assert_eq!(st.code(), Some(0), "{out} {err}");
+    assert!(
+        !net.xdp_attached(),
+        "XDP program left attached after --duration"
+    );
+
+    // SIGINT.
+    let mut nic = net.spawn_nic(&args);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    nic.stop_json(0);
+    assert!(
+        !net.xdp_attached(),
+        "XDP program left attached after SIGINT"
+    );
+
+    // A second NIC on the same interface while the first runs.
+    let mut first = net.spawn_nic(&args);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    a = args.to_vec();
+    a.extend(["--duration", "0.5"]);
+    let (st, out, err) = net.spawn_nic(&a).wait(15);
+    assert_eq!(st.code(), Some(1), "second attach: {out} {err}");
+    assert!(
+        err.contains("already has an XDP program attached"),
+        "second attach: {err}"
+    );
+
+    // SIGKILL: the kernel detaches when the process dies.
+    first.signal("-KILL");
+    let (st, _, _) = first.wait(5);
+    assert!(st.code().is_none(), "killed by a signal");
+    assert!(
+        net.wait_xdp(false, 3),
+        "XDP program left attached after SIGKILL"
+    );
+    // And the interface is free again right away.
+    let (st, out, err) = net.spawn_nic(&a).wait(15);
+    assert_eq!(st.code(), Some(0), "attach after SIGKILL: {out} {err}");
+    assert!(!net.xdp_attached());
+
+    // A missing interface: exit 1, named.
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.nic_ns(),
+            env!("CARGO_BIN_EXE_softspin"),
+            "nic",
+            "--iface",
+            "nosuchif9",
+        ])
+        .args(&a)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("nosuchif9"), "names the interface: {err}");
+
+    // A rules file with a key that does not exist: exit 1, named.
+    let rules = dir().join("bad_rules.toml");
+    std::fs::write(
+        &rules,
+        "[[ruleset]]\nname = \"r\"\nmatch = [\"ip\", \"udp\"]\nbogus_key = 1\n",
+    )
+    .unwrap();
+    let o = net
+        .nic_cmd(&[
+            "--image",
+            &img,
+            "--ph",
+            "pingpong_ph",
+            "--rules",
+            rules.to_str().unwrap(),
+            "--duration",
+            "0.5",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(err.contains("bogus_key"), "names the bad key: {err}");
+    assert!(!net.xdp_attached());
+}
+
+#[test]
+fn socket_mode_echoes() {
+    let Some(net) = Net::up("socket_mode_echoes", 7) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let mut nic = net.spawn_nic(&[
+        "--mode",
+        "socket",
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:9007",
+        "--json",
+    ]);
+    let r = net.peer_py(&["echo", &net.nic_ip(), "9007", "200", "77"]);
+    echo_ok(&r, 200);
+    let v = nic.stop_json(0);
+    assert!(!net.xdp_attached(), "socket mode attaches no XDP program");
+    assert!(calls(&v, "pingpong_ph") >= 200, "{v}");
+    assert!(u(&v, "tx_frames") >= 200, "{v}");
+}
