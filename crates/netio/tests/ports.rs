@@ -214,6 +214,12 @@ fn bad_interface_names_are_errors() {
     .err()
     .unwrap();
     assert!(e.to_string().contains("frames = 3"), "{e}");
+    if !is_root() {
+        // Without privileges XDP mode says so and points at socket mode.
+        let e = softspin_netio::xsk::XdpPort::open("lo").err().unwrap();
+        assert!(matches!(e, NetError::NotPermitted { .. }), "{e:?}");
+        assert!(e.to_string().contains("--mode socket"), "{e}");
+    }
 }
 
 // ---- XDP mode, in namespaces ----
