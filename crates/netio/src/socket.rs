@@ -324,8 +324,10 @@ impl Port for SocketPort {
                 ports.push(p);
             }
         }
-        // Close the old sockets first so the same ports can be bound again.
+        // Close the old sockets first so the same ports can be bound again;
+        // if a bind fails the port is left with no rulesets at all.
         self.sockets.clear();
+        self.matcher = Matcher::default();
         let mut sockets = Vec::new();
         for p in ports {
             sockets.push(self.bind_port(p)?);

@@ -192,6 +192,14 @@ fn socket_mode_takes_only_udp_port_rules() {
         SocketPort::open("nosuchif9"),
         Err(NetError::NoSuchInterface(_))
     ));
+    // A port someone else holds: the error names it.
+    let holder = UdpSocket::bind("127.0.0.1:0").unwrap();
+    let p = holder.local_addr().unwrap().port();
+    let e = port
+        .set_rulesets(&[Ruleset::from_spec(&format!("udp:{p}")).unwrap()])
+        .unwrap_err();
+    assert!(e.to_string().contains(&format!("udp:{p}")), "{e}");
+    assert!(port.ports().is_empty());
 }
 
 #[test]
