@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup bench-hpu bench-sim validation benchmarks fuzz
+.PHONY: main test setup bench-hpu bench-sim bench-live validation benchmarks fuzz
 main:
 	scripts/main.sh
 test:
@@ -11,6 +11,9 @@ bench-hpu: setup
 	python3 bench/hpu_bench.py
 bench-sim: setup
 	python3 bench/sim_bench.py
+# The live NIC on a veth pair against the kernel (root; docs/live.md).
+bench-live: setup
+	.venv/bin/python bench/live_bench.py
 validation: setup
 	python3 scripts/validation.py
 benchmarks: setup
