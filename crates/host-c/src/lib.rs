@@ -1026,10 +1026,7 @@ pub unsafe extern "C" fn ss_nic_attach(
                 return Err(fail(SS_EINVAL, "options->profile and options->config_path are both set (give one)"))
             }
             (Some(p), None) => Some(NicConfig::profile(&p).ok_or(Error::Profile(p))?),
-            (None, Some(path)) => {
-                let t = std::fs::read_to_string(&path).map_err(|e| Error::Io(format!("{path}: {e}")))?;
-                Some(NicConfig::from_toml(&t, &path).map_err(Error::from)?)
-            }
+            (None, Some(path)) => Some(softspin_host::load_config(&path)?),
             (None, None) => None,
         };
         let wait_timeout = Duration::from_nanos(o.wait_timeout_ns);
@@ -1404,27 +1401,8 @@ unsafe fn ectx_rules(o: &ss_ectx_options, name: Option<&str>) -> Result<Vec<Rule
     if let Some(toml) = opt_text(o.rules_toml, "options->rules_toml")? {
         from_file.extend(rules::parse_rules(&toml).map_err(|e| Fail::from(Error::Net(e)))?);
     }
-    rules.extend(for_ectx(from_file, name).map_err(|m| fail(ss_status::SS_ENET as c_int, m))?);
+    rules.extend(rules::for_ectx(from_file, name).map_err(|e| Fail::from(Error::Net(e)))?);
     Ok(rules)
-}
-
-/// The rulesets of a rules file that feed ECTX `name`: those naming no ECTX
-/// and those naming it. A file with rulesets, none of them for this ECTX, is
-/// an error (a misspelt name would otherwise leave it deaf).
-fn for_ectx(all: Vec<Ruleset>, name: Option<&str>) -> Result<Vec<Ruleset>, String> {
-    if all.is_empty() {
-        return Ok(all);
-    }
-    let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
-    let mine: Vec<Ruleset> = all.into_iter().filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name).collect();
-    if mine.is_empty() {
-        return Err(format!(
-            "rules: no ruleset is for ECTX `{}` (their ectx fields name {})",
-            name.unwrap_or("(unnamed)"),
-            named.join(", ")
-        ));
-    }
-    Ok(mine)
 }
 
 /// Let packets reach an installed ECTX. Errors: SS_EINVAL, SS_ENOECTX,

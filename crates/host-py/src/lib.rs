@@ -360,26 +360,6 @@ pub struct Nic {
 /// between slices).
 const LIVE_SLICE: std::time::Duration = std::time::Duration::from_millis(50);
 
-/// The rulesets of a rules file that feed ECTX `name`: those naming no
-/// ECTX and those naming it (as the C API's ss_install). A file with
-/// rulesets, none for this ECTX, is an error: a misspelt name would leave
-/// it deaf.
-fn for_ectx(all: Vec<host::Ruleset>, name: Option<&str>) -> PyResult<Vec<host::Ruleset>> {
-    if all.is_empty() {
-        return Ok(all);
-    }
-    let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
-    let mine: Vec<host::Ruleset> = all.into_iter().filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name).collect();
-    if mine.is_empty() {
-        return Err(NetError::new_err(format!(
-            "rules: no ruleset is for ECTX `{}` (their ectx fields name {})",
-            name.unwrap_or("(unnamed)"),
-            named.join(", ")
-        )));
-    }
-    Ok(mine)
-}
-
 impl Nic {
     /// Run a live NIC for `d` (None: until interrupted) in slices, checking
     /// for signals between them.
@@ -516,10 +496,7 @@ impl Nic {
         let config = match (profile, config) {
             (Some(_), Some(_)) => return Err(InvalidArgumentError::new_err("give profile or config, not both")),
             (Some(p), None) => Some(host::NicConfig::profile(p).ok_or_else(|| err(host::Error::Profile(p.into())))?),
-            (None, Some(path)) => {
-                let t = std::fs::read_to_string(&path).map_err(|e| err(host::Error::Io(format!("{}: {e}", path.display()))))?;
-                Some(host::NicConfig::from_toml(&t, &path.display().to_string()).map_err(|e| err(e.into()))?)
-            }
+            (None, Some(path)) => Some(host::load_config(&path).map_err(err)?),
             (None, None) => None,
         };
         let nic = host::Nic::attach(iface, host::AttachOptions { mode, config, wait_timeout }).map_err(err)?;
@@ -720,7 +697,7 @@ impl Nic {
         if let Some(text) = rules_toml {
             from_file.extend(softspin_netio::rules::parse_rules(&text).map_err(net)?);
         }
-        rulesets.extend(for_ectx(from_file, name.as_deref())?);
+        rulesets.extend(softspin_netio::rules::for_ectx(from_file, name.as_deref()).map_err(net)?);
         let scratchpad = match scratchpad {
             None => Vec::new(),
             Some(s) => match s.extract::<u64>() {

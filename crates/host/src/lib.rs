@@ -413,6 +413,13 @@ const WINDOW_BASE: u64 = softspin_hpu::abi::HOST_WINDOW_BASE;
 /// Windows start this far apart, so none can grow into the next.
 const WINDOW_STRIDE: u64 = softspin_hpu::abi::HOST_WINDOW_STRIDE;
 
+/// A NIC configuration from a TOML file (see docs/sim.md), validated.
+pub fn load_config(path: impl AsRef<Path>) -> Result<NicConfig> {
+    let p = path.as_ref();
+    let text = std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
+    Ok(NicConfig::from_toml(&text, &p.display().to_string())?)
+}
+
 /// A zeroed buffer, allocated fallibly (a failure is an error, not an abort)
 /// and lazily zeroed by the allocator (untouched pages cost no memory).
 fn zeroed(size: usize, what: &str) -> Result<Vec<u8>> {
@@ -440,9 +447,7 @@ impl Nic {
 
     /// Open the simulated NIC described by a TOML file (see docs/sim.md).
     pub fn open_config_file(path: impl AsRef<Path>) -> Result<Nic> {
-        let p = path.as_ref();
-        let text = std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
-        Nic::with_config(NicConfig::from_toml(&text, &p.display().to_string())?)
+        Nic::with_config(load_config(path)?)
     }
 
     pub fn with_config(cfg: NicConfig) -> Result<Nic> {

@@ -450,6 +450,25 @@ struct FieldFile {
     size: u8,
 }
 
+/// The rulesets of a rules file that feed ECTX `name`: those naming no
+/// ECTX and those naming it. A file with rulesets, none of them for this
+/// ECTX, is an error: a misspelt name would otherwise leave it deaf.
+pub fn for_ectx(all: Vec<Ruleset>, name: Option<&str>) -> Result<Vec<Ruleset>, NetError> {
+    if all.is_empty() {
+        return Ok(all);
+    }
+    let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
+    let mine: Vec<Ruleset> = all.into_iter().filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name).collect();
+    if mine.is_empty() {
+        return Err(NetError::Rules(format!(
+            "no ruleset is for ECTX `{}` (their ectx fields name {})",
+            name.unwrap_or("(unnamed)"),
+            named.join(", ")
+        )));
+    }
+    Ok(mine)
+}
+
 /// Parses a rules file's text (see docs/rules.md); validates the limits.
 pub fn parse_rules(text: &str) -> Result<Vec<Ruleset>, NetError> {
     let file: RulesFile = toml::from_str(text).map_err(|e| {

@@ -402,6 +402,13 @@ impl Port for SocketPort {
             self.drop_frame("tx_not_udp");
             return Ok(());
         };
+        // A reply to one of our own ports would come straight back in and
+        // loop forever (a handler that does not swap addresses).
+        let to_self = d.dst.is_loopback() || self.addrs.contains(&d.dst);
+        if to_self && self.sockets.iter().any(|s| s.port == d.dport) {
+            self.drop_frame("tx_to_own_port");
+            return Ok(());
+        }
         let Some(sock) = self
             .sockets
             .iter()

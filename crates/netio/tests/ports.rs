@@ -174,6 +174,14 @@ fn socket_mode_loopback_udp_both_ways() {
     let s = port.stats();
     assert_eq!(s.tx_frames, 1);
     assert_eq!(s.drops.get("tx_not_udp"), Some(&2), "{:?}", s.drops);
+
+    // A frame to the port's own UDP port (a handler that echoes without
+    // swapping) would come back in forever: dropped and counted instead.
+    let own = udp_frame([0; 6], [0; 6], Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST, cport, p, b"loop");
+    port.send(&own).unwrap();
+    let s = port.stats();
+    assert_eq!(s.tx_frames, 1);
+    assert_eq!(s.drops.get("tx_to_own_port"), Some(&1), "{:?}", s.drops);
 }
 
 #[test]
