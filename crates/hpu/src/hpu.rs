@@ -289,7 +289,9 @@ impl Hpu {
                     match self.mem.xlate(a, $len, $perm) {
                         Ok((p, lat)) => {
                             cyc += lat as u64;
-                            if a & ($len - 1) != 0 {
+                            // Byte accesses are never misaligned (`is_multiple_of(1)`
+                            // folds away; a mask of `$len - 1` would be 0 for them).
+                            if !a.is_multiple_of($len) {
                                 cyc += mis;
                             }
                             p
