@@ -278,7 +278,7 @@ def plot(rtt, rate, order_rate):
     ax.invert_yaxis()
     ax.set_xlabel("Mpps, 64 B frames (median of rounds)")
     ax.set_title("Receive rate over veth (2-core VM)")
-    ax.legend(loc="lower right")
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2, frameon=False)
     ax.grid(True, axis="x", alpha=0.3)
     fig.tight_layout()
     fig.savefig(os.path.join(DOCS, "live_rate.png"), dpi=110)
@@ -291,7 +291,13 @@ def main():
     ap.add_argument("--window", type=int, default=3, help="seconds each receiver counts")
     ap.add_argument("--senders", type=int, default=2, help="parallel udp_flood processes")
     ap.add_argument("--no-plot", action="store_true")
+    ap.add_argument("--replot", action="store_true", help="only redraw the plots from the last run's samples")
     a = ap.parse_args()
+    if a.replot:
+        with open(os.path.join(OUT, "raw.json")) as f:
+            raw = json.load(f)
+        plot(raw["rtt"], raw["rate"], list(raw["rate"]))
+        return
     if os.geteuid() != 0:
         sys.exit("live_bench: needs root (network namespaces, XDP); run `sudo make bench-live`")
     if a.count < 1 or a.rounds < 1 or a.window < 1 or a.senders < 1:
@@ -357,6 +363,8 @@ def main():
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"summary": summary, "rtt": {k: [{x: y for x, y in r.items() if x != "samples_us"} for r in v]
                                                for k, v in rtt.items()}, "rate": rate}, f, indent=1)
+    with open(os.path.join(OUT, "raw.json"), "w") as f:
+        json.dump({"rtt": rtt, "rate": rate}, f)  # every sample: --replot draws from it
     print(json.dumps(summary, indent=1))
     if not a.no_plot:
         plot(rtt, rate, order_rate)
