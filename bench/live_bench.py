@@ -233,6 +233,8 @@ def rate_case(kind, window, senders):
                    "udp_sink": [bin_("udp_sink"), str(SINK_PORT), str(window)]}[kind]
             res = json.loads(run(in_ns(NIC_NS, *cmd)).stdout)
             t_start, t_end = res["t_start_ns"], res["t_end_ns"]
+            if "xsk_rx_dropped" in res:  # the raw loop's losses, named as softspin's port names them
+                res["drops"] = {"fill_ring_empty": res["xsk_fill_ring_empty"], "rx_ring_full": res["xsk_rx_ring_full"]}
     except BaseException:
         for p in ps:
             p.kill()

@@ -13,7 +13,9 @@
  *                                   array: the ceiling of the interface
  *                                   itself (nothing leaves the kernel).
  *
- * The window starts at the first frame and lasts SECONDS. Prints one JSON
+ * The window starts at the first frame and lasts SECONDS; xsk adds the
+ * socket's XDP_STATISTICS (whole run: frames the kernel dropped because the
+ * RX ring was full or the fill ring had no buffer). Prints one JSON
  * object: packets, window (and its CLOCK_MONOTONIC ends), Mpps.
  */
 #define _GNU_SOURCE
@@ -94,13 +96,13 @@ static void attach(int prog, unsigned ifindex)
     /* The link's fd stays open until exit; the kernel detaches then. */
 }
 
-static void report(uint64_t n, uint64_t t_start)
+static void report(uint64_t n, uint64_t t_start, const char *extra)
 {
     uint64_t t = now_ns();
     double w = t_start ? (double)(t - t_start) / 1e9 : 0;
-    printf("{\"packets\": %llu, \"window_s\": %.6f, \"mpps\": %.6f, \"t_start_ns\": %llu, \"t_end_ns\": %llu}\n",
+    printf("{\"packets\": %llu, \"window_s\": %.6f, \"mpps\": %.6f, \"t_start_ns\": %llu, \"t_end_ns\": %llu%s}\n",
            (unsigned long long)n, w, w > 0 ? (double)n / w / 1e6 : 0.0, (unsigned long long)t_start,
-           (unsigned long long)t);
+           (unsigned long long)t, extra);
 }
 
 static int run_drop(unsigned ifindex, long secs)
@@ -139,7 +141,7 @@ static int run_drop(unsigned ifindex, long secs)
         if (t_start ? t >= t_end : t >= t_wait)
             break;
     }
-    report(v - v0, t_start);
+    report(v - v0, t_start, "");
     return v ? 0 : 1;
 }
 
@@ -229,7 +231,16 @@ static int run_xsk(unsigned ifindex, long secs)
         if (t_start ? t >= t_end : t >= t_wait)
             break;
     }
-    report(n, t_start);
+    /* Where frames the loop never saw went: the kernel's own counters. */
+    struct xdp_statistics st = {0};
+    socklen_t sl = sizeof st;
+    if (getsockopt(fd, SOL_XDP, XDP_STATISTICS, &st, &sl) < 0)
+        die("XDP_STATISTICS");
+    char extra[160];
+    snprintf(extra, sizeof extra, ", \"xsk_rx_dropped\": %llu, \"xsk_rx_ring_full\": %llu, \"xsk_fill_ring_empty\": %llu",
+             (unsigned long long)st.rx_dropped, (unsigned long long)st.rx_ring_full,
+             (unsigned long long)st.rx_fill_ring_empty_descs);
+    report(n, t_start, extra);
     return n ? 0 : 1;
 }
 
