@@ -68,6 +68,8 @@ pub(crate) struct Live {
     rx: Vec<RxFrame>,
     /// Host-side drops (the port counts its own).
     drops: BTreeMap<String, u64>,
+    /// When the port last delivered a frame.
+    last_rx: Instant,
 }
 
 /// Frames taken from the port per step: enough to amortise the engine run
@@ -75,6 +77,9 @@ pub(crate) struct Live {
 const RX_BATCH: usize = 64;
 /// Longest single sleep, so a stop flag is seen promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// Engine events due sooner than this, and frames within this long of the
+/// last one, are waited for by polling the port, not by sleeping.
+const SPIN_WINDOW: Duration = Duration::from_micros(500);
 
 fn net(e: NetError) -> Error {
     Error::Net(e)
@@ -114,6 +119,7 @@ impl Nic {
             routes: Vec::new(),
             rx: Vec::with_capacity(RX_BATCH),
             drops: BTreeMap::new(),
+            last_rx: Instant::now(),
         });
         Ok(nic)
     }
@@ -150,13 +156,27 @@ impl Nic {
     fn live_step(&mut self, wait: Duration) -> Result<()> {
         let slot = self.engine.config().pkt_slot_size as usize;
         let live = self.live.as_mut().expect("live_step on a live NIC");
-        // Sleep no longer than until the engine's next event is due.
+        // Sleep no longer than until the engine's next event is due, and not
+        // at all when it is near: waking from a sleep costs tens of
+        // microseconds (far more in a VM), a handler's reply is due within
+        // microseconds, so the NIC polls then, as a NIC's cores would.
+        // Likewise for a while after the last frame (NAPI-style busy
+        // polling): the next request of a conversation then finds the NIC
+        // awake.
+        let busy = live.last_rx.elapsed() <= SPIN_WINDOW;
         let wait = match self.engine.next_event_ps() {
-            Some(t) => wait.min(Duration::from_nanos(t.saturating_sub(live.now_ps()) / 1000)),
+            _ if busy => Duration::ZERO,
+            Some(t) => match Duration::from_nanos(t.saturating_sub(live.now_ps()) / 1000) {
+                d if d <= SPIN_WINDOW => Duration::ZERO,
+                d => wait.min(d),
+            },
             None => wait,
         };
         let mut rx = std::mem::take(&mut live.rx);
         live.port.recv(&mut rx, RX_BATCH, wait.min(MAX_SLEEP)).map_err(net)?;
+        if !rx.is_empty() {
+            live.last_rx = Instant::now();
+        }
         for f in rx.drain(..) {
             let Some(route) = live.routes.get_mut(f.ruleset) else {
                 live.count_drop("no_ectx_for_ruleset");

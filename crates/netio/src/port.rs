@@ -71,7 +71,12 @@ pub trait Port {
 }
 
 /// Open a port on `iface` in `mode`, with no rulesets yet.
+/// The calling thread is taken to be the one that will poll it: its timer
+/// slack drops to 1 us, since the live NIC waits microseconds for a
+/// handler's reply to fall due (the default slack is 50 us).
 pub fn open_port(iface: &str, mode: Mode) -> Result<Box<dyn Port>, NetError> {
+    // SAFETY: PR_SET_TIMERSLACK takes a value and touches no memory.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1000 as libc::c_ulong) };
     match mode {
         Mode::Xdp => Ok(Box::new(crate::xsk::XdpPort::open(iface)?)),
         Mode::Socket => Ok(Box::new(crate::socket::SocketPort::open(iface)?)),
@@ -90,9 +95,14 @@ pub(crate) fn poll_fds(fds: &[std::os::fd::RawFd], timeout: Duration) -> std::io
             revents: 0,
         })
         .collect();
-    let ms = timeout.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
-    // SAFETY: pfds is a live array of pfds.len() pollfd.
-    let n = unsafe { libc::poll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, ms) };
+    // ppoll, not poll: the live NIC waits microseconds for a handler's reply
+    // to fall due, and poll's whole milliseconds would delay it that long.
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: timeout.subsec_nanos() as libc::c_long,
+    };
+    // SAFETY: pfds is a live array of pfds.len() pollfd; ts outlives the call.
+    let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
     if n < 0 {
         let e = std::io::Error::last_os_error();
         return if e.raw_os_error() == Some(libc::EINTR) {
