@@ -195,7 +195,7 @@ struct Core {
     mpqs: Vec<Mpq>,
     free_mpqs: Vec<usize>,
     msg_map: HashMap<(EctxId, u32), usize, FastHash>,
-    mpq_wait: VecDeque<Her>,
+    mpq_wait: MpqWait,
     mpq_wait_since: Option<u64>,
     /// Message deadlines (deadline, MPQ), checked lazily: an entry is only
     /// re-examined when due, so packets do not touch the set.
@@ -431,7 +431,7 @@ impl Engine {
                 .collect(),
             free_mpqs: (0..cfg.mpqs as usize).rev().collect(),
             msg_map: HashMap::default(),
-            mpq_wait: VecDeque::new(),
+            mpq_wait: MpqWait::default(),
             mpq_wait_since: None,
             timers: BTreeSet::new(),
             timer_at: None,

@@ -136,6 +136,39 @@ impl Core {
     }
 }
 
+/// HERs waiting for a free MPQ, by message: messages in the order of their
+/// first waiting HER, each with its HERs in arrival order. Freeing an MPQ
+/// hands the oldest waiting message all its HERs at once, in time
+/// independent of how many other messages wait.
+#[derive(Default)]
+pub(super) struct MpqWait {
+    order: VecDeque<(EctxId, u32)>,
+    hers: HashMap<(EctxId, u32), VecDeque<Her>, FastHash>,
+}
+
+impl MpqWait {
+    pub(super) fn is_empty(&self) -> bool {
+        self.order.is_empty()
+    }
+
+    fn push(&mut self, her: Her) {
+        let key = (her.ectx, her.msg_id);
+        match self.hers.entry(key) {
+            std::collections::hash_map::Entry::Occupied(e) => e.into_mut().push_back(her),
+            std::collections::hash_map::Entry::Vacant(v) => {
+                self.order.push_back(key);
+                v.insert(VecDeque::from([her]));
+            }
+        }
+    }
+
+    /// The oldest waiting message's HERs.
+    fn pop_message(&mut self) -> Option<VecDeque<Her>> {
+        let key = self.order.pop_front()?;
+        self.hers.remove(&key)
+    }
+}
+
 impl Engine {
     /// Give a HER to its message's MPQ (allocating one for a new message);
     /// without a free MPQ it waits, behind earlier waiting messages.
@@ -143,7 +176,7 @@ impl Engine {
         let c = &mut self.core;
         if !c.msg_map.contains_key(&(her.ectx, her.msg_id)) && (!c.mpq_wait.is_empty() || c.free_mpqs.is_empty()) {
             c.mpq_wait_since.get_or_insert(c.now);
-            c.mpq_wait.push_back(her);
+            c.mpq_wait.push(her);
             return;
         }
         self.enqueue_her_now(her);
@@ -285,18 +318,13 @@ impl Engine {
         }
         c.free_mpqs.push(m);
         // The oldest waiting message gets the queue, with all its packets.
-        if let Some(h) = c.mpq_wait.pop_front() {
-            let key = (h.ectx, h.msg_id);
-            let (same, rest): (VecDeque<Her>, VecDeque<Her>) =
-                std::mem::take(&mut c.mpq_wait).into_iter().partition(|x| (x.ectx, x.msg_id) == key);
-            c.mpq_wait = rest;
+        if let Some(hers) = c.mpq_wait.pop_message() {
             if c.mpq_wait.is_empty() {
                 if let Some(s) = c.mpq_wait_since.take() {
                     c.stats.mpq_stall_ps += c.now - s;
                 }
             }
-            self.enqueue_her_now(h);
-            for x in same {
+            for x in hers {
                 self.enqueue_her_now(x);
             }
         }
