@@ -258,6 +258,10 @@ pub struct XdpPort {
     drops: BTreeMap<String, u64>,
     tx_frames: u64,
     tx_bytes: u64,
+    /// Frames still to be read that the XDP program may have redirected
+    /// under the previous rulesets: ones the new matcher refuses are
+    /// counted as `rules_changed_in_flight`, not as a disagreement.
+    in_flight_after_change: u64,
 }
 
 // SAFETY: the raw pointers inside (UMEM area, ring mappings) are owned by the
@@ -305,6 +309,7 @@ impl XdpPort {
             drops: BTreeMap::new(),
             tx_frames: 0,
             tx_bytes: 0,
+            in_flight_after_change: 0,
         })
     }
 
@@ -316,6 +321,7 @@ impl XdpPort {
     fn drain(&mut self, out: &mut Vec<RxFrame>, max: usize) -> usize {
         let mut got = 0;
         let mut disagree = 0u64;
+        let mut changed = 0u64;
         let mut invalid = 0u64;
         let mask = !(u64::from(self.cfg.frame_size) - 1);
         for q in &mut self.queues {
@@ -326,6 +332,8 @@ impl XdpPort {
             let mut r = q.rx.receive((max - got).min(u32::MAX as usize) as u32);
             while let Some(XdpDesc { addr, len, .. }) = r.read() {
                 q.to_fill.push(addr & mask);
+                let old_rules = self.in_flight_after_change > 0;
+                self.in_flight_after_change = self.in_flight_after_change.saturating_sub(1);
                 let Some(bytes) = q.area.bytes(addr, len) else {
                     invalid += 1;
                     continue;
@@ -341,6 +349,7 @@ impl XdpPort {
                         });
                         got += 1;
                     }
+                    None if old_rules => changed += 1,
                     None => disagree += 1,
                 }
             }
@@ -350,6 +359,9 @@ impl XdpPort {
         }
         if disagree > 0 {
             *self.drops.entry("matcher_disagrees".into()).or_default() += disagree;
+        }
+        if changed > 0 {
+            *self.drops.entry("rules_changed_in_flight".into()).or_default() += changed;
         }
         if invalid > 0 {
             *self.drops.entry("rx_invalid_desc".into()).or_default() += invalid;
@@ -373,6 +385,8 @@ impl Port for XdpPort {
         self.matcher = Matcher {
             rulesets: rules.to_vec(),
         };
+        // At most every RX buffer of every queue holds such a frame.
+        self.in_flight_after_change = u64::from(self.cfg.frames) * self.queues.len() as u64;
         Ok(())
     }
 
