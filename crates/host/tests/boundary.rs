@@ -167,6 +167,8 @@ fn every_error_has_a_kind() {
     nic.deactivate(e).unwrap();
     nic.uninstall(e).unwrap();
     see(nic.activate(e).unwrap_err());
+    let live = softspin_host::AttachOptions { mode: softspin_host::Mode::Socket, ..Default::default() };
+    see(Nic::attach("no-such-if0", live).unwrap_err());
     let want = [
         ErrorKind::Config,
         ErrorKind::Io,
@@ -183,6 +185,7 @@ fn every_error_has_a_kind() {
         ErrorKind::Build,
         ErrorKind::Sim,
         ErrorKind::NoEctx,
+        ErrorKind::Net,
     ];
     let want: std::collections::BTreeSet<String> = want.iter().map(|k| format!("{k:?}")).collect();
     assert_eq!(seen, want);
