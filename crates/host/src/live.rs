@@ -75,6 +75,9 @@ pub(crate) struct Live {
 /// Frames taken from the port per step: enough to amortise the engine run
 /// that follows, few enough that replies go out promptly.
 const RX_BATCH: usize = 64;
+/// Frames one `run_until_idle` takes at most: what the port's rings hold
+/// (the AF_XDP port's default UMEM).
+const UNTIL_IDLE_FRAMES: usize = 4096;
 /// Longest single sleep, so a stop flag is seen promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// Engine events due sooner than this, and frames within this long of the
@@ -150,10 +153,11 @@ impl Nic {
         Ok(())
     }
 
-    /// One step of the live NIC: take what the port has (waiting at most
-    /// `wait` for it), inject it, run the engine up to the wall clock and
-    /// send what the handlers sent.
-    fn live_step(&mut self, wait: Duration) -> Result<()> {
+    /// One step of the live NIC: take up to `max_rx` frames from the port
+    /// (waiting at most `wait` for them), inject them, run the engine up to
+    /// the wall clock and send what the handlers sent. Returns the number
+    /// of frames taken.
+    fn live_step(&mut self, wait: Duration, max_rx: usize) -> Result<usize> {
         let slot = self.engine.config().pkt_slot_size as usize;
         let live = self.live.as_mut().expect("live_step on a live NIC");
         // Sleep no longer than until the engine's next event is due, and not
@@ -173,7 +177,8 @@ impl Nic {
             None => wait,
         };
         let mut rx = std::mem::take(&mut live.rx);
-        live.port.recv(&mut rx, RX_BATCH, wait.min(MAX_SLEEP)).map_err(net)?;
+        live.port.recv(&mut rx, max_rx, wait.min(MAX_SLEEP)).map_err(net)?;
+        let taken = rx.len();
         if !rx.is_empty() {
             live.last_rx = Instant::now();
         }
@@ -207,7 +212,7 @@ impl Nic {
             live.port.flush().map_err(net)?;
         }
         self.collect();
-        Ok(())
+        Ok(taken)
     }
 
     /// Run the live NIC for `d` of wall time, or until `stop` is set.
@@ -228,7 +233,7 @@ impl Nic {
                 },
                 None => MAX_SLEEP,
             };
-            self.live_step(left)?;
+            self.live_step(left, RX_BATCH)?;
             every(self);
         }
         Ok(())
@@ -242,12 +247,15 @@ impl Nic {
     }
 
     /// Live: process what has arrived until the engine has nothing left
-    /// to do (new frames keep it busy; it does not wait for more).
+    /// to do, without waiting for more. At most `UNTIL_IDLE_FRAMES` frames
+    /// are taken, so a flood cannot keep it from returning.
     pub(crate) fn live_until_idle(&mut self) -> Result<()> {
+        let mut budget = UNTIL_IDLE_FRAMES;
         loop {
-            self.live_step(Duration::ZERO)?;
+            let taken = self.live_step(Duration::ZERO, budget.min(RX_BATCH))?;
+            budget -= taken;
             let live = self.live.as_ref().expect("live");
-            if self.engine.is_idle() && live.rx.is_empty() {
+            if self.engine.is_idle() && (taken == 0 || budget == 0) {
                 return Ok(());
             }
             // Only timers left: sleep until the next is due.
@@ -287,7 +295,7 @@ impl Nic {
                 return Ok(n);
             }
             let Some(left) = end.checked_duration_since(Instant::now()) else { return Ok(n) };
-            self.live_step(left)?;
+            self.live_step(left, RX_BATCH)?;
         }
     }
 
