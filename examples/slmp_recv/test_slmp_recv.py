@@ -1,0 +1,344 @@
+"""The SLMP receive handler (issue 12, receiver side): FPsPIN-format frames in,
+ACK frames and host memory out. ACKs are compared byte for byte with ACKs
+built here from the data frame's fields (FPsPIN's prepare_hdrs_ack: addresses
+and ports swapped, lengths for a 10-byte payload, IP checksum summed again,
+UDP checksum 0, flags = ACK); messages are compared with the bytes sent and
+completion with what a set of distinct segments says."""
+
+import json
+import pathlib
+import random
+import re
+import struct
+import subprocess
+
+import pytest
+
+import softspin
+
+HERE = pathlib.Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+CLI = ROOT / "target" / "release" / "softspin"
+
+PEER_MAC = bytes.fromhex("02000000bb01")
+NIC_MAC = bytes.fromhex("02000000bb02")
+PEER_IP = bytes([10, 12, 0, 1])
+NIC_IP = bytes([10, 12, 0, 2])
+EOM, SYN, ACK = 0x8000, 0x4000, 0x2000
+
+# Counter indices and table geometry of handler.c.
+(SEGMENT, DUPLICATE, ACKS, COMPLETE, BAD_FRAME, MISALIGNED, OUT_OF_WINDOW, TOO_LARGE, SLOT_BUSY, EOM_CONFLICT,
+ AFTER_DONE, CMD_FAILED, NOT_DATA) = range(13)
+SLOTS, SEGS_MAX = 16, 2048
+
+
+def slmp_port_of(text: str, pattern: str) -> int:
+    m = re.search(pattern, text)
+    assert m, pattern
+    return int(m.group(1))
+
+
+def test_udp_port_has_one_value():
+    """sdk/include/slmp.h and softspin_wire (crates/wire) agree on the port."""
+    c = slmp_port_of((ROOT / "sdk/include/slmp.h").read_text(), r"#define SLMP_UDP_PORT (\d+)")
+    rust = slmp_port_of((ROOT / "crates/wire/src/slmp.rs").read_text(), r"pub const UDP_PORT: u16 = (\d+);")
+    assert c == rust == 9330
+
+
+def csum(data: bytes) -> int:
+    """RFC 1071 over big-endian words, odd byte padded."""
+    if len(data) % 2:
+        data += b"\0"
+    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    return ~total & 0xFFFF
+
+
+def ipv4_hdr(src, dst, payload_len, ident, ttl=64, tos=0, frag=0x4000):
+    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + payload_len, ident, frag, ttl, 17, 0, src, dst)
+    return hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
+
+
+def data_frame(msg_id, offset, payload, flags, *, sport=40000, ident=0, ttl=64, tos=0, udp_csum=True, pad_to=0,
+               smac=PEER_MAC, dmac=NIC_MAC, sip=PEER_IP, dip=NIC_IP):
+    """What FPsPIN's sender (a kernel UDP socket to port 9330) puts on the wire."""
+    body = struct.pack("!HII", flags, msg_id, offset) + payload
+    udp = struct.pack("!HHHH", sport, 9330, 8 + len(body), 0) + body
+    if udp_csum:
+        c = csum(sip + dip + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xFFFF
+        udp = udp[:6] + struct.pack("!H", c) + udp[8:]
+    f = dmac + smac + b"\x08\x00" + ipv4_hdr(sip, dip, len(udp), ident, ttl, tos) + udp
+    return f + bytes(max(0, pad_to - len(f)))
+
+
+def reference_ack(data: bytes) -> bytes:
+    """FPsPIN's ACK of a data frame, from the frame's fields."""
+    tos, ident, frag, ttl = data[15], *struct.unpack_from("!HHB", data, 18)
+    sip, dip = data[26:30], data[30:34]
+    sport, dport = struct.unpack_from("!HH", data, 34)
+    msg_id, offset = struct.unpack_from("!II", data, 44)
+    slmp = struct.pack("!HII", ACK, msg_id, offset)
+    udp = struct.pack("!HHHH", dport, sport, 18, 0) + slmp
+    return data[6:12] + data[0:6] + b"\x08\x00" + ipv4_hdr(dip, sip, len(udp), ident, ttl, tos, frag) + udp
+
+
+@pytest.fixture(scope="module")
+def image(tmp_path_factory):
+    return softspin.build(HERE / "handler.c", tmp_path_factory.mktemp("slmp") / "slmp_recv.elf", profile="fpspin")
+
+
+class Receiver:
+    """A simulated FPsPIN NIC running slmp_ph with its config written."""
+
+    def __init__(self, image, seg=1024, stride=1 << 18, window=SLOTS << 18):
+        self.nic = softspin.Nic("fpspin")
+        self.img = self.nic.load_image(image)
+        self.win = self.nic.host_array(window)
+        self.e = self.nic.install(self.img, ph="slmp_ph", host_window=self.win)
+        self.nic.nic_write(self.img.symbol("slmp_config"), struct.pack("<II", seg, stride))
+        self.nic.activate(self.e)
+        self.seg, self.stride = seg, stride
+        self.pkt = 0
+        self.acks = []
+        self.notes = []
+
+    def feed(self, frames, batch=48):
+        """Frames in the given order, `batch` at a time in flight (each its
+        own sPIN message, as a pcap gives them: any HPU, any order)."""
+        for i in range(0, len(frames), batch):
+            for f in frames[i:i + batch]:
+                self.nic.send_packet(f, msg_id=self.pkt)
+                self.pkt += 1
+            self.nic.run_until_idle()
+            self.acks += [x.frame for x in self.nic.events() if isinstance(x, softspin.OutboundPacket)]
+            self.notes += self.nic.poll_notifications()
+        assert self.nic.report()["errors"] == []
+
+    def counters(self):
+        return {i: (s, c) for i, s, c in self.nic.counters(self.e)}
+
+    def count(self, idx):
+        return self.counters().get(idx, (0, 0))[1]
+
+    def message(self, msg_id, n):
+        base = (msg_id % SLOTS) * self.stride
+        return bytes(self.win.buffer[base:base + n])
+
+    def release(self, slot):
+        """What a host does after consuming a message: zero its slot."""
+        nbytes = struct.unpack("<I", self.nic.nic_read(self.img.symbol("slmp_slot_bytes"), 4))[0]
+        self.nic.nic_write(self.img.symbol("slmp_slots") + slot * nbytes, bytes(nbytes))
+
+    def completions(self):
+        return [(struct.unpack("<III", n.data), n.host_ref) for n in self.notes]
+
+
+def segments(msg_id, data, seg, syn="all", **kw):
+    """The frames of one message: fixed-size segments, EOM on the last;
+    SYN on all, on first and last ("msg", FPsPIN's message mode) or none."""
+    offs = list(range(0, len(data), seg)) or [0]
+    out = []
+    for k, off in enumerate(offs):
+        last = k == len(offs) - 1
+        s = syn == "all" or (syn == "msg" and (k == 0 or last))
+        out.append(data_frame(msg_id, off, data[off:off + seg], (EOM if last else 0) | (SYN if s else 0), **kw))
+    return out
+
+
+def test_acks_are_fpspins_byte_for_byte(image):
+    """Data frames with SYN get exactly FPsPIN's ACK, in any header variety;
+    frames without SYN get none."""
+    rng = random.Random(21)
+    r = Receiver(image, seg=512)
+    frames, expect = [], []
+    for m in range(SLOTS):
+        data = rng.randbytes(rng.randrange(1, 6 * 512))
+        kw = dict(sport=rng.randrange(1024, 65536), ident=rng.randrange(65536), ttl=rng.randrange(1, 256),
+                  tos=rng.randrange(256), udp_csum=rng.random() < 0.5, pad_to=60,
+                  smac=rng.randbytes(6), sip=rng.randbytes(4))
+        for f in segments(m * 1000 + m, data, 512, syn=rng.choice(["all", "msg", "none"]), **kw):
+            frames.append(f)
+            if struct.unpack_from("!H", f, 42)[0] & SYN:
+                expect.append(reference_ack(f))
+    # One at a time, so ACKs come out in frame order.
+    r.feed(frames, batch=1)
+    assert len(expect) > 10 and len(expect) < len(frames)
+    assert r.acks == expect
+    for a in r.acks:
+        assert len(a) == 52 and csum(a[14:34]) == 0 and struct.unpack_from("!H", a, 40)[0] == 0
+    assert r.count(ACKS) == len(expect) and r.count(COMPLETE) == SLOTS
+
+
+def test_ack_check_bites(image, tmp_path):
+    """Built with SOFTSPIN_SABOTAGE (SYN echoed in the ACK), every ACK differs."""
+    bad = softspin.build(HERE / "handler.c", tmp_path / "sab.elf", profile="fpspin", define=["SOFTSPIN_SABOTAGE"])
+    r = Receiver(bad)
+    frames = segments(3, bytes(range(200)) * 10, 1024)
+    r.feed(frames, batch=1)
+    assert len(r.acks) == len(frames)
+    assert all(a != reference_ack(f) for a, f in zip(r.acks, frames))
+
+
+def shuffled_with_dups(frames, rng, dup=0.10):
+    out = frames + [rng.choice(frames) for _ in range(max(1, int(len(frames) * dup)))]
+    rng.shuffle(out)
+    return out
+
+
+def test_message_shuffled_with_duplicates(image):
+    """100 KiB in 1408-byte segments, shuffled, 10 % duplicated: byte-exact,
+    one notification with msg_id and length, duplicates not counted."""
+    rng = random.Random(22)
+    data = rng.randbytes(100 * 1024)
+    msg_id = 0xDEADBEEF
+    frames = segments(msg_id, data, 1408)
+    fed = shuffled_with_dups(frames, rng)
+    r = Receiver(image, seg=1408)
+    r.feed(fed)
+    slot = msg_id % SLOTS
+    assert r.message(msg_id, len(data)) == data
+    assert r.completions() == [((msg_id, len(data), slot), r.win.base + slot * r.stride)]
+    c = r.counters()
+    assert c[SEGMENT] == (len(data), len(frames))
+    assert c[DUPLICATE][1] == len(fed) - len(frames)
+    assert c[ACKS][1] == len(fed)  # every SYN answered, duplicates too (an ACK may be lost)
+    # Nothing written past the message.
+    assert not any(r.win.buffer[slot * r.stride + len(data):(slot + 1) * r.stride])
+
+
+@pytest.mark.parametrize("missing", ["first", "middle", "eom"])
+def test_no_completion_with_a_segment_missing(image, missing):
+    """Duplicates of the others (even adding up to the message's length) do
+    not complete it early; the missing segment, when it comes, does."""
+    rng = random.Random(23)
+    data = rng.randbytes(50 * 1000 + 17)
+    frames = segments(77, data, 1000)
+    k = {"first": 0, "middle": len(frames) // 2, "eom": len(frames) - 1}[missing]
+    rest = frames[:k] + frames[k + 1:]
+    r = Receiver(image, seg=1000)
+    r.feed(shuffled_with_dups(rest, rng, dup=0.5))
+    assert r.notes == [] and r.count(COMPLETE) == 0
+    r.feed([frames[k]])
+    assert r.completions() == [((77, len(data), 77 % SLOTS), r.win.base + (77 % SLOTS) * r.stride)]
+    assert r.message(77, len(data)) == data
+
+
+def test_two_messages_interleaved(image):
+    rng = random.Random(24)
+    a, b = rng.randbytes(30000), rng.randbytes(12345)
+    fa, fb = segments(5, a, 1024, syn="msg"), segments(22, b, 1024, syn="none")
+    r = Receiver(image)
+    r.feed(shuffled_with_dups(fa + fb, rng))
+    assert r.message(5, len(a)) == a and r.message(22, len(b)) == b
+    got = sorted(n for n, _ in r.completions())
+    assert got == [(5, len(a), 5), (22, len(b), 6)]
+
+
+def test_slot_collision_refused_then_released(image):
+    """Message 23 shares message 7's slot: refused (counted, not written, not
+    ACKed) until the host releases the slot, then received."""
+    rng = random.Random(25)
+    a, b = rng.randbytes(5000), rng.randbytes(3000)
+    r = Receiver(image)
+    r.feed(segments(7, a, 1024))
+    r.feed(segments(23, b, 1024))
+    assert r.count(SLOT_BUSY) == 3 and r.message(7, len(a)) == a
+    assert len(r.acks) == 5
+    # A late duplicate of the completed message: ACKed, not written.
+    r.feed([segments(7, a, 1024)[1]])
+    assert r.count(AFTER_DONE) == 1 and len(r.acks) == 6
+    r.release(7)
+    r.feed(segments(23, b, 1024))
+    assert r.message(23, len(b)) == b
+    assert [n for n, _ in r.completions()] == [(7, len(a), 7), (23, len(b), 7)]
+
+
+def test_empty_message(image):
+    r = Receiver(image)
+    f = data_frame(9, 0, b"", EOM | SYN)
+    r.feed([f])
+    assert r.completions() == [((9, 0, 9), r.win.base + 9 * r.stride)] and r.acks == [reference_ack(f)]
+
+
+def test_bad_frames_counted(image):
+    """Frames that are no SLMP segment, or that it cannot place, are counted
+    by cause, not written, not ACKed, and break nothing."""
+    seg, stride = 1024, 1 << 14
+    r = Receiver(image, seg=seg, stride=stride, window=3 * stride + 1000)  # slot 3 partly, 4.. not at all
+    good = data_frame(1, 0, b"x" * seg, SYN)
+    bad = {
+        BAD_FRAME: [good[:51], good[:14], NIC_MAC + PEER_MAC + b"\x86\xdd" + good[14:],  # short, IPv6
+                    good[:16] + struct.pack("!H", 2000) + good[18:],  # IP length beyond the frame
+                    good[:38] + struct.pack("!H", 17) + good[40:],  # UDP length below the SLMP header
+                    good[:14] + b"\x46" + good[15:],  # IHL 6
+                    good[:20] + b"\x20\x00" + good[22:]],  # a fragment (MF)
+        MISALIGNED: [data_frame(1, 100, b"x" * seg, SYN), data_frame(1, seg, b"x" * 10, SYN),  # short non-EOM
+                     data_frame(1, 0, b"x" * (seg + 1), SYN | EOM)],
+        OUT_OF_WINDOW: [data_frame(1, stride, b"x" * seg, SYN), data_frame(3, seg, b"x" * seg, SYN),
+                        data_frame(4, 0, b"x" * 8, SYN | EOM)],
+        NOT_DATA: [reference_ack(good)],
+    }
+    frames = [f for fs in bad.values() for f in fs]
+    r.feed(frames, batch=4)
+    c = r.counters()
+    for idx, fs in bad.items():
+        assert c.get(idx, (0, 0))[1] == len(fs), idx
+    assert r.acks == [] and r.notes == [] and not r.win.buffer.any()
+    assert sum(n for _, (_, n) in c.items()) == len(frames)
+    # A message larger than the bitmap: refused by index.
+    r2 = Receiver(image, seg=16, stride=1 << 16, window=SLOTS << 16)
+    r2.feed([data_frame(2, SEGS_MAX * 16, b"y" * 16, EOM)])
+    assert r2.count(TOO_LARGE) == 1 and not r2.win.buffer.any()
+
+
+def test_eom_conflict_never_completes(image):
+    """A malformed sender: a segment past the EOM makes the byte count equal
+    the length with segment 1 missing (the bitmap check refuses), then a
+    second EOM with another length. Never complete, conflicts counted."""
+    r = Receiver(image)
+    r.feed([data_frame(4, 3072, b"c" * 1024, 0), data_frame(4, 0, b"a" * 1024, 0),
+            data_frame(4, 2048, b"b" * 10, EOM)], batch=1)
+    assert r.count(EOM_CONFLICT) == 1
+    r.feed([data_frame(4, 2048, b"b" * 20, EOM), data_frame(4, 1024, b"d" * 1024, 0)], batch=1)
+    # The second EOM: its own conflict, and the hole seen again.
+    assert r.notes == [] and r.count(EOM_CONFLICT) == 3
+
+
+# ---- through the CLI: pcap in, ACK frames out (the issue's "Done when")
+
+
+def write_pcap(path, frames):
+    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
+    for i, f in enumerate(frames):
+        data += struct.pack("<IIII", 0, i * 10, len(f), len(f)) + f
+    pathlib.Path(path).write_bytes(data)
+
+
+def read_pcap(path):
+    data = pathlib.Path(path).read_bytes()
+    assert struct.unpack_from("<I", data)[0] in (0xA1B2C3D4, 0xA1B23C4D) and struct.unpack_from("<I", data, 20)[0] == 1
+    pkts, off = [], 24
+    while off < len(data):
+        incl = struct.unpack_from("<I", data, off + 8)[0]
+        pkts.append(data[off + 16:off + 16 + incl])
+        off += 16 + incl
+    return pkts
+
+
+def test_cli_sim_pcap_acks(image, tmp_path):
+    """`softspin sim --frame eth --pcap`: SYN data frames in, FPsPIN's ACKs out
+    (default config: 1 KiB segments, 1 MiB per slot, so a 16 MiB window)."""
+    rng = random.Random(26)
+    frames = []
+    for m in (0, 1, 2):
+        frames += segments(m, rng.randbytes(rng.randrange(1, 8000)), 1024, syn=["all", "msg", "none"][m],
+                           ident=rng.randrange(65536))
+    write_pcap(tmp_path / "in.pcap", frames)
+    r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(image), "--ph", "slmp_ph", "--pcap",
+                        str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(16 << 20), "--pcap-out",
+                        str(tmp_path / "out.pcap"), "--json", "--quiet"], check=True, capture_output=True, text=True)
+    stats = json.loads(r.stdout)
+    expect = [reference_ack(f) for f in frames if struct.unpack_from("!H", f, 42)[0] & SYN]
+    assert stats["errors"] == [] and stats["outbound_packets"] == len(expect)
+    assert sorted(read_pcap(tmp_path / "out.pcap")) == sorted(expect)
