@@ -16,7 +16,7 @@
  * Limits (README.md): SLMP_SLOTS messages at a time (msg_id modulo
  * SLMP_SLOTS picks the slot; another id on a busy slot is refused and
  * counted), SLMP_SEGS_MAX segments per message, so at most
- * SLMP_SEGS_MAX * seg_size bytes (2 MiB with the default 1 KiB segments),
+ * SLMP_SEGS_MAX * seg_size bytes (2.86 MiB with the default 1462-byte segments),
  * and at most msg_stride bytes.
  */
 #include <spin.h>
@@ -40,7 +40,8 @@ typedef struct slmp_config {
     uint32_t msg_stride;
 } slmp_config_t;
 
-volatile slmp_config_t slmp_config = {1024, 1u << 20};
+/* Defaults: FPsPIN's full-MTU segments, 1 MiB per message. */
+volatile slmp_config_t slmp_config = {SLMP_MTU1500_PAYLOAD, 1u << 20};
 
 /* Per-message state in handler memory. A slot is free when tag == 0; the
  * host frees a completed slot by writing zeros over it (all

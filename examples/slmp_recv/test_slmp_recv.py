@@ -326,19 +326,47 @@ def read_pcap(path):
     return pkts
 
 
-def test_cli_sim_pcap_acks(image, tmp_path):
-    """`softspin sim --frame eth --pcap`: SYN data frames in, FPsPIN's ACKs out
-    (default config: 1 KiB segments, 1 MiB per slot, so a 16 MiB window)."""
-    rng = random.Random(26)
-    frames = []
-    for m in (0, 1, 2):
-        frames += segments(m, rng.randbytes(rng.randrange(1, 8000)), 1024, syn=["all", "msg", "none"][m],
-                           ident=rng.randrange(65536))
+# From FPsPIN's own capture (spcl/FPsPIN fpga/app/pspin/tb/pspin_pkt_match/
+# slmp.pcap): the 52 header bytes of the first data segment of a message
+# (SYN, offset 0, 1462 payload bytes) and the ACK FPsPIN's receiver sent for
+# it, 52 bytes plus the 8 bytes of padding the MAC adds to reach 60.
+FPSPIN_DATA_HDR = bytes.fromhex("2ecdeb3c75d1d272115744a30800450005dc02ec400040111e230a0000020a000001bb65247205c819dc"
+                                "4000543cfc6c00000000")
+FPSPIN_ACK = bytes.fromhex("d272115744a32ecdeb3c75d108004500002602ec4000401123d90a0000010a0000022472bb6500120000"
+                           "2000543cfc6c000000000000000000000000")
+
+
+def sim_acks(image, frames, tmp_path):
     write_pcap(tmp_path / "in.pcap", frames)
     r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(image), "--ph", "slmp_ph", "--pcap",
                         str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(16 << 20), "--pcap-out",
                         str(tmp_path / "out.pcap"), "--json", "--quiet"], check=True, capture_output=True, text=True)
-    stats = json.loads(r.stdout)
+    return json.loads(r.stdout), read_pcap(tmp_path / "out.pcap")
+
+
+def test_reference_ack_is_fpspins():
+    """The test's reference ACK against the ACK FPsPIN really sent."""
+    frame = FPSPIN_DATA_HDR + bytes(1462)
+    assert reference_ack(frame) == FPSPIN_ACK[:52] and FPSPIN_ACK[52:] == bytes(8)
+
+
+def test_cli_sim_acks_fpspin_capture(image, tmp_path):
+    """FPsPIN's data frame through `softspin sim --frame eth` with the default
+    config (1462-byte segments) gives the ACK FPsPIN's receiver sent."""
+    frame = FPSPIN_DATA_HDR + random.Random(27).randbytes(1462)
+    stats, acks = sim_acks(image, [frame], tmp_path)
+    assert stats["errors"] == [] and acks == [FPSPIN_ACK[:52]]
+
+
+def test_cli_sim_pcap_acks(image, tmp_path):
+    """`softspin sim --frame eth --pcap`: SYN data frames in, FPsPIN's ACKs out
+    (default config: 1462-byte segments, 1 MiB per slot, so a 16 MiB window)."""
+    rng = random.Random(26)
+    frames = []
+    for m in (0, 1, 2):
+        frames += segments(m, rng.randbytes(rng.randrange(1, 12000)), 1462, syn=["all", "msg", "none"][m],
+                           ident=rng.randrange(65536))
+    stats, acks = sim_acks(image, frames, tmp_path)
     expect = [reference_ack(f) for f in frames if struct.unpack_from("!H", f, 42)[0] & SYN]
     assert stats["errors"] == [] and stats["outbound_packets"] == len(expect)
-    assert sorted(read_pcap(tmp_path / "out.pcap")) == sorted(expect)
+    assert sorted(acks) == sorted(expect)

@@ -23,6 +23,9 @@
 #define SLMP_HDR_LEN 10u
 /* Bytes before the payload of an FPsPIN SLMP frame (14 + 20 + 8 + 10). */
 #define SLMP_FRAME_HDR_LEN ((uint32_t)sizeof(slmp_pkt_hdr_t))
+/* The largest segment payload in a 1500-byte MTU (1500 - 20 - 8 - 10):
+ * what FPsPIN's sender puts in each segment with alignment 1. */
+#define SLMP_MTU1500_PAYLOAD 1462u
 /* An ACK is the headers alone: 52 bytes (the MAC pads it on the wire). */
 #define SLMP_ACK_FRAME_LEN SLMP_FRAME_HDR_LEN
 
