@@ -1,0 +1,607 @@
+//! The SLMP sender (seed 000 §5.1.2-5.1.3, §7.3): cuts messages into
+//! segments, sets SYN/EOM per the sync mode, keeps at most a window of SYN
+//! segments unacknowledged, retransmits what is not acknowledged in time
+//! and gives up, with an error naming the message, when a segment cannot
+//! get through.
+
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::cmp::Reverse;
+use std::io::{self, ErrorKind};
+use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+use softspin_wire::slmp::{Flags, Packet, Repr, HEADER_LEN};
+
+use crate::rto::{RtoConfig, RtoEstimator};
+use crate::stats::{RttStats, Stats, WindowStats};
+use crate::window::{Aimd, WindowMode};
+use crate::{Error, GiveUpReason, Result};
+
+/// Which segments ask for an ACK (seed 000 §5.1.2).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SyncMode {
+    /// No SYN: no ACKs, no retransmission, delivery not confirmed.
+    None,
+    /// SYN on the first and last segment of each message: confirms the
+    /// message started and ended, not the segments between.
+    Msg,
+    /// SYN on every segment: every segment is acknowledged or retransmitted.
+    #[default]
+    All,
+}
+
+impl SyncMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            SyncMode::None => "none",
+            SyncMode::Msg => "msg",
+            SyncMode::All => "all",
+        }
+    }
+}
+
+/// Bytes of IPv4 and UDP headers under the SLMP header.
+const IPV4_UDP_HEADERS: usize = softspin_wire::IPV4_HEADER_LEN + softspin_wire::UDP_HEADER_LEN;
+/// Default payload per segment: the frame fits a 1500-byte MTU
+/// (1500 - 20 IPv4 - 8 UDP - 10 SLMP = 1462).
+pub const DEFAULT_SEGMENT: usize = 1500 - IPV4_UDP_HEADERS - HEADER_LEN;
+/// Largest payload per segment: a UDP datagram over IPv4 carries at most
+/// 65 507 bytes.
+pub const MAX_SEGMENT: usize = 65_535 - IPV4_UDP_HEADERS - HEADER_LEN;
+/// Largest message: the 32-bit offset field (seed 000 §5.1.2, 4 GiB).
+pub const MAX_MESSAGE: u64 = 1 << 32;
+/// Largest fixed window (a u16 worth of packets in flight is already far
+/// beyond any receive buffer).
+pub const MAX_WINDOW: u32 = 65_536;
+/// Segments sent after a segment that must be acknowledged before it is
+/// deemed lost (TCP's duplicate-ACK threshold, RFC 5681).
+pub const REORDER_THRESHOLD: u32 = 3;
+
+/// Every limit of the sender, validated by [`SenderConfig::validate`].
+#[derive(Clone, Debug)]
+pub struct SenderConfig {
+    /// Payload bytes per segment, 1..=[`MAX_SEGMENT`].
+    pub segment: usize,
+    pub sync: SyncMode,
+    pub window: WindowMode,
+    pub rto: RtoConfig,
+    /// Give up when a segment would be retransmitted more than this often.
+    pub max_retransmits: u32,
+    /// Give up when no new ACK arrived for this long (sync msg/all).
+    pub idle_timeout: Duration,
+    /// Gap between segments sent without SYN (the only flow control of
+    /// sync none, seed 000 §5.1.3).
+    pub ipg: Duration,
+    /// Message id of the first message; later ones count up (wrapping).
+    pub first_msg_id: u32,
+}
+
+impl Default for SenderConfig {
+    fn default() -> Self {
+        SenderConfig {
+            segment: DEFAULT_SEGMENT,
+            sync: SyncMode::All,
+            window: WindowMode::default(),
+            rto: RtoConfig::default(),
+            max_retransmits: 30,
+            idle_timeout: Duration::from_secs(10),
+            ipg: Duration::ZERO,
+            first_msg_id: 1,
+        }
+    }
+}
+
+impl SenderConfig {
+    pub fn validate(&self) -> Result<()> {
+        let bad = |field, value: String, limit| Err(Error::Config { field, value, limit });
+        if self.segment == 0 || self.segment > MAX_SEGMENT {
+            return bad("segment", self.segment.to_string(), "1..=65497 bytes (a UDP/IPv4 datagram holds 65507 B, SLMP header 10 B)");
+        }
+        match self.window {
+            WindowMode::Fixed(n) if n == 0 || n > MAX_WINDOW => {
+                return bad("window", n.to_string(), "1..=65536 packets, or auto");
+            }
+            WindowMode::Auto { initial, max } if initial == 0 || max == 0 || initial > max || max > MAX_WINDOW => {
+                return bad("window", format!("auto {initial}..{max}"), "1 <= initial <= max <= 65536 packets");
+            }
+            _ => {}
+        }
+        let r = self.rto;
+        if r.min.is_zero() || r.min > r.initial || r.initial > r.max {
+            return bad("rto", format!("min {:?} initial {:?} max {:?}", r.min, r.initial, r.max), "0 < min <= initial <= max");
+        }
+        if self.max_retransmits == 0 {
+            return bad("max_retransmits", "0".into(), "at least 1");
+        }
+        if self.idle_timeout.is_zero() {
+            return bad("idle_timeout", "0".into(), "greater than 0");
+        }
+        Ok(())
+    }
+}
+
+/// An SLMP sender over one UDP socket connected to the receiver. The RTO
+/// estimator and the adaptive window carry over from one send to the next.
+pub struct Sender {
+    sock: UdpSocket,
+    peer: SocketAddr,
+    cfg: SenderConfig,
+    next_msg_id: u32,
+    rto: RtoEstimator,
+    aimd: Option<Aimd>,
+}
+
+type Key = (u32, u32);
+
+#[derive(Clone, Copy, Debug)]
+struct Seg {
+    msg: u32,
+    offset: u32,
+    len: u32,
+    flags: Flags,
+}
+
+struct Outstanding {
+    seg: Seg,
+    tx: u64,
+    sent_at: Instant,
+    transmissions: u32,
+    later_acked: u32,
+}
+
+impl Sender {
+    /// Bind an ephemeral port of `peer`'s address family and connect to
+    /// `peer` (so only its datagrams and its ICMP errors reach us).
+    pub fn connect(peer: SocketAddr, cfg: SenderConfig) -> Result<Sender> {
+        let local: SocketAddr = if peer.is_ipv4() { (Ipv4Addr::UNSPECIFIED, 0).into() } else { (Ipv6Addr::UNSPECIFIED, 0).into() };
+        let sock = UdpSocket::bind(local).map_err(|e| Error::io("bind", e))?;
+        Self::with_socket(sock, peer, cfg)
+    }
+
+    /// Use a bound socket (it gets connected to `peer`).
+    pub fn with_socket(sock: UdpSocket, peer: SocketAddr, cfg: SenderConfig) -> Result<Sender> {
+        cfg.validate()?;
+        sock.connect(peer).map_err(|e| Error::io("connect", e))?;
+        sock.set_nonblocking(true).map_err(|e| Error::io("set_nonblocking", e))?;
+        let aimd = match cfg.window {
+            WindowMode::Auto { initial, max } => Some(Aimd::new(initial, max)),
+            WindowMode::Fixed(_) => None,
+        };
+        Ok(Sender { sock, peer, next_msg_id: cfg.first_msg_id, rto: RtoEstimator::new(cfg.rto), aimd, cfg })
+    }
+
+    pub fn peer(&self) -> SocketAddr {
+        self.peer
+    }
+    pub fn local_addr(&self) -> io::Result<SocketAddr> {
+        self.sock.local_addr()
+    }
+    pub fn config(&self) -> &SenderConfig {
+        &self.cfg
+    }
+
+    /// Send one message.
+    pub fn send(&mut self, msg: &[u8]) -> Result<Stats> {
+        self.send_batch(&[msg])
+    }
+
+    /// Send several messages with consecutive ids, all in flight at once
+    /// (the window is shared; segments go out message after message).
+    pub fn send_batch(&mut self, msgs: &[&[u8]]) -> Result<Stats> {
+        for (index, m) in msgs.iter().enumerate() {
+            if m.len() as u64 > MAX_MESSAGE {
+                return Err(Error::MessageTooLarge { index, len: m.len() as u64 });
+            }
+        }
+        let first_id = self.next_msg_id;
+        self.next_msg_id = first_id.wrapping_add(msgs.len() as u32);
+        let mut run = Run::new(self, msgs, first_id);
+        let r = run.run();
+        let stats = run.finish();
+        match r {
+            Ok(()) => Ok(stats),
+            Err(Error::GaveUp { msg_id, index, reason, .. }) => Err(Error::GaveUp { msg_id, index, reason, stats: Box::new(stats) }),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// One transfer's state.
+struct Run<'a, 's> {
+    s: &'s mut Sender,
+    msgs: &'a [&'a [u8]],
+    first_id: u32,
+    acked_per_msg: Vec<u32>,
+    /// Segments each message expects an ACK for.
+    syn_per_msg: Vec<u32>,
+    /// Next fresh segment: (message index, offset).
+    cursor: (usize, u64),
+    out: HashMap<Key, Outstanding>,
+    by_tx: BTreeMap<u64, Key>,
+    timers: BinaryHeap<Reverse<(Instant, u64)>>,
+    lost: HashMap<Key, (Seg, u32)>,
+    retx: VecDeque<Key>,
+    acked: HashSet<Key>,
+    next_tx: u64,
+    /// Timeouts of transmissions numbered below this do not back off again.
+    backoff_until_tx: u64,
+    start: Instant,
+    last_progress: Instant,
+    next_paced: Instant,
+    rtt_us: Vec<f64>,
+    st: Stats,
+    buf: Vec<u8>,
+}
+
+impl<'a, 's> Run<'a, 's> {
+    fn new(s: &'s mut Sender, msgs: &'a [&'a [u8]], first_id: u32) -> Self {
+        let seg = s.cfg.segment as u64;
+        let seg_count: Vec<u32> = msgs.iter().map(|m| (m.len() as u64).div_ceil(seg).max(1) as u32).collect();
+        let syn_per_msg = seg_count
+            .iter()
+            .map(|&n| match s.cfg.sync {
+                SyncMode::None => 0,
+                SyncMode::Msg => n.min(2),
+                SyncMode::All => n,
+            })
+            .collect();
+        let now = Instant::now();
+        let (mode, initial) = match s.cfg.window {
+            WindowMode::Fixed(n) => ("fixed", n),
+            WindowMode::Auto { .. } => ("auto", s.aimd.as_ref().map_or(1, Aimd::window)),
+        };
+        let st = Stats {
+            sync: s.cfg.sync.name(),
+            messages: msgs.len() as u64,
+            bytes: msgs.iter().map(|m| m.len() as u64).sum(),
+            segment_bytes: seg,
+            segments: seg_count.iter().map(|&n| u64::from(n)).sum(),
+            window: WindowStats { mode, initial, min: initial, max: initial, final_: initial, samples: vec![(0, initial)], ..WindowStats::default() },
+            ..Stats::default()
+        };
+        let buf = vec![0u8; HEADER_LEN + s.cfg.segment.max(64)];
+        Run {
+            acked_per_msg: vec![0; msgs.len()],
+            s,
+            msgs,
+            first_id,
+            syn_per_msg,
+            cursor: (0, 0),
+            out: HashMap::new(),
+            by_tx: BTreeMap::new(),
+            timers: BinaryHeap::new(),
+            lost: HashMap::new(),
+            retx: VecDeque::new(),
+            acked: HashSet::new(),
+            next_tx: 0,
+            backoff_until_tx: 0,
+            start: now,
+            last_progress: now,
+            next_paced: now,
+            rtt_us: Vec::new(),
+            st,
+            buf,
+        }
+    }
+
+    fn window(&self) -> u32 {
+        match (&self.s.aimd, self.s.cfg.window) {
+            (Some(a), _) => a.window(),
+            (None, WindowMode::Fixed(n)) => n,
+            (None, _) => 1,
+        }
+    }
+
+    fn elapsed_us(&self) -> u64 {
+        self.start.elapsed().as_micros() as u64
+    }
+
+    fn record_window(&mut self) {
+        let w = self.window();
+        let t = self.elapsed_us();
+        self.st.window.record(t, w);
+    }
+
+    /// The next fresh segment, without consuming it.
+    fn peek_fresh(&self) -> Option<Seg> {
+        let (mut mi, mut off) = self.cursor;
+        while mi < self.msgs.len() {
+            let len = self.msgs[mi].len() as u64;
+            if off < len || (off == 0 && len == 0) {
+                let n = (len - off).min(self.s.cfg.segment as u64);
+                let last = off + n >= len;
+                let first = off == 0;
+                let mut flags = if last { Flags::EOM } else { Flags::NONE };
+                let syn = match self.s.cfg.sync {
+                    SyncMode::None => false,
+                    SyncMode::Msg => first || last,
+                    SyncMode::All => true,
+                };
+                if syn {
+                    flags = flags | Flags::SYN;
+                }
+                return Some(Seg { msg: mi as u32, offset: off as u32, len: n as u32, flags });
+            }
+            mi += 1;
+            off = 0;
+        }
+        None
+    }
+
+    fn advance_fresh(&mut self, seg: Seg) {
+        let end = u64::from(seg.offset) + u64::from(seg.len);
+        if seg.flags.eom() {
+            self.cursor = (seg.msg as usize + 1, 0);
+        } else {
+            self.cursor = (seg.msg as usize, end);
+        }
+    }
+
+    fn done_sending(&self) -> bool {
+        self.cursor.0 >= self.msgs.len() && self.retx.is_empty()
+    }
+
+    fn all_confirmed(&self) -> bool {
+        self.acked_per_msg.iter().zip(&self.syn_per_msg).all(|(a, s)| a >= s)
+    }
+
+    fn run(&mut self) -> Result<()> {
+        loop {
+            let now = Instant::now();
+            self.expire_timers(now)?;
+            self.send_allowed(now)?;
+            if self.done_sending() && self.out.is_empty() && self.all_confirmed() {
+                return Ok(());
+            }
+            if self.s.cfg.sync != SyncMode::None && now.duration_since(self.last_progress) > self.s.cfg.idle_timeout {
+                let index = (0..self.msgs.len()).find(|&i| self.acked_per_msg[i] < self.syn_per_msg[i]).unwrap_or(0);
+                return Err(self.gave_up(index, GiveUpReason::NoProgress { idle: self.s.cfg.idle_timeout, icmp_unreachable: self.st.icmp_unreachable }));
+            }
+            // Wait for an ACK until the next thing to do: a timer, a paced
+            // send, or the idle limit.
+            let mut until = self.last_progress + self.s.cfg.idle_timeout;
+            if let Some(Reverse((t, _))) = self.timers.peek() {
+                until = until.min(*t);
+            }
+            let window_open = (self.out.len() as u32) < self.window();
+            if !self.done_sending() && (window_open || self.next_is_unsynced()) {
+                until = until.min(self.next_paced);
+            }
+            let now = Instant::now();
+            let wait = until.saturating_duration_since(now).min(Duration::from_millis(50));
+            self.receive(wait)?;
+        }
+    }
+
+    fn next_is_unsynced(&self) -> bool {
+        self.retx.is_empty() && self.peek_fresh().is_some_and(|s| !s.flags.syn())
+    }
+
+    /// Send retransmissions, then fresh segments, while the window (for
+    /// SYN segments) and the pacing gap (for the others) allow.
+    fn send_allowed(&mut self, now: Instant) -> Result<()> {
+        loop {
+            // Retransmissions first: they hold back completion.
+            while let Some(&key) = self.retx.front() {
+                if !self.lost.contains_key(&key) {
+                    self.retx.pop_front();
+                    continue;
+                }
+                if self.out.len() as u32 >= self.window() {
+                    return Ok(());
+                }
+                let (seg, transmissions) = self.lost[&key];
+                if !self.transmit(seg)? {
+                    return Ok(());
+                }
+                self.retx.pop_front();
+                self.lost.remove(&key);
+                self.st.retransmitted += 1;
+                self.track(seg, transmissions + 1, now);
+            }
+            let Some(seg) = self.peek_fresh() else { return Ok(()) };
+            if seg.flags.syn() {
+                if self.out.len() as u32 >= self.window() {
+                    return Ok(());
+                }
+            } else if Instant::now() < self.next_paced {
+                return Ok(());
+            }
+            if !self.transmit(seg)? {
+                return Ok(());
+            }
+            self.advance_fresh(seg);
+            if seg.flags.syn() {
+                self.track(seg, 1, now);
+            } else {
+                self.next_paced = Instant::now() + self.s.cfg.ipg;
+            }
+        }
+    }
+
+    fn track(&mut self, seg: Seg, transmissions: u32, _now: Instant) {
+        let key = (self.first_id.wrapping_add(seg.msg), seg.offset);
+        let tx = self.next_tx - 1;
+        let sent_at = Instant::now();
+        self.out.insert(key, Outstanding { seg, tx, sent_at, transmissions, later_acked: 0 });
+        self.by_tx.insert(tx, key);
+        self.timers.push(Reverse((sent_at + self.s.rto.rto(), tx)));
+    }
+
+    /// Put one segment on the wire; false when the socket buffer is full.
+    fn transmit(&mut self, seg: Seg) -> Result<bool> {
+        let n = HEADER_LEN + seg.len as usize;
+        let msg_id = self.first_id.wrapping_add(seg.msg);
+        {
+            let mut p = Packet::new_unchecked(&mut self.buf[..n]);
+            Repr { flags: seg.flags, msg_id, offset: seg.offset }.emit(&mut p).expect("buffer sized for the header");
+            let start = seg.offset as usize;
+            p.payload_mut().copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
+        }
+        match self.s.sock.send(&self.buf[..n]) {
+            Ok(_) => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(105 /* ENOBUFS */) => {
+                self.st.send_would_block += 1;
+                return Ok(false);
+            }
+            // An earlier datagram drew an ICMP error; this one was still
+            // not sent, so try again later.
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                self.st.icmp_unreachable += 1;
+                return Ok(false);
+            }
+            Err(e) => return Err(Error::io("send", e)),
+        }
+        self.st.packets_sent += 1;
+        self.next_tx += 1;
+        Ok(true)
+    }
+
+    /// Retransmission timers that expired: each such segment is lost. The
+    /// RTO backs off once per flight: a segment sent before the last
+    /// backoff already waited on the old RTO, and doubling again for each
+    /// of a flight's losses would grow the RTO by 2^window.
+    fn expire_timers(&mut self, now: Instant) -> Result<()> {
+        while let Some(&Reverse((t, tx))) = self.timers.peek() {
+            if t > now {
+                break;
+            }
+            self.timers.pop();
+            let Some(&key) = self.by_tx.get(&tx) else { continue };
+            self.st.timeouts += 1;
+            if tx >= self.backoff_until_tx {
+                self.s.rto.on_timeout();
+                self.backoff_until_tx = self.next_tx;
+            }
+            self.declare_lost(key)?;
+        }
+        Ok(())
+    }
+
+    fn declare_lost(&mut self, key: Key) -> Result<()> {
+        let o = self.out.remove(&key).expect("tracked segment");
+        self.by_tx.remove(&o.tx);
+        if o.transmissions > self.s.cfg.max_retransmits {
+            return Err(self.gave_up(
+                o.seg.msg as usize,
+                GiveUpReason::Retransmits { offset: o.seg.offset, count: o.transmissions - 1, limit: self.s.cfg.max_retransmits },
+            ));
+        }
+        if let Some(a) = self.s.aimd.as_mut() {
+            a.on_loss(o.tx, self.next_tx);
+            self.st.window.decreases = a.decreases;
+        }
+        self.record_window();
+        self.lost.insert(key, (o.seg, o.transmissions));
+        self.retx.push_back(key);
+        Ok(())
+    }
+
+    fn gave_up(&self, index: usize, reason: GiveUpReason) -> Error {
+        Error::GaveUp { msg_id: self.first_id.wrapping_add(index as u32), index, reason, stats: Box::default() }
+    }
+
+    /// Wait up to `wait` for a datagram, then take every one queued.
+    fn receive(&mut self, wait: Duration) -> Result<()> {
+        let mut buf = [0u8; 64];
+        let mut first = true;
+        loop {
+            let r = if first && !wait.is_zero() {
+                self.s.sock.set_nonblocking(false).map_err(|e| Error::io("set_nonblocking", e))?;
+                self.s.sock.set_read_timeout(Some(wait)).map_err(|e| Error::io("set_read_timeout", e))?;
+                let r = self.s.sock.recv(&mut buf);
+                self.s.sock.set_nonblocking(true).map_err(|e| Error::io("set_nonblocking", e))?;
+                r
+            } else {
+                self.s.sock.recv(&mut buf)
+            };
+            first = false;
+            match r {
+                Ok(n) => self.on_datagram(&buf[..n.min(buf.len())], n)?,
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return Ok(()),
+                Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                    self.st.icmp_unreachable += 1;
+                    return Ok(());
+                }
+                Err(e) => return Err(Error::io("recv", e)),
+            }
+        }
+    }
+
+    fn on_datagram(&mut self, d: &[u8], len: usize) -> Result<()> {
+        let Ok(p) = Packet::new_checked(d) else {
+            self.st.malformed += 1;
+            return Ok(());
+        };
+        let Ok(repr) = Repr::parse(&p) else {
+            self.st.malformed += 1;
+            return Ok(());
+        };
+        if !repr.flags.ack() || len != HEADER_LEN {
+            self.st.malformed += 1;
+            return Ok(());
+        }
+        let key = (repr.msg_id, repr.offset);
+        let now = Instant::now();
+        let (seg, transmissions, rtt, tx) = if let Some(o) = self.out.remove(&key) {
+            self.by_tx.remove(&o.tx);
+            (o.seg, o.transmissions, Some(now.duration_since(o.sent_at)), Some(o.tx))
+        } else if let Some((seg, transmissions)) = self.lost.remove(&key) {
+            // Declared lost too early: the ACK still confirms it.
+            (seg, transmissions, None, None)
+        } else if self.acked.contains(&key) {
+            self.st.duplicate_acks += 1;
+            return Ok(());
+        } else {
+            self.st.unmatched_acks += 1;
+            return Ok(());
+        };
+        self.acked.insert(key);
+        self.acked_per_msg[seg.msg as usize] += 1;
+        self.st.acks_received += 1;
+        self.last_progress = now;
+        if let Some(rtt) = rtt {
+            if self.s.rto.on_ack(rtt, transmissions > 1) {
+                self.rtt_us.push(rtt.as_secs_f64() * 1e6);
+            }
+        }
+        if let Some(a) = self.s.aimd.as_mut() {
+            a.on_ack();
+        }
+        // Reorder evidence: segments sent before this one and still
+        // unacknowledged; REORDER_THRESHOLD such ACKs and one is lost.
+        if let Some(tx) = tx {
+            let mut lost = Vec::new();
+            for (_, k) in self.by_tx.range(..tx) {
+                let o = self.out.get_mut(k).expect("indexed segment");
+                o.later_acked += 1;
+                if o.later_acked >= REORDER_THRESHOLD {
+                    lost.push(*k);
+                }
+            }
+            for k in lost {
+                self.st.fast_retransmits += 1;
+                self.declare_lost(k)?;
+            }
+        }
+        self.record_window();
+        Ok(())
+    }
+
+    fn finish(&mut self) -> Stats {
+        let mut st = std::mem::take(&mut self.st);
+        st.rtt = RttStats::from_samples(&mut self.rtt_us);
+        let r = &self.s.rto;
+        st.rtt.srtt_us = r.srtt().unwrap_or_default().as_secs_f64() * 1e6;
+        st.rtt.rttvar_us = r.rttvar().as_secs_f64() * 1e6;
+        st.rtt.rto_us = r.rto().as_secs_f64() * 1e6;
+        st.window.final_ = self.window();
+        st.elapsed_s = self.start.elapsed().as_secs_f64();
+        st.goodput_bps = if st.elapsed_s > 0.0 { st.bytes as f64 * 8.0 / st.elapsed_s } else { 0.0 };
+        st.unconfirmed_segments = st.segments.saturating_sub(st.acks_received);
+        st.delivery_confirmed = st.unconfirmed_segments == 0;
+        st
+    }
+}

@@ -1,0 +1,222 @@
+//! The SLMP sender against the reference receiver of
+//! `softspin_slmp::testing` on 127.0.0.1, with seeded loss both ways,
+//! duplicates and reordering: every message arrives byte-exact (checked by
+//! the receiver's own reassembly, not by the sender's statistics), loss
+//! really happened (the receiver's counts), retransmissions follow it, and
+//! the sender gives up in bounded time when nobody answers.
+
+use std::net::UdpSocket;
+use std::time::{Duration, Instant};
+
+use softspin_slmp::testing::{Impairment, Outcome, ReferenceReceiver};
+use softspin_slmp::{Error, GiveUpReason, RtoConfig, Sender, SenderConfig, Stats, SyncMode, WindowMode};
+
+fn data(len: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// RTO bounds for a loopback test: low floor so 20 % loss at window 1 ends
+/// in seconds, but above scheduling noise.
+fn cfg(window: WindowMode) -> SenderConfig {
+    SenderConfig {
+        window,
+        rto: RtoConfig { initial: Duration::from_millis(50), min: Duration::from_millis(3), max: Duration::from_millis(500) },
+        ..SenderConfig::default()
+    }
+}
+
+fn transfer(msgs: &[Vec<u8>], imp: Impairment, c: SenderConfig) -> (Stats, Outcome, u32) {
+    let rx = ReferenceReceiver::spawn(imp).unwrap();
+    let mut s = Sender::connect(rx.addr(), c).unwrap();
+    let first = s.config().first_msg_id;
+    let refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
+    let stats = s.send_batch(&refs).unwrap_or_else(|e| panic!("send failed: {e}"));
+    (stats, rx.stop(), first)
+}
+
+fn check_exact(msgs: &[Vec<u8>], out: &Outcome, first: u32, what: &str) {
+    assert_eq!(out.messages.len(), msgs.len(), "{what}: complete messages");
+    for (i, m) in msgs.iter().enumerate() {
+        let got = &out.messages[&(first + i as u32)];
+        assert!(got == m, "{what}: message {i} differs ({} B vs {} B)", got.len(), m.len());
+    }
+}
+
+const SIZES: [usize; 3] = [1, 100 << 10, 4 << 20];
+
+fn matrix(window: WindowMode, seed: u64) {
+    for (li, loss) in [0.0, 0.05, 0.20].into_iter().enumerate() {
+        for (si, &size) in SIZES.iter().enumerate() {
+            let what = format!("window {window:?} loss {loss} size {size}");
+            let msg = vec![data(size, seed + si as u64)];
+            let imp = Impairment::lossy(seed * 100 + (li * 10 + si) as u64, loss, 0.05, 0.05);
+            let t = Instant::now();
+            let (st, out, first) = transfer(&msg, imp, cfg(window));
+            check_exact(&msg, &out, first, &what);
+            assert!(st.delivery_confirmed && st.unconfirmed_segments == 0, "{what}: {st:?}");
+            assert_eq!(st.acks_received, st.segments, "{what}");
+            assert_eq!(st.packets_sent, st.segments + st.retransmitted, "{what}");
+            if loss > 0.0 && st.segments >= 50 {
+                assert!(out.data_dropped > 0 && out.acks_dropped > 0, "{what}: the impairment dropped nothing: {out:?}");
+                assert!(st.retransmitted > 0, "{what}: loss but no retransmission");
+            }
+            if size >= 100 << 10 {
+                assert!(out.duplicated > 0 && out.reordered > 0, "{what}: {out:?}");
+            }
+            if let WindowMode::Fixed(n) = window {
+                assert_eq!((st.window.max, st.window.final_), (n, n), "{what}");
+            }
+            eprintln!(
+                "{what}: {:.2} s, sent {} retx {} (timeouts {}, fast {}) dupacks {} window final {} max {} rtt p50 {:.0} us",
+                t.elapsed().as_secs_f64(),
+                st.packets_sent,
+                st.retransmitted,
+                st.timeouts,
+                st.fast_retransmits,
+                st.duplicate_acks,
+                st.window.final_,
+                st.window.max,
+                st.rtt.p50_us
+            );
+        }
+    }
+}
+
+#[test]
+fn byte_exact_under_loss_window_auto() {
+    matrix(WindowMode::default(), 1);
+}
+
+#[test]
+fn byte_exact_under_loss_window_1() {
+    matrix(WindowMode::Fixed(1), 2);
+}
+
+#[test]
+fn byte_exact_under_loss_window_64() {
+    matrix(WindowMode::Fixed(64), 3);
+}
+
+/// A clean link and a window below the loopback socket buffer: nothing is
+/// lost, so nothing may be retransmitted, and the RTT is a loopback RTT.
+#[test]
+fn no_loss_no_retransmission_and_sane_rtt() {
+    let msgs = vec![data(100 << 10, 7), data(4 << 20, 8)];
+    let mut c = cfg(WindowMode::Fixed(32));
+    // A floor well above scheduling noise on a shared machine, so a late
+    // ACK is not taken for a loss.
+    c.rto.min = Duration::from_millis(100);
+    c.rto.initial = Duration::from_millis(200);
+    c.rto.max = Duration::from_secs(1);
+    let (st, out, first) = transfer(&msgs, Impairment::default(), c);
+    check_exact(&msgs, &out, first, "clean");
+    assert_eq!((st.retransmitted, st.timeouts, st.fast_retransmits, st.duplicate_acks), (0, 0, 0, 0), "{st:?}");
+    assert_eq!(st.packets_sent, st.segments);
+    let r = &st.rtt;
+    assert_eq!(r.samples, st.segments, "every ACK gives a sample without retransmission");
+    assert!(r.min_us > 0.0 && r.min_us <= r.p50_us && r.p50_us <= r.p99_us && r.p99_us <= r.max_us, "{r:?}");
+    assert!(r.p50_us < 50_000.0, "loopback p50 RTT {} us", r.p50_us);
+    assert!(r.srtt_us > 0.0 && r.rto_us >= 100_000.0, "{r:?}");
+    assert!(st.goodput_bps > 0.0 && st.elapsed_s > 0.0);
+}
+
+/// Several messages in flight at once under loss, one shared window.
+#[test]
+fn several_messages_in_flight() {
+    let msgs: Vec<Vec<u8>> = (0..6).map(|i| data(1 + i * 37_000, 40 + i as u64)).collect();
+    let (st, out, first) = transfer(&msgs, Impairment::lossy(11, 0.05, 0.05, 0.05), cfg(WindowMode::default()));
+    check_exact(&msgs, &out, first, "batch");
+    assert_eq!(st.messages, 6);
+    // Consecutive ids, then the next batch continues them.
+    assert_eq!(out.messages.keys().copied().collect::<Vec<_>>(), (first..first + 6).collect::<Vec<_>>());
+}
+
+#[test]
+fn sync_none_and_msg_report_unconfirmed_delivery() {
+    let msg = vec![data(100 << 10, 9)];
+    let segs = (100u64 << 10).div_ceil(softspin_slmp::DEFAULT_SEGMENT as u64);
+    let mut c = cfg(WindowMode::default());
+    c.sync = SyncMode::None;
+    c.ipg = Duration::from_micros(20);
+    let (st, out, _) = transfer(&msg, Impairment::default(), c.clone());
+    assert_eq!((st.acks_received, st.unconfirmed_segments, st.delivery_confirmed), (0, segs, false));
+    assert_eq!(out.acks_sent, 0, "sync none: no SYN, so no ACK");
+    c.sync = SyncMode::Msg;
+    let (st, out, first) = transfer(&msg, Impairment::default(), c);
+    assert_eq!(out.acks_sent, 2, "sync msg: SYN on first and last segment only");
+    assert_eq!((st.acks_received, st.unconfirmed_segments, st.delivery_confirmed), (2, segs - 2, false));
+    check_exact(&msg, &out, first, "sync msg, clean link");
+}
+
+/// Nobody listens: ICMP port unreachable, no ACK; an error naming the
+/// message within the idle limit, never a hang.
+#[test]
+fn gives_up_when_the_receiver_is_gone() {
+    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut c = cfg(WindowMode::default());
+    c.idle_timeout = Duration::from_millis(800);
+    c.first_msg_id = 77;
+    let mut s = Sender::connect(port, c).unwrap();
+    let t = Instant::now();
+    let e = s.send(&data(50_000, 1)).unwrap_err();
+    assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+    match &e {
+        Error::GaveUp { msg_id: 77, index: 0, reason: GiveUpReason::NoProgress { .. }, stats } => {
+            assert!(stats.packets_sent > 0 && stats.acks_received == 0 && !stats.delivery_confirmed);
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(e.to_string().contains("message id 77"), "{e}");
+}
+
+/// A receiver that drops every data packet: the retransmission limit ends
+/// the transfer, with backoff between the attempts.
+#[test]
+fn gives_up_after_max_retransmits() {
+    let rx = ReferenceReceiver::spawn(Impairment { drop_data: 1.0, ..Impairment::default() }).unwrap();
+    let mut c = cfg(WindowMode::Fixed(4));
+    c.max_retransmits = 4;
+    c.rto = RtoConfig { initial: Duration::from_millis(10), min: Duration::from_millis(10), max: Duration::from_secs(1) };
+    let mut s = Sender::connect(rx.addr(), c).unwrap();
+    let t = Instant::now();
+    let e = s.send(&data(10_000, 2)).unwrap_err();
+    let took = t.elapsed();
+    match &e {
+        Error::GaveUp { reason: GiveUpReason::Retransmits { count: 4, limit: 4, .. }, stats, .. } => {
+            // 4 segments in flight, each sent 5 times.
+            assert_eq!(stats.packets_sent, 20, "{stats:?}");
+            assert_eq!(stats.retransmitted, 16);
+        }
+        other => panic!("{other:?}"),
+    }
+    // Backoff: 10 + 20 + 40 + 80 + 160 ms at least before the 5th loss.
+    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "took {took:?}");
+    let out = rx.stop();
+    assert_eq!(out.data_dropped, 20);
+}
+
+#[test]
+fn bad_config_names_the_field() {
+    let to = "127.0.0.1:9".parse().unwrap();
+    for (c, field) in [
+        (SenderConfig { segment: 0, ..SenderConfig::default() }, "segment"),
+        (SenderConfig { segment: 70_000, ..SenderConfig::default() }, "segment"),
+        (SenderConfig { window: WindowMode::Fixed(0), ..SenderConfig::default() }, "window"),
+        (SenderConfig { window: WindowMode::Auto { initial: 8, max: 4 }, ..SenderConfig::default() }, "window"),
+        (SenderConfig { max_retransmits: 0, ..SenderConfig::default() }, "max_retransmits"),
+    ] {
+        match Sender::connect(to, c) {
+            Err(Error::Config { field: f, .. }) => assert_eq!(f, field),
+            Err(e) => panic!("{e}"),
+            Ok(_) => panic!("accepted bad {field}"),
+        }
+    }
+}
