@@ -16,14 +16,14 @@
  * Limits (README.md): SLMP_SLOTS messages at a time (msg_id modulo
  * SLMP_SLOTS picks the slot; another id on a busy slot is refused and
  * counted), SLMP_SEGS_MAX segments per message, so at most
- * SLMP_SEGS_MAX * seg_size bytes (2.86 MiB with the default 1462-byte segments),
+ * SLMP_SEGS_MAX * seg_size bytes (95 MiB with the default 1462-byte segments),
  * and at most msg_stride bytes.
  */
 #include <spin.h>
 #include <slmp.h>
 
 #define SLMP_SLOTS 16
-#define SLMP_BITMAP_WORDS 64
+#define SLMP_BITMAP_WORDS 2048 /* 65536 segments: 95 MiB at 1462 B */
 #define SLMP_SEGS_MAX (SLMP_BITMAP_WORDS * 32)
 /* Largest seg_size honoured (a jumbo frame's payload fits): keeps
  * SLMP_SEGS_MAX * seg_size + 1 within 32 bits. */

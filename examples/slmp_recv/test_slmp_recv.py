@@ -29,7 +29,7 @@ EOM, SYN, ACK = 0x8000, 0x4000, 0x2000
 # Counter indices and table geometry of handler.c.
 (SEGMENT, DUPLICATE, ACKS, COMPLETE, BAD_FRAME, MISALIGNED, OUT_OF_WINDOW, TOO_LARGE, SLOT_BUSY, EOM_CONFLICT,
  AFTER_DONE, CMD_FAILED, NOT_DATA) = range(13)
-SLOTS, SEGS_MAX = 16, 2048
+SLOTS, SEGS_MAX = 16, 65536
 
 
 def slmp_port_of(text: str, pattern: str) -> int:
@@ -287,7 +287,9 @@ def test_bad_frames_counted(image):
     assert r.acks == [] and r.notes == [] and not r.win.buffer.any()
     assert sum(n for _, (_, n) in c.items()) == len(frames)
     # A message larger than the bitmap: refused by index.
-    r2 = Receiver(image, seg=16, stride=1 << 16, window=SLOTS << 16)
+    stride = (SEGS_MAX + 1) * 16
+    r2 = Receiver(image, seg=16, stride=stride, window=SLOTS * stride)
+    assert struct.unpack("<I", r2.nic.nic_read(r2.img.symbol("slmp_segs_max"), 4))[0] == SEGS_MAX
     r2.feed([data_frame(2, SEGS_MAX * 16, b"y" * 16, EOM)])
     assert r2.count(TOO_LARGE) == 1 and not r2.win.buffer.any()
 
