@@ -19,6 +19,8 @@ command -v python3 >/dev/null || need_pkgs+=(python3)
 command -v ethtool >/dev/null || [ -x /usr/sbin/ethtool ] || need_pkgs+=(ethtool)
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need_pkgs+=(iproute2)
 command -v ping >/dev/null || [ -x /usr/bin/ping ] || need_pkgs+=(iputils-ping)
+# The SLMP dissector's test (tools/wireshark/slmp.lua under tshark).
+command -v tshark >/dev/null || need_pkgs+=(tshark)
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"
     if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then

@@ -1,0 +1,171 @@
+//! tools/wireshark/slmp.lua under tshark, on a capture built here with the
+//! project's own SLMP view (crates/wire), so the dissector and the Rust code
+//! must agree on port, flag bits and field layout. Skips with a message when
+//! tshark is missing (scripts/setup.sh installs it).
+
+use softspin_wire::slmp::{self, Flags};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .canonicalize()
+        .unwrap()
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Ethernet + IPv4 + UDP (checksum 0: none, legal in IPv4) around `udp_payload`.
+fn frame(dport: u16, udp_payload: &[u8]) -> Vec<u8> {
+    let udp_len = 8 + udp_payload.len();
+    let mut ip = vec![0x45, 0];
+    ip.extend_from_slice(&((20 + udp_len) as u16).to_be_bytes());
+    ip.extend_from_slice(&[0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1]);
+    let c = softspin_wire::checksum::checksum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00];
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&40000u16.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&(udp_len as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.extend_from_slice(udp_payload);
+    f
+}
+
+fn slmp_frame(flags: Flags, msg_id: u32, offset: u32, payload_len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; slmp::HEADER_LEN + payload_len];
+    let mut p = slmp::Packet::new_checked(&mut buf[..]).unwrap();
+    p.set_flags(flags);
+    p.set_msg_id(msg_id);
+    p.set_offset(offset);
+    for (i, b) in p.payload_mut().iter_mut().enumerate() {
+        *b = i as u8;
+    }
+    frame(slmp::UDP_PORT, &buf)
+}
+
+fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
+    // Classic pcap, microsecond timestamps, LINKTYPE_ETHERNET.
+    let mut out = Vec::new();
+    for v in [
+        0xa1b2_c3d4u32.to_le_bytes().to_vec(),
+        2u16.to_le_bytes().to_vec(),
+        4u16.to_le_bytes().to_vec(),
+    ] {
+        out.extend_from_slice(&v);
+    }
+    for v in [0u32, 0, 65535, 1] {
+        out.extend_from_slice(&v.to_le_bytes());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        for v in [1u32, i as u32, f.len() as u32, f.len() as u32] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        out.extend_from_slice(f);
+    }
+    out
+}
+
+#[test]
+fn tshark_shows_slmp_fields() {
+    if Command::new("tshark").arg("--version").output().is_err() {
+        eprintln!(
+            "skipping SLMP dissector test: tshark not installed (scripts/setup.sh installs it)"
+        );
+        return;
+    }
+    let syn = Flags::SYN;
+    let eom_syn = Flags(Flags::EOM.bits() | Flags::SYN.bits());
+    let ack = Flags(Flags::ACK.bits() | Flags::SYN.bits());
+    // (flags, msg id, offset, payload length) and the expected info column.
+    let cases: [(Flags, u32, u32, usize, &str); 5] = [
+        (syn, 7, 0, 1462, "SLMP msg 7 off 0 [SYN] len 1462"),
+        (Flags::NONE, 7, 1462, 1462, "SLMP msg 7 off 1462 len 1462"),
+        (
+            eom_syn,
+            7,
+            2924,
+            100,
+            "SLMP msg 7 off 2924 [SYN,EOM] len 100",
+        ),
+        (ack, 7, 2924, 0, "SLMP msg 7 off 2924 [SYN,ACK]"),
+        (
+            Flags::EOM,
+            u32::MAX,
+            0xdead_beef,
+            1,
+            "SLMP msg 4294967295 off 3735928559 [EOM] len 1",
+        ),
+    ];
+    let mut frames: Vec<Vec<u8>> = cases
+        .iter()
+        .map(|c| slmp_frame(c.0, c.1, c.2, c.3))
+        .collect();
+    // Not SLMP: another port; and a header cut short.
+    frames.push(frame(
+        slmp::UDP_PORT + 1,
+        &[0x40, 0, 0, 0, 0, 7, 0, 0, 0, 0],
+    ));
+    frames.push(frame(slmp::UDP_PORT, &[0x40, 0, 0, 0, 0]));
+    let dir = std::env::temp_dir().join(format!("softspin-dissector-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let cap = dir.join("slmp.pcap");
+    std::fs::write(&cap, pcap(&frames)).unwrap();
+
+    let lua = root().join("tools/wireshark/slmp.lua");
+    let fields = [
+        "slmp.flags",
+        "slmp.flags.eom",
+        "slmp.flags.syn",
+        "slmp.flags.ack",
+        "slmp.msg_id",
+        "slmp.offset",
+        "slmp.payload_len",
+        "_ws.col.Info",
+    ];
+    let mut cmd = Command::new("tshark");
+    cmd.arg("-X").arg(format!("lua_script:{}", lua.display()));
+    cmd.arg("-r")
+        .arg(&cap)
+        .args(["-T", "fields", "-E", "separator=|"]);
+    for f in fields {
+        cmd.args(["-e", f]);
+    }
+    let o = cmd.output().unwrap();
+    let _ = std::fs::remove_dir_all(&dir);
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "tshark failed: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split('|').collect()).collect();
+    assert_eq!(rows.len(), frames.len(), "{out}");
+    for (row, (flags, id, off, len, info)) in rows.iter().zip(cases.iter()) {
+        let bit = |b: bool| if b { "1" } else { "0" };
+        let want = [
+            format!("0x{:04x}", flags.bits()),
+            bit(flags.eom()).into(),
+            bit(flags.syn()).into(),
+            bit(flags.ack()).into(),
+            id.to_string(),
+            off.to_string(),
+            len.to_string(),
+            info.to_string(),
+        ];
+        assert_eq!(
+            row,
+            &want.iter().map(String::as_str).collect::<Vec<_>>(),
+            "{out}"
+        );
+    }
+    assert_eq!(
+        rows[5][4],
+        "",
+        "port {} decoded as SLMP: {out}",
+        slmp::UDP_PORT + 1
+    );
+    assert_eq!(rows[6][7], "SLMP (truncated)", "{out}");
+}
