@@ -122,6 +122,9 @@ pub struct Counters {
     pub tx_errors: u64,
     /// Frames still queued when the forwarder stopped (not sent).
     pub pending_at_exit: u64,
+    /// Frames the kernel dropped before the forwarder could read them (its
+    /// socket buffer was full): lost by overload, not by `loss`.
+    pub rx_kernel_drops: u64,
 }
 
 struct Held {

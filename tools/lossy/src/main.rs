@@ -190,6 +190,28 @@ fn packet_socket(ifname: &str) -> Result<OwnedFd> {
     }
 }
 
+/// Frames the kernel dropped on `fd`'s receive queue since the last call
+/// (PACKET_STATISTICS reads and resets {tp_packets, tp_drops}).
+fn kernel_drops(fd: &OwnedFd) -> u64 {
+    let mut st = [0u32; 2];
+    let mut len = std::mem::size_of_val(&st) as libc::socklen_t;
+    // SAFETY: st is valid for len bytes.
+    let r = unsafe {
+        libc::getsockopt(
+            fd.as_raw_fd(),
+            libc::SOL_PACKET,
+            libc::PACKET_STATISTICS,
+            st.as_mut_ptr() as *mut libc::c_void,
+            &mut len,
+        )
+    };
+    if r == 0 {
+        st[1] as u64
+    } else {
+        0
+    }
+}
+
 fn report(
     out: &mut dyn Write,
     t0: Instant,
@@ -313,13 +335,17 @@ fn run() -> Result<()> {
         }
         if let (Some(t), Some(e)) = (next_report, every) {
             if now >= t {
+                for i in 0..2 {
+                    dirs[i].counters.rx_kernel_drops += kernel_drops(&socks[i]);
+                }
                 report(&mut out, t0, false, &dirs, &sp)?;
                 next_report = Some(t + e);
             }
         }
     }
-    for d in &mut dirs {
+    for (d, s) in dirs.iter_mut().zip(&socks) {
         d.counters.pending_at_exit = d.pending();
+        d.counters.rx_kernel_drops += kernel_drops(s);
     }
     report(&mut out, t0, true, &dirs, &sp)
 }

@@ -286,6 +286,7 @@ fn clean_link_carries_ping_and_tcp_exactly() {
     for d in ["a2b", "b2a"] {
         assert_eq!(num(&r, d, "dropped"), 0, "{r}");
         assert_eq!(num(&r, d, "tx_errors"), 0, "{r}");
+        assert_eq!(num(&r, d, "rx_kernel_drops"), 0, "{r}");
         assert_eq!(num(&r, d, "forwarded"), num(&r, d, "frames_in"), "{r}");
     }
     // 1 MiB in at most 1500-byte frames went through M.
@@ -380,6 +381,7 @@ fn udp_loss_is_counted_and_real() {
         "dropped {dropped} of {N} at loss 0.2: {r}"
     );
     assert_eq!(num(&r, "a2b", "tx_errors"), 0, "{r}");
+    assert_eq!(num(&r, "a2b", "rx_kernel_drops"), 0, "{r}");
     assert_eq!(num(&r, "a2b", "duplicated"), 0, "{r}");
     // Exactly what M says it forwarded arrived, each once.
     assert_eq!(got.len() as u64, N as u64 - dropped, "{r}");
