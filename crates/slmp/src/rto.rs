@@ -45,7 +45,13 @@ pub struct RtoEstimator {
 
 impl RtoEstimator {
     pub fn new(cfg: RtoConfig) -> Self {
-        RtoEstimator { cfg, srtt: None, rttvar: Duration::ZERO, rto: cfg.initial.clamp(cfg.min, cfg.max), backoffs: 0 }
+        RtoEstimator {
+            cfg,
+            srtt: None,
+            rttvar: Duration::ZERO,
+            rto: cfg.initial.clamp(cfg.min, cfg.max),
+            backoffs: 0,
+        }
     }
 
     /// The current RTO (backoff included).
@@ -64,10 +70,19 @@ impl RtoEstimator {
 
     /// An ACK arrived `rtt` after the segment's last transmission.
     /// `retransmitted`: the segment was sent more than once, so by Karn's
-    /// rule the sample is ambiguous and ignored (and the backed-off RTO is
-    /// kept). Returns whether the sample was used.
+    /// rule the sample is ambiguous and ignored. The backoff is cleared
+    /// all the same (RTO back to SRTT + 4·RTTVAR): the ACK proves the path
+    /// delivers, and keeping a doubled RTO until a first-try segment gets
+    /// through (Karn and Partridge's original rule) makes the RTO grow
+    /// without bound on a randomly lossy link, where consecutive losses are
+    /// common and say nothing about a longer RTT. Returns whether the
+    /// sample was used.
     pub fn on_ack(&mut self, rtt: Duration, retransmitted: bool) -> bool {
         if retransmitted {
+            if self.srtt.is_some() && self.backoffs > 0 {
+                self.backoffs = 0;
+                self.rto = self.computed();
+            }
             return false;
         }
         match self.srtt {
@@ -85,9 +100,14 @@ impl RtoEstimator {
             }
         }
         self.backoffs = 0;
-        let srtt = self.srtt.unwrap_or_default();
-        self.rto = (srtt + (self.rttvar * 4).max(GRANULARITY)).clamp(self.cfg.min, self.cfg.max);
+        self.rto = self.computed();
         true
+    }
+
+    /// RFC 6298 §2.3: SRTT + max(G, 4·RTTVAR), within the bounds.
+    fn computed(&self) -> Duration {
+        let srtt = self.srtt.unwrap_or_default();
+        (srtt + (self.rttvar * 4).max(GRANULARITY)).clamp(self.cfg.min, self.cfg.max)
     }
 
     /// A retransmission timer expired: RFC 6298 §5.5, RTO doubles (up to
@@ -103,7 +123,11 @@ mod tests {
     use super::*;
 
     fn cfg() -> RtoConfig {
-        RtoConfig { initial: Duration::from_millis(100), min: Duration::from_micros(10), max: Duration::from_secs(1) }
+        RtoConfig {
+            initial: Duration::from_millis(100),
+            min: Duration::from_micros(10),
+            max: Duration::from_secs(1),
+        }
     }
 
     #[test]
@@ -124,21 +148,34 @@ mod tests {
     }
 
     #[test]
-    fn karn_ignores_retransmitted_samples_and_keeps_backoff() {
+    fn karn_ignores_retransmitted_samples() {
         let mut e = RtoEstimator::new(cfg());
         e.on_ack(Duration::from_micros(800), false);
         e.on_timeout();
-        assert_eq!(e.rto(), Duration::from_micros(4800));
-        // The ACK of the retransmission: ambiguous, ignored, RTO stays backed off.
+        e.on_timeout();
+        assert_eq!(e.rto(), Duration::from_micros(9600));
+        assert_eq!(e.backoffs(), 2);
+        // The ACK of the retransmission: ambiguous, so SRTT/RTTVAR are
+        // untouched (a 10 us sample would have moved them), and the RTO
+        // returns to 800 + 4*400 = 2400 us.
         assert!(!e.on_ack(Duration::from_micros(10), true));
-        assert_eq!(e.rto(), Duration::from_micros(4800));
         assert_eq!(e.srtt(), Some(Duration::from_micros(800)));
-        assert_eq!(e.backoffs(), 1);
-        // A fresh segment's sample clears the backoff: RTTVAR = 300 + 0 = 300,
-        // SRTT = 800, RTO = 800 + 1200 = 2000 us.
-        e.on_ack(Duration::from_micros(800), false);
-        assert_eq!(e.rto(), Duration::from_micros(2000));
+        assert_eq!(e.rttvar(), Duration::from_micros(400));
+        assert_eq!(e.rto(), Duration::from_micros(2400));
         assert_eq!(e.backoffs(), 0);
+        // A fresh segment's sample: RTTVAR = 300 + 0 = 300, SRTT = 800,
+        // RTO = 800 + 1200 = 2000 us.
+        assert!(e.on_ack(Duration::from_micros(800), false));
+        assert_eq!(e.rto(), Duration::from_micros(2000));
+    }
+
+    #[test]
+    fn no_sample_yet_keeps_the_backed_off_initial_rto() {
+        // Nothing measured: an ambiguous ACK gives nothing to fall back on.
+        let mut e = RtoEstimator::new(cfg());
+        e.on_timeout();
+        assert!(!e.on_ack(Duration::from_micros(10), true));
+        assert_eq!((e.rto(), e.srtt()), (Duration::from_millis(200), None));
     }
 
     #[test]
@@ -148,7 +185,10 @@ mod tests {
             e.on_timeout();
             assert_eq!(e.rto(), Duration::from_millis(want));
         }
-        let mut e = RtoEstimator::new(RtoConfig { min: Duration::from_millis(5), ..cfg() });
+        let mut e = RtoEstimator::new(RtoConfig {
+            min: Duration::from_millis(5),
+            ..cfg()
+        });
         e.on_ack(Duration::from_micros(50), false);
         assert_eq!(e.rto(), Duration::from_millis(5));
     }

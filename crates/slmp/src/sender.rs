@@ -4,8 +4,8 @@
 //! and gives up, with an error naming the message, when a segment cannot
 //! get through.
 
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::cmp::Reverse;
+use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
 use std::io::{self, ErrorKind};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -95,22 +95,42 @@ impl Default for SenderConfig {
 
 impl SenderConfig {
     pub fn validate(&self) -> Result<()> {
-        let bad = |field, value: String, limit| Err(Error::Config { field, value, limit });
+        let bad = |field, value: String, limit| {
+            Err(Error::Config {
+                field,
+                value,
+                limit,
+            })
+        };
         if self.segment == 0 || self.segment > MAX_SEGMENT {
-            return bad("segment", self.segment.to_string(), "1..=65497 bytes (a UDP/IPv4 datagram holds 65507 B, SLMP header 10 B)");
+            return bad(
+                "segment",
+                self.segment.to_string(),
+                "1..=65497 bytes (a UDP/IPv4 datagram holds 65507 B, SLMP header 10 B)",
+            );
         }
         match self.window {
             WindowMode::Fixed(n) if n == 0 || n > MAX_WINDOW => {
                 return bad("window", n.to_string(), "1..=65536 packets, or auto");
             }
-            WindowMode::Auto { initial, max } if initial == 0 || max == 0 || initial > max || max > MAX_WINDOW => {
-                return bad("window", format!("auto {initial}..{max}"), "1 <= initial <= max <= 65536 packets");
+            WindowMode::Auto { initial, max }
+                if initial == 0 || max == 0 || initial > max || max > MAX_WINDOW =>
+            {
+                return bad(
+                    "window",
+                    format!("auto {initial}..{max}"),
+                    "1 <= initial <= max <= 65536 packets",
+                );
             }
             _ => {}
         }
         let r = self.rto;
         if r.min.is_zero() || r.min > r.initial || r.initial > r.max {
-            return bad("rto", format!("min {:?} initial {:?} max {:?}", r.min, r.initial, r.max), "0 < min <= initial <= max");
+            return bad(
+                "rto",
+                format!("min {:?} initial {:?} max {:?}", r.min, r.initial, r.max),
+                "0 < min <= initial <= max",
+            );
         }
         if self.max_retransmits == 0 {
             return bad("max_retransmits", "0".into(), "at least 1");
@@ -155,7 +175,11 @@ impl Sender {
     /// Bind an ephemeral port of `peer`'s address family and connect to
     /// `peer` (so only its datagrams and its ICMP errors reach us).
     pub fn connect(peer: SocketAddr, cfg: SenderConfig) -> Result<Sender> {
-        let local: SocketAddr = if peer.is_ipv4() { (Ipv4Addr::UNSPECIFIED, 0).into() } else { (Ipv6Addr::UNSPECIFIED, 0).into() };
+        let local: SocketAddr = if peer.is_ipv4() {
+            (Ipv4Addr::UNSPECIFIED, 0).into()
+        } else {
+            (Ipv6Addr::UNSPECIFIED, 0).into()
+        };
         let sock = UdpSocket::bind(local).map_err(|e| Error::io("bind", e))?;
         Self::with_socket(sock, peer, cfg)
     }
@@ -164,12 +188,20 @@ impl Sender {
     pub fn with_socket(sock: UdpSocket, peer: SocketAddr, cfg: SenderConfig) -> Result<Sender> {
         cfg.validate()?;
         sock.connect(peer).map_err(|e| Error::io("connect", e))?;
-        sock.set_nonblocking(true).map_err(|e| Error::io("set_nonblocking", e))?;
+        sock.set_nonblocking(true)
+            .map_err(|e| Error::io("set_nonblocking", e))?;
         let aimd = match cfg.window {
             WindowMode::Auto { initial, max } => Some(Aimd::new(initial, max)),
             WindowMode::Fixed(_) => None,
         };
-        Ok(Sender { sock, peer, next_msg_id: cfg.first_msg_id, rto: RtoEstimator::new(cfg.rto), aimd, cfg })
+        Ok(Sender {
+            sock,
+            peer,
+            next_msg_id: cfg.first_msg_id,
+            rto: RtoEstimator::new(cfg.rto),
+            aimd,
+            cfg,
+        })
     }
 
     pub fn peer(&self) -> SocketAddr {
@@ -192,7 +224,10 @@ impl Sender {
     pub fn send_batch(&mut self, msgs: &[&[u8]]) -> Result<Stats> {
         for (index, m) in msgs.iter().enumerate() {
             if m.len() as u64 > MAX_MESSAGE {
-                return Err(Error::MessageTooLarge { index, len: m.len() as u64 });
+                return Err(Error::MessageTooLarge {
+                    index,
+                    len: m.len() as u64,
+                });
             }
         }
         let first_id = self.next_msg_id;
@@ -202,7 +237,17 @@ impl Sender {
         let stats = run.finish();
         match r {
             Ok(()) => Ok(stats),
-            Err(Error::GaveUp { msg_id, index, reason, .. }) => Err(Error::GaveUp { msg_id, index, reason, stats: Box::new(stats) }),
+            Err(Error::GaveUp {
+                msg_id,
+                index,
+                reason,
+                ..
+            }) => Err(Error::GaveUp {
+                msg_id,
+                index,
+                reason,
+                stats: Box::new(stats),
+            }),
             Err(e) => Err(e),
         }
     }
@@ -227,6 +272,7 @@ struct Run<'a, 's> {
     next_tx: u64,
     /// Timeouts of transmissions numbered below this do not back off again.
     backoff_until_tx: u64,
+    last_send_at: Instant,
     start: Instant,
     last_progress: Instant,
     next_paced: Instant,
@@ -238,7 +284,10 @@ struct Run<'a, 's> {
 impl<'a, 's> Run<'a, 's> {
     fn new(s: &'s mut Sender, msgs: &'a [&'a [u8]], first_id: u32) -> Self {
         let seg = s.cfg.segment as u64;
-        let seg_count: Vec<u32> = msgs.iter().map(|m| (m.len() as u64).div_ceil(seg).max(1) as u32).collect();
+        let seg_count: Vec<u32> = msgs
+            .iter()
+            .map(|m| (m.len() as u64).div_ceil(seg).max(1) as u32)
+            .collect();
         let syn_per_msg = seg_count
             .iter()
             .map(|&n| match s.cfg.sync {
@@ -258,7 +307,15 @@ impl<'a, 's> Run<'a, 's> {
             bytes: msgs.iter().map(|m| m.len() as u64).sum(),
             segment_bytes: seg,
             segments: seg_count.iter().map(|&n| u64::from(n)).sum(),
-            window: WindowStats { mode, initial, min: initial, max: initial, final_: initial, samples: vec![(0, initial)], ..WindowStats::default() },
+            window: WindowStats {
+                mode,
+                initial,
+                min: initial,
+                max: initial,
+                final_: initial,
+                samples: vec![(0, initial)],
+                ..WindowStats::default()
+            },
             ..Stats::default()
         };
         let buf = vec![0u8; HEADER_LEN + s.cfg.segment.max(64)];
@@ -277,6 +334,7 @@ impl<'a, 's> Run<'a, 's> {
             acked: HashSet::new(),
             next_tx: 0,
             backoff_until_tx: 0,
+            last_send_at: now,
             start: now,
             last_progress: now,
             next_paced: now,
@@ -322,7 +380,12 @@ impl<'a, 's> Run<'a, 's> {
                 if syn {
                     flags = flags | Flags::SYN;
                 }
-                return Some(Seg { msg: mi as u32, offset: off as u32, len: n as u32, flags });
+                return Some(Seg {
+                    msg: mi as u32,
+                    offset: off as u32,
+                    len: n as u32,
+                    flags,
+                });
             }
             mi += 1;
             off = 0;
@@ -344,7 +407,10 @@ impl<'a, 's> Run<'a, 's> {
     }
 
     fn all_confirmed(&self) -> bool {
-        self.acked_per_msg.iter().zip(&self.syn_per_msg).all(|(a, s)| a >= s)
+        self.acked_per_msg
+            .iter()
+            .zip(&self.syn_per_msg)
+            .all(|(a, s)| a >= s)
     }
 
     fn run(&mut self) -> Result<()> {
@@ -355,9 +421,19 @@ impl<'a, 's> Run<'a, 's> {
             if self.done_sending() && self.out.is_empty() && self.all_confirmed() {
                 return Ok(());
             }
-            if self.s.cfg.sync != SyncMode::None && now.duration_since(self.last_progress) > self.s.cfg.idle_timeout {
-                let index = (0..self.msgs.len()).find(|&i| self.acked_per_msg[i] < self.syn_per_msg[i]).unwrap_or(0);
-                return Err(self.gave_up(index, GiveUpReason::NoProgress { idle: self.s.cfg.idle_timeout, icmp_unreachable: self.st.icmp_unreachable }));
+            if self.s.cfg.sync != SyncMode::None
+                && now.duration_since(self.last_progress) > self.s.cfg.idle_timeout
+            {
+                let index = (0..self.msgs.len())
+                    .find(|&i| self.acked_per_msg[i] < self.syn_per_msg[i])
+                    .unwrap_or(0);
+                return Err(self.gave_up(
+                    index,
+                    GiveUpReason::NoProgress {
+                        idle: self.s.cfg.idle_timeout,
+                        icmp_unreachable: self.st.icmp_unreachable,
+                    },
+                ));
             }
             // Wait for an ACK until the next thing to do: a timer, a paced
             // send, or the idle limit.
@@ -370,7 +446,9 @@ impl<'a, 's> Run<'a, 's> {
                 until = until.min(self.next_paced);
             }
             let now = Instant::now();
-            let wait = until.saturating_duration_since(now).min(Duration::from_millis(50));
+            let wait = until
+                .saturating_duration_since(now)
+                .min(Duration::from_millis(50));
             self.receive(wait)?;
         }
     }
@@ -401,7 +479,9 @@ impl<'a, 's> Run<'a, 's> {
                 self.st.retransmitted += 1;
                 self.track(seg, transmissions + 1, now);
             }
-            let Some(seg) = self.peek_fresh() else { return Ok(()) };
+            let Some(seg) = self.peek_fresh() else {
+                return Ok(());
+            };
             if seg.flags.syn() {
                 if self.out.len() as u32 >= self.window() {
                     return Ok(());
@@ -424,8 +504,17 @@ impl<'a, 's> Run<'a, 's> {
     fn track(&mut self, seg: Seg, transmissions: u32, _now: Instant) {
         let key = (self.first_id.wrapping_add(seg.msg), seg.offset);
         let tx = self.next_tx - 1;
-        let sent_at = Instant::now();
-        self.out.insert(key, Outstanding { seg, tx, sent_at, transmissions, later_acked: 0 });
+        let sent_at = self.last_send_at;
+        self.out.insert(
+            key,
+            Outstanding {
+                seg,
+                tx,
+                sent_at,
+                transmissions,
+                later_acked: 0,
+            },
+        );
         self.by_tx.insert(tx, key);
         self.timers.push(Reverse((sent_at + self.s.rto.rto(), tx)));
     }
@@ -436,13 +525,26 @@ impl<'a, 's> Run<'a, 's> {
         let msg_id = self.first_id.wrapping_add(seg.msg);
         {
             let mut p = Packet::new_unchecked(&mut self.buf[..n]);
-            Repr { flags: seg.flags, msg_id, offset: seg.offset }.emit(&mut p).expect("buffer sized for the header");
+            Repr {
+                flags: seg.flags,
+                msg_id,
+                offset: seg.offset,
+            }
+            .emit(&mut p)
+            .expect("buffer sized for the header");
             let start = seg.offset as usize;
-            p.payload_mut().copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
+            p.payload_mut()
+                .copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
         }
+        // Before the send: on loopback the ACK can be back before send()
+        // returns, and a later timestamp would understate the RTT.
+        self.last_send_at = Instant::now();
         match self.s.sock.send(&self.buf[..n]) {
             Ok(_) => {}
-            Err(e) if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(105 /* ENOBUFS */) => {
+            Err(e)
+                if e.kind() == ErrorKind::WouldBlock
+                    || e.raw_os_error() == Some(105 /* ENOBUFS */) =>
+            {
                 self.st.send_would_block += 1;
                 return Ok(false);
             }
@@ -469,7 +571,9 @@ impl<'a, 's> Run<'a, 's> {
                 break;
             }
             self.timers.pop();
-            let Some(&key) = self.by_tx.get(&tx) else { continue };
+            let Some(&key) = self.by_tx.get(&tx) else {
+                continue;
+            };
             self.st.timeouts += 1;
             if tx >= self.backoff_until_tx {
                 self.s.rto.on_timeout();
@@ -486,7 +590,11 @@ impl<'a, 's> Run<'a, 's> {
         if o.transmissions > self.s.cfg.max_retransmits {
             return Err(self.gave_up(
                 o.seg.msg as usize,
-                GiveUpReason::Retransmits { offset: o.seg.offset, count: o.transmissions - 1, limit: self.s.cfg.max_retransmits },
+                GiveUpReason::Retransmits {
+                    offset: o.seg.offset,
+                    count: o.transmissions - 1,
+                    limit: self.s.cfg.max_retransmits,
+                },
             ));
         }
         if let Some(a) = self.s.aimd.as_mut() {
@@ -500,7 +608,12 @@ impl<'a, 's> Run<'a, 's> {
     }
 
     fn gave_up(&self, index: usize, reason: GiveUpReason) -> Error {
-        Error::GaveUp { msg_id: self.first_id.wrapping_add(index as u32), index, reason, stats: Box::default() }
+        Error::GaveUp {
+            msg_id: self.first_id.wrapping_add(index as u32),
+            index,
+            reason,
+            stats: Box::default(),
+        }
     }
 
     /// Wait up to `wait` for a datagram, then take every one queued.
@@ -508,19 +621,19 @@ impl<'a, 's> Run<'a, 's> {
         let mut buf = [0u8; 64];
         let mut first = true;
         loop {
-            let r = if first && !wait.is_zero() {
-                self.s.sock.set_nonblocking(false).map_err(|e| Error::io("set_nonblocking", e))?;
-                self.s.sock.set_read_timeout(Some(wait)).map_err(|e| Error::io("set_read_timeout", e))?;
-                let r = self.s.sock.recv(&mut buf);
-                self.s.sock.set_nonblocking(true).map_err(|e| Error::io("set_nonblocking", e))?;
-                r
-            } else {
-                self.s.sock.recv(&mut buf)
-            };
+            if first
+                && !wait.is_zero()
+                && !crate::wait_readable(&self.s.sock, wait).map_err(|e| Error::io("ppoll", e))?
+            {
+                return Ok(());
+            }
+            let r = self.s.sock.recv(&mut buf);
             first = false;
             match r {
                 Ok(n) => self.on_datagram(&buf[..n.min(buf.len())], n)?,
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => return Ok(()),
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    return Ok(())
+                }
                 Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
                     self.st.icmp_unreachable += 1;
                     return Ok(());
@@ -547,7 +660,12 @@ impl<'a, 's> Run<'a, 's> {
         let now = Instant::now();
         let (seg, transmissions, rtt, tx) = if let Some(o) = self.out.remove(&key) {
             self.by_tx.remove(&o.tx);
-            (o.seg, o.transmissions, Some(now.duration_since(o.sent_at)), Some(o.tx))
+            (
+                o.seg,
+                o.transmissions,
+                Some(now.duration_since(o.sent_at)),
+                Some(o.tx),
+            )
         } else if let Some((seg, transmissions)) = self.lost.remove(&key) {
             // Declared lost too early: the ACK still confirms it.
             (seg, transmissions, None, None)
@@ -571,13 +689,18 @@ impl<'a, 's> Run<'a, 's> {
             a.on_ack();
         }
         // Reorder evidence: segments sent before this one and still
-        // unacknowledged; REORDER_THRESHOLD such ACKs and one is lost.
+        // unacknowledged; REORDER_THRESHOLD such ACKs and one is lost. A
+        // small window cannot produce 3 later ACKs, so, as TCP's Early
+        // Retransmit (RFC 5827), the threshold drops to window - 1.
         if let Some(tx) = tx {
+            let threshold = REORDER_THRESHOLD
+                .min(self.window().saturating_sub(1))
+                .max(1);
             let mut lost = Vec::new();
             for (_, k) in self.by_tx.range(..tx) {
                 let o = self.out.get_mut(k).expect("indexed segment");
                 o.later_acked += 1;
-                if o.later_acked >= REORDER_THRESHOLD {
+                if o.later_acked >= threshold {
                     lost.push(*k);
                 }
             }
@@ -599,7 +722,11 @@ impl<'a, 's> Run<'a, 's> {
         st.rtt.rto_us = r.rto().as_secs_f64() * 1e6;
         st.window.final_ = self.window();
         st.elapsed_s = self.start.elapsed().as_secs_f64();
-        st.goodput_bps = if st.elapsed_s > 0.0 { st.bytes as f64 * 8.0 / st.elapsed_s } else { 0.0 };
+        st.goodput_bps = if st.elapsed_s > 0.0 {
+            st.bytes as f64 * 8.0 / st.elapsed_s
+        } else {
+            0.0
+        };
         st.unconfirmed_segments = st.segments.saturating_sub(st.acks_received);
         st.delivery_confirmed = st.unconfirmed_segments == 0;
         st

@@ -35,7 +35,14 @@ pub struct Impairment {
 impl Impairment {
     /// Loss `p` both ways, with `dup` duplicates and `reorder` reordering.
     pub fn lossy(seed: u64, p: f64, dup: f64, reorder: f64) -> Impairment {
-        Impairment { seed, drop_data: p, drop_ack: p, duplicate: dup, reorder, max_delay: Duration::from_micros(500) }
+        Impairment {
+            seed,
+            drop_data: p,
+            drop_ack: p,
+            duplicate: dup,
+            reorder,
+            max_delay: Duration::from_micros(500),
+        }
     }
 }
 
@@ -95,12 +102,16 @@ impl ReferenceReceiver {
 
     pub fn spawn_on(bind: SocketAddr, imp: Impairment) -> std::io::Result<ReferenceReceiver> {
         let sock = UdpSocket::bind(bind)?;
-        sock.set_read_timeout(Some(Duration::from_millis(2)))?;
+        sock.set_nonblocking(true)?;
         let addr = sock.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let handle = std::thread::spawn(move || serve(sock, imp, flag));
-        Ok(ReferenceReceiver { addr, stop, handle: Some(handle) })
+        Ok(ReferenceReceiver {
+            addr,
+            stop,
+            handle: Some(handle),
+        })
     }
 
     pub fn addr(&self) -> SocketAddr {
@@ -131,6 +142,8 @@ fn serve(sock: UdpSocket, imp: Impairment, stop: Arc<AtomicBool>) -> Outcome {
     let mut buf = vec![0u8; 65_536];
     let mut quiet_since: Option<Instant> = None;
     loop {
+        // A short wait, so held packets leave close to their delay.
+        let _ = crate::wait_readable(&sock, Duration::from_micros(100));
         let got = match sock.recv_from(&mut buf) {
             Ok((n, from)) => Some((buf[..n].to_vec(), from)),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => None,
@@ -159,7 +172,8 @@ fn serve(sock: UdpSocket, imp: Impairment, stop: Arc<AtomicBool>) -> Outcome {
                 } else if rng.chance(imp.reorder) {
                     out.reordered += 1;
                     let later = 1 + (rng.next() % 3) as u32;
-                    let delay = Duration::from_nanos(rng.next() % (imp.max_delay.as_nanos() as u64 + 1));
+                    let delay =
+                        Duration::from_nanos(rng.next() % (imp.max_delay.as_nanos() as u64 + 1));
                     held.push_back((now + delay, later, d, from));
                 } else {
                     let dup = rng.chance(imp.duplicate);
@@ -243,7 +257,12 @@ fn deliver(
         }
         let mut ack = [0u8; HEADER_LEN];
         let mut a = Packet::new_unchecked(&mut ack[..]);
-        Repr { flags: repr.flags | Flags::ACK, ..repr }.emit(&mut a).expect("header-sized buffer");
+        Repr {
+            flags: repr.flags | Flags::ACK,
+            ..repr
+        }
+        .emit(&mut a)
+        .expect("header-sized buffer");
         if sock.send_to(&ack, from).is_ok() {
             out.acks_sent += 1;
         }

@@ -35,7 +35,10 @@ pub const AUTO_MAX: u32 = 4096;
 
 impl Default for WindowMode {
     fn default() -> Self {
-        WindowMode::Auto { initial: AUTO_INITIAL, max: AUTO_MAX }
+        WindowMode::Auto {
+            initial: AUTO_INITIAL,
+            max: AUTO_MAX,
+        }
     }
 }
 
@@ -54,7 +57,13 @@ pub struct Aimd {
 impl Aimd {
     pub fn new(initial: u32, max: u32) -> Self {
         let max = f64::from(max.max(1));
-        Aimd { cwnd: f64::from(initial.max(1)).min(max), ssthresh: max, max, recovery_until: 0, decreases: 0 }
+        Aimd {
+            cwnd: f64::from(initial.max(1)).min(max),
+            ssthresh: max,
+            max,
+            recovery_until: 0,
+            decreases: 0,
+        }
     }
 
     /// Whole packets allowed in flight.

@@ -9,7 +9,9 @@ use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
 use softspin_slmp::testing::{Impairment, Outcome, ReferenceReceiver};
-use softspin_slmp::{Error, GiveUpReason, RtoConfig, Sender, SenderConfig, Stats, SyncMode, WindowMode};
+use softspin_slmp::{
+    Error, GiveUpReason, RtoConfig, Sender, SenderConfig, Stats, SyncMode, WindowMode,
+};
 
 fn data(len: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
@@ -28,7 +30,11 @@ fn data(len: usize, seed: u64) -> Vec<u8> {
 fn cfg(window: WindowMode) -> SenderConfig {
     SenderConfig {
         window,
-        rto: RtoConfig { initial: Duration::from_millis(50), min: Duration::from_millis(3), max: Duration::from_millis(500) },
+        rto: RtoConfig {
+            initial: Duration::from_millis(50),
+            min: Duration::from_millis(1),
+            max: Duration::from_millis(500),
+        },
         ..SenderConfig::default()
     }
 }
@@ -38,7 +44,9 @@ fn transfer(msgs: &[Vec<u8>], imp: Impairment, c: SenderConfig) -> (Stats, Outco
     let mut s = Sender::connect(rx.addr(), c).unwrap();
     let first = s.config().first_msg_id;
     let refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
-    let stats = s.send_batch(&refs).unwrap_or_else(|e| panic!("send failed: {e}"));
+    let stats = s
+        .send_batch(&refs)
+        .unwrap_or_else(|e| panic!("send failed: {e}"));
     (stats, rx.stop(), first)
 }
 
@@ -46,7 +54,12 @@ fn check_exact(msgs: &[Vec<u8>], out: &Outcome, first: u32, what: &str) {
     assert_eq!(out.messages.len(), msgs.len(), "{what}: complete messages");
     for (i, m) in msgs.iter().enumerate() {
         let got = &out.messages[&(first + i as u32)];
-        assert!(got == m, "{what}: message {i} differs ({} B vs {} B)", got.len(), m.len());
+        assert!(
+            got == m,
+            "{what}: message {i} differs ({} B vs {} B)",
+            got.len(),
+            m.len()
+        );
     }
 }
 
@@ -61,11 +74,17 @@ fn matrix(window: WindowMode, seed: u64) {
             let t = Instant::now();
             let (st, out, first) = transfer(&msg, imp, cfg(window));
             check_exact(&msg, &out, first, &what);
-            assert!(st.delivery_confirmed && st.unconfirmed_segments == 0, "{what}: {st:?}");
+            assert!(
+                st.delivery_confirmed && st.unconfirmed_segments == 0,
+                "{what}: {st:?}"
+            );
             assert_eq!(st.acks_received, st.segments, "{what}");
             assert_eq!(st.packets_sent, st.segments + st.retransmitted, "{what}");
             if loss > 0.0 && st.segments >= 50 {
-                assert!(out.data_dropped > 0 && out.acks_dropped > 0, "{what}: the impairment dropped nothing: {out:?}");
+                assert!(
+                    out.data_dropped > 0 && out.acks_dropped > 0,
+                    "{what}: the impairment dropped nothing: {out:?}"
+                );
                 assert!(st.retransmitted > 0, "{what}: loss but no retransmission");
             }
             if size >= 100 << 10 {
@@ -75,7 +94,7 @@ fn matrix(window: WindowMode, seed: u64) {
                 assert_eq!((st.window.max, st.window.final_), (n, n), "{what}");
             }
             eprintln!(
-                "{what}: {:.2} s, sent {} retx {} (timeouts {}, fast {}) dupacks {} window final {} max {} rtt p50 {:.0} us",
+                "{what}: {:.2} s, sent {} retx {} (timeouts {}, fast {}) dupacks {} window final {} max {} rtt p50 {:.0} p99 {:.0} srtt {:.0} rttvar {:.0} rto {:.0} us",
                 t.elapsed().as_secs_f64(),
                 st.packets_sent,
                 st.retransmitted,
@@ -84,7 +103,11 @@ fn matrix(window: WindowMode, seed: u64) {
                 st.duplicate_acks,
                 st.window.final_,
                 st.window.max,
-                st.rtt.p50_us
+                st.rtt.p50_us,
+                st.rtt.p99_us,
+                st.rtt.srtt_us,
+                st.rtt.rttvar_us,
+                st.rtt.rto_us
             );
         }
     }
@@ -118,11 +141,26 @@ fn no_loss_no_retransmission_and_sane_rtt() {
     c.rto.max = Duration::from_secs(1);
     let (st, out, first) = transfer(&msgs, Impairment::default(), c);
     check_exact(&msgs, &out, first, "clean");
-    assert_eq!((st.retransmitted, st.timeouts, st.fast_retransmits, st.duplicate_acks), (0, 0, 0, 0), "{st:?}");
+    assert_eq!(
+        (
+            st.retransmitted,
+            st.timeouts,
+            st.fast_retransmits,
+            st.duplicate_acks
+        ),
+        (0, 0, 0, 0),
+        "{st:?}"
+    );
     assert_eq!(st.packets_sent, st.segments);
     let r = &st.rtt;
-    assert_eq!(r.samples, st.segments, "every ACK gives a sample without retransmission");
-    assert!(r.min_us > 0.0 && r.min_us <= r.p50_us && r.p50_us <= r.p99_us && r.p99_us <= r.max_us, "{r:?}");
+    assert_eq!(
+        r.samples, st.segments,
+        "every ACK gives a sample without retransmission"
+    );
+    assert!(
+        r.min_us > 0.0 && r.min_us <= r.p50_us && r.p50_us <= r.p99_us && r.p99_us <= r.max_us,
+        "{r:?}"
+    );
     assert!(r.p50_us < 50_000.0, "loopback p50 RTT {} us", r.p50_us);
     assert!(r.srtt_us > 0.0 && r.rto_us >= 100_000.0, "{r:?}");
     assert!(st.goodput_bps > 0.0 && st.elapsed_s > 0.0);
@@ -131,12 +169,21 @@ fn no_loss_no_retransmission_and_sane_rtt() {
 /// Several messages in flight at once under loss, one shared window.
 #[test]
 fn several_messages_in_flight() {
-    let msgs: Vec<Vec<u8>> = (0..6).map(|i| data(1 + i * 37_000, 40 + i as u64)).collect();
-    let (st, out, first) = transfer(&msgs, Impairment::lossy(11, 0.05, 0.05, 0.05), cfg(WindowMode::default()));
+    let msgs: Vec<Vec<u8>> = (0..6)
+        .map(|i| data(1 + i * 37_000, 40 + i as u64))
+        .collect();
+    let (st, out, first) = transfer(
+        &msgs,
+        Impairment::lossy(11, 0.05, 0.05, 0.05),
+        cfg(WindowMode::default()),
+    );
     check_exact(&msgs, &out, first, "batch");
     assert_eq!(st.messages, 6);
     // Consecutive ids, then the next batch continues them.
-    assert_eq!(out.messages.keys().copied().collect::<Vec<_>>(), (first..first + 6).collect::<Vec<_>>());
+    assert_eq!(
+        out.messages.keys().copied().collect::<Vec<_>>(),
+        (first..first + 6).collect::<Vec<_>>()
+    );
 }
 
 #[test]
@@ -147,12 +194,29 @@ fn sync_none_and_msg_report_unconfirmed_delivery() {
     c.sync = SyncMode::None;
     c.ipg = Duration::from_micros(20);
     let (st, out, _) = transfer(&msg, Impairment::default(), c.clone());
-    assert_eq!((st.acks_received, st.unconfirmed_segments, st.delivery_confirmed), (0, segs, false));
+    assert_eq!(
+        (
+            st.acks_received,
+            st.unconfirmed_segments,
+            st.delivery_confirmed
+        ),
+        (0, segs, false)
+    );
     assert_eq!(out.acks_sent, 0, "sync none: no SYN, so no ACK");
     c.sync = SyncMode::Msg;
     let (st, out, first) = transfer(&msg, Impairment::default(), c);
-    assert_eq!(out.acks_sent, 2, "sync msg: SYN on first and last segment only");
-    assert_eq!((st.acks_received, st.unconfirmed_segments, st.delivery_confirmed), (2, segs - 2, false));
+    assert_eq!(
+        out.acks_sent, 2,
+        "sync msg: SYN on first and last segment only"
+    );
+    assert_eq!(
+        (
+            st.acks_received,
+            st.unconfirmed_segments,
+            st.delivery_confirmed
+        ),
+        (2, segs - 2, false)
+    );
     check_exact(&msg, &out, first, "sync msg, clean link");
 }
 
@@ -160,17 +224,31 @@ fn sync_none_and_msg_report_unconfirmed_delivery() {
 /// message within the idle limit, never a hang.
 #[test]
 fn gives_up_when_the_receiver_is_gone() {
-    let port = UdpSocket::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let mut c = cfg(WindowMode::default());
     c.idle_timeout = Duration::from_millis(800);
     c.first_msg_id = 77;
     let mut s = Sender::connect(port, c).unwrap();
     let t = Instant::now();
     let e = s.send(&data(50_000, 1)).unwrap_err();
-    assert!(t.elapsed() < Duration::from_secs(3), "took {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(3),
+        "took {:?}",
+        t.elapsed()
+    );
     match &e {
-        Error::GaveUp { msg_id: 77, index: 0, reason: GiveUpReason::NoProgress { .. }, stats } => {
-            assert!(stats.packets_sent > 0 && stats.acks_received == 0 && !stats.delivery_confirmed);
+        Error::GaveUp {
+            msg_id: 77,
+            index: 0,
+            reason: GiveUpReason::NoProgress { .. },
+            stats,
+        } => {
+            assert!(
+                stats.packets_sent > 0 && stats.acks_received == 0 && !stats.delivery_confirmed
+            );
         }
         other => panic!("{other:?}"),
     }
@@ -181,16 +259,30 @@ fn gives_up_when_the_receiver_is_gone() {
 /// the transfer, with backoff between the attempts.
 #[test]
 fn gives_up_after_max_retransmits() {
-    let rx = ReferenceReceiver::spawn(Impairment { drop_data: 1.0, ..Impairment::default() }).unwrap();
+    let rx = ReferenceReceiver::spawn(Impairment {
+        drop_data: 1.0,
+        ..Impairment::default()
+    })
+    .unwrap();
     let mut c = cfg(WindowMode::Fixed(4));
     c.max_retransmits = 4;
-    c.rto = RtoConfig { initial: Duration::from_millis(10), min: Duration::from_millis(10), max: Duration::from_secs(1) };
+    c.rto = RtoConfig {
+        initial: Duration::from_millis(10),
+        min: Duration::from_millis(10),
+        max: Duration::from_secs(1),
+    };
     let mut s = Sender::connect(rx.addr(), c).unwrap();
     let t = Instant::now();
     let e = s.send(&data(10_000, 2)).unwrap_err();
     let took = t.elapsed();
     match &e {
-        Error::GaveUp { reason: GiveUpReason::Retransmits { count: 4, limit: 4, .. }, stats, .. } => {
+        Error::GaveUp {
+            reason: GiveUpReason::Retransmits {
+                count: 4, limit: 4, ..
+            },
+            stats,
+            ..
+        } => {
             // 4 segments in flight, each sent 5 times.
             assert_eq!(stats.packets_sent, 20, "{stats:?}");
             assert_eq!(stats.retransmitted, 16);
@@ -198,7 +290,10 @@ fn gives_up_after_max_retransmits() {
         other => panic!("{other:?}"),
     }
     // Backoff: 10 + 20 + 40 + 80 + 160 ms at least before the 5th loss.
-    assert!(took >= Duration::from_millis(300) && took < Duration::from_secs(3), "took {took:?}");
+    assert!(
+        took >= Duration::from_millis(300) && took < Duration::from_secs(3),
+        "took {took:?}"
+    );
     let out = rx.stop();
     assert_eq!(out.data_dropped, 20);
 }
@@ -207,11 +302,41 @@ fn gives_up_after_max_retransmits() {
 fn bad_config_names_the_field() {
     let to = "127.0.0.1:9".parse().unwrap();
     for (c, field) in [
-        (SenderConfig { segment: 0, ..SenderConfig::default() }, "segment"),
-        (SenderConfig { segment: 70_000, ..SenderConfig::default() }, "segment"),
-        (SenderConfig { window: WindowMode::Fixed(0), ..SenderConfig::default() }, "window"),
-        (SenderConfig { window: WindowMode::Auto { initial: 8, max: 4 }, ..SenderConfig::default() }, "window"),
-        (SenderConfig { max_retransmits: 0, ..SenderConfig::default() }, "max_retransmits"),
+        (
+            SenderConfig {
+                segment: 0,
+                ..SenderConfig::default()
+            },
+            "segment",
+        ),
+        (
+            SenderConfig {
+                segment: 70_000,
+                ..SenderConfig::default()
+            },
+            "segment",
+        ),
+        (
+            SenderConfig {
+                window: WindowMode::Fixed(0),
+                ..SenderConfig::default()
+            },
+            "window",
+        ),
+        (
+            SenderConfig {
+                window: WindowMode::Auto { initial: 8, max: 4 },
+                ..SenderConfig::default()
+            },
+            "window",
+        ),
+        (
+            SenderConfig {
+                max_retransmits: 0,
+                ..SenderConfig::default()
+            },
+            "max_retransmits",
+        ),
     ] {
         match Sender::connect(to, c) {
             Err(Error::Config { field: f, .. }) => assert_eq!(f, field),
