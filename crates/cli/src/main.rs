@@ -9,6 +9,7 @@ mod isa;
 mod nic;
 mod results;
 mod sim;
+mod slmp;
 
 #[derive(Parser)]
 #[command(name = "softspin", version, about = "softspin: a software sPIN NIC (PsPIN model, RV32 handler interpreter, SDK)")]
@@ -30,6 +31,11 @@ enum Cmd {
     Sim(Box<sim::SimArgs>),
     /// Run the NIC live on a network interface (XDP + AF_XDP, or UDP sockets).
     Nic(Box<nic::NicArgs>),
+    /// SLMP from the host: send files as messages (retransmission, adaptive window).
+    Slmp {
+        #[command(subcommand)]
+        cmd: slmp::SlmpCmd,
+    },
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
 }
@@ -41,6 +47,7 @@ fn main() -> ExitCode {
         Cmd::Build(a) => build::main(a),
         Cmd::Sim(a) => sim::main(*a),
         Cmd::Nic(a) => nic::main(*a),
+        Cmd::Slmp { cmd } => slmp::main(cmd),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

@@ -1,0 +1,187 @@
+//! `softspin slmp`: SLMP from the host (seed 000 §5.1). `send` moves a file
+//! as one message with the softspin-slmp sender (retransmission, adaptive
+//! window) and prints its statistics.
+
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use softspin_slmp::{
+    Error as SlmpError, Sender, SenderConfig, Stats, SyncMode, WindowMode, DEFAULT_SEGMENT,
+    UDP_PORT,
+};
+
+#[derive(clap::Subcommand)]
+pub enum SlmpCmd {
+    /// Send FILE as one SLMP message to ADDR[:PORT] (exit 0 only when every
+    /// segment was acknowledged, i.e. with --sync all).
+    Send(SendArgs),
+}
+
+#[derive(clap::Args)]
+pub struct SendArgs {
+    /// The file to send (at most 4 GiB: SLMP's 32-bit offset).
+    file: PathBuf,
+    /// The receiver, ADDR or ADDR:PORT (host names resolve; default port 9330).
+    #[arg(long, value_name = "ADDR[:PORT]")]
+    to: String,
+    /// Flow-control window in packets (1..=65536), or `auto` (AIMD).
+    #[arg(long, default_value = "auto", value_parser = parse_window)]
+    window: WindowMode,
+    /// Which segments ask for an ACK: none, msg (first and last), all.
+    #[arg(long, value_enum, default_value = "all")]
+    sync: SyncArg,
+    /// Payload bytes per segment (default fits a 1500-byte MTU).
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEGMENT)]
+    segment: usize,
+    /// Gap between segments sent without SYN, in microseconds (sync none/msg).
+    #[arg(long, value_name = "US", default_value_t = 0)]
+    ipg_us: u64,
+    /// Give up when no ACK arrived for this many seconds.
+    #[arg(long, value_name = "S", default_value_t = 10.0)]
+    give_up_s: f64,
+    /// Print one JSON object with the statistics.
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Clone, Copy, clap::ValueEnum)]
+enum SyncArg {
+    None,
+    Msg,
+    All,
+}
+
+fn parse_window(s: &str) -> std::result::Result<WindowMode, String> {
+    if s == "auto" {
+        return Ok(WindowMode::default());
+    }
+    match s.parse::<u32>() {
+        Ok(n) if (1..=softspin_slmp::MAX_WINDOW).contains(&n) => Ok(WindowMode::Fixed(n)),
+        _ => Err(format!(
+            "`{s}`: expected `auto` or a packet count in 1..={}",
+            softspin_slmp::MAX_WINDOW
+        )),
+    }
+}
+
+/// ADDR, ADDR:PORT, [V6]:PORT or HOST[:PORT]; the port defaults to SLMP's.
+fn resolve(to: &str) -> Result<SocketAddr> {
+    if let Ok(a) = to.parse::<SocketAddr>() {
+        return Ok(a);
+    }
+    if let Ok(ip) = to.trim_matches(['[', ']']).parse::<IpAddr>() {
+        return Ok(SocketAddr::new(ip, UDP_PORT));
+    }
+    let with_port = if to.contains(':') {
+        to.to_string()
+    } else {
+        format!("{to}:{UDP_PORT}")
+    };
+    with_port
+        .to_socket_addrs()
+        .with_context(|| format!("--to `{to}`: not an address or resolvable host[:port]"))?
+        .next()
+        .ok_or_else(|| anyhow!("--to `{to}`: the name resolved to no address"))
+}
+
+pub fn main(cmd: SlmpCmd) -> Result<ExitCode> {
+    match cmd {
+        SlmpCmd::Send(a) => send(a),
+    }
+}
+
+fn send(a: SendArgs) -> Result<ExitCode> {
+    let peer = resolve(&a.to)?;
+    if !(a.give_up_s.is_finite() && a.give_up_s > 0.0 && a.give_up_s <= 3600.0) {
+        bail!("--give-up-s {}: must be in (0, 3600] seconds", a.give_up_s);
+    }
+    let data = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
+    let cfg = SenderConfig {
+        segment: a.segment,
+        sync: match a.sync {
+            SyncArg::None => SyncMode::None,
+            SyncArg::Msg => SyncMode::Msg,
+            SyncArg::All => SyncMode::All,
+        },
+        window: a.window,
+        ipg: Duration::from_micros(a.ipg_us),
+        idle_timeout: Duration::from_secs_f64(a.give_up_s),
+        ..SenderConfig::default()
+    };
+    let mut sender = Sender::connect(peer, cfg)?;
+    let (stats, err) = match sender.send(&data) {
+        Ok(s) => (s, None),
+        Err(SlmpError::GaveUp {
+            msg_id,
+            index,
+            reason,
+            stats,
+        }) => {
+            let e = SlmpError::GaveUp {
+                msg_id,
+                index,
+                reason,
+                stats: Box::default(),
+            };
+            (*stats, Some(anyhow::Error::from(e)))
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let err = err.or_else(|| {
+        (!stats.delivery_confirmed).then(|| {
+            anyhow!(
+                "delivery of {} of {} segments not confirmed (--sync {}: only --sync all acknowledges every segment)",
+                stats.unconfirmed_segments,
+                stats.segments,
+                stats.sync
+            )
+        })
+    });
+    if a.json {
+        let mut v = serde_json::to_value(&stats)?;
+        v["file"] = a.file.display().to_string().into();
+        v["to"] = peer.to_string().into();
+        v["error"] = err.as_ref().map(|e| e.to_string()).into();
+        println!("{}", serde_json::to_string(&v)?);
+    } else {
+        print_stats(&a, peer, &stats);
+    }
+    match err {
+        None => Ok(ExitCode::SUCCESS),
+        Some(e) => Err(e),
+    }
+}
+
+fn print_stats(a: &SendArgs, peer: SocketAddr, s: &Stats) {
+    println!(
+        "sent {} ({} B) to {peer}: {} segments of {} B, sync {}",
+        a.file.display(),
+        s.bytes,
+        s.segments,
+        s.segment_bytes,
+        s.sync
+    );
+    println!(
+        "  packets {}  retransmitted {} (timeouts {}, reorder evidence {})  acks {}  duplicate acks {}  unmatched {}  malformed {}  icmp unreachable {}",
+        s.packets_sent, s.retransmitted, s.timeouts, s.fast_retransmits, s.acks_received, s.duplicate_acks, s.unmatched_acks, s.malformed, s.icmp_unreachable
+    );
+    let r = &s.rtt;
+    println!(
+        "  rtt us: samples {}  min {:.1}  mean {:.1}  p50 {:.1}  p99 {:.1}  max {:.1}  (srtt {:.1}, rto {:.1})",
+        r.samples, r.min_us, r.mean_us, r.p50_us, r.p99_us, r.max_us, r.srtt_us, r.rto_us
+    );
+    let w = &s.window;
+    println!(
+        "  window {}: initial {}  final {}  min {}  max {}  decreases {}",
+        w.mode, w.initial, w.final_, w.min, w.max, w.decreases
+    );
+    println!(
+        "  elapsed {:.3} s  goodput {:.3} Gbit/s  delivery confirmed: {}",
+        s.elapsed_s,
+        s.goodput_bps / 1e9,
+        s.delivery_confirmed
+    );
+}
