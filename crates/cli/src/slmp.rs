@@ -98,6 +98,17 @@ fn send(a: SendArgs) -> Result<ExitCode> {
     if !(a.give_up_s.is_finite() && a.give_up_s > 0.0 && a.give_up_s <= 3600.0) {
         bail!("--give-up-s {}: must be in (0, 3600] seconds", a.give_up_s);
     }
+    // Checked before reading: a file over SLMP's limit is refused without
+    // loading it.
+    let len = std::fs::metadata(&a.file)
+        .with_context(|| format!("reading {}", a.file.display()))?
+        .len();
+    if len > softspin_slmp::MAX_MESSAGE {
+        bail!(
+            "{}: {len} B is over SLMP's 4 GiB message limit (32-bit offset, seed 000 §5.1.2)",
+            a.file.display()
+        );
+    }
     let data = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
     let cfg = SenderConfig {
         segment: a.segment,

@@ -172,6 +172,20 @@ fn bad_flags_are_refused_with_the_field_named() {
     );
     let o = softspin(&["slmp", "send", "/nonexistent/file", "--to", "127.0.0.1"]);
     assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    // 4 GiB + 1 (sparse): over the 32-bit offset, refused before reading.
+    let big = path.with_file_name("big.bin");
+    std::fs::File::create(&big)
+        .unwrap()
+        .set_len((1 << 32) + 1)
+        .unwrap();
+    let o = softspin(&["slmp", "send", big.to_str().unwrap(), "--to", "127.0.0.1"]);
+    let _ = std::fs::remove_file(&big);
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("4 GiB"),
+        "{}",
+        out_str(&o)
+    );
 }
 
 /// Without a port, `--to` uses SLMP's 9330 (skipped if the port is taken).
