@@ -345,3 +345,67 @@ fn bad_config_names_the_field() {
         }
     }
 }
+
+/// The bytes on the wire, read with hand-written offsets (not
+/// softspin-wire, which the sender uses): seed 000 §5.1.2's header, flags
+/// per sync mode, offsets and message ids; and an ACK built the same way
+/// is accepted.
+#[test]
+fn wire_bytes_match_the_seed_layout() {
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    rx.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let to = rx.local_addr().unwrap();
+    for (sync, first_flags, mid_flags, last_flags) in [
+        (SyncMode::All, 0x4000u16, 0x4000u16, 0xC000u16),
+        (SyncMode::Msg, 0x4000, 0x0000, 0xC000),
+        (SyncMode::None, 0, 0, 0x8000),
+    ] {
+        let msg = data(2500, 3);
+        let c = SenderConfig {
+            segment: 1000,
+            sync,
+            first_msg_id: 0xA1B2_C3D4,
+            ..cfg(WindowMode::Fixed(8))
+        };
+        let t = std::thread::spawn(move || Sender::connect(to, c).unwrap().send(&msg));
+        let mut got = Vec::new();
+        let mut buf = [0u8; 2048];
+        while got.len() < 3 {
+            let (n, from) = rx.recv_from(&mut buf).unwrap();
+            let d = &buf[..n];
+            let flags = u16::from_be_bytes([d[0], d[1]]);
+            let id = u32::from_be_bytes([d[2], d[3], d[4], d[5]]);
+            let off = u32::from_be_bytes([d[6], d[7], d[8], d[9]]);
+            if flags & 0x4000 != 0 {
+                let mut ack = d[..10].to_vec();
+                ack[0] |= 0x20;
+                rx.send_to(&ack, from).unwrap();
+            }
+            got.push((flags, id, off, d[10..].to_vec()));
+        }
+        let r = t.join().unwrap();
+        let want = data(2500, 3);
+        assert_eq!(
+            got.iter()
+                .map(|g| (g.0, g.1, g.2, g.3.len()))
+                .collect::<Vec<_>>(),
+            vec![
+                (first_flags, 0xA1B2_C3D4, 0, 1000),
+                (mid_flags, 0xA1B2_C3D4, 1000, 1000),
+                (last_flags, 0xA1B2_C3D4, 2000, 500)
+            ],
+            "{sync:?}"
+        );
+        assert_eq!(
+            got.iter().flat_map(|g| g.3.clone()).collect::<Vec<_>>(),
+            want
+        );
+        let st = r.unwrap();
+        let acks = match sync {
+            SyncMode::All => 3,
+            SyncMode::Msg => 2,
+            SyncMode::None => 0,
+        };
+        assert_eq!(st.acks_received, acks, "{sync:?}: {st:?}");
+    }
+}
