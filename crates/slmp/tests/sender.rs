@@ -409,3 +409,54 @@ fn wire_bytes_match_the_seed_layout() {
         assert_eq!(st.acks_received, acks, "{sync:?}: {st:?}");
     }
 }
+
+/// A peer that answers correctly but also sends junk — short datagrams,
+/// ACKs with payload, data instead of ACK, ACKs for unknown messages and
+/// offsets between segments: every one is counted, none is taken for an
+/// acknowledgement, and the transfer still completes.
+#[test]
+fn junk_from_the_peer_is_counted_never_trusted() {
+    let rx = UdpSocket::bind("127.0.0.1:0").unwrap();
+    rx.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let to = rx.local_addr().unwrap();
+    let c = SenderConfig {
+        segment: 1000,
+        first_msg_id: 5,
+        ..cfg(WindowMode::Fixed(4))
+    };
+    let t = std::thread::spawn(move || Sender::connect(to, c).unwrap().send(&data(20_000, 4)));
+    let mut buf = [0u8; 2048];
+    let mut i = 0u32;
+    while let Ok((n, from)) = rx.recv_from(&mut buf) {
+        let h = &buf[..10.min(n)];
+        let ack = |flags: u16, id: u32, off: u32, extra: &[u8]| {
+            let mut v = Vec::new();
+            v.extend_from_slice(&flags.to_be_bytes());
+            v.extend_from_slice(&id.to_be_bytes());
+            v.extend_from_slice(&off.to_be_bytes());
+            v.extend_from_slice(extra);
+            v
+        };
+        let flags = u16::from_be_bytes([h[0], h[1]]);
+        let id = u32::from_be_bytes([h[2], h[3], h[4], h[5]]);
+        let off = u32::from_be_bytes([h[6], h[7], h[8], h[9]]);
+        let junk = [
+            vec![0x20u8; 9],                          // short
+            ack(flags | 0x2000, id, off, b"payload"), // ACK with payload
+            ack(flags, id, off, &[]),                 // no ACK flag
+            ack(0x2000, id + 100, off, &[]),          // unknown message
+            ack(0x2000, id, off + 1, &[]),            // not a segment start
+        ];
+        rx.send_to(&junk[(i % 5) as usize], from).unwrap();
+        i += 1;
+        rx.send_to(&ack(flags | 0x2000, id, off, &[]), from)
+            .unwrap();
+    }
+    let st = t.join().unwrap().unwrap();
+    assert_eq!((st.acks_received, st.segments), (20, 20), "{st:?}");
+    assert!(st.delivery_confirmed);
+    // 20 junk datagrams, 4 of each of the 5 kinds (retransmissions would add more).
+    assert!(st.malformed >= 12 && st.unmatched_acks >= 8, "{st:?}");
+    assert_eq!(st.malformed + st.unmatched_acks, i as u64, "{st:?}");
+}
