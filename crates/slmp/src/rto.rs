@@ -94,6 +94,8 @@ impl RtoEstimator {
             Some(srtt) => {
                 // RFC 6298 §2.3, alpha = 1/8, beta = 1/4; RTTVAR first, with
                 // the old SRTT.
+                // Duration::abs_diff needs Rust 1.81; the workspace allows 1.80.
+                #[allow(clippy::manual_abs_diff)]
                 let diff = if srtt > rtt { srtt - rtt } else { rtt - srtt };
                 self.rttvar = self.rttvar * 3 / 4 + diff / 4;
                 self.srtt = Some(srtt * 7 / 8 + rtt / 8);
