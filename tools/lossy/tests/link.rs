@@ -445,3 +445,125 @@ fn dup_and_reorder_are_counted_and_seen() {
         "reordering not observable at B: {late}"
     );
 }
+
+/// SLMP segments captured at B after the link: finished UDP checksums (M
+/// forwards real frames, not offload-partial ones), and the dissector reads
+/// back every (message, offset) A sent, duplicates included.
+#[test]
+fn captured_slmp_after_the_link_dissects() {
+    use softspin_wire::slmp::{self, Flags};
+    if Command::new("tshark").arg("--version").output().is_err()
+        || Command::new("tcpdump").arg("--version").output().is_err()
+    {
+        eprintln!("skipping capture test: tshark or tcpdump not installed (scripts/setup.sh)");
+        return;
+    }
+    let Some(link) = Link::up("capture", 4) else {
+        return;
+    };
+    link.static_arp();
+    let mut fwd = link.fwd(&scratch("capture.json"), &["--dup", "0.1", "--seed", "5"]);
+    let cap = scratch("capture.pcap");
+    let b_if = format!("{}b0", link.prefix);
+    let mut dump = link
+        .cmd(&[
+            "exec",
+            "b",
+            "tcpdump",
+            "-i",
+            &b_if,
+            "-U",
+            "--immediate-mode",
+            "-w",
+            cap.to_str().unwrap(),
+            "udp",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // tcpdump says "listening on" once its capture is open.
+    let mut err = dump.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    let mut byte = [0u8; 1];
+    while !String::from_utf8_lossy(&seen).contains("listening on") {
+        assert!(
+            err.read(&mut byte).unwrap() == 1,
+            "tcpdump: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.push(byte[0]);
+    }
+    const N: u32 = 50;
+    let addr: SocketAddr = format!("{}:{}", link.b_ip(), slmp::UDP_PORT)
+        .parse()
+        .unwrap();
+    in_ns(&link.ns("a"), move || {
+        let s = UdpSocket::bind("0.0.0.0:0").unwrap();
+        for i in 0..N {
+            let mut buf = vec![0u8; slmp::HEADER_LEN + 100];
+            let mut p = slmp::Packet::new_checked(&mut buf[..]).unwrap();
+            p.set_flags(if i + 1 == N {
+                Flags(Flags::EOM.bits() | Flags::SYN.bits())
+            } else {
+                Flags::NONE
+            });
+            p.set_msg_id(9);
+            p.set_offset(i * 100);
+            s.send_to(&buf, addr).unwrap();
+        }
+    })
+    .join()
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let r = fwd.stop();
+    // SAFETY: kill(2) on our own child (ip netns exec execs tcpdump).
+    unsafe { libc::kill(dump.id() as i32, libc::SIGTERM) };
+    dump.wait().unwrap();
+
+    let lua = root().join("tools/wireshark/slmp.lua");
+    let o = Command::new("tshark")
+        .arg("-X")
+        .arg(format!("lua_script:{}", lua.display()))
+        .args(["-o", "udp.check_checksum:TRUE", "-r"])
+        .arg(&cap)
+        .args([
+            "-T",
+            "fields",
+            "-E",
+            "separator=|",
+            "-e",
+            "udp.checksum.status",
+            "-e",
+            "slmp.msg_id",
+            "-e",
+            "slmp.offset",
+            "-e",
+            "slmp.flags.eom",
+        ])
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success(),
+        "tshark: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let rows: Vec<Vec<&str>> = out.lines().map(|l| l.split('|').collect()).collect();
+    let dup = num(&r, "a2b", "duplicated");
+    assert_eq!(rows.len() as u64, N as u64 + dup, "{out}\n{r}");
+    let mut offsets = HashSet::new();
+    for row in &rows {
+        // 1 is "Good" in Wireshark's checksum status.
+        assert_eq!(row[0], "1", "UDP checksum not finished after M: {out}");
+        assert_eq!(row[1], "9", "{out}");
+        let off: u32 = row[2].parse().unwrap();
+        assert_eq!(
+            row[3],
+            if off == (N - 1) * 100 { "1" } else { "0" },
+            "{out}"
+        );
+        offsets.insert(off);
+    }
+    assert_eq!(offsets, (0..N).map(|i| i * 100).collect::<HashSet<_>>());
+}
