@@ -10,6 +10,7 @@ mod nic;
 mod results;
 mod sim;
 mod slmp;
+mod slmp_recv;
 
 #[derive(Parser)]
 #[command(name = "softspin", version, about = "softspin: a software sPIN NIC (PsPIN model, RV32 handler interpreter, SDK)")]

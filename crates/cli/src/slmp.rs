@@ -18,6 +18,9 @@ pub enum SlmpCmd {
     /// Send FILE as one SLMP message to ADDR[:PORT] (exit 0 only when every
     /// segment was acknowledged, i.e. with --sync all).
     Send(SendArgs),
+    /// Run the NIC on IFACE with SLMP's receive handlers (examples/slmp_recv)
+    /// and write each message received to PATH (exit after --count).
+    Recv(crate::slmp_recv::RecvArgs),
 }
 
 #[derive(clap::Args)]
@@ -90,6 +93,7 @@ fn resolve(to: &str) -> Result<SocketAddr> {
 pub fn main(cmd: SlmpCmd) -> Result<ExitCode> {
     match cmd {
         SlmpCmd::Send(a) => send(a),
+        SlmpCmd::Recv(a) => crate::slmp_recv::recv(a),
     }
 }
 
