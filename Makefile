@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup bench-hpu bench-sim bench-live validation benchmarks fuzz
+.PHONY: main test setup bench-hpu bench-sim bench-live bench-slmp validation benchmarks fuzz
 main:
 	scripts/main.sh
 test:
@@ -14,6 +14,9 @@ bench-sim: setup
 # The live NIC on a veth pair against the kernel (root; docs/live.md).
 bench-live: setup
 	.venv/bin/python bench/live_bench.py
+# SLMP file transfer against kernel TCP on a veth pair (root; docs/live.md).
+bench-slmp: setup
+	.venv/bin/python bench/slmp_bench.py
 validation: setup
 	python3 scripts/validation.py
 benchmarks: setup
