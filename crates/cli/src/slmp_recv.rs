@@ -147,9 +147,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     nic.nic_write(image.symbol("slmp_config")?, &config)?;
     let slots_base = image.symbol("slmp_slots")?;
     nic.activate(ectx)?;
-    if !a.json {
-        eprintln!("softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)", a.iface, a.port, a.count);
-    }
+    // On stderr even with --json: scripts wait for this line before sending.
+    eprintln!("softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)", a.iface, a.port, a.count);
 
     let start = Instant::now();
     let mut got: Vec<serde_json::Value> = Vec::new();

@@ -78,19 +78,25 @@ impl Drop for Topo {
 fn transfer(t: &Topo, rx_side: &str, iface: &str, tx_side: &str, to: &str, file: &Path, out: &Path) -> (Vec<u8>, serde_json::Value) {
     let bin = env!("CARGO_BIN_EXE_softspin");
     let out_s = out.to_str().unwrap();
-    let recv = t
+    let mut recv = t
         .cmd(&["exec", rx_side, bin, "slmp", "recv", "--iface", iface, "--out", out_s, "--count", "1", "--timeout", "60", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // The receiver prints nothing on stderr in --json mode until it exits;
-    // give it time to build its handlers and attach.
-    std::thread::sleep(Duration::from_millis(1500));
+    // Send only once the NIC's rules are in: it says so on stderr (building
+    // its handlers takes a while on a busy machine).
+    let mut err = std::io::BufReader::new(recv.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for"), "recv did not start: {line}");
     let send = t.run(&["exec", tx_side, bin, "slmp", "send", file.to_str().unwrap(), "--to", to, "--json"]);
     let r = recv.wait_with_output().unwrap();
-    assert!(send.status.success(), "send: {}\n{}", String::from_utf8_lossy(&send.stdout), String::from_utf8_lossy(&send.stderr));
-    assert!(r.status.success(), "recv: {}", String::from_utf8_lossy(&r.stderr));
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let recv_says = format!("{}{rest}", String::from_utf8_lossy(&r.stdout));
+    assert!(send.status.success(), "send: {}\n{}\nrecv: {recv_says}", String::from_utf8_lossy(&send.stdout), String::from_utf8_lossy(&send.stderr));
+    assert!(r.status.success(), "recv: {recv_says}");
     let stats: serde_json::Value = serde_json::from_slice(send.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
     (std::fs::read(out).unwrap(), stats)
 }
