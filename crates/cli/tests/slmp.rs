@@ -204,3 +204,24 @@ fn default_port_is_9330() {
     assert!(out.messages[&1] == data);
     assert!(String::from_utf8_lossy(&o.stdout).contains("127.0.0.1:9330"));
 }
+
+#[test]
+fn recv_refuses_bad_flags_and_interfaces() {
+    let out = std::env::temp_dir().join(format!("softspin-slmp-recv-bad-{}", std::process::id()));
+    let out = out.to_str().unwrap();
+    for (args, says) in [
+        (vec!["--count", "0"], "--count 0"),
+        (vec!["--segment", "0"], "--segment 0"),
+        (vec!["--segment", "4096", "--max-size", "1024"], "segment <= max-size"),
+        (vec!["--mode", "socket", "--iface", "nosuchif9"], "nosuchif9"),
+    ] {
+        let mut a = vec!["slmp", "recv", "--out", out];
+        if !args.contains(&"--iface") {
+            a.extend(["--iface", "lo"]);
+        }
+        a.extend(args.iter().copied());
+        let o = softspin(&a);
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
+        assert!(out_str(&o).contains(says), "{a:?} should say `{says}`: {}", out_str(&o));
+    }
+}
