@@ -112,7 +112,6 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(&a.out).with_context(|| format!("creating directory {}", a.out.display()))?;
     }
     let cfg = NicConfig::fpspin();
-    let (_dir, elf) = build_handler(&cfg)?;
     let mode = match a.mode {
         ModeArg::Xdp => Mode::Xdp,
         ModeArg::Socket => Mode::Socket,
@@ -124,6 +123,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     let mut nic = Nic::attach(&a.iface, AttachOptions { mode, config: Some(cfg), ..Default::default() })
         .with_context(|| format!("attaching to {}", a.iface))?;
     nic.keep_outputs(false);
+    // After attaching: a bad interface is reported without a compile first.
+    let (_dir, elf) = build_handler(nic.config())?;
     let image = nic.load_image(&elf)?;
     // The table's geometry, from the image itself (its data reaches NIC
     // memory only at install, and the window must be sized before).
