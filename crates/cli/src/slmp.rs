@@ -2,7 +2,7 @@
 //! as one message with the softspin-slmp sender (retransmission, adaptive
 //! window) and prints its statistics.
 
-use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use softspin_slmp::{
     Error as SlmpError, Sender, SenderConfig, Stats, SyncMode, WindowMode, DEFAULT_SEGMENT,
-    UDP_PORT,
 };
 
 #[derive(clap::Subcommand)]
@@ -58,36 +57,11 @@ enum SyncArg {
 }
 
 fn parse_window(s: &str) -> std::result::Result<WindowMode, String> {
-    if s == "auto" {
-        return Ok(WindowMode::default());
-    }
-    match s.parse::<u32>() {
-        Ok(n) if (1..=softspin_slmp::MAX_WINDOW).contains(&n) => Ok(WindowMode::Fixed(n)),
-        _ => Err(format!(
-            "`{s}`: expected `auto` or a packet count in 1..={}",
-            softspin_slmp::MAX_WINDOW
-        )),
-    }
+    softspin_slmp::args::parse_window(s)
 }
 
-/// ADDR, ADDR:PORT, [V6]:PORT or HOST[:PORT]; the port defaults to SLMP's.
 fn resolve(to: &str) -> Result<SocketAddr> {
-    if let Ok(a) = to.parse::<SocketAddr>() {
-        return Ok(a);
-    }
-    if let Ok(ip) = to.trim_matches(['[', ']']).parse::<IpAddr>() {
-        return Ok(SocketAddr::new(ip, UDP_PORT));
-    }
-    let with_port = if to.contains(':') {
-        to.to_string()
-    } else {
-        format!("{to}:{UDP_PORT}")
-    };
-    with_port
-        .to_socket_addrs()
-        .with_context(|| format!("--to `{to}`: not an address or resolvable host[:port]"))?
-        .next()
-        .ok_or_else(|| anyhow!("--to `{to}`: the name resolved to no address"))
+    softspin_slmp::args::resolve_peer(to).map_err(|e| anyhow!("--to: {e}"))
 }
 
 pub fn main(cmd: SlmpCmd) -> Result<ExitCode> {

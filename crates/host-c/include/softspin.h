@@ -137,6 +137,22 @@
 #define SS_MODE_SOCKET 1
 
 /**
+ * ss_slmp_options.sync: no segment asks for an ACK (delivery unconfirmed).
+ */
+#define SS_SLMP_SYNC_NONE 0
+
+/**
+ * ss_slmp_options.sync: the first and last segment of each message do.
+ */
+#define SS_SLMP_SYNC_MSG 1
+
+/**
+ * ss_slmp_options.sync: every segment is acknowledged or retransmitted
+ * (the default).
+ */
+#define SS_SLMP_SYNC_ALL 2
+
+/**
  * Bytes of ss_live_drop.cause, the NUL included (longer names are cut).
  */
 #define SS_DROP_CAUSE_MAX 48
@@ -475,6 +491,74 @@ typedef struct ss_live_drop {
      */
     uint64_t count;
 } ss_live_drop;
+
+/**
+ * How ss_slmp_send sends. Start from ss_slmp_options_init.
+ */
+typedef struct ss_slmp_options {
+    /**
+     * Flow-control window in packets (1..=65536); 0 = adaptive (AIMD).
+     */
+    uint32_t window;
+    /**
+     * SS_SLMP_SYNC_ALL (default), SS_SLMP_SYNC_MSG or SS_SLMP_SYNC_NONE.
+     */
+    uint32_t sync;
+    /**
+     * Payload bytes per segment; the default, 1462, fits a 1500-byte MTU.
+     */
+    uint32_t segment;
+    /**
+     * Message id of the first message (the receiver's slot is id % 16).
+     */
+    uint32_t first_msg_id;
+    /**
+     * Give up when no new ACK arrived for this long, in ns (default 10 s).
+     */
+    uint64_t give_up_ns;
+} ss_slmp_options;
+
+/**
+ * What ss_slmp_send did (also filled when it gave up).
+ */
+typedef struct ss_slmp_stats {
+    uint64_t messages;
+    /**
+     * Message bytes (payload, not headers).
+     */
+    uint64_t bytes;
+    uint64_t segments;
+    /**
+     * Every data packet sent, retransmissions included.
+     */
+    uint64_t packets_sent;
+    uint64_t retransmitted;
+    /**
+     * Retransmissions after a retransmission timeout.
+     */
+    uint64_t timeouts;
+    uint64_t acks_received;
+    /**
+     * ACKs for already acknowledged segments (duplicates on the way).
+     */
+    uint64_t duplicate_acks;
+    uint64_t rtt_samples;
+    double rtt_min_us;
+    double rtt_p50_us;
+    double rtt_p99_us;
+    uint32_t window_final;
+    uint32_t window_max;
+    uint64_t window_decreases;
+    double elapsed_s;
+    /**
+     * Message bytes per second of elapsed time, in bit/s.
+     */
+    double goodput_bps;
+    /**
+     * 1 when every segment was acknowledged (always with SS_SLMP_SYNC_ALL).
+     */
+    uint32_t delivery_confirmed;
+} ss_slmp_stats;
 
 /**
  * A host-memory window lent to the NIC: handlers see it at `base`, a 64-bit
@@ -1008,6 +1092,29 @@ int ss_live_drops(struct ss_nic *nic, struct ss_live_drop *out_drops, size_t cap
  * ss_report_text. Errors: SS_EINVAL (NULL, or a simulated NIC).
  */
 int ss_live_stats_text(struct ss_nic *nic, char *buf, size_t cap, size_t *len);
+
+/**
+ * Fill `o` with the defaults: adaptive window, SS_SLMP_SYNC_ALL, 1462-byte
+ * segments, first message id 1, give up after 10 s without an ACK.
+ */
+int ss_slmp_options_init(struct ss_slmp_options *o);
+
+/**
+ * Send `count` messages (`msgs[i]`, `lens[i]` bytes; message ids counting
+ * up from opts->first_msg_id) to the SLMP receiver at `to` ("ADDR[:PORT]",
+ * default port 9330). `opts` NULL: the defaults. `out_stats` (may be NULL)
+ * is filled on success and when the sender gives up. Blocks until every
+ * message is acknowledged (or sent, without SS_SLMP_SYNC_ALL). Errors:
+ * SS_EINVAL (NULL, bad address or option), SS_ELIMIT (a message over
+ * 4 GiB), SS_ENET (socket error, or the sender gave up: a segment still
+ * unacknowledged after its retransmissions, or no ACK for give_up_ns).
+ */
+int ss_slmp_send(const char *to,
+                 const void *const *msgs,
+                 const size_t *lens,
+                 size_t count,
+                 const struct ss_slmp_options *opts,
+                 struct ss_slmp_stats *out_stats);
 
 /**
  * Load a handler image (an RV32 ELF from `softspin build`). On success

@@ -252,6 +252,14 @@ pub const SS_MODE_XDP: u32 = 0;
 /// Ethernet/IPv4/UDP frames, and replies leave through the sockets.
 pub const SS_MODE_SOCKET: u32 = 1;
 
+/// ss_slmp_options.sync: no segment asks for an ACK (delivery unconfirmed).
+pub const SS_SLMP_SYNC_NONE: u32 = 0;
+/// ss_slmp_options.sync: the first and last segment of each message do.
+pub const SS_SLMP_SYNC_MSG: u32 = 1;
+/// ss_slmp_options.sync: every segment is acknowledged or retransmitted
+/// (the default).
+pub const SS_SLMP_SYNC_ALL: u32 = 2;
+
 /// Bytes of ss_live_drop.cause, the NUL included (longer names are cut).
 pub const SS_DROP_CAUSE_MAX: usize = 48;
 
@@ -412,6 +420,52 @@ pub struct ss_live_stats {
     pub drops: u64,
     /// Wall-clock seconds since ss_nic_attach.
     pub wall_s: f64,
+}
+
+/// How ss_slmp_send sends. Start from ss_slmp_options_init.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_slmp_options {
+    /// Flow-control window in packets (1..=65536); 0 = adaptive (AIMD).
+    pub window: u32,
+    /// SS_SLMP_SYNC_ALL (default), SS_SLMP_SYNC_MSG or SS_SLMP_SYNC_NONE.
+    pub sync: u32,
+    /// Payload bytes per segment; the default, 1462, fits a 1500-byte MTU.
+    pub segment: u32,
+    /// Message id of the first message (the receiver's slot is id % 16).
+    pub first_msg_id: u32,
+    /// Give up when no new ACK arrived for this long, in ns (default 10 s).
+    pub give_up_ns: u64,
+}
+
+/// What ss_slmp_send did (also filled when it gave up).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_slmp_stats {
+    pub messages: u64,
+    /// Message bytes (payload, not headers).
+    pub bytes: u64,
+    pub segments: u64,
+    /// Every data packet sent, retransmissions included.
+    pub packets_sent: u64,
+    pub retransmitted: u64,
+    /// Retransmissions after a retransmission timeout.
+    pub timeouts: u64,
+    pub acks_received: u64,
+    /// ACKs for already acknowledged segments (duplicates on the way).
+    pub duplicate_acks: u64,
+    pub rtt_samples: u64,
+    pub rtt_min_us: f64,
+    pub rtt_p50_us: f64,
+    pub rtt_p99_us: f64,
+    pub window_final: u32,
+    pub window_max: u32,
+    pub window_decreases: u64,
+    pub elapsed_s: f64,
+    /// Message bytes per second of elapsed time, in bit/s.
+    pub goodput_bps: f64,
+    /// 1 when every segment was acknowledged (always with SS_SLMP_SYNC_ALL).
+    pub delivery_confirmed: u32,
 }
 
 /// One cause of lost frames on a live NIC (ss_live_drops).
@@ -1144,6 +1198,113 @@ pub unsafe extern "C" fn ss_live_stats_text(nic: *mut ss_nic, buf: *mut c_char, 
             t.push_str(&format!("drops.{k}: {v}\n"));
         }
         put_text(t.as_bytes(), buf, cap, len)
+    })
+}
+
+// ---------------------------------------------------------------------------
+// SLMP sender (seed 000 §5.1): messages to a NIC running SLMP's receive
+// handlers (examples/slmp_recv), with retransmission and an adaptive window.
+// ---------------------------------------------------------------------------
+
+/// Fill `o` with the defaults: adaptive window, SS_SLMP_SYNC_ALL, 1462-byte
+/// segments, first message id 1, give up after 10 s without an ACK.
+#[no_mangle]
+pub unsafe extern "C" fn ss_slmp_options_init(o: *mut ss_slmp_options) -> c_int {
+    guard(|| {
+        let d = softspin_host::slmp::SendOptions::default();
+        *out(o, "options")? = ss_slmp_options {
+            window: 0,
+            sync: SS_SLMP_SYNC_ALL,
+            segment: d.segment as u32,
+            first_msg_id: d.first_msg_id,
+            give_up_ns: u64::try_from(d.give_up.as_nanos()).unwrap_or(u64::MAX),
+        };
+        Ok(())
+    })
+}
+
+fn slmp_stats(s: &softspin_host::slmp::Stats) -> ss_slmp_stats {
+    ss_slmp_stats {
+        messages: s.messages,
+        bytes: s.bytes,
+        segments: s.segments,
+        packets_sent: s.packets_sent,
+        retransmitted: s.retransmitted,
+        timeouts: s.timeouts,
+        acks_received: s.acks_received,
+        duplicate_acks: s.duplicate_acks,
+        rtt_samples: s.rtt.samples,
+        rtt_min_us: s.rtt.min_us,
+        rtt_p50_us: s.rtt.p50_us,
+        rtt_p99_us: s.rtt.p99_us,
+        window_final: s.window.final_,
+        window_max: s.window.max,
+        window_decreases: s.window.decreases,
+        elapsed_s: s.elapsed_s,
+        goodput_bps: s.goodput_bps,
+        delivery_confirmed: s.delivery_confirmed as u32,
+    }
+}
+
+/// Send `count` messages (`msgs[i]`, `lens[i]` bytes; message ids counting
+/// up from opts->first_msg_id) to the SLMP receiver at `to` ("ADDR[:PORT]",
+/// default port 9330). `opts` NULL: the defaults. `out_stats` (may be NULL)
+/// is filled on success and when the sender gives up. Blocks until every
+/// message is acknowledged (or sent, without SS_SLMP_SYNC_ALL). Errors:
+/// SS_EINVAL (NULL, bad address or option), SS_ELIMIT (a message over
+/// 4 GiB), SS_ENET (socket error, or the sender gave up: a segment still
+/// unacknowledged after its retransmissions, or no ACK for give_up_ns).
+#[no_mangle]
+pub unsafe extern "C" fn ss_slmp_send(
+    to: *const c_char,
+    msgs: *const *const c_void,
+    lens: *const usize,
+    count: usize,
+    opts: *const ss_slmp_options,
+    out_stats: *mut ss_slmp_stats,
+) -> c_int {
+    guard(|| {
+        let to = text(to, "to")?;
+        if count > 0 && (msgs.is_null() || lens.is_null()) {
+            return Err(null("msgs or lens"));
+        }
+        let mut refs = Vec::with_capacity(count);
+        for i in 0..count {
+            let (p, n) = (*msgs.add(i), *lens.add(i));
+            refs.push(match (p.is_null(), n) {
+                (_, 0) => &[][..],
+                (true, _) => return Err(fail(SS_EINVAL, format!("msgs[{i}] is NULL with lens[{i}] = {n}"))),
+                (false, _) => std::slice::from_raw_parts(p as *const u8, n),
+            });
+        }
+        let mut o = softspin_host::slmp::SendOptions::default();
+        if let Some(c) = opts.as_ref() {
+            o.window = if c.window == 0 { "auto".into() } else { c.window.to_string() };
+            o.sync = match c.sync {
+                SS_SLMP_SYNC_NONE => "none",
+                SS_SLMP_SYNC_MSG => "msg",
+                SS_SLMP_SYNC_ALL => "all",
+                v => return Err(fail(SS_EINVAL, format!("opts->sync = {v}: expected SS_SLMP_SYNC_NONE, _MSG or _ALL"))),
+            }
+            .into();
+            o.segment = c.segment as usize;
+            o.first_msg_id = c.first_msg_id;
+            o.give_up = Duration::from_nanos(c.give_up_ns);
+        }
+        match softspin_host::slmp::send(to, &refs, &o) {
+            Ok(s) => {
+                if let Some(out) = out_stats.as_mut() {
+                    *out = slmp_stats(&s);
+                }
+                Ok(())
+            }
+            Err(e) => {
+                if let (softspin_host::Error::Slmp(softspin_slmp::Error::GaveUp { stats, .. }), Some(out)) = (&e, out_stats.as_mut()) {
+                    *out = slmp_stats(stats);
+                }
+                Err(e.into())
+            }
+        }
     })
 }
 

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static int checks, failures;
@@ -746,6 +747,126 @@ static uint16_t free_udp_port(void)
     return ntohs(a.sin_port);
 }
 
+/* An SLMP receiver written here from seed 000 §5.1's wire format, in a
+ * child process: ACK every SYN segment by echoing its header with the ACK
+ * flag, drop the first copy of every 5th segment (the sender must
+ * retransmit it), reassemble message 7 by offset, and report on `result`
+ * whether it equals the pattern the parent sent. */
+#define SLMP_TEST_LEN 100000u
+static unsigned char slmp_pattern(size_t i) { return (unsigned char)(i * 131u + (i >> 8)); }
+
+static void slmp_ack_child(int sock, int result)
+{
+    static unsigned char msg[SLMP_TEST_LEN], seen[SLMP_TEST_LEN / 1000 + 1];
+    unsigned char pkt[2048];
+    size_t got = 0;
+    unsigned n = 0;
+    for (;;) {
+        struct sockaddr_in peer;
+        socklen_t pl = sizeof peer;
+        ssize_t r = recvfrom(sock, pkt, sizeof pkt, 0, (struct sockaddr *)&peer, &pl);
+        if (r < 10)
+            continue;
+        uint16_t flags = (uint16_t)(pkt[0] << 8 | pkt[1]);
+        uint32_t mid = (uint32_t)pkt[2] << 24 | (uint32_t)pkt[3] << 16 | (uint32_t)pkt[4] << 8 | pkt[5];
+        uint32_t off = (uint32_t)pkt[6] << 24 | (uint32_t)pkt[7] << 16 | (uint32_t)pkt[8] << 8 | pkt[9];
+        size_t len = (size_t)r - 10, seg = off / 1000;
+        if (mid != 7 || off % 1000 || off + len > SLMP_TEST_LEN)
+            continue;
+        if (++n % 5 == 0 && !(seen[seg] & 2)) {
+            seen[seg] |= 2; /* dropped once */
+            continue;
+        }
+        if (!(seen[seg] & 1)) {
+            seen[seg] |= 1;
+            memcpy(msg + off, pkt + 10, len);
+            got += len;
+            if (got == SLMP_TEST_LEN) {
+                char ok = 'Y';
+                for (size_t i = 0; i < SLMP_TEST_LEN; i++)
+                    if (msg[i] != slmp_pattern(i))
+                        ok = 'N';
+                if (write(result, &ok, 1) != 1)
+                    _exit(1);
+            }
+        }
+        if (flags & 0x4000) {
+            pkt[0] = 0x20; /* ACK alone */
+            pkt[1] = 0;
+            sendto(sock, pkt, 10, 0, (struct sockaddr *)&peer, pl);
+        }
+    }
+}
+
+static void test_slmp_send(void)
+{
+    ss_slmp_options o;
+    ss_slmp_stats st;
+    const void *msgs[1];
+    size_t lens[1];
+    static unsigned char data[SLMP_TEST_LEN];
+    for (size_t i = 0; i < SLMP_TEST_LEN; i++)
+        data[i] = slmp_pattern(i);
+    msgs[0] = data;
+    lens[0] = SLMP_TEST_LEN;
+
+    EXPECT(ss_slmp_options_init(NULL), SS_EINVAL);
+    OK(ss_slmp_options_init(&o));
+    CHECK(o.window == 0 && o.sync == SS_SLMP_SYNC_ALL && o.segment == 1462 && o.give_up_ns == 10000000000ull);
+    EXPECT(ss_slmp_send(NULL, msgs, lens, 1, &o, &st), SS_EINVAL);
+    EXPECT(ss_slmp_send("no such host.invalid", msgs, lens, 1, &o, &st), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "no such host.invalid") != NULL);
+    o.sync = 9;
+    EXPECT(ss_slmp_send("127.0.0.1:9", msgs, lens, 1, &o, &st), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "sync") != NULL);
+    OK(ss_slmp_options_init(&o));
+    o.segment = 0;
+    EXPECT(ss_slmp_send("127.0.0.1:9", msgs, lens, 1, &o, &st), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "segment") != NULL);
+
+    int sock = socket(AF_INET, SOCK_DGRAM, 0), pipefd[2];
+    struct sockaddr_in a = {0};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    CHECK(sock >= 0 && bind(sock, (struct sockaddr *)&a, al) == 0 && getsockname(sock, (struct sockaddr *)&a, &al) == 0);
+    char to[64];
+    snprintf(to, sizeof to, "127.0.0.1:%u", ntohs(a.sin_port));
+
+    /* Nothing answers yet: the sender gives up with its statistics. */
+    OK(ss_slmp_options_init(&o));
+    o.give_up_ns = 300000000ull;
+    memset(&st, 0, sizeof st);
+    EXPECT(ss_slmp_send(to, msgs, lens, 1, &o, &st), SS_ENET);
+    CHECK(strstr(ss_last_error(), "gave up") != NULL);
+    CHECK(st.packets_sent >= 4 && st.acks_received == 0 && !st.delivery_confirmed);
+    char drain[2048];
+    while (recv(sock, drain, sizeof drain, MSG_DONTWAIT) > 0)
+        ;
+
+    CHECK(pipe(pipefd) == 0);
+    pid_t child = fork();
+    if (child == 0) {
+        alarm(60); /* never outlives a parent that died early */
+        close(pipefd[0]);
+        slmp_ack_child(sock, pipefd[1]);
+    }
+    close(pipefd[1]);
+    OK(ss_slmp_options_init(&o));
+    o.segment = 1000;
+    o.first_msg_id = 7;
+    memset(&st, 0, sizeof st);
+    OK(ss_slmp_send(to, msgs, lens, 1, &o, &st));
+    char verdict = 0;
+    CHECK(read(pipefd[0], &verdict, 1) == 1 && verdict == 'Y');
+    CHECK(st.messages == 1 && st.bytes == SLMP_TEST_LEN && st.segments == 100);
+    CHECK(st.delivery_confirmed == 1 && st.retransmitted >= 20 && st.acks_received >= 100);
+    kill(child, SIGKILL);
+    waitpid(child, NULL, 0);
+    close(pipefd[0]);
+    close(sock);
+}
+
 static void test_live_errors(const char *pingpong)
 {
     ss_nic *nic = (ss_nic *)&nic;
@@ -969,6 +1090,7 @@ int main(int argc, char **argv)
     test_event_ectx();
     test_live_errors(argv[3]);
     test_live_echo(argv[3]);
+    test_slmp_send();
 
     printf("api_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -31,6 +31,7 @@ create_exception!(softspin, TrafficError, Error, "Bad traffic: generator paramet
 create_exception!(softspin, SimError, Error, "The simulation rejected a packet (too large for a slot, too short).");
 create_exception!(softspin, BuildError, Error, "Compiling or linking a handler image failed (diagnostics went to stderr).");
 create_exception!(softspin, NetError, Error, "The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors.");
+create_exception!(softspin, SlmpGaveUpError, NetError, "The SLMP sender gave up (a segment unacknowledged after its retransmissions, or no ACK for give_up_s); `.stats` holds the statistics up to then.");
 
 /// Every `softspin_host::Error` as the exception of its kind, with its message.
 fn err(e: host::Error) -> PyErr {
@@ -994,6 +995,65 @@ fn build(
     Ok(output)
 }
 
+/// Send `messages` (bytes-like, or a list of them: one SLMP message each,
+/// message ids counting up from `first_msg_id`) to the SLMP receiver at
+/// `to` ("ADDR[:PORT]", default port 9330), e.g. a NIC running
+/// examples/slmp_recv's handlers. Retransmits lost segments; `window` is
+/// "auto" (adaptive) or a packet count; `sync` is "all" (every segment
+/// acknowledged), "msg" (first and last) or "none". Returns the statistics
+/// as a dict (as `softspin slmp send --json`); `delivery_confirmed` is
+/// True for sync "all". Raises SlmpGaveUpError (a NetError, with `.stats`)
+/// when it gives up, InvalidArgumentError for bad settings. The GIL is
+/// released while sending.
+#[pyfunction]
+#[pyo3(signature = (to, messages, *, window = "auto", sync = "all", segment = None, give_up_s = 10.0, first_msg_id = 1))]
+fn slmp_send(
+    py: Python<'_>,
+    to: &str,
+    messages: &Bound<'_, PyAny>,
+    window: &str,
+    sync: &str,
+    segment: Option<usize>,
+    give_up_s: f64,
+    first_msg_id: u32,
+) -> PyResult<PyObject> {
+    use pyo3::buffer::PyBuffer;
+    let one = |o: &Bound<'_, PyAny>| -> PyResult<Vec<u8>> { PyBuffer::<u8>::get(o)?.to_vec(py) };
+    let msgs: Vec<Vec<u8>> = match one(messages) {
+        Ok(m) => vec![m],
+        Err(_) => messages
+            .try_iter()?
+            .map(|m| one(&m?))
+            .collect::<PyResult<_>>()
+            .map_err(|e| InvalidArgumentError::new_err(format!("messages: expected a bytes-like object or a list of them ({e})")))?,
+    };
+    let give_up = std::time::Duration::try_from_secs_f64(give_up_s)
+        .map_err(|_| InvalidArgumentError::new_err(format!("give_up_s {give_up_s}: expected seconds > 0")))?;
+    let opts = host::slmp::SendOptions {
+        window: window.into(),
+        sync: sync.into(),
+        segment: segment.unwrap_or(host::slmp::SendOptions::default().segment),
+        give_up,
+        first_msg_id,
+    };
+    let refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
+    let stats_dict = |py: Python<'_>, s: &host::slmp::Stats| -> PyResult<PyObject> {
+        let j = serde_json::to_string(s).map_err(|e| Error::new_err(e.to_string()))?;
+        json_to_py(py, &j)
+    };
+    match py.allow_threads(|| host::slmp::send(to, &refs, &opts)) {
+        Ok(s) => stats_dict(py, &s),
+        Err(host::Error::Slmp(softspin_slmp::Error::GaveUp { msg_id, index, reason, stats })) => {
+            let d = stats_dict(py, &stats)?;
+            let e = softspin_slmp::Error::GaveUp { msg_id, index, reason, stats };
+            let exc = SlmpGaveUpError::new_err(e.to_string());
+            exc.value(py).setattr("stats", d)?;
+            Err(exc)
+        }
+        Err(e) => Err(err(e)),
+    }
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -1024,7 +1084,9 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimError", py.get_type::<SimError>())?;
     m.add("BuildError", py.get_type::<BuildError>())?;
     m.add("NetError", py.get_type::<NetError>())?;
+    m.add("SlmpGaveUpError", py.get_type::<SlmpGaveUpError>())?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
+    m.add_function(wrap_pyfunction!(slmp_send, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -42,6 +42,7 @@ use std::path::Path;
 
 pub mod sdk;
 mod live;
+pub mod slmp;
 
 pub use live::{AttachOptions, LiveStats, Mode, PortStats, Ruleset};
 
@@ -103,6 +104,10 @@ pub enum Error {
     /// The live NIC's interface, matcher or sockets.
     #[error(transparent)]
     Net(#[from] softspin_netio::NetError),
+    /// The SLMP sender: bad settings, a message over 4 GiB, a socket error,
+    /// or it gave up (the statistics up to then are attached).
+    #[error(transparent)]
+    Slmp(#[from] softspin_slmp::Error),
 }
 
 /// The category of an [`Error`], like `std::io::ErrorKind`. Each binding
@@ -202,6 +207,11 @@ impl Error {
             Error::Limit(_) => K::Limit,
             Error::Build(_) => K::Build,
             Error::Net(_) => K::Net,
+            Error::Slmp(e) => match e {
+                softspin_slmp::Error::Config { .. } => K::InvalidArgument,
+                softspin_slmp::Error::MessageTooLarge { .. } => K::Limit,
+                softspin_slmp::Error::Io { .. } | softspin_slmp::Error::GaveUp { .. } => K::Net,
+            },
         }
     }
 }

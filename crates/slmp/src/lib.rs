@@ -12,6 +12,7 @@
 use std::fmt;
 use std::time::Duration;
 
+pub mod args;
 pub mod rto;
 pub mod sender;
 pub mod stats;

@@ -44,10 +44,12 @@ from ._native import (
     OutboundPacket,
     OverlapError,
     SimError,
+    SlmpGaveUpError,
     StateError,
     SymbolError,
     TrafficError,
     build,
+    slmp_send,
     __version__,
 )
 
@@ -66,6 +68,7 @@ __all__ = [
     "Notification",
     "NotificationIter",
     "build",
+    "slmp_send",
     "Error",
     "InvalidArgumentError",
     "LimitError",
@@ -83,5 +86,6 @@ __all__ = [
     "SimError",
     "BuildError",
     "NetError",
+    "SlmpGaveUpError",
     "SoftspinError",
 ]

@@ -66,6 +66,24 @@ class BuildError(Error):
 class NetError(Error):
     """The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors."""
 
+class SlmpGaveUpError(NetError):
+    """The SLMP sender gave up; `stats` holds the statistics up to then."""
+    stats: dict[str, Any]
+
+def slmp_send(
+    to: str,
+    messages: Buffer | Sequence[Buffer],
+    *,
+    window: str = "auto",
+    sync: str = "all",
+    segment: int | None = None,
+    give_up_s: float = 10.0,
+    first_msg_id: int = 1,
+) -> dict[str, Any]:
+    """Send SLMP messages to ADDR[:PORT] (default port 9330) reliably;
+    returns the statistics (as `softspin slmp send --json`). Raises
+    SlmpGaveUpError when it gives up, InvalidArgumentError for bad settings."""
+
 def build(
     sources: StrPath | Sequence[StrPath],
     output: StrPath,
