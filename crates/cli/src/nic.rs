@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use softspin_engine::traffic::FrameKind;
-use softspin_host::{AttachOptions, Event, LiveStats, Mode, Nic, Report, Ruleset};
+use softspin_host::{AttachOptions, Event, LiveStats, Mode, Nic, NicConfig, Report, Ruleset};
 use softspin_netio::rules;
 
 use crate::exit::Status;
@@ -59,10 +59,27 @@ pub struct NicArgs {
     dump_host: Option<PathBuf>,
 }
 
+/// How a live command takes frames (shared by `nic` and `slmp recv`).
 #[derive(Clone, Copy, clap::ValueEnum)]
-enum ModeArg {
+pub enum ModeArg {
     Xdp,
     Socket,
+}
+
+/// Attach to `iface` with SIGINT/SIGTERM setting the returned stop flag
+/// (the live loop checks it; the NIC then detaches cleanly).
+pub fn attach(iface: &str, mode: ModeArg, cfg: NicConfig) -> anyhow::Result<(Nic, Arc<AtomicBool>)> {
+    let mode = match mode {
+        ModeArg::Xdp => Mode::Xdp,
+        ModeArg::Socket => Mode::Socket,
+    };
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the SIGINT/SIGTERM handler")?;
+    }
+    let nic = Nic::attach(iface, AttachOptions { mode, config: Some(cfg), ..Default::default() })
+        .with_context(|| format!("attaching to {iface}"))?;
+    Ok((nic, stop))
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -134,17 +151,7 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         Some(s) if !(s.is_finite() && s > 0.0 && s <= 1e9) => bail!("--duration {s}: must be a positive number of seconds"),
         s => s.map(Duration::from_secs_f64),
     };
-    let mode = match a.mode {
-        ModeArg::Xdp => Mode::Xdp,
-        ModeArg::Socket => Mode::Socket,
-    };
-
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the SIGINT/SIGTERM handler")?;
-    }
-    let mut nic = Nic::attach(&a.iface, AttachOptions { mode, config: Some(cfg), ..Default::default() })
-        .with_context(|| format!("attaching to {}", a.iface))?;
+    let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
     // Nobody answers notifications from the command line.
     nic.pause_for_host(false);
     let keep = a.pcap_out.is_some();
@@ -183,9 +190,19 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     }
     let report = nic.report();
     let live = nic.live_stats().expect("attached");
+    // What the handlers pushed with spin_push_counter, per ECTX: a host's
+    // proof of what its handlers did (e.g. echo replies sent).
+    let mut counters = serde_json::Map::new();
+    for &e in &ectxs {
+        let c: Vec<_> =
+            nic.counters(e)?.into_iter().map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n})).collect();
+        counters.insert(nic.ectx_name(e)?, c.into());
+    }
     drop(nic); // detaches from the interface before we report
     if a.json {
-        println!("{}", serde_json::to_string(&json(&live, &report))?);
+        let mut j = json(&live, &report);
+        j["counters"] = counters.into();
+        println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", text(&live));
         print!("{}", report.text());

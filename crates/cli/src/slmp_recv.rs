@@ -5,12 +5,11 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context};
-use softspin_host::{AttachOptions, EctxOptions, Mode, Nic, NicConfig, Ruleset};
+use softspin_host::{EctxOptions, NicConfig, Ruleset};
 use softspin_netio::rules::{MatchUnit, MsgIdField};
 
 use crate::exit::Status;
@@ -46,16 +45,10 @@ pub struct RecvArgs {
     timeout: Option<f64>,
     /// xdp (root) or socket.
     #[arg(long, value_enum, default_value = "xdp")]
-    mode: ModeArg,
+    mode: crate::nic::ModeArg,
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
-}
-
-#[derive(Clone, Copy, clap::ValueEnum)]
-enum ModeArg {
-    Xdp,
-    Socket,
 }
 
 /// Build the handler image for the NIC's profile into a temporary directory.
@@ -112,16 +105,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         std::fs::create_dir_all(&a.out).with_context(|| format!("creating directory {}", a.out.display()))?;
     }
     let cfg = NicConfig::fpspin();
-    let mode = match a.mode {
-        ModeArg::Xdp => Mode::Xdp,
-        ModeArg::Socket => Mode::Socket,
-    };
-    let stop = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the SIGINT/SIGTERM handler")?;
-    }
-    let mut nic = Nic::attach(&a.iface, AttachOptions { mode, config: Some(cfg), ..Default::default() })
-        .with_context(|| format!("attaching to {}", a.iface))?;
+    let (mut nic, stop) = crate::nic::attach(&a.iface, a.mode, cfg)?;
     nic.keep_outputs(false);
     // After attaching: a bad interface is reported without a compile first.
     let (_dir, elf) = build_handler(nic.config())?;
