@@ -226,7 +226,7 @@ fn take_sent(nic: &mut Nic, sent: &mut Vec<(u64, Vec<u8>)>) {
     }
 }
 
-fn causes(s: &LiveStats) -> String {
+pub fn causes(s: &LiveStats) -> String {
     s.drops.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
 }
 
