@@ -20,6 +20,10 @@ handlers against the kernel doing the same job, side by side in one run.
    their send rate over the receiver's own window is reported beside every
    receive rate, with the send calls that found the veth queue full (the
    receiver, not the sender, was then the limit).
+3. Ping-pong against payload size (seed 000 §6.3.1): examples/ping_pong/rtt.py's
+   measure() on the same namespaces -- ICMP and UDP echo at 64..1472 B,
+   softspin's handlers (one NIC, both ECTXs) against the kernel, every reply
+   checked, the responder proven; plot docs/img/ping_pong_rtt.png.
 
 Every case runs --rounds times, interleaved; the tables give the median of
 the rounds. Writes docs/live_rtt.png, docs/live_rate.png and the results as
@@ -27,6 +31,7 @@ JSON (target/bench-live/results.json); docs/live.md quotes them.
 Needs root (namespaces, XDP). The namespaces are always removed on exit.
 """
 import argparse
+import importlib.util
 import json
 import os
 import re
@@ -47,6 +52,15 @@ NIC_NS, PEER_NS, NIC_IF, PEER_IF = PREFIX + "nic", PREFIX + "peer", PREFIX + "0"
 NIC_IP, PEER_IP = "10.77.0.1", "10.77.0.2"
 UDP_PORT, SINK_PORT = 7, 9000
 C_PROGS = ["udp_echo_server", "udp_pingpong", "udp_sink", "udp_flood", "afxdp_drop"]
+PP_PLOT = os.path.join(DOCS, "img", "ping_pong_rtt.png")
+
+
+def ping_pong_module():
+    """examples/ping_pong/rtt.py, the ping-pong host program (one copy of it)."""
+    spec = importlib.util.spec_from_file_location("pp_rtt", os.path.join(ROOT, "examples", "ping_pong", "rtt.py"))
+    m = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(m)
+    return m
 
 
 def run(cmd, check=True, **kw):
@@ -292,21 +306,35 @@ def main():
     ap.add_argument("--count", type=int, default=10000, help="round trips per ping-pong run")
     ap.add_argument("--window", type=int, default=3, help="seconds each receiver counts")
     ap.add_argument("--senders", type=int, default=2, help="parallel udp_flood processes")
+    ap.add_argument("--pp-count", type=int, default=2000,
+                    help="ping-pong against size: measured round trips per protocol, size and round")
+    ap.add_argument("--pp-sizes", default="64,256,1024,1472", help="ping-pong against size: payload bytes")
+    ap.add_argument("--only-ping-pong", action="store_true", help="run only part 3 (ping-pong against size)")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--replot", action="store_true", help="only redraw the plots from the last run's samples")
     a = ap.parse_args()
+    pp = ping_pong_module()
     if a.replot:
         with open(os.path.join(OUT, "raw.json")) as f:
             raw = json.load(f)
-        plot(raw["rtt"], raw["rate"], list(raw["rate"]))
+        if raw.get("rtt"):
+            plot(raw["rtt"], raw["rate"], list(raw["rate"]))
+        if raw.get("ping_pong"):
+            pp.plot(raw["ping_pong"], PP_PLOT)
         return
+    try:
+        pp_sizes = pp.parse_sizes(a.pp_sizes)
+    except argparse.ArgumentTypeError as e:
+        sys.exit(f"live_bench: {e}")
     if os.geteuid() != 0:
         sys.exit("live_bench: needs root (network namespaces, XDP); run `sudo make bench-live`")
-    if a.count < 1 or a.rounds < 1 or a.window < 1 or a.senders < 1:
-        sys.exit("live_bench: --count, --rounds, --window and --senders must be at least 1")
+    if a.count < 1 or a.rounds < 1 or a.window < 1 or a.senders < 1 or a.pp_count < 1:
+        sys.exit("live_bench: --count, --rounds, --window, --senders and --pp-count must be at least 1")
     # SIGTERM too must reach the finally that removes the namespaces.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("live_bench: terminated"))
-    build()
+    if not a.only_ping_pong:
+        build()
+    pp_out = pp.build(os.path.join(OUT, "ping_pong"))
     env = dict(os.environ, SS_NS_PREFIX=PREFIX)
     rtt = {k: [] for k in ["softspin UDP echo", "kernel UDP echo server", "softspin ICMP echo", "kernel ICMP echo"]}
     order_rate = ["XDP_DROP (driver)", "raw AF_XDP rx+drop", "softspin empty handler", "kernel UDP recvmmsg"]
@@ -315,7 +343,7 @@ def main():
     try:
         run([NETNS, "up"], env=env)
         samples = os.path.join(OUT, "rtt_samples.txt")
-        for i in range(a.rounds):
+        for i in range(0 if a.only_ping_pong else a.rounds):
             print(f"round {i + 1}/{a.rounds}", file=sys.stderr)
             # Alternate the order so neither side always runs first.
             cases = [("softspin UDP echo", lambda: rtt_softspin_udp(a.count, samples)),
@@ -334,8 +362,21 @@ def main():
                 rate[name].append(r)
                 print(f"  {name:26s} {r['mpps']:.3f} Mpps  (sent {r['sender']['mpps']:.3f} Mpps, "
                       f"full-queue calls {r['sender']['full_queue_calls']})", file=sys.stderr)
+        print("ping-pong against payload size", file=sys.stderr)
+        pp_summary, pp_samples = pp.measure(pp.Names(PREFIX), a.pp_count, pp_sizes, a.rounds, out=pp_out)
     finally:
         run([NETNS, "down"], env=env, check=False)
+
+    with open(os.path.join(OUT, "ping_pong.json"), "w") as f:
+        json.dump(pp_summary, f, indent=1)
+    print(pp.text_table(pp_summary), file=sys.stderr)
+    if not a.no_plot:
+        pp.plot(pp_summary, PP_PLOT)
+    if a.only_ping_pong:
+        with open(os.path.join(OUT, "raw.json"), "w") as f:
+            json.dump({"ping_pong": pp_summary, "ping_pong_samples": pp_samples}, f)
+        print(json.dumps({k: v for k, v in pp_summary.items() if k != "phases"}, indent=1))
+        sys.exit(0 if pp_summary["ok"] else 1)
 
     summary = {
         "machine": {"cpus": os.cpu_count(), "kernel": os.uname().release, "link": "veth pair between two namespaces",
@@ -355,6 +396,7 @@ def main():
     ceiling = summary["rate"]["raw AF_XDP rx+drop"]["mpps"]
     ss = summary["rate"]["softspin empty handler"]["mpps"]
     sock = summary["rate"]["kernel UDP recvmmsg"]["mpps"]
+    summary["ping_pong"] = {k: pp_summary[k] for k in ("table", "checks", "problems", "ok")}
     summary["goals"] = {
         "empty handler / raw AF_XDP": ss / ceiling if ceiling else None,
         "empty handler >= 80% of raw AF_XDP": ss >= 0.8 * ceiling,
@@ -366,7 +408,8 @@ def main():
         json.dump({"summary": summary, "rtt": {k: [{x: y for x, y in r.items() if x != "samples_us"} for r in v]
                                                for k, v in rtt.items()}, "rate": rate}, f, indent=1)
     with open(os.path.join(OUT, "raw.json"), "w") as f:
-        json.dump({"rtt": rtt, "rate": rate}, f)  # every sample: --replot draws from it
+        # every sample: --replot draws from it
+        json.dump({"rtt": rtt, "rate": rate, "ping_pong": pp_summary, "ping_pong_samples": pp_samples}, f)
     print(json.dumps(summary, indent=1))
     if not a.no_plot:
         plot(rtt, rate, order_rate)

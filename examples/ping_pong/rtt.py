@@ -25,7 +25,8 @@ What it does (root: namespaces, XDP):
   again, identifier, sequence number and data; UDP the whole payload.
 - Who answered: for softspin, the NIC's `--json` must show each handler ran
   once per request (`handlers[].invocations`), one frame sent per request
-  (`tx_frames`), no drops or errors; and the NIC namespace kernel's own
+  (`tx_frames`), no drops or errors, and icmp_echo_ph's own counter of echo
+  replies (`counters`) equal to the ICMP requests; and the NIC namespace kernel's own
   counters (/proc/net/snmp `Icmp OutEchoReps`, `Udp OutDatagrams`) must not
   move. For the kernel they must move by the number of requests.
 - Rounds alternate softspin/kernel (order reversed every other round); the
@@ -67,6 +68,8 @@ UDP_PORT = 7
 SECOND_CODE_BASE, SECOND_DATA_BASE = "0x1D004000", "0x1C080000"
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # asm-generic/socket.h; Python lacks the name
 REPLY_TIMEOUT_S = 0.5
+ICMP_CTR_REPLIED, ICMP_CTR_IGNORED = 0, 1  # icmp_echo_ph's counter indices (handler.c)
+ETH_IP_ICMP = 14 + 20 + 8  # header bytes before the echo data (no IP options)
 PROTOS = ("icmp", "udp")
 MODES = ("softspin", "kernel")
 
@@ -421,6 +424,18 @@ def phase(n, out, mode, p):
         if not sent["udp"] < inv.get("udp_echo", 0) <= sent["udp"] + udp_probes:
             problems.append(f"softspin: pingpong_ph ran {inv.get('udp_echo')} times for {sent['udp']} UDP requests "
                             f"(+ up to {udp_probes} probes)")
+        # icmp_echo_ph's own counters (handler.c): 0 = replies sent (sum:
+        # their frame bytes, Ethernet 14 + IPv4 20 + ICMP 8 + data), 1 = frames
+        # it ignored.
+        ctr = {c["index"]: c for c in nic.get("counters", {}).get("icmp_echo", [])}
+        res["nic"]["icmp_echo_counters"] = ctr
+        replied = ctr.get(ICMP_CTR_REPLIED, {"count": 0, "sum": 0})
+        want_bytes = sum(r_["tally"]["sent"] * (ETH_IP_ICMP + r_["size"]) for r_ in res["runs"] if r_["proto"] == "icmp")
+        if replied["count"] != sent["icmp"] or (min(p["sizes"]) >= 18 and replied["sum"] != want_bytes):
+            problems.append(f"softspin: icmp_echo_ph counted {replied['count']} replies of {replied['sum']} bytes "
+                            f"for {sent['icmp']} requests of {want_bytes} bytes")
+        if ctr.get(ICMP_CTR_IGNORED, {"count": 0})["count"]:
+            problems.append(f"softspin: icmp_echo_ph ignored {ctr[ICMP_CTR_IGNORED]['count']} frames")
         if nic["tx_frames"] != sum(inv.values()):
             problems.append(f"softspin: {nic['tx_frames']} frames sent for {sum(inv.values())} handler calls")
         if nic["exit_status"] != 0 or nic["errors"] or any(nic["drops"].values()) or nic["xdp_left_attached"]:
@@ -501,6 +516,8 @@ def measure(n, count, sizes, rounds, warmup=20, out=OUT, seed=1, log=sys.stderr)
                                                    if x["ectx"] == h["ectx"])
                                     for h in (nic_phases[0]["nic"]["handlers"] if nic_phases else [])},
             "nic_tx_frames": sum(ph["nic"]["tx_frames"] for ph in nic_phases),
+            "icmp_echo_replies_counted": sum(ph["nic"]["icmp_echo_counters"].get(ICMP_CTR_REPLIED, {"count": 0})["count"]
+                                             for ph in nic_phases),
             "kernel_snmp_delta_during_softspin": {k: sum(ph["kernel_snmp_delta"][k] for ph in nic_phases)
                                                   for k in (nic_phases[0]["kernel_snmp_delta"] if nic_phases else [])},
         },
@@ -530,7 +547,7 @@ def plot(summary, path):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = plt.subplots(figsize=(7, 5.2))
     colors = {("softspin", "icmp"): "C0", ("kernel", "icmp"): "C1", ("softspin", "udp"): "C2", ("kernel", "udp"): "C3"}
     label = {"softspin": "softspin", "kernel": "kernel"}
     what = {"icmp": "ICMP echo", "udp": "UDP echo"}
@@ -551,7 +568,7 @@ def plot(summary, path):
     ax.set_title(f"Ping-pong over veth: softspin handlers vs the kernel\n"
                  f"({prm['rounds']} rounds x {prm['count']} per point, one in flight, 2-core VM)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=110)

@@ -1,7 +1,7 @@
 """The live ping-pong (rtt.py) on a veth pair: every ICMP and UDP echo
 request answered exactly once with the right bytes, by the handlers (their
-invocation counts, the NIC's frames sent, and the kernel's own SNMP counters
-not moving), and the kernel baseline measured beside it. Root only (network
+invocation counts, icmp_echo_ph's reply counter, the NIC's frames sent, and
+the kernel's own SNMP counters not moving), and the kernel baseline measured beside it. Root only (network
 namespaces, XDP); about 10 s."""
 
 import json
@@ -52,6 +52,9 @@ def test_every_ping_answered_by_the_handlers_and_kernel_measured():
     assert inv["icmp_echo"] == per_proto
     assert per_proto < inv["udp_echo"] <= per_proto + probes
     assert c["nic_tx_frames"] == inv["icmp_echo"] + inv["udp_echo"]
+    assert c["icmp_echo_replies_counted"] == per_proto  # the handler's own counter 0
+    sw = next(ph for ph in d["phases"] if ph["mode"] == "softspin")
+    assert sw["nic"]["icmp_echo_counters"]["0"]["sum"] == sum((14 + 20 + 8 + s) * (COUNT + WARMUP) for s in SIZES)
     assert c["kernel_snmp_delta_during_softspin"] == {
         "Icmp InEchos": 0, "Icmp OutEchoReps": 0, "Udp InDatagrams": 0, "Udp OutDatagrams": 0}
     kernel_phase = next(ph for ph in d["phases"] if ph["mode"] == "kernel")
