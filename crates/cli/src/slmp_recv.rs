@@ -191,6 +191,12 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         for m in &got {
             println!("message {} ({} bytes) -> {}", m["msg_id"], m["bytes"], m["file"].as_str().unwrap_or_default());
         }
+        // Not a failure (the sender retransmits what the port lost), but
+        // never silent.
+        let port_drops: u64 = live.drops.values().sum();
+        if port_drops > 0 {
+            println!("{port_drops} frames dropped on the port ({}); SLMP retransmission covered them", crate::nic::causes(&live));
+        }
     }
     let (mut status, mut why) = crate::sim::outcome(&report, None);
     if status == Status::Unprocessed {
