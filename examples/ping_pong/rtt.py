@@ -31,7 +31,9 @@ What it does (root: namespaces, XDP):
   move. For the kernel they must move by the number of requests.
 - Rounds alternate softspin/kernel (order reversed every other round); the
   table pools every round's samples: p50, p99, mean per size, and the ratio
-  softspin / kernel.
+  softspin / kernel. For softspin it also gives the part of the RTT the NIC
+  model charges (`--records`: arrival to the handler's completion, PsPIN
+  time at the fpspin profile's 40 MHz), like FPsPIN's breakdown (Fig. 6.4).
 
 Exit status 0 when every request got exactly one correct reply from the
 expected responder, 1 otherwise (the JSON's `problems` say what), 2 on bad
@@ -296,22 +298,25 @@ def client(p):
 
 # ---------------------------------------------------------------- the host side
 
-def build(out=OUT, sabotage=False):
+def build(out=OUT, sabotage=None):
     """The two handler images, the scenario and rules files, the kernel echo
-    server. `sabotage` builds icmp_echo_ph without its checksum fix
-    (SOFTSPIN_SABOTAGE): the run must then report bad replies."""
+    server. Sabotage proves the checks bite: "checksum" builds icmp_echo_ph
+    without its checksum fix (SOFTSPIN_SABOTAGE), so replies are wrong;
+    "match" gives the ICMP ruleset FPsPIN's never-true rule, so the kernel
+    answers the pings instead of the handler."""
     if not os.path.exists(SOFTSPIN):
         raise SystemExit(f"rtt: {SOFTSPIN} missing: cargo build --release -p softspin-cli")
     os.makedirs(out, exist_ok=True)
     icmp, udp = os.path.join(out, "pp_icmp.elf"), os.path.join(out, "pp_udp.elf")
-    run([SOFTSPIN, "build", "--profile", "fpspin", HANDLER, "-o", icmp] + (["-D", "SOFTSPIN_SABOTAGE"] if sabotage else []))
+    run([SOFTSPIN, "build", "--profile", "fpspin", HANDLER, "-o", icmp] + (["-D", "SOFTSPIN_SABOTAGE"] if sabotage == "checksum" else []))
     run([SOFTSPIN, "build", "--profile", "fpspin", HANDLER, "-o", udp,
          "--code-base", SECOND_CODE_BASE, "--data-base", SECOND_DATA_BASE])
     with open(os.path.join(out, "scenario.toml"), "w") as f:
         f.write(f'[[ectx]]\nname = "icmp_echo"\nimage = "{icmp}"\nph = "icmp_echo_ph"\n\n'
                 f'[[ectx]]\nname = "udp_echo"\nimage = "{udp}"\nph = "pingpong_ph"\n')
     with open(os.path.join(out, "rules.toml"), "w") as f:
-        f.write(f'[[ruleset]]\nname = "icmp"\nmatch = ["ip", "icmp"]\nectx = "icmp_echo"\n\n'
+        icmp_match = '["false"]' if sabotage == "match" else '["ip", "icmp"]'
+        f.write(f'[[ruleset]]\nname = "icmp"\nmatch = {icmp_match}\nectx = "icmp_echo"\n\n'
                 f'[[ruleset]]\nname = "udp_echo"\nmatch = ["ip", "udp", "udp_dport:{UDP_PORT}"]\nectx = "udp_echo"\n')
     server = os.path.join(out, "udp_echo_server")
     run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", server, ECHO_SERVER])
@@ -342,9 +347,10 @@ class SoftspinNic:
 
     def __init__(self, n, out):
         self.n = n
+        self.records = os.path.join(out, "records.jsonl")
         self.p = subprocess.Popen(
             in_ns(n.nic_ns, SOFTSPIN, "nic", "--iface", n.nic_if, "--scenario", os.path.join(out, "scenario.toml"),
-                  "--rules", os.path.join(out, "rules.toml"), "--json"),
+                  "--rules", os.path.join(out, "rules.toml"), "--json", "--records", self.records),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t_end = time.monotonic() + 20
         while not xdp_attached(n):
@@ -364,6 +370,17 @@ class SoftspinNic:
         st["exit_status"] = self.p.returncode
         st["stderr"] = err
         st["xdp_left_attached"] = xdp_attached(self.n)
+        # Per message (here: per frame) NIC time from arrival to the last
+        # handler's completion, in arrival order per ECTX.
+        st["nic_ns"] = {}
+        with open(self.records) as f:
+            for line in f:
+                r = json.loads(line)
+                if r["completion_ns"] is not None:
+                    st["nic_ns"].setdefault(r["ectx"], []).append(
+                        (r["first_arrival_ns"], r["completion_ns"] - r["first_arrival_ns"]))
+        for v in st["nic_ns"].values():
+            v.sort()
         return st
 
 
@@ -436,6 +453,19 @@ def phase(n, out, mode, p):
                             f"for {sent['icmp']} requests of {want_bytes} bytes")
         if ctr.get(ICMP_CTR_IGNORED, {"count": 0})["count"]:
             problems.append(f"softspin: icmp_echo_ph ignored {ctr[ICMP_CTR_IGNORED]['count']} frames")
+        # The NIC's own time per request, by arrival order: the client sent
+        # the UDP probes first, then per size its ICMP run, then its UDP run.
+        lat = {"icmp": [x for _, x in nic["nic_ns"].get("icmp_echo", [])],
+               "udp": [x for _, x in nic["nic_ns"].get("udp_echo", [])]}
+        if len(lat["icmp"]) == sent["icmp"] and len(lat["udp"]) == inv.get("udp_echo"):
+            pos = {"icmp": 0, "udp": inv["udp_echo"] - sent["udp"]}
+            for run_ in res["runs"]:
+                k = run_["tally"]["sent"]
+                run_["nic_model_ns"] = lat[run_["proto"]][pos[run_["proto"]]:][:k][p["warmup"]:]
+                pos[run_["proto"]] += k
+        else:
+            problems.append(f"softspin: {len(lat['icmp'])}/{len(lat['udp'])} completed message records "
+                            f"for {sent['icmp']}/{inv.get('udp_echo')} ICMP/UDP requests")
         if nic["tx_frames"] != sum(inv.values()):
             problems.append(f"softspin: {nic['tx_frames']} frames sent for {sum(inv.values())} handler calls")
         if nic["exit_status"] != 0 or nic["errors"] or any(nic["drops"].values()) or nic["xdp_left_attached"]:
@@ -475,6 +505,7 @@ def measure(n, count, sizes, rounds, warmup=20, out=OUT, seed=1, log=sys.stderr)
     phases = []
     samples = {m: {proto: {s: [] for s in sizes} for proto in PROTOS} for m in MODES}
     rounds_p50 = {m: {proto: {s: [] for s in sizes} for proto in PROTOS} for m in MODES}
+    model = {proto: {s: [] for s in sizes} for proto in PROTOS}  # softspin's NIC time (PsPIN model), ns
     for i in range(rounds):
         for mode in (MODES if i % 2 == 0 else MODES[::-1]):
             res = phase(n, out, mode, dict(p, seed=seed * 1000 + i * 2 + (mode == "kernel")))
@@ -484,6 +515,7 @@ def measure(n, count, sizes, rounds, warmup=20, out=OUT, seed=1, log=sys.stderr)
                 if run_["rtt_ns"]:
                     rounds_p50[mode][run_["proto"]][run_["size"]].append(pctl(run_["rtt_ns"], 50) / 1000)
                 del run_["rtt_ns"]
+                model[run_["proto"]][run_["size"]] += run_.pop("nic_model_ns", [])
             phases.append(res)
             print(f"rtt: round {i + 1}/{rounds} {mode:8s} "
                   + ("ok" if not res["problems"] else "; ".join(res["problems"])), file=log)
@@ -496,6 +528,10 @@ def measure(n, count, sizes, rounds, warmup=20, out=OUT, seed=1, log=sys.stderr)
                 if st:
                     st["rounds_p50_us"] = rounds_p50[m][proto][s]
                 row[m] = st
+            # Of softspin's RTT, the time the model charges the NIC (arrival
+            # to the handler's completion at FPsPIN's 40 MHz); the rest is
+            # the wire (veth), AF_XDP and softspin's loop, and the client's kernel.
+            row["softspin_nic_model"] = stats(model[proto][s])
             if row["softspin"] and row["kernel"]:
                 row["ratio_p50"] = row["softspin"]["p50_us"] / row["kernel"]["p50_us"]
                 row["ratio_mean"] = row["softspin"]["mean_us"] / row["kernel"]["mean_us"]
@@ -532,13 +568,16 @@ def measure(n, count, sizes, rounds, warmup=20, out=OUT, seed=1, log=sys.stderr)
 
 
 def text_table(summary):
-    rows = ["| proto | payload B | softspin p50 / p99 / mean µs | kernel p50 / p99 / mean µs | softspin / kernel (p50) |",
-            "|---|---:|---:|---:|---:|"]
+    rows = ["| proto | payload B | softspin p50 / p99 / mean µs | of which NIC model p50 µs "
+            "| kernel p50 / p99 / mean µs | softspin / kernel (p50) |",
+            "|---|---:|---:|---:|---:|---:|"]
     for r in summary["table"]:
         f = (lambda s: f"{s['p50_us']:.1f} / {s['p99_us']:.1f} / {s['mean_us']:.1f}" if s else "—")
         ratio = f"{r['ratio_p50']:.2f}" if "ratio_p50" in r else "—"
         name = {"icmp": "ICMP echo", "udp": "UDP echo"}[r["proto"]]
-        rows.append(f"| {name} | {r['size']} | {f(r['softspin'])} | {f(r['kernel'])} | {ratio} |")
+        nm = r.get("softspin_nic_model")
+        nm = f"{nm['p50_us']:.1f}" if nm else "—"
+        rows.append(f"| {name} | {r['size']} | {f(r['softspin'])} | {nm} | {f(r['kernel'])} | {ratio} |")
     return "\n".join(rows)
 
 
@@ -561,12 +600,16 @@ def plot(summary, path):
                     label=f"{label[m]} {what[proto]} (p50)")
             ax.plot(xs, [r[m]["p99_us"] for r in rows], style, marker="^", color=c, alpha=0.4, linewidth=1,
                     label=f"{label[m]} {what[proto]} (p99)")
+    for proto in PROTOS:
+        rows = [r for r in summary["table"] if r["proto"] == proto and r.get("softspin_nic_model")]
+        ax.plot([r["size"] for r in rows], [r["softspin_nic_model"]["p50_us"] for r in rows], ":", marker=".",
+                color=colors[("softspin", proto)], label=f"of which NIC model, {what[proto]} (p50)")
     ax.set_yscale("log")
     ax.set_xlabel("payload bytes (ICMP data / UDP payload)")
     ax.set_ylabel("round-trip time (µs, log scale)")
     prm = summary["params"]
     ax.set_title(f"Ping-pong over veth: softspin handlers vs the kernel\n"
-                 f"({prm['rounds']} rounds x {prm['count']} per point, one in flight, 2-core VM)", fontsize=10)
+                 f"({prm['rounds']} round(s) x {prm['count']} per point, one in flight, 2-core VM)", fontsize=10)
     ax.grid(True, which="both", alpha=0.3)
     ax.legend(fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.16), frameon=False)
     fig.tight_layout()
@@ -617,8 +660,9 @@ def main(argv=None):
     ap.add_argument("--json", action="store_true", help="print the summary as JSON instead of the table")
     ap.add_argument("--plot", metavar="PNG", help="write a plot of RTT against payload size")
     ap.add_argument("--samples", metavar="FILE", help="write every RTT (µs) as JSON")
-    ap.add_argument("--sabotage", action="store_true",
-                    help="build icmp_echo_ph without its checksum fix: proves the reply check fails (exit 1)")
+    ap.add_argument("--sabotage", choices=["checksum", "match"],
+                    help="prove the checks bite (exit 1): checksum = icmp_echo_ph without its checksum fix "
+                         "(wrong replies); match = the ICMP ruleset never matches (the kernel answers)")
     a = ap.parse_args(argv)
     if os.geteuid() != 0:
         print("rtt: needs root (network namespaces, XDP): sudo .venv/bin/python examples/ping_pong/rtt.py",

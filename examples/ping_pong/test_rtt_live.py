@@ -53,6 +53,10 @@ def test_every_ping_answered_by_the_handlers_and_kernel_measured():
     assert per_proto < inv["udp_echo"] <= per_proto + probes
     assert c["nic_tx_frames"] == inv["icmp_echo"] + inv["udp_echo"]
     assert c["icmp_echo_replies_counted"] == per_proto  # the handler's own counter 0
+    # The NIC's own time (PsPIN model, records) for every measured request.
+    for row in d["table"]:
+        nm = row["softspin_nic_model"]
+        assert nm["n"] == COUNT and 0 < nm["p50_us"] < row["softspin"]["p50_us"], row
     sw = next(ph for ph in d["phases"] if ph["mode"] == "softspin")
     assert sw["nic"]["icmp_echo_counters"]["0"]["sum"] == sum((14 + 20 + 8 + s) * (COUNT + WARMUP) for s in SIZES)
     assert c["kernel_snmp_delta_during_softspin"] == {
@@ -73,7 +77,7 @@ def test_every_ping_answered_by_the_handlers_and_kernel_measured():
 def test_wrong_replies_are_caught():
     """icmp_echo_ph built without its checksum fix: every ICMP reply must be
     reported bad, and the run must fail."""
-    r = rtt("--count", "5", "--warmup", "0", "--rounds", "1", "--sizes", "64", "--sabotage", "--json")
+    r = rtt("--count", "5", "--warmup", "0", "--rounds", "1", "--sizes", "64", "--sabotage", "checksum", "--json")
     assert r.returncode == 1, r.stdout[-3000:] + r.stderr
     d = json.loads(r.stdout)
     assert not d["ok"]
@@ -81,6 +85,21 @@ def test_wrong_replies_are_caught():
     assert sw["icmp"]["bad"] == 5 and sw["icmp"]["good"] == 0
     assert sw["udp"]["good"] == 5  # the UDP handler was not sabotaged
     assert any("icmp" in p and "bad" in p for p in d["problems"])
+
+
+@live
+def test_kernel_answering_for_the_nic_is_caught():
+    """The ICMP ruleset never matches: the pings pass to the kernel, which
+    answers them correctly. The run must still fail, because the handler
+    did not answer."""
+    r = rtt("--count", "5", "--warmup", "0", "--rounds", "1", "--sizes", "64", "--sabotage", "match", "--json")
+    assert r.returncode == 1, r.stdout[-3000:] + r.stderr
+    d = json.loads(r.stdout)
+    sw = next(ph for ph in d["phases"] if ph["mode"] == "softspin")
+    assert sw["icmp"]["good"] == 5  # correct replies, from the wrong responder
+    assert sw["kernel_snmp_delta"]["Icmp OutEchoReps"] == 5
+    assert any("kernel answered" in p for p in d["problems"])
+    assert any("icmp_echo_ph ran" in p for p in d["problems"])
 
 
 @pytest.mark.parametrize("args, field", [
