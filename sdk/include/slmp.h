@@ -106,4 +106,255 @@ static inline uint32_t slmp_make_ack(const void *data, void *ack)
     return SLMP_ACK_FRAME_LEN;
 }
 
+/* ---- The receiver core: what every SLMP receive handler shares ----------
+ *
+ * Used by examples/slmp_recv (payload written contiguously at its offset)
+ * and examples/slmp_ddt (payload scattered by an MPI datatype). A handler
+ * parses a segment (slmp_rx_parse), checks where it goes, claims the
+ * message's slot (slmp_rx_claim), places the payload when the segment is new
+ * and waits for its DMA, then marks it (slmp_rx_mark) and finishes
+ * (slmp_rx_finish: EOM length, completion, ACK). Completion does not trust
+ * arrival order or uniqueness: each message slot keeps a bitmap of the
+ * segments seen (set with an atomic OR after the segment's DMA is done) and a
+ * byte count added only by the task that set the bit; the EOM segment gives
+ * the length. The task whose update makes the count equal to the length,
+ * with every segment up to the EOM one present, posts one host notification.
+ */
+#include "spin.h"
+
+#ifndef SLMP_SLOTS
+#define SLMP_SLOTS 16
+#endif
+#ifndef SLMP_BITMAP_WORDS
+#define SLMP_BITMAP_WORDS 2048 /* 65536 segments: 95 MiB at 1462 B */
+#endif
+#define SLMP_SEGS_MAX (SLMP_BITMAP_WORDS * 32)
+/* Largest seg_size honoured (a jumbo frame's payload fits): keeps
+ * SLMP_SEGS_MAX * seg_size + 1 within 32 bits. */
+#define SLMP_SEG_MAX 65535u
+
+/* Written by the host before traffic (symbol `slmp_config`). */
+typedef struct slmp_config {
+    /* Payload bytes of every segment but the EOM one (which may be
+     * shorter); offsets must be multiples of it. FPsPIN's sender uses a
+     * fixed payload size rounded down to its alignment. */
+    uint32_t seg_size;
+    /* Bytes of host window per message slot: message msg_id is written at
+     * window + (msg_id % SLMP_SLOTS) * msg_stride (+ where its bytes go). */
+    uint32_t msg_stride;
+} slmp_config_t;
+
+/* Per-message state in handler memory. A slot is free when tag == 0; the
+ * host frees a completed slot by writing zeros over it (all
+ * sizeof(slmp_slot_t) bytes), once it has consumed the message. */
+typedef struct slmp_slot {
+    uint32_t tag;      /* msg_id / SLMP_SLOTS + 1: tells ids of one slot apart */
+    uint32_t received; /* payload bytes of distinct segments, DMA done */
+    uint32_t total;    /* message length + 1 once the EOM segment was seen */
+    uint32_t done;     /* 1 once the completion was posted */
+    uint32_t bits[SLMP_BITMAP_WORDS];
+} slmp_slot_t;
+
+/* What the host gets (Notification.data, little-endian); host_ref is the
+ * host address of the message's slot. */
+typedef struct slmp_done_note {
+    uint32_t msg_id;
+    uint32_t length;
+    uint32_t slot;
+} slmp_done_note_t;
+
+/* Counters (spin_push_counter index; value in parentheses). Handlers add
+ * their own from SLMP_CTR_FIRST_FREE. */
+enum {
+    SLMP_CTR_SEGMENT = 0,    /* new segment written (its payload bytes) */
+    SLMP_CTR_DUPLICATE = 1,  /* segment seen before: not counted again (bytes) */
+    SLMP_CTR_ACK = 2,        /* ACK sent (its frame bytes) */
+    SLMP_CTR_COMPLETE = 3,   /* message complete, host notified (its length) */
+    SLMP_CTR_BAD_FRAME = 4,  /* not an SLMP segment (slmp_frame_error) */
+    SLMP_CTR_MISALIGNED = 5, /* offset not a multiple of seg_size, or a wrong payload length (offset) */
+    SLMP_CTR_OUT_OF_WINDOW = 6, /* beyond msg_stride or the host window (offset) */
+    SLMP_CTR_TOO_LARGE = 7,  /* segment index >= SLMP_SEGS_MAX (offset) */
+    SLMP_CTR_SLOT_BUSY = 8,  /* slot held by another msg_id (the held slot's tag) */
+    SLMP_CTR_EOM_CONFLICT = 9, /* second EOM with another length, or segments past the EOM (offset) */
+    SLMP_CTR_AFTER_DONE = 10, /* segment of a completed message: ACKed, not written (offset) */
+    SLMP_CTR_CMD_FAILED = 11, /* DMA or notification refused by the NIC */
+    SLMP_CTR_NOT_DATA = 12,  /* an ACK segment arrived (flags) */
+    SLMP_CTR_FIRST_FREE = 13,
+};
+
+static inline void slmp_count(uint32_t ctr, uint32_t value)
+{
+    spin_push_counter(ctr, value);
+}
+
+/* A data segment as the receiver sees it. */
+typedef struct slmp_rx_seg {
+    uint8_t *frame;         /* the frame in L1 (the ACK is built over it) */
+    const uint8_t *payload; /* frame + SLMP_FRAME_HDR_LEN */
+    uint32_t len;           /* payload bytes */
+    uint32_t msg, off, idx; /* msg_id, byte offset, segment index (off / seg_size) */
+    uint32_t slot;          /* msg % SLMP_SLOTS */
+    int eom, syn;
+} slmp_rx_seg_t;
+
+/* Parse the task's frame as a data segment of fixed-size segments. Returns 1
+ * if it is one; 0 if not (counted: bad frame, an ACK, misaligned, too
+ * large; nothing to ACK). */
+static inline int slmp_rx_parse(task_t *t, uint32_t seg, slmp_rx_seg_t *sg)
+{
+    uint8_t *p = (uint8_t *)t->pkt_mem;
+    uint32_t len;
+    enum slmp_frame_error fe = slmp_frame_check(p, t->pkt_mem_size, &len);
+    if (fe != SLMP_FRAME_OK) {
+        slmp_count(SLMP_CTR_BAD_FRAME, fe);
+        return 0;
+    }
+    slmp_pkt_hdr_t *h = (slmp_pkt_hdr_t *)p;
+    uint16_t flags = slmp_flags(&h->slmp_hdr);
+    if (flags & SLMP_FLAG_ACK) {
+        slmp_count(SLMP_CTR_NOT_DATA, flags);
+        return 0;
+    }
+    uint32_t off = slmp_offset(&h->slmp_hdr);
+    int eom = (flags & SLMP_FLAG_EOM) != 0;
+    /* Fixed-size segments make offset / seg a segment index: every segment
+     * but the EOM one is full, the EOM one at most full. */
+    if (seg == 0 || seg > SLMP_SEG_MAX || off % seg != 0 || len > seg || (!eom && len != seg)) {
+        slmp_count(SLMP_CTR_MISALIGNED, off);
+        return 0;
+    }
+    uint32_t idx = off / seg;
+    if (idx >= SLMP_SEGS_MAX) {
+        slmp_count(SLMP_CTR_TOO_LARGE, off);
+        return 0;
+    }
+    sg->frame = p;
+    sg->payload = p + SLMP_FRAME_HDR_LEN;
+    sg->len = len;
+    sg->msg = slmp_msg_id(&h->slmp_hdr);
+    sg->off = off;
+    sg->idx = idx;
+    sg->slot = sg->msg % SLMP_SLOTS;
+    sg->eom = eom;
+    sg->syn = (flags & SLMP_FLAG_SYN) != 0;
+    return 1;
+}
+
+/* Send FPsPIN's ACK of the segment, in place over its headers (the payload
+ * behind them is already in host memory). */
+static inline void slmp_rx_ack(uint8_t *frame)
+{
+    uint32_t n = slmp_make_ack(frame, frame);
+#ifdef SOFTSPIN_SABOTAGE
+    ((slmp_pkt_hdr_t *)frame)->slmp_hdr.flags |= htons(SLMP_FLAG_SYN); /* a wrong ACK: the tests must see it */
+#endif
+    if (spin_send_packet(frame, n, NULL) == SPIN_OK)
+        slmp_count(SLMP_CTR_ACK, n);
+    else
+        slmp_count(SLMP_CTR_CMD_FAILED, 0);
+}
+
+enum slmp_rx_claim_result {
+    SLMP_RX_NEW,  /* segment not seen yet: place it, then slmp_rx_mark */
+    SLMP_RX_SEEN, /* its bit is set: skip placement, slmp_rx_mark counts a duplicate */
+    SLMP_RX_STOP, /* slot busy (counted, no ACK) or message done (counted, ACKed): return */
+};
+
+/* Claim the segment's message slot and say whether the segment is new. */
+static inline enum slmp_rx_claim_result slmp_rx_claim(volatile slmp_slot_t *s, slmp_rx_seg_t *sg)
+{
+    uint32_t tag = sg->msg / SLMP_SLOTS + 1, held = 0;
+    if (!__atomic_compare_exchange_n(&s->tag, &held, tag, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+        held != tag) {
+        slmp_count(SLMP_CTR_SLOT_BUSY, held); /* no ACK: the sender retries later */
+        return SLMP_RX_STOP;
+    }
+    if (__atomic_load_n(&s->done, __ATOMIC_SEQ_CST)) {
+        /* The host may already reuse the buffer: do not write. Still ACK,
+         * the first ACK may have been lost. */
+        slmp_count(SLMP_CTR_AFTER_DONE, sg->off);
+        if (sg->syn)
+            slmp_rx_ack(sg->frame);
+        return SLMP_RX_STOP;
+    }
+    return (s->bits[sg->idx / 32] & (1u << (sg->idx % 32))) ? SLMP_RX_SEEN : SLMP_RX_NEW;
+}
+
+/* After the payload's DMA is done: set the segment's bit; only the task
+ * that set it adds the bytes. */
+static inline void slmp_rx_mark(volatile slmp_slot_t *s, const slmp_rx_seg_t *sg)
+{
+    uint32_t bit = 1u << (sg->idx % 32);
+    uint32_t old = __atomic_fetch_or(&s->bits[sg->idx / 32], bit, __ATOMIC_SEQ_CST);
+    if (!(old & bit)) {
+        __atomic_fetch_add(&s->received, sg->len, __ATOMIC_SEQ_CST);
+        slmp_count(SLMP_CTR_SEGMENT, sg->len);
+    } else {
+        slmp_count(SLMP_CTR_DUPLICATE, sg->len);
+    }
+}
+
+/* Are segments 0..last all present? */
+static inline int slmp_rx_all_present(volatile slmp_slot_t *s, uint32_t last)
+{
+    uint32_t full = last / 32;
+    for (uint32_t w = 0; w < full; w++)
+        if (s->bits[w] != 0xffffffffu)
+            return 0;
+    uint32_t mask = (last % 32 == 31) ? 0xffffffffu : ((1u << (last % 32 + 1)) - 1);
+    return (s->bits[full] & mask) == mask;
+}
+
+/* Post the completion if this task is the one that sees it. Called after
+ * each update of `received` or `total`: whichever update comes last sees
+ * both, and the CAS on `done` lets exactly one task post. */
+static inline void slmp_rx_maybe_complete(volatile slmp_slot_t *s, const slmp_rx_seg_t *sg, uint32_t seg,
+                                          uint64_t host_ref)
+{
+    uint32_t total = __atomic_load_n(&s->total, __ATOMIC_SEQ_CST);
+    if (total == 0 || __atomic_load_n(&s->received, __ATOMIC_SEQ_CST) != total - 1)
+        return;
+    uint32_t len = total - 1;
+    uint32_t last = len == 0 ? 0 : (len - 1) / seg;
+    if (!slmp_rx_all_present(s, last)) {
+        /* Equal bytes with a hole: segments past the EOM were counted. */
+        slmp_count(SLMP_CTR_EOM_CONFLICT, len);
+        return;
+    }
+    uint32_t zero = 0;
+    if (!__atomic_compare_exchange_n(&s->done, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+        return;
+    slmp_done_note_t note = {sg->msg, len, sg->slot};
+    if (spin_notify(&note, sizeof note, host_ref, NULL) == 0)
+        slmp_count(SLMP_CTR_COMPLETE, len);
+    else
+        slmp_count(SLMP_CTR_CMD_FAILED, 1);
+}
+
+/* The end of every accepted segment: record the EOM's length (or see a
+ * segment past it), complete if this task is the last, ACK a SYN segment.
+ * host_ref goes into the notification (the message slot's host address). */
+static inline void slmp_rx_finish(volatile slmp_slot_t *s, slmp_rx_seg_t *sg, uint32_t seg, uint64_t host_ref)
+{
+    if (sg->eom) {
+        uint32_t want = sg->off + sg->len + 1, had = 0;
+        if (!__atomic_compare_exchange_n(&s->total, &had, want, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
+            had != want)
+            slmp_count(SLMP_CTR_EOM_CONFLICT, sg->off);
+    } else {
+        uint32_t total = __atomic_load_n(&s->total, __ATOMIC_SEQ_CST);
+        if (total != 0 && sg->off >= total - 1)
+            slmp_count(SLMP_CTR_EOM_CONFLICT, sg->off);
+    }
+    slmp_rx_maybe_complete(s, sg, seg, host_ref);
+    if (sg->syn)
+        slmp_rx_ack(sg->frame);
+}
+
+/* The host address of the window (task_t's two halves). */
+static inline uint64_t slmp_host_base(const task_t *t)
+{
+    return ((uint64_t)t->host_mem_high << 32) | t->host_mem_low;
+}
+
 #endif
