@@ -22,7 +22,7 @@ echo "== cargo test, checked profile (overflow checks, debug assertions)"
 cargo test --profile checked --workspace
 
 echo "== Python host API and examples (pytest)"
-.venv/bin/python -m pytest -q crates/host-py/tests examples/ping_pong examples/copy_to_host examples/slmp_recv
+.venv/bin/python -m pytest -q crates/host-py/tests examples/ping_pong examples/copy_to_host examples/slmp_recv examples/slmp_ddt
 
 echo "== fuzz smoke (every target briefly; make fuzz runs them longer)"
 scripts/fuzz.sh --smoke
