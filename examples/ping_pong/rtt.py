@@ -32,8 +32,9 @@ What it does (root: namespaces, XDP):
 - Rounds alternate softspin/kernel (order reversed every other round); the
   table pools every round's samples: p50, p99, mean per size, and the ratio
   softspin / kernel. For softspin it also gives the part of the RTT the NIC
-  model charges (`--records`: arrival to the handler's completion, PsPIN
-  time at the fpspin profile's 40 MHz), like FPsPIN's breakdown (Fig. 6.4).
+  model charges (arrival to the handler's completion, PsPIN time at the
+  fpspin profile's 40 MHz), like FPsPIN's breakdown (Fig. 6.4), from one
+  extra softspin phase run with `--records` (checked, not timed).
 
 Exit status 0 when every request got exactly one correct reply from the
 expected responder, 1 otherwise (the JSON's `problems` say what), 2 on bad
@@ -70,6 +71,11 @@ UDP_PORT = 7
 SECOND_CODE_BASE, SECOND_DATA_BASE = "0x1D004000", "0x1C080000"
 SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35)  # asm-generic/socket.h; Python lacks the name
 REPLY_TIMEOUT_S = 0.5
+# The NIC model's time per request comes from one extra softspin phase with
+# `--records` (writing them costs the live loop ~1 µs per frame, so the timed
+# rounds run without); one-in-flight requests of one size all take the same
+# model time, so a few hundred suffice.
+BREAKDOWN_COUNT = 500
 ICMP_CTR_REPLIED, ICMP_CTR_IGNORED = 0, 1  # icmp_echo_ph's counter indices (handler.c)
 ETH_IP_ICMP = 14 + 20 + 8  # header bytes before the echo data (no IP options)
 PROTOS = ("icmp", "udp")
@@ -345,12 +351,12 @@ def xdp_attached(n):
 class SoftspinNic:
     """`softspin nic` with both echo ECTXs, stopped with SIGINT; its --json."""
 
-    def __init__(self, n, out):
+    def __init__(self, n, out, records=False):
         self.n = n
-        self.records = os.path.join(out, "records.jsonl")
+        self.records = os.path.join(out, "records.jsonl") if records else None
         self.p = subprocess.Popen(
             in_ns(n.nic_ns, SOFTSPIN, "nic", "--iface", n.nic_if, "--scenario", os.path.join(out, "scenario.toml"),
-                  "--rules", os.path.join(out, "rules.toml"), "--json", "--records", self.records),
+                  "--rules", os.path.join(out, "rules.toml"), "--json") + (["--records", self.records] if records else []),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t_end = time.monotonic() + 20
         while not xdp_attached(n):
@@ -373,7 +379,7 @@ class SoftspinNic:
         # Per message (here: per frame) NIC time from arrival to the last
         # handler's completion, in arrival order per ECTX.
         st["nic_ns"] = {}
-        with open(self.records) as f:
+        with open(self.records or os.devnull) as f:
             for line in f:
                 r = json.loads(line)
                 if r["completion_ns"] is not None:
@@ -394,10 +400,11 @@ class KernelEcho:
         self.p.wait()
 
 
-def phase(n, out, mode, p):
+def phase(n, out, mode, p, records=False):
     """One softspin or kernel run over every size and protocol; the client's
-    result plus who-answered evidence and the problems found."""
-    responder = SoftspinNic(n, out) if mode == "softspin" else KernelEcho(n, out)
+    result plus who-answered evidence and the problems found; with `records`,
+    each softspin request's NIC model time (`nic_model_ns` in its run)."""
+    responder = SoftspinNic(n, out, records) if mode == "softspin" else KernelEcho(n, out)
     nic = None
     try:
         before = snmp(n.nic_ns)
@@ -457,7 +464,9 @@ def phase(n, out, mode, p):
         # the UDP probes first, then per size its ICMP run, then its UDP run.
         lat = {"icmp": [x for _, x in nic["nic_ns"].get("icmp_echo", [])],
                "udp": [x for _, x in nic["nic_ns"].get("udp_echo", [])]}
-        if len(lat["icmp"]) == sent["icmp"] and len(lat["udp"]) == inv.get("udp_echo"):
+        if not records:
+            pass
+        elif len(lat["icmp"]) == sent["icmp"] and len(lat["udp"]) == inv.get("udp_echo"):
             pos = {"icmp": 0, "udp": inv["udp_echo"] - sent["udp"]}
             for run_ in res["runs"]:
                 k = run_["tally"]["sent"]
@@ -515,10 +524,17 @@ def measure(n, count, sizes, rounds, warmup=20, out=OUT, seed=1, log=sys.stderr)
                 if run_["rtt_ns"]:
                     rounds_p50[mode][run_["proto"]][run_["size"]].append(pctl(run_["rtt_ns"], 50) / 1000)
                 del run_["rtt_ns"]
-                model[run_["proto"]][run_["size"]] += run_.pop("nic_model_ns", [])
             phases.append(res)
             print(f"rtt: round {i + 1}/{rounds} {mode:8s} "
                   + ("ok" if not res["problems"] else "; ".join(res["problems"])), file=log)
+    # The breakdown phase: checked like the others, its RTTs not pooled.
+    res = phase(n, out, "softspin", dict(p, count=min(count, BREAKDOWN_COUNT), seed=seed * 1000 + 999), records=True)
+    res["round"] = "breakdown"
+    for run_ in res.get("runs", []):
+        del run_["rtt_ns"]
+        model[run_["proto"]][run_["size"]] += run_.pop("nic_model_ns", [])
+    phases.append(res)
+    print("rtt: breakdown softspin " + ("ok" if not res["problems"] else "; ".join(res["problems"])), file=log)
     table = []
     for proto in PROTOS:
         for s in sizes:
