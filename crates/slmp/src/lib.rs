@@ -5,14 +5,17 @@
 //! they ACK each SYN segment and write each payload at its offset).
 //!
 //! What this crate adds to FPsPIN's sender: retransmission after an RTO
-//! measured from RTT (RFC 6298 with Karn's rule and backoff, [`rto`]), an
-//! adaptive AIMD window ([`window`]), a bounded give-up and statistics.
+//! measured from RTT (RFC 6298 with Karn's rule and backoff, [`rto`]),
+//! reordering-tolerant loss detection (RACK, RFC 8985, [`rack`]), an
+//! adaptive AIMD window that undoes spurious decreases ([`window`]), a
+//! bounded give-up and statistics.
 //! `docs/slmp.md` describes the protocol as implemented.
 
 use std::fmt;
 use std::time::Duration;
 
 pub mod args;
+pub mod rack;
 pub mod rto;
 pub mod sender;
 pub mod stats;

@@ -1,11 +1,12 @@
 //! The SLMP sender (seed 000 §5.1.2-5.1.3, §7.3): cuts messages into
 //! segments, sets SYN/EOM per the sync mode, keeps at most a window of SYN
-//! segments unacknowledged, retransmits what is not acknowledged in time
-//! and gives up, with an error naming the message, when a segment cannot
-//! get through.
+//! segments unacknowledged, retransmits what is lost (RACK's time threshold,
+//! `rack.rs`, then the RTO as the last resort), undoes window decreases
+//! that prove spurious, and gives up, with an error naming the message,
+//! when a segment cannot get through.
 
 use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
 use std::io::{self, ErrorKind};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 use softspin_wire::slmp::{Flags, Packet, Repr, HEADER_LEN};
 
+use crate::rack::Rack;
 use crate::rto::{RtoConfig, RtoEstimator};
 use crate::stats::{RttStats, Stats, WindowStats};
 use crate::window::{Aimd, WindowMode};
@@ -55,9 +57,6 @@ pub const MAX_MESSAGE: u64 = 1 << 32;
 /// Largest fixed window (a u16 worth of packets in flight is already far
 /// beyond any receive buffer).
 pub const MAX_WINDOW: u32 = 65_536;
-/// Segments sent after a segment that must be acknowledged before it is
-/// deemed lost (TCP's duplicate-ACK threshold, RFC 5681).
-pub const REORDER_THRESHOLD: u32 = 3;
 
 /// Every limit of the sender, validated by [`SenderConfig::validate`].
 #[derive(Clone, Debug)]
@@ -168,7 +167,28 @@ struct Outstanding {
     tx: u64,
     sent_at: Instant,
     transmissions: u32,
-    later_acked: u32,
+    /// Loss episode of the segment's last loss declaration (auto window).
+    episode: Option<u64>,
+}
+
+/// A segment declared lost, waiting for its retransmission.
+#[derive(Clone, Copy)]
+struct Lost {
+    seg: Seg,
+    transmissions: u32,
+    episode: Option<u64>,
+    /// The last copy's transmission number and send time.
+    tx: u64,
+    sent_at: Instant,
+}
+
+/// An acknowledged segment, kept to judge later ACKs of it.
+struct Acked {
+    /// It was declared lost at least once.
+    declared_lost: bool,
+    episode: Option<u64>,
+    /// Its last loss declaration is already proven spurious.
+    proven: bool,
 }
 
 impl Sender {
@@ -266,9 +286,12 @@ struct Run<'a, 's> {
     out: HashMap<Key, Outstanding>,
     by_tx: BTreeMap<u64, Key>,
     timers: BinaryHeap<Reverse<(Instant, u64)>>,
-    lost: HashMap<Key, (Seg, u32)>,
+    lost: HashMap<Key, Lost>,
     retx: VecDeque<Key>,
-    acked: HashSet<Key>,
+    acked: HashMap<Key, Acked>,
+    rack: Rack,
+    /// When the oldest segment eligible for RACK's rule counts as lost.
+    rack_deadline: Option<Instant>,
     next_tx: u64,
     /// Timeouts of transmissions numbered below this do not back off again.
     backoff_until_tx: u64,
@@ -331,7 +354,9 @@ impl<'a, 's> Run<'a, 's> {
             timers: BinaryHeap::new(),
             lost: HashMap::new(),
             retx: VecDeque::new(),
-            acked: HashSet::new(),
+            acked: HashMap::new(),
+            rack: Rack::new(),
+            rack_deadline: None,
             next_tx: 0,
             backoff_until_tx: 0,
             last_send_at: now,
@@ -417,7 +442,8 @@ impl<'a, 's> Run<'a, 's> {
         loop {
             let now = Instant::now();
             self.expire_timers(now)?;
-            self.send_allowed(now)?;
+            self.detect_losses(now)?;
+            self.send_allowed()?;
             if self.done_sending() && self.out.is_empty() && self.all_confirmed() {
                 return Ok(());
             }
@@ -441,6 +467,9 @@ impl<'a, 's> Run<'a, 's> {
             if let Some(Reverse((t, _))) = self.timers.peek() {
                 until = until.min(*t);
             }
+            if let Some(t) = self.rack_deadline {
+                until = until.min(t);
+            }
             let window_open = (self.out.len() as u32) < self.window();
             if !self.done_sending() && (window_open || self.next_is_unsynced()) {
                 until = until.min(self.next_paced);
@@ -459,7 +488,7 @@ impl<'a, 's> Run<'a, 's> {
 
     /// Send retransmissions, then fresh segments, while the window (for
     /// SYN segments) and the pacing gap (for the others) allow.
-    fn send_allowed(&mut self, now: Instant) -> Result<()> {
+    fn send_allowed(&mut self) -> Result<()> {
         loop {
             // Retransmissions first: they hold back completion.
             while let Some(&key) = self.retx.front() {
@@ -470,14 +499,14 @@ impl<'a, 's> Run<'a, 's> {
                 if self.out.len() as u32 >= self.window() {
                     return Ok(());
                 }
-                let (seg, transmissions) = self.lost[&key];
-                if !self.transmit(seg)? {
+                let l = self.lost[&key];
+                if !self.transmit(l.seg)? {
                     return Ok(());
                 }
                 self.retx.pop_front();
                 self.lost.remove(&key);
                 self.st.retransmitted += 1;
-                self.track(seg, transmissions + 1, now);
+                self.track(l.seg, l.transmissions + 1, l.episode);
             }
             let Some(seg) = self.peek_fresh() else {
                 return Ok(());
@@ -494,14 +523,14 @@ impl<'a, 's> Run<'a, 's> {
             }
             self.advance_fresh(seg);
             if seg.flags.syn() {
-                self.track(seg, 1, now);
+                self.track(seg, 1, None);
             } else {
                 self.next_paced = Instant::now() + self.s.cfg.ipg;
             }
         }
     }
 
-    fn track(&mut self, seg: Seg, transmissions: u32, _now: Instant) {
+    fn track(&mut self, seg: Seg, transmissions: u32, episode: Option<u64>) {
         let key = (self.first_id.wrapping_add(seg.msg), seg.offset);
         let tx = self.next_tx - 1;
         let sent_at = self.last_send_at;
@@ -512,7 +541,7 @@ impl<'a, 's> Run<'a, 's> {
                 tx,
                 sent_at,
                 transmissions,
-                later_acked: 0,
+                episode,
             },
         );
         self.by_tx.insert(tx, key);
@@ -597,14 +626,68 @@ impl<'a, 's> Run<'a, 's> {
                 },
             ));
         }
+        let mut episode = None;
         if let Some(a) = self.s.aimd.as_mut() {
-            a.on_loss(o.tx, self.next_tx);
+            let (e, decreased) = a.on_loss(o.tx, self.next_tx);
+            episode = Some(e);
             self.st.window.decreases = a.decreases;
+            if decreased {
+                self.rack.on_episode();
+            }
         }
         self.record_window();
-        self.lost.insert(key, (o.seg, o.transmissions));
+        self.lost.insert(
+            key,
+            Lost {
+                seg: o.seg,
+                transmissions: o.transmissions,
+                episode,
+                tx: o.tx,
+                sent_at: o.sent_at,
+            },
+        );
         self.retx.push_back(key);
         Ok(())
+    }
+
+    /// RACK (`rack.rs`): every segment sent before the most recently sent
+    /// acknowledged one, and older than its deadline, is lost. Segments
+    /// are in send order in `by_tx` with non-decreasing send times, so the
+    /// first one not yet due ends the scan and sets the next check.
+    fn detect_losses(&mut self, now: Instant) -> Result<()> {
+        self.rack_deadline = None;
+        let Some(latest) = self.rack.latest_tx() else {
+            return Ok(());
+        };
+        let srtt = self.s.rto.srtt();
+        let mut lost = Vec::new();
+        for (_, k) in self.by_tx.range(..latest) {
+            let due = self.rack.deadline(self.out[k].sent_at, srtt);
+            if due > now {
+                self.rack_deadline = Some(due);
+                break;
+            }
+            lost.push(*k);
+        }
+        for k in lost {
+            self.st.fast_retransmits += 1;
+            self.declare_lost(k)?;
+        }
+        Ok(())
+    }
+
+    /// The last loss declaration of `key` proved spurious: an earlier copy
+    /// was delivered. Widen the reordering window, and undo the episode's
+    /// window decrease if all its losses are now proven spurious.
+    fn spurious(&mut self, episode: Option<u64>, now: Instant) {
+        self.st.spurious_losses += 1;
+        self.rack.on_spurious(now);
+        if let (Some(a), Some(e)) = (self.s.aimd.as_mut(), episode) {
+            if a.on_spurious(e) {
+                self.st.window.undos = a.undos;
+                self.record_window();
+            }
+        }
     }
 
     fn gave_up(&self, index: usize, reason: GiveUpReason) -> Error {
@@ -658,57 +741,67 @@ impl<'a, 's> Run<'a, 's> {
         }
         let key = (repr.msg_id, repr.offset);
         let now = Instant::now();
-        let (seg, transmissions, rtt, tx) = if let Some(o) = self.out.remove(&key) {
+        // What proves a loss declaration spurious, given that an ACK echoes
+        // only (message id, offset) and so cannot name the copy it answers:
+        // an ACK before the retransmission went out, an ACK faster than
+        // the minimum RTT after it (RFC 8985 §6.2 step 2), or a second ACK
+        // (one per copy). The last can also be a duplicating network's
+        // doing; at 1 % duplication that undoes few real decreases.
+        let (seg, declared_lost, episode, proven) = if let Some(o) = self.out.remove(&key) {
             self.by_tx.remove(&o.tx);
-            (
-                o.seg,
-                o.transmissions,
-                Some(now.duration_since(o.sent_at)),
-                Some(o.tx),
-            )
-        } else if let Some((seg, transmissions)) = self.lost.remove(&key) {
-            // Declared lost too early: the ACK still confirms it.
-            (seg, transmissions, None, None)
-        } else if self.acked.contains(&key) {
+            let rtt = now.duration_since(o.sent_at);
+            let retransmitted = o.transmissions > 1;
+            let early = retransmitted && self.rack.min_rtt().is_some_and(|m| rtt < m);
+            if self.s.rto.on_ack(rtt, retransmitted) {
+                self.rtt_us.push(rtt.as_secs_f64() * 1e6);
+            }
+            if early {
+                self.spurious(o.episode, now);
+            } else {
+                self.rack.on_delivery(o.tx, o.sent_at, rtt);
+            }
+            (o.seg, retransmitted, o.episode, early)
+        } else if let Some(l) = self.lost.remove(&key) {
+            // Declared lost, not resent yet: the last copy got through. If
+            // it was the only copy the ACK is unambiguous, so it is an RTT
+            // sample despite the loss declaration -- the one that tells
+            // the estimator its RTO was too short (RFC 4015's point).
+            if l.transmissions == 1 {
+                let rtt = now.duration_since(l.sent_at);
+                if self.s.rto.on_ack(rtt, false) {
+                    self.rtt_us.push(rtt.as_secs_f64() * 1e6);
+                }
+                self.rack.on_delivery(l.tx, l.sent_at, rtt);
+            }
+            self.spurious(l.episode, now);
+            (l.seg, true, l.episode, true)
+        } else if let Some(a) = self.acked.get_mut(&key) {
             self.st.duplicate_acks += 1;
+            if a.declared_lost && !a.proven {
+                a.proven = true;
+                let e = a.episode;
+                self.spurious(e, now);
+            }
             return Ok(());
         } else {
             self.st.unmatched_acks += 1;
             return Ok(());
         };
-        self.acked.insert(key);
+        self.acked.insert(
+            key,
+            Acked {
+                declared_lost,
+                episode,
+                proven,
+            },
+        );
         self.acked_per_msg[seg.msg as usize] += 1;
         self.st.acks_received += 1;
         self.last_progress = now;
-        if let Some(rtt) = rtt {
-            if self.s.rto.on_ack(rtt, transmissions > 1) {
-                self.rtt_us.push(rtt.as_secs_f64() * 1e6);
-            }
-        }
         if let Some(a) = self.s.aimd.as_mut() {
             a.on_ack();
         }
-        // Reorder evidence: segments sent before this one and still
-        // unacknowledged; REORDER_THRESHOLD such ACKs and one is lost. A
-        // small window cannot produce 3 later ACKs, so, as TCP's Early
-        // Retransmit (RFC 5827), the threshold drops to window - 1.
-        if let Some(tx) = tx {
-            let threshold = REORDER_THRESHOLD
-                .min(self.window().saturating_sub(1))
-                .max(1);
-            let mut lost = Vec::new();
-            for (_, k) in self.by_tx.range(..tx) {
-                let o = self.out.get_mut(k).expect("indexed segment");
-                o.later_acked += 1;
-                if o.later_acked >= threshold {
-                    lost.push(*k);
-                }
-            }
-            for k in lost {
-                self.st.fast_retransmits += 1;
-                self.declare_lost(k)?;
-            }
-        }
+        self.detect_losses(now)?;
         self.record_window();
         Ok(())
     }
@@ -721,6 +814,7 @@ impl<'a, 's> Run<'a, 's> {
         st.rtt.rttvar_us = r.rttvar().as_secs_f64() * 1e6;
         st.rtt.rto_us = r.rto().as_secs_f64() * 1e6;
         st.window.final_ = self.window();
+        st.reorder_window_us = self.rack.reo_wnd(r.srtt()).as_secs_f64() * 1e6;
         st.elapsed_s = self.start.elapsed().as_secs_f64();
         st.goodput_bps = if st.elapsed_s > 0.0 {
             st.bytes as f64 * 8.0 / st.elapsed_s

@@ -52,6 +52,9 @@ pub struct WindowStats {
     pub min: u32,
     /// Multiplicative decreases (auto only).
     pub decreases: u64,
+    /// Decreases undone because every loss of their episode proved
+    /// spurious (auto only).
+    pub undos: u64,
     /// `[elapsed_us, window]` at each change, thinned to at most
     /// `WINDOW_SAMPLES_MAX` entries (every other one dropped when full).
     pub samples: Vec<(u64, u32)>,
@@ -93,9 +96,16 @@ pub struct Stats {
     pub retransmitted: u64,
     /// Retransmission timer expiries (each segment counted).
     pub timeouts: u64,
-    /// Segments declared lost because 3 segments sent after them were
-    /// acknowledged first (and retransmitted before their timer).
+    /// Segments declared lost by RACK's rule (a segment sent after them
+    /// was acknowledged and the reordering window passed), before their
+    /// retransmission timer.
     pub fast_retransmits: u64,
+    /// Loss declarations proven spurious: an ACK arrived before the
+    /// retransmission left, faster than the minimum RTT after it, or once
+    /// for each copy.
+    pub spurious_losses: u64,
+    /// RACK's reordering window at the end, in microseconds.
+    pub reorder_window_us: f64,
     /// ACKs that acknowledged a segment for the first time.
     pub acks_received: u64,
     /// ACKs for a segment already acknowledged (spurious retransmission

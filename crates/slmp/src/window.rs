@@ -7,13 +7,18 @@
 //! then additive increase of one packet per RTT (+1/cwnd per ACK), and on a
 //! loss multiplicative decrease to half, at most once per window of data
 //! (losses of segments sent before the decrease belong to the same episode).
-//! Both loss signals — a retransmission timeout and "3 segments sent later
-//! were acknowledged first" — halve the window; unlike Reno a timeout does
-//! not reset the window to 1, because on a LAN most timeouts come from a
-//! single dropped frame, not from a collapsed path, and a reset would
-//! throttle a lossy-but-fast link to stop-and-wait. Duplicate ACKs (an ACK
-//! for an already acknowledged segment) mean a spurious retransmission or a
-//! duplicating network, not loss, and leave the window alone.
+//! Both loss signals — a retransmission timeout and RACK's time threshold
+//! (`rack.rs`) — halve the window; unlike Reno a timeout does not reset the
+//! window to 1, because on a LAN most timeouts come from a single dropped
+//! frame, not from a collapsed path, and a reset would throttle a
+//! lossy-but-fast link to stop-and-wait.
+//!
+//! **Undo** (as Linux TCP's undo of a recovery proven spurious by DSACK,
+//! or the Eifel response, RFC 4015): each episode remembers the window
+//! before its decrease and how many of its segments were declared lost;
+//! when every one of them proves spurious (an earlier copy was delivered,
+//! `sender.rs` says how SLMP can tell), the episode was reordering, not
+//! congestion, and the window before it is restored.
 
 use serde::Serialize;
 
@@ -52,6 +57,19 @@ pub struct Aimd {
     /// that last halved the window.
     recovery_until: u64,
     pub decreases: u64,
+    /// Episodes undone because all their losses proved spurious.
+    pub undos: u64,
+    undo: Option<Undo>,
+}
+
+/// What undoing the current episode restores, and how many of its losses
+/// are not yet proven spurious.
+#[derive(Clone, Debug)]
+struct Undo {
+    episode: u64,
+    cwnd: f64,
+    ssthresh: f64,
+    unproven: u32,
 }
 
 impl Aimd {
@@ -63,6 +81,8 @@ impl Aimd {
             max,
             recovery_until: 0,
             decreases: 0,
+            undos: 0,
+            undo: None,
         }
     }
 
@@ -88,16 +108,53 @@ impl Aimd {
     }
 
     /// The transmission numbered `lost_tx` was found lost while the next
-    /// transmission will be numbered `next_tx`. Returns whether the window
-    /// was decreased (once per episode).
-    pub fn on_loss(&mut self, lost_tx: u64, next_tx: u64) -> bool {
+    /// transmission will be numbered `next_tx`. Returns the loss episode it
+    /// belongs to (numbered from 1; pass it to [`Aimd::on_spurious`]) and
+    /// whether it decreased the window (once per episode: losses of
+    /// segments sent before the decrease, i.e. within one round trip of
+    /// it, are the same congestion event).
+    pub fn on_loss(&mut self, lost_tx: u64, next_tx: u64) -> (u64, bool) {
         if lost_tx < self.recovery_until {
-            return false;
+            if let Some(u) = self.undo.as_mut().filter(|u| u.episode == self.decreases) {
+                u.unproven += 1;
+            }
+            return (self.decreases, false);
         }
+        self.undo = Some(Undo {
+            episode: self.decreases + 1,
+            cwnd: self.cwnd,
+            ssthresh: self.ssthresh,
+            unproven: 1,
+        });
         self.ssthresh = (self.cwnd / 2.0).max(1.0);
         self.cwnd = self.ssthresh;
         self.recovery_until = next_tx;
         self.decreases += 1;
+        (self.decreases, true)
+    }
+
+    /// A loss of episode `episode` proved spurious. When it was the last
+    /// unproven loss of the latest episode, the decrease is undone (the
+    /// window and threshold go back to at least their values before it);
+    /// returns whether that happened. Spurious losses of older episodes
+    /// change nothing: a later decrease has superseded them.
+    pub fn on_spurious(&mut self, episode: u64) -> bool {
+        let Some(u) = self.undo.as_mut() else {
+            return false;
+        };
+        if u.episode != episode || episode != self.decreases {
+            return false;
+        }
+        u.unproven = u.unproven.saturating_sub(1);
+        if u.unproven > 0 {
+            return false;
+        }
+        let u = self.undo.take().expect("checked above");
+        self.cwnd = self.cwnd.max(u.cwnd).min(self.max);
+        self.ssthresh = self.ssthresh.max(u.ssthresh);
+        // A real loss after the undo starts a new episode.
+        self.recovery_until = 0;
+        self.undos += 1;
         true
     }
 }
@@ -114,7 +171,7 @@ mod tests {
         }
         assert_eq!(a.window(), 8);
         // Loss: ssthresh = cwnd = 4.
-        assert!(a.on_loss(10, 20));
+        assert!(a.on_loss(10, 20).1);
         assert_eq!((a.cwnd(), a.ssthresh()), (4.0, 4.0));
         // Congestion avoidance: 4 + 1/4 = 4.25, + 1/4.25 = 4.485294...
         a.on_ack();
@@ -132,13 +189,13 @@ mod tests {
     #[test]
     fn one_decrease_per_episode_and_floor_of_one() {
         let mut a = Aimd::new(16, 100);
-        assert!(a.on_loss(0, 16));
+        assert!(a.on_loss(0, 16).1);
         assert_eq!(a.cwnd(), 8.0);
         // Another segment of the same flight: same episode.
-        assert!(!a.on_loss(15, 17));
+        assert!(!a.on_loss(15, 17).1);
         assert_eq!(a.cwnd(), 8.0);
         // A segment sent after the decrease: new episode.
-        assert!(a.on_loss(16, 30));
+        assert!(a.on_loss(16, 30).1);
         assert_eq!(a.cwnd(), 4.0);
         for i in 0..10 {
             a.on_loss(30 + i * 10, 40 + i * 10);
@@ -154,5 +211,43 @@ mod tests {
             a.on_ack();
         }
         assert_eq!(a.window(), 6);
+    }
+
+    #[test]
+    fn undo_restores_the_window_when_every_loss_of_the_episode_was_spurious() {
+        let mut a = Aimd::new(16, 100);
+        let (e, dec) = a.on_loss(3, 20);
+        assert!(dec && e == 1 && a.cwnd() == 8.0);
+        // Two more losses of the same flight: same episode, no decrease.
+        assert_eq!(a.on_loss(5, 21), (1, false));
+        assert_eq!(a.on_loss(7, 22), (1, false));
+        a.on_ack();
+        assert!(!a.on_spurious(1));
+        assert!(!a.on_spurious(1));
+        assert_eq!(a.cwnd(), 8.125);
+        // The third proof: back to 16 (ssthresh too), one undo.
+        assert!(a.on_spurious(1));
+        assert_eq!((a.cwnd(), a.ssthresh(), a.undos), (16.0, 100.0, 1));
+        // Once undone, more proofs change nothing.
+        assert!(!a.on_spurious(1));
+        // A loss of the old flight now opens a new episode.
+        assert_eq!(a.on_loss(8, 30), (2, true));
+        assert_eq!(a.cwnd(), 8.0);
+    }
+
+    #[test]
+    fn no_undo_when_one_loss_was_real_or_the_episode_is_old() {
+        let mut a = Aimd::new(16, 100);
+        a.on_loss(3, 20);
+        a.on_loss(5, 21);
+        // Only one of two proven spurious: the other was a real loss.
+        assert!(!a.on_spurious(1));
+        assert_eq!(a.cwnd(), 8.0);
+        // Episode 2 supersedes episode 1: its proofs no longer undo.
+        assert_eq!(a.on_loss(25, 40), (2, true));
+        assert!(!a.on_spurious(1));
+        assert_eq!(a.cwnd(), 4.0);
+        assert!(a.on_spurious(2));
+        assert_eq!(a.cwnd(), 8.0);
     }
 }
