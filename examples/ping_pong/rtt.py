@@ -621,6 +621,11 @@ def plot(summary, path):
         ax.plot([r["size"] for r in rows], [r["softspin_nic_model"]["p50_us"] for r in rows], ":", marker=".",
                 color=colors[("softspin", proto)], label=f"of which NIC model, {what[proto]} (p50)")
     ax.set_yscale("log")
+    # Plain numbers on the log axis (the default labels only powers of ten).
+    from matplotlib.ticker import FixedLocator, NullFormatter, ScalarFormatter
+    ax.yaxis.set_major_locator(FixedLocator([1, 2, 3, 5, 10, 20, 30, 50, 100, 200, 300, 500, 1000]))
+    ax.yaxis.set_major_formatter(ScalarFormatter())
+    ax.yaxis.set_minor_formatter(NullFormatter())
     ax.set_xlabel("payload bytes (ICMP data / UDP payload)")
     ax.set_ylabel("round-trip time (µs, log scale)")
     prm = summary["params"]
