@@ -105,11 +105,15 @@ def nic_process(a, kind, shm_win, shm_ctl, result_q):
 
 def sender_main(a):
     """The sender side (run in the peer namespace): the messages in DIR as
-    SLMP, ids from 1; prints the statistics as JSON."""
+    SLMP, ids from 1 (or only message --only); prints the statistics as JSON."""
     import softspin
     files = sorted(pathlib.Path(a.send).glob("msg-*.bin"))
+    first = 1
+    if a.only:
+        files, first = files[a.only - 1:a.only], a.only
     msgs = [f.read_bytes() for f in files]
-    st = softspin.slmp_send(a.to, msgs, window=a.window, sync="all", segment=a.segment, give_up_s=20.0)
+    st = softspin.slmp_send(a.to, msgs, window=a.window, sync="all", segment=a.segment, give_up_s=20.0,
+                            first_msg_id=first)
     print(json.dumps({k: st[k] for k in ("retransmitted", "goodput_bps") if k in st}))
 
 
@@ -167,7 +171,7 @@ def run(a, kind, t, streams, mats):
     p = ctx.Process(target=nic_process, args=(args, kind, win.name, ctl.name, q))
     p.start()
     out = {"run": kind, "mode": ["packet", "message"][mode], "window": window}
-    sender = notes = None
+    senders, notes = [], None
     try:
         t0 = time.monotonic()
         while c[C_STATE] == 0 and time.monotonic() - t0 < 120 and p.is_alive():
@@ -175,12 +179,15 @@ def run(a, kind, t, streams, mats):
         if c[C_STATE] != ST_READY:
             raise RuntimeError(f"NIC process did not start: {q.get(timeout=5) if not q.empty() else 'no report'}")
         taskset = ["taskset", "-c", ",".join(map(str, a.nic_cpus))] if a.nic_cpus else []
-        cmd = taskset + ["ip", "netns", "exec", a.peer_ns, sys.executable, str(pathlib.Path(__file__).resolve()), "--send",
-               a.tmp, "--to", a.to, "--window", window, "--segment", str(a.segment)]
-        # RTS: the sender starts now; so does the clock (seed 000 §6.3.2).
+        cmd = taskset + ["ip", "netns", "exec", a.peer_ns, sys.executable, str(pathlib.Path(__file__).resolve()),
+                         "--send", a.tmp, "--to", a.to, "--window", window, "--segment", str(a.segment)]
+        # Message-level mode: one sender per message, each with window 1, in
+        # parallel (seed 000's message-level parallelism); else one sender.
+        cmds = [cmd + ["--only", str(m)] for m in range(1, k + 1)] if mode == 1 else [cmd]
+        # RTS: the senders start now; so does the clock (seed 000 §6.3.2).
         cpu0 = cpu_times()
         rts = time.perf_counter()
-        sender = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        senders = [subprocess.Popen(c_, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for c_ in cmds]
         t_gemm = t_poll = t_unpack = 0.0
         gemm_times, poll_times, seen, done_at = [], [], 0, None
         unpacked = {}
@@ -210,13 +217,14 @@ def run(a, kind, t, streams, mats):
                 done_at = time.perf_counter()
             if time.perf_counter() - rts > a.timeout:
                 raise RuntimeError(f"{seen} of {k} messages after {a.timeout} s")
-            if sender.poll() not in (None, 0):
-                raise RuntimeError(f"sender failed: {sender.stderr.read()[-2000:]}")
+            for sp in senders:
+                if sp.poll() not in (None, 0):
+                    raise RuntimeError(f"sender failed: {sp.stderr.read()[-2000:]}")
         elapsed = done_at - rts
         cpu1 = cpu_times()
         out["cpu_share"] = {cpu: {k: round((cpu1[cpu][k] - cpu0[cpu][k]) / max(1e-9, sum(cpu1[cpu].values()) - sum(
             cpu0[cpu].values())), 3) for k in cpu0[cpu]} for cpu in cpu0}
-        sout, serr = sender.communicate(timeout=60)
+        souts = [sp.communicate(timeout=60)[0] for sp in senders]
         c[C_STOP] = 1
         rep = q.get(timeout=30)
         p.join(timeout=30)
@@ -241,15 +249,16 @@ def run(a, kind, t, streams, mats):
             "gemm_ms_median": statistics.median(gemm_times) * 1e3,
             "poll_us_median": statistics.median(poll_times) * 1e6, "poll_us_max": max(poll_times) * 1e6,
             "unpack_mbps": nbytes * 8 / t_unpack / 1e6 if kind == "baseline" and t_unpack > 0 else None,
-            "sender": json.loads(sout.strip().splitlines()[-1]) if sout.strip() else None,
+            "senders": [json.loads(o.strip().splitlines()[-1]) if o.strip() else None for o in souts],
             "nic_counters": rep["counters"], "nic_errors": rep["errors"], "live": rep["live"],
         })
         return out
     finally:
         c[C_STOP] = 1
-        if sender and sender.poll() is None:
-            sender.kill()
-            sender.wait()
+        for sp in senders:
+            if sp.poll() is None:
+                sp.kill()
+                sp.wait()
         if p.is_alive():
             p.join(timeout=10)
         if p.is_alive():
@@ -283,6 +292,7 @@ def main():
     ap.add_argument("--no-pin", action="store_true", help="do not pin the host to CPU 0 and NIC + sender to the others")
     ap.add_argument("--json", action="store_true")
     ap.add_argument("--send", help=argparse.SUPPRESS)  # internal: be the sender
+    ap.add_argument("--only", type=int, default=0, help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.send:
         return sender_main(a)
