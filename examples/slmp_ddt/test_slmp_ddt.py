@@ -323,3 +323,28 @@ def test_builder_refuses_what_the_handler_cannot_take():
         ddt.Indexed([1] * 2000, list(range(0, 8000, 4)), F).serialise()
     with pytest.raises(ddt.DatatypeError, match="size 0"):
         ddt.Vector(0, 1, 4, F)
+
+
+def test_random_corruptions_never_fault(image):
+    """Random words of a valid description overwritten with random or
+    boundary values: the handler may refuse or misplace bytes, but never
+    faults (the engine reports no handler error) and never writes outside
+    the message's slot."""
+    t = TYPES["struct_of_vector"]
+    good = words(t)
+    rng = random.Random(13)
+    stream = rng.randbytes(t.size)
+    frames = segments(1, stream, 1024, syn="none")
+    r = Receiver(image, t)
+    for trial in range(300):
+        w = list(good)
+        for _ in range(rng.randrange(1, 4)):
+            w[rng.randrange(len(w))] = rng.choice([0, 1, 2, 3, 4, 5, 0xFFFFFFFF, 0x80000000, len(w), len(w) - 1,
+                                                   rng.randrange(1 << 32), rng.randrange(64)])
+        r.nic.nic_write(r.img.symbol("ddt_desc"), struct.pack(f"<{len(w)}I", *w))
+        # Free slot 1 (and its message-mode state) for the next trial.
+        nbytes = struct.unpack("<I", r.nic.nic_read(r.img.symbol("slmp_slot_bytes"), 4))[0]
+        r.nic.nic_write(r.img.symbol("slmp_slots") + nbytes, bytes(nbytes))
+        r.feed(frames)  # asserts no handler error
+        outside = np.concatenate([r.buf[:r.stride], r.buf[2 * r.stride:]])
+        assert not (outside != FILL).any(), trial
