@@ -225,3 +225,195 @@ fn faulting_handlers_fail_the_drivers_check() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// A driver of ours on the gdriver API (no PsPIN sources needed): `-t`
+/// reads a PsPIN packet trace (header `SOURCES PACKETS MAX_SIZE`, size-0
+/// lines waiting `ipg` ns before the next packet), routes each packet by
+/// its source through the matching callback, and fails with file:line on a
+/// source no ECTX matches or a header count that disagrees.
+#[test]
+fn gdriver_trace_with_wait_lines() {
+    let pc = sdk();
+    let dir = tmp("pspin-trace");
+    std::fs::create_dir_all(dir.join("build")).unwrap();
+    std::fs::write(
+        dir.join("h.c"),
+        "#include <handler.h>\n__handler__ void count_ph(handler_args_t *a) { (void)a; }\n",
+    )
+    .unwrap();
+    run(Command::new(release_dir().join("softspin")).current_dir(&dir).args([
+        "build",
+        "--profile",
+        "pspin",
+        "h.c",
+        "-o",
+        "build/h",
+    ]));
+    std::fs::write(
+        dir.join("driver.c"),
+        r#"#include <string.h>
+#include "gdriver.h"
+static int match(char *src, char *ctx) { return !strcmp(src, ctx); }
+int main(int argc, char **argv)
+{
+    int n;
+    if (gdriver_init(argc, argv, match, &n) != GDRIVER_OK || n != 2) return 2;
+    if (gdriver_add_ectx("build/h", NULL, "count_ph", NULL, NULL, NULL, 0, "10.0.0.1", 9) != GDRIVER_OK) return 3;
+    if (gdriver_run() != GDRIVER_OK) return 4;
+    return gdriver_fini() == GDRIVER_OK ? 0 : 5;
+}
+"#,
+    )
+    .unwrap();
+    let flags =
+        run(Command::new("pkg-config").env("PKG_CONFIG_PATH", &pc).args(["--cflags", "--libs", "softspin-pspin"]));
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    run(Command::new("cc").current_dir(&dir).arg("driver.c").args(flags.split_whitespace()).args(["-o", "driver_bin"]));
+
+    let trace = |name: &str, body: &str| {
+        std::fs::write(dir.join(name), body).unwrap();
+        Command::new(dir.join("driver_bin")).current_dir(&dir).args(["-t", name]).output().unwrap()
+    };
+    // 3 packets; 1000 ns, then 500 ns, before the second and third.
+    let o = trace(
+        "ok.trace",
+        "1 5 512\n10.0.0.1 10.0.0.9 512 0 7 0\n10.0.0.1 10.0.0.9 0 1000 0 0\n10.0.0.1 10.0.0.9 512 0 7 0\n\
+         10.0.0.1 10.0.0.9 0 500 0 0\n10.0.0.1 10.0.0.9 256 0 7 1\n",
+    );
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success() && out.contains("[GDRIVER] packets sent 3, processed 3: OK"), "{}", text(&o));
+    let sim_ns: f64 = out
+        .lines()
+        .find_map(|l| l.strip_prefix("simulated time"))
+        .and_then(|l| l.trim().trim_end_matches("ns").trim().parse().ok())
+        .unwrap_or_else(|| panic!("no simulated time in\n{out}"));
+    assert!((1500.0..2500.0).contains(&sim_ns), "simulated time {sim_ns} ns, want 1500 ns + latency");
+
+    let o = trace("stranger.trace", "1 2 512\n10.0.0.1 10.0.0.9 512 0 7 0\n10.0.0.2 10.0.0.9 512 0 7 1\n");
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("stranger.trace:3: source 10.0.0.2 matches no ECTX"),
+        "{}",
+        text(&o)
+    );
+
+    let o = trace("count.trace", "1 3 512\n10.0.0.1 10.0.0.9 512 0 7 1\n");
+    assert_eq!(o.status.code(), Some(4), "{}", text(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("header says 3 lines, found 1"), "{}", text(&o));
+    std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The pspinsim layer directly, as a driver of ours uses it: two ECTXs of
+/// two images (linked apart), packets interleaved between them and routed
+/// straight to their ECTX, a missing handler symbol leaving the outputs
+/// alone ("no handler"), a host write to PsPIN's handler-memory address
+/// reaching task->handler_mem, and every callback: pkt_out per packet the
+/// handler sends, pcie_slv_write per host write, pcie_mst_write_completion
+/// per NIC write, feedback per processed packet.
+#[test]
+fn pspinsim_routes_to_ectxs_and_calls_back() {
+    let pc = sdk();
+    let dir = tmp("pspinsim-api");
+    let ss = release_dir().join("softspin");
+    std::fs::write(
+        dir.join("a.c"),
+        "#include <handler.h>\n__handler__ void a_ph(handler_args_t *args) {\n\
+         spin_send_packet(args->task->pkt_mem, args->task->pkt_mem_size, NULL); }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("b.c"),
+        "#include <handler.h>\n__handler__ void b_ph(handler_args_t *args) {\n\
+         task_t *t = args->task;\n\
+         uint64_t host = ((uint64_t)t->host_mem_high << 32) | t->host_mem_low;\n\
+         spin_host_write(host, *(volatile uint32_t *)t->handler_mem, false); }\n",
+    )
+    .unwrap();
+    run(Command::new(&ss).current_dir(&dir).args(["build", "--profile", "pspin", "a.c", "-o", "a.elf"]));
+    run(Command::new(&ss).current_dir(&dir).args([
+        "build",
+        "--profile",
+        "pspin",
+        "--code-base",
+        "0x1d004000",
+        "--data-base",
+        "0x1c100000",
+        "b.c",
+        "-o",
+        "b.elf",
+    ]));
+    std::fs::write(
+        dir.join("driver.c"),
+        r#"#include <stdio.h>
+#include <string.h>
+#include "pspinsim.h"
+static unsigned outs, feedbacks, nic_writes, host_writes;
+static uint64_t host_value;
+static void on_out(uint8_t *data, size_t len) { if (len == 64 && data[0] == 0x45) outs++; }
+static void on_feedback(uint64_t user, uint64_t arrival, uint64_t at_pspin, uint64_t done)
+{ (void)user; if (done >= arrival && at_pspin >= arrival) feedbacks++; }
+static void on_nic_write(void *user) { if (user == (void *)0x42) nic_writes++; }
+static void on_host_write(uint64_t addr, uint8_t *data, size_t len)
+{ (void)addr; if (len == 8) { memcpy(&host_value, data, 8); host_writes++; } }
+static int handler(const char *image, const char *name, mem_addr_t *addr, mem_size_t *size)
+{
+    spin_nic_addr_t a = 0; size_t s = 0;
+    if (spin_find_handler_by_name(image, name, &a, &s) != SPIN_SUCCESS || s == 0) return 1;
+    *addr = a; *size = (mem_size_t)s;
+    return 0;
+}
+int main(int argc, char **argv)
+{
+    pspin_conf_t conf;
+    pspinsim_default_conf(&conf);
+    if (pspinsim_init(argc, argv, &conf) != SPIN_SUCCESS) return 2;
+    pspinsim_cb_set_pkt_out(on_out);
+    pspinsim_cb_set_pkt_feedback(on_feedback);
+    pspinsim_cb_set_pcie_mst_write_completion(on_nic_write);
+    pspinsim_cb_set_pcie_slv_write(on_host_write);
+    spin_nic_addr_t addr = 7; size_t size = 9;
+    if (spin_find_handler_by_name("a.elf", "a_hh", &addr, &size) != SPIN_SUCCESS || addr != 7 || size != 9) return 3;
+    if (spin_find_handler_by_name("nonexistent.elf", "a_ph", &addr, &size) == SPIN_SUCCESS) return 3;
+    spin_ec_t a, b;
+    memset(&a, 0, sizeof a); memset(&b, 0, sizeof b);
+    mem_addr_t pa, pb; mem_size_t sa, sb;
+    if (handler("a.elf", "a_ph", &pa, &sa) || handler("b.elf", "b_ph", &pb, &sb)) return 4;
+    a.ph_addr = pa; a.ph_size = sa; a.handler_mem_addr = 0x1c300000; a.handler_mem_size = 4096;
+    b.ph_addr = pb; b.ph_size = sb; b.handler_mem_addr = 0x1c380000; b.handler_mem_size = 4096;
+    b.host_mem_size = 4096;
+    uint32_t magic = 0xc0ffee11;
+    if (spin_nicmem_write(0x1c380000, &magic, 4, (void *)0x42) != SPIN_SUCCESS) return 5;
+    uint8_t pkt[64] = {0x45};
+    const char *order = "AABABBA";
+    const uint32_t wait[] = {0, 10, 0, 0, 20, 0, 0};
+    for (int i = 0; order[i]; i++)
+        if (pspinsim_packet_add(order[i] == 'A' ? &a : &b, (uint32_t)i, pkt, 64, 64, 1, wait[i], (uint64_t)i) != SPIN_SUCCESS) return 6;
+    pspinsim_packet_eos();
+    if (pspinsim_run() != SPIN_SUCCESS) return 7;
+    printf("outs %u feedbacks %u nic_writes %u host_writes %u value %llx\n", outs, feedbacks, nic_writes, host_writes,
+           (unsigned long long)host_value);
+    return pspinsim_fini() == SPIN_SUCCESS ? 0 : 8;
+}
+"#,
+    )
+    .unwrap();
+    let flags =
+        run(Command::new("pkg-config").env("PKG_CONFIG_PATH", &pc).args(["--cflags", "--libs", "softspin-pspin"]));
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    run(Command::new("cc").current_dir(&dir).arg("driver.c").args(flags.split_whitespace()).args(["-o", "driver_bin"]));
+    let o = Command::new(dir.join("driver_bin")).current_dir(&dir).output().unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", text(&o));
+    // A's 4 packets come back out, B's 3 each write the word the host put
+    // at PsPIN's handler-memory address for B.
+    assert!(out.contains("outs 4 feedbacks 7 nic_writes 1 host_writes 3 value c0ffee11"), "{}", text(&o));
+    let calls = |h: &str| {
+        out.lines()
+            .find(|l| l.starts_with(h))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|n| n.parse::<u32>().ok())
+            .unwrap_or_else(|| panic!("no {h} row in\n{out}"))
+    };
+    assert_eq!((calls("ectx0:a_ph"), calls("ectx1:b_ph")), (4, 3), "{out}");
+    std::fs::remove_dir_all(&dir).ok();
+}

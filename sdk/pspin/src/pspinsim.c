@@ -399,36 +399,25 @@ static int install(int k)
 }
 
 /* Apply the host's NIC-memory writes now that handler memory exists. A
- * write to an ECTX's PsPIN handler memory lands at task->handler_mem; where
- * it overlaps the image's own data (softspin places handler memory there),
- * the image's data is kept and the overlap reported. */
+ * write to an ECTX's PsPIN handler memory lands at task->handler_mem, where
+ * handlers look for it. softspin's handler memory starts at the image's own
+ * data, so such a write may overwrite some of it: the host's bytes win (a
+ * handler then using the overwritten data faults, loudly, rather than
+ * computing silently on the wrong table) and the overlap is reported. */
 static int apply_writes(void)
 {
     for (size_t i = 0; i < S.nwrites; i++) {
         struct nic_write *w = &S.writes[i];
         uint32_t to = translate(w->addr, w->len);
-        uint8_t *keep = NULL;
-        size_t keep_len = 0;
         for (int k = 0; k < S.nectxs; k++) {
             const struct image *im = &S.images[S.ectxs[k].image];
-            if (!S.ectxs[k].installed || to != S.ectxs[k].hmem || im->data_hi <= im->data_lo)
+            if (!S.ectxs[k].installed || to >= im->data_hi || to + w->len <= im->data_lo)
                 continue;
-            keep_len = im->data_hi - im->data_lo;
-            if (keep_len > w->len)
-                keep_len = w->len;
-            keep = malloc(keep_len);
-            if (keep && ss_nic_read(S.nic, to, keep, keep_len) != SS_OK) {
-                free(keep);
-                keep = NULL;
-            }
-            LOG("warning: host data at handler memory 0x%08x overlaps the image's data "
-                "(%zu B kept): softspin's handler memory starts at the image's data\n",
-                to, keep_len);
+            LOG("warning: host data at 0x%08x+%zu overwrites the image's data 0x%08x+%u of ECTX %d "
+                "(softspin's handler memory starts at the image's data)\n",
+                to, w->len, im->data_lo, im->data_hi - im->data_lo, k);
         }
         int rc = ss_nic_write(S.nic, to, w->data, w->len);
-        if (rc == SS_OK && keep)
-            rc = ss_nic_write(S.nic, to, keep, keep_len);
-        free(keep);
         if (rc != SS_OK)
             return fail("spin_nicmem_write", rc);
         if (S.mst_write)
