@@ -348,3 +348,21 @@ def test_random_corruptions_never_fault(image):
         r.feed(frames)  # asserts no handler error
         outside = np.concatenate([r.buf[:r.stride], r.buf[2 * r.stride:]])
         assert not (outside != FILL).any(), trial
+
+
+def test_message_level_slot_reuse_after_release(image):
+    """Message 17 shares message 1's slot: refused until the host frees the
+    slot (SLMP state and the message-level offset), then received."""
+    t = TYPES["vector"]
+    rng = random.Random(14)
+    a, b = rng.randbytes(t.size), rng.randbytes(t.size)
+    r = Receiver(image, t, mode=1)
+    r.feed(segments(1, a, 1024), batch=1)
+    r.feed(segments(17, b, 1024)[:1], batch=1)
+    assert r.count(SLOT_BUSY) == 1 and r.slot_bytes(1) == expected(t, a, r.stride)
+    rd = lambda s: struct.unpack("<I", r.nic.nic_read(r.img.symbol(s), 4))[0]
+    r.nic.nic_write(r.img.symbol("slmp_slots") + rd("slmp_slot_bytes"), bytes(rd("slmp_slot_bytes")))
+    r.nic.nic_write(r.img.symbol("ddt_msg_state") + rd("ddt_msg_state_bytes"), bytes(rd("ddt_msg_state_bytes")))
+    r.feed(segments(17, b, 1024), batch=1)
+    assert r.slot_bytes(17) == expected(t, b, r.stride)
+    assert [n for n, _ in r.completions()] == [(1, len(a), 1), (17, len(b), 1)]
