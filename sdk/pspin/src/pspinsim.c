@@ -559,6 +559,15 @@ int pspinsim_fini()
     for (size_t i = 0; i < S.npkts; i++)
         free(S.pkts[i].data);
     free(S.pkts);
+    for (size_t i = 0; i < S.nwrites; i++)
+        free(S.writes[i].data);
+    free(S.writes);
+    for (int i = 0; i < S.nimages; i++) {
+        ss_image_free(S.images[i].img);
+        free(S.images[i].path);
+    }
+    for (int i = 0; i < S.nsyms; i++)
+        free(S.syms[i].name);
     ss_close(S.nic);
     memset(&S, 0, sizeof S);
     return good ? SPIN_SUCCESS : SPIN_ERR;
