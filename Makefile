@@ -11,9 +11,11 @@ bench-hpu: setup
 	python3 bench/hpu_bench.py
 bench-sim: setup
 	python3 bench/sim_bench.py
-# The live NIC on a veth pair against the kernel (root; docs/live.md).
+# The live NIC on a veth pair against the kernel (root; docs/live.md),
+# then the SLMP file transfer (bench-slmp alone runs only the latter).
 bench-live: setup
 	.venv/bin/python bench/live_bench.py
+	.venv/bin/python bench/slmp_bench.py
 # SLMP file transfer against kernel TCP on a veth pair (root; docs/live.md).
 bench-slmp: setup
 	.venv/bin/python bench/slmp_bench.py

@@ -15,8 +15,13 @@ moving the same file over the same veth pair in the same run.
    own elapsed_s/goodput_bps, and the received file compared by sha256.
 2. Lossy link (scripts/lossy_link.sh, softspin-lossy in the middle
    namespace): window auto at each --lossy-loss, with 25 % reordering and
-   1 % duplication as in the issue; the sender's retransmissions and
-   timeouts beside the forwarder's drop counts.
+   1 % duplication as in the issue, then one --big-mib (64 MiB) file at
+   5 % loss; kernel TCP moves the same file through the same impaired link
+   first; the sender's retransmissions, timeouts, spurious losses and
+   window beside the forwarder's drop counts.
+
+`make bench-live` runs this after bench/live_bench.py; `make bench-slmp`
+runs it alone.
 
 Tables give the median of the rounds. Writes target/bench-slmp/results.json
 and docs/live_slmp.png; docs/live.md "SLMP file transfer" quotes them.
@@ -43,7 +48,7 @@ NIC_NS, PEER_NS, NIC_IF = PREFIX + "nic", PREFIX + "peer", PREFIX + "0"
 NET, LOSSY_NET = "10.77.0", "10.78.0"
 NIC_IP = NET + ".1"
 TCP_PORT = 9331
-WINDOWS = ["auto", "1", "4", "16", "64", "256", "1024"]
+WINDOWS = ["auto", "1", "2", "4", "8", "16", "32", "64", "128", "256", "512", "1024"]
 
 # FPsPIN's file transfer (seed 000 §6.3.3, Fig. 6.9/6.10): VCU1525 FPGA NIC,
 # 100 Gbit/s link, 2 sender threads.
@@ -93,11 +98,11 @@ def sha256(path):
     return h.hexdigest()
 
 
-def tcp_once(file, size, digest):
-    rx = subprocess.Popen(in_ns(NIC_NS, sys.executable, "-c", TCP_RECV, NIC_IP, str(size), str(TCP_PORT)),
+def tcp_once(file, size, digest, rx_ns=NIC_NS, tx_ns=PEER_NS, ip=NIC_IP):
+    rx = subprocess.Popen(in_ns(rx_ns, sys.executable, "-c", TCP_RECV, ip, str(size), str(TCP_PORT)),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert rx.stdout.readline().strip() == "ready"
-    tx = run(in_ns(PEER_NS, sys.executable, "-c", TCP_SEND, file, NIC_IP, str(TCP_PORT)), timeout=120)
+    tx = run(in_ns(tx_ns, sys.executable, "-c", TCP_SEND, file, ip, str(TCP_PORT)), timeout=300)
     out, err = rx.communicate(timeout=120)
     r = json.loads(out.strip().splitlines()[-1])
     t0 = json.loads(tx.stdout.strip().splitlines()[-1])["t0"]
@@ -110,13 +115,20 @@ def slmp_once(rx_ns, iface, tx_ns, to, file, digest, window, outfile):
     if os.path.exists(outfile):
         os.remove(outfile)
     rx = subprocess.Popen(in_ns(rx_ns, SOFTSPIN, "slmp", "recv", "--iface", iface, "--out", outfile,
-                                "--count", "1", "--timeout", "60", "--json"),
+                                "--count", "1", "--timeout", "240", "--json"),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(1.5)  # the receiver builds its handlers and attaches XDP first
+    # The receiver builds its handlers and attaches first; it says so on
+    # stderr (a fixed sleep was outlasted under load).
+    early = []
+    for line in rx.stderr:
+        early.append(line)
+        if "waiting for" in line:
+            break
     tx = run(in_ns(tx_ns, SOFTSPIN, "slmp", "send", file, "--to", to, "--window", window, "--json"),
-             check=False, timeout=180)
+             check=False, timeout=300)
     try:
         rout, rerr = rx.communicate(timeout=70)
+        rerr = "".join(early) + rerr
     except subprocess.TimeoutExpired:
         rx.kill()
         rout, rerr = rx.communicate()
@@ -130,6 +142,7 @@ def slmp_once(rx_ns, iface, tx_ns, to, file, digest, window, outfile):
     res.update(ok=tx.returncode == 0 and rx.returncode == 0 and got == digest,
                elapsed_s=s["elapsed_s"], goodput_gbps=s["goodput_bps"] / 1e9,
                retransmitted=s["retransmitted"], timeouts=s["timeouts"],
+               rack_losses=s.get("fast_retransmits"), spurious_losses=s.get("spurious_losses"),
                window_stats=s.get("window"), rtt=s.get("rtt"), sender=s)
     try:  # the NIC's own counts (drops by cause) say where lost frames went
         res["receiver"] = json.loads(rout.strip().splitlines()[-1])
@@ -171,9 +184,10 @@ def plain(args, file, size, digest):
     return rounds
 
 
-def lossy(args, file, size, digest):
+def lossy(args, runs):
+    """runs: (loss, file, size, digest) each."""
     out = []
-    for loss in args.lossy_loss:
+    for loss, file, size, digest in runs:
         topo(LOSSY_LINK, LOSSY_NET, "up")
         report = os.path.join(OUT, f"link-{loss}.json")
         if os.path.exists(report):
@@ -183,6 +197,7 @@ def lossy(args, file, size, digest):
                                 "--seed", "9", "--report", report], env=env)
         try:
             time.sleep(0.3)
+            tcp = tcp_once(file, size, digest, PREFIX + "b", PREFIX + "a", LOSSY_NET + ".1")
             s = slmp_once(PREFIX + "b", PREFIX + "b0", PREFIX + "a", LOSSY_NET + ".1", file, digest, "auto",
                           os.path.join(OUT, "recv-lossy.bin"))
         finally:
@@ -191,9 +206,13 @@ def lossy(args, file, size, digest):
             topo(LOSSY_LINK, LOSSY_NET, "down")
         with open(report) as f:
             link = json.loads(f.read().strip().splitlines()[-1])
-        s.update(loss=loss, link=link)
-        print(f"lossy {loss}: {s.get('goodput_gbps', 0):.3f} Gbit/s retx {s.get('retransmitted')} "
-              f"dropped a2b {link['a2b']['dropped']} b2a {link['b2a']['dropped']} ok={s['ok']}", flush=True)
+        s.update(loss=loss, size_bytes=size, link=link, tcp=tcp)
+        w = s.get("window_stats") or {}
+        print(f"lossy {loss} {size >> 20} MiB: SLMP {s.get('goodput_gbps', 0):.3f} Gbit/s ok={s['ok']} "
+              f"(TCP same link {tcp['goodput_gbps']:.3f} ok={tcp['ok']}) retx {s.get('retransmitted')} "
+              f"timeouts {s.get('timeouts')} rack {s.get('rack_losses')} spurious {s.get('spurious_losses')} "
+              f"window max {w.get('max')} decreases {w.get('decreases')} undos {w.get('undos')} "
+              f"dropped a2b {link['a2b']['dropped']} b2a {link['b2a']['dropped']}", flush=True)
         out.append(s)
     return out
 
@@ -254,6 +273,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--windows", nargs="+", default=WINDOWS)
     ap.add_argument("--lossy-loss", nargs="*", type=float, default=[0.01, 0.05])
+    ap.add_argument("--big-mib", type=float, default=64,
+                    help="then one file of this size through the lossy link at 5 %% loss (0: skip)")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in target/release")
     args = ap.parse_args()
     if os.geteuid() != 0:
@@ -273,14 +294,22 @@ def main():
         pass
     rounds = plain(args, file, size, digest)
     tcp, rows = summarise(rounds, args)
-    lossy_runs = lossy(args, file, size, digest) if args.lossy_loss else []
+    lruns = [(loss, file, size, digest) for loss in args.lossy_loss]
+    if args.big_mib > 0:
+        big = os.path.join(OUT, "big.bin")
+        bsize = int(args.big_mib * (1 << 20))
+        with open(big, "wb") as f:
+            f.write(os.urandom(bsize))
+        lruns.append((0.05, big, bsize, sha256(big)))
+    lossy_runs = lossy(args, lruns)
     res = {"size_bytes": size, "rounds": args.rounds, "machine": machine, "tcp_goodput_gbps_median": tcp,
            "tcp_all_ok": all(r["tcp"]["ok"] for r in rounds),
            "sender_only_gbps_median": statistics.median(r["sender_only_gbps"] for r in rounds), "slmp": rows, "fpspin": FPSPIN,
            "lossy": lossy_runs, "raw": rounds}
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
-    plot(tcp, rows, os.path.join(DOCS, "live_slmp.png"))
+    if any(r["window"] != "auto" and r["goodput_gbps_median"] for r in rows):
+        plot(tcp, rows, os.path.join(DOCS, "live_slmp.png"))
     print(f"\nTCP {tcp:.3f} Gbit/s (median of {args.rounds}, sha256 ok: {res['tcp_all_ok']}); "
           f"SLMP sender alone (sync none, no receiver) {res['sender_only_gbps_median']:.3f} Gbit/s")
     print("| window | SLMP Gbit/s | ratio to TCP | delivered | retransmitted | timeouts |")

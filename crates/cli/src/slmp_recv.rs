@@ -18,6 +18,12 @@ use crate::exit::Status;
 const HANDLER_SRC: &str = include_str!("../../../examples/slmp_recv/handler.c");
 /// Message slots of the handler (`SLMP_SLOTS`, read back from the image).
 const SLOTS_SYMBOL: &str = "slmp_slot_count";
+/// After the last message, keep answering until the link has been quiet
+/// this long (at most `LINGER_MAX`): a sender whose final ACK was lost
+/// retransmits after its RTO, and with the receiver gone it got ICMP
+/// unreachable until its 10 s give-up, though every byte had arrived.
+const LINGER_QUIET: Duration = Duration::from_secs(1);
+const LINGER_MAX: Duration = Duration::from_secs(10);
 
 #[derive(clap::Args)]
 pub struct RecvArgs {
@@ -139,9 +145,13 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     let mut got: Vec<serde_json::Value> = Vec::new();
     let mut failure: Option<anyhow::Error> = None;
     let limit = a.timeout.map(Duration::from_secs_f64);
+    // (since, last frame at, frames then) once every message is in.
+    let mut linger: Option<(Instant, Instant, u64)> = None;
     nic.run_live_with(limit, &stop, |nic| {
         for n in nic.poll_notifications() {
-            if n.data.len() < 12 || failure.is_some() {
+            // Past --count: a late retransmission of a one-segment message
+            // completes it again on its freed slot; it is not a new one.
+            if n.data.len() < 12 || failure.is_some() || got.len() as u32 >= a.count {
                 continue;
             }
             let (msg_id, len, slot) = (u32_at(&n.data, 0), u32_at(&n.data, 4), u32_at(&n.data, 8));
@@ -161,8 +171,18 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
                 Err(e) => failure = Some(e),
             }
         }
-        if got.len() as u32 >= a.count || failure.is_some() {
+        if failure.is_some() {
             stop.store(true, Ordering::Relaxed);
+        } else if got.len() as u32 >= a.count {
+            let now = Instant::now();
+            let rx = nic.live_stats().map_or(0, |l| l.rx_frames);
+            let (since, last, seen) = linger.get_or_insert((now, now, rx));
+            if rx != *seen {
+                (*last, *seen) = (now, rx);
+            }
+            if now.duration_since(*last) >= LINGER_QUIET || now.duration_since(*since) >= LINGER_MAX {
+                stop.store(true, Ordering::Relaxed);
+            }
         }
     })?;
     nic.stop_matching()?;

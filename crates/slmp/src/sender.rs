@@ -54,6 +54,9 @@ pub const DEFAULT_SEGMENT: usize = 1500 - IPV4_UDP_HEADERS - HEADER_LEN;
 pub const MAX_SEGMENT: usize = 65_535 - IPV4_UDP_HEADERS - HEADER_LEN;
 /// Largest message: the 32-bit offset field (seed 000 §5.1.2, 4 GiB).
 pub const MAX_MESSAGE: u64 = 1 << 32;
+/// Probes (segments beyond a full window after 2·SRTT without an ACK)
+/// between two new ACKs; after them only the RTO acts (RFC 8985 sends one).
+pub const MAX_PROBES: u32 = 2;
 /// Largest fixed window (a u16 worth of packets in flight is already far
 /// beyond any receive buffer).
 pub const MAX_WINDOW: u32 = 65_536;
@@ -292,6 +295,9 @@ struct Run<'a, 's> {
     rack: Rack,
     /// When the oldest segment eligible for RACK's rule counts as lost.
     rack_deadline: Option<Instant>,
+    /// Probes sent since the last new ACK, and when the last one left.
+    probes_since_ack: u32,
+    last_probe: Instant,
     next_tx: u64,
     /// Timeouts of transmissions numbered below this do not back off again.
     backoff_until_tx: u64,
@@ -357,6 +363,8 @@ impl<'a, 's> Run<'a, 's> {
             acked: HashMap::new(),
             rack: Rack::new(),
             rack_deadline: None,
+            probes_since_ack: 0,
+            last_probe: now,
             next_tx: 0,
             backoff_until_tx: 0,
             last_send_at: now,
@@ -444,6 +452,7 @@ impl<'a, 's> Run<'a, 's> {
             self.expire_timers(now)?;
             self.detect_losses(now)?;
             self.send_allowed()?;
+            self.probe(now)?;
             if self.done_sending() && self.out.is_empty() && self.all_confirmed() {
                 return Ok(());
             }
@@ -470,6 +479,9 @@ impl<'a, 's> Run<'a, 's> {
             if let Some(t) = self.rack_deadline {
                 until = until.min(t);
             }
+            if let Some(t) = self.probe_due() {
+                until = until.min(t);
+            }
             let window_open = (self.out.len() as u32) < self.window();
             if !self.done_sending() && (window_open || self.next_is_unsynced()) {
                 until = until.min(self.next_paced);
@@ -491,22 +503,13 @@ impl<'a, 's> Run<'a, 's> {
     fn send_allowed(&mut self) -> Result<()> {
         loop {
             // Retransmissions first: they hold back completion.
-            while let Some(&key) = self.retx.front() {
-                if !self.lost.contains_key(&key) {
-                    self.retx.pop_front();
-                    continue;
-                }
+            while let Some(key) = self.next_retx() {
                 if self.out.len() as u32 >= self.window() {
                     return Ok(());
                 }
-                let l = self.lost[&key];
-                if !self.transmit(l.seg)? {
+                if !self.retransmit(key)? {
                     return Ok(());
                 }
-                self.retx.pop_front();
-                self.lost.remove(&key);
-                self.st.retransmitted += 1;
-                self.track(l.seg, l.transmissions + 1, l.episode);
             }
             let Some(seg) = self.peek_fresh() else {
                 return Ok(());
@@ -528,6 +531,79 @@ impl<'a, 's> Run<'a, 's> {
                 self.next_paced = Instant::now() + self.s.cfg.ipg;
             }
         }
+    }
+
+    /// The first segment of the retransmission queue still lost.
+    fn next_retx(&mut self) -> Option<Key> {
+        while let Some(&key) = self.retx.front() {
+            if self.lost.contains_key(&key) {
+                return Some(key);
+            }
+            self.retx.pop_front();
+        }
+        None
+    }
+
+    /// Resend the lost segment `key` (the retransmission queue's front).
+    fn retransmit(&mut self, key: Key) -> Result<bool> {
+        let l = self.lost[&key];
+        if !self.transmit(l.seg)? {
+            return Ok(false);
+        }
+        self.retx.pop_front();
+        self.lost.remove(&key);
+        self.st.retransmitted += 1;
+        self.track(l.seg, l.transmissions + 1, l.episode);
+        Ok(true)
+    }
+
+    /// When to send a probe (RFC 8985 §7, tail loss probe): the window is
+    /// full and no ACK came for PTO = 2·SRTT (at most the RTO). Waiting for
+    /// the RTO instead costs its 2 ms floor and its backoff each time, and
+    /// a link that reorders by holding a frame until later ones pass (the
+    /// lossy forwarder) releases nothing while the sender waits. None when
+    /// there is nothing to probe with: a queued retransmission or a fresh
+    /// SYN segment (a probe never resends an outstanding segment, so ACK
+    /// evidence keeps its meaning).
+    fn probe_due(&mut self) -> Option<Instant> {
+        // Auto windows only: a fixed window is the user's hard limit.
+        if self.s.aimd.is_none()
+            || self.out.is_empty()
+            || (self.out.len() as u32) < self.window()
+            || self.probes_since_ack >= MAX_PROBES
+        {
+            return None;
+        }
+        let srtt = self.s.rto.srtt()?;
+        if self.next_retx().is_none() && !self.peek_fresh().is_some_and(|s| s.flags.syn()) {
+            return None;
+        }
+        let pto = (srtt * 2).min(self.s.rto.rto());
+        Some(self.last_progress.max(self.last_probe) + pto)
+    }
+
+    /// Send one segment beyond the window if a probe is due.
+    fn probe(&mut self, now: Instant) -> Result<()> {
+        if !self.probe_due().is_some_and(|t| t <= now) {
+            return Ok(());
+        }
+        let sent = if let Some(key) = self.next_retx() {
+            self.retransmit(key)?
+        } else {
+            let seg = self.peek_fresh().expect("probe_due checked");
+            let ok = self.transmit(seg)?;
+            if ok {
+                self.advance_fresh(seg);
+                self.track(seg, 1, None);
+            }
+            ok
+        };
+        if sent {
+            self.probes_since_ack += 1;
+            self.last_probe = now;
+            self.st.probes += 1;
+        }
+        Ok(())
     }
 
     fn track(&mut self, seg: Seg, transmissions: u32, episode: Option<u64>) {
@@ -798,6 +874,7 @@ impl<'a, 's> Run<'a, 's> {
         self.acked_per_msg[seg.msg as usize] += 1;
         self.st.acks_received += 1;
         self.last_progress = now;
+        self.probes_since_ack = 0;
         if let Some(a) = self.s.aimd.as_mut() {
             a.on_ack();
         }

@@ -104,6 +104,9 @@ pub struct Stats {
     /// retransmission left, faster than the minimum RTT after it, or once
     /// for each copy.
     pub spurious_losses: u64,
+    /// Tail loss probes: segments sent beyond a full window because no ACK
+    /// came for 2·SRTT (a queued retransmission or a fresh segment).
+    pub probes: u64,
     /// RACK's reordering window at the end, in microseconds.
     pub reorder_window_us: f64,
     /// ACKs that acknowledged a segment for the first time.
