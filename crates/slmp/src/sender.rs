@@ -584,8 +584,9 @@ impl<'a, 's> Run<'a, 's> {
 
     /// Send one segment beyond the window if a probe is due.
     fn probe(&mut self, now: Instant) -> Result<()> {
-        if !self.probe_due().is_some_and(|t| t <= now) {
-            return Ok(());
+        match self.probe_due() {
+            Some(t) if t <= now => {}
+            _ => return Ok(()),
         }
         let sent = if let Some(key) = self.next_retx() {
             self.retransmit(key)?
