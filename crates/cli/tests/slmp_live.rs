@@ -126,8 +126,11 @@ fn slmp_file_transfer_survives_a_lossy_link() {
         return;
     }
     let dir = scratch("lossy");
-    let f = file_of(&dir, "in", 1 << 20, 5);
-    for (k, loss) in ["0.01", "0.05"].into_iter().enumerate() {
+    let small = file_of(&dir, "in", 1 << 20, 5);
+    let big = file_of(&dir, "big", 64 << 20, 6);
+    // 64 MiB at 5 % takes seconds since the sender tolerates reordering
+    // (it took minutes when 25 % reordering kept its window near 2).
+    for (k, (loss, f)) in [("0.01", &small), ("0.05", &small), ("0.05", &big)].into_iter().enumerate() {
         let t = Topo::up("lossy_link.sh", "sy", &format!("10.93.{}", 2 + k));
         let report = dir.join(format!("link{k}.json"));
         let fwd = ["fwd", "--loss", loss, "--reorder", "0.25", "--dup", "0.01", "--seed", "9", "--report", report.to_str().unwrap()];
@@ -135,11 +138,13 @@ fn slmp_file_transfer_survives_a_lossy_link() {
         std::thread::sleep(Duration::from_millis(300));
         let out = dir.join(format!("out{k}"));
         let to = format!("10.93.{}.1", 2 + k);
-        let (got, stats) = transfer(&t, "b", &format!("{}b0", t.prefix), "a", &to, &f, &out);
+        let t0 = std::time::Instant::now();
+        let (got, stats) = transfer(&t, "b", &format!("{}b0", t.prefix), "a", &to, f, &out);
+        eprintln!("lossy {loss}, {} B: {:.1} s, {stats}", got.len(), t0.elapsed().as_secs_f64());
         // SIGTERM makes the forwarder write its final report line.
         let _ = Command::new("kill").arg(fwd.id().to_string()).status();
         fwd.wait().unwrap();
-        assert!(got == std::fs::read(&f).unwrap(), "loss {loss}: received file differs");
+        assert!(got == std::fs::read(f).unwrap(), "loss {loss}: received file differs");
         // The link really impaired the transfer, and the sender made up for it.
         let last = std::fs::read_to_string(&report).unwrap();
         let rep: serde_json::Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();

@@ -103,6 +103,7 @@ impl ReferenceReceiver {
     pub fn spawn_on(bind: SocketAddr, imp: Impairment) -> std::io::Result<ReferenceReceiver> {
         let sock = UdpSocket::bind(bind)?;
         sock.set_nonblocking(true)?;
+        grow_receive_buffer(&sock, RECEIVE_BUFFER);
         let addr = sock.local_addr()?;
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
@@ -130,6 +131,33 @@ impl Drop for ReferenceReceiver {
         self.stop.store(true, Ordering::Relaxed);
         if let Some(h) = self.handle.take() {
             let _ = h.join();
+        }
+    }
+}
+
+/// Receive buffer asked for: the default (~200 KiB, ~90 datagrams) drops
+/// datagrams beyond the impairment's once an adaptive window grows past
+/// it, and the tests compare the sender's packet count with the
+/// receiver's.
+const RECEIVE_BUFFER: libc::c_int = 16 << 20;
+
+/// SO_RCVBUFFORCE (root) or else SO_RCVBUF (capped by rmem_max); best
+/// effort, a smaller buffer only means drops the sender must repair.
+fn grow_receive_buffer(sock: &UdpSocket, bytes: libc::c_int) {
+    use std::os::fd::AsRawFd;
+    for opt in [libc::SO_RCVBUFFORCE, libc::SO_RCVBUF] {
+        // SAFETY: a valid socket and a c_int option value of its size.
+        let r = unsafe {
+            libc::setsockopt(
+                sock.as_raw_fd(),
+                libc::SOL_SOCKET,
+                opt,
+                (&bytes as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            )
+        };
+        if r == 0 {
+            return;
         }
     }
 }

@@ -173,9 +173,9 @@ fn no_loss_no_retransmission_and_sane_rtt() {
 /// once proven spurious. The rule this replaced ("3 later segments
 /// acknowledged first") halved the window on most held packets and kept it
 /// at about a dozen (max 16-17 here; the lossy link's 25 % reordering: at
-/// most 11). The window is capped at 64 packets, below what overflows the
-/// receiver's socket buffer (~90 datagrams), so no loss creeps in; the
-/// window must reach the cap.
+/// most 11). The window is capped at 64 packets, below what would overflow
+/// the receiver's socket buffer where it cannot be enlarged (~90
+/// datagrams), so no loss creeps in; the window must reach the cap.
 #[test]
 fn window_grows_under_pure_reordering() {
     let msg = vec![data(8 << 20, 21)];
