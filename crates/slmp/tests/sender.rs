@@ -225,6 +225,30 @@ fn window_grows_under_pure_reordering() {
     );
 }
 
+/// The lossy link's mix on the reference receiver: 5 % loss both ways,
+/// 25 % reordering, 1 % duplication. Byte-exact and confirmed; the sender
+/// both found real losses (the receiver dropped packets) and proved some
+/// loss declarations spurious (reordering), and undid some decreases.
+#[test]
+fn byte_exact_under_heavy_reordering_and_loss() {
+    let msg = vec![data(4 << 20, 23)];
+    let imp = Impairment::lossy(23, 0.05, 0.01, 0.25);
+    let (st, out, first) = transfer(&msg, imp, cfg(WindowMode::default()));
+    check_exact(&msg, &out, first, "5 % loss, 25 % reordering");
+    assert!(st.delivery_confirmed, "{st:?}");
+    assert!(
+        out.data_dropped > 0 && out.acks_dropped > 0 && out.reordered > 0,
+        "{out:?}"
+    );
+    assert!(st.retransmitted > 0 && st.spurious_losses > 0, "{st:?}");
+    assert!(
+        st.window.undos > 0 && st.window.undos <= st.window.decreases,
+        "{:?}",
+        st.window
+    );
+    assert_eq!(st.packets_sent, st.segments + st.retransmitted);
+}
+
 /// Several messages in flight at once under loss, one shared window.
 #[test]
 fn several_messages_in_flight() {
