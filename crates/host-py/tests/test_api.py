@@ -73,8 +73,12 @@ def test_exception_hierarchy():
         assert cls.__bases__ == (softspin.Error,), name
     assert issubclass(softspin.Error, Exception)
     assert softspin.SoftspinError is softspin.Error
+    # Refinements of a kind: a subclass of that kind's class.
+    refinements = {"SlmpGaveUpError": softspin.NetError}
+    for name, base in refinements.items():
+        assert getattr(softspin, name).__bases__ == (base,), name
     names = {n for n in dir(softspin) if n.endswith("Error") and n not in ("Error", "SoftspinError", "HandlerError")}
-    assert names == set(KINDS)
+    assert names == set(KINDS) | set(refinements)
 
 
 # ------------------------------------------------------------------ images
