@@ -281,6 +281,7 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
                 ph: e.ph,
                 th: e.th,
                 handler_mem_size: e.handler_mem_size,
+                handler_mem_addr: None,
                 l1_copy: e.l1_copy,
                 scratchpad: e.scratchpad,
                 watchdog: Some(e.watchdog.unwrap_or(1_000_000)),

@@ -33,6 +33,11 @@ pub struct EctxSpec {
     /// Handler memory in L2 (base, size). Default: the image's data
     /// segments, from their first address, rounded up to 64 bytes.
     pub handler_mem: Option<(u32, u32)>,
+    /// PsPIN's layout (seed 004 §3, its gdriver): `handler_mem` is a
+    /// region of its own that the image's data need not lie in; the
+    /// image's data/bss are installed once and shared by every ECTX of the
+    /// same image. false: handler memory contains the image's data.
+    pub separate_handler_mem: bool,
     /// Host-memory window handlers may reach by DMA (host address, size).
     pub host_window: (u64, u64),
     /// Bytes of each packet copied to L1 before the handler starts
@@ -56,6 +61,7 @@ impl EctxSpec {
             ph: None,
             th: None,
             handler_mem: None,
+            separate_handler_mem: false,
             host_window: (DEFAULT_HOST_BASE, 1 << 20),
             l1_copy: u32::MAX,
             scratchpad: Vec::new(),
@@ -195,6 +201,9 @@ pub struct Ectx {
     /// Entry points of the three handlers.
     pub entries: [Option<u32>; 3],
     pub handler_mem: (u32, u32),
+    /// The image's data region (base, size) when it lies outside handler
+    /// memory (`separate_handler_mem`), shared with ECTXs of the same image.
+    pub image_data: Option<(u32, u32)>,
     /// Code range in program memory.
     pub code: (u32, u32),
     pub scratch: Vec<Scratch>,

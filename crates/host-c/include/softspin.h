@@ -54,7 +54,7 @@
 /**
  * Version of this ABI: bumped when a struct or signature changes.
  */
-#define SS_ABI_VERSION 3
+#define SS_ABI_VERSION 4
 
 /**
  * Frames start at the IPv4 header, PsPIN's host-order layout (28 header
@@ -660,6 +660,15 @@ typedef struct ss_ectx_options {
      * Live NIC (ABI 3): the same as `rules_file`, as TOML text. NULL = none.
      */
     const char *rules_toml;
+    /**
+     * ABI 4: PsPIN's handler memory, a region of its own at this L2
+     * address (handler_mem_size bytes, at least 64) that task->handler_mem
+     * points at. The image's data then lies outside it, installed once and
+     * shared by every ECTX of the same image, so one image can serve
+     * several ECTXs, each with its own handler memory. 0 = softspin's
+     * layout: handler memory starts at the image's data.
+     */
+    uint32_t handler_mem_addr;
 } ss_ectx_options;
 
 /**

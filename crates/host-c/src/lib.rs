@@ -117,7 +117,7 @@ fn status_of(k: ErrorKind) -> ss_status {
 }
 
 /// Version of this ABI: bumped when a struct or signature changes.
-pub const SS_ABI_VERSION: u32 = 3;
+pub const SS_ABI_VERSION: u32 = 4;
 
 // ---------------------------------------------------------------------------
 // Enumerations (plain constants: C passes them as uint32_t)
@@ -379,6 +379,13 @@ pub struct ss_ectx_options {
     pub rules_file: *const c_char,
     /// Live NIC (ABI 3): the same as `rules_file`, as TOML text. NULL = none.
     pub rules_toml: *const c_char,
+    /// ABI 4: PsPIN's handler memory, a region of its own at this L2
+    /// address (handler_mem_size bytes, at least 64) that task->handler_mem
+    /// points at. The image's data then lies outside it, installed once and
+    /// shared by every ECTX of the same image, so one image can serve
+    /// several ECTXs, each with its own handler memory. 0 = softspin's
+    /// layout: handler memory starts at the image's data.
+    pub handler_mem_addr: u32,
 }
 
 /// How ss_nic_attach opens a NIC on an interface. Start from
@@ -1485,6 +1492,7 @@ pub unsafe extern "C" fn ss_ectx_options_init(o: *mut ss_ectx_options) -> c_int 
             match_specs_len: 0,
             rules_file: std::ptr::null(),
             rules_toml: std::ptr::null(),
+            handler_mem_addr: 0,
         };
         Ok(())
     })
@@ -1528,6 +1536,7 @@ pub unsafe extern "C" fn ss_install(
             ph: opt_text(o.ph, "options->ph")?,
             th: opt_text(o.th, "options->th")?,
             handler_mem_size: (o.handler_mem_size > 0).then_some(o.handler_mem_size),
+            handler_mem_addr: (o.handler_mem_addr > 0).then_some(o.handler_mem_addr),
             host_window: (o.host_window.size > 0)
                 .then_some(HostWindow { base: o.host_window.base, size: o.host_window.size }),
             l1_copy: (o.l1_copy > 0).then_some(o.l1_copy),

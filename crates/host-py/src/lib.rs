@@ -714,6 +714,7 @@ impl Nic {
             ph,
             th,
             handler_mem_size,
+            handler_mem_addr: None,
             host_window: host_window.map(|w| self.own_window(&w)).transpose()?,
             l1_copy,
             scratchpad,

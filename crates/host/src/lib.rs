@@ -259,6 +259,12 @@ pub struct EctxOptions {
     /// Handler memory size (from the image's data start); room beyond the
     /// image's data is what `nic_alloc` hands out. Default: the data only.
     pub handler_mem_size: Option<u32>,
+    /// PsPIN's handler memory: a region of its own at this L2 address
+    /// (`handler_mem_size` bytes, default 64) that `task->handler_mem`
+    /// points at, apart from the image's data, which is installed once and
+    /// shared by every ECTX of the same image (seed 004 §3, PsPIN's
+    /// gdriver). Default: handler memory starts at the image's data.
+    pub handler_mem_addr: Option<u32>,
     /// A window from `host_window` or `lend` on this NIC, unchanged.
     pub host_window: Option<HostWindow>,
     /// Bytes of each packet copied to L1 (default: all).
@@ -633,6 +639,18 @@ impl Nic {
             )));
         };
         s.handler_mem = Some((d0, size));
+        let mut heap = (d0 + used, d0 + size);
+        if let Some(a) = o.handler_mem_addr {
+            let size = o.handler_mem_size.unwrap_or(64).max(64);
+            let Some(end) = a.checked_add(size) else {
+                return Err(Error::Limit(format!(
+                    "handler memory of {size} bytes at 0x{a:x} passes the end of the 32-bit NIC address space (handler_mem_addr, handler_mem_size)"
+                )));
+            };
+            s.handler_mem = Some((a, size));
+            s.separate_handler_mem = true;
+            heap = (a, end);
+        }
         s.host_window = o.host_window.map(|w| (w.base, w.size)).unwrap_or((0, 0));
         s.l1_copy = o.l1_copy.unwrap_or(u32::MAX);
         s.scratchpad = o.scratchpad;
@@ -656,7 +674,7 @@ impl Nic {
         self.collect();
         let id = self.engine.install(s)?;
         self.next_ectx += 1;
-        let info = EctxInfo { id, rules, heap: (d0 + used, d0 + size), frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
+        let info = EctxInfo { id, rules, heap, frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
         self.ectxs.insert(handle, info);
         self.slots.insert(id, Ectx(handle));
         Ok(Ectx(handle))

@@ -366,10 +366,21 @@ static int install(int k)
     o.hh = names[0];
     o.ph = names[1];
     o.th = names[2];
-    /* PsPIN's handler memory is a region of its own; softspin's starts at
-     * the image's data, so make it the image's data plus the PsPIN size. */
-    uint32_t used = (im->data_hi - im->data_lo + 63) & ~63u;
-    o.handler_mem_size = used + ec->handler_mem_size;
+    /* PsPIN's handler memory is a region of its own per ECTX, apart from
+     * the image's data (shared by ECTXs of one image): place it in L2 after
+     * every image's data and the ECTXs installed before this one. */
+    uint32_t at = 0x1c000000u;
+    for (int i = 0; i < S.nimages; i++)
+        if (S.images[i].data_hi > at)
+            at = S.images[i].data_hi;
+    for (int j = 0; j < S.nectxs; j++) {
+        uint32_t end = S.ectxs[j].hmem + S.ectxs[j].ec.handler_mem_size;
+        if (j != k && S.ectxs[j].installed && end > at)
+            at = end;
+    }
+    at = (at + 63) & ~63u;
+    o.handler_mem_addr = at;
+    o.handler_mem_size = ec->handler_mem_size;
     o.l1_copy = e->l1_copy;
     uint32_t pads[NUM_CLUSTERS];
     for (int c = 0; c < NUM_CLUSTERS; c++)
@@ -388,7 +399,7 @@ static int install(int k)
         fail("ss_install", rc);
         return -1;
     }
-    e->hmem = im->data_hi > im->data_lo ? im->data_lo : 0x1c000000u;
+    e->hmem = at;
     e->installed = 1;
     LOG("ECTX %d: %s hh=%s ph=%s th=%s handler_mem=0x%08x+%u host window %" PRIu64
         " B scratchpad %u B per cluster\n",
@@ -400,10 +411,9 @@ static int install(int k)
 
 /* Apply the host's NIC-memory writes now that handler memory exists. A
  * write to an ECTX's PsPIN handler memory lands at task->handler_mem, where
- * handlers look for it. softspin's handler memory starts at the image's own
- * data, so such a write may overwrite some of it: the host's bytes win (a
- * handler then using the overwritten data faults, loudly, rather than
- * computing silently on the wrong table) and the overlap is reported. */
+ * handlers look for it; handler memory lies apart from the images' data, so
+ * only a write outside every handler memory can reach an image's data: the
+ * host's bytes win and the overlap is reported. */
 static int apply_writes(void)
 {
     for (size_t i = 0; i < S.nwrites; i++) {
@@ -414,7 +424,7 @@ static int apply_writes(void)
             if (!S.ectxs[k].installed || to >= im->data_hi || to + w->len <= im->data_lo)
                 continue;
             LOG("warning: host data at 0x%08x+%zu overwrites the image's data 0x%08x+%u of ECTX %d "
-                "(softspin's handler memory starts at the image's data)\n",
+                "(the write is outside the ECTXs' handler memory)\n",
                 to, w->len, im->data_lo, im->data_hi - im->data_lo, k);
         }
         int rc = ss_nic_write(S.nic, to, w->data, w->len);

@@ -633,11 +633,35 @@ impl Engine {
             (None, None) => (abi::L2_HANDLER_BASE, 64),
         };
         within("handler memory", hm.0, hm.1, "L2 handler memory", abi::L2_HANDLER_BASE, cfg.l2_handler_size)?;
+        // PsPIN's layout: the image's data is a region of its own.
+        let image_data = match (spec.separate_handler_mem, data) {
+            (true, Some((d0, d1))) => {
+                if spec.handler_mem.is_none() {
+                    return Err(EctxError::Invalid {
+                        ectx: name,
+                        field: "handler_mem",
+                        reason: "must be given when handler memory is separate from the image's data".into(),
+                    });
+                }
+                let d = (d0, (d1 - d0).next_multiple_of(64));
+                within("image data", d.0, d.1, "L2 handler memory", abi::L2_HANDLER_BASE, cfg.l2_handler_size)?;
+                if hm.0 < d.0 + d.1 && d.0 < hm.0 + hm.1 {
+                    return Err(EctxError::Invalid {
+                        ectx: name,
+                        field: "handler_mem",
+                        reason: format!("0x{:08x}+0x{:x} overlaps the image's own data 0x{:08x}+0x{:x} (separate handler memory must lie apart from it)", hm.0, hm.1, d.0, d.1),
+                    });
+                }
+                Some(d)
+            }
+            _ => None,
+        };
+        let data_region = image_data.unwrap_or(hm);
         for s in &spec.image.segments {
             let ok = if s.perm.has(Perm::X) {
                 true
             } else {
-                s.vaddr >= hm.0 && s.end() <= hm.0 as u64 + hm.1 as u64
+                s.vaddr >= data_region.0 && s.end() <= data_region.0 as u64 + data_region.1 as u64
             };
             if !ok {
                 return Err(EctxError::Segment { ectx: name, addr: s.vaddr });
@@ -647,9 +671,29 @@ impl Engine {
             return Err(EctxError::HostWindow { ectx: name, base: spec.host_window.0, size: spec.host_window.1 });
         }
         let overlaps = |a: (u32, u32), b: (u32, u32)| a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
+        let mut data_shared = false;
         for other in c.ectxs.iter().flatten() {
             if overlaps(hm, other.handler_mem) {
                 return Err(EctxError::Overlap { ectx: name, what: "handler memory", base: hm.0, size: hm.1, other: other.name().into() });
+            }
+            if let Some(od) = other.image_data {
+                if overlaps(hm, od) {
+                    return Err(EctxError::Overlap { ectx: name, what: "handler memory (on the other's image data)", base: hm.0, size: hm.1, other: other.name().into() });
+                }
+            }
+            if let Some(d) = image_data {
+                if overlaps(d, other.handler_mem) {
+                    return Err(EctxError::Overlap { ectx: name, what: "image data", base: d.0, size: d.1, other: other.name().into() });
+                }
+                // Shared data is fine only if it is the very same image data.
+                if let Some(od) = other.image_data {
+                    if overlaps(d, od) {
+                        if d != od || !same_data(&spec.image, &other.spec.image) {
+                            return Err(EctxError::Overlap { ectx: name, what: "image data", base: d.0, size: d.1, other: other.name().into() });
+                        }
+                        data_shared = true;
+                    }
+                }
             }
             // Shared code is fine only if it is the very same code.
             if overlaps(code, other.code) && (code != other.code || !same_code(&spec.image, &other.spec.image)) {
@@ -683,9 +727,14 @@ impl Engine {
         // first, so .bss and the rest of the region start at 0).
         let c = &mut self.core;
         c.l2_handler.fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
+        if let (Some(d), false) = (image_data, data_shared) {
+            c.l2_handler.fill((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize, 0);
+        }
         for s in &spec.image.segments {
             if s.perm.has(Perm::X) {
                 c.prog_mem.write((s.vaddr - abi::PROG_MEM_BASE) as usize, &s.data);
+            } else if data_shared {
+                // Installed once: the other ECTXs' data state is kept.
             } else {
                 c.l2_handler.write((s.vaddr - abi::L2_HANDLER_BASE) as usize, &s.data);
             }
@@ -695,7 +744,7 @@ impl Engine {
                 c.l1[cl].fill((s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize, s.size as usize, 0);
             }
         }
-        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, code, scratch, active: false, open_messages: 0, tasks: 0 };
+        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, image_data, code, scratch, active: false, open_messages: 0, tasks: 0 };
         let id = match c.ectxs.iter().position(|e| e.is_none()) {
             Some(i) => i,
             None => {
@@ -1005,6 +1054,14 @@ impl Ectx {
         };
         s.clone().unwrap_or_else(|| k.name().to_string())
     }
+}
+
+/// Same data segments (address and initial bytes): the same image's data.
+fn same_data(a: &ElfImage, b: &ElfImage) -> bool {
+    let data = |i: &ElfImage| -> Vec<(u32, u32, Vec<u8>)> {
+        i.segments.iter().filter(|s| !s.perm.has(Perm::X)).map(|s| (s.vaddr, s.memsz, s.data.clone())).collect()
+    };
+    data(a) == data(b)
 }
 
 fn same_code(a: &ElfImage, b: &ElfImage) -> bool {

@@ -322,6 +322,10 @@ impl Engine {
                     MemClass::L2,
                 )
                 .is_ok()
+                // PsPIN's layout: the image's data, shared with its other ECTXs.
+                && e.image_data.is_none_or(|d| {
+                    m.map(d.0, d.1, &c.l2_handler, (d.0 - abi::L2_HANDLER_BASE) as usize, Perm::RW, MemClass::L2).is_ok()
+                })
                 && m.map(e.code.0, e.code.1.max(2), &c.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
                 && e.scratch.iter().enumerate().filter(|(_, s)| s.size > 0).all(|(k, s)| {
                     let class = if k == cl { MemClass::L1Local } else { MemClass::L1Remote };
