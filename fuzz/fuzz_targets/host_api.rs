@@ -53,6 +53,9 @@ struct Options {
     watchdog: Option<u64>,
     msg_timeout_ns: Option<u64>,
     udp_dst_port: Option<u16>,
+    /// PsPIN's layout: the ECTX's own handler memory (near L2's handler
+    /// base, so some land inside it).
+    handler_mem_addr: Option<u16>,
 }
 
 #[derive(Arbitrary, Debug)]
@@ -181,6 +184,7 @@ fn call(nic: &mut Nic, st: &mut State, c: Call) {
                 msg_timeout_ns: o.msg_timeout_ns,
                 udp_dst_port: o.udp_dst_port,
                 rules: Vec::new(),
+                handler_mem_addr: o.handler_mem_addr.map(|a| softspin_hpu::abi::L2_HANDLER_BASE + (u32::from(a) << 6)),
             };
             if let Ok(e) = nic.install(&st.images[k], opts) {
                 st.ectxs.push((e, k));
