@@ -41,12 +41,10 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOFTSPIN = os.path.join(ROOT, "target", "release", "softspin")
-NETNS = os.path.join(ROOT, "scripts", "netns.sh")
+from netbench import DOCS, NETNS, ROOT, SOFTSPIN, in_ns, run
+
 SRC = os.path.join(ROOT, "bench", "live")
 OUT = os.path.join(ROOT, "target", "bench-live")
-DOCS = os.path.join(ROOT, "docs")
 PREFIX = os.environ.get("SS_NS_PREFIX", "lb")
 NIC_NS, PEER_NS, NIC_IF, PEER_IF = PREFIX + "nic", PREFIX + "peer", PREFIX + "0", PREFIX + "1"
 NIC_IP, PEER_IP = "10.77.0.1", "10.77.0.2"
@@ -61,17 +59,6 @@ def ping_pong_module():
     m = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(m)
     return m
-
-
-def run(cmd, check=True, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise SystemExit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-    return r
-
-
-def in_ns(ns, *cmd):
-    return ["ip", "netns", "exec", ns, *cmd]
 
 
 def bin_(name):

@@ -36,13 +36,11 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOFTSPIN = os.path.join(ROOT, "target", "release", "softspin")
+from netbench import DOCS, NETNS, ROOT, SOFTSPIN, in_ns, run
+
 LOSSY = os.path.join(ROOT, "target", "release", "softspin-lossy")
-NETNS = os.path.join(ROOT, "scripts", "netns.sh")
 LOSSY_LINK = os.path.join(ROOT, "scripts", "lossy_link.sh")
 OUT = os.path.join(ROOT, "target", "bench-slmp")
-DOCS = os.path.join(ROOT, "docs")
 PREFIX = os.environ.get("SS_NS_PREFIX", "sb")
 NIC_NS, PEER_NS, NIC_IF = PREFIX + "nic", PREFIX + "peer", PREFIX + "0"
 NET, LOSSY_NET = "10.77.0", "10.78.0"
@@ -77,17 +75,6 @@ f = open(sys.argv[1], "rb"); t0 = time.monotonic()
 s = socket.create_connection((sys.argv[2], int(sys.argv[3]))); s.sendfile(f); s.shutdown(socket.SHUT_WR)
 s.recv(1); print(json.dumps({"t0": t0}), flush=True)
 """
-
-
-def run(cmd, check=True, **kw):
-    r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if check and r.returncode != 0:
-        raise SystemExit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
-    return r
-
-
-def in_ns(ns, *cmd):
-    return ["ip", "netns", "exec", ns, *cmd]
 
 
 def sha256(path):
