@@ -73,23 +73,29 @@ impl Drop for Topo {
     }
 }
 
-/// Receive one message on `iface` in namespace `rx_side` while `tx_side`
-/// sends `file` to `to`; returns the received bytes and the sender's JSON.
-fn transfer(t: &Topo, rx_side: &str, iface: &str, tx_side: &str, to: &str, file: &Path, out: &Path) -> (Vec<u8>, serde_json::Value) {
+/// `softspin slmp recv` of one message on `iface` in namespace `rx_side`,
+/// returned once it says it is ready (its rules are in: building its
+/// handlers takes a while on a busy machine), with the rest of its stderr.
+fn start_recv(t: &Topo, rx_side: &str, iface: &str, out: &Path) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
     let bin = env!("CARGO_BIN_EXE_softspin");
-    let out_s = out.to_str().unwrap();
     let mut recv = t
-        .cmd(&["exec", rx_side, bin, "slmp", "recv", "--iface", iface, "--out", out_s, "--count", "1", "--timeout", "60", "--json"])
+        .cmd(&["exec", rx_side, bin, "slmp", "recv", "--iface", iface, "--out", out.to_str().unwrap(), "--count", "1", "--timeout", "60", "--json"])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    // Send only once the NIC's rules are in: it says so on stderr (building
-    // its handlers takes a while on a busy machine).
     let mut err = std::io::BufReader::new(recv.stderr.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
     assert!(line.contains("waiting for"), "recv did not start: {line}");
+    (recv, err)
+}
+
+/// Receive one message on `iface` in namespace `rx_side` while `tx_side`
+/// sends `file` to `to`; returns the received bytes and the sender's JSON.
+fn transfer(t: &Topo, rx_side: &str, iface: &str, tx_side: &str, to: &str, file: &Path, out: &Path) -> (Vec<u8>, serde_json::Value) {
+    let bin = env!("CARGO_BIN_EXE_softspin");
+    let (recv, mut err) = start_recv(t, rx_side, iface, out);
     let send = t.run(&["exec", tx_side, bin, "slmp", "send", file.to_str().unwrap(), "--to", to, "--json"]);
     let r = recv.wait_with_output().unwrap();
     let mut rest = String::new();
@@ -176,17 +182,7 @@ fn slmp_recv_answers_a_retransmission_after_the_last_message() {
     let byte = std::fs::read(&f).unwrap()[0];
     let out = dir.join("out");
     let bin = env!("CARGO_BIN_EXE_softspin");
-    let iface = format!("{}0", t.prefix);
-    let mut recv = t
-        .cmd(&["exec", "nic", bin, "slmp", "recv", "--iface", &iface, "--out", out.to_str().unwrap(), "--count", "1", "--timeout", "60", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut err = std::io::BufReader::new(recv.stderr.take().unwrap());
-    let mut line = String::new();
-    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-    assert!(line.contains("waiting for"), "recv did not start: {line}");
+    let (recv, _err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
     let send = t.run(&["exec", "peer", bin, "slmp", "send", f.to_str().unwrap(), "--to", "10.93.5.1", "--json"]);
     assert!(send.status.success(), "send: {}", String::from_utf8_lossy(&send.stderr));
     // SYN|EOM, message id 1 (the sender's first), offset 0, the one byte.
