@@ -243,6 +243,18 @@ fn protection_faults_end_only_that_handler() {
 }
 
 #[test]
+fn task_descriptor_is_private_and_rewritten_per_task() {
+    let mut e = engine_with(NicConfig::pspin(), spec(Some("scribble_ph")));
+    // 512 packets on 32 HPUs: every HPU runs many tasks after scribbling.
+    let r = run(&mut e, traffic(16, 32, 128, 1000));
+    assert_eq!(r.packets, 512);
+    assert!(r.errors.is_empty(), "{:?}", r.errors);
+    let img = image();
+    let word = |sym: &str| i32::from_le_bytes(e.read_nic(img.symbol(sym).unwrap(), 4).unwrap().try_into().unwrap());
+    assert_eq!((word("task_fresh"), word("task_stale")), (512, 0));
+}
+
+#[test]
 fn an_ectx_cannot_read_another_ectxs_memory() {
     let mut s = spec(Some("peek_ph"));
     s.handler_mem = None;

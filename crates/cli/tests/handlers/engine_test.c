@@ -73,7 +73,7 @@ __handler__ void fault_ph(handler_args_t *args)
     case 1: *(volatile uint32_t *)0x40 = 1; break;                 /* outside every window */
     case 3: __asm__ volatile(".word 0xffffffff"); break;           /* illegal instruction */
     case 5: for (;;) { __asm__ volatile(""); }                     /* watchdog */
-    case 7: *(volatile uint32_t *)args->task = 0; break;           /* task_t is read-only */
+    case 7: *(volatile uint32_t *)(uintptr_t)fault_ph = 0; break;  /* code is read-only */
     default: amo_add(&good_packets, 1);
     }
 }
@@ -107,4 +107,20 @@ __handler__ void notify_ph(handler_args_t *args)
     spin_notify_wait(r1, &a1);
     spin_notify_wait(r0, &a0);
     spin_host_write(host_base(t) + 8 * (uint64_t)i, a0 + (a1 << 32), NULL);
+}
+
+/* task_t is the HPU's own copy, rewritten for every task (as in PsPIN, whose
+ * aggregate_global amo_adds into it): a handler that scribbles over it must
+ * not reach the next task on that HPU. */
+volatile int32_t task_fresh, task_stale;
+__handler__ void scribble_ph(handler_args_t *args)
+{
+    task_t *t = args->task;
+    if (t->pkt_mem_size == 0xffffffffu || t->handler_mem == (void *)0xffffffffu)
+        amo_add(&task_stale, 1);
+    else
+        amo_add(&task_fresh, 1);
+    amo_add((volatile int32_t *)&t->scratchpad[0], 1);
+    for (uint32_t *w = (uint32_t *)t; w < (uint32_t *)(t + 1); w++)
+        *w = 0xffffffffu;
 }

@@ -230,8 +230,11 @@ impl Engine {
         let (bottom, size) = hpu_stack(cfg, h);
         // The guard: one stack size or 1 KiB below the stack, whichever is
         // larger (a frame rarely skips more than that).
+        // Only while sp is below the stack: below HPU 0's stack lie the
+        // cluster's runtime areas, which a handler may address on purpose.
         let guard = size.max(1024);
-        if f.addr < bottom && f.addr >= bottom.saturating_sub(guard) {
+        let sp = self.hpus[h].hpu.reg(2);
+        if sp < bottom && f.addr < bottom && f.addr >= bottom.saturating_sub(guard) {
             return Some(format!(
                 "stack overflow: HPU stack is {size} bytes (hpu_stack_size / --stack-size), the access at 0x{:08x} is {} bytes below it",
                 f.addr,
@@ -312,7 +315,10 @@ impl Engine {
             m.map(pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
                 && m.map(l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
                 && m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
-                && m.map(task_addr, cfg.runtime_area(), l1, rt_off as usize, Perm::R, MemClass::L1Local).is_ok()
+                // Writable as in PsPIN, where task_t sits in the HPU's L1 with
+                // no protection: PsPIN's aggregate_global `amo_add`s into it.
+                // Rewritten for every task and never read back by the NIC.
+                && m.map(task_addr, cfg.runtime_area(), l1, rt_off as usize, Perm::RW, MemClass::L1Local).is_ok()
                 && m.map(
                     e.handler_mem.0,
                     e.handler_mem.1,
