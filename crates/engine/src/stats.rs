@@ -239,6 +239,11 @@ pub struct Stats {
     pub packets_done: u64,
     pub bytes_done: u64,
     pub first_arrival_ps: Option<u64>,
+    pub last_arrival_ps: u64,
+    pub last_arrival_len: u64,
+    /// Packets (bytes) processed with every handler successful.
+    pub good_packets: u64,
+    pub good_bytes: u64,
     pub last_done_ps: u64,
     pub latency: LatencyHist,
     pub handlers: BTreeMap<(usize, HandlerKind), HandlerAcc>,
@@ -315,6 +320,14 @@ pub struct Report {
     pub unmatched: u64,
     pub throughput_gbps: f64,
     pub mpps: f64,
+    /// Packets whose handlers all succeeded (no fault, abort, wait timeout
+    /// or rejected command), and their rate over the same window as
+    /// `throughput_gbps`: a handler failing on every packet has goodput 0.
+    pub good_packets: u64,
+    pub goodput_gbps: f64,
+    /// Arrival rate: bytes arrived over the time between the first and the
+    /// last arrival (the last packet's bytes excluded; 0 below 2 packets).
+    pub offered_gbps: f64,
     pub latency_ns: LatencyNs,
     pub drops: u64,
     pub backpressure_ns: f64,
@@ -353,7 +366,13 @@ impl Report {
         if self.backpressure_ns > 0.0 || self.mpq_stall_ns > 0.0 {
             let _ = writeln!(s, "back-pressure      {:.1} ns (buffer full), {:.1} ns (no free MPQ)", self.backpressure_ns, self.mpq_stall_ns);
         }
+        let _ = writeln!(s, "offered load       {:.2} Gbit/s", self.offered_gbps);
         let _ = writeln!(s, "throughput         {:.2} Gbit/s, {:.2} Mpkt/s", self.throughput_gbps, self.mpps);
+        let _ = writeln!(
+            s,
+            "goodput            {:.2} Gbit/s ({} of {} packets with every handler successful)",
+            self.goodput_gbps, self.good_packets, self.packets
+        );
         let l = &self.latency_ns;
         let _ = writeln!(
             s,

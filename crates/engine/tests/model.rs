@@ -232,6 +232,9 @@ fn protection_faults_end_only_that_handler() {
     assert_eq!(causes.get("illegal instruction"), Some(&4), "{causes:?}");
     assert_eq!(causes.get("watchdog: instruction budget exhausted"), Some(&4), "{causes:?}");
     assert_eq!(causes.get("store to read-only memory"), Some(&4), "{causes:?}");
+    // Goodput counts only the 16 packets whose handler succeeded.
+    assert_eq!(r.good_packets, 16);
+    assert!((r.goodput_gbps * 2.0 - r.throughput_gbps).abs() < 1e-9, "{} vs {}", r.goodput_gbps, r.throughput_gbps);
     let img = image();
     let ph = img.symbol("fault_ph").unwrap();
     for d in &r.error_details {

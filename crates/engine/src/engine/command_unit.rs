@@ -461,6 +461,9 @@ impl CommandUnit<'_> {
         let handler = self.core.ectx(ectx).spec_symbol(kind);
         let site = Site { handler, pc: hpu.pc, hpu: self.ctl.gid as u32 };
         self.core.record_error(now, ectx, msg_id, ErrorCause::Rejected(why), Some(site), addr, Some(detail));
+        if let Some(t) = self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()) {
+            self.core.slots[t.her.slot as usize].failed = true;
+        }
         ret(hpu, code)
     }
 

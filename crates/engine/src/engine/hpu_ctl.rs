@@ -207,6 +207,10 @@ impl Engine {
                 Some("wait timeout".to_string())
             }
         };
+        if fault.is_some() {
+            let slot = self.core.tasks[tid].as_ref().unwrap().her.slot;
+            self.core.slots[slot as usize].failed = true;
+        }
         if self.core.timeline.is_some() {
             let start = self.hpus[h].ctl.t0;
             let name = format!("{sym} msg {msg_id}");

@@ -12,6 +12,9 @@ pub(super) struct SlotState {
     pub(super) len: u32,
     /// Its message was reset: freeing the slot does not count as processed.
     pub(super) aborted: bool,
+    /// A handler on it failed (fault, abort, wait timeout, rejected
+    /// command): processed, but not goodput.
+    pub(super) failed: bool,
 }
 
 impl Engine {
@@ -83,6 +86,8 @@ impl Engine {
         c.stats.packets_in += 1;
         c.stats.bytes_in += len as u64;
         c.stats.first_arrival_ps.get_or_insert(c.now);
+        c.stats.last_arrival_ps = c.now;
+        c.stats.last_arrival_len = len as u64;
         if !c.blocked.is_empty() {
             c.blocked.push_back(a); // behind the packets already waiting
             return Ok(());
@@ -119,7 +124,7 @@ impl Engine {
         let off = slot * c.cfg.pkt_slot_size;
         c.l2_pkt.write(off as usize, &a.frame);
         let her = Her { slot, len: len as u32, msg_id: a.msg_id, ectx, eom: a.eom };
-        c.slots[slot as usize] = SlotState { refs: 0, arrival_ps: now, len: len as u32, aborted: false };
+        c.slots[slot as usize] = SlotState { refs: 0, arrival_ps: now, len: len as u32, aborted: false, failed: false };
         c.stats.ectx_packets.entry(ectx).or_default().0 += 1;
         self.enqueue_her(her);
         true
@@ -182,6 +187,10 @@ impl Engine {
             c.stats.packets_done += 1;
             c.stats.bytes_done += s.len as u64;
             c.stats.latency.record(now - s.arrival_ps);
+            if !s.failed {
+                c.stats.good_packets += 1;
+                c.stats.good_bytes += s.len as u64;
+            }
             c.stats.last_done_ps = c.stats.last_done_ps.max(now);
         }
         c.free_slots.push(slot);
