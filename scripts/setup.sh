@@ -11,6 +11,11 @@ need_pkgs=()
 command -v clang-14 >/dev/null || need_pkgs+=(clang-14)
 command -v ld.lld-14 >/dev/null || need_pkgs+=(lld-14)
 command -v llvm-readelf-14 >/dev/null || need_pkgs+=(llvm-14)
+# clang-19/lld-19 build CORE-V handlers (softspin build --isa corev);
+# llvm-19's objdump/mc check the CORE-V decoder.
+command -v clang-19 >/dev/null || need_pkgs+=(clang-19)
+command -v ld.lld-19 >/dev/null || need_pkgs+=(lld-19)
+command -v llvm-objdump-19 >/dev/null || need_pkgs+=(llvm-19)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
 command -v python3 >/dev/null || need_pkgs+=(python3)
 # BPF C helpers (SEC, bpf_helpers) for the XDP matcher, crates/netio/bpf.

@@ -6,7 +6,8 @@
 //! decoder cache with no per-instruction bookkeeping. Only taken branches,
 //! memory latency and misalignment add cycles dynamically.
 
-use crate::isa::{csr, Op, NO_TARGET, REG_SINK};
+use crate::corev::{self, Mode};
+use crate::isa::{csr, sext, Op, NO_TARGET, REG_SINK};
 use crate::mem::{atomic_at, AccessError, AddressSpace, Perm, SEQ};
 use crate::program::Program;
 use crate::timing::TimingModel;
@@ -366,7 +367,7 @@ impl Hpu {
                         // SAFETY: xlate checked 4 bytes.
                         unsafe { (p as *mut u32).write_unaligned(rs2!()) };
                     }
-                    Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu => {
+                    Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu | Op::CvBeqImm | Op::CvBneImm => {
                         let (a, b) = (rs1!(), rs2!());
                         let t = match i.op {
                             Op::Beq => a == b,
@@ -374,7 +375,10 @@ impl Hpu {
                             Op::Blt => (a as i32) < (b as i32),
                             Op::Bge => (a as i32) >= (b as i32),
                             Op::Bltu => a < b,
-                            _ => a >= b,
+                            Op::Bgeu => a >= b,
+                            // The rs2 field holds the 5-bit signed immediate.
+                            Op::CvBeqImm => a == sext(i.rs2 as u32, 5) as u32,
+                            _ => a != sext(i.rs2 as u32, 5) as u32,
                         };
                         if t {
                             cyc += taken;
@@ -531,6 +535,127 @@ impl Hpu {
                                 fault!(FaultKind::ServiceFault, n)
                             }
                         }
+                    }
+                    Op::CvLbPi
+                    | Op::CvLhPi
+                    | Op::CvLwPi
+                    | Op::CvLbuPi
+                    | Op::CvLhuPi
+                    | Op::CvLbPr
+                    | Op::CvLhPr
+                    | Op::CvLwPr
+                    | Op::CvLbuPr
+                    | Op::CvLhuPr
+                    | Op::CvLbRr
+                    | Op::CvLhRr
+                    | Op::CvLwRr
+                    | Op::CvLbuRr
+                    | Op::CvLhuRr => {
+                        let (w, signed, mode) = corev::load_form(i.op).unwrap_or((4, false, Mode::RegReg));
+                        let base = rs1!();
+                        let (a, new_base) = match mode {
+                            Mode::PostImm => (base, base.wrapping_add(imm)),
+                            Mode::PostReg => (base, base.wrapping_add(rs2!())),
+                            Mode::RegReg => (base.wrapping_add(rs2!()), base),
+                        };
+                        // A faulting access leaves rs1 unchanged (mem! returns first).
+                        let v = match (w, signed) {
+                            // SAFETY (all five): xlate checked the length.
+                            (1, true) => unsafe { *mem!(a, 1, Perm::R, false) as i8 as u32 },
+                            (1, false) => unsafe { *mem!(a, 1, Perm::R, false) as u32 },
+                            (2, true) => unsafe { (mem!(a, 2, Perm::R, false) as *const i16).read_unaligned() as u32 },
+                            (2, false) => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
+                            _ => unsafe { (mem!(a, 4, Perm::R, false) as *const u32).read_unaligned() },
+                        };
+                        // Base update first, then the loaded value: with rd ==
+                        // rs1 the load wins, as in CV32E40P, whose LSU writes
+                        // back in WB after the EX-stage address update. x0
+                        // stays zero.
+                        self.regs[i.rs1 as usize] = new_base;
+                        self.regs[0] = 0;
+                        rd!(v);
+                    }
+                    Op::CvSbPi
+                    | Op::CvShPi
+                    | Op::CvSwPi
+                    | Op::CvSbPr
+                    | Op::CvShPr
+                    | Op::CvSwPr
+                    | Op::CvSbRr
+                    | Op::CvShRr
+                    | Op::CvSwRr => {
+                        let (w, mode) = corev::store_form(i.op).unwrap_or((4, Mode::RegReg));
+                        let base = rs1!();
+                        // imm holds the increment (PostImm) or rs3's number.
+                        let rs3 = self.regs[(imm & 31) as usize];
+                        let (a, new_base) = match mode {
+                            Mode::PostImm => (base, base.wrapping_add(imm)),
+                            Mode::PostReg => (base, base.wrapping_add(rs3)),
+                            Mode::RegReg => (base.wrapping_add(rs3), base),
+                        };
+                        let v = rs2!();
+                        match w {
+                            // SAFETY (all three): xlate checked the length.
+                            1 => unsafe { *mem!(a, 1, Perm::W, true) = v as u8 },
+                            2 => unsafe { (mem!(a, 2, Perm::W, true) as *mut u16).write_unaligned(v as u16) },
+                            _ => unsafe { (mem!(a, 4, Perm::W, true) as *mut u32).write_unaligned(v) },
+                        }
+                        self.regs[i.rs1 as usize] = new_base;
+                        self.regs[0] = 0;
+                    }
+                    Op::CvAbs
+                    | Op::CvSlet
+                    | Op::CvSletu
+                    | Op::CvMin
+                    | Op::CvMinu
+                    | Op::CvMax
+                    | Op::CvMaxu
+                    | Op::CvExths
+                    | Op::CvExthz
+                    | Op::CvExtbs
+                    | Op::CvExtbz
+                    | Op::CvClip
+                    | Op::CvClipu
+                    | Op::CvClipr
+                    | Op::CvClipur
+                    | Op::CvAddN
+                    | Op::CvAddUN
+                    | Op::CvAddRN
+                    | Op::CvAddURN
+                    | Op::CvSubN
+                    | Op::CvSubUN
+                    | Op::CvSubRN
+                    | Op::CvSubURN
+                    | Op::CvAddNr
+                    | Op::CvAddUNr
+                    | Op::CvAddRNr
+                    | Op::CvAddURNr
+                    | Op::CvSubNr
+                    | Op::CvSubUNr
+                    | Op::CvSubRNr
+                    | Op::CvSubURNr
+                    | Op::CvMac
+                    | Op::CvMsu
+                    | Op::CvMulsN
+                    | Op::CvMulhhsN
+                    | Op::CvMulsRN
+                    | Op::CvMulhhsRN
+                    | Op::CvMulUN
+                    | Op::CvMulhhUN
+                    | Op::CvMulURN
+                    | Op::CvMulhhURN
+                    | Op::CvMacsN
+                    | Op::CvMachhsN
+                    | Op::CvMacsRN
+                    | Op::CvMachhsRN
+                    | Op::CvMacUN
+                    | Op::CvMachhUN
+                    | Op::CvMacURN
+                    | Op::CvMachhURN => {
+                        // The accumulator is the old rd (an rd of x0 reads the
+                        // sink, and the result is discarded there anyway).
+                        let d = self.regs[i.rd as usize];
+                        rd!(corev::alu(i.op, rs1!(), rs2!(), d, imm));
                     }
                     Op::Ebreak => fault!(FaultKind::Breakpoint, 0),
                     Op::Illegal => fault!(FaultKind::IllegalInstruction, imm),

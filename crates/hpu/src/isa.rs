@@ -84,6 +84,88 @@ pub enum Op {
     NoExec,
     /// Decoder-cache artefact: jump to `imm` (costs nothing, retires nothing).
     Goto,
+    // CORE-V (CV32E40P) extensions, see `corev.rs` for encodings and
+    // semantics. Loads/stores: `Pi` = post-increment by `imm`, `Pr` =
+    // post-increment by a register, `Rr` = register + register address.
+    // Post-increment forms write the new base back to `rs1`; register-form
+    // stores keep the third register (rs3) number in `imm`.
+    CvLbPi,
+    CvLhPi,
+    CvLwPi,
+    CvLbuPi,
+    CvLhuPi,
+    CvLbPr,
+    CvLhPr,
+    CvLwPr,
+    CvLbuPr,
+    CvLhuPr,
+    CvLbRr,
+    CvLhRr,
+    CvLwRr,
+    CvLbuRr,
+    CvLhuRr,
+    CvSbPi,
+    CvShPi,
+    CvSwPi,
+    CvSbPr,
+    CvShPr,
+    CvSwPr,
+    CvSbRr,
+    CvShRr,
+    CvSwRr,
+    CvAbs,
+    CvSlet,
+    CvSletu,
+    CvMin,
+    CvMinu,
+    CvMax,
+    CvMaxu,
+    CvExths,
+    CvExthz,
+    CvExtbs,
+    CvExtbz,
+    CvClip,
+    CvClipu,
+    CvClipr,
+    CvClipur,
+    CvAddN,
+    CvAddUN,
+    CvAddRN,
+    CvAddURN,
+    CvSubN,
+    CvSubUN,
+    CvSubRN,
+    CvSubURN,
+    CvAddNr,
+    CvAddUNr,
+    CvAddRNr,
+    CvAddURNr,
+    CvSubNr,
+    CvSubUNr,
+    CvSubRNr,
+    CvSubURNr,
+    /// Branch on `rs1 == sext(rs2 field)`: the 5-bit immediate is kept raw in
+    /// `rs2`, the target in `imm`.
+    CvBeqImm,
+    CvBneImm,
+    CvMac,
+    CvMsu,
+    CvMulsN,
+    CvMulhhsN,
+    CvMulsRN,
+    CvMulhhsRN,
+    CvMulUN,
+    CvMulhhUN,
+    CvMulURN,
+    CvMulhhURN,
+    CvMacsN,
+    CvMachhsN,
+    CvMacsRN,
+    CvMachhsRN,
+    CvMacUN,
+    CvMachhUN,
+    CvMacURN,
+    CvMachhURN,
 }
 
 /// Instruction classes of the timing model.
@@ -118,6 +200,8 @@ impl Op {
                 | Bge
                 | Bltu
                 | Bgeu
+                | CvBeqImm
+                | CvBneImm
                 | Ecall
                 | Ebreak
                 | CsrRead
@@ -145,7 +229,14 @@ impl Op {
             LrW | ScW | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
             | AmoMaxu => Class::Atomic,
             Illegal | NoExec | Goto => Class::None,
+            op => crate::corev::class(op),
         }
+    }
+
+    /// Conditional branches (base and CORE-V), whose `imm` is the target.
+    pub fn is_branch(self) -> bool {
+        use Op::*;
+        matches!(self, Beq | Bne | Blt | Bge | Bltu | Bgeu | CvBeqImm | CvBneImm)
     }
 }
 
@@ -189,13 +280,17 @@ impl Inst {
     }
 
     /// Source registers this instruction reads (for the load-use hazard).
-    pub fn reads(&self) -> (Option<u8>, Option<u8>) {
+    /// CORE-V instructions read up to three (MAC accumulators, rs3 stores).
+    pub fn reads(&self) -> [Option<u8>; 3] {
         use Op::*;
         match self.op {
-            Li | Jal | Fence | Ecall | Ebreak | CsrRead | Illegal | NoExec | Goto => (None, None),
+            Li | Jal | Fence | Ecall | Ebreak | CsrRead | Illegal | NoExec | Goto => [None, None, None],
             Jalr | Lb | Lh | Lw | Lbu | Lhu | Addi | Slti | Sltiu | Xori | Ori | Andi | Slli
-            | Srli | Srai | LrW => (Some(self.rs1), None),
-            _ => (Some(self.rs1), Some(self.rs2)),
+            | Srli | Srai | LrW => [Some(self.rs1), None, None],
+            Beq | Bne | Blt | Bge | Bltu | Bgeu | Sb | Sh | Sw | Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or
+            | And | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | ScW | AmoSwap | AmoAdd | AmoXor
+            | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => [Some(self.rs1), Some(self.rs2), None],
+            _ => crate::corev::reads(self),
         }
     }
 
@@ -215,7 +310,7 @@ pub const REG_NAMES: [&str; 32] = [
     "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
 ];
 
-fn reg_name(r: u8) -> &'static str {
+pub(crate) fn reg_name(r: u8) -> &'static str {
     // The x0 sink is x0 to the reader.
     REG_NAMES.get(r as usize).copied().unwrap_or("zero")
 }
@@ -288,6 +383,7 @@ impl Op {
             Illegal => "illegal",
             NoExec => "noexec",
             Goto => "goto",
+            op => crate::corev::mnemonic(op),
         }
     }
 }
@@ -319,6 +415,7 @@ impl std::fmt::Display for Inst {
             }
             Illegal => write!(f, "{m} 0x{:x}", imm as u32),
             Goto => write!(f, "{m} 0x{:x}", imm as u32),
+            _ => crate::corev::fmt(self, f),
         }
     }
 }
@@ -347,12 +444,12 @@ pub mod csr {
 }
 
 #[inline]
-fn bits(x: u32, hi: u32, lo: u32) -> u32 {
+pub(crate) fn bits(x: u32, hi: u32, lo: u32) -> u32 {
     (x >> lo) & ((1u32 << (hi - lo + 1)) - 1)
 }
 
 #[inline]
-fn sext(x: u32, width: u32) -> i32 {
+pub(crate) fn sext(x: u32, width: u32) -> i32 {
     let s = 32 - width;
     ((x << s) as i32) >> s
 }
@@ -479,6 +576,9 @@ pub fn decode32(raw: u32, pc: u32) -> Inst {
                 ill
             }
         }
+        // CORE-V custom-0/1/2 (CV32E40P extensions: xcvmem, xcvalu, xcvbi,
+        // xcvmac); custom-3 (xcvsimd) is not implemented and stays illegal.
+        0x0B | 0x2B | 0x5B => crate::corev::decode(raw, pc).unwrap_or(ill),
         0x2F if f3 == 2 => {
             let op = match raw >> 27 {
                 0x02 if rs2 == 0 => LrW,

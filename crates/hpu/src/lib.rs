@@ -15,6 +15,7 @@
 
 pub mod abi;
 pub mod baremetal;
+pub mod corev;
 pub mod elf;
 pub mod hpu;
 pub mod isa;

@@ -152,7 +152,7 @@ impl Program {
             }
         };
         for i in insts.iter_mut() {
-            if matches!(i.op, Op::Jal | Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu) {
+            if i.op == Op::Jal || i.op.is_branch() {
                 i.target = slot_of(i.imm as u32);
             }
         }
@@ -176,8 +176,7 @@ impl Program {
             // Not a terminator, so slot s+1 exists and is in the same block.
             let nx = insts[s + 1];
             if let (Some(rd), Class::Load) = (i.writes(), cls) {
-                let (a, b) = nx.reads();
-                if a == Some(rd) || b == Some(rd) {
+                if nx.reads().contains(&Some(rd)) {
                     c += timing.load_use_stall;
                 }
             }
