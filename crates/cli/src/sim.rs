@@ -138,12 +138,24 @@ pub struct EctxArgs {
     #[arg(long)]
     pub l1_copy: Option<u32>,
     /// Scratchpad bytes on each cluster (at most the L1 left after the packet
-    /// buffer, runtime areas and stacks).
-    #[arg(long, default_value_t = 0)]
-    pub scratchpad: u32,
-    /// Host-memory window size in bytes (at most 4 GiB - 1: task_t.host_mem_size is 32-bit).
-    #[arg(long, default_value_t = 1 << 20)]
-    pub host_size: u64,
+    /// buffer, runtime areas and stacks) [default: 0; --gdriver: 409600].
+    #[arg(long)]
+    pub scratchpad: Option<u32>,
+    /// Host-memory window size in bytes (at most 4 GiB - 1: task_t.host_mem_size
+    /// is 32-bit) [default: 1 MiB; --gdriver: 512 MiB].
+    #[arg(long)]
+    pub host_size: Option<u64>,
+    /// Handler memory in bytes: from the image's data start, room beyond
+    /// the data being free [default: the data only]; with --gdriver, a region
+    /// of its own apart from the image's data [--gdriver: 524288].
+    #[arg(long)]
+    pub handler_mem: Option<u32>,
+    /// PsPIN's generic-driver settings for the ECTX, so PsPIN's example
+    /// handlers run as under its drivers: a scratchpad of 400 KiB on every
+    /// cluster, 512 KiB of handler memory of its own (task->handler_mem,
+    /// after the image's data), a 512 MiB host window (docs/pspin-drivers.md).
+    #[arg(long, conflicts_with = "scenario")]
+    pub gdriver: bool,
     /// Watchdog: instruction budget per handler invocation.
     #[arg(long, default_value_t = 1_000_000)]
     pub watchdog: u64,
@@ -260,6 +272,9 @@ pub struct PlannedEctx {
     pub opts: EctxOptions,
     pub host_size: u64,
     pub matches: Vec<String>,
+    /// Handler memory in a region of its own after the image's data
+    /// (PsPIN's layout, `EctxOptions::handler_mem_addr`).
+    pub own_handler_mem: bool,
 }
 
 /// The NIC configuration and the ECTXs `--image`/`--scenario` describe.
@@ -290,25 +305,33 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
                 host_window: None,
                 rules: Vec::new(),
             };
-            plan.push(PlannedEctx { image: dir.join(&e.image), opts, host_size: e.host_size.unwrap_or(1 << 20), matches: e.matches });
+            let host_size = e.host_size.unwrap_or(1 << 20);
+            plan.push(PlannedEctx { image: dir.join(&e.image), opts, host_size, matches: e.matches, own_handler_mem: false });
         }
     } else {
         let path = a.image.as_ref().expect("clap requires --image without --scenario");
         if a.hh.is_none() && a.ph.is_none() && a.th.is_none() {
             bail!("give at least one of --hh, --ph, --th (handler symbols of {})", path.display());
         }
+        use softspin_host::gdriver as gd;
+        let (scratch, host, hmem) = match a.gdriver {
+            true => (gd::SCRATCHPAD_SIZE / gd::EC_MAX, gd::HOST_SIZE / gd::EC_MAX as u64, Some(gd::L2_SIZE / gd::EC_MAX)),
+            false => (0, 1 << 20, None),
+        };
         let opts = EctxOptions {
             name: Some(path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
             hh: a.hh.clone(),
             ph: a.ph.clone(),
             th: a.th.clone(),
             l1_copy: a.l1_copy,
-            scratchpad: vec![a.scratchpad; cfg.clusters as usize],
+            scratchpad: vec![a.scratchpad.unwrap_or(scratch); cfg.clusters as usize],
+            handler_mem_size: a.handler_mem.or(hmem),
             watchdog: Some(a.watchdog),
             msg_timeout_ns: Some(a.timeout_ns),
             ..Default::default()
         };
-        plan.push(PlannedEctx { image: path.clone(), opts, host_size: a.host_size, matches: Vec::new() });
+        let host_size = a.host_size.unwrap_or(host);
+        plan.push(PlannedEctx { image: path.clone(), opts, host_size, matches: Vec::new(), own_handler_mem: a.gdriver });
     }
     Ok((cfg, plan))
 }
@@ -316,8 +339,11 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
 /// Load, install and activate the planned ECTXs, in order.
 pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<Ectx>> {
     let mut ectxs = Vec::new();
-    for PlannedEctx { image, mut opts, host_size, .. } in plan {
+    for PlannedEctx { image, mut opts, host_size, own_handler_mem, .. } in plan {
         let image = load_nic_image(nic, &image)?;
+        if own_handler_mem {
+            opts.handler_mem_addr = Some(image.data_end().next_multiple_of(64));
+        }
         // Size 0: the ECTX gets no host window.
         if host_size > 0 {
             let size = usize::try_from(host_size).context("host window size does not fit this machine's address space")?;

@@ -77,6 +77,28 @@ fn json_report_has_the_documented_keys() {
 }
 
 #[test]
+fn gdriver_gives_pspins_driver_memory() {
+    let img = image();
+    let run = |extra: &[&str]| {
+        let mut a = vec!["sim", "--image", &img, "--ph", "gdriver_ph", "--messages", "4", "--packets", "8", "--json"];
+        a.extend_from_slice(extra);
+        softspin(&a)
+    };
+    let o = run(&["--gdriver"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v = json(&o);
+    assert_eq!(v["good_packets"], 32, "{v}");
+    // Without it: no scratchpad, handler memory = the image's data.
+    let o = run(&[]);
+    assert!(!o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["good_packets"], 0, "{v}");
+    // Explicit values override the preset.
+    let o = run(&["--gdriver", "--scratchpad", "4096"]);
+    assert!(!o.status.success());
+}
+
+#[test]
 fn timeline_and_pcap_out_are_written() {
     let img = image();
     let d = dir();

@@ -57,6 +57,26 @@
 #define SS_ABI_VERSION 4
 
 /**
+ * ECTXs PsPIN's generic driver splits its memory between.
+ */
+#define SS_GDRIVER_EC_MAX 2
+
+/**
+ * Its L2 handler memory for all ECTXs, bytes.
+ */
+#define SS_GDRIVER_L2_SIZE 1048576
+
+/**
+ * Its host memory for all ECTXs, bytes.
+ */
+#define SS_GDRIVER_HOST_SIZE 1073741824
+
+/**
+ * Its scratchpad per cluster for all ECTXs, bytes.
+ */
+#define SS_GDRIVER_SCRATCHPAD_SIZE 819200
+
+/**
  * Frames start at the IPv4 header, PsPIN's host-order layout (28 header
  * bytes before the UDP payload). The default.
  */

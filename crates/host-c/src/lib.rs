@@ -119,6 +119,22 @@ fn status_of(k: ErrorKind) -> ss_status {
 /// Version of this ABI: bumped when a struct or signature changes.
 pub const SS_ABI_VERSION: u32 = 4;
 
+// PsPIN's generic-driver memory plan, for sdk/pspin: literals so cbindgen
+// writes them into softspin.h, checked against softspin_host::gdriver.
+/// ECTXs PsPIN's generic driver splits its memory between.
+pub const SS_GDRIVER_EC_MAX: u32 = 2;
+/// Its L2 handler memory for all ECTXs, bytes.
+pub const SS_GDRIVER_L2_SIZE: u32 = 1048576;
+/// Its host memory for all ECTXs, bytes.
+pub const SS_GDRIVER_HOST_SIZE: u64 = 1073741824;
+/// Its scratchpad per cluster for all ECTXs, bytes.
+pub const SS_GDRIVER_SCRATCHPAD_SIZE: u32 = 819200;
+const _: () = {
+    use softspin_host::gdriver as g;
+    assert!(SS_GDRIVER_EC_MAX == g::EC_MAX && SS_GDRIVER_L2_SIZE == g::L2_SIZE);
+    assert!(SS_GDRIVER_HOST_SIZE == g::HOST_SIZE && SS_GDRIVER_SCRATCHPAD_SIZE == g::SCRATCHPAD_SIZE);
+};
+
 // ---------------------------------------------------------------------------
 // Enumerations (plain constants: C passes them as uint32_t)
 // ---------------------------------------------------------------------------

@@ -44,6 +44,20 @@ pub mod sdk;
 mod live;
 pub mod slmp;
 
+/// PsPIN's generic driver (`examples/generic_driver/gdriver.c`): the NIC and
+/// host memory it splits between its ECTXs. `softspin sim --gdriver` and
+/// `sdk/pspin`'s gdriver (through softspin.h's `SS_GDRIVER_*`) use these.
+pub mod gdriver {
+    /// ECTXs the driver supports; every region below is split between them.
+    pub const EC_MAX: u32 = 2;
+    /// L2 handler memory for all ECTXs: 1 MiB (512 KiB each).
+    pub const L2_SIZE: u32 = 1 << 20;
+    /// Host memory for all ECTXs: 1 GiB (512 MiB each).
+    pub const HOST_SIZE: u64 = 1 << 30;
+    /// Scratchpad on every cluster for all ECTXs: 800 KiB (400 KiB each).
+    pub const SCRATCHPAD_SIZE: u32 = 800 << 10;
+}
+
 pub use live::{AttachOptions, LiveStats, Mode, PortStats, Ruleset};
 
 pub use softspin_engine::ectx::HandlerKind;
@@ -225,6 +239,13 @@ pub struct Image {
 }
 
 impl Image {
+    /// First NIC address past the image's data in L2 handler memory (its
+    /// start when it has none): where a region of its own may begin.
+    pub fn data_end(&self) -> u32 {
+        let data = self.elf.segments.iter().filter(|x| !x.perm.has(softspin_hpu::Perm::X));
+        data.map(|x| u32::try_from(x.end()).unwrap_or(u32::MAX)).max().unwrap_or(abi::L2_HANDLER_BASE)
+    }
+
     /// Address of a symbol (a handler or a global in handler memory).
     pub fn symbol(&self, name: &str) -> Result<u32> {
         Ok(self.elf.symbol(name)?)

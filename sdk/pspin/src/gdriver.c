@@ -18,15 +18,17 @@
 
 #include "packets.h"
 #include "pspinsim.h"
+#include "softspin.h"
 
-#define GDRIVER_EC_MAX 2
-
-/* PsPIN driver's NIC/host memory plan (split between GDRIVER_EC_MAX ECTXs). */
+/* PsPIN driver's NIC/host memory plan, split between GDRIVER_EC_MAX ECTXs:
+ * sizes from softspin.h (softspin_host::gdriver, shared with the CLI's
+ * --gdriver), addresses as PsPIN's driver prints them. */
+#define GDRIVER_EC_MAX SS_GDRIVER_EC_MAX
 #define GD_L2_BASE 0x1c300000u
-#define GD_L2_SIZE (1024u * 1024u)
+#define GD_L2_SIZE SS_GDRIVER_L2_SIZE
 #define GD_HOST_BASE 0xdeadbeefdeadbeefull
-#define GD_HOST_SIZE (1024ull * 1024u * 1024u)
-#define GD_SCRATCHPAD_SIZE (800u * 1024u)
+#define GD_HOST_SIZE SS_GDRIVER_HOST_SIZE
+#define GD_SCRATCHPAD_SIZE SS_GDRIVER_SCRATCHPAD_SIZE
 
 #define GD_L2_CHUNK (GD_L2_SIZE / GDRIVER_EC_MAX)
 #define GD_HOST_CHUNK (GD_HOST_SIZE / GDRIVER_EC_MAX)

@@ -124,3 +124,20 @@ __handler__ void scribble_ph(handler_args_t *args)
     for (uint32_t *w = (uint32_t *)t; w < (uint32_t *)(t + 1); w++)
         *w = 0xffffffffu;
 }
+
+/* Checks the ECTX has PsPIN's generic-driver memory (softspin sim
+ * --gdriver): a scratchpad on its cluster, handler memory of its own apart
+ * from the image's data, a host window; faults otherwise. */
+volatile int32_t gdriver_ok;
+__handler__ void gdriver_ph(handler_args_t *args)
+{
+    task_t *t = args->task;
+    uint32_t c = args->cluster_id;
+    uint8_t *own = (uint8_t *)t->handler_mem;
+    if (t->scratchpad_size[c] != 400 * 1024 || t->handler_mem_size != 512 * 1024 ||
+        t->host_mem_size != 512u << 20 || own <= (uint8_t *)&gdriver_ok)
+        *(volatile uint32_t *)0x40 = 1;
+    amo_add((volatile int32_t *)t->scratchpad[c], 1);
+    own[t->handler_mem_size - 1] = 1;
+    amo_add(&gdriver_ok, 1);
+}
