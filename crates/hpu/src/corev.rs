@@ -291,12 +291,25 @@ pub fn mnemonic(op: Op) -> &'static str {
     }
 }
 
+/// A signed immediate as objdump-19 prints CORE-V immediates: hex, `-0x..`
+/// when negative.
+struct Hex(i32);
+impl std::fmt::Display for Hex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.0 < 0 {
+            write!(f, "-0x{:x}", self.0.unsigned_abs())
+        } else {
+            write!(f, "0x{:x}", self.0)
+        }
+    }
+}
+
 /// llvm-objdump-19's syntax (`-M no-aliases`).
 pub fn fmt(i: &Inst, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
     use Op::*;
     let m = mnemonic(i.op);
     let (rd, rs1, rs2) = (reg_name(i.rd), reg_name(i.rs1), reg_name(i.rs2));
-    let imm = i.imm;
+    let imm = Hex(i.imm);
     if let Some((_, _, mode)) = load_form(i.op) {
         return match mode {
             Mode::PostImm => write!(f, "{m} {rd}, ({rs1}), {imm}"),
@@ -305,7 +318,7 @@ pub fn fmt(i: &Inst, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         };
     }
     if let Some((_, mode)) = store_form(i.op) {
-        let rs3 = reg_name(imm as u8);
+        let rs3 = reg_name(i.imm as u8);
         return match mode {
             Mode::PostImm => write!(f, "{m} {rs2}, ({rs1}), {imm}"),
             Mode::PostReg => write!(f, "{m} {rs2}, ({rs1}), {rs3}"),
@@ -315,7 +328,7 @@ pub fn fmt(i: &Inst, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
     match i.op {
         CvAbs | CvExths | CvExthz | CvExtbs | CvExtbz => write!(f, "{m} {rd}, {rs1}"),
         CvClip | CvClipu => write!(f, "{m} {rd}, {rs1}, {imm}"),
-        CvBeqImm | CvBneImm => write!(f, "{m} {rs1}, {}, 0x{:x}", sext(i.rs2 as u32, 5), imm as u32),
+        CvBeqImm | CvBneImm => write!(f, "{m} {rs1}, {}, 0x{:x}", Hex(sext(i.rs2 as u32, 5)), i.imm as u32),
         CvAddN | CvAddUN | CvAddRN | CvAddURN | CvSubN | CvSubUN | CvSubRN | CvSubURN | CvMulsN | CvMulhhsN
         | CvMulsRN | CvMulhhsRN | CvMulUN | CvMulhhUN | CvMulURN | CvMulhhURN | CvMacsN | CvMachhsN | CvMacsRN
         | CvMachhsRN | CvMacUN | CvMachhUN | CvMacURN | CvMachhURN => write!(f, "{m} {rd}, {rs1}, {rs2}, {imm}"),
@@ -440,30 +453,31 @@ mod tests {
 
     #[test]
     fn encodings_from_llvm_mc_19() {
-        // `llvm-mc-19 -show-encoding` for the listed instructions.
+        // `llvm-mc-19 -show-encoding` for the listed instructions (objdump-19
+        // prints their immediates in hex).
         let cases: &[(u32, &str)] = &[
-            (0x0045_850B, "cv.lb a0, (a1), 4"),
-            (0xFFC5_C50B, "cv.lbu a0, (a1), -4"),
+            (0x0045_850B, "cv.lb a0, (a1), 0x4"),
+            (0xFFC5_C50B, "cv.lbu a0, (a1), -0x4"),
             (0x02C5_B52B, "cv.lh a0, (a1), a2"),
             (0x0CC5_B52B, "cv.lw a0, a2(a1)"),
-            (0x00A5_822B, "cv.sb a0, (a1), 4"),
+            (0x00A5_822B, "cv.sb a0, (a1), 0x4"),
             (0x24A5_B6AB, "cv.sw a0, (a1), a3"),
             (0x2AA5_B6AB, "cv.sh a0, a3(a1)"),
             (0x5005_B52B, "cv.abs a0, a1"),
             (0x52C5_B52B, "cv.slet a0, a1, a2"),
-            (0x7055_B52B, "cv.clip a0, a1, 5"),
-            (0x06C5_A55B, "cv.addn a0, a1, a2, 3"),
+            (0x7055_B52B, "cv.clip a0, a1, 0x5"),
+            (0x06C5_A55B, "cv.addn a0, a1, a2, 0x3"),
             (0x84C5_B52B, "cv.addrnr a0, a1, a2"),
             (0x90C5_B52B, "cv.mac a0, a1, a2"),
-            (0xFEC5_E55B, "cv.machhsrn a0, a1, a2, 31"),
-            (0x00C5_C55B, "cv.mulsn a0, a1, a2, 0"),
+            (0xFEC5_E55B, "cv.machhsrn a0, a1, a2, 0x1f"),
+            (0x00C5_C55B, "cv.mulsn a0, a1, a2, 0x0"),
         ];
         for (w, s) in cases {
             assert_eq!(crate::isa::decode32(*w, 0).to_string(), *s, "{w:08x}");
         }
         // cv.beqimm a0, -16, 8 at 0x100; cv.bneimm a0, 15, -8
-        assert_eq!(crate::isa::decode32(0x0105_640B, 0x100).to_string(), "cv.beqimm a0, -16, 0x108");
-        assert_eq!(crate::isa::decode32(0xFEF5_7C8B, 0x100).to_string(), "cv.bneimm a0, 15, 0xf8");
+        assert_eq!(crate::isa::decode32(0x0105_640B, 0x100).to_string(), "cv.beqimm a0, -0x10, 0x108");
+        assert_eq!(crate::isa::decode32(0xFEF5_7C8B, 0x100).to_string(), "cv.bneimm a0, 0xf, 0xf8");
     }
 
     #[test]
