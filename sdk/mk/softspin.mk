@@ -31,15 +31,23 @@ SOFTSPIN_PROFILE ?= pspin
 # $(call softspin_tc,KEY): the value of KEY in toolchain.txt, {sdk} expanded.
 softspin_tc = $(subst {sdk},$(SOFTSPIN_SDK),$(shell sed -n 's/^$(1):[[:space:]]*//p' '$(SOFTSPIN_TOOLCHAIN)'))
 
-# Only replace make's built-in defaults (cc/ld); explicit settings win.
-ifeq ($(origin CC),default)
-CC := $(call softspin_tc,cc)
-endif
-ifeq ($(origin LD),default)
-LD := $(call softspin_tc,ld)
+# SOFTSPIN_ISA (rv32imac, corev; default: toolchain.txt's `isa:`) picks the
+# compiler, linker and -march from toolchain.txt's `isa-NAME:` line.
+SOFTSPIN_ISA ?= $(call softspin_tc,isa)
+_softspin_isa := $(call softspin_tc,isa-$(SOFTSPIN_ISA))
+ifeq ($(words $(_softspin_isa)),0)
+$(error SOFTSPIN_ISA=$(SOFTSPIN_ISA): no `isa-$(SOFTSPIN_ISA):` line in $(SOFTSPIN_TOOLCHAIN))
 endif
 
-SOFTSPIN_CFLAGS := $(call softspin_tc,cflags)
+# Only replace make's built-in defaults (cc/ld); explicit settings win.
+ifeq ($(origin CC),default)
+CC := $(word 1,$(_softspin_isa))
+endif
+ifeq ($(origin LD),default)
+LD := $(word 2,$(_softspin_isa))
+endif
+
+SOFTSPIN_CFLAGS := $(call softspin_tc,cflags) $(word 3,$(_softspin_isa))
 SOFTSPIN_LDFLAGS_HANDLER := $(call softspin_tc,ldflags-handler) $(SOFTSPIN_SDK)/link/$(SOFTSPIN_PROFILE).ld
 SOFTSPIN_LDFLAGS_BARE := $(call softspin_tc,ldflags-bare)
 
@@ -61,8 +69,8 @@ softspin_link_bare = $(LD) $(SOFTSPIN_LDFLAGS_BARE) $(LDFLAGS) -o $@ $^
 
 .PHONY: softspin-check-toolchain
 softspin-check-toolchain:
-	@command -v $(CC) >/dev/null 2>&1 || { echo "clang-14 not found: install it with apt-get install clang-14 lld-14" >&2; exit 1; }
-	@command -v $(LD) >/dev/null 2>&1 || { echo "ld.lld-14 not found: install it with apt-get install clang-14 lld-14" >&2; exit 1; }
+	@command -v $(CC) >/dev/null 2>&1 || { echo "$(CC) not found: install it with apt-get install clang-14 lld-14 clang-19 lld-19" >&2; exit 1; }
+	@command -v $(LD) >/dev/null 2>&1 || { echo "$(LD) not found: install it with apt-get install clang-14 lld-14 clang-19 lld-19" >&2; exit 1; }
 
 %.o: %.c | softspin-check-toolchain
 	$(SOFTSPIN_COMPILE) -c $< -o $@

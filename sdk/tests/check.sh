@@ -18,9 +18,9 @@ OUT="${1:-$(mktemp -d /tmp/softspin-sdk-check.XXXXXX)}"
 mkdir -p "$OUT/rt"
 
 tc() { sed -n "s/^$1:[[:space:]]*//p" "$SDK/toolchain.txt" | sed "s|{sdk}|$SDK|g"; }
-CC="$(tc cc)"
-LD="$(tc ld)"
-CFLAGS="$(tc cflags)"
+# The default ISA's tools and -march (toolchain.txt `isa:` / `isa-NAME:`).
+read -r CC LD MARCH <<<"$(tc "isa-$(tc isa)")"
+CFLAGS="$(tc cflags) $MARCH"
 LDFLAGS_HANDLER="$(tc ldflags-handler) $SDK/link/pspin.ld"
 LDFLAGS_HANDLER_NOMAP="$(tc ldflags-handler)"
 LDFLAGS_HANDLER_FPSPIN="$(tc ldflags-handler) $SDK/link/fpspin.ld"

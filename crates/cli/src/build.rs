@@ -43,6 +43,12 @@ pub struct BuildArgs {
     /// Extra flags for clang (repeatable), e.g. --cflag=-O2.
     #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
     cflags: Vec<String>,
+    /// Instruction set to compile for (sdk/toolchain.txt's `isa-NAME`
+    /// lines): rv32imac (clang-14) or corev (clang-19 with CV32E40P's
+    /// xcvmem/xcvalu/xcvbi/xcvmac, docs/corev.md). Default: toolchain.txt's
+    /// `isa:` line.
+    #[arg(long, value_name = "rv32imac|corev")]
+    isa: Option<String>,
     /// Print the commands as they run.
     #[arg(short, long)]
     verbose: bool,
@@ -65,7 +71,7 @@ pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
     if a.profile.is_some() || a.config.is_some() {
         a.define.extend(nic.sdk_defines());
     }
-    sdk::build(&BuildOptions {
+    sdk::build_isa(&BuildOptions {
         sources: a.sources,
         output: a.output,
         include: a.include,
@@ -76,6 +82,6 @@ pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
         data_base: a.data_base,
         link_symbols: nic.memory_map().link_symbols(),
         verbose: a.verbose,
-    })?;
+    }, a.isa.as_deref())?;
     Ok(ExitCode::SUCCESS)
 }

@@ -49,10 +49,13 @@ pub fn sdk_dir() -> Result<PathBuf> {
         .ok_or_else(|| Error("cannot find the softspin SDK (sdk/toolchain.txt); set SOFTSPIN_SDK".into()))
 }
 
-/// Parsed `sdk/toolchain.txt`.
+/// Parsed `sdk/toolchain.txt`, for one ISA choice.
 pub struct Toolchain {
+    /// The ISA (an `isa-NAME` line of toolchain.txt) these tools build for.
+    pub isa: String,
     pub cc: String,
     pub ld: String,
+    /// Includes the ISA's `-march`.
     pub cflags: Vec<String>,
     pub ldflags_handler: Vec<String>,
     pub ldflags_bare: Vec<String>,
@@ -61,7 +64,14 @@ pub struct Toolchain {
 }
 
 impl Toolchain {
+    /// The default ISA's toolchain (toolchain.txt's `isa:` line).
     pub fn load(sdk: &Path) -> Result<Toolchain> {
+        Self::load_isa(sdk, None)
+    }
+
+    /// The toolchain for ISA `isa` (an `isa-NAME: CC LD -march=...` line), or
+    /// the default one.
+    pub fn load_isa(sdk: &Path, isa: Option<&str>) -> Result<Toolchain> {
         let path = sdk.join("toolchain.txt");
         let text = std::fs::read_to_string(&path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
         let sdk_s = sdk.display().to_string();
@@ -74,10 +84,30 @@ impl Toolchain {
         };
         let one = |v: Vec<String>| v.into_iter().next().unwrap_or_default();
         let rel = |v: Vec<String>| v.into_iter().map(|f| sdk.join(f)).collect::<Vec<_>>();
+        let known: Vec<&str> =
+            text.lines().filter_map(|l| l.strip_prefix("isa-")?.split_once(':').map(|(n, _)| n.trim())).collect();
+        let name = match isa {
+            Some(n) => n.to_string(),
+            None => one(get("isa")?),
+        };
+        if !known.contains(&name.as_str()) {
+            return Err(Error(format!(
+                "isa `{name}`: not defined in {} (choices: {})",
+                path.display(),
+                known.join(", ")
+            )));
+        }
+        let spec = get(&format!("isa-{name}"))?;
+        let [cc, ld, march] = <[String; 3]>::try_from(spec).map_err(|v| {
+            Error(format!("{}: `isa-{name}:` needs CC LD -march=..., got {v:?}", path.display()))
+        })?;
+        let mut cflags = get("cflags")?;
+        cflags.push(march);
         Ok(Toolchain {
-            cc: one(get("cc")?),
-            ld: one(get("ld")?),
-            cflags: get("cflags")?,
+            isa: name,
+            cc,
+            ld,
+            cflags,
             ldflags_handler: get("ldflags-handler")?,
             ldflags_bare: get("ldflags-bare")?,
             runtime_handler: rel(get("runtime-handler")?),
@@ -123,7 +153,7 @@ fn require_tool(name: &str) -> Result<()> {
     match Command::new(name).arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         _ => Err(Error(format!(
-            "{name} not found: install it with `apt-get install clang-14 lld-14` (or run scripts/setup.sh, which does)"
+            "{name} not found: install it with `apt-get install clang-14 lld-14 clang-19 lld-19` (or run scripts/setup.sh, which does)"
         ))),
     }
 }
@@ -139,10 +169,16 @@ fn run(cmd: &mut Command, verbose: bool, what: &str) -> Result<()> {
     Ok(())
 }
 
-/// Compile and link. Diagnostics go to stderr unchanged.
+/// Compile and link for the default ISA. Diagnostics go to stderr unchanged.
 pub fn build(o: &BuildOptions) -> Result<()> {
+    build_isa(o, None)
+}
+
+/// Compile and link for ISA `isa` (toolchain.txt's `isa-NAME` lines, e.g.
+/// `rv32imac` or `corev`), or the default one.
+pub fn build_isa(o: &BuildOptions, isa: Option<&str>) -> Result<()> {
     let sdk = sdk_dir()?;
-    let tc = Toolchain::load(&sdk)?;
+    let tc = Toolchain::load_isa(&sdk, isa)?;
     require_tool(&tc.cc)?;
     require_tool(&tc.ld)?;
     for s in &o.sources {

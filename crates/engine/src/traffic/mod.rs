@@ -59,6 +59,11 @@
 //! * `msgid`: the message id (u32); `is_last`: 1 if the packet ends its
 //!   message, else 0.
 //!
+//! PsPIN's traces also load: their first line, a header of three numbers
+//! `SOURCES PACKETS MAX_SIZE`, is checked (PACKETS lines follow, none larger
+//! than MAX_SIZE), and a line of `size` 0 is a wait: no packet, its `ipg`
+//! added to the next packet's gap.
+//!
 //! Blank lines and lines whose first non-blank character is `#` are ignored.
 //! Frames are built with [`build_frame`] with UDP ports 9330 -> 9330 and the
 //! [`Payload::Sequence`] pattern (packet number = 0-based index of the packet

@@ -13,6 +13,11 @@ pub struct TraceSource {
     index: u64,
     buf: Vec<u8>,
     done: bool,
+    /// PsPIN's header line `SOURCES PACKETS MAX_SIZE`, when the trace has
+    /// one: (lines it announces, largest size), checked as lines come.
+    header: Option<(u64, usize)>,
+    /// Packet and wait lines read.
+    lines: u64,
 }
 
 impl TraceSource {
@@ -33,6 +38,8 @@ impl TraceSource {
             index: 0,
             buf: Vec::new(),
             done: false,
+            header: None,
+            lines: 0,
         })
     }
 
@@ -56,7 +63,11 @@ impl TraceSource {
         let size: usize = f[2]
             .parse()
             .map_err(|_| format!("bad `size` {:?}: expected a decimal byte count", f[2]))?;
-        if let Some(m) = frame_size_problem(self.kind, size) {
+        if let Some((_, max)) = self.header.filter(|&(_, max)| size > max) {
+            return Err(format!("`size` {size} is above the header's MAX_SIZE {max}"));
+        }
+        // Size 0: a wait line (PsPIN), no packet.
+        if let Some(m) = frame_size_problem(self.kind, size).filter(|_| size > 0) {
             return Err(format!("bad `size`: {m}"));
         }
         let ipg = parse_ns_as_ps(f[3]).map_err(|m| format!("bad `ipg` {:?}: {m}", f[3]))?;
@@ -87,6 +98,13 @@ pub(super) struct TraceLine {
     pub(super) ipg_ps: u64,
     pub(super) msg_id: u32,
     pub(super) eom: bool,
+}
+
+/// PsPIN's header `SOURCES PACKETS MAX_SIZE`: (PACKETS, MAX_SIZE).
+fn parse_header(f: &[&str]) -> Result<(u64, usize), String> {
+    let n = |k: usize, name: &str| f[k].parse::<u64>().map_err(|_| format!("bad header `{name}` {:?}: expected a decimal count (header: `SOURCES PACKETS MAX_SIZE`)", f[k]));
+    let (_sources, packets, max) = (n(0, "SOURCES")?, n(1, "PACKETS")?, n(2, "MAX_SIZE")?);
+    Ok((packets, usize::try_from(max).unwrap_or(usize::MAX)))
 }
 
 /// A dotted quad, or a decimal node id n < 2^24 meaning 10.(n>>16).(n>>8).n.
@@ -165,7 +183,14 @@ impl TraceSource {
             let n = self.reader.read_until(b'\n', &mut self.buf);
             self.line_no += 1;
             match n {
-                Ok(0) => return Ok(None),
+                Ok(0) => {
+                    return match self.header {
+                        Some((want, _)) if want != self.lines => {
+                            Err(self.err(format!("the header announces {want} lines, the trace has {}", self.lines)))
+                        }
+                        _ => Ok(None),
+                    };
+                }
                 Ok(_) => {}
                 Err(e) => return Err(self.err(format!("read error: {e}"))),
             }
@@ -176,6 +201,14 @@ impl TraceSource {
             if line.is_empty() || line.starts_with('#') {
                 continue;
             }
+            if self.lines == 0 && self.header.is_none() {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                if f.len() == 3 {
+                    self.header = Some(parse_header(&f).map_err(|m| self.err(m))?);
+                    continue;
+                }
+            }
+            self.lines += 1;
             let TraceLine {
                 src,
                 dst,
@@ -188,6 +221,9 @@ impl TraceSource {
                 .time_ps
                 .checked_add(ipg)
                 .ok_or_else(|| self.err("arrival time overflows u64 picoseconds".to_string()))?;
+            if size == 0 {
+                continue;
+            }
             let frame = build_frame(
                 self.kind,
                 size,
@@ -284,6 +320,35 @@ mod tests {
         assert_eq!(a[0].frame[0], 0x54);
         assert_eq!(a[1].frame[2..4], [0xFF, 0xFF]);
         assert!(a.iter().all(|x| x.time_ps == 0));
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn pspin_header_and_wait_lines() {
+        let d = scratch("tracepspin");
+        // Header: 1 source, 4 lines, packets of at most 1024 B; the size-0
+        // line adds its 100 ns to the gap before the next packet.
+        let p = write_trace(&d, "p.trace", "1 4 1024\n1 2 64 10 0 0\n1 2 0 100 0 0\n1 2 64 10 0 1\n1 2 1024 0 1 1\n");
+        let a = drain(&mut TraceSource::open(&p, FrameKind::Ip).unwrap());
+        let got: Vec<(u64, usize)> = a.iter().map(|x| (x.time_ps, x.frame.len())).collect();
+        assert_eq!(got, vec![(10_000, 64), (120_000, 64), (120_000, 1024)]);
+        // The header is checked: line count and largest size.
+        let mut errs = Vec::new();
+        for (name, text) in [("count", "1 5 1024\n1 2 64 10 0 1\n"), ("max", "1 1 100\n1 2 200 10 0 1\n"), ("hdr", "1 x 100\n")] {
+            let p = write_trace(&d, name, text);
+            let mut t = TraceSource::open(&p, FrameKind::Ip).unwrap();
+            let e = loop {
+                match t.next_arrival() {
+                    Ok(Some(_)) => continue,
+                    Ok(None) => panic!("{name}: no error"),
+                    Err(e) => break e.to_string(),
+                }
+            };
+            errs.push(e);
+        }
+        assert!(errs[0].contains("announces 5 lines, the trace has 1"), "{}", errs[0]);
+        assert!(errs[1].contains("above the header's MAX_SIZE 100"), "{}", errs[1]);
+        assert!(errs[2].contains("bad header `PACKETS`"), "{}", errs[2]);
         let _ = std::fs::remove_dir_all(&d);
     }
 
