@@ -48,7 +48,9 @@ LD := $(word 2,$(_softspin_isa))
 endif
 
 SOFTSPIN_CFLAGS := $(call softspin_tc,cflags) $(word 3,$(_softspin_isa))
-SOFTSPIN_LDFLAGS_HANDLER := $(call softspin_tc,ldflags-handler) $(SOFTSPIN_SDK)/link/$(SOFTSPIN_PROFILE).ld
+# The memory map before handler.ld: ld.lld-19 evaluates handler.ld's
+# DEFINED() checks against the scripts read so far.
+SOFTSPIN_LDFLAGS_HANDLER := $(SOFTSPIN_SDK)/link/$(SOFTSPIN_PROFILE).ld $(call softspin_tc,ldflags-handler)
 SOFTSPIN_LDFLAGS_BARE := $(call softspin_tc,ldflags-bare)
 
 softspin_rt_objs = $(addprefix $(SOFTSPIN_BUILD)/,$(addsuffix .o,$(basename $(notdir $(1)))))

@@ -21,9 +21,10 @@ tc() { sed -n "s/^$1:[[:space:]]*//p" "$SDK/toolchain.txt" | sed "s|{sdk}|$SDK|g
 # The default ISA's tools and -march (toolchain.txt `isa:` / `isa-NAME:`).
 read -r CC LD MARCH <<<"$(tc "isa-$(tc isa)")"
 CFLAGS="$(tc cflags) $MARCH"
-LDFLAGS_HANDLER="$(tc ldflags-handler) $SDK/link/pspin.ld"
+# Memory maps before handler.ld (ld.lld-19 reads DEFINED() in order).
+LDFLAGS_HANDLER="$SDK/link/pspin.ld $(tc ldflags-handler)"
 LDFLAGS_HANDLER_NOMAP="$(tc ldflags-handler)"
-LDFLAGS_HANDLER_FPSPIN="$(tc ldflags-handler) $SDK/link/fpspin.ld"
+LDFLAGS_HANDLER_FPSPIN="$SDK/link/fpspin.ld $(tc ldflags-handler)"
 LDFLAGS_BARE="$(tc ldflags-bare)"
 if ! command -v "$CC" >/dev/null || ! command -v "$LD" >/dev/null; then
     echo "clang-14 not found: install it with apt-get install clang-14 lld-14" >&2

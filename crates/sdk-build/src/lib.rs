@@ -214,14 +214,16 @@ fn build_in(o: &BuildOptions, sdk: &Path, tc: &Toolchain, tmp: &Path) -> Result<
         objs.push(obj);
     }
     let mut cmd = Command::new(&tc.ld);
+    if !o.bare && o.link_symbols.is_empty() {
+        // An input file that is not an object is read as a linker script.
+        // Before handler.ld: ld.lld-19 evaluates its DEFINED() checks
+        // against the symbols of scripts read so far (lld-14 took any order).
+        cmd.arg(sdk.join(DEFAULT_MEMORY_MAP));
+    }
     cmd.args(if o.bare { &tc.ldflags_bare } else { &tc.ldflags_handler });
     if !o.bare {
         for (name, v) in &o.link_symbols {
             cmd.arg(format!("--defsym={name}=0x{v:x}"));
-        }
-        if o.link_symbols.is_empty() {
-            // An input file that is not an object is read as a linker script.
-            cmd.arg(sdk.join(DEFAULT_MEMORY_MAP));
         }
         if let Some(b) = o.code_base {
             cmd.arg(format!("--defsym=SOFTSPIN_CODE_BASE=0x{b:x}"));
