@@ -146,6 +146,13 @@ impl Image {
         self.inner.symbol(name).map_err(err)
     }
 
+    /// First NIC address past the image's data: where handler memory of an
+    /// ECTX's own (`install(handler_mem_addr=...)`) may start.
+    #[getter]
+    fn data_end(&self) -> u32 {
+        self.inner.data_end()
+    }
+
     /// All symbols as a dict {name: address}.
     fn symbols(&self) -> HashMap<String, u32> {
         self.inner.symbols().map(|(k, v)| (k.to_string(), v)).collect()
@@ -653,6 +660,9 @@ impl Nic {
     /// symbol names: `hh` header, `ph` payload, `th` completion (at least
     /// one). `host_window` is the window handlers may DMA to;
     /// `handler_mem_size` sizes handler memory (room for `nic_alloc`);
+    /// `handler_mem_addr` puts it in a region of its own at that L2 address
+    /// (PsPIN's layout: the image's data is shared by its ECTXs, e.g. at
+    /// `image.data_end` rounded up);
     /// `l1_copy` bytes of each packet copied to L1 (default all);
     /// `scratchpad` bytes per cluster (an int for every cluster, or a list);
     /// `watchdog` instructions per handler; `msg_timeout_ns` (0 = never);
@@ -664,7 +674,7 @@ impl Nic {
     /// `rules_toml` the same as text, of which the rulesets naming no ECTX
     /// or this one (`ectx = NAME`) apply; `udp_dst_port` alone means
     /// "udp:PORT".
-    #[pyo3(signature = (image, *, ph=None, hh=None, th=None, host_window=None, handler_mem_size=None, l1_copy=None, scratchpad=None, watchdog=None, msg_timeout_ns=None, udp_dst_port=None, name=None, frame=None, r#match=None, rules=None, rules_toml=None))]
+    #[pyo3(signature = (image, *, ph=None, hh=None, th=None, host_window=None, handler_mem_size=None, handler_mem_addr=None, l1_copy=None, scratchpad=None, watchdog=None, msg_timeout_ns=None, udp_dst_port=None, name=None, frame=None, r#match=None, rules=None, rules_toml=None))]
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
@@ -674,6 +684,7 @@ impl Nic {
         th: Option<String>,
         host_window: Option<PyRef<'_, HostWindow>>,
         handler_mem_size: Option<u64>,
+        handler_mem_addr: Option<u64>,
         l1_copy: Option<u64>,
         scratchpad: Option<&Bound<'_, PyAny>>,
         watchdog: Option<u64>,
@@ -714,7 +725,7 @@ impl Nic {
             ph,
             th,
             handler_mem_size,
-            handler_mem_addr: None,
+            handler_mem_addr: handler_mem_addr.map(|v| arg_u32(v, "handler_mem_addr")).transpose()?,
             host_window: host_window.map(|w| self.own_window(&w)).transpose()?,
             l1_copy,
             scratchpad,

@@ -81,3 +81,12 @@ __handler__ void notify_ph(handler_args_t *args)
     spin_notify_wait(r1, &a1);
     spin_host_write(host_base(t) + 8 * (uint64_t)i, (a0 & 0xffffffffu) | (a1 << 32), false);
 }
+
+/* Counts packets in the ECTX's handler memory and in a global of the image
+ * (shared by every ECTX of the image when handler memory is their own). */
+volatile int32_t all_packets;
+__handler__ void hmem_count_ph(handler_args_t *args)
+{
+    amo_add((volatile int32_t *)args->task->handler_mem, 1);
+    amo_add(&all_packets, 1);
+}

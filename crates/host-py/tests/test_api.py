@@ -326,6 +326,25 @@ def test_host_array(handlers_elf):
 # ------------------------------------------------------------------ NIC memory
 
 
+def test_handler_mem_of_its_own(handlers_elf):
+    """PsPIN's layout: one image, two ECTXs, each with handler memory of its own."""
+    nic = softspin.Nic()
+    img = nic.load_image(handlers_elf)
+    base = (img.data_end + 4095) // 4096 * 4096
+    a = nic.install(img, ph="hmem_count_ph", handler_mem_addr=base, handler_mem_size=4096, udp_dst_port=9001)
+    b = nic.install(img, ph="hmem_count_ph", handler_mem_addr=base + 4096, handler_mem_size=4096, udp_dst_port=9002)
+    nic.activate(a)
+    nic.activate(b)
+    nic.send_message(a, 1, bytes(5 * 64), 64 + 28)
+    nic.send_message(b, 2, bytes(3 * 64), 64 + 28)
+    nic.run_until_idle()
+    word = lambda addr: struct.unpack("<I", nic.nic_read(addr, 4))[0]
+    assert (word(base), word(base + 4096)) == (5, 3)
+    assert word(img.symbol("all_packets")) == 8
+    with pytest.raises(softspin.OverlapError, match="overlaps ECTX"):
+        nic.install(img, ph="hmem_count_ph", handler_mem_addr=base + 2048, handler_mem_size=4096)
+
+
 def test_nic_memory(handlers_elf):
     nic = softspin.Nic()
     img = nic.load_image(handlers_elf)

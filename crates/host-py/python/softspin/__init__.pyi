@@ -110,6 +110,9 @@ class Image:
         """Address of a symbol; raises ImageError if missing."""
     def symbols(self) -> dict[str, int]:
         """All symbols {name: address}."""
+    @property
+    def data_end(self) -> int:
+        """First NIC address past the image's data (handler_mem_addr may start there)."""
 
 @final
 class HostWindow:
@@ -304,6 +307,7 @@ class Nic:
         th: str | None = None,
         host_window: HostWindow | None = None,
         handler_mem_size: int | None = None,
+        handler_mem_addr: int | None = None,
         l1_copy: int | None = None,
         scratchpad: int | Sequence[int] | None = None,
         watchdog: int | None = None,
