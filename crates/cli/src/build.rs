@@ -71,6 +71,13 @@ pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
     if a.profile.is_some() || a.config.is_some() {
         a.define.extend(nic.sdk_defines());
     }
+    if a.profile.as_deref() == Some("fpspin") && !a.bare {
+        // FPsPIN's handler environment (docs/fpspin.md): its packets.h,
+        // spin_host.h and host data block, searched before the SDK's headers.
+        let fp = sdk_dir()?.join("fpspin/runtime");
+        a.include.insert(0, fp.join("include"));
+        a.sources.push(fp.join("src/fpspin_rt.c"));
+    }
     sdk::build_isa(&BuildOptions {
         sources: a.sources,
         output: a.output,

@@ -202,10 +202,12 @@ fn build_in(o: &BuildOptions, sdk: &Path, tc: &Toolchain, tmp: &Path) -> Result<
         let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("src");
         let obj = tmp.join(format!("{k}-{stem}.o"));
         let mut cmd = Command::new(&tc.cc);
-        cmd.args(&tc.cflags);
+        // The caller's directories come before the SDK's, so a profile's
+        // headers (sdk/fpspin/runtime/include) can stand in for the SDK's.
         for i in &o.include {
             cmd.arg("-I").arg(i);
         }
+        cmd.args(&tc.cflags);
         for d in &o.define {
             cmd.arg(format!("-D{d}"));
         }
