@@ -1,0 +1,531 @@
+//! FPsPIN's demo code (spcl/FPsPIN) on softspin, unchanged: its four
+//! handlers (ICMP ping, UDP ping, SLMP file transfer, datatypes) built with
+//! `softspin build --profile fpspin`, and its host programs compiled against
+//! libfpspin's API over libsoftspin (`softspin-fpspin.pc`, sdk/fpspin).
+//! The ping and SLMP handlers run on known frames and their replies are
+//! checked byte for byte against frames computed here; FPsPIN's `icmp-ping`
+//! and `udp-ping` host programs run against the simulated NIC (handlers
+//! built with DO_HOST=1, so every reply goes through the host program).
+//!
+//! FPsPIN's sources are not in this repository: the tests read them from a
+//! git checkout or bare mirror at `$SOFTSPIN_FPSPIN_REPO` (default
+//! /work/.mirror/spcl+FPsPIN/repo) and print SKIPPED without one.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::OnceLock;
+
+use common::{release_dir, root, run, tmp};
+
+/// FPsPIN's PsPIN tree, where its examples live.
+const EX: &str = "fpga/app/pspin/deps/pspin/examples";
+
+fn fpspin_repo() -> Option<PathBuf> {
+    let p = std::env::var_os("SOFTSPIN_FPSPIN_REPO")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/.mirror/spcl+FPsPIN/repo"));
+    let ok = Command::new("git")
+        .arg("-C")
+        .arg(&p)
+        .args([
+            "cat-file",
+            "-e",
+            &format!("HEAD:{EX}/icmp_ping/handlers/icmp_ping.c"),
+        ])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    if ok {
+        Some(p)
+    } else {
+        println!(
+            "SKIPPED: no spcl/FPsPIN checkout at {} (set SOFTSPIN_FPSPIN_REPO to a clone of https://github.com/spcl/FPsPIN)",
+            p.display()
+        );
+        None
+    }
+}
+
+/// The paths the tests need, extracted once per test into `dir`; returns
+/// the examples directory.
+fn extract(repo: &Path, dir: &Path) -> PathBuf {
+    let paths = [
+        format!("{EX}/icmp_ping/handlers"),
+        format!("{EX}/icmp_ping/host"),
+        format!("{EX}/udp_ping/handlers"),
+        format!("{EX}/udp_ping/host"),
+        format!("{EX}/slmp/handlers"),
+        format!("{EX}/slmp/host"),
+        format!("{EX}/datatypes/handlers/datatypes.c"),
+        format!("{EX}/datatypes/handlers/include"),
+        format!("{EX}/datatypes/handlers/umm_malloc/src"),
+        // handlers/include/dbglog.h is a link into it
+        format!("{EX}/datatypes/handlers/umm_malloc/test/support"),
+        format!("{EX}/datatypes/mpitypes/src/dataloop"),
+    ];
+    let archive = run(Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["archive", "HEAD"])
+        .args(&paths));
+    let mut tar = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(dir)
+        .stdin(Stdio::piped())
+        .spawn()
+        .expect("run tar");
+    use std::io::Write;
+    tar.stdin
+        .take()
+        .unwrap()
+        .write_all(&archive.stdout)
+        .unwrap();
+    assert!(tar.wait().unwrap().success(), "tar -x failed");
+    dir.join(EX)
+}
+
+fn softspin(dir: &Path, args: &[&str]) -> Output {
+    Command::new(release_dir().join("softspin"))
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("run softspin")
+}
+
+fn ok(o: Output, what: &str) -> Output {
+    assert!(
+        o.status.success(),
+        "{what} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
+        o.status,
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    o
+}
+
+/// `softspin build --profile fpspin` as FPsPIN's Makefiles build each
+/// handler (SPIN_APP_SRCS, its -I dirs, EXTRA_CFLAGS' -DDO_HOST).
+fn build_handler(ex: &Path, name: &str, extra: &[&str], out: &Path) {
+    let dir = ex.join(name);
+    let mut args = vec!["build", "--profile", "fpspin"];
+    args.extend_from_slice(extra);
+    let out_s = out.to_str().unwrap().to_string();
+    let srcs: Vec<String> = if name == "datatypes" {
+        let mut v = vec!["handlers/datatypes.c".to_string()];
+        let mut umm: Vec<String> = std::fs::read_dir(dir.join("handlers/umm_malloc/src"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .filter(|f| f.ends_with(".c"))
+            .map(|f| format!("handlers/umm_malloc/src/{f}"))
+            .collect();
+        umm.sort();
+        v.extend(umm);
+        v
+    } else {
+        vec![format!("handlers/{name}.c")]
+    };
+    let mut all: Vec<&str> = args.clone();
+    all.extend(srcs.iter().map(|s| s.as_str()));
+    all.extend(["-o", &out_s]);
+    ok(softspin(&dir, &all), &format!("building {name}"));
+}
+
+// ---- frames and their expected replies, computed independently ----
+
+fn csum(b: &[u8]) -> u16 {
+    let mut s: u32 = b
+        .chunks(2)
+        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
+        .sum();
+    while s >> 16 != 0 {
+        s = (s & 0xffff) + (s >> 16);
+    }
+    !(s as u16)
+}
+
+const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
+const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
+const IP_A: [u8; 4] = [10, 0, 0, 1];
+const IP_B: [u8; 4] = [10, 0, 0, 2];
+
+fn eth_ip(proto: u8, l4: &[u8]) -> Vec<u8> {
+    let mut f = Vec::new();
+    f.extend(MAC_B); // to the NIC
+    f.extend(MAC_A);
+    f.extend([0x08, 0x00]);
+    let mut ip = vec![0x45, 0];
+    ip.extend(((20 + l4.len()) as u16).to_be_bytes());
+    ip.extend([0x12, 0x34, 0x40, 0x00, 64, proto, 0, 0]);
+    ip.extend(IP_A);
+    ip.extend(IP_B);
+    let c = csum(&ip);
+    ip[10..12].copy_from_slice(&c.to_be_bytes());
+    f.extend(ip);
+    f.extend(l4);
+    f
+}
+
+fn payload(n: usize, seed: u8) -> Vec<u8> {
+    (0..n)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+fn icmp_request(seq: u16, len: usize) -> Vec<u8> {
+    let mut m = vec![8, 0, 0, 0, 0x12, 0x34];
+    m.extend(seq.to_be_bytes());
+    m.extend(payload(len, seq as u8));
+    let c = csum(&m);
+    m[2..4].copy_from_slice(&c.to_be_bytes());
+    eth_ip(1, &m)
+}
+
+/// ICMP echo reply (RFC 792): addresses swapped, type 0, checksum over the
+/// ICMP message.
+fn icmp_reply(req: &[u8]) -> Vec<u8> {
+    let mut r = req.to_vec();
+    swap_eth_ip(&mut r);
+    r[34] = 0;
+    r[36..38].fill(0);
+    let c = csum(&r[34..]);
+    r[36..38].copy_from_slice(&c.to_be_bytes());
+    r
+}
+
+fn swap_eth_ip(r: &mut [u8]) {
+    let (d, s) = r.split_at_mut(6);
+    d.swap_with_slice(&mut s[..6]);
+    let (a, b) = r[26..34].split_at_mut(4);
+    a.swap_with_slice(b);
+}
+
+fn udp(sport: u16, dport: u16, body: &[u8]) -> Vec<u8> {
+    let mut u = Vec::new();
+    u.extend(sport.to_be_bytes());
+    u.extend(dport.to_be_bytes());
+    u.extend(((8 + body.len()) as u16).to_be_bytes());
+    u.extend([0xab, 0xcd]); // a checksum the echo must carry (or zero, host path)
+    u.extend(body);
+    eth_ip(17, &u)
+}
+
+/// UDP echo: MAC, IP addresses and ports swapped, all else as received.
+fn udp_echo(req: &[u8]) -> Vec<u8> {
+    let mut r = req.to_vec();
+    swap_eth_ip(&mut r);
+    let (a, b) = r[34..38].split_at_mut(2);
+    a.swap_with_slice(b);
+    r
+}
+
+/// udp-ping's host program on top: UDP checksum 0, IP checksum recomputed.
+fn udp_echo_via_host(req: &[u8]) -> Vec<u8> {
+    let mut r = udp_echo(req);
+    r[40..42].fill(0);
+    r[24..26].fill(0);
+    let c = csum(&r[14..34]);
+    r[24..26].copy_from_slice(&c.to_be_bytes());
+    r
+}
+
+const SLMP_SYN: u16 = 0x4000;
+const SLMP_EOM: u16 = 0x8000;
+const SLMP_ACK: u16 = 0x2000;
+
+fn slmp(flags: u16, msg_id: u32, off: u32, body: &[u8]) -> Vec<u8> {
+    let mut s = Vec::new();
+    s.extend(flags.to_be_bytes());
+    s.extend(msg_id.to_be_bytes());
+    s.extend(off.to_be_bytes());
+    s.extend(body);
+    udp(40000, 9330, &s)
+}
+
+/// SLMP's ACK (docs/slmp.md): the headers turned around, IP total length 38
+/// with its checksum, UDP length 18, checksum 0, flags ACK; 52 bytes.
+fn slmp_ack(req: &[u8]) -> Vec<u8> {
+    let mut r = udp_echo(&req[..52]);
+    r[16..18].copy_from_slice(&38u16.to_be_bytes());
+    r[24..26].fill(0);
+    let c = csum(&r[14..34]);
+    r[24..26].copy_from_slice(&c.to_be_bytes());
+    r[38..40].copy_from_slice(&18u16.to_be_bytes());
+    r[40..42].fill(0);
+    r[42..44].copy_from_slice(&SLMP_ACK.to_be_bytes());
+    r
+}
+
+fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    let mut b = Vec::new();
+    for v in [0xa1b2c3d4u32] {
+        b.extend(v.to_le_bytes());
+    }
+    b.extend(2u16.to_le_bytes());
+    b.extend(4u16.to_le_bytes());
+    for v in [0u32, 0, 65535, 1] {
+        b.extend(v.to_le_bytes());
+    }
+    for (i, f) in frames.iter().enumerate() {
+        for v in [0u32, 20 * i as u32, f.len() as u32, f.len() as u32] {
+            b.extend(v.to_le_bytes());
+        }
+        b.extend(f);
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+/// The frames of a classic pcap (either timestamp resolution), in order.
+fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
+    let d = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let magic = u32::from_le_bytes(d[0..4].try_into().unwrap());
+    assert!(
+        magic == 0xa1b2c3d4 || magic == 0xa1b23c4d,
+        "{}: not a little-endian pcap",
+        path.display()
+    );
+    let mut out = Vec::new();
+    let mut i = 24;
+    while i + 16 <= d.len() {
+        let n = u32::from_le_bytes(d[i + 8..i + 12].try_into().unwrap()) as usize;
+        out.push(d[i + 16..i + 16 + n].to_vec());
+        i += 16 + n;
+    }
+    out
+}
+
+fn sorted(mut v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
+    v.sort();
+    v
+}
+
+fn hex(v: &[Vec<u8>]) -> String {
+    v.iter()
+        .map(|f| f.iter().map(|b| format!("{b:02x}")).collect::<String>() + "\n")
+        .collect()
+}
+
+/// Run `image` under `softspin sim --profile fpspin` on `frames`; the
+/// frames the handlers sent, sorted (HPUs finish out of order).
+fn sim(
+    dir: &Path,
+    image: &Path,
+    handlers: &[(&str, &str)],
+    extra: &[&str],
+    frames: &[Vec<u8>],
+) -> Vec<Vec<u8>> {
+    let (inp, out) = (dir.join("in.pcap"), dir.join("out.pcap"));
+    write_pcap(&inp, frames);
+    let mut args: Vec<&str> = vec![
+        "sim",
+        "--profile",
+        "fpspin",
+        "--image",
+        image.to_str().unwrap(),
+    ];
+    for (k, v) in handlers {
+        args.extend([*k, *v]);
+    }
+    args.extend([
+        "--pcap",
+        inp.to_str().unwrap(),
+        "--pcap-out",
+        out.to_str().unwrap(),
+        "--quiet",
+    ]);
+    args.extend(extra);
+    ok(softspin(dir, &args), "softspin sim");
+    sorted(read_pcap(&out))
+}
+
+#[test]
+fn fpspin_handlers_compile_unchanged() {
+    let Some(repo) = fpspin_repo() else { return };
+    let d = tmp("fpspin-compile");
+    let ex = extract(&repo, &d);
+    for (name, extra) in [
+        ("icmp_ping", &["-DDO_HOST=0"][..]),
+        ("icmp_ping", &["-DDO_HOST=1", "-DFROM_L2"][..]),
+        ("udp_ping", &["-DDO_HOST=0"][..]),
+        ("udp_ping", &["-DDO_HOST=1"][..]),
+        ("slmp", &[][..]),
+        // Their Makefile's -Ihandlers/include; mpitypes' dataloop headers
+        // stand in for its installed include directory.
+        (
+            "datatypes",
+            &["-Ihandlers/include", "-Impitypes/src/dataloop"][..],
+        ),
+    ] {
+        build_handler(&ex, name, extra, &d.join(format!("{name}.elf")));
+    }
+    // The environment is FPsPIN's, not the SDK's PsPIN one: without the
+    // profile the same source does not compile (no spin_host.h).
+    let plain = softspin(
+        &ex.join("icmp_ping"),
+        &[
+            "build",
+            "-DDO_HOST=0",
+            "handlers/icmp_ping.c",
+            "-o",
+            "x.elf",
+        ],
+    );
+    assert!(
+        !plain.status.success(),
+        "icmp_ping.c compiled without --profile fpspin"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn fpspin_ping_and_slmp_handlers_reply_byte_exact() {
+    let Some(repo) = fpspin_repo() else { return };
+    let d = tmp("fpspin-replies");
+    let ex = extract(&repo, &d);
+
+    let icmp = d.join("icmp.elf");
+    build_handler(&ex, "icmp_ping", &["-DDO_HOST=0"], &icmp);
+    let reqs: Vec<Vec<u8>> = [(1u16, 56usize), (2, 0), (3, 1), (4, 1000)]
+        .iter()
+        .map(|&(s, n)| icmp_request(s, n))
+        .collect();
+    let want = sorted(reqs.iter().map(|r| icmp_reply(r)).collect());
+    let got = sim(&d, &icmp, &[("--ph", "pingpong_ph")], &[], &reqs);
+    assert_eq!(hex(&got), hex(&want), "ICMP echo replies");
+    // The reference is a real ICMP checksum: each reply sums to zero.
+    assert!(want.iter().all(|r| csum(&r[34..]) == 0));
+
+    let udpi = d.join("udp.elf");
+    build_handler(&ex, "udp_ping", &["-DDO_HOST=0"], &udpi);
+    let reqs: Vec<Vec<u8>> = [(5000u16, 9000u16, 18usize), (1234, 7, 1400), (9, 9, 0)]
+        .iter()
+        .map(|&(s, dp, n)| udp(s, dp, &payload(n, n as u8)))
+        .collect();
+    let want = sorted(reqs.iter().map(|r| udp_echo(r)).collect());
+    assert_eq!(
+        hex(&sim(&d, &udpi, &[("--ph", "pingpong_ph")], &[], &reqs)),
+        hex(&want),
+        "UDP echoes"
+    );
+
+    // SLMP: each pcap frame is a one-packet message, so hh and ph run on
+    // each; the th (a host request) is left out, no host answers here.
+    let slmpi = d.join("slmp.elf");
+    build_handler(&ex, "slmp", &[], &slmpi);
+    let reqs = vec![
+        slmp(SLMP_SYN | SLMP_EOM, 7, 0, &payload(100, 1)),
+        slmp(SLMP_SYN | SLMP_EOM, 8, 0, &payload(1462, 2)),
+        slmp(SLMP_EOM, 9, 0, &payload(10, 3)), // no SYN: no ACK
+    ];
+    let want = sorted(reqs[..2].iter().map(|r| slmp_ack(r)).collect());
+    let got = sim(
+        &d,
+        &slmpi,
+        &[("--hh", "slmp_hh"), ("--ph", "slmp_ph")],
+        &["--host-size", "1048576"],
+        &reqs,
+    );
+    assert_eq!(hex(&got), hex(&want), "SLMP ACKs");
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// `make -C sdk/fpspin` once per process; the PKG_CONFIG_PATH for
+/// softspin-fpspin.pc.
+fn sdk() -> PathBuf {
+    static DONE: OnceLock<PathBuf> = OnceLock::new();
+    DONE.get_or_init(|| {
+        release_dir();
+        run(Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(root().join("sdk/fpspin")));
+        root().join("build/fpspin")
+    })
+    .clone()
+}
+
+/// FPsPIN's host program `examples/NAME/host/SRC`, compiled as its Makefile
+/// does (-D__FPSPIN_HOST__, __IMG__ = build/NAME) against softspin-fpspin.
+fn compile_host(ex: &Path, name: &str, src: &str) -> PathBuf {
+    let flags = run(Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", sdk())
+        .args(["--cflags", "--libs", "softspin-fpspin"]));
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    let out = ex.join(name).join("host_bin");
+    run(Command::new("cc")
+        .current_dir(ex.join(name).join("host"))
+        .args([
+            "-O2",
+            "-Wall",
+            "-D__FPSPIN_HOST__",
+            &format!("-D__IMG__=\"build/{name}\""),
+        ])
+        .arg(src)
+        .args(flags.split_whitespace())
+        .arg("-o")
+        .arg(&out));
+    out
+}
+
+#[test]
+fn fpspin_host_programs_compile_and_ping_through_the_host() {
+    let Some(repo) = fpspin_repo() else { return };
+    let d = tmp("fpspin-host");
+    let ex = extract(&repo, &d);
+    compile_host(&ex, "slmp", "slmp.c");
+    for (name, src) in [("icmp_ping", "icmp-ping.c"), ("udp_ping", "udp-ping.c")] {
+        let bin = compile_host(&ex, name, src);
+        let dir = ex.join(name);
+        std::fs::create_dir_all(dir.join("build")).unwrap();
+        build_handler(&ex, name, &["-DDO_HOST=1"], &dir.join("build").join(name));
+        let reqs: Vec<Vec<u8>> = if name == "icmp_ping" {
+            (1..=5).map(|s| icmp_request(s, 40 * s as usize)).collect()
+        } else {
+            (1..=5)
+                .map(|s| udp(4000 + s, 5000, &payload(64 * s as usize, s as u8)))
+                .collect()
+        };
+        let want = sorted(
+            reqs.iter()
+                .map(|r| {
+                    if name == "icmp_ping" {
+                        icmp_reply(r)
+                    } else {
+                        udp_echo_via_host(r)
+                    }
+                })
+                .collect(),
+        );
+        write_pcap(&dir.join("in.pcap"), &reqs);
+        // The simulated NIC: input from the pcap, sent frames to another;
+        // libfpspin raises SIGINT when the input is done, which ends the
+        // program's loop as on FPsPIN.
+        let o = Command::new(&bin)
+            .current_dir(&dir)
+            .env("SOFTSPIN_FPSPIN_PCAP", "in.pcap")
+            .env("SOFTSPIN_FPSPIN_PCAP_OUT", "out.pcap")
+            .env_remove("SOFTSPIN_FPSPIN_IFACE")
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(o.status.success(), "{name} host: {}\n{err}", o.status);
+        // Every packet went through the host: DMA to it, its answer back.
+        assert!(
+            err.contains("errors             none"),
+            "{name}: handler errors:\n{err}"
+        );
+        let host_writes = format!("{} host writes", reqs.len());
+        assert!(
+            err.contains(&host_writes),
+            "{name}: expected {host_writes}:\n{err}"
+        );
+        assert_eq!(
+            hex(&sorted(read_pcap(&dir.join("out.pcap")))),
+            hex(&want),
+            "{name}: replies via the host"
+        );
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
