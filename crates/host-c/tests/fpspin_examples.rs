@@ -259,6 +259,11 @@ fn slmp_ack(req: &[u8]) -> Vec<u8> {
 }
 
 fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
+    write_pcap_gap(path, frames, 20);
+}
+
+/// A pcap of `frames`, `gap_us` microseconds apart.
+fn write_pcap_gap(path: &Path, frames: &[Vec<u8>], gap_us: u32) {
     let mut b = Vec::new();
     for v in [0xa1b2c3d4u32] {
         b.extend(v.to_le_bytes());
@@ -269,7 +274,13 @@ fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
         b.extend(v.to_le_bytes());
     }
     for (i, f) in frames.iter().enumerate() {
-        for v in [0u32, 20 * i as u32, f.len() as u32, f.len() as u32] {
+        let t = gap_us as u64 * i as u64;
+        for v in [
+            (t / 1_000_000) as u32,
+            (t % 1_000_000) as u32,
+            f.len() as u32,
+            f.len() as u32,
+        ] {
             b.extend(v.to_le_bytes());
         }
         b.extend(f);
@@ -474,7 +485,6 @@ fn fpspin_host_programs_compile_and_ping_through_the_host() {
     let Some(repo) = fpspin_repo() else { return };
     let d = tmp("fpspin-host");
     let ex = extract(&repo, &d);
-    compile_host(&ex, "slmp", "slmp.c");
     for (name, src) in [("icmp_ping", "icmp-ping.c"), ("udp_ping", "udp-ping.c")] {
         let bin = compile_host(&ex, name, src);
         let dir = ex.join(name);
@@ -527,5 +537,59 @@ fn fpspin_host_programs_compile_and_ping_through_the_host() {
             "{name}: replies via the host"
         );
     }
+    let _ = std::fs::remove_dir_all(d);
+}
+
+#[test]
+fn fpspin_slmp_host_program_receives_files() {
+    let Some(repo) = fpspin_repo() else { return };
+    let d = tmp("fpspin-slmp-host");
+    let ex = extract(&repo, &d);
+    let bin = compile_host(&ex, "slmp", "slmp.c");
+    let dir = ex.join("slmp");
+    std::fs::create_dir_all(dir.join("build")).unwrap();
+    build_handler(&ex, "slmp", &[], &dir.join("build/slmp"));
+    // One-packet files (a pcap frame is a one-packet message): hh checks
+    // SYN at offset 0, ph DMAs the payload after the HPU pages and ACKs, th
+    // asks the host, whose program writes the file. FPsPIN's handler puts
+    // every file at the same host offset, so files are 1 ms apart: the host
+    // has answered before the next one lands (as FPsPIN's sender waits).
+    let files: Vec<Vec<u8>> = (1..=3).map(|i| payload(300 * i, i as u8)).collect();
+    let reqs: Vec<Vec<u8>> = files
+        .iter()
+        .enumerate()
+        .map(|(i, f)| slmp(SLMP_SYN | SLMP_EOM, i as u32 + 1, 0, f))
+        .collect();
+    write_pcap_gap(&dir.join("in.pcap"), &reqs, 1000);
+    let prefix = dir.join("file");
+    let o = Command::new(&bin)
+        .current_dir(&dir)
+        .args(["-p", prefix.to_str().unwrap()])
+        .env("SOFTSPIN_FPSPIN_PCAP", "in.pcap")
+        .env("SOFTSPIN_FPSPIN_PCAP_OUT", "out.pcap")
+        .env_remove("SOFTSPIN_FPSPIN_IFACE")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(o.status.success(), "slmp host: {}\n{err}", o.status);
+    assert!(
+        err.contains("errors             none"),
+        "slmp: handler errors:\n{err}"
+    );
+    for (i, f) in files.iter().enumerate() {
+        let got = std::fs::read(dir.join(format!("file-{i}.out"))).unwrap();
+        assert!(
+            got == *f,
+            "file {i}: {} bytes, expected {} (content differs)",
+            got.len(),
+            f.len()
+        );
+    }
+    let want = sorted(reqs.iter().map(|r| slmp_ack(r)).collect());
+    assert_eq!(
+        hex(&sorted(read_pcap(&dir.join("out.pcap")))),
+        hex(&want),
+        "SLMP ACKs"
+    );
     let _ = std::fs::remove_dir_all(d);
 }
