@@ -593,3 +593,114 @@ fn fpspin_slmp_host_program_receives_files() {
     );
     let _ = std::fs::remove_dir_all(d);
 }
+
+fn is_root() -> bool {
+    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    s.lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        == Some("0")
+}
+
+/// A veth pair between two namespaces of our own (scripts/netns.sh),
+/// removed when dropped, panics included.
+struct Netns {
+    prefix: String,
+    net: String,
+}
+
+impl Netns {
+    fn script(&self, what: &str) -> Output {
+        Command::new(root().join("scripts/netns.sh"))
+            .arg(what)
+            .env("SS_NS_PREFIX", &self.prefix)
+            .env("SS_NET", &self.net)
+            .output()
+            .unwrap()
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = self.script("down");
+    }
+}
+
+#[test]
+fn fpspin_icmp_ping_host_program_on_the_live_nic() {
+    let Some(repo) = fpspin_repo() else { return };
+    if !is_root() {
+        println!("SKIPPED: the live test needs root (network namespaces, XDP)");
+        return;
+    }
+    let d = tmp("fpspin-live");
+    let ex = extract(&repo, &d);
+    let bin = compile_host(&ex, "icmp_ping", "icmp-ping.c");
+    let dir = ex.join("icmp_ping");
+    std::fs::create_dir_all(dir.join("build")).unwrap();
+    build_handler(
+        &ex,
+        "icmp_ping",
+        &["-DDO_HOST=1"],
+        &dir.join("build/icmp_ping"),
+    );
+    let net = Netns {
+        prefix: format!("fp{}", std::process::id() % 100000),
+        net: "10.78.0".into(),
+    };
+    let up = net.script("up");
+    assert!(
+        up.status.success(),
+        "netns.sh up: {}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let (nic_ns, peer_ns, nic_if) = (
+        format!("{}nic", net.prefix),
+        format!("{}peer", net.prefix),
+        format!("{}0", net.prefix),
+    );
+    // FPsPIN's program on the NIC's interface (-d), ending after 3 requests.
+    let host = Command::new("ip")
+        .args(["netns", "exec", &nic_ns])
+        .arg(&bin)
+        .args(["-d", &nic_if, "-e", "3"])
+        .current_dir(&dir)
+        .env_remove("SOFTSPIN_FPSPIN_PCAP")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let ping = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &peer_ns,
+            "ping",
+            "-c",
+            "3",
+            "-i",
+            "0.3",
+            "-W",
+            "3",
+            "10.78.0.1",
+        ])
+        .output()
+        .unwrap();
+    let o = host.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let ping_out = String::from_utf8_lossy(&ping.stdout);
+    assert!(o.status.success(), "icmp-ping: {}\n{err}", o.status);
+    assert!(
+        ping_out.contains("3 received"),
+        "ping:\n{ping_out}\nicmp-ping:\n{err}"
+    );
+    // The replies came from the handler through the host program, not from
+    // the namespace's kernel.
+    assert!(
+        err.contains("3 host writes") && err.contains("errors             none"),
+        "icmp-ping:\n{err}"
+    );
+    drop(net);
+    let _ = std::fs::remove_dir_all(d);
+}
