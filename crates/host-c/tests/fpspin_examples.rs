@@ -5,7 +5,8 @@
 //! The ping and SLMP handlers run on known frames and their replies are
 //! checked byte for byte against frames computed here; FPsPIN's `icmp-ping`
 //! and `udp-ping` host programs run against the simulated NIC (handlers
-//! built with DO_HOST=1, so every reply goes through the host program).
+//! built with DO_HOST=1, so every reply goes through the host program), and
+//! `icmp-ping` answers the system `ping` on the live NIC (root only).
 //!
 //! FPsPIN's sources are not in this repository: the tests read them from a
 //! git checkout or bare mirror at `$SOFTSPIN_FPSPIN_REPO` (default

@@ -12,6 +12,10 @@
 #ifndef PACKETS_H
 #define PACKETS_H
 
+#ifdef SOFTSPIN_FPSPIN_H
+#error "softspin's fpspin.h/slmp.h and FPsPIN's packets.h (--profile fpspin) name different layouts alike (slmp_pkt_hdr_t, eth_hdr_t): include <spin.h> for softspin's headers, or FPsPIN's headers alone"
+#endif
+
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>

@@ -22,12 +22,14 @@ uint32_t UMM_MALLOC_CFG_HEAP_SIZE;
 /* Square root by Newton's method from a first guess that halves the
  * exponent; exact to the last bit or one below, enough for the statistics
  * handlers compute with it. Negative or NaN input gives NaN. */
-double sqrt(double x)
+__attribute__((weak)) double sqrt(double x)
 {
     if (x != x || x < 0)
         return (x - x) / (x - x);
     if (x == 0 || x > 1.7e308)
         return x;
+    if (x < 0x1p-1022) /* subnormal: scale into the normal range first */
+        return sqrt(x * 0x1p108) * 0x1p-54;
     uint64_t b;
     memcpy(&b, &x, sizeof b);
     b = (b >> 1) + (0x3ffull << 51);
@@ -38,4 +40,4 @@ double sqrt(double x)
     return g;
 }
 
-float sqrtf(float x) { return (float)sqrt((double)x); }
+__attribute__((weak)) float sqrtf(float x) { return (float)sqrt((double)x); }
