@@ -705,3 +705,72 @@ fn fpspin_icmp_ping_host_program_on_the_live_nic() {
     drop(net);
     let _ = std::fs::remove_dir_all(d);
 }
+
+/// libfpspin refuses bad input with a message naming it, returns false from
+/// fpspin_init (FPsPIN's programs then call fpspin_exit, which must cope),
+/// and needs no FPsPIN sources.
+#[test]
+fn fpspin_init_refuses_bad_input_by_name() {
+    let d = tmp("fpspin-init-errors");
+    std::fs::write(
+        d.join("t.c"),
+        r#"#include "fpspin/fpspin.h"
+#include <string.h>
+int main(int argc, char **argv) {
+    fpspin_ctx_t ctx;
+    fpspin_ruleset_t rs;
+    fpspin_ruleset_udp(&rs);
+    int pages = strcmp(argv[1], "pages") ? FPSPIN_HOSTDMA_PAGES_DEFAULT : 4;
+    const char *img = strcmp(argv[1], "image") ? argv[2] : "no/such/image";
+    const char *dev = strcmp(argv[1], "iface") ? "/dev/pspin0" : "nosuchif0";
+    bool ok = fpspin_init(&ctx, dev, img, 0, &rs, 1, pages);
+    fpspin_exit(&ctx);
+    return ok ? 0 : 3;
+}
+"#,
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("h.c"),
+        "#include <handler.h>\n__handler__ void x_ph(handler_args_t *a) { (void)a; }\n",
+    )
+    .unwrap();
+    ok(
+        softspin(&d, &["build", "--profile", "fpspin", "h.c", "-o", "h.elf"]),
+        "building h.c",
+    );
+    let flags = run(Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", sdk())
+        .args(["--cflags", "--libs", "softspin-fpspin"]));
+    let flags = String::from_utf8(flags.stdout).unwrap();
+    run(Command::new("cc")
+        .current_dir(&d)
+        .arg("t.c")
+        .args(flags.split_whitespace())
+        .args(["-o", "t"]));
+    let t = |case: &str| {
+        let o = Command::new(d.join("t"))
+            .current_dir(&d)
+            .args([case, "h.elf"])
+            .env_remove("SOFTSPIN_FPSPIN_IFACE")
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
+    let (code, err) = t("good");
+    assert_eq!(code, Some(0), "a good init failed:\n{err}");
+    assert!(err.contains("handlers: hh -, ph x_ph, th -"), "{err}");
+    for (case, msg) in [
+        ("pages", "hostdma_pages 4: at least 16"),
+        ("image", "cannot read handler image no/such/image"),
+        ("iface", "attaching to the interface"),
+    ] {
+        let (code, err) = t(case);
+        assert_eq!(code, Some(3), "{case}: fpspin_init succeeded:\n{err}");
+        assert!(err.contains(msg), "{case}: expected `{msg}` in:\n{err}");
+    }
+    let _ = std::fs::remove_dir_all(d);
+}
