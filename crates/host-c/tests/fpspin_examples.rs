@@ -774,3 +774,85 @@ int main(int argc, char **argv) {
     }
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn fpspin_slmp_host_program_on_the_live_nic() {
+    let Some(repo) = fpspin_repo() else { return };
+    if !is_root() {
+        println!("SKIPPED: the live test needs root (network namespaces, XDP)");
+        return;
+    }
+    let d = tmp("fpspin-live-slmp");
+    let ex = extract(&repo, &d);
+    let bin = compile_host(&ex, "slmp", "slmp.c");
+    let dir = ex.join("slmp");
+    std::fs::create_dir_all(dir.join("build")).unwrap();
+    build_handler(&ex, "slmp", &[], &dir.join("build/slmp"));
+    let file = payload(20000, 7);
+    std::fs::write(d.join("file.bin"), &file).unwrap();
+    let net = Netns {
+        prefix: format!("fs{}", std::process::id() % 100000),
+        net: "10.80.0".into(),
+    };
+    let up = net.script("up");
+    assert!(
+        up.status.success(),
+        "netns.sh up: {}",
+        String::from_utf8_lossy(&up.stderr)
+    );
+    let (nic_ns, peer_ns, nic_if) = (
+        format!("{}nic", net.prefix),
+        format!("{}peer", net.prefix),
+        format!("{}0", net.prefix),
+    );
+    // FPsPIN's receiver program, its ruleset_slmp on the interface, one file.
+    let prefix = d.join("rx");
+    let host = Command::new("ip")
+        .args(["netns", "exec", &nic_ns])
+        .arg(&bin)
+        .args([
+            "-d",
+            &nic_if,
+            "-e",
+            "1",
+            "-m",
+            "65536",
+            "-p",
+            prefix.to_str().unwrap(),
+        ])
+        .current_dir(&dir)
+        .env_remove("SOFTSPIN_FPSPIN_PCAP")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    // softspin's SLMP sender (docs/slmp.md): 14 segments, each with SYN, so
+    // FPsPIN's handler ACKs every one.
+    let send = Command::new("ip")
+        .args(["netns", "exec", &peer_ns])
+        .arg(release_dir().join("softspin"))
+        .args(["slmp", "send", "--to", "10.80.0.1", "--give-up-s", "5"])
+        .arg(d.join("file.bin"))
+        .output()
+        .unwrap();
+    let o = host.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    let sent = String::from_utf8_lossy(&send.stdout);
+    assert!(
+        send.status.success(),
+        "slmp send: {sent}{}\nslmp host:\n{err}",
+        String::from_utf8_lossy(&send.stderr)
+    );
+    assert!(o.status.success(), "slmp host: {}\n{err}", o.status);
+    assert!(err.contains("errors             none"), "slmp host:\n{err}");
+    let got = std::fs::read(d.join("rx-0.out")).unwrap();
+    assert!(
+        got == file,
+        "received {} bytes, sent {} (content differs)",
+        got.len(),
+        file.len()
+    );
+    drop(net);
+    let _ = std::fs::remove_dir_all(d);
+}

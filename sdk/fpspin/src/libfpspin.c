@@ -271,6 +271,10 @@ void fpspin_load(fpspin_ctx_t *ctx, const char *elf, uint64_t hostmem_ptr, uint3
     o.ph = ph[0] ? ph : NULL;
     o.th = th[0] ? th : NULL;
     o.host_window = S->window;
+    /* FPsPIN's NIC never resets a message; softspin's default (1 ms without
+     * a packet) ends a message whose sender waits for ACKs on a busy host.
+     * One second still frees the state of a sender that went away. */
+    o.msg_timeout_ns = 1000000000ull;
     (void)hostmem_ptr;
     (void)hostmem_size; /* the window is the lent area */
     char *toml = rules_toml(!hh[0] && !th[0]);
