@@ -18,6 +18,9 @@ command -v ld.lld-19 >/dev/null || need_pkgs+=(lld-19)
 command -v llvm-objdump-19 >/dev/null || need_pkgs+=(llvm-19)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
 command -v python3 >/dev/null || need_pkgs+=(python3)
+# Host-side C layers (sdk/pspin, sdk/fpspin): their Makefiles and .pc files.
+command -v make >/dev/null || need_pkgs+=(make)
+command -v pkg-config >/dev/null || need_pkgs+=(pkg-config)
 # BPF C helpers (SEC, bpf_helpers) for the XDP matcher, crates/netio/bpf.
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
 # The live NIC's test wire: checksum offload off on the veth pair (scripts/netns.sh).
