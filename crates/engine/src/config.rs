@@ -27,14 +27,26 @@ pub struct HostLink {
     /// One-way DMA latency. PsPIN: 250 ns for a discrete NIC on PCIe
     /// (seed 004 §4.3/§4.4.2); FPsPIN measured ~450 ns (seed 000 Table 6.1).
     pub latency_ns: u64,
-    /// DMA bandwidth. PsPIN's testbed models PCIe 4.0 x16 as a fixed-rate
-    /// sink (seed 001 §4): 16 GT/s x 16 lanes x 128/130 = 252 Gbit/s.
+    /// DMA bandwidth (see the constants below).
     pub bandwidth_gbps: f64,
+}
+
+impl HostLink {
+    /// The host link of PsPIN's RTL testbench, with which its published
+    /// figures were produced: the Verilator model's PCIe slave defaults to
+    /// `PCIE_G_5_16`, 0.014782 cycles per byte at 1 GHz = 541.2 Gbit/s
+    /// (spcl/pspin `hw/verilator_model/src/pspinsim.cpp`). It is why seed
+    /// 001 Fig. 9 and Fig. 12 reach 400 Gbit/s for copy_to_host and
+    /// filtering, which DMA every packet to the host. The PsPIN profile's.
+    pub const PSPIN_RTL: HostLink = HostLink { latency_ns: 250, bandwidth_gbps: 8.0 / 0.014782 };
+    /// PCIe 4.0 x16 as seed 001's text names it: 16 GT/s x 16 lanes x
+    /// 128/130 = 252 Gbit/s. Select with `[host] bandwidth_gbps = 252.0`.
+    pub const PCIE4_X16: HostLink = HostLink { latency_ns: 250, bandwidth_gbps: 252.0 };
 }
 
 impl Default for HostLink {
     fn default() -> Self {
-        HostLink { latency_ns: 250, bandwidth_gbps: 252.0 }
+        HostLink::PSPIN_RTL
     }
 }
 

@@ -87,8 +87,10 @@ pub struct TimingModel {
     /// PsPIN issues a command with ~7 stores plus one load to the memory-mapped
     /// command unit (runtime `spin_send_packet`), so 8 cycles (estimate).
     pub ecall: u32,
-    /// AMO / LR / SC on top of the region latency: a read-modify-write at the
-    /// memory (estimate: 2 cycles).
+    /// AMO / LR / SC on top of a load's cost and the region latency: 0.
+    /// PsPIN's AMOs are performed at the memory and are single-cycle (seed
+    /// 001 §4.3: "RISC-V AMOs enable single-cycle atomic operations"), so
+    /// the core sees an AMO as a load.
     pub atomic: u32,
     /// Misaligned load/store: RI5CY splits it into two accesses, +1 cycle.
     pub misaligned_penalty: u32,
@@ -117,7 +119,7 @@ impl Default for TimingModel {
             div: 35,
             csr: 1,
             ecall: 8,
-            atomic: 2,
+            atomic: 0,
             misaligned_penalty: 1,
             mem_latency: [0, 8, 24, 24, 0],
         }
