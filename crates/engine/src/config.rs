@@ -24,8 +24,8 @@ pub enum BufferFull {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct HostLink {
-    /// One-way DMA latency. PsPIN: 250 ns for a discrete NIC on PCIe
-    /// (seed 004 §4.3/§4.4.2); FPsPIN measured ~450 ns (seed 000 Table 6.1).
+    /// One-way DMA latency (see the constants below); FPsPIN measured
+    /// ~450 ns (seed 000 Table 6.1).
     pub latency_ns: u64,
     /// DMA bandwidth (see the constants below).
     pub bandwidth_gbps: f64,
@@ -33,14 +33,17 @@ pub struct HostLink {
 
 impl HostLink {
     /// The host link of PsPIN's RTL testbench, with which its published
-    /// figures were produced: the Verilator model's PCIe slave defaults to
-    /// `PCIE_G_5_16`, 0.014782 cycles per byte at 1 GHz = 541.2 Gbit/s
-    /// (spcl/pspin `hw/verilator_model/src/pspinsim.cpp`). It is why seed
-    /// 001 Fig. 9 and Fig. 12 reach 400 Gbit/s for copy_to_host and
-    /// filtering, which DMA every packet to the host. The PsPIN profile's.
-    pub const PSPIN_RTL: HostLink = HostLink { latency_ns: 250, bandwidth_gbps: 8.0 / 0.014782 };
-    /// PCIe 4.0 x16 as seed 001's text names it: 16 GT/s x 16 lanes x
-    /// 128/130 = 252 Gbit/s. Select with `[host] bandwidth_gbps = 252.0`.
+    /// figures were produced (spcl/pspin `hw/verilator_model/src/
+    /// pspinsim.cpp`): its PCIe slave answers after `DEFAULT_PCIE_SLV_L` = 2
+    /// cycles and takes `PCIE_G_5_16` = 0.014782 cycles per byte, i.e.
+    /// 541.2 Gbit/s at 1 GHz. A near-ideal host: it is why seed 001 Fig. 9
+    /// and Fig. 12 reach 400 Gbit/s for copy_to_host and filtering, whose
+    /// HPUs wait for every packet's DMA. The PsPIN profile's.
+    pub const PSPIN_RTL: HostLink = HostLink { latency_ns: 2, bandwidth_gbps: 8.0 / 0.014782 };
+    /// A discrete NIC on PCIe 4.0 x16 as the papers' text describes it:
+    /// 16 GT/s x 16 lanes x 128/130 = 252 Gbit/s (seed 001 §4), 250 ns one
+    /// way (seed 004 §4.3/§4.4.2). Select with `[host] latency_ns = 250`,
+    /// `bandwidth_gbps = 252.0`.
     pub const PCIE4_X16: HostLink = HostLink { latency_ns: 250, bandwidth_gbps: 252.0 };
 }
 

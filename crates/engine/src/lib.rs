@@ -15,7 +15,7 @@ pub mod stats;
 pub mod traffic;
 pub mod units;
 
-pub use config::{BufferFull, ConfigError, NicConfig};
+pub use config::{BufferFull, ConfigError, HostLink, NicConfig};
 pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
 pub use engine::{EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, MessageDone, Notification, OutPacket, SimError, TimelineEvent};
 pub use stats::Report;
