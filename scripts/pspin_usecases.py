@@ -34,13 +34,33 @@ USECASES = [
     ("filtering", "handlers/filtering.c", "filtering", ["--handler-mem", str(1 << 20)], 400, "400"),
 ]
 SIZES = [512, 1024]
+HEADERS = 28  # PsPIN's IP + UDP headers before the payload's 32-bit words
 MESSAGES, PACKETS, CONCURRENT = 32, 32, 16
 TOL = 0.15
 
 # Core variants: (label, softspin build --isa, NIC config lines added).
 VARIANTS = [
-    ("RV32IMAC", "rv32imac", ""),
-    ("CORE-V", "corev", ""),
+    ("RV32IMAC", "rv32imac", "[hpu]\nhw_loops = false\n"),
+    ("CORE-V", "corev", "[hpu]\nhw_loops = false\n"),
+    ("CORE-V + hw loops", "corev", "[hpu]\nhw_loops = true\n"),
+]
+
+
+# Why the three per-word handlers stay below the paper (the cycles/word
+# column is measured; the budget and the loop are worked out here).
+WHY = [
+    "filtering (one hash per packet, then a DMA of the packet to the host) reaches the paper's",
+    "400 Gbit/s with the PsPIN profile's host link (docs/sim.md); with the text's PCIe 4.0 x16 it",
+    "stops at the link. reduce, aggregate and histogram loop over every 32-bit word (the",
+    "cycles/word column). 200 Gbit/s at 512 B is one packet per 20.5 ns, i.e. 32 HPUs x 20.5 = 655",
+    "cycles per packet, about 5 per word once the runtime's ~45 cycles per task are paid. With",
+    "CORE-V alone the reduce loop is `cv.lw` (1) + load-use stall (1) + `amoadd.w` (1: single-cycle",
+    "AMOs, §4.3) + `addi` (1) + taken `bne` (3) = 7 cycles per word. PsPIN builds handlers with GCC",
+    "for Xpulp, whose hardware loops (`lp.setup`) drop such a loop's compare-and-branch; clang 19",
+    "emits none, so the model charges them as hardware loops (`hw_loops`, rule in",
+    "crates/hpu/src/program.rs): 4 cycles per word, and all four handlers land within 15 % of the",
+    "paper (histogram's lower bound just under). This evidence is why the pspin and fpspin",
+    "profiles turn `hw_loops` on.",
 ]
 
 
@@ -78,9 +98,12 @@ def run(tmp, image, prefix, extra, size, cfg):
         raise RuntimeError(f"failed: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
 
 
+TITLE = "5. PsPIN's use-case handlers (seed 001 §4.3, Fig. 12)"
+
+
 def section():
     """Markdown lines of the section, and the problems found (failed runs)."""
-    md = ["## PsPIN's use-case handlers (seed 001 §4.3, Fig. 12)", ""]
+    md = ["## " + TITLE, ""]
     repo = find_repo()
     if repo is None:
         md += ["Not measured: no clone of spcl/pspin found (set `SOFTSPIN_PSPIN_REPO`).", ""]
@@ -124,15 +147,17 @@ def section():
                     # when at or above it less the tolerance.
                     delta = (good - paper) / paper * 100.0
                     ok = good >= paper * (1 - TOL)
-                    rows.append([label, ex, size, f"{ph['cycles_mean']:.0f}", f"{ph['instructions_mean']:.0f}",
+                    nwords = (size - HEADERS) // 4
+                    rows.append([label, ex, size, f"{ph['cycles_mean']:.0f}", f"{ph['cycles_mean'] / nwords:.1f}",
+                                 f"{ph['instructions_mean']:.0f}",
                                  f"{r['throughput_gbps']:.1f}", f"{good:.1f}", words, f"{delta:+.1f} %",
                                  "yes" if ok else "**no**"])
-        head = ["core", "handler", "size B", "ph cycles", "ph instr", "Gbit/s", "goodput", "paper (§4.3)",
-                "Δ", f"within {TOL:.0%}"]
+        head = ["core", "handler", "size B", "ph cycles", "cycles/word", "ph instr", "Gbit/s", "goodput",
+                "paper (§4.3)", "Δ", f"within {TOL:.0%}"]
         md.append("| " + " | ".join(head) + " |")
         md.append("|" + "|".join("---" for _ in head) + "|")
         md += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-        md.append("")
+        md += ["", *WHY, ""]
     return md, problems
 
 

@@ -18,6 +18,9 @@ sdk/tests/check.sh build/sdk-check
 echo "== cargo test"
 cargo test --release --workspace
 
+echo "== docs/validation.md is what this build generates (scripts/validation.py --check)"
+python3 scripts/validation.py --check
+
 echo "== cargo test, checked profile (overflow checks, debug assertions)"
 cargo test --profile checked --workspace
 

@@ -2,10 +2,13 @@
 """Validate `softspin sim` against the PsPIN paper (seed 001 §4.2) and the
 sPIN paper's Little's-law estimate (seed 004 §4.4.2); writes docs/validation.md.
 
-    cargo build --release && python3 scripts/validation.py
+    cargo build --release && python3 scripts/validation.py [--check]
 
-Handlers come from bench/handlers/*.c and are built into a temp dir. The
-simulator is deterministic, so the page is identical for identical binaries.
+Handlers come from bench/handlers/*.c and are built into a temp dir; PsPIN's
+own use-case handlers from a clone of spcl/pspin (scripts/pspin_usecases.py).
+The simulator is deterministic, so the page is identical for identical
+binaries: `--check` regenerates it into memory and fails (exit 1) when the
+committed page differs, so a timing or model change cannot leave it stale.
 """
 import json
 import math
@@ -13,6 +16,8 @@ import os
 import subprocess
 import sys
 import tempfile
+
+import pspin_usecases
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOFTSPIN = os.path.join(ROOT, "target", "release", "softspin")
@@ -128,6 +133,33 @@ def model_bound(size, hcyc):
 
 def paper_max(size, x):
     return min(INTERCONNECT_GBPS, HPUS * size * 8 / (x + PAPER_RT))
+
+
+def without_usecases(text):
+    """The page without section 5 (it needs a PsPIN clone)."""
+    head = "## " + pspin_usecases.TITLE
+    if head not in text:
+        return text
+    before, after = text.split(head, 1)
+    rest = after.split("\n## ", 1)
+    return before + ("## " + rest[1] if len(rest) > 1 else "")
+
+
+def check(page):
+    """0 when docs/validation.md is what this build generates, else 1."""
+    with open(OUT) as f:
+        committed = f.read()
+    if pspin_usecases.find_repo() is None:
+        print("validation --check: no PsPIN clone, section 5 not compared")
+        page, committed = without_usecases(page), without_usecases(committed)
+    if page == committed:
+        print(f"{os.path.relpath(OUT, ROOT)} is up to date")
+        return 0
+    import difflib
+    diff = difflib.unified_diff(committed.splitlines(), page.splitlines(), "committed", "generated", lineterm="", n=1)
+    print("\n".join(list(diff)[:40]))
+    print(f"{os.path.relpath(OUT, ROOT)} is stale: run `make validation` and commit it")
+    return 1
 
 
 def main():
@@ -295,6 +327,12 @@ def main():
         md += ["Mean busy is averaged from the first arrival to the last completion, including the ramp-up "
                "and the drain, so it sits slightly under λT even when the model is exact.", ""]
 
+    # -- 5. PsPIN's own handlers ---------------------------------------------------
+    uc_md, uc_problems = pspin_usecases.section()
+    md += uc_md
+    if uc_problems:
+        md += [f"**{len(uc_problems)} runs with handler errors or drops:**", ""] + [f"- {p}" for p in uc_problems] + [""]
+
     # -- consistency -----------------------------------------------------------
     md += ["## Consistency checks", "",
            "Model-internal invariants checked on every run above (utilisation ≤ 1, busy max ≥ mean busy, "
@@ -311,9 +349,12 @@ def main():
     else:
         md += ["All hold.", ""]
 
+    page = "\n".join(md).rstrip() + "\n"
+    if "--check" in sys.argv[1:]:
+        sys.exit(check(page))
     os.makedirs(os.path.dirname(OUT), exist_ok=True)
     with open(OUT, "w") as f:
-        f.write("\n".join(md).rstrip() + "\n")
+        f.write(page)
 
     # -- stdout summary ----------------------------------------------------------
     print(f"latency: 64 B {lat[64]['latency_ns']['min']:g} ns (paper 26), 1024 B {lat[1024]['latency_ns']['min']:g} ns (paper 40)")

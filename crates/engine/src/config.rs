@@ -180,7 +180,8 @@ impl NicConfig {
             buffer_full: BufferFull::Drop,
             host: HostLink::default(),
             quantum_cycles: 200,
-            hpu: TimingModel::default(),
+            // PsPIN's cores run GCC's Xpulp hardware loops (docs/validation.md §5).
+            hpu: TimingModel { hw_loops: true, ..TimingModel::default() },
             output_buffer: 64 << 10,
             counters_per_ectx: 64,
             wait_limit_ns: 1_000_000,
@@ -207,7 +208,7 @@ impl NicConfig {
             to_cluster_ns: 3 * FPSPIN_NS_PER_CYCLE,
             invoke_ns: 7 * FPSPIN_NS_PER_CYCLE,
             completion_ns: FPSPIN_NS_PER_CYCLE,
-            hpu: TimingModel { clock_mhz: timing::FPSPIN_CLOCK_MHZ, ..TimingModel::default() },
+            hpu: TimingModel { clock_mhz: timing::FPSPIN_CLOCK_MHZ, ..NicConfig::pspin().hpu },
             ..NicConfig::pspin()
         }
     }

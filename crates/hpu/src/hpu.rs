@@ -222,6 +222,8 @@ impl Hpu {
         let cost = &prog.cost[..];
         let taken = self.timing.branch_taken_penalty as u64;
         let mis = self.timing.misaligned_penalty as u64;
+        let hw_loop = &prog.hw_loop[..];
+        let hw_setup = self.timing.alu as u64;
         // The cycle counter lives in a local (a register) inside the loop and
         // is written back whenever control leaves it. The other counters are
         // touched once per block and stay in memory, which keeps registers
@@ -380,11 +382,25 @@ impl Hpu {
                             Op::CvBeqImm => a == sext(i.rs2 as u32, 5) as u32,
                             _ => a != sext(i.rs2 as u32, 5) as u32,
                         };
+                        // A hardware loop (TimingModel::hw_loops) iterates for
+                        // free and pays its setup, one ALU cycle, once at the
+                        // exit. Its iterations may cost fewer cycles than
+                        // instructions, so the watchdog is checked here.
+                        let hw = !hw_loop.is_empty() && hw_loop[idx];
                         if t {
-                            cyc += taken;
                             self.taken_branches += 1;
+                            if hw {
+                                if self.instret >= self.instret_limit {
+                                    bound = 0;
+                                }
+                            } else {
+                                cyc += taken;
+                            }
                             idx = if i.target != NO_TARGET { i.target as usize } else { enter!(imm) };
                         } else {
+                            if hw {
+                                cyc += hw_setup;
+                            }
                             idx += 1;
                         }
                         continue 'block;

@@ -38,6 +38,9 @@ pub struct Program {
     pub(crate) entry: Vec<u32>,
     /// Slot -> address of the instruction (fault reports, slice ends).
     pub(crate) pcs: Vec<u32>,
+    /// Slot -> the branch closes a hardware loop (`TimingModel::hw_loops`);
+    /// empty when the option is off.
+    pub(crate) hw_loop: Vec<bool>,
 }
 
 /// Largest executable span we decode.
@@ -157,13 +160,30 @@ impl Program {
             }
         }
 
+        // Hardware loops: their branch and counter update are free.
+        let mut hw_loop = Vec::new();
+        let mut free = vec![false; insts.len()];
+        if timing.hw_loops {
+            hw_loop = vec![false; insts.len()];
+            for s in 0..insts.len() {
+                if let Some(counter) = find_hw_loop(&insts, s) {
+                    hw_loop[s] = true;
+                    free[s] = true;
+                    if let Some(k) = counter {
+                        free[k] = true;
+                    }
+                }
+            }
+        }
         let mut cost = vec![BlockCost::default(); insts.len()];
         for s in (0..insts.len()).rev() {
             let i = insts[s];
             let cls = i.op.class();
             // Every retired instruction takes at least one cycle (the
-            // interpreter's watchdog bound relies on it).
-            let mut c = if cls == Class::None { 0 } else { timing.base_cost(cls).max(1) };
+            // interpreter's watchdog bound relies on it), except what a
+            // hardware loop does for free (the interpreter checks the
+            // watchdog at every hardware-loop iteration instead).
+            let mut c = if cls == Class::None || free[s] { 0 } else { timing.base_cost(cls).max(1) };
             let n = !matches!(i.op, Op::NoExec | Op::Goto) as u32;
             // AMOs count as a load and a store; LR as a load, SC as a store.
             let atomic = cls == Class::Atomic;
@@ -188,7 +208,7 @@ impl Program {
                 stores: st.saturating_add(rest.stores),
             };
         }
-        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost, entry, pcs })
+        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost, entry, pcs, hw_loop })
     }
 
     pub fn base(&self) -> u32 {
@@ -227,6 +247,53 @@ impl Program {
     pub fn slots(&self) -> usize {
         self.insts.len()
     }
+}
+
+/// Whether the branch at slot `s` closes a loop PULP's compiler turns into a
+/// hardware loop, and if so the slot of a pure counter update it drops too.
+/// The rule: the branch jumps back to a slot `t` with no other control flow
+/// in `t..s` (an innermost single-block loop); exactly one of its operands
+/// (the induction variable) is written in the body, once, by a constant
+/// step (`addi r, r, imm` or a CORE-V post-increment by an immediate); the
+/// other operand is not written in the body (a trip count is computable at
+/// the loop's entry); and the body keeps at least one instruction besides
+/// the branch and a dropped counter. The counter update is dropped when it
+/// is an `addi` whose register nothing else in the body reads.
+fn find_hw_loop(insts: &[Inst], s: usize) -> Option<Option<usize>> {
+    let b = insts[s];
+    let t = b.target as usize;
+    if !b.op.is_branch() || b.target == NO_SLOT || t >= s || insts[t..s].iter().any(|i| i.op.ends_block()) {
+        return None;
+    }
+    let body = t..s;
+    // Registers an instruction writes: rd, and rs1 for post-increments.
+    let post_imm = |i: &Inst| {
+        use crate::corev::Mode;
+        matches!(crate::corev::load_form(i.op), Some((_, _, Mode::PostImm)))
+            || matches!(crate::corev::store_form(i.op), Some((_, Mode::PostImm)))
+    };
+    let post_any = |i: &Inst| {
+        crate::corev::load_form(i.op).is_some_and(|f| f.2 != crate::corev::Mode::RegReg)
+            || crate::corev::store_form(i.op).is_some_and(|f| f.1 != crate::corev::Mode::RegReg)
+    };
+    let writes = |i: &Inst, r: u8| i.writes() == Some(r) || (post_any(i) && i.rs1 == r);
+    let operands: Vec<u8> = match b.op {
+        Op::CvBeqImm | Op::CvBneImm => vec![b.rs1],
+        _ => vec![b.rs1, b.rs2],
+    };
+    let written: Vec<u8> = operands.iter().copied().filter(|&r| r != 0 && body.clone().any(|k| writes(&insts[k], r))).collect();
+    let [ind] = written[..] else { return None };
+    let updates: Vec<usize> = body.clone().filter(|&k| writes(&insts[k], ind)).collect();
+    let [u] = updates[..] else { return None };
+    let step = &insts[u];
+    let is_addi = step.op == Op::Addi && step.rs1 == ind && step.writes() == Some(ind);
+    if !(is_addi || (post_imm(step) && step.rs1 == ind && step.writes() != Some(ind))) {
+        return None;
+    }
+    let read_elsewhere = body.clone().any(|k| k != u && insts[k].reads().contains(&Some(ind)));
+    let counter = (is_addi && !read_elsewhere).then_some(u);
+    let kept = body.len() - counter.is_some() as usize;
+    (kept >= 1).then_some(counter)
 }
 
 #[cfg(test)]

@@ -100,6 +100,13 @@ pub struct TimingModel {
     /// "memory accesses to L2 memories take up to 25 cycles"); program memory
     /// 24 (estimate: same interconnect as L2); ideal 0.
     pub mem_latency: [u32; MEM_CLASSES],
+    /// Charge innermost counted loops as PULP hardware loops (Xpulp
+    /// `lp.setup`, which PsPIN's GCC emits and clang does not): no cycles
+    /// for the loop's compare-and-branch nor for a pure counter update, and
+    /// one cycle for the setup when the loop exits. The rule that picks
+    /// such loops is in `program.rs` (`hw_loop`). Off here; the NIC
+    /// profiles turn it on (docs/validation.md §5 shows the evidence).
+    pub hw_loops: bool,
 }
 
 impl Default for TimingModel {
@@ -122,6 +129,7 @@ impl Default for TimingModel {
             atomic: 0,
             misaligned_penalty: 1,
             mem_latency: [0, 8, 24, 24, 0],
+            hw_loops: false,
         }
     }
 }
