@@ -96,6 +96,11 @@ fn gdriver_gives_pspins_driver_memory() {
     // Explicit values override the preset.
     let o = run(&["--gdriver", "--scratchpad", "4096"]);
     assert!(!o.status.success());
+    // Handler memory beyond L2 or the address space is refused by name.
+    let o = run(&["--gdriver", "--handler-mem", "100000000"]);
+    assert!(stderr(&o).contains("lies outside L2 handler memory"), "{}", stderr(&o));
+    let o = run(&["--handler-mem", "4294967295"]);
+    assert!(stderr(&o).contains("passes the end of the 32-bit NIC address space (handler_mem_size)"), "{}", stderr(&o));
 }
 
 #[test]

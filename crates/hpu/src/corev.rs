@@ -446,30 +446,6 @@ pub fn alu(op: Op, a: u32, b: u32, d: u32, imm: u32) -> u32 {
     }
 }
 
-/// CORE-V and all instructions in a code image, by a linear sweep of its
-/// executable segments (how much a `--isa corev` build uses the extensions).
-pub fn count_in_image(img: &crate::ElfImage) -> (usize, usize) {
-    let (mut cv, mut all) = (0, 0);
-    for s in img.segments.iter().filter(|s| s.perm.has(crate::Perm::X)) {
-        let b = &s.data;
-        let mut k = 0;
-        while k + 2 <= b.len() {
-            let lo = u16::from_le_bytes([b[k], b[k + 1]]);
-            if crate::isa::inst_len(lo) == 2 {
-                k += 2;
-            } else if k + 4 <= b.len() {
-                let w = u32::from_le_bytes([b[k], b[k + 1], b[k + 2], b[k + 3]]);
-                cv += crate::isa::decode32(w, s.vaddr + k as u32).op.is_corev() as usize;
-                k += 4;
-            } else {
-                break;
-            }
-            all += 1;
-        }
-    }
-    (cv, all)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

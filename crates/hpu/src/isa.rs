@@ -233,12 +233,6 @@ impl Op {
         }
     }
 
-    /// A CORE-V (xcvmem/alu/bi/mac) instruction: they follow every base op
-    /// in the enum.
-    pub fn is_corev(self) -> bool {
-        self as u8 >= Op::CvLbPi as u8
-    }
-
     /// Conditional branches (base and CORE-V), whose `imm` is the target.
     pub fn is_branch(self) -> bool {
         use Op::*;

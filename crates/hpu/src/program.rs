@@ -267,16 +267,11 @@ fn find_hw_loop(insts: &[Inst], s: usize) -> Option<Option<usize>> {
     }
     let body = t..s;
     // Registers an instruction writes: rd, and rs1 for post-increments.
-    let post_imm = |i: &Inst| {
-        use crate::corev::Mode;
-        matches!(crate::corev::load_form(i.op), Some((_, _, Mode::PostImm)))
-            || matches!(crate::corev::store_form(i.op), Some((_, Mode::PostImm)))
+    use crate::corev::{load_form, store_form, Mode};
+    let mode = |i: &Inst| load_form(i.op).map(|f| f.2).or(store_form(i.op).map(|f| f.1));
+    let writes = |i: &Inst, r: u8| {
+        i.writes() == Some(r) || (matches!(mode(i), Some(Mode::PostImm | Mode::PostReg)) && i.rs1 == r)
     };
-    let post_any = |i: &Inst| {
-        crate::corev::load_form(i.op).is_some_and(|f| f.2 != crate::corev::Mode::RegReg)
-            || crate::corev::store_form(i.op).is_some_and(|f| f.1 != crate::corev::Mode::RegReg)
-    };
-    let writes = |i: &Inst, r: u8| i.writes() == Some(r) || (post_any(i) && i.rs1 == r);
     let operands: Vec<u8> = match b.op {
         Op::CvBeqImm | Op::CvBneImm => vec![b.rs1],
         _ => vec![b.rs1, b.rs2],
@@ -287,7 +282,7 @@ fn find_hw_loop(insts: &[Inst], s: usize) -> Option<Option<usize>> {
     let [u] = updates[..] else { return None };
     let step = &insts[u];
     let is_addi = step.op == Op::Addi && step.rs1 == ind && step.writes() == Some(ind);
-    if !(is_addi || (post_imm(step) && step.rs1 == ind && step.writes() != Some(ind))) {
+    if !(is_addi || (mode(step) == Some(Mode::PostImm) && step.rs1 == ind && step.writes() != Some(ind))) {
         return None;
     }
     let read_elsewhere = body.clone().any(|k| k != u && insts[k].reads().contains(&Some(ind)));
