@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install everything softspin needs, idempotently: clang-14 and lld-14 from
-# Debian (handler toolchain), gcc (native references), the Rust crates, and
+# Install everything softspin needs, idempotently: clang-19 and lld-19 from
+# Debian (handler toolchain, CORE-V code generation; also the XDP matcher), gcc (native references), the Rust crates, and
 # the release build of the `softspin` CLI. Safe to run again and again.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -8,15 +8,18 @@ cd "$(dirname "$0")/.."
 die() { echo "setup: $*" >&2; exit 1; }
 
 need_pkgs=()
-command -v clang-14 >/dev/null || need_pkgs+=(clang-14)
-command -v ld.lld-14 >/dev/null || need_pkgs+=(lld-14)
-command -v llvm-readelf-14 >/dev/null || need_pkgs+=(llvm-14)
-# clang-19/lld-19 build CORE-V handlers (softspin build --isa corev);
-# llvm-19's objdump/mc check the CORE-V decoder.
+# clang-19/lld-19 build every handler (CORE-V by default, sdk/toolchain.txt);
+# llvm-19's objdump/mc/readelf check the decoder and the SDK's images.
 command -v clang-19 >/dev/null || need_pkgs+=(clang-19)
 command -v ld.lld-19 >/dev/null || need_pkgs+=(lld-19)
 command -v llvm-objdump-19 >/dev/null || need_pkgs+=(llvm-19)
+# llvm-objdump-14: the reference disassembler of the base-ISA decoder test
+# (crates/hpu/tests/decoder_objdump.rs reads its output format).
+command -v llvm-objdump-14 >/dev/null || need_pkgs+=(llvm-14)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
+# qemu-riscv32: the SDK check compares plain-RV32 builds against native
+# output under it, and make bench-hpu measures against it.
+command -v qemu-riscv32 >/dev/null || need_pkgs+=(qemu-user)
 command -v python3 >/dev/null || need_pkgs+=(python3)
 # Host-side C layers (sdk/pspin, sdk/fpspin): their Makefiles and .pc files.
 command -v make >/dev/null || need_pkgs+=(make)
@@ -40,7 +43,7 @@ if [ ${#need_pkgs[@]} -gt 0 ]; then
     $SUDO apt-get install -y -qq "${need_pkgs[@]}" >/dev/null || die "apt-get install ${need_pkgs[*]} failed"
 fi
 command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustup.rs) first"
-for t in clang-14 ld.lld-14 gcc; do command -v "$t" >/dev/null || die "$t still missing after install"; done
+for t in clang-19 ld.lld-19 llvm-objdump-19 gcc; do command -v "$t" >/dev/null || die "$t still missing after install"; done
 
 echo "setup: building softspin (release)"
 cargo build --release --quiet --workspace || die "cargo build failed"

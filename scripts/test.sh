@@ -12,8 +12,9 @@ python3 "$tmp/isa/gen.py"
 diff -r tests/isa "$tmp/isa" >/dev/null || { echo "tests/isa is stale: run python3 tests/isa/gen.py" >&2; diff -r tests/isa "$tmp/isa" | head -20 >&2; exit 1; }
 rm -rf "$tmp"
 
-echo "== SDK build checks (warnings are errors, image layout)"
+echo "== SDK build checks (warnings are errors, image layout), CORE-V and plain RV32IMAC (against qemu)"
 sdk/tests/check.sh build/sdk-check
+SOFTSPIN_ISA=rv32imac sdk/tests/check.sh build/sdk-check-rv32imac
 
 echo "== cargo test"
 cargo test --release --workspace

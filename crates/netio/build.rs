@@ -1,4 +1,4 @@
-//! Builds the XDP matcher (bpf/match.bpf.c) with clang-14 `-target bpf` and
+//! Builds the XDP matcher (bpf/match.bpf.c) with clang-19 `-target bpf` and
 //! turns bpf/match_abi.h's `#define`s into Rust constants, so the limits and
 //! map layout have one source (the header).
 
@@ -44,7 +44,7 @@ fn main() {
 
     // match.bpf.c -> match.bpf.o
     let obj = out.join("match.bpf.o");
-    let clang = "clang-14";
+    let clang = "clang-19";
     let status = Command::new(clang)
         .args([
             "-O2",
@@ -66,7 +66,7 @@ fn main() {
             prog.display()
         ),
         Err(e) => panic!(
-            "cannot run {clang} to build the XDP matcher {} ({e}); install clang-14 (scripts/setup.sh does)",
+            "cannot run {clang} to build the XDP matcher {} ({e}); install clang-19 (scripts/setup.sh does)",
             prog.display()
         ),
     }

@@ -71,8 +71,8 @@ softspin_link_bare = $(LD) $(SOFTSPIN_LDFLAGS_BARE) $(LDFLAGS) -o $@ $^
 
 .PHONY: softspin-check-toolchain
 softspin-check-toolchain:
-	@command -v $(CC) >/dev/null 2>&1 || { echo "$(CC) not found: install it with apt-get install clang-14 lld-14 clang-19 lld-19" >&2; exit 1; }
-	@command -v $(LD) >/dev/null 2>&1 || { echo "$(LD) not found: install it with apt-get install clang-14 lld-14 clang-19 lld-19" >&2; exit 1; }
+	@command -v $(CC) >/dev/null 2>&1 || { echo "$(CC) not found: install it with apt-get install clang-19 lld-19" >&2; exit 1; }
+	@command -v $(LD) >/dev/null 2>&1 || { echo "$(LD) not found: install it with apt-get install clang-19 lld-19" >&2; exit 1; }
 
 %.o: %.c | softspin-check-toolchain
 	$(SOFTSPIN_COMPILE) -c $< -o $@

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# check.sh - build-checks the SDK with plain clang-14 / ld.lld-14 commands
+# check.sh - build-checks the SDK with plain clang-19 / ld.lld-19 commands
 # driven by sdk/toolchain.txt:
 #   * a PsPIN-style handler compiles unchanged and links with handler.ld
 #     and the PsPIN memory map link/pspin.ld (.text at 0x1D000000, data at
@@ -7,9 +7,11 @@
 #     overruns FPsPIN's 1 MiB handler memory is refused; without a memory
 #     map the link fails and says so;
 #   * the SDK self-test and every tests/diff/*.c program build bare-metal;
-#   * if qemu-riscv32 is installed, the self-test passes and each diff
-#     program's RV32 output equals its native (gcc) output.
-# Usage: sdk/tests/check.sh [BUILD_DIR]
+#   * if qemu-riscv32 is installed and the ISA is plain rv32imac (QEMU does
+#     not implement CORE-V), the self-test passes and each diff program's
+#     RV32 output equals its native (gcc) output.
+# Usage: [SOFTSPIN_ISA=rv32imac|corev] sdk/tests/check.sh [BUILD_DIR]
+# (default ISA: toolchain.txt's `isa:` line)
 set -u
 
 SDK="$(cd "$(dirname "$0")/.." && pwd)"
@@ -18,8 +20,11 @@ OUT="${1:-$(mktemp -d /tmp/softspin-sdk-check.XXXXXX)}"
 mkdir -p "$OUT/rt"
 
 tc() { sed -n "s/^$1:[[:space:]]*//p" "$SDK/toolchain.txt" | sed "s|{sdk}|$SDK|g"; }
-# The default ISA's tools and -march (toolchain.txt `isa:` / `isa-NAME:`).
-read -r CC LD MARCH <<<"$(tc "isa-$(tc isa)")"
+# The ISA's tools and -march (toolchain.txt `isa:` / `isa-NAME:`).
+ISA="${SOFTSPIN_ISA:-$(tc isa)}"
+read -r CC LD MARCH <<<"$(tc "isa-$ISA")"
+[ -n "$MARCH" ] || { echo "SOFTSPIN_ISA=$ISA: no isa-$ISA line in $SDK/toolchain.txt" >&2; exit 1; }
+echo "ISA $ISA: $CC $LD $MARCH"
 CFLAGS="$(tc cflags) $MARCH"
 # Memory maps before handler.ld (ld.lld-19 reads DEFINED() in order).
 LDFLAGS_HANDLER="$SDK/link/pspin.ld $(tc ldflags-handler)"
@@ -27,11 +32,13 @@ LDFLAGS_HANDLER_NOMAP="$(tc ldflags-handler)"
 LDFLAGS_HANDLER_FPSPIN="$SDK/link/fpspin.ld $(tc ldflags-handler)"
 LDFLAGS_BARE="$(tc ldflags-bare)"
 if ! command -v "$CC" >/dev/null || ! command -v "$LD" >/dev/null; then
-    echo "clang-14 not found: install it with apt-get install clang-14 lld-14" >&2
+    echo "$CC / $LD not found: install them with apt-get install clang-19 lld-19" >&2
     exit 1
 fi
-READELF="$(command -v llvm-readelf-14 || command -v llvm-readelf || true)"
+READELF="$(command -v llvm-readelf-19 || command -v llvm-readelf || true)"
 QEMU="$(command -v qemu-riscv32 || true)"
+QEMU_WHY="qemu-riscv32 not installed"
+if [ "$ISA" != rv32imac ]; then QEMU=""; QEMU_WHY="qemu-riscv32 has no $ISA"; fi
 HOSTCC="$(command -v gcc || command -v cc || true)"
 
 pass=0
@@ -142,7 +149,7 @@ if bare "$SDK/tests/sdk_selftest.c" sdk_selftest; then
             bad "sdk_selftest (qemu)"
         fi
     else
-        ok "sdk_selftest builds (qemu-riscv32 not installed: not run)"
+        ok "sdk_selftest builds ($QEMU_WHY: not run)"
     fi
 else
     bad "sdk_selftest does not build"
@@ -155,7 +162,7 @@ for src in "$ROOT"/tests/diff/*.c; do
         continue
     fi
     if [ -z "$QEMU" ] || [ -z "$HOSTCC" ]; then
-        ok "diff/$n.c builds (no qemu-riscv32/gcc: not compared)"
+        ok "diff/$n.c builds ($QEMU_WHY or no gcc: not compared)"
         continue
     fi
     if ! "$HOSTCC" -O2 -w -o "$OUT/diff_$n.native" "$src"; then

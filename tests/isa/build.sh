@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # build.sh OUTDIR - assemble and link every ISA test into OUTDIR/<suite>-<name>.elf
 #
-# Environment: CLANG (default clang-14), LLD (default ld.lld-14),
+# Environment: CLANG (default clang-19), LLD (default ld.lld-19),
 # ISA_CPPFLAGS (extra preprocessor flags, e.g. -DISA_QEMU_USER).
 # Exits non-zero, with the assembler's or linker's message, on the first error.
 set -euo pipefail
@@ -13,8 +13,8 @@ fi
 
 HERE=$(cd "$(dirname "$0")" && pwd)
 OUT=$1
-CLANG=${CLANG:-clang-14}
-LLD=${LLD:-ld.lld-14}
+CLANG=${CLANG:-clang-19}
+LLD=${LLD:-ld.lld-19}
 SUITES="rv32ui rv32um rv32ua rv32uc rv32uzicsr"
 # shellcheck disable=SC2206
 EXTRA=(${ISA_CPPFLAGS:-})

@@ -44,9 +44,9 @@ pub struct BuildArgs {
     #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
     cflags: Vec<String>,
     /// Instruction set to compile for (sdk/toolchain.txt's `isa-NAME`
-    /// lines): rv32imac (clang-14) or corev (clang-19 with CV32E40P's
-    /// xcvmem/xcvalu/xcvbi/xcvmac, docs/corev.md). Default: toolchain.txt's
-    /// `isa:` line.
+    /// lines): corev (CV32E40P's xcvmem/xcvalu/xcvbi/xcvmac, docs/corev.md;
+    /// the default, toolchain.txt's `isa:` line) or plain rv32imac. Both
+    /// build with clang-19.
     #[arg(long, value_name = "rv32imac|corev")]
     isa: Option<String>,
     /// Print the commands as they run.

@@ -26,7 +26,7 @@ enum Cmd {
         #[command(subcommand)]
         cmd: isa::IsaCmd,
     },
-    /// Compile handler sources into an RV32 image with the SDK (clang-14, ld.lld-14).
+    /// Compile handler sources into an RV32 image with the SDK (clang-19, ld.lld-19).
     Build(build::BuildArgs),
     /// Run handler images on the simulated PsPIN NIC with traffic.
     Sim(Box<sim::SimArgs>),

@@ -1,5 +1,5 @@
 //! End-to-end tests through the `softspin` binary and the SDK toolchain
-//! (clang-14 / ld.lld-14, installed by scripts/setup.sh):
+//! (clang-19 / ld.lld-19, installed by scripts/setup.sh):
 //! - the riscv-tests-style ISA suite (tests/isa) passes on `softspin isa run`;
 //! - the differential C programs (tests/diff) print exactly what their
 //!   native (gcc) builds print;
@@ -82,6 +82,10 @@ fn isa_suite_passes() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Every tests/diff program, built for plain RV32IMAC and for CORE-V,
+/// prints exactly what its native (gcc) build prints; the CORE-V builds
+/// must really use the extensions (counted by llvm-objdump-19) and retire
+/// fewer instructions in all, or the comparison would prove nothing.
 #[test]
 fn differential_programs_match_native() {
     let out = tmpdir("diff");
@@ -92,6 +96,7 @@ fn differential_programs_match_native() {
         .collect();
     srcs.sort();
     assert!(srcs.len() >= 8, "expected the differential programs in tests/diff");
+    let (mut instret, mut using_corev) = ([0u64; 2], 0);
     for src in &srcs {
         let name = src.file_stem().unwrap().to_str().unwrap();
         let native = out.join(format!("{name}.native"));
@@ -100,15 +105,35 @@ fn differential_programs_match_native() {
         let want = Command::new(&native).output().unwrap();
         assert!(want.status.success(), "native {name} failed");
 
-        let elf = out.join(format!("{name}.elf"));
-        build_bare(&[src], &elf, &[]);
-        let got = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
-        assert!(got.status.success(), "{name} on softspin: {}", out_str(&got));
-        let (body, exit, _, _) = split_run(&got.stdout);
-        assert_eq!(exit, 0);
-        assert!(body == String::from_utf8_lossy(&want.stdout), "{name}: RV32 output differs from native");
+        for (k, isa) in ["rv32imac", "corev"].into_iter().enumerate() {
+            let elf = out.join(format!("{name}.{isa}.elf"));
+            build_bare(&[src], &elf, &["--isa", isa]);
+            let got = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
+            assert!(got.status.success(), "{name} ({isa}) on softspin: {}", out_str(&got));
+            let (body, exit, n, _) = split_run(&got.stdout);
+            assert_eq!(exit, 0);
+            assert!(body == String::from_utf8_lossy(&want.stdout), "{name} ({isa}): RV32 output differs from native");
+            instret[k] += n;
+            if isa == "corev" && corev_instructions(&elf) > 0 {
+                using_corev += 1;
+            }
+        }
     }
+    assert!(using_corev * 2 >= srcs.len(), "only {using_corev} of {} CORE-V builds contain CORE-V code", srcs.len());
+    assert!(instret[1] < instret[0], "CORE-V builds retired {} instructions, RV32IMAC {}", instret[1], instret[0]);
     let _ = std::fs::remove_dir_all(&out);
+}
+
+/// Static count of CORE-V instructions (`cv.*`) in an image's code, as
+/// llvm-objdump-19 disassembles it.
+pub fn corev_instructions(elf: &Path) -> usize {
+    let o = Command::new("llvm-objdump-19")
+        .args(["-d", "--mattr=+m,+a,+c,+xcvmem,+xcvalu,+xcvbi,+xcvmac"])
+        .arg(elf)
+        .output()
+        .expect("run llvm-objdump-19 (scripts/setup.sh installs llvm-19)");
+    assert!(o.status.success(), "llvm-objdump-19: {}", out_str(&o));
+    String::from_utf8_lossy(&o.stdout).lines().filter(|l| l.split('\t').nth(1).is_some_and(|m| m.starts_with("cv."))).count()
 }
 
 #[test]

@@ -971,8 +971,8 @@ impl NotificationIter {
     }
 }
 
-/// Build a handler image from C sources with the softspin SDK (clang-14,
-/// ld.lld-14), as `softspin build` does; returns `output`. `define` holds
+/// Build a handler image from C sources with the softspin SDK (clang-19,
+/// ld.lld-19), as `softspin build` does; returns `output`. `define` holds
 /// `NAME` or `NAME=VALUE`; `code_base`/`data_base` link a second ECTX's
 /// image elsewhere; `bare` builds a bare-metal program; `profile` ("pspin",
 /// "fpspin") sets that NIC's NB_CLUSTERS/NB_CORES (default: the SDK's, PsPIN).

@@ -22,3 +22,9 @@ pub fn sdk_dir() -> Result<PathBuf> {
 pub fn build(o: &BuildOptions) -> Result<()> {
     Ok(softspin_sdk::build(o)?)
 }
+
+/// Compile and link for ISA `isa` (`corev`, `rv32imac`; see
+/// [`softspin_sdk::build_isa`]), or the default one.
+pub fn build_isa(o: &BuildOptions, isa: Option<&str>) -> Result<()> {
+    Ok(softspin_sdk::build_isa(o, isa)?)
+}

@@ -75,7 +75,7 @@ fn scratch_dir(name: &str) -> PathBuf {
     d
 }
 
-/// clang-14 with the SDK's flags (sdk/toolchain.txt) for `NB_CLUSTERS`.
+/// clang-19 with the SDK's flags (sdk/toolchain.txt) for `NB_CLUSTERS`.
 fn clang(clusters: u32) -> Command {
     let sdk = sdk_dir().unwrap();
     let tc = Toolchain::load(&sdk).unwrap();
@@ -107,7 +107,7 @@ fn task_layout_matches_clang_offsetof_and_sizeof() {
         }
         let src = dir.join(format!("layout{n}.c"));
         std::fs::write(&src, &c).unwrap();
-        let out = clang(n).arg("-fsyntax-only").arg(&src).output().expect("run clang-14");
+        let out = clang(n).arg("-fsyntax-only").arg(&src).output().expect("run clang-19");
         assert!(out.status.success(), "NB_CLUSTERS={n}:\n{}", String::from_utf8_lossy(&out.stderr));
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -160,7 +160,7 @@ fn task_descriptor_encodes_as_clang_lays_out_task_t() {
         let c = dir.join(format!("ref{n}.c"));
         let o = dir.join(format!("ref{n}.o"));
         std::fs::write(&c, src).unwrap();
-        let out = clang(n).arg("-c").arg(&c).arg("-o").arg(&o).output().expect("run clang-14");
+        let out = clang(n).arg("-c").arg(&c).arg("-o").arg(&o).output().expect("run clang-19");
         assert!(out.status.success(), "NB_CLUSTERS={n}:\n{}", String::from_utf8_lossy(&out.stderr));
 
         let mut want = vec![0u8; TaskLayout::new(n).size() as usize];

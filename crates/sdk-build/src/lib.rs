@@ -1,4 +1,4 @@
-//! Building handler images with the SDK (clang-14, ld.lld-14), from Rust:
+//! Building handler images with the SDK (clang-19, ld.lld-19), from Rust:
 //! what `softspin build` runs, what host programs use to compile their
 //! handlers (re-exported as `softspin_host::sdk`), and what the engine and
 //! HPU crates use in their own tests (a dev-dependency without the engine).
@@ -153,7 +153,7 @@ fn require_tool(name: &str) -> Result<()> {
     match Command::new(name).arg("--version").output() {
         Ok(o) if o.status.success() => Ok(()),
         _ => Err(Error(format!(
-            "{name} not found: install it with `apt-get install clang-14 lld-14 clang-19 lld-19` (or run scripts/setup.sh, which does)"
+            "{name} not found: install it with `apt-get install clang-19 lld-19` (or run scripts/setup.sh, which does)"
         ))),
     }
 }

@@ -16,7 +16,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use anyhow::Context;
-use softspin_host::sdk::{build, BuildOptions};
+use softspin_host::sdk::{build_isa, BuildOptions};
 use softspin_host::{BufferFull, Image, Nic, NicConfig, Report};
 
 /// An example's run on the NIC and its host baseline.
@@ -68,6 +68,8 @@ pub struct Ctx {
     pub work: PathBuf,
     /// Workloads scaled down (tests) instead of the seeds' sizes.
     pub quick: bool,
+    /// The ISA handlers are built for (sdk/toolchain.txt); None: its default.
+    pub isa: Option<String>,
     built: Mutex<Vec<(String, PathBuf)>>,
 }
 
@@ -86,13 +88,18 @@ pub struct Baseline {
 
 impl Ctx {
     pub fn new(quick: bool) -> anyhow::Result<Ctx> {
+        Self::with_isa(quick, None)
+    }
+
+    /// Handlers built for `isa` (`rv32imac`, `corev`) instead of the default.
+    pub fn with_isa(quick: bool, isa: Option<&str>) -> anyhow::Result<Ctx> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
         // One directory per Ctx, so that several can live at once (tests).
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let work = std::env::temp_dir().join(format!("softspin-suite-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&work)?;
-        Ok(Ctx { root, work, quick, built: Mutex::new(Vec::new()) })
+        Ok(Ctx { root, work, quick, isa: isa.map(str::to_string), built: Mutex::new(Vec::new()) })
     }
 
     /// The NIC every example runs on: PsPIN, with back-pressure instead of
@@ -115,7 +122,7 @@ impl Ctx {
                 let out = self.work.join(format!("{name}-{}.elf", built.len()));
                 let mut o = BuildOptions::handler(&[self.root.join("examples").join(name).join("handler.c")], &out);
                 o.define = defines.iter().map(|d| d.to_string()).collect();
-                build(&o).with_context(|| format!("building examples/{name}/handler.c"))?;
+                build_isa(&o, self.isa.as_deref()).with_context(|| format!("building examples/{name}/handler.c"))?;
                 built.push((key, out.clone()));
                 out
             }

@@ -21,15 +21,23 @@ struct Args {
     /// One JSON array of rows (for scripts/benchmarks.py) instead of the table.
     #[arg(long)]
     json: bool,
+    /// Build the handlers for this ISA (sdk/toolchain.txt: corev, rv32imac)
+    /// [default: toolchain.txt's `isa:`].
+    #[arg(long)]
+    isa: Option<String>,
+    /// Skip the host-thread baselines (their column is then 0): for runs
+    /// that only need the simulated figures.
+    #[arg(long)]
+    no_baseline: bool,
 }
 
 fn main() -> anyhow::Result<()> {
-    let Args { examples: only, sizes, quick, json } = Args::parse();
+    let Args { examples: only, sizes, quick, json, isa, no_baseline } = Args::parse();
     if let Some(bad) = only.iter().find(|o| !SUITE.iter().any(|(n, _, _)| n == o)) {
         let names: Vec<&str> = SUITE.iter().map(|(n, _, _)| *n).collect();
         anyhow::bail!("no example {bad:?}; the suite has {}", names.join(", "));
     }
-    let ctx = Ctx::new(quick)?;
+    let ctx = Ctx::with_isa(quick, isa.as_deref())?;
     let mut rows = Vec::new();
     let mut failed = 0;
     if !json {
@@ -44,7 +52,7 @@ fn main() -> anyhow::Result<()> {
         }
         for &size in &sizes {
             let o = run(&ctx, size)?;
-            let b = base(&ctx, size)?;
+            let b = if no_baseline { softspin_suite::Baseline { gbps: 0.0, threads: 0 } } else { base(&ctx, size)? };
             let r = &o.report;
             let cycles: f64 = r.handlers.iter().map(|h| h.cycles_mean * h.invocations as f64).sum::<f64>() / r.packets.max(1) as f64;
             if o.verified.is_err() {
