@@ -9,7 +9,7 @@
 use crate::corev::{self, Mode};
 use crate::isa::{csr, sext, Op, NO_TARGET, REG_SINK};
 use crate::mem::{atomic_at, AccessError, AddressSpace, Perm, SEQ};
-use crate::program::Program;
+use crate::program::{Program, Slot};
 use crate::timing::TimingModel;
 
 /// Why the guest stopped with an error.
@@ -218,8 +218,36 @@ impl Hpu {
     /// reaches `until_cycles` (checked at block boundaries, so a slice may
     /// overrun by at most one block).
     pub fn run<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64) -> Stop {
+        // Execution walks a pointer over the slots (`ip`); the slot index
+        // is computed only where a side table needs it (`idx!`).
         let code = &prog.code[..];
-        let charge = &prog.charge[..];
+        let base = code.as_ptr();
+        // A pointer to slot `s`.
+        macro_rules! at {
+            ($s:expr) => {{
+                let s: usize = $s;
+                debug_assert!(s < code.len());
+                // SAFETY: `s` is a slot: from the parcel map, or a direct
+                // target the decoder checked against it.
+                unsafe { base.add(s) }
+            }};
+        }
+        let mut ip: *const Slot;
+        // The sequential successor of a non-terminator.
+        macro_rules! next {
+            () => {
+                // SAFETY: only used past instructions that do not end their
+                // run of slots, so slot `idx + 1` exists.
+                unsafe { ip.add(1) }
+            };
+        }
+        macro_rules! idx {
+            () => {
+                // SAFETY: `ip` always points into `code` (see `at!` and the
+                // advance at the end of the loop).
+                unsafe { ip.offset_from(base) as usize }
+            };
+        }
         let taken = self.timing.branch_taken_penalty as u64;
         let mis = self.timing.misaligned_penalty as u64;
         let hw_setup = self.timing.alu as u64;
@@ -279,11 +307,11 @@ impl Hpu {
                 }
             }};
         }
-        let mut idx = enter!(self.pc);
+        ip = at!(enter!(self.pc));
         'block: loop {
             if cyc >= bound {
                 flush!();
-                self.pc = prog.pcs[idx];
+                self.pc = prog.pcs[idx!()];
                 if ins >= self.instret_limit {
                     return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc: self.pc, addr: 0 });
                 }
@@ -292,11 +320,8 @@ impl Hpu {
                 }
                 bound = bound_for(cyc, ins, self.instret_limit);
             }
-            debug_assert!(idx < code.len() && charge.len() == code.len());
-            // SAFETY: `idx` is a slot (from the parcel map, a checked direct
-            // target, or one past a non-terminator, which every run of slots
-            // ends in), and `charge` has one entry per slot.
-            let c = unsafe { *charge.get_unchecked(idx) };
+            // SAFETY: `ip` points at a slot (see `idx!`).
+            let c = unsafe { (*ip).charge };
             ins += c.insts as u64;
             cyc += c.cycles as u64;
             ldst += c.ldst;
@@ -305,12 +330,13 @@ impl Hpu {
             // that did not retire, record the pc, stop.
             macro_rules! fault {
                 ($kind:expr, $addr:expr) => {{
-                    let rest = charge[idx];
+                    // SAFETY: `ip` points at a slot.
+                    let rest = unsafe { (*ip).charge };
                     ins -= rest.insts as u64;
                     ldst -= rest.ldst;
                     cyc -= rest.cycles as u64;
                     sync!();
-                    let fpc = prog.pcs[idx];
+                    let fpc = prog.pcs[idx!()];
                     self.pc = fpc;
                     return Stop::Fault(Fault { kind: $kind, pc: fpc, addr: $addr });
                 }};
@@ -366,10 +392,11 @@ impl Hpu {
             }
 
             loop {
-                debug_assert!(idx < code.len());
-                // SAFETY: as for `charge` above; within a block `idx` moves
-                // one slot forward past non-terminators only.
-                let i = unsafe { code.get_unchecked(idx) };
+                // SAFETY: `ip` points at a slot: it starts at one, and
+                // within a block moves one slot forward past non-terminators
+                // only, and every run of slots ends in a terminator (a NoExec
+                // sentinel or a Goto).
+                let i = unsafe { &(*ip).inst };
                 // Operands are read inside each arm, so the dispatch itself
                 // keeps few values live (and the fetch index in a register).
                 macro_rules! rs1 {
@@ -401,13 +428,13 @@ impl Hpu {
                             if t {
                                 cyc += taken;
                                 taken_n += 1;
-                                idx = i.target as usize;
+                                ip = at!(i.target as usize);
                             } else {
-                                idx += 1;
+                                ip = next!();
                             }
                         } else {
-                            let hw = prog.hw_loop.get(idx) == Some(&true);
-                            let target = prog.insts[idx].target;
+                            let hw = prog.hw_loop.get(idx!()) == Some(&true);
+                            let target = prog.insts[idx!()].target;
                             if t {
                                 taken_n += 1;
                                 if hw {
@@ -417,12 +444,12 @@ impl Hpu {
                                 } else {
                                     cyc += taken;
                                 }
-                                idx = if target != NO_TARGET { target as usize } else { enter!(i.imm as u32) };
+                                ip = at!(if target != NO_TARGET { target as usize } else { enter!(i.imm as u32) });
                             } else {
                                 if hw {
                                     cyc += hw_setup;
                                 }
-                                idx += 1;
+                                ip = next!();
                             }
                         }
                         continue 'block;
@@ -454,20 +481,28 @@ impl Hpu {
                     Op::CvBneImm => branch!(rs1!() != sext(i.rs2 as u32, 5) as u32),
                     Op::Jal => {
                         rd!(i.next);
-                        idx = if i.target != NO_TARGET { i.target as usize } else { enter!(imm) };
+                        ip = at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) });
                         continue 'block;
                     }
                     Op::Jalr => {
                         let t = rs1!().wrapping_add(imm) & !1;
                         rd!(i.next);
-                        idx = enter!(t);
+                        ip = at!(enter!(t));
                         continue 'block;
                     }
-                    Op::Lb => rd!(unsafe { *mem!(rs1!().wrapping_add(imm), 1, Perm::R, false) } as i8 as u32),
-                    Op::Lbu => rd!(unsafe { *mem!(rs1!().wrapping_add(imm), 1, Perm::R, false) } as u32),
+                    Op::Lb => {
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
+                        // SAFETY: xlate checked 1 byte.
+                        rd!(unsafe { *p } as i8 as u32)
+                    }
+                    Op::Lbu => {
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
+                        // SAFETY: xlate checked 1 byte.
+                        rd!(unsafe { *p } as u32)
+                    }
                     Op::Lh => {
                         let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
-                        // SAFETY (Lb/Lbu above too): xlate checked the length.
+                        // SAFETY: xlate checked 2 bytes.
                         rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
                     }
                     Op::Lhu => {
@@ -568,11 +603,11 @@ impl Hpu {
                             csr::TIMEH => (time >> 32) as u32,
                             _ => 0,
                         });
-                        idx += 1;
+                        ip = next!();
                         continue 'block;
                     }
                     Op::Ecall => {
-                        self.pc = prog.pcs[idx];
+                        self.pc = prog.pcs[idx!()];
                         flush!();
                         let action = rt.ecall(self);
                         cyc = self.cycles;
@@ -580,7 +615,7 @@ impl Hpu {
                         bound = bound_for(cyc, ins, self.instret_limit);
                         match action {
                             Ecall::Continue => {
-                                idx += 1;
+                                ip = next!();
                                 continue 'block;
                             }
                             Ecall::Exit(code) => {
@@ -624,13 +659,20 @@ impl Hpu {
                             Mode::RegReg => (base.wrapping_add(rs2!()), base),
                         };
                         // A faulting access leaves rs1 unchanged (mem! returns first).
-                        let v = match (w, signed) {
-                            // SAFETY (all five): xlate checked the length.
-                            (1, true) => unsafe { *mem!(a, 1, Perm::R, false) as i8 as u32 },
-                            (1, false) => unsafe { *mem!(a, 1, Perm::R, false) as u32 },
-                            (2, true) => unsafe { (mem!(a, 2, Perm::R, false) as *const i16).read_unaligned() as u32 },
-                            (2, false) => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
-                            _ => unsafe { (mem!(a, 4, Perm::R, false) as *const u32).read_unaligned() },
+                        let p = match w {
+                            1 => mem!(a, 1, Perm::R, false),
+                            2 => mem!(a, 2, Perm::R, false),
+                            _ => mem!(a, 4, Perm::R, false),
+                        };
+                        // SAFETY: xlate checked `w` bytes (1, 2 or 4).
+                        let v = unsafe {
+                            match (w, signed) {
+                                (1, true) => *p as i8 as u32,
+                                (1, false) => *p as u32,
+                                (2, true) => (p as *const i16).read_unaligned() as u32,
+                                (2, false) => (p as *const u16).read_unaligned() as u32,
+                                _ => (p as *const u32).read_unaligned(),
+                            }
                         };
                         // Base update first, then the loaded value: with rd ==
                         // rs1 the load wins, as in CV32E40P, whose LSU writes
@@ -660,10 +702,21 @@ impl Hpu {
                         };
                         let v = rs2!();
                         match w {
-                            // SAFETY (all three): xlate checked the length.
-                            1 => unsafe { *mem!(a, 1, Perm::W, true) = v as u8 },
-                            2 => unsafe { (mem!(a, 2, Perm::W, true) as *mut u16).write_unaligned(v as u16) },
-                            _ => unsafe { (mem!(a, 4, Perm::W, true) as *mut u32).write_unaligned(v) },
+                            1 => {
+                                let p = mem!(a, 1, Perm::W, true);
+                                // SAFETY: xlate checked 1 byte.
+                                unsafe { *p = v as u8 }
+                            }
+                            2 => {
+                                let p = mem!(a, 2, Perm::W, true);
+                                // SAFETY: xlate checked 2 bytes.
+                                unsafe { (p as *mut u16).write_unaligned(v as u16) }
+                            }
+                            _ => {
+                                let p = mem!(a, 4, Perm::W, true);
+                                // SAFETY: xlate checked 4 bytes.
+                                unsafe { (p as *mut u32).write_unaligned(v) }
+                            }
                         }
                         self.regs[i.rs1 as usize] = new_base;
                         self.regs[0] = 0;
@@ -724,13 +777,13 @@ impl Hpu {
                     }
                     Op::Ebreak => fault!(FaultKind::Breakpoint, 0),
                     Op::Illegal => fault!(FaultKind::IllegalInstruction, imm),
-                    Op::NoExec => fault!(FaultKind::FetchAccess, prog.pcs[idx]),
+                    Op::NoExec => fault!(FaultKind::FetchAccess, prog.pcs[idx!()]),
                     Op::Goto => {
-                        idx = enter!(imm);
+                        ip = at!(enter!(imm));
                         continue 'block;
                     }
                 }
-                idx += 1;
+                ip = next!();
             }
         }
     }

@@ -41,6 +41,16 @@ impl Charge {
     }
 }
 
+/// One slot as the interpreter reads it: the instruction and the charge for
+/// entering its block there, side by side so a block entry touches one
+/// cache line (32 bytes, so slot arithmetic is a shift).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+pub(crate) struct Slot {
+    pub inst: Inst,
+    pub charge: Charge,
+}
+
 /// No instruction starts at this parcel (not executable).
 const NO_SLOT: u32 = crate::isa::NO_TARGET;
 
@@ -54,10 +64,9 @@ pub struct Program {
     /// hardware loop have no direct target, which sends them down the
     /// interpreter's slow branch path (the only one that looks at
     /// `hw_loop`), so ordinary branches test nothing but their condition.
-    pub(crate) code: Vec<Inst>,
+    pub(crate) code: Vec<Slot>,
     pub(crate) cost: Vec<BlockCost>,
-    /// `cost` in the interpreter's layout.
-    pub(crate) charge: Vec<Charge>,
+
     /// Parcel index (pc - base) / 2 -> slot, or NO_SLOT.
     pub(crate) entry: Vec<u32>,
     /// Slot -> address of the instruction (fault reports, slice ends).
@@ -232,14 +241,16 @@ impl Program {
                 stores: st.saturating_add(rest.stores),
             };
         }
-        let mut code = insts.clone();
-        for (s, i) in code.iter_mut().enumerate() {
-            if hw_loop.get(s) == Some(&true) {
-                i.target = NO_SLOT;
-            }
-        }
-        let charge = cost.iter().map(|c| Charge::of(*c)).collect();
-        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, code, cost, charge, entry, pcs, hw_loop })
+        let code = (0..insts.len())
+            .map(|s| {
+                let mut inst = insts[s];
+                if hw_loop.get(s) == Some(&true) {
+                    inst.target = NO_SLOT;
+                }
+                Slot { inst, charge: Charge::of(cost[s]) }
+            })
+            .collect();
+        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, code, cost, entry, pcs, hw_loop })
     }
 
     pub fn base(&self) -> u32 {
