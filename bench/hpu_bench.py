@@ -88,6 +88,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--embench", default=os.environ.get("EMBENCH"), help="Embench-IoT source tree")
     ap.add_argument("--libriscv", default=os.environ.get("LIBRISCV"), help="libriscv's emulator (rvlinux, RV32 build)")
+    ap.add_argument("--before", help="another softspin binary to time alongside (e.g. main's, for before/after)")
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (medians are reported)")
     ap.add_argument("--scale", type=int, default=40, help="Embench GLOBAL_SCALE_FACTOR")
     ap.add_argument("--rounds", type=int, default=8000, help="hpu_kernel rounds")
@@ -99,6 +100,8 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         progs = build(d, a.embench, a.scale, a.rounds)
         runners = [("softspin", lambda e, n: [SOFTSPIN, "isa", "run", "--quiet", e])]
+        if a.before:
+            runners.append(("before", lambda e, n: [a.before, "isa", "run", "--quiet", e]))
         if a.libriscv:
             runners.append(("libriscv", lambda e, n: [a.libriscv, e]))
         if qemu:
