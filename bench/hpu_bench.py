@@ -1,15 +1,27 @@
 #!/usr/bin/env python3
-"""HPU interpreter benchmark: guest MIPS with the timing model on, and the
-slowdown against the same kernel (bench/hpu_kernel.c) compiled natively.
+"""HPU interpreter benchmark: softspin's interpreter (timing model on) against
+QEMU user mode, libriscv's emulator and native clang, on the same RV32 ELFs.
 
-    make bench-hpu            (or: python3 bench/hpu_bench.py [--rounds N])
+    make bench-hpu EMBENCH=/path/to/embench-iot [LIBRISCV=/path/to/rvlinux]
+    python3 bench/hpu_bench.py [--embench DIR] [--libriscv BIN] [--repeat N]
 
-Both builds must print the same digest, so the speed figures are for a
-correct run. Best of --repeat runs; both measured in this one invocation.
+Programs: our handler-like kernel (bench/hpu_kernel.c) and ten Embench-IoT
+programs, built from the Embench tree given (not vendored) with our board shim
+(bench/embench/boardsupport.c): `softspin build --bare` for RV32, which QEMU
+(`qemu-riscv32`, Debian's qemu-user; installed here when missing and we are
+root) and libriscv's `rvlinux` run unchanged (the bare-metal crt0 exits
+through the Linux `exit` call), and clang-14 -O3 natively. Every run must
+verify: Embench's own check decides the exit code, the kernel's digest must
+match native. Times are whole-process wall clock, runners interleaved round by
+round, medians of --repeat rounds; MIPS is softspin's retired-instruction
+count (the same ELF retires the same instructions everywhere) over each
+runner's time. Native has other instructions, so only its time ratio is shown.
 """
 import argparse
 import os
 import re
+import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -18,54 +30,127 @@ import time
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOFTSPIN = os.path.join(ROOT, "target", "release", "softspin")
 KERNEL = os.path.join(ROOT, "bench", "hpu_kernel.c")
+BOARD = os.path.join(ROOT, "bench", "embench", "boardsupport.c")
+# Integer-only programs that need no libm/ctype (our bare-metal libc has none).
+EMBENCH = ["aha-mont64", "crc32", "edn", "matmult-int", "md5sum", "nettle-aes",
+           "nettle-sha256", "nsichneu", "picojpeg", "statemate"]
 
 
-def run(cmd, **kw):
+def run(cmd, check=True, **kw):
     r = subprocess.run(cmd, capture_output=True, text=True, **kw)
-    if r.returncode != 0:
-        sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+    if check and r.returncode != 0:
+        sys.exit(f"failed ({r.returncode}): {' '.join(cmd)}\n{r.stdout}{r.stderr}")
     return r
 
 
+def ensure_qemu():
+    q = shutil.which("qemu-riscv32")
+    if q or os.geteuid() != 0:
+        return q
+    print("installing qemu-user (for qemu-riscv32) ...", file=sys.stderr)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "qemu-user"], capture_output=True)
+    return shutil.which("qemu-riscv32")
+
+
+def wall(cmd):
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dt = time.perf_counter() - t0
+    if r.returncode != 0:
+        sys.exit(f"run failed ({r.returncode}): {' '.join(cmd)}")
+    return dt
+
+
+def build(d, embench, scale, rounds):
+    """(name, rv32 elf, native exe) for every program."""
+    progs = []
+    elf = os.path.join(d, "kernel.elf")
+    run([SOFTSPIN, "build", "--bare", f"-DROUNDS={rounds}", KERNEL, "-o", elf])
+    nat = os.path.join(d, "kernel.native")
+    run(["clang-14", "-O3", f"-DROUNDS={rounds}", KERNEL, "-o", nat])
+    progs.append(("hpu_kernel", elf, nat))
+    if embench:
+        sup = os.path.join(embench, "support")
+        for p in EMBENCH:
+            src = os.path.join(embench, "src", p)
+            cs = sorted(os.path.join(src, f) for f in os.listdir(src) if f.endswith(".c"))
+            common = [os.path.join(sup, "main.c"), os.path.join(sup, "beebsc.c"), BOARD] + cs
+            defs = [f"-DGLOBAL_SCALE_FACTOR={scale}", "-DWARMUP_HEAT=0", "-I", sup, "-I", src]
+            elf = os.path.join(d, p + ".elf")
+            run([SOFTSPIN, "build", "--bare"] + defs + common + ["-o", elf])
+            nat = os.path.join(d, p + ".native")
+            run(["clang-14", "-O3", "-w"] + defs + common + ["-o", nat])
+            progs.append((p, elf, nat))
+    return progs
+
+
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--rounds", type=int, default=20000, help="kernel rounds on the interpreter")
-    ap.add_argument("--repeat", type=int, default=5)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--embench", default=os.environ.get("EMBENCH"), help="Embench-IoT source tree")
+    ap.add_argument("--libriscv", default=os.environ.get("LIBRISCV"), help="libriscv's emulator (rvlinux, RV32 build)")
+    ap.add_argument("--before", help="another softspin binary to time alongside (e.g. main's, for before/after)")
+    ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (medians are reported)")
+    ap.add_argument("--scale", type=int, default=40, help="Embench GLOBAL_SCALE_FACTOR")
+    ap.add_argument("--rounds", type=int, default=8000, help="hpu_kernel rounds")
     a = ap.parse_args()
-    native_rounds = a.rounds * 10
+    qemu = ensure_qemu()
+    if not a.embench:
+        print("note: no Embench-IoT tree given (--embench / EMBENCH=): kernel only", file=sys.stderr)
+
     with tempfile.TemporaryDirectory() as d:
-        elf = os.path.join(d, "k.elf")
-        run([SOFTSPIN, "build", "--bare", f"-DROUNDS={a.rounds}", KERNEL, "-o", elf])
-        nat = os.path.join(d, "k.native")
-        nat_same = os.path.join(d, "k.same")
-        run(["clang-14", "-O3", f"-DROUNDS={native_rounds}", KERNEL, "-o", nat])
-        run(["clang-14", "-O3", f"-DROUNDS={a.rounds}", KERNEL, "-o", nat_same])
+        progs = build(d, a.embench, a.scale, a.rounds)
+        runners = [("softspin", lambda e, n: [SOFTSPIN, "isa", "run", "--quiet", e])]
+        if a.before:
+            runners.append(("before", lambda e, n: [a.before, "isa", "run", "--quiet", e]))
+        if a.libriscv:
+            runners.append(("libriscv", lambda e, n: [a.libriscv, e]))
+        if qemu:
+            runners.append(("qemu", lambda e, n: [qemu, e]))
+        runners.append(("native", lambda e, n: [n]))
 
-        want = run([nat_same]).stdout
-        got = run([SOFTSPIN, "isa", "run", elf]).stdout
-        if not got.startswith(want):
-            sys.exit(f"digest mismatch: native {want!r} vs interpreter {got!r}")
-        m = re.search(r"instructions=(\d+) cycles=(\d+)", got)
-        instrs, cycles = int(m.group(1)), int(m.group(2))
+        # Correctness first: instruction counts, and every runner verifies.
+        insts = {}
+        for name, elf, nat in progs:
+            out = run([SOFTSPIN, "isa", "run", elf]).stdout
+            insts[name] = int(re.search(r"instructions=(\d+)", out).group(1))
+            if name == "hpu_kernel":
+                want = run([nat]).stdout
+                if not out.startswith(want):
+                    sys.exit(f"digest mismatch: native {want!r} vs softspin {out!r}")
+                if qemu and run([qemu, elf]).stdout != want:
+                    sys.exit("digest mismatch under qemu")
 
-        best_interp = min(
-            float(re.search(r"wall_s=([\d.]+)", run([SOFTSPIN, "isa", "run", "--quiet", "--stats", elf]).stderr).group(1))
-            for _ in range(a.repeat)
-        )
-        best_native = float("inf")
+        times = {(p[0], r[0]): [] for p in progs for r in runners}
         for _ in range(a.repeat):
-            t0 = time.perf_counter()
-            run([nat])
-            best_native = min(best_native, time.perf_counter() - t0)
+            for name, elf, nat in progs:
+                for rname, cmd in runners:
+                    times[(name, rname)].append(wall(cmd(elf, nat)))
 
-    mips = instrs / best_interp / 1e6
-    per_round_interp = best_interp / a.rounds
-    per_round_native = best_native / native_rounds
-    print(f"kernel: {os.path.relpath(KERNEL, ROOT)} ({a.rounds} rounds; checksums, FNV-1a, word sums, byte copies)")
-    print(f"guest instructions: {instrs}  simulated cycles: {cycles}  CPI: {cycles / instrs:.2f}")
-    print(f"interpreter (timing model on): {best_interp:.3f} s  ->  {mips:.0f} MIPS")
-    print(f"native (clang-14 -O3):         {per_round_native * 1e9:.0f} ns/round, interpreter {per_round_interp * 1e9:.0f} ns/round")
-    print(f"ratio interpreted/native time: {per_round_interp / per_round_native:.1f}x")
+    med = {k: statistics.median(v) for k, v in times.items()}
+    names = [r[0] for r in runners]
+    print(f"whole-process wall time, medians of {a.repeat} interleaved rounds; "
+          f"MIPS = softspin's guest instructions / time")
+    head = "| program | guest instr | " + " | ".join(f"{n} s" for n in names) + " | " + \
+        " | ".join(f"{n} MIPS" for n in names if n != "native") + " | " + \
+        " | ".join(f"softspin/{n}" for n in names if n != "softspin") + " |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    geo = {n: [] for n in names}
+    for name, _, _ in progs:
+        t = {n: med[(name, n)] for n in names}
+        row = [name, f"{insts[name] / 1e6:.1f} M"] + [f"{t[n]:.3f}" for n in names]
+        row += [f"{insts[name] / t[n] / 1e6:.0f}" for n in names if n != "native"]
+        for n in names:
+            if n != "softspin":
+                geo[n].append(t["softspin"] / t[n])
+        row += [f"{t['softspin'] / t[n]:.2f}x" for n in names if n != "softspin"]
+        print("| " + " | ".join(row) + " |")
+    gm = lambda xs: statistics.geometric_mean(xs) if xs else float("nan")
+    print("geometric mean of softspin's time over: " +
+          ", ".join(f"{n} {gm(geo[n]):.2f}x" for n in names if n != "softspin"))
+    tot = sum(insts.values())
+    print("aggregate MIPS: " + ", ".join(
+        f"{n} {tot / sum(med[(p[0], n)] for p in progs) / 1e6:.0f}" for n in names if n != "native"))
 
 
 if __name__ == "__main__":

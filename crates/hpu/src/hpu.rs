@@ -9,7 +9,7 @@
 use crate::corev::{self, Mode};
 use crate::isa::{csr, sext, Op, NO_TARGET, REG_SINK};
 use crate::mem::{atomic_at, AccessError, AddressSpace, Perm, SEQ};
-use crate::program::Program;
+use crate::program::{Program, Slot};
 use crate::timing::TimingModel;
 
 /// Why the guest stopped with an error.
@@ -218,24 +218,78 @@ impl Hpu {
     /// reaches `until_cycles` (checked at block boundaries, so a slice may
     /// overrun by at most one block).
     pub fn run<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64) -> Stop {
-        let insts = &prog.insts[..];
-        let cost = &prog.cost[..];
+        // Execution walks a pointer over the slots (`ip`); the slot index
+        // is computed only where a side table needs it (`idx!`).
+        let code = &prog.code[..];
+        let base = code.as_ptr();
+        // A pointer to slot `s`.
+        macro_rules! at {
+            ($s:expr) => {{
+                let s: usize = $s;
+                debug_assert!(s < code.len());
+                // SAFETY: `s` is a slot: from the parcel map, or a direct
+                // target the decoder checked against it.
+                unsafe { base.add(s) }
+            }};
+        }
+        let mut ip: *const Slot;
+        // The sequential successor of a non-terminator.
+        macro_rules! next {
+            () => {
+                // SAFETY: only used past instructions that do not end their
+                // run of slots, so slot `idx + 1` exists.
+                unsafe { ip.add(1) }
+            };
+        }
+        macro_rules! idx {
+            () => {
+                // SAFETY: `ip` always points into `code` (see `at!` and the
+                // advance at the end of the loop).
+                unsafe { ip.offset_from(base) as usize }
+            };
+        }
         let taken = self.timing.branch_taken_penalty as u64;
         let mis = self.timing.misaligned_penalty as u64;
-        let hw_loop = &prog.hw_loop[..];
         let hw_setup = self.timing.alu as u64;
-        // The cycle counter lives in a local (a register) inside the loop and
-        // is written back whenever control leaves it. The other counters are
-        // touched once per block and stay in memory, which keeps registers
-        // free for the fetch/dispatch path.
+        // The counters live in locals (registers) inside the loop and are
+        // written back whenever control leaves it (`sync!`). Loads and
+        // stores share one u64, loads in the low half; see `bound_for` for
+        // why the low half never carries.
         let mut cyc = self.cycles;
-        // One comparison per block covers both the slice end and the
-        // watchdog: every retired instruction costs at least one cycle, so
-        // the instruction budget cannot run out before `cyc` reaches
-        // `cyc + (limit - instret)`. Crossing `bound` re-checks precisely.
-        let bound_for = |cyc: u64, instret: u64, limit: u64| until_cycles.min(cyc.saturating_add(limit.saturating_sub(instret)));
-        let mut bound = bound_for(cyc, self.instret, self.instret_limit);
+        let mut ins = self.instret;
+        let mut ldst: u64 = 0;
+        let mut taken_n: u64 = 0;
+        // One comparison per block covers the slice end, the watchdog and
+        // the flush of `ldst`: every retired instruction costs at least one
+        // cycle (so the instruction budget cannot run out before `cyc`
+        // reaches `cyc + (limit - instret)`), and so does every load, store
+        // or AMO (so neither half of `ldst` can reach 2^32 within 2^31
+        // cycles plus one block of at most 65535 accesses). Crossing
+        // `bound` re-checks precisely. Hardware-loop iterations may cost
+        // less than their instructions; they check the watchdog themselves.
+        const FLUSH_CYCLES: u64 = 1 << 31;
+        let bound_for =
+            |cyc: u64, ins: u64, limit: u64| until_cycles.min(cyc.saturating_add(limit.saturating_sub(ins))).min(cyc.saturating_add(FLUSH_CYCLES));
+        let mut bound = bound_for(cyc, ins, self.instret_limit);
 
+        // Write the local counters back to `self` (on the way out; `flush!`
+        // when the loop goes on).
+        macro_rules! sync {
+            () => {{
+                self.cycles = cyc;
+                self.instret = ins;
+                self.loads += ldst & 0xFFFF_FFFF;
+                self.stores += ldst >> 32;
+                self.taken_branches += taken_n;
+            }};
+        }
+        macro_rules! flush {
+            () => {{
+                sync!();
+                ldst = 0;
+                taken_n = 0;
+            }};
+        }
         // Enter the decoder cache at `pc`, or leave the loop.
         macro_rules! enter {
             ($pc:expr) => {{
@@ -243,7 +297,7 @@ impl Hpu {
                 match prog.slot(pc) {
                     Some(s) => s,
                     None => {
-                        self.cycles = cyc;
+                        sync!();
                         self.pc = pc;
                         if pc == self.return_addr {
                             return Stop::Returned;
@@ -253,35 +307,36 @@ impl Hpu {
                 }
             }};
         }
-        let mut idx = enter!(self.pc);
+        ip = at!(enter!(self.pc));
         'block: loop {
             if cyc >= bound {
-                self.cycles = cyc;
-                self.pc = prog.pcs[idx];
-                if self.instret >= self.instret_limit {
+                flush!();
+                self.pc = prog.pcs[idx!()];
+                if ins >= self.instret_limit {
                     return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc: self.pc, addr: 0 });
                 }
                 if cyc >= until_cycles {
                     return Stop::SliceEnd;
                 }
-                bound = bound_for(cyc, self.instret, self.instret_limit);
+                bound = bound_for(cyc, ins, self.instret_limit);
             }
-            let c = cost[idx];
-            self.instret += c.insts as u64;
+            // SAFETY: `ip` points at a slot (see `idx!`).
+            let c = unsafe { (*ip).charge };
+            ins += c.insts as u64;
             cyc += c.cycles as u64;
-            self.loads += c.loads as u64;
-            self.stores += c.stores as u64;
+            ldst += c.ldst;
 
             // Fault inside the block: undo the charge for the instructions
             // that did not retire, record the pc, stop.
             macro_rules! fault {
                 ($kind:expr, $addr:expr) => {{
-                    let rest = cost[idx];
-                    self.instret -= rest.insts as u64;
-                    self.loads -= rest.loads as u64;
-                    self.stores -= rest.stores as u64;
-                    self.cycles = cyc - rest.cycles as u64;
-                    let fpc = prog.pcs[idx];
+                    // SAFETY: `ip` points at a slot.
+                    let rest = unsafe { (*ip).charge };
+                    ins -= rest.insts as u64;
+                    ldst -= rest.ldst;
+                    cyc -= rest.cycles as u64;
+                    sync!();
+                    let fpc = prog.pcs[idx!()];
                     self.pc = fpc;
                     return Stop::Fault(Fault { kind: $kind, pc: fpc, addr: $addr });
                 }};
@@ -289,7 +344,14 @@ impl Hpu {
             macro_rules! mem {
                 ($addr:expr, $len:expr, $perm:expr, $is_store:expr) => {{
                     let a: u32 = $addr;
-                    match self.mem.xlate(a, $len, $perm) {
+                    let r = if $perm == Perm::R {
+                        self.mem.xlate_load(a, $len)
+                    } else if $perm == Perm::W {
+                        self.mem.xlate_store(a, $len)
+                    } else {
+                        self.mem.xlate(a, $len, $perm)
+                    };
+                    match r {
                         Ok((p, lat)) => {
                             cyc += lat as u64;
                             // Byte accesses are never misaligned (`is_multiple_of(1)`
@@ -330,12 +392,11 @@ impl Hpu {
             }
 
             loop {
-                // SAFETY: `idx` starts in range (a slot from the parcel map or
-                // a checked direct target) and moves one slot forward within a
-                // block; every run of slots ends in a terminator (a NoExec
+                // SAFETY: `ip` points at a slot: it starts at one, and
+                // within a block moves one slot forward past non-terminators
+                // only, and every run of slots ends in a terminator (a NoExec
                 // sentinel or a Goto).
-                debug_assert!(idx < insts.len());
-                let i = unsafe { insts.get_unchecked(idx) };
+                let i = unsafe { &(*ip).inst };
                 // Operands are read inside each arm, so the dispatch itself
                 // keeps few values live (and the fetch index in a register).
                 macro_rules! rs1 {
@@ -354,6 +415,46 @@ impl Hpu {
                         self.regs[i.rd as usize] = v;
                     }};
                 }
+                // A conditional branch. Ordinary ones (a direct target, not a
+                // hardware loop) test their condition and go; the rest take
+                // the slow path. A hardware loop (TimingModel::hw_loops)
+                // iterates for free and pays its setup, one ALU cycle, once
+                // at the exit. Its iterations may cost fewer cycles than
+                // instructions, so the watchdog is checked here.
+                macro_rules! branch {
+                    ($cond:expr) => {{
+                        let t: bool = $cond;
+                        if i.target != NO_TARGET {
+                            if t {
+                                cyc += taken;
+                                taken_n += 1;
+                                ip = at!(i.target as usize);
+                            } else {
+                                ip = next!();
+                            }
+                        } else {
+                            let hw = prog.hw_loop.get(idx!()) == Some(&true);
+                            let target = prog.insts[idx!()].target;
+                            if t {
+                                taken_n += 1;
+                                if hw {
+                                    if ins >= self.instret_limit {
+                                        bound = 0;
+                                    }
+                                } else {
+                                    cyc += taken;
+                                }
+                                ip = at!(if target != NO_TARGET { target as usize } else { enter!(i.imm as u32) });
+                            } else {
+                                if hw {
+                                    cyc += hw_setup;
+                                }
+                                ip = next!();
+                            }
+                        }
+                        continue 'block;
+                    }};
+                }
                 let imm = i.imm as u32;
                 match i.op {
                     Op::Addi => rd!(rs1!().wrapping_add(imm)),
@@ -369,63 +470,45 @@ impl Hpu {
                         // SAFETY: xlate checked 4 bytes.
                         unsafe { (p as *mut u32).write_unaligned(rs2!()) };
                     }
-                    Op::Beq | Op::Bne | Op::Blt | Op::Bge | Op::Bltu | Op::Bgeu | Op::CvBeqImm | Op::CvBneImm => {
-                        let (a, b) = (rs1!(), rs2!());
-                        let t = match i.op {
-                            Op::Beq => a == b,
-                            Op::Bne => a != b,
-                            Op::Blt => (a as i32) < (b as i32),
-                            Op::Bge => (a as i32) >= (b as i32),
-                            Op::Bltu => a < b,
-                            Op::Bgeu => a >= b,
-                            // The rs2 field holds the 5-bit signed immediate.
-                            Op::CvBeqImm => a == sext(i.rs2 as u32, 5) as u32,
-                            _ => a != sext(i.rs2 as u32, 5) as u32,
-                        };
-                        // A hardware loop (TimingModel::hw_loops) iterates for
-                        // free and pays its setup, one ALU cycle, once at the
-                        // exit. Its iterations may cost fewer cycles than
-                        // instructions, so the watchdog is checked here.
-                        let hw = !hw_loop.is_empty() && hw_loop[idx];
-                        if t {
-                            self.taken_branches += 1;
-                            if hw {
-                                if self.instret >= self.instret_limit {
-                                    bound = 0;
-                                }
-                            } else {
-                                cyc += taken;
-                            }
-                            idx = if i.target != NO_TARGET { i.target as usize } else { enter!(imm) };
-                        } else {
-                            if hw {
-                                cyc += hw_setup;
-                            }
-                            idx += 1;
-                        }
-                        continue 'block;
-                    }
+                    Op::Beq => branch!(rs1!() == rs2!()),
+                    Op::Bne => branch!(rs1!() != rs2!()),
+                    Op::Blt => branch!((rs1!() as i32) < (rs2!() as i32)),
+                    Op::Bge => branch!((rs1!() as i32) >= (rs2!() as i32)),
+                    Op::Bltu => branch!(rs1!() < rs2!()),
+                    Op::Bgeu => branch!(rs1!() >= rs2!()),
+                    // The rs2 field holds the 5-bit signed immediate.
+                    Op::CvBeqImm => branch!(rs1!() == sext(i.rs2 as u32, 5) as u32),
+                    Op::CvBneImm => branch!(rs1!() != sext(i.rs2 as u32, 5) as u32),
                     Op::Jal => {
                         rd!(i.next);
-                        idx = if i.target != NO_TARGET { i.target as usize } else { enter!(imm) };
+                        ip = at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) });
                         continue 'block;
                     }
                     Op::Jalr => {
                         let t = rs1!().wrapping_add(imm) & !1;
                         rd!(i.next);
-                        idx = enter!(t);
+                        ip = at!(enter!(t));
                         continue 'block;
                     }
-                    Op::Lb | Op::Lh | Op::Lbu | Op::Lhu => {
-                        let a = rs1!().wrapping_add(imm);
-                        let v = match i.op {
-                            // SAFETY (all four): xlate checked the length.
-                            Op::Lb => unsafe { *mem!(a, 1, Perm::R, false) as i8 as u32 },
-                            Op::Lbu => unsafe { *mem!(a, 1, Perm::R, false) as u32 },
-                            Op::Lh => unsafe { (mem!(a, 2, Perm::R, false) as *const i16).read_unaligned() as u32 },
-                            _ => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
-                        };
-                        rd!(v);
+                    Op::Lb => {
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
+                        // SAFETY: xlate checked 1 byte.
+                        rd!(unsafe { *p } as i8 as u32)
+                    }
+                    Op::Lbu => {
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
+                        // SAFETY: xlate checked 1 byte.
+                        rd!(unsafe { *p } as u32)
+                    }
+                    Op::Lh => {
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
+                        // SAFETY: xlate checked 2 bytes.
+                        rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
+                    }
+                    Op::Lhu => {
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
+                        // SAFETY: xlate checked 2 bytes.
+                        rd!(unsafe { (p as *const u16).read_unaligned() } as u32)
                     }
                     Op::Sb => {
                         let p = mem!(rs1!().wrapping_add(imm), 1, Perm::W, true);
@@ -509,7 +592,7 @@ impl Hpu {
                         // The block (ending here) is already charged; report
                         // the counts before this instruction.
                         let cycles = cyc - self.timing.csr.max(1) as u64;
-                        let instret = self.instret - 1;
+                        let instret = ins - 1;
                         let time = self.time_base_ns + self.timing.cycles_to_ns(cycles);
                         rd!(match imm as u16 {
                             csr::CYCLE => cycles as u32,
@@ -520,18 +603,19 @@ impl Hpu {
                             csr::TIMEH => (time >> 32) as u32,
                             _ => 0,
                         });
-                        idx += 1;
+                        ip = next!();
                         continue 'block;
                     }
                     Op::Ecall => {
-                        self.pc = prog.pcs[idx];
-                        self.cycles = cyc;
+                        self.pc = prog.pcs[idx!()];
+                        flush!();
                         let action = rt.ecall(self);
                         cyc = self.cycles;
-                        bound = bound_for(cyc, self.instret, self.instret_limit);
+                        ins = self.instret;
+                        bound = bound_for(cyc, ins, self.instret_limit);
                         match action {
                             Ecall::Continue => {
-                                idx += 1;
+                                ip = next!();
                                 continue 'block;
                             }
                             Ecall::Exit(code) => {
@@ -575,13 +659,20 @@ impl Hpu {
                             Mode::RegReg => (base.wrapping_add(rs2!()), base),
                         };
                         // A faulting access leaves rs1 unchanged (mem! returns first).
-                        let v = match (w, signed) {
-                            // SAFETY (all five): xlate checked the length.
-                            (1, true) => unsafe { *mem!(a, 1, Perm::R, false) as i8 as u32 },
-                            (1, false) => unsafe { *mem!(a, 1, Perm::R, false) as u32 },
-                            (2, true) => unsafe { (mem!(a, 2, Perm::R, false) as *const i16).read_unaligned() as u32 },
-                            (2, false) => unsafe { (mem!(a, 2, Perm::R, false) as *const u16).read_unaligned() as u32 },
-                            _ => unsafe { (mem!(a, 4, Perm::R, false) as *const u32).read_unaligned() },
+                        let p = match w {
+                            1 => mem!(a, 1, Perm::R, false),
+                            2 => mem!(a, 2, Perm::R, false),
+                            _ => mem!(a, 4, Perm::R, false),
+                        };
+                        // SAFETY: xlate checked `w` bytes (1, 2 or 4).
+                        let v = unsafe {
+                            match (w, signed) {
+                                (1, true) => *p as i8 as u32,
+                                (1, false) => *p as u32,
+                                (2, true) => (p as *const i16).read_unaligned() as u32,
+                                (2, false) => (p as *const u16).read_unaligned() as u32,
+                                _ => (p as *const u32).read_unaligned(),
+                            }
                         };
                         // Base update first, then the loaded value: with rd ==
                         // rs1 the load wins, as in CV32E40P, whose LSU writes
@@ -611,10 +702,21 @@ impl Hpu {
                         };
                         let v = rs2!();
                         match w {
-                            // SAFETY (all three): xlate checked the length.
-                            1 => unsafe { *mem!(a, 1, Perm::W, true) = v as u8 },
-                            2 => unsafe { (mem!(a, 2, Perm::W, true) as *mut u16).write_unaligned(v as u16) },
-                            _ => unsafe { (mem!(a, 4, Perm::W, true) as *mut u32).write_unaligned(v) },
+                            1 => {
+                                let p = mem!(a, 1, Perm::W, true);
+                                // SAFETY: xlate checked 1 byte.
+                                unsafe { *p = v as u8 }
+                            }
+                            2 => {
+                                let p = mem!(a, 2, Perm::W, true);
+                                // SAFETY: xlate checked 2 bytes.
+                                unsafe { (p as *mut u16).write_unaligned(v as u16) }
+                            }
+                            _ => {
+                                let p = mem!(a, 4, Perm::W, true);
+                                // SAFETY: xlate checked 4 bytes.
+                                unsafe { (p as *mut u32).write_unaligned(v) }
+                            }
                         }
                         self.regs[i.rs1 as usize] = new_base;
                         self.regs[0] = 0;
@@ -675,13 +777,13 @@ impl Hpu {
                     }
                     Op::Ebreak => fault!(FaultKind::Breakpoint, 0),
                     Op::Illegal => fault!(FaultKind::IllegalInstruction, imm),
-                    Op::NoExec => fault!(FaultKind::FetchAccess, prog.pcs[idx]),
+                    Op::NoExec => fault!(FaultKind::FetchAccess, prog.pcs[idx!()]),
                     Op::Goto => {
-                        idx = enter!(imm);
+                        ip = at!(enter!(imm));
                         continue 'block;
                     }
                 }
-                idx += 1;
+                ip = next!();
             }
         }
     }

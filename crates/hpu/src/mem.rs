@@ -154,12 +154,37 @@ pub struct AccessCounts {
     pub stall_cycles: u64,
 }
 
+/// A copy of one window for the interpreter's fast path, with the access
+/// count it has gathered since it was filled. Filled only from a window that
+/// grants the access kind it serves, so a hit needs only the range check.
+#[derive(Clone, Copy, Debug)]
+struct Hot {
+    base: u32,
+    size: u32,
+    host: *mut u8,
+    latency: u32,
+    /// Index of the window it copies (meaningless while `size` is 0).
+    win: u32,
+    hits: u64,
+}
+
+const COLD: Hot = Hot { base: 0, size: 0, host: std::ptr::null_mut(), latency: 0, win: 0, hits: 0 };
+
+/// The fast-path caches: loads and stores go to different regions (a table
+/// in program memory, a buffer in L1) often enough that one shared entry
+/// thrashes, and loads alternate between two regions (a lookup table and
+/// the data it indexes with) often enough to deserve a second way, which
+/// holds the window the first one held before its last refill.
+const HOT_LOAD: usize = 0;
+const HOT_STORE: usize = 1;
+const HOT_LOAD_OLD: usize = 2;
+
 /// The memory one HPU sees.
 pub struct AddressSpace {
     win: [Window; MAX_WINDOWS],
     owners: [Option<Arc<MemBlock>>; MAX_WINDOWS],
     n: usize,
-    last: usize,
+    hot: [Hot; 3],
     latency: [u32; MEM_CLASSES],
     /// Accesses of windows already unmapped (see [`AddressSpace::counts`]).
     retired: AccessCounts,
@@ -187,7 +212,7 @@ impl AddressSpace {
             win: [EMPTY; MAX_WINDOWS],
             owners: Default::default(),
             n: 0,
-            last: 0,
+            hot: [COLD; 3],
             latency: timing.mem_latency,
             retired: AccessCounts::default(),
         }
@@ -201,17 +226,34 @@ impl AddressSpace {
             c.by_class[w.class as usize] += w.hits;
             c.stall_cycles += w.hits * w.latency as u64;
         }
+        for h in self.hot.iter().filter(|h| h.size > 0) {
+            let w = &self.win[h.win as usize];
+            c.by_class[w.class as usize] += h.hits;
+            c.stall_cycles += h.hits * w.latency as u64;
+        }
         c
+    }
+
+    /// Fold the fast-path counts back into their windows and empty the
+    /// caches (before the window table changes).
+    fn cool(&mut self) {
+        for k in 0..self.hot.len() {
+            let h = self.hot[k];
+            if h.size > 0 {
+                self.win[h.win as usize].hits += h.hits;
+            }
+            self.hot[k] = COLD;
+        }
     }
 
     /// Remove every window (keeps the allocation-free table).
     pub fn clear(&mut self) {
+        self.cool();
         self.retired = self.counts();
         for o in &mut self.owners[..self.n] {
             *o = None;
         }
         self.n = 0;
-        self.last = 0;
         self.win[0] = EMPTY;
     }
 
@@ -268,6 +310,7 @@ impl AddressSpace {
         if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, w)| *k != i && base < w.base.wrapping_add(w.size) && w.base < base + size) {
             return Err(MapError::Overlap { base, size, other: o.base });
         }
+        self.cool();
         let old = self.win[i];
         self.retired.by_class[old.class as usize] += old.hits;
         self.retired.stall_cycles += old.hits * old.latency as u64;
@@ -284,25 +327,68 @@ impl AddressSpace {
         &self.win[..self.n]
     }
 
-    /// Translate a guest access of `len` bytes needing `need`; returns the
-    /// host pointer and the access's extra latency. The last window used is
-    /// tried first: handlers touch few regions, mostly one at a time.
+    /// Translate a guest load of `len` bytes; returns the host pointer and
+    /// the access's extra latency. The last window loaded from is tried
+    /// first: handlers touch few regions, mostly one at a time.
     #[inline(always)]
-    pub fn xlate(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
-        let w = &mut self.win[self.last & (MAX_WINDOWS - 1)];
-        let off = addr.wrapping_sub(w.base);
-        if off < w.size && w.size - off >= len && w.perm.0 & need.0 == need.0 {
-            w.hits += 1;
-            // SAFETY: off + len <= size, and the window lies inside its block.
-            return Ok((unsafe { w.host.add(off as usize) }, w.latency));
+    pub fn xlate_load(&mut self, addr: u32, len: u32) -> Result<(*mut u8, u32), AccessError> {
+        if let Some(r) = self.hit(HOT_LOAD, addr, len) {
+            return Ok(r);
         }
-        self.xlate_slow(addr, len, need)
+        if let Some(r) = self.hit(HOT_LOAD_OLD, addr, len) {
+            return Ok(r);
+        }
+        self.xlate_slow(HOT_LOAD, addr, len, Perm::R)
     }
 
+    /// As [`AddressSpace::xlate_load`], for stores.
+    #[inline(always)]
+    pub fn xlate_store(&mut self, addr: u32, len: u32) -> Result<(*mut u8, u32), AccessError> {
+        self.xlate_hot(HOT_STORE, addr, len, Perm::W)
+    }
+
+    /// Translate a guest access of `len` bytes needing `need` (AMOs need
+    /// read and write: they go through the store cache and check both).
+    #[inline(always)]
+    pub fn xlate(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+        if need == Perm::R {
+            self.xlate_load(addr, len)
+        } else if need == Perm::W {
+            self.xlate_store(addr, len)
+        } else {
+            self.xlate_slow(HOT_STORE, addr, len, need)
+        }
+    }
+
+    #[inline(always)]
+    fn xlate_hot(&mut self, k: usize, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+        match self.hit(k, addr, len) {
+            Some(r) => Ok(r),
+            None => self.xlate_slow(k, addr, len, need),
+        }
+    }
+
+    #[inline(always)]
+    fn hit(&mut self, k: usize, addr: u32, len: u32) -> Option<(*mut u8, u32)> {
+        let h = &mut self.hot[k];
+        let off = addr.wrapping_sub(h.base);
+        // One compare in 64 bits: off + len cannot wrap. An empty cache
+        // (size 0) never hits.
+        if off as u64 + len as u64 <= h.size as u64 {
+            h.hits += 1;
+            // SAFETY: off + len <= size, and the window lies inside its block
+            // (checked by `map`/`remap`, which empty the caches).
+            return Some((unsafe { h.host.add(off as usize) }, h.latency));
+        }
+        None
+    }
+
+    /// Find the window, check it, and make it cache `k`'s entry when it
+    /// grants what that cache serves.
     #[inline(never)]
-    fn xlate_slow(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+    fn xlate_slow(&mut self, k: usize, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
         for i in 0..self.n {
-            let w = &mut self.win[i];
+            let w = self.win[i];
             let off = addr.wrapping_sub(w.base);
             if off < w.size {
                 if w.size - off < len {
@@ -311,9 +397,22 @@ impl AddressSpace {
                 if !w.perm.has(need) {
                     return Err(AccessError::Denied);
                 }
-                w.hits += 1;
-                self.last = i;
-                // SAFETY: as in `xlate`.
+                let serves = if k == HOT_LOAD { Perm::R } else { Perm::W };
+                if w.perm.has(serves) {
+                    // Loads: the first way's window moves to the second.
+                    let out = if k == HOT_LOAD { HOT_LOAD_OLD } else { k };
+                    let old = self.hot[out];
+                    if old.size > 0 {
+                        self.win[old.win as usize].hits += old.hits;
+                    }
+                    if out != k {
+                        self.hot[out] = self.hot[k];
+                    }
+                    self.hot[k] = Hot { base: w.base, size: w.size, host: w.host, latency: w.latency, win: i as u32, hits: 1 };
+                } else {
+                    self.win[i].hits += 1;
+                }
+                // SAFETY: as in `xlate_hot`.
                 return Ok((unsafe { w.host.add(off as usize) }, w.latency));
             }
         }

@@ -24,6 +24,33 @@ pub struct BlockCost {
     pub stores: u16,
 }
 
+/// What the interpreter adds at a block entry: a [`BlockCost`] laid out for
+/// three adds, loads in the low and stores in the high half of `ldst` (the
+/// interpreter keeps that sum in one register and flushes it often enough
+/// that neither half can carry into the other).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Charge {
+    pub insts: u32,
+    pub cycles: u32,
+    pub ldst: u64,
+}
+
+impl Charge {
+    fn of(c: BlockCost) -> Charge {
+        Charge { insts: c.insts, cycles: c.cycles, ldst: c.loads as u64 | (c.stores as u64) << 32 }
+    }
+}
+
+/// One slot as the interpreter reads it: the instruction and the charge for
+/// entering its block there, side by side so a block entry touches one
+/// cache line (32 bytes, so slot arithmetic is a shift).
+#[derive(Clone, Copy, Debug)]
+#[repr(C, align(32))]
+pub(crate) struct Slot {
+    pub inst: Inst,
+    pub charge: Charge,
+}
+
 /// No instruction starts at this parcel (not executable).
 const NO_SLOT: u32 = crate::isa::NO_TARGET;
 
@@ -33,7 +60,13 @@ pub struct Program {
     /// Bytes covered by `entry` (a multiple of 2).
     pub(crate) len: u32,
     pub(crate) insts: Vec<Inst>,
+    /// What the interpreter executes: `insts`, except that branches closing a
+    /// hardware loop have no direct target, which sends them down the
+    /// interpreter's slow branch path (the only one that looks at
+    /// `hw_loop`), so ordinary branches test nothing but their condition.
+    pub(crate) code: Vec<Slot>,
     pub(crate) cost: Vec<BlockCost>,
+
     /// Parcel index (pc - base) / 2 -> slot, or NO_SLOT.
     pub(crate) entry: Vec<u32>,
     /// Slot -> address of the instruction (fault reports, slice ends).
@@ -208,7 +241,16 @@ impl Program {
                 stores: st.saturating_add(rest.stores),
             };
         }
-        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, cost, entry, pcs, hw_loop })
+        let code = (0..insts.len())
+            .map(|s| {
+                let mut inst = insts[s];
+                if hw_loop.get(s) == Some(&true) {
+                    inst.target = NO_SLOT;
+                }
+                Slot { inst, charge: Charge::of(cost[s]) }
+            })
+            .collect();
+        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, code, cost, entry, pcs, hw_loop })
     }
 
     pub fn base(&self) -> u32 {
