@@ -7,10 +7,10 @@ QEMU user mode, libriscv's emulator and native clang, on the same RV32 ELFs.
 
 Programs: our handler-like kernel (bench/hpu_kernel.c) and ten Embench-IoT
 programs, built from the Embench tree given (not vendored) with our board shim
-(bench/embench/boardsupport.c): `softspin build --bare` for RV32, which QEMU
+(bench/embench/boardsupport.c): `softspin build --bare --isa rv32imac` (plain RV32IMAC), which QEMU
 (`qemu-riscv32`, Debian's qemu-user; installed here when missing and we are
 root) and libriscv's `rvlinux` run unchanged (the bare-metal crt0 exits
-through the Linux `exit` call), and clang-14 -O3 natively. Every run must
+through the Linux `exit` call), and clang-19 -O3 natively. Every run must
 verify: Embench's own check decides the exit code, the kernel's digest must
 match native. Times are whole-process wall clock, runners interleaved round by
 round, medians of --repeat rounds; MIPS is softspin's retired-instruction
@@ -65,9 +65,9 @@ def build(d, embench, scale, rounds):
     """(name, rv32 elf, native exe) for every program."""
     progs = []
     elf = os.path.join(d, "kernel.elf")
-    run([SOFTSPIN, "build", "--bare", f"-DROUNDS={rounds}", KERNEL, "-o", elf])
+    run([SOFTSPIN, "build", "--bare", "--isa", "rv32imac", f"-DROUNDS={rounds}", KERNEL, "-o", elf])
     nat = os.path.join(d, "kernel.native")
-    run(["clang-14", "-O3", f"-DROUNDS={rounds}", KERNEL, "-o", nat])
+    run(["clang-19", "-O3", f"-DROUNDS={rounds}", KERNEL, "-o", nat])
     progs.append(("hpu_kernel", elf, nat))
     if embench:
         sup = os.path.join(embench, "support")
@@ -77,9 +77,9 @@ def build(d, embench, scale, rounds):
             common = [os.path.join(sup, "main.c"), os.path.join(sup, "beebsc.c"), BOARD] + cs
             defs = [f"-DGLOBAL_SCALE_FACTOR={scale}", "-DWARMUP_HEAT=0", "-I", sup, "-I", src]
             elf = os.path.join(d, p + ".elf")
-            run([SOFTSPIN, "build", "--bare"] + defs + common + ["-o", elf])
+            run([SOFTSPIN, "build", "--bare", "--isa", "rv32imac"] + defs + common + ["-o", elf])
             nat = os.path.join(d, p + ".native")
-            run(["clang-14", "-O3", "-w"] + defs + common + ["-o", nat])
+            run(["clang-19", "-O3", "-w"] + defs + common + ["-o", nat])
             progs.append((p, elf, nat))
     return progs
 

@@ -124,6 +124,74 @@ fn differential_programs_match_native() {
     let _ = std::fs::remove_dir_all(&out);
 }
 
+/// Embench-IoT's integer programs (the set bench/hpu_bench.py times), built
+/// with our board shim for RV32IMAC and for CORE-V: each must pass its own
+/// `verify_benchmark` under both and retire the same output, and CORE-V
+/// must show in the code and in fewer instructions. The Embench tree is
+/// `$SOFTSPIN_EMBENCH` (a checkout, or a bare mirror read with `git archive`;
+/// default /work/.mirror/embench+embench-iot/repo); without one the test
+/// says SKIPPED and passes.
+#[test]
+fn embench_programs_agree_across_isas() {
+    const PROGRAMS: [&str; 10] = [
+        "aha-mont64", "crc32", "edn", "matmult-int", "md5sum", "nettle-aes", "nettle-sha256", "nsichneu", "picojpeg",
+        "statemate",
+    ];
+    let src = std::env::var_os("SOFTSPIN_EMBENCH")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/work/.mirror/embench+embench-iot/repo"));
+    let out = tmpdir("embench");
+    let tree = if src.join("src/crc32").is_dir() {
+        src
+    } else {
+        let archive = Command::new("git").arg("--git-dir").arg(&src).args(["archive", "HEAD", "src", "support"]).output();
+        let ok = archive.as_ref().is_ok_and(|a| a.status.success()) && {
+            let mut tar = Command::new("tar").arg("-x").arg("-C").arg(&out).stdin(std::process::Stdio::piped()).spawn().unwrap();
+            use std::io::Write;
+            tar.stdin.take().unwrap().write_all(&archive.as_ref().unwrap().stdout).unwrap();
+            tar.wait().unwrap().success()
+        };
+        if !ok {
+            println!("SKIPPED: no Embench-IoT tree at {} (set SOFTSPIN_EMBENCH)", src.display());
+            return;
+        }
+        out.clone()
+    };
+    let (sup, board) = (tree.join("support"), root().join("bench/embench/boardsupport.c"));
+    let (mut instret, mut using_corev) = ([0u64; 2], 0);
+    for prog in PROGRAMS {
+        let dir = tree.join("src").join(prog);
+        let mut srcs: Vec<PathBuf> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "c"))
+            .collect();
+        srcs.sort();
+        srcs.extend([sup.join("main.c"), sup.join("beebsc.c"), board.clone()]);
+        let srcs: Vec<&Path> = srcs.iter().map(PathBuf::as_path).collect();
+        let mut outputs = Vec::new();
+        for (k, isa) in ["rv32imac", "corev"].into_iter().enumerate() {
+            let elf = out.join(format!("{prog}.{isa}.elf"));
+            let (i_sup, i_dir) = (format!("-I{}", sup.display()), format!("-I{}", dir.display()));
+            build_bare(&srcs, &elf, &["--isa", isa, "-DGLOBAL_SCALE_FACTOR=1", "-DWARMUP_HEAT=0", &i_sup, &i_dir]);
+            let got = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
+            assert!(got.status.success(), "{prog} ({isa}) failed its own verification: {}", out_str(&got));
+            let (body, exit, n, _) = split_run(&got.stdout);
+            assert_eq!(exit, 0, "{prog} ({isa})");
+            outputs.push(body);
+            instret[k] += n;
+            if isa == "corev" && corev_instructions(&elf) > 0 {
+                using_corev += 1;
+            }
+        }
+        assert_eq!(outputs[0], outputs[1], "{prog}: output differs between RV32IMAC and CORE-V");
+    }
+    assert_eq!(using_corev, PROGRAMS.len(), "some CORE-V builds contain no CORE-V code");
+    assert!(instret[1] < instret[0], "CORE-V builds retired {} instructions, RV32IMAC {}", instret[1], instret[0]);
+    println!("Embench: RV32IMAC {} instructions, CORE-V {}", instret[0], instret[1]);
+    let _ = std::fs::remove_dir_all(&out);
+}
+
 /// Static count of CORE-V instructions (`cv.*`) in an image's code, as
 /// llvm-objdump-19 disassembles it.
 pub fn corev_instructions(elf: &Path) -> usize {
