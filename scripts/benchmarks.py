@@ -43,20 +43,20 @@ PAPER_OFFPATH = {
 }
 # Why ours may differ, per example (used when the difference is > 2x).
 WHY = {
-    "reduce": "every item is an AMO on the L1 scratchpad (load + 2 cycles, +8 when the task ran off its home cluster); "
-              "RV32IMAC has no Xpulp hardware loops or post-increment loads, so the loop costs ~3x the instructions "
-              "PsPIN's GCC with Xpulp emits",
-    "aggregate": "the word loop without Xpulp hardware loops and post-increment loads costs ~2-3x PsPIN's instructions",
-    "histogram": "one AMO per item into shared counters, plus the loop overhead RV32IMAC cannot hide (no Xpulp)",
+    "reduce": "every item is an AMO on the L1 scratchpad (single-cycle, +8 when the task ran off its home cluster) "
+              "after a post-increment load with its load-use stall; the pspin profile charges the word loop as a "
+              "hardware loop (docs/validation.md §5)",
+    "aggregate": "the word loop: post-increment load, load-use stall and add per word (hardware-loop timing on)",
+    "histogram": "one AMO per item into shared counters, plus the bin computation per item",
     "filtering": "the hash over the 4 key bytes and the L2 table lookup (24-cycle L2 latency per access in our table)",
     "kvstore": "half the requests are 36 B GETs, so the bytes per packet average half the packet size, and under "
                "Zipf theta = 1.1 the hottest key (~15 % of requests) serialises its set's spin lock: the slowest "
                "handler waits tens of thousands of cycles for it (PsPIN's text does not say how its handler "
                "synchronises a set)",
-    "strided_ddt": "each packet issues several DMA commands (one per 256 B block) through the shared PCIe model",
-    "accumulate": "double-precision complex multiplies run in software floating point (RV32IMAC has no FPU), "
-                  "hundreds of cycles each, and every packet waits on a host DMA round trip (2 x 250 ns)",
-    "raid_parity": "every chunk needs a host read (2 x 250 ns PCIe round trip) before the xor",
+    "strided_ddt": "each packet issues several DMA commands (one per 256 B block) through the shared host-link model",
+    "accumulate": "double-precision complex multiplies run in software floating point (no FPU on PsPIN's cores), "
+                  "hundreds of cycles each, and every packet waits on a host DMA round trip",
+    "raid_parity": "every chunk needs a host read (a host-link round trip) before the xor",
 }
 
 
@@ -190,8 +190,8 @@ def render(rows, names, files):
            "and *filtering* (a hash over 8 bytes) is the worst case, >30x faster on the Skylake. Our host baseline "
            "plays the Skylake's part: compare its column with the NIC's above (filtering: "
            + (f"{by[('filtering', 1024)]['baseline_gbps']:.0f} Gbit/s on 2 host threads against "
-              f"{by[('filtering', 1024)]['report']['throughput_gbps']:.0f} on 32 simulated HPUs, where the NIC is "
-              "bound by its PCIe model, 252 Gbit/s" if ('filtering', 1024) in by else "not run")
+              f"{by[('filtering', 1024)]['report']['throughput_gbps']:.0f} on 32 simulated HPUs, close to the "
+              "400 Gbit/s link" if ('filtering', 1024) in by else "not run")
            + ").", "",
            "The off-path numbers of seed 002 come from a real BlueField-2 at 100 Gbit/s and the PsPIN ones "
            "from its cycle-accurate RTL simulation; ours come from the model of docs/validation.md. Where "

@@ -22,6 +22,9 @@ cargo test --release --workspace
 echo "== docs/validation.md is what this build generates (scripts/validation.py --check)"
 python3 scripts/validation.py --check
 
+echo "== docs/benchmarks.md's simulated figures are what this build gives (scripts/benchmarks.py --check)"
+python3 scripts/benchmarks.py --check
+
 echo "== cargo test, checked profile (overflow checks, debug assertions)"
 cargo test --profile checked --workspace
 
