@@ -448,7 +448,7 @@ fn pspin_examples_known_to_fail() {
     for &(name, reason) in KNOWN_FAILING {
         let ex = extract(&repo, name, &dir);
         build(&ex, &pc).unwrap_or_else(|e| panic!("{name}: {e}"));
-        let o = drive(&ex, &[&["-m", "2", "-p", "8"], extra].concat());
+        let o = drive(&ex, &["-m", "2", "-p", "8"]);
         let out = String::from_utf8_lossy(&o.stdout);
         let passed = out.contains(": OK") && out.contains("handler errors 0");
         println!("{name}: {}", if passed { "passes now" } else { "fails" });

@@ -232,6 +232,36 @@ static bool find_handler(const char *elf, size_t len, const char *suffix, char *
     return false;
 }
 
+/* The value of the symbol `name` (any type, absolute ones included: the
+ * link script's region bounds) into *value; false if none. */
+static bool find_symbol(const char *elf, size_t len, const char *name, uint32_t *value)
+{
+    const Elf32_Ehdr *eh = (const Elf32_Ehdr *)elf;
+    if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS32 ||
+        eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len)
+        return false;
+    const Elf32_Shdr *sh = (const Elf32_Shdr *)(elf + eh->e_shoff);
+    size_t want = strlen(name) + 1;
+    for (int i = 0; i < eh->e_shnum; i++) {
+        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
+            continue;
+        const Elf32_Shdr *st = &sh[sh[i].sh_link];
+        if (sh[i].sh_offset + sh[i].sh_size > len || st->sh_offset + st->sh_size > len)
+            return false;
+        const Elf32_Sym *sym = (const Elf32_Sym *)(elf + sh[i].sh_offset);
+        size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
+        for (size_t k = 0; k < n; k++) {
+            if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= st->sh_size ||
+                st->sh_size - sym[k].st_name < want ||
+                memcmp(elf + st->sh_offset + sym[k].st_name, name, want))
+                continue;
+            *value = sym[k].st_value;
+            return true;
+        }
+    }
+    return false;
+}
+
 /* ---- load / init ---- */
 
 void fpspin_load(fpspin_ctx_t *ctx, const char *elf, uint64_t hostmem_ptr, uint32_t hostmem_size)
@@ -249,9 +279,28 @@ void fpspin_load(fpspin_ctx_t *ctx, const char *elf, uint64_t hostmem_ptr, uint3
     }
     char hh[128] = "", ph[128] = "", th[128] = "";
     memset(&ctx->hh, 0, 3 * sizeof(ctx->hh));
+    memset(&ctx->handler_mem, 0, sizeof(ctx->handler_mem));
     find_handler(bytes, len, "_hh", hh, sizeof hh, &ctx->hh);
     find_handler(bytes, len, "_ph", ph, sizeof ph, &ctx->ph);
     find_handler(bytes, len, "_th", th, sizeof th, &ctx->th);
+    /* Handler memory as FPsPIN's loader sets it: the rest of L2 handler
+     * memory after the image's data, a region of its own that
+     * task->handler_mem points at and the host fills through
+     * fpspin_write_memory (the datatypes demo puts its DDT there). */
+    uint32_t data_end, l2_base, l2_size;
+    if (find_symbol(bytes, len, "__l2_handler_data_end", &data_end) &&
+        find_symbol(bytes, len, "__l2_handler_mem_base", &l2_base) &&
+        find_symbol(bytes, len, "__l2_handler_size", &l2_size)) {
+        uint64_t start = ((uint64_t)data_end + 63) & ~(uint64_t)63, end = (uint64_t)l2_base + l2_size;
+        if (start + 64 <= end) {
+            ctx->handler_mem.addr = (fpspin_addr_t)start;
+            ctx->handler_mem.size = (uint32_t)(end - start);
+        } else {
+            LOG("warning: %s fills L2 handler memory: no handler memory left (ctx->handler_mem empty)\n", elf);
+        }
+    } else {
+        LOG("warning: %s has no L2 layout symbols (not built with softspin build?): ctx->handler_mem empty\n", elf);
+    }
     int rc = ss_image_from_bytes(S->nic, bytes, len, &S->img);
     free(bytes);
     if (rc) {
@@ -275,6 +324,10 @@ void fpspin_load(fpspin_ctx_t *ctx, const char *elf, uint64_t hostmem_ptr, uint3
      * a packet) ends a message whose sender waits for ACKs on a busy host.
      * One second still frees the state of a sender that went away. */
     o.msg_timeout_ns = 1000000000ull;
+    if (ctx->handler_mem.size) {
+        o.handler_mem_addr = ctx->handler_mem.addr;
+        o.handler_mem_size = ctx->handler_mem.size;
+    }
     (void)hostmem_ptr;
     (void)hostmem_size; /* the window is the lent area */
     char *toml = rules_toml(!hh[0] && !th[0]);
@@ -292,6 +345,8 @@ void fpspin_load(fpspin_ctx_t *ctx, const char *elf, uint64_t hostmem_ptr, uint3
     if ((rc = ss_activate(S->nic, S->ectx)))
         ss_fail("activating the ECTX", rc);
     LOG("handlers: hh %s, ph %s, th %s\n", hh[0] ? hh : "-", ph[0] ? ph : "-", th[0] ? th : "-");
+    if (ctx->handler_mem.size)
+        printf("Handler memory addr: %#x, size: %u\n", ctx->handler_mem.addr, ctx->handler_mem.size);
 }
 
 void fpspin_unload(fpspin_ctx_t *ctx)
@@ -311,7 +366,11 @@ static bool is_iface(const char *dev)
 bool fpspin_init(fpspin_ctx_t *ctx, const char *dev, const char *img, int dest_ctx,
                  const fpspin_ruleset_t *rs, int num_rs, int hostdma_pages)
 {
+    /* app_data is the program's (FPsPIN's datatypes demo sets it before
+     * init and keeps it across its exit/init resets); the rest is ours. */
+    void *app_data = ctx->app_data;
     memset(ctx, 0, sizeof(*ctx));
+    ctx->app_data = app_data;
     ctx->fd = -1;
     ctx->ctx_id = dest_ctx;
     struct fpspin_softspin *S = calloc(1, sizeof(*S));
