@@ -30,6 +30,16 @@ command -v pkg-config >/dev/null || need_pkgs+=(pkg-config)
 command -v ethtool >/dev/null || [ -x /usr/sbin/ethtool ] || need_pkgs+=(ethtool)
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need_pkgs+=(iproute2)
 command -v ping >/dev/null || [ -x /usr/bin/ping ] || need_pkgs+=(iputils-ping)
+# FPsPIN's datatypes host program (crates/host-c/tests/fpspin_examples.rs,
+# docs/fpspin.md): MPI (mpicc), OpenBLAS (cblas.h), and what building its
+# mpitypes (autotools) and typebuilder (bison, flex, C++) takes.
+command -v mpicc >/dev/null || need_pkgs+=(mpich libmpich-dev)
+[ -n "$(find /usr/include -maxdepth 2 -name cblas.h -print -quit 2>/dev/null)" ] || need_pkgs+=(libopenblas-dev)
+command -v autoreconf >/dev/null || need_pkgs+=(autoconf)
+command -v automake >/dev/null || need_pkgs+=(automake)
+command -v bison >/dev/null || need_pkgs+=(bison)
+command -v flex >/dev/null || need_pkgs+=(flex)
+command -v g++ >/dev/null || need_pkgs+=(g++)
 # The SLMP dissector's test (tools/wireshark/slmp.lua under tshark).
 command -v tshark >/dev/null || need_pkgs+=(tshark)
 if [ ${#need_pkgs[@]} -gt 0 ]; then

@@ -64,7 +64,12 @@ fn extract(repo: &Path, dir: &Path) -> PathBuf {
         format!("{EX}/datatypes/handlers/umm_malloc/src"),
         // handlers/include/dbglog.h is a link into it
         format!("{EX}/datatypes/handlers/umm_malloc/test/support"),
-        format!("{EX}/datatypes/mpitypes/src/dataloop"),
+        format!("{EX}/datatypes/mpitypes/configure.ac"),
+        format!("{EX}/datatypes/mpitypes/mpitypes.pc.in"),
+        format!("{EX}/datatypes/mpitypes/src"),
+        format!("{EX}/datatypes/typebuilder"),
+        format!("{EX}/datatypes/include"),
+        format!("{EX}/datatypes/host"),
     ];
     let archive = run(Command::new("git")
         .arg("-C")
@@ -591,6 +596,219 @@ fn fpspin_slmp_host_program_receives_files() {
         hex(&sorted(read_pcap(&dir.join("out.pcap")))),
         hex(&want),
         "SLMP ACKs"
+    );
+    let _ = std::fs::remove_dir_all(d);
+}
+
+/// The C/C++ sources (by extension) of `dir`, sorted, as `prefix/NAME`.
+fn sources(dir: &Path, prefix: &str, ext: &str) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .filter(|f| f.ends_with(ext))
+        .map(|f| format!("{prefix}/{f}"))
+        .collect();
+    v.sort();
+    v
+}
+
+/// A tool the datatypes build needs (Debian's, from scripts/setup.sh).
+fn need_tool(t: &str) {
+    let found = Command::new("sh")
+        .args(["-c", &format!("command -v {t}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false);
+    assert!(
+        found,
+        "{t} not found: the datatypes host program needs MPI (mpich), OpenBLAS, \
+         autoconf/automake, flex and bison; run scripts/setup.sh"
+    );
+}
+
+/// FPsPIN's datatypes host program (`datatypes/host/datatypes.c`, unchanged)
+/// built as its Makefile links it (mpicc; -lfpspin -ltypebuilder -lmpitypes
+/// -lopenblas), with softspin-fpspin for -lfpspin and mpitypes and
+/// typebuilder built from FPsPIN's sources here; then run in verify mode
+/// on the simulated NIC: one SLMP packet of a packed vector datatype goes
+/// through FPsPIN's datatypes handlers (its DDT in the handler memory the
+/// host program wrote), which unpack it into host memory; the host program
+/// dumps the user buffer, which must be the unpacked layout computed here.
+#[test]
+fn fpspin_datatypes_host_program_builds_and_unpacks() {
+    let Some(repo) = fpspin_repo() else { return };
+    for t in ["mpicc", "mpicxx", "autoreconf", "bison", "flex", "make"] {
+        need_tool(t);
+    }
+    let d = tmp("fpspin-datatypes-host");
+    let ex = extract(&repo, &d);
+    let dt = ex.join("datatypes");
+
+    // mpitypes: FPsPIN keeps its configure.ac but not its Makefile.am (its
+    // .gitignore drops Makefile*), so one is written for the sources it
+    // has. mpitypes_debug.c is left out: it is MPICH-internal code (MPID_*
+    // handles) that no public MPI compiles, and nothing calls it.
+    let mt = dt.join("mpitypes");
+    let mut srcs = sources(&mt.join("src/mpitypes"), "src/mpitypes", ".c");
+    srcs.retain(|f| !f.ends_with("/mpitypes_debug.c"));
+    srcs.extend(sources(&mt.join("src/dataloop"), "src/dataloop", ".c"));
+    let mut hdrs = sources(&mt.join("src/mpitypes"), "src/mpitypes", ".h");
+    hdrs.extend(sources(&mt.join("src/dataloop"), "src/dataloop", ".h"));
+    std::fs::write(
+        mt.join("Makefile.am"),
+        format!(
+            "lib_LIBRARIES = libmpitypes.a\n\
+             libmpitypes_a_CPPFLAGS = -I$(srcdir)/src/mpitypes -I$(srcdir)/src/dataloop\n\
+             libmpitypes_a_SOURCES = {}\n\
+             include_HEADERS = {}\n\
+             pkgconfigdir = $(libdir)/pkgconfig\n\
+             pkgconfig_DATA = mpitypes.pc\n",
+            srcs.join(" "),
+            hdrs.join(" ")
+        ),
+    )
+    .unwrap();
+    run(Command::new("autoreconf").arg("-fi").current_dir(&mt));
+    // Installed where datatypes_host.h includes it from
+    // (../mpitypes/install/include).
+    run(Command::new("./configure")
+        .arg("-q")
+        .arg(format!("--prefix={}", mt.join("install").display()))
+        .current_dir(&mt));
+    run(Command::new("make")
+        .args(["-s", "-j2", "install"])
+        .current_dir(&mt));
+
+    // typebuilder as its compile.sh builds it: the ddtparser (bison, flex),
+    // libtypebuilder.so and the `typebuilder` tool that writes a DDT file.
+    let tb = dt.join("typebuilder");
+    let pp = tb.join("ddtparser");
+    run(Command::new("bison")
+        .args(["-d", "-o", "parser.cpp", "parser.y"])
+        .current_dir(&pp));
+    run(Command::new("flex")
+        .args(["-o", "lexer.c", "lexer.lex"])
+        .current_dir(&pp));
+    run(Command::new("mpicc")
+        .args(["-c", "-o", "lexer.o", "lexer.c"])
+        .current_dir(&pp));
+    run(Command::new("mpicxx")
+        .args(["-c", "-o", "parser.o", "parser.cpp"])
+        .args(["-DHRT_ARCH=2", "-O3", "-I..", "-I./hrtimer"])
+        .current_dir(&pp));
+    run(Command::new("ar")
+        .args(["rcs", "libddtparser.a", "parser.o", "lexer.o"])
+        .current_dir(&pp));
+    let tb_flags = [
+        "-I../mpitypes/install/include",
+        "-I../mpitypes/src/dataloop",
+        "-Wno-address-of-packed-member",
+        "-fpermissive",
+        "-g",
+    ];
+    for f in ["typebuilder", "ddt_io_write", "ddt_io_read"] {
+        run(Command::new("mpicxx")
+            .args(tb_flags)
+            .args(["-c", "-fpic", &format!("{f}.cc")])
+            .current_dir(&tb));
+    }
+    run(Command::new("mpicxx")
+        .args(["-shared", "-o", "libtypebuilder.so"])
+        .args(["typebuilder.o", "ddt_io_write.o", "ddt_io_read.o"])
+        .current_dir(&tb));
+    run(Command::new("mpicxx")
+        .args(tb_flags)
+        .args(["typebuilder_main.cc", "ddt_io_read.cc", "ddt_io_write.cc"])
+        .args(["typebuilder.cc", "ddtparser/libddtparser.a"])
+        .args(["-o", "typebuilder"])
+        .args(["-L../mpitypes/install/lib", "-lmpitypes"])
+        .current_dir(&tb));
+
+    // The host program: its Makefile's flags but -fsanitize=address and
+    // -march=native, libfpspin from softspin-fpspin.pc.
+    let host = dt.join("host");
+    let pc = |what: &str| {
+        let o = run(Command::new("pkg-config")
+            .env("PKG_CONFIG_PATH", sdk())
+            .args([what, "softspin-fpspin"]));
+        String::from_utf8(o.stdout).unwrap()
+    };
+    run(Command::new("mpicc")
+        .args(["-O3", "-g", "-Wall", "-D__FPSPIN_HOST__"])
+        .arg("-D__IMG__=\"build/datatypes\"")
+        .args(pc("--cflags").split_whitespace())
+        .args(["-c", "-o", "datatypes.o", "datatypes.c"])
+        .current_dir(&host));
+    run(Command::new("mpicc")
+        .arg("datatypes.o")
+        .args(["-L../typebuilder", "-L../mpitypes/install/lib"])
+        .args(["-ltypebuilder", "-lmpitypes", "-lopenblas"])
+        .args(pc("--libs").split_whitespace())
+        .arg(format!("-Wl,-rpath,{}", tb.display()))
+        .args(["-o", "datatypes"])
+        .current_dir(&host));
+
+    // Its handlers at __IMG__, relative to where it runs.
+    std::fs::create_dir_all(host.join("build")).unwrap();
+    build_handler(
+        &ex,
+        "datatypes",
+        &["-Ihandlers/include", "-Impitypes/src/dataloop"],
+        &host.join("build/datatypes"),
+    );
+
+    // Two elements of vec(8 3 5)[int]: 8 blocks of 3 ints, 5 ints apart.
+    // Packed: 2 x 96 bytes; unpacked: extent 152 bytes per element.
+    run(Command::new("./typebuilder")
+        .args(["vec(8 3 5)[int]", "2"])
+        .arg(host.join("ddt.bin"))
+        .current_dir(&tb));
+    let stream = payload(192, 5);
+    let mut want = vec![0u8; 304];
+    for e in 0..2 {
+        for b in 0..8 {
+            for j in 0..3 {
+                let k = (e * 24 + b * 3 + j) * 4;
+                let at = e * 152 + b * 20 + j * 4;
+                want[at..at + 4].copy_from_slice(&stream[k..k + 4]);
+            }
+        }
+    }
+    // One packet, so SYN and EOM (a pcap frame is a one-packet message,
+    // message id 0: FPsPIN's flow id, which picks the host buffer).
+    let req = slmp(SLMP_SYN | SLMP_EOM, 0, 0, &stream);
+    write_pcap(&host.join("in.pcap"), std::slice::from_ref(&req));
+    // Verify mode: its RTS goes to 127.0.0.1 (no sender listens; the
+    // message is the pcap's), then it dumps the user buffer and returns.
+    let o = Command::new(host.join("datatypes"))
+        .current_dir(&host)
+        .args(["-v", "-o", "userbuf.bin", "-q", "127.0.0.1", "ddt.bin", "0"])
+        .env("SOFTSPIN_FPSPIN_PCAP", "in.pcap")
+        .env("SOFTSPIN_FPSPIN_PCAP_OUT", "out.pcap")
+        .env_remove("SOFTSPIN_FPSPIN_IFACE")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        o.status.success(),
+        "datatypes host: {}\n{out}\n{err}",
+        o.status
+    );
+    assert!(
+        out.contains("Userbuf size: 304") && out.contains("Streambuf size: 192"),
+        "datatypes: DDT sizes:\n{out}"
+    );
+    assert!(
+        err.contains("errors             none") && err.contains("1 host writes"),
+        "datatypes: handler errors:\n{err}"
+    );
+    let got = std::fs::read(host.join("userbuf.bin")).unwrap();
+    assert_eq!(hex(&[got]), hex(&[want]), "unpacked user buffer");
+    assert_eq!(
+        hex(&read_pcap(&host.join("out.pcap"))),
+        hex(&[slmp_ack(&req)]),
+        "SLMP ACK"
     );
     let _ = std::fs::remove_dir_all(d);
 }

@@ -43,7 +43,8 @@ struct fpspin_softspin {
     struct ss_nic *nic;
     struct ss_image *img;
     ss_ectx ectx;
-    bool installed, live, sim_done;
+    bool installed, live, sim_done, sigint_sent;
+    uint32_t idle_polled; /* HPUs fpspin_pop_req asked about since sim_done */
     struct ss_host_window window;
     struct pending pending[NUM_HPUS];
     FILE *pcap_out;
@@ -503,13 +504,29 @@ static void pump(struct fpspin_softspin *S)
         }
         S->pending[h] = (struct pending){.valid = true, .id = notes[i].id, .flag = f};
     }
-    if (!S->live && n == 0 && !S->sim_done) {
-        /* The simulation has nothing left: end the host program the way
-         * FPsPIN's are stopped (their SIGINT handlers exit the loop). */
-        S->sim_done = true;
-        LOG("simulation idle: input exhausted, raising SIGINT\n");
-        raise(SIGINT);
-    }
+    if (!S->live && n == 0)
+        S->sim_done = true; /* nothing left to run: see idle_poll */
+}
+
+/* The simulation has nothing left: once the program has asked about every
+ * HPU since (so it saw every request, answered or not, in its own polling
+ * order) and none is left unanswered, end it the way FPsPIN's are stopped:
+ * their SIGINT handlers exit the loop. Programs that end by themselves
+ * after their last request (the datatypes demo) never get here. */
+static void idle_poll(struct fpspin_softspin *S, int hpu_id)
+{
+    if (S->live || !S->sim_done || S->sigint_sent)
+        return;
+    _Static_assert(NUM_HPUS <= 32, "idle_polled holds one bit per HPU");
+    S->idle_polled |= 1u << hpu_id;
+    if (S->idle_polled != (uint32_t)((1ull << NUM_HPUS) - 1))
+        return;
+    for (int i = 0; i < NUM_HPUS; i++)
+        if (S->pending[i].valid)
+            return;
+    S->sigint_sent = true;
+    LOG("simulation idle: input exhausted, raising SIGINT\n");
+    raise(SIGINT);
 }
 
 volatile void *fpspin_pop_req(fpspin_ctx_t *ctx, int hpu_id, fpspin_flag_t *f)
@@ -523,8 +540,10 @@ volatile void *fpspin_pop_req(fpspin_ctx_t *ctx, int hpu_id, fpspin_flag_t *f)
     if (!any && !S->sim_done)
         pump(S);
     struct pending *p = &S->pending[hpu_id];
-    if (!p->valid || p->popped)
+    if (!p->valid || p->popped) {
+        idle_poll(S, hpu_id);
         return NULL;
+    }
     p->popped = true;
     *f = p->flag;
     if (f->hpu_id != hpu_id)
