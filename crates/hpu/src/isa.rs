@@ -166,6 +166,36 @@ pub enum Op {
     CvMachhUN,
     CvMacURN,
     CvMachhURN,
+    // Superinstructions (`program::fuse`): only in the interpreter's copy
+    // of the slots, never in `Program::insts`. The slot holds the first
+    // instruction; the second is the next slot, which stays as it was (a
+    // jump may land there).
+    FAddiAddi,
+    FLwLw,
+    FAddAdd,
+    FMulAdd,
+    FSlliOr,
+    FSrliSlli,
+    FAddLw,
+    FAddiBne,
+    FSwLw,
+    FLwMul,
+    FSlliAdd,
+    FAddSw,
+    FAddAddi,
+    FLwBlt,
+    FLwSrli,
+    FLwBne,
+    FLiSb,
+    FXorXor,
+    FLiAddi,
+    FLiLbu,
+    FLbuLbu,
+    FAddiBltu,
+    FLwAndi,
+    FSrliAndi,
+    FAndiAdd,
+    FLbuSlli,
 }
 
 /// Instruction classes of the timing model.
