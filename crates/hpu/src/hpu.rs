@@ -308,6 +308,12 @@ impl Hpu {
             }};
         }
         ip = at!(enter!(self.pc));
+        // `jalr` targets (mostly returns) and their slots, direct-mapped by
+        // pc, valid for this call only (the pointers are into `code`, each
+        // from `at!(enter!(..))`). A target is even, so the initial key
+        // u32::MAX never matches.
+        const RET_CACHE: usize = 8;
+        let mut ret_cache: [(u32, *const Slot); RET_CACHE] = [(u32::MAX, base); RET_CACHE];
         'block: loop {
             if cyc >= bound {
                 flush!();
@@ -493,6 +499,31 @@ impl Hpu {
                 macro_rules! srli { () => { rd!(rs1!() >> (imm & 31)) }; }
                 macro_rules! andi { () => { rd!(rs1!() & imm) }; }
                 macro_rules! or { () => { rd!(rs1!() | rs2!()) }; }
+                macro_rules! and { () => { rd!(rs1!() & rs2!()) }; }
+                macro_rules! lh {
+                    () => {{
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
+                        // SAFETY: xlate checked 2 bytes.
+                        rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
+                    }};
+                }
+                // Through a small direct-mapped cache of target -> slot (see
+                // `ret_cache`); a miss goes through the parcel map.
+                macro_rules! jalr {
+                    () => {{
+                        let t = rs1!().wrapping_add(imm) & !1;
+                        rd!(i.next);
+                        let e = &mut ret_cache[(t >> 1) as usize % RET_CACHE];
+                        ip = if e.0 == t {
+                            e.1
+                        } else {
+                            let p = at!(enter!(t));
+                            *e = (t, p);
+                            p
+                        };
+                        continue 'block;
+                    }};
+                }
                 macro_rules! xor { () => { rd!(rs1!() ^ rs2!()) }; }
                 macro_rules! bne { () => { branch!(rs1!() != rs2!()) }; }
                 macro_rules! blt { () => { branch!((rs1!() as i32) < (rs2!() as i32)) }; }
@@ -547,6 +578,23 @@ impl Hpu {
                     Op::FSrliAndi => pair!(srli, andi),
                     Op::FAndiAdd => pair!(andi, add),
                     Op::FLbuSlli => pair!(lbu, slli),
+                    Op::FSlliSrli => pair!(slli, srli),
+                    Op::FOrXor => pair!(or, xor),
+                    Op::FLhLh => pair!(lh, lh),
+                    Op::FSwSw => pair!(sw, sw),
+                    Op::FOrSlli => pair!(or, slli),
+                    Op::FAddSlli => pair!(add, slli),
+                    Op::FLiLw => pair!(li, lw),
+                    Op::FOrOr => pair!(or, or),
+                    Op::FAddiMul => pair!(addi, mul),
+                    Op::FLiJalr => pair!(li, jalr),
+                    Op::FSwJalr => pair!(sw, jalr),
+                    Op::FXorAndi => pair!(xor, andi),
+                    Op::FAndXor => pair!(and, xor),
+                    Op::FAddiXor => pair!(addi, xor),
+                    Op::FXorBne => pair!(xor, bne),
+                    Op::FSrliSrli => pair!(srli, srli),
+                    Op::FSrliSw => pair!(srli, sw),
                     Op::Beq => branch!(rs1!() == rs2!()),
                     Op::Bne => bne!(),
                     Op::Blt => blt!(),
@@ -561,23 +609,14 @@ impl Hpu {
                         ip = at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) });
                         continue 'block;
                     }
-                    Op::Jalr => {
-                        let t = rs1!().wrapping_add(imm) & !1;
-                        rd!(i.next);
-                        ip = at!(enter!(t));
-                        continue 'block;
-                    }
+                    Op::Jalr => jalr!(),
                     Op::Lb => {
                         let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
                         // SAFETY: xlate checked 1 byte.
                         rd!(unsafe { *p } as i8 as u32)
                     }
                     Op::Lbu => lbu!(),
-                    Op::Lh => {
-                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
-                        // SAFETY: xlate checked 2 bytes.
-                        rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
-                    }
+                    Op::Lh => lh!(),
                     Op::Lhu => {
                         let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
                         // SAFETY: xlate checked 2 bytes.
@@ -605,7 +644,7 @@ impl Hpu {
                     Op::Srl => rd!(rs1!() >> (rs2!() & 31)),
                     Op::Sra => rd!(((rs1!() as i32) >> (rs2!() & 31)) as u32),
                     Op::Or => or!(),
-                    Op::And => rd!(rs1!() & rs2!()),
+                    Op::And => and!(),
                     Op::Mul => mul!(),
                     Op::Mulh => rd!(((rs1!() as i32 as i64 * rs2!() as i32 as i64) >> 32) as u32),
                     Op::Mulhsu => rd!(((rs1!() as i32 as i64).wrapping_mul(rs2!() as i64) >> 32) as u32),

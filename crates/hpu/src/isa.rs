@@ -196,6 +196,23 @@ pub enum Op {
     FSrliAndi,
     FAndiAdd,
     FLbuSlli,
+    FSlliSrli,
+    FOrXor,
+    FLhLh,
+    FSwSw,
+    FOrSlli,
+    FAddSlli,
+    FLiLw,
+    FOrOr,
+    FAddiMul,
+    FLiJalr,
+    FSwJalr,
+    FXorAndi,
+    FAndXor,
+    FAddiXor,
+    FXorBne,
+    FSrliSrli,
+    FSrliSw,
 }
 
 /// Instruction classes of the timing model.
