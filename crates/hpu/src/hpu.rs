@@ -308,6 +308,12 @@ impl Hpu {
             }};
         }
         ip = at!(enter!(self.pc));
+        // `jalr` targets (mostly returns) and their slots, direct-mapped by
+        // pc, valid for this call only (the pointers are into `code`, each
+        // from `at!(enter!(..))`). A target is even, so the initial key
+        // u32::MAX never matches.
+        const RET_CACHE: usize = 8;
+        let mut ret_cache: [(u32, *const Slot); RET_CACHE] = [(u32::MAX, base); RET_CACHE];
         'block: loop {
             if cyc >= bound {
                 flush!();
@@ -396,7 +402,8 @@ impl Hpu {
                 // within a block moves one slot forward past non-terminators
                 // only, and every run of slots ends in a terminator (a NoExec
                 // sentinel or a Goto).
-                let i = unsafe { &(*ip).inst };
+                let mut i = unsafe { &(*ip).inst };
+                let mut imm = i.imm as u32;
                 // Operands are read inside each arm, so the dispatch itself
                 // keeps few values live (and the fetch index in a register).
                 macro_rules! rs1 {
@@ -455,26 +462,144 @@ impl Hpu {
                         continue 'block;
                     }};
                 }
-                let imm = i.imm as u32;
-                match i.op {
-                    Op::Addi => rd!(rs1!().wrapping_add(imm)),
-                    Op::Add => rd!(rs1!().wrapping_add(rs2!())),
-                    Op::Li => rd!(imm),
-                    Op::Lw => {
+                // Bodies shared by the plain arms and the superinstructions.
+                macro_rules! lw {
+                    () => {{
                         let p = mem!(rs1!().wrapping_add(imm), 4, Perm::R, false);
                         // SAFETY: xlate checked 4 bytes.
                         rd!(unsafe { (p as *const u32).read_unaligned() });
-                    }
-                    Op::Sw => {
+                    }};
+                }
+                macro_rules! sw {
+                    () => {{
                         let p = mem!(rs1!().wrapping_add(imm), 4, Perm::W, true);
                         // SAFETY: xlate checked 4 bytes.
                         unsafe { (p as *mut u32).write_unaligned(rs2!()) };
-                    }
+                    }};
+                }
+                macro_rules! lbu {
+                    () => {{
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
+                        // SAFETY: xlate checked 1 byte.
+                        rd!(unsafe { *p } as u32)
+                    }};
+                }
+                macro_rules! sb {
+                    () => {{
+                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::W, true);
+                        // SAFETY: xlate checked 1 byte.
+                        unsafe { *p = rs2!() as u8 };
+                    }};
+                }
+                macro_rules! addi { () => { rd!(rs1!().wrapping_add(imm)) }; }
+                macro_rules! add { () => { rd!(rs1!().wrapping_add(rs2!())) }; }
+                macro_rules! li { () => { rd!(imm) }; }
+                macro_rules! mul { () => { rd!(rs1!().wrapping_mul(rs2!())) }; }
+                macro_rules! slli { () => { rd!(rs1!() << (imm & 31)) }; }
+                macro_rules! srli { () => { rd!(rs1!() >> (imm & 31)) }; }
+                macro_rules! andi { () => { rd!(rs1!() & imm) }; }
+                macro_rules! or { () => { rd!(rs1!() | rs2!()) }; }
+                macro_rules! and { () => { rd!(rs1!() & rs2!()) }; }
+                macro_rules! lh {
+                    () => {{
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
+                        // SAFETY: xlate checked 2 bytes.
+                        rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
+                    }};
+                }
+                // Through a small direct-mapped cache of target -> slot (see
+                // `ret_cache`); a miss goes through the parcel map.
+                macro_rules! jalr {
+                    () => {{
+                        let t = rs1!().wrapping_add(imm) & !1;
+                        rd!(i.next);
+                        let e = &mut ret_cache[(t >> 1) as usize % RET_CACHE];
+                        ip = if e.0 == t {
+                            e.1
+                        } else {
+                            let p = at!(enter!(t));
+                            *e = (t, p);
+                            p
+                        };
+                        continue 'block;
+                    }};
+                }
+                macro_rules! xor { () => { rd!(rs1!() ^ rs2!()) }; }
+                macro_rules! bne { () => { branch!(rs1!() != rs2!()) }; }
+                macro_rules! blt { () => { branch!((rs1!() as i32) < (rs2!() as i32)) }; }
+                macro_rules! bltu { () => { branch!(rs1!() < rs2!()) }; }
+                // Superinstruction: the first half, then on to the second in
+                // the next slot, which is then the current one (so its faults,
+                // pc and charge roll-back are its own).
+                macro_rules! pair {
+                    ($a:ident, $b:ident) => {{
+                        $a!();
+                        ip = next!();
+                        // SAFETY: as for `i` above: a fused slot is no
+                        // terminator, so the next slot exists.
+                        i = unsafe { &(*ip).inst };
+                        // Not every second half reads it.
+                        #[allow(unused_assignments)]
+                        {
+                            imm = i.imm as u32;
+                        }
+                        $b!();
+                    }};
+                }
+                match i.op {
+                    Op::Addi => addi!(),
+                    Op::Add => add!(),
+                    Op::Li => li!(),
+                    Op::Lw => lw!(),
+                    Op::Sw => sw!(),
+                    Op::FAddiAddi => pair!(addi, addi),
+                    Op::FLwLw => pair!(lw, lw),
+                    Op::FAddAdd => pair!(add, add),
+                    Op::FMulAdd => pair!(mul, add),
+                    Op::FSlliOr => pair!(slli, or),
+                    Op::FSrliSlli => pair!(srli, slli),
+                    Op::FAddLw => pair!(add, lw),
+                    Op::FAddiBne => pair!(addi, bne),
+                    Op::FSwLw => pair!(sw, lw),
+                    Op::FLwMul => pair!(lw, mul),
+                    Op::FSlliAdd => pair!(slli, add),
+                    Op::FAddSw => pair!(add, sw),
+                    Op::FAddAddi => pair!(add, addi),
+                    Op::FLwBlt => pair!(lw, blt),
+                    Op::FLwSrli => pair!(lw, srli),
+                    Op::FLwBne => pair!(lw, bne),
+                    Op::FLiSb => pair!(li, sb),
+                    Op::FXorXor => pair!(xor, xor),
+                    Op::FLiAddi => pair!(li, addi),
+                    Op::FLiLbu => pair!(li, lbu),
+                    Op::FLbuLbu => pair!(lbu, lbu),
+                    Op::FAddiBltu => pair!(addi, bltu),
+                    Op::FLwAndi => pair!(lw, andi),
+                    Op::FSrliAndi => pair!(srli, andi),
+                    Op::FAndiAdd => pair!(andi, add),
+                    Op::FLbuSlli => pair!(lbu, slli),
+                    Op::FSlliSrli => pair!(slli, srli),
+                    Op::FOrXor => pair!(or, xor),
+                    Op::FLhLh => pair!(lh, lh),
+                    Op::FSwSw => pair!(sw, sw),
+                    Op::FOrSlli => pair!(or, slli),
+                    Op::FAddSlli => pair!(add, slli),
+                    Op::FLiLw => pair!(li, lw),
+                    Op::FOrOr => pair!(or, or),
+                    Op::FAddiMul => pair!(addi, mul),
+                    Op::FLiJalr => pair!(li, jalr),
+                    Op::FSwJalr => pair!(sw, jalr),
+                    Op::FXorAndi => pair!(xor, andi),
+                    Op::FAndXor => pair!(and, xor),
+                    Op::FAddiXor => pair!(addi, xor),
+                    Op::FXorBne => pair!(xor, bne),
+                    Op::FSrliSrli => pair!(srli, srli),
+                    Op::FSrliSw => pair!(srli, sw),
                     Op::Beq => branch!(rs1!() == rs2!()),
-                    Op::Bne => branch!(rs1!() != rs2!()),
-                    Op::Blt => branch!((rs1!() as i32) < (rs2!() as i32)),
+                    Op::Bne => bne!(),
+                    Op::Blt => blt!(),
                     Op::Bge => branch!((rs1!() as i32) >= (rs2!() as i32)),
-                    Op::Bltu => branch!(rs1!() < rs2!()),
+                    Op::Bltu => bltu!(),
                     Op::Bgeu => branch!(rs1!() >= rs2!()),
                     // The rs2 field holds the 5-bit signed immediate.
                     Op::CvBeqImm => branch!(rs1!() == sext(i.rs2 as u32, 5) as u32),
@@ -484,37 +609,20 @@ impl Hpu {
                         ip = at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) });
                         continue 'block;
                     }
-                    Op::Jalr => {
-                        let t = rs1!().wrapping_add(imm) & !1;
-                        rd!(i.next);
-                        ip = at!(enter!(t));
-                        continue 'block;
-                    }
+                    Op::Jalr => jalr!(),
                     Op::Lb => {
                         let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
                         // SAFETY: xlate checked 1 byte.
                         rd!(unsafe { *p } as i8 as u32)
                     }
-                    Op::Lbu => {
-                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
-                        // SAFETY: xlate checked 1 byte.
-                        rd!(unsafe { *p } as u32)
-                    }
-                    Op::Lh => {
-                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
-                        // SAFETY: xlate checked 2 bytes.
-                        rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
-                    }
+                    Op::Lbu => lbu!(),
+                    Op::Lh => lh!(),
                     Op::Lhu => {
                         let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
                         // SAFETY: xlate checked 2 bytes.
                         rd!(unsafe { (p as *const u16).read_unaligned() } as u32)
                     }
-                    Op::Sb => {
-                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::W, true);
-                        // SAFETY: xlate checked 1 byte.
-                        unsafe { *p = rs2!() as u8 };
-                    }
+                    Op::Sb => sb!(),
                     Op::Sh => {
                         let p = mem!(rs1!().wrapping_add(imm), 2, Perm::W, true);
                         // SAFETY: xlate checked 2 bytes.
@@ -524,20 +632,20 @@ impl Hpu {
                     Op::Sltiu => rd!((rs1!() < imm) as u32),
                     Op::Xori => rd!(rs1!() ^ imm),
                     Op::Ori => rd!(rs1!() | imm),
-                    Op::Andi => rd!(rs1!() & imm),
-                    Op::Slli => rd!(rs1!() << (imm & 31)),
-                    Op::Srli => rd!(rs1!() >> (imm & 31)),
+                    Op::Andi => andi!(),
+                    Op::Slli => slli!(),
+                    Op::Srli => srli!(),
                     Op::Srai => rd!(((rs1!() as i32) >> (imm & 31)) as u32),
                     Op::Sub => rd!(rs1!().wrapping_sub(rs2!())),
                     Op::Sll => rd!(rs1!() << (rs2!() & 31)),
                     Op::Slt => rd!(((rs1!() as i32) < (rs2!() as i32)) as u32),
                     Op::Sltu => rd!((rs1!() < rs2!()) as u32),
-                    Op::Xor => rd!(rs1!() ^ rs2!()),
+                    Op::Xor => xor!(),
                     Op::Srl => rd!(rs1!() >> (rs2!() & 31)),
                     Op::Sra => rd!(((rs1!() as i32) >> (rs2!() & 31)) as u32),
-                    Op::Or => rd!(rs1!() | rs2!()),
-                    Op::And => rd!(rs1!() & rs2!()),
-                    Op::Mul => rd!(rs1!().wrapping_mul(rs2!())),
+                    Op::Or => or!(),
+                    Op::And => and!(),
+                    Op::Mul => mul!(),
                     Op::Mulh => rd!(((rs1!() as i32 as i64 * rs2!() as i32 as i64) >> 32) as u32),
                     Op::Mulhsu => rd!(((rs1!() as i32 as i64).wrapping_mul(rs2!() as i64) >> 32) as u32),
                     Op::Mulhu => rd!(((rs1!() as u64 * rs2!() as u64) >> 32) as u32),

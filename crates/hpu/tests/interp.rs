@@ -461,3 +461,40 @@ fn many_hpus_share_one_program_across_threads() {
     }
     assert_eq!(u32::from_le_bytes(shared.to_vec(0, 4).try_into().unwrap()), 80_000);
 }
+
+#[test]
+fn a_fault_in_the_second_half_of_a_superinstruction_is_its_own() {
+    // lui+addi (li), then add+lw: both pairs run as superinstructions.
+    let mut w = li(5, 0x4000_0000);
+    w.push(addi(7, 0, 1));
+    w.push(r(0, 0, 5, 0, 5, 0x33)); // add x5, x5, x0
+    w.push(i(0, 5, 2, 6, 0x03)); // lw x6, 0(x5): faults
+    w.push(addi(7, 0, 2));
+    let lw = w.len() as u32 - 2;
+    let mut m = Machine::new(&w);
+    match m.run() {
+        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 4 * lw, 0x4000_0000)),
+        s => panic!("expected a fault, got {s:?}"),
+    }
+    assert_eq!(m.hpu.instret, lw as u64);
+    assert_eq!(m.hpu.cycles, lw as u64);
+    assert_eq!(m.x(7), 1);
+}
+
+#[test]
+fn returns_land_at_their_own_call_site_when_sites_share_a_cache_entry() {
+    // Two call sites in a loop whose return addresses are 16 bytes apart
+    // (the same entry of the interpreter's 8-entry jalr cache).
+    let mut w = vec![addi(12, 0, 3)];
+    let l = w.len();
+    w.extend([0, addi(11, 11, 1), addi(0, 0, 0), addi(0, 0, 0), 0, addi(11, 11, 10), addi(12, 12, -1)]);
+    w.push(b(-4 * (w.len() - l) as i32, 0, 12, 1)); // bne x12, x0, loop
+    w.extend(exit());
+    let f = w.len();
+    w.extend([addi(10, 10, 1), i(0, 1, 0, 0, 0x67)]); // f: a0 += 1; ret
+    w[l] = j(4 * (f - l) as i32, 1);
+    w[l + 4] = j(4 * (f - l - 4) as i32, 1);
+    let mut m = Machine::new(&w);
+    assert!(matches!(m.run(), Stop::Exit(_)));
+    assert_eq!((m.x(10), m.x(11)), (6, 33));
+}
