@@ -350,33 +350,39 @@ impl Hpu {
             macro_rules! mem {
                 ($addr:expr, $len:expr, $perm:expr, $is_store:expr) => {{
                     let a: u32 = $addr;
-                    let r = if $perm == Perm::R {
-                        self.mem.xlate_load(a, $len)
+                    // The fast path serves aligned hits only, so it needs no
+                    // misalignment test; everything else comes back here.
+                    let fast = if $perm == Perm::R {
+                        self.mem.load_aligned(a, $len)
                     } else if $perm == Perm::W {
-                        self.mem.xlate_store(a, $len)
+                        self.mem.store_aligned(a, $len)
                     } else {
-                        self.mem.xlate(a, $len, $perm)
+                        None
                     };
-                    match r {
-                        Ok((p, lat)) => {
-                            cyc += lat as u64;
-                            // Byte accesses are never misaligned (`is_multiple_of(1)`
-                            // folds away; a mask of `$len - 1` would be 0 for them).
-                            if !a.is_multiple_of($len) {
-                                cyc += mis;
+                    let (p, lat) = match fast {
+                        Some(r) => r,
+                        None => match self.mem.xlate(a, $len, $perm) {
+                            Ok(r) => {
+                                // Byte accesses are never misaligned
+                                // (`is_multiple_of(1)` folds away).
+                                if !a.is_multiple_of($len) {
+                                    cyc += mis;
+                                }
+                                r
                             }
-                            p
-                        }
-                        Err(e) => {
-                            let kind = match (e, $is_store) {
-                                (AccessError::Unmapped, false) => FaultKind::LoadAccess,
-                                (AccessError::Unmapped, true) => FaultKind::StoreAccess,
-                                (AccessError::Denied, false) => FaultKind::LoadDenied,
-                                (AccessError::Denied, true) => FaultKind::StoreDenied,
-                            };
-                            fault!(kind, a)
-                        }
-                    }
+                            Err(e) => {
+                                let kind = match (e, $is_store) {
+                                    (AccessError::Unmapped, false) => FaultKind::LoadAccess,
+                                    (AccessError::Unmapped, true) => FaultKind::StoreAccess,
+                                    (AccessError::Denied, false) => FaultKind::LoadDenied,
+                                    (AccessError::Denied, true) => FaultKind::StoreDenied,
+                                };
+                                fault!(kind, a)
+                            }
+                        },
+                    };
+                    cyc += lat as u64;
+                    p
                 }};
             }
             macro_rules! amo {
