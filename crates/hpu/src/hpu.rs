@@ -252,32 +252,51 @@ impl Hpu {
         let mis = self.timing.misaligned_penalty as u64;
         let hw_setup = self.timing.alu as u64;
         // The counters live in locals (registers) inside the loop and are
-        // written back whenever control leaves it (`sync!`). Loads and
-        // stores share one u64, loads in the low half; see `bound_for` for
-        // why the low half never carries.
-        let mut cyc = self.cycles;
-        let mut ins = self.instret;
+        // written back whenever control leaves it (`sync!`). Cycles and
+        // instructions since `cyc0`/`ins0` share one u64 (`acc`, cycles in
+        // the low half), so a block entry is two adds of its `Charge` and a
+        // 32-bit compare against `lim`, the cycles left until the next
+        // check. Loads and stores share another, loads in the low half.
+        // See below for why no low half carries.
+        let mut cyc0 = self.cycles;
+        let mut ins0 = self.instret;
+        let mut acc: u64 = 0;
+        macro_rules! cyc {
+            () => {
+                cyc0.wrapping_add(acc & 0xFFFF_FFFF)
+            };
+        }
+        macro_rules! ins {
+            () => {
+                ins0.wrapping_add(acc >> 32)
+            };
+        }
         let mut ldst: u64 = 0;
         let mut taken_n: u64 = 0;
         // One comparison per block covers the slice end, the watchdog and
-        // the flush of `ldst`: every retired instruction costs at least one
-        // cycle (so the instruction budget cannot run out before `cyc`
-        // reaches `cyc + (limit - instret)`), and so does every load, store
-        // or AMO (so neither half of `ldst` can reach 2^32 within 2^31
-        // cycles plus one block of at most 65535 accesses). Crossing
-        // `bound` re-checks precisely. Hardware-loop iterations may cost
-        // less than their instructions; they check the watchdog themselves.
-        const FLUSH_CYCLES: u64 = 1 << 31;
-        let bound_for =
-            |cyc: u64, ins: u64, limit: u64| until_cycles.min(cyc.saturating_add(limit.saturating_sub(ins))).min(cyc.saturating_add(FLUSH_CYCLES));
-        let mut bound = bound_for(cyc, ins, self.instret_limit);
+        // the flush of `acc` and `ldst`: every retired instruction costs at
+        // least one cycle (so the instruction budget cannot run out before
+        // the cycles reach `cyc + (limit - instret)`), and so does every
+        // load, store or AMO. Between two checks at most 2^30 cycles pass
+        // plus one block (under 2^31: at most 2^25 instructions of 64 MiB
+        // of code, each under 64 cycles with its memory latency), so no
+        // half of `acc` or `ldst` reaches 2^32. Crossing `lim` re-checks
+        // precisely and starts the halves from zero. Hardware-loop
+        // iterations may cost less than their instructions; they check the
+        // watchdog and the instruction half themselves.
+        const FLUSH_CYCLES: u64 = 1 << 30;
+        let lim_for = |cyc: u64, ins: u64, limit: u64| -> u32 {
+            let bound = until_cycles.min(cyc.saturating_add(limit.saturating_sub(ins))).min(cyc.saturating_add(FLUSH_CYCLES));
+            bound.saturating_sub(cyc) as u32
+        };
+        let mut lim = lim_for(cyc0, ins0, self.instret_limit);
 
         // Write the local counters back to `self` (on the way out; `flush!`
         // when the loop goes on).
         macro_rules! sync {
             () => {{
-                self.cycles = cyc;
-                self.instret = ins;
+                self.cycles = cyc!();
+                self.instret = ins!();
                 self.loads += ldst & 0xFFFF_FFFF;
                 self.stores += ldst >> 32;
                 self.taken_branches += taken_n;
@@ -315,21 +334,21 @@ impl Hpu {
         const RET_CACHE: usize = 8;
         let mut ret_cache: [(u32, *const Slot); RET_CACHE] = [(u32::MAX, base); RET_CACHE];
         'block: loop {
-            if cyc >= bound {
+            if acc as u32 >= lim {
                 flush!();
                 self.pc = prog.pcs[idx!()];
-                if ins >= self.instret_limit {
+                (cyc0, ins0, acc) = (self.cycles, self.instret, 0);
+                if ins0 >= self.instret_limit {
                     return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc: self.pc, addr: 0 });
                 }
-                if cyc >= until_cycles {
+                if cyc0 >= until_cycles {
                     return Stop::SliceEnd;
                 }
-                bound = bound_for(cyc, ins, self.instret_limit);
+                lim = lim_for(cyc0, ins0, self.instret_limit);
             }
             // SAFETY: `ip` points at a slot (see `idx!`).
             let c = unsafe { (*ip).charge };
-            ins += c.insts as u64;
-            cyc += c.cycles as u64;
+            acc += c.acc;
             ldst += c.ldst;
 
             // Fault inside the block: undo the charge for the instructions
@@ -338,9 +357,8 @@ impl Hpu {
                 ($kind:expr, $addr:expr) => {{
                     // SAFETY: `ip` points at a slot.
                     let rest = unsafe { (*ip).charge };
-                    ins -= rest.insts as u64;
+                    acc -= rest.acc;
                     ldst -= rest.ldst;
-                    cyc -= rest.cycles as u64;
                     sync!();
                     let fpc = prog.pcs[idx!()];
                     self.pc = fpc;
@@ -350,33 +368,39 @@ impl Hpu {
             macro_rules! mem {
                 ($addr:expr, $len:expr, $perm:expr, $is_store:expr) => {{
                     let a: u32 = $addr;
-                    let r = if $perm == Perm::R {
-                        self.mem.xlate_load(a, $len)
+                    // The fast path serves aligned hits only, so it needs no
+                    // misalignment test; everything else comes back here.
+                    let fast = if $perm == Perm::R {
+                        self.mem.load_aligned(a, $len)
                     } else if $perm == Perm::W {
-                        self.mem.xlate_store(a, $len)
+                        self.mem.store_aligned(a, $len)
                     } else {
-                        self.mem.xlate(a, $len, $perm)
+                        None
                     };
-                    match r {
-                        Ok((p, lat)) => {
-                            cyc += lat as u64;
-                            // Byte accesses are never misaligned (`is_multiple_of(1)`
-                            // folds away; a mask of `$len - 1` would be 0 for them).
-                            if !a.is_multiple_of($len) {
-                                cyc += mis;
+                    let (p, lat) = match fast {
+                        Some(r) => r,
+                        None => match self.mem.xlate(a, $len, $perm) {
+                            Ok(r) => {
+                                // Byte accesses are never misaligned
+                                // (`is_multiple_of(1)` folds away).
+                                if !a.is_multiple_of($len) {
+                                    acc += mis;
+                                }
+                                r
                             }
-                            p
-                        }
-                        Err(e) => {
-                            let kind = match (e, $is_store) {
-                                (AccessError::Unmapped, false) => FaultKind::LoadAccess,
-                                (AccessError::Unmapped, true) => FaultKind::StoreAccess,
-                                (AccessError::Denied, false) => FaultKind::LoadDenied,
-                                (AccessError::Denied, true) => FaultKind::StoreDenied,
-                            };
-                            fault!(kind, a)
-                        }
-                    }
+                            Err(e) => {
+                                let kind = match (e, $is_store) {
+                                    (AccessError::Unmapped, false) => FaultKind::LoadAccess,
+                                    (AccessError::Unmapped, true) => FaultKind::StoreAccess,
+                                    (AccessError::Denied, false) => FaultKind::LoadDenied,
+                                    (AccessError::Denied, true) => FaultKind::StoreDenied,
+                                };
+                                fault!(kind, a)
+                            }
+                        },
+                    };
+                    acc += lat as u64;
+                    p
                 }};
             }
             macro_rules! amo {
@@ -433,7 +457,7 @@ impl Hpu {
                         let t: bool = $cond;
                         if i.target != NO_TARGET {
                             if t {
-                                cyc += taken;
+                                acc += taken;
                                 taken_n += 1;
                                 ip = at!(i.target as usize);
                             } else {
@@ -445,16 +469,16 @@ impl Hpu {
                             if t {
                                 taken_n += 1;
                                 if hw {
-                                    if ins >= self.instret_limit {
-                                        bound = 0;
+                                    if ins!() >= self.instret_limit || acc >> 32 >= FLUSH_CYCLES {
+                                        lim = 0;
                                     }
                                 } else {
-                                    cyc += taken;
+                                    acc += taken;
                                 }
                                 ip = at!(if target != NO_TARGET { target as usize } else { enter!(i.imm as u32) });
                             } else {
                                 if hw {
-                                    cyc += hw_setup;
+                                    acc += hw_setup;
                                 }
                                 ip = next!();
                             }
@@ -699,8 +723,8 @@ impl Hpu {
                     Op::CsrRead => {
                         // The block (ending here) is already charged; report
                         // the counts before this instruction.
-                        let cycles = cyc - self.timing.csr.max(1) as u64;
-                        let instret = ins - 1;
+                        let cycles = cyc!() - self.timing.csr.max(1) as u64;
+                        let instret = ins!() - 1;
                         let time = self.time_base_ns + self.timing.cycles_to_ns(cycles);
                         rd!(match imm as u16 {
                             csr::CYCLE => cycles as u32,
@@ -718,9 +742,11 @@ impl Hpu {
                         self.pc = prog.pcs[idx!()];
                         flush!();
                         let action = rt.ecall(self);
-                        cyc = self.cycles;
-                        ins = self.instret;
-                        bound = bound_for(cyc, ins, self.instret_limit);
+                        // The service may have charged cycles. `acc` keeps
+                        // the ecall's charge, which a fault below rolls back.
+                        cyc0 = self.cycles.wrapping_sub(acc & 0xFFFF_FFFF);
+                        ins0 = self.instret.wrapping_sub(acc >> 32);
+                        lim = acc as u32 + lim_for(self.cycles, self.instret, self.instret_limit);
                         match action {
                             Ecall::Continue => {
                                 ip = next!();

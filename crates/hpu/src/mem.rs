@@ -161,6 +161,13 @@ pub struct AccessCounts {
 struct Hot {
     base: u32,
     size: u32,
+    /// Aligned 2- and 4-byte accesses that fit: `off.rotate_right(k) < lim`
+    /// holds exactly for an offset aligned to `2^k` with `off + 2^k <= size`
+    /// (a misaligned offset rotates its low bits to the top, past any
+    /// limit). Offsets are aligned like addresses only when `base` is, so a
+    /// window at a misaligned base gets limit 0 (misses go the slow way).
+    lim2: u32,
+    lim4: u32,
     host: *mut u8,
     latency: u32,
     /// Index of the window it copies (meaningless while `size` is 0).
@@ -168,7 +175,14 @@ struct Hot {
     hits: u64,
 }
 
-const COLD: Hot = Hot { base: 0, size: 0, host: std::ptr::null_mut(), latency: 0, win: 0, hits: 0 };
+const COLD: Hot = Hot { base: 0, size: 0, lim2: 0, lim4: 0, host: std::ptr::null_mut(), latency: 0, win: 0, hits: 0 };
+
+impl Hot {
+    fn of(w: &Window, win: usize) -> Hot {
+        let lim = |k: u32| if w.base.trailing_zeros() >= k { w.size >> k } else { 0 };
+        Hot { base: w.base, size: w.size, lim2: lim(1), lim4: lim(2), host: w.host, latency: w.latency, win: win as u32, hits: 1 }
+    }
+}
 
 /// The fast-path caches: loads and stores go to different regions (a table
 /// in program memory, a buffer in L1) often enough that one shared entry
@@ -332,19 +346,37 @@ impl AddressSpace {
     /// first: handlers touch few regions, mostly one at a time.
     #[inline(always)]
     pub fn xlate_load(&mut self, addr: u32, len: u32) -> Result<(*mut u8, u32), AccessError> {
-        if let Some(r) = self.hit(HOT_LOAD, addr, len) {
-            return Ok(r);
+        match self.load_aligned(addr, len) {
+            Some(r) => Ok(r),
+            None => self.load_miss(addr, len),
         }
-        if let Some(r) = self.hit(HOT_LOAD_OLD, addr, len) {
-            return Ok(r);
-        }
-        self.xlate_slow(HOT_LOAD, addr, len, Perm::R)
     }
 
     /// As [`AddressSpace::xlate_load`], for stores.
     #[inline(always)]
     pub fn xlate_store(&mut self, addr: u32, len: u32) -> Result<(*mut u8, u32), AccessError> {
-        self.xlate_hot(HOT_STORE, addr, len, Perm::W)
+        match self.hit_aligned(HOT_STORE, addr, len) {
+            Some(r) => Ok(r),
+            None => self.store_miss(addr, len),
+        }
+    }
+
+    /// The interpreter's fast path for a load of `len` (1, 2 or 4) bytes:
+    /// a hit in either load way, for an access aligned to `len`. `None`
+    /// sends the access to [`AddressSpace::xlate_load`] (which also serves
+    /// misaligned ones); nothing is counted then.
+    #[inline(always)]
+    pub(crate) fn load_aligned(&mut self, addr: u32, len: u32) -> Option<(*mut u8, u32)> {
+        match self.hit_aligned(HOT_LOAD, addr, len) {
+            Some(r) => Some(r),
+            None => self.hit_aligned(HOT_LOAD_OLD, addr, len),
+        }
+    }
+
+    /// As [`AddressSpace::load_aligned`], for stores.
+    #[inline(always)]
+    pub(crate) fn store_aligned(&mut self, addr: u32, len: u32) -> Option<(*mut u8, u32)> {
+        self.hit_aligned(HOT_STORE, addr, len)
     }
 
     /// Translate a guest access of `len` bytes needing `need` (AMOs need
@@ -360,14 +392,29 @@ impl AddressSpace {
         }
     }
 
+    /// A hit in cache `k` for an access aligned to `len`: one subtraction,
+    /// (a rotation,) one compare.
     #[inline(always)]
-    fn xlate_hot(&mut self, k: usize, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
-        match self.hit(k, addr, len) {
-            Some(r) => Ok(r),
-            None => self.xlate_slow(k, addr, len, need),
+    fn hit_aligned(&mut self, k: usize, addr: u32, len: u32) -> Option<(*mut u8, u32)> {
+        let h = &mut self.hot[k];
+        let off = addr.wrapping_sub(h.base);
+        let fits = match len {
+            1 => off < h.size,
+            2 => off.rotate_right(1) < h.lim2,
+            4 => off.rotate_right(2) < h.lim4,
+            _ => false,
+        };
+        if fits {
+            h.hits += 1;
+            // SAFETY: off + len <= size (see `Hot::lim2`), and the window
+            // lies inside its block (checked by `map`/`remap`, which empty
+            // the caches).
+            return Some((unsafe { h.host.add(off as usize) }, h.latency));
         }
+        None
     }
 
+    /// Any access that fits cache `k`'s window, aligned or not.
     #[inline(always)]
     fn hit(&mut self, k: usize, addr: u32, len: u32) -> Option<(*mut u8, u32)> {
         let h = &mut self.hot[k];
@@ -376,11 +423,29 @@ impl AddressSpace {
         // (size 0) never hits.
         if off as u64 + len as u64 <= h.size as u64 {
             h.hits += 1;
-            // SAFETY: off + len <= size, and the window lies inside its block
-            // (checked by `map`/`remap`, which empty the caches).
+            // SAFETY: as in `hit_aligned`.
             return Some((unsafe { h.host.add(off as usize) }, h.latency));
         }
         None
+    }
+
+    #[inline(never)]
+    fn load_miss(&mut self, addr: u32, len: u32) -> Result<(*mut u8, u32), AccessError> {
+        if let Some(r) = self.hit(HOT_LOAD, addr, len) {
+            return Ok(r);
+        }
+        if let Some(r) = self.hit(HOT_LOAD_OLD, addr, len) {
+            return Ok(r);
+        }
+        self.xlate_slow(HOT_LOAD, addr, len, Perm::R)
+    }
+
+    #[inline(never)]
+    fn store_miss(&mut self, addr: u32, len: u32) -> Result<(*mut u8, u32), AccessError> {
+        if let Some(r) = self.hit(HOT_STORE, addr, len) {
+            return Ok(r);
+        }
+        self.xlate_slow(HOT_STORE, addr, len, Perm::W)
     }
 
     /// Find the window, check it, and make it cache `k`'s entry when it
@@ -408,11 +473,11 @@ impl AddressSpace {
                     if out != k {
                         self.hot[out] = self.hot[k];
                     }
-                    self.hot[k] = Hot { base: w.base, size: w.size, host: w.host, latency: w.latency, win: i as u32, hits: 1 };
+                    self.hot[k] = Hot::of(&w, i);
                 } else {
                     self.win[i].hits += 1;
                 }
-                // SAFETY: as in `xlate_hot`.
+                // SAFETY: as in `hit_aligned`.
                 return Ok((unsafe { w.host.add(off as usize) }, w.latency));
             }
         }
@@ -503,5 +568,40 @@ mod tests {
         assert_eq!(a.xlate(0x4000, 4, Perm::R).unwrap().1, 24);
         assert_eq!(a.counts().by_class[MemClass::L2 as usize], 1);
         assert_eq!(a.counts().stall_cycles, 24);
+    }
+
+    #[test]
+    fn fast_path_takes_only_aligned_fits_and_every_access_counts_once() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(64);
+        // Size not a multiple of 4, base aligned only to 2.
+        a.map(0x1002, 10, &b, 0, Perm::RW, MemClass::L2).unwrap();
+        assert!(a.xlate_load(0x1002, 4).is_ok()); // fills the cache
+        assert!(a.load_aligned(0x1004, 4).is_none()); // base not 4-aligned
+        assert!(a.load_aligned(0x1004, 2).is_some());
+        assert!(a.load_aligned(0x100a, 2).is_some()); // last halfword
+        assert!(a.load_aligned(0x100c, 2).is_none()); // past the end
+        assert!(a.load_aligned(0x1005, 2).is_none()); // misaligned
+        assert!(a.load_aligned(0x100b, 1).is_some());
+        assert!(a.load_aligned(0x100c, 1).is_none());
+        assert!(a.xlate_load(0x1005, 2).is_ok()); // the slow way, counted
+        assert_eq!(a.xlate_load(0x100a, 4), Err(AccessError::Unmapped));
+        let c = a.xlate_store(0x1004, 4).and(a.xlate_store(0x1008, 4));
+        assert!(c.is_ok());
+        assert!(a.store_aligned(0x1008, 4).is_none());
+        assert!(a.store_aligned(0x1008, 2).is_some());
+        // 1 + 3 fast loads + 1 slow load + 2 + 1 stores
+        assert_eq!(a.counts().by_class[MemClass::L2 as usize], 8);
+
+        let mut a = AddressSpace::new(&t);
+        a.map(0x2000, 8, &b, 0, Perm::R, MemClass::L2).unwrap();
+        assert!(a.xlate_load(0x2000, 4).is_ok());
+        assert!(a.load_aligned(0x2004, 4).is_some());
+        assert!(a.load_aligned(0x2006, 4).is_none()); // misaligned, would fit
+        assert!(a.load_aligned(0x2008, 4).is_none());
+        assert!(a.store_aligned(0x2004, 4).is_none()); // read-only: never cached for stores
+        assert_eq!(a.xlate_store(0x2004, 4), Err(AccessError::Denied));
+        assert_eq!(a.counts().by_class[MemClass::L2 as usize], 2);
     }
 }

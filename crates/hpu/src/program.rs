@@ -25,19 +25,19 @@ pub struct BlockCost {
 }
 
 /// What the interpreter adds at a block entry: a [`BlockCost`] laid out for
-/// three adds, loads in the low and stores in the high half of `ldst` (the
-/// interpreter keeps that sum in one register and flushes it often enough
-/// that neither half can carry into the other).
+/// two adds, cycles in the low and instructions in the high half of `acc`,
+/// loads in the low and stores in the high half of `ldst` (the interpreter
+/// keeps each sum in one register and flushes it often enough that no half
+/// can carry into the other).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Charge {
-    pub insts: u32,
-    pub cycles: u32,
+    pub acc: u64,
     pub ldst: u64,
 }
 
 impl Charge {
     fn of(c: BlockCost) -> Charge {
-        Charge { insts: c.insts, cycles: c.cycles, ldst: c.loads as u64 | (c.stores as u64) << 32 }
+        Charge { acc: c.cycles as u64 | (c.insts as u64) << 32, ldst: c.loads as u64 | (c.stores as u64) << 32 }
     }
 }
 

@@ -340,6 +340,18 @@ fn fault_counts_only_retired_instructions() {
 }
 
 #[test]
+fn an_unknown_service_retires_nothing_of_its_ecall() {
+    let mut m = Machine::new(&[addi(5, 0, 1), addi(17, 0, 1234), ecall(), addi(5, 0, 2)]);
+    assert!(matches!(m.run(), Stop::Fault(_)));
+    assert_eq!((m.hpu.instret, m.hpu.cycles), (2, 2));
+    // Again after a block already charged since the run began.
+    let mut m = Machine::new(&[addi(5, 0, 1), j(4, 0), addi(17, 0, 1234), ecall()]);
+    assert!(matches!(m.run(), Stop::Fault(_)));
+    let jump = TimingModel::default().jal as u64;
+    assert_eq!((m.hpu.instret, m.hpu.cycles), (3, 2 + jump));
+}
+
+#[test]
 fn watchdog_stops_an_infinite_loop() {
     let mut m = Machine::new(&[addi(5, 5, 1), j(-4, 0)]);
     m.hpu.instret_limit = 1_000_000;
