@@ -20,6 +20,7 @@
 //! [`notify`] (host notifications) and [`host_mem`] (host memory).
 
 mod command_unit;
+mod events;
 mod host_mem;
 mod hpu_ctl;
 mod inbound;
@@ -27,8 +28,7 @@ mod mpq;
 mod notify;
 mod scheduler;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use softspin_hpu::abi::{self, err, sys};
@@ -42,6 +42,7 @@ use crate::traffic::{Arrival, Source, TrafficError};
 use crate::units::{Ns, Ps};
 
 use self::command_unit::*;
+use self::events::{Event, EventQueue};
 use self::hpu_ctl::*;
 use self::inbound::*;
 use self::mpq::*;
@@ -156,36 +157,13 @@ enum Ev {
     WaitLimit { hpu: usize },
 }
 
-struct Event {
-    time: u64,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        (self.time, self.seq) == (o.time, o.seq)
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(o.time, o.seq))
-    }
-}
-
 /// Everything but the HPUs (so services can borrow it while an HPU runs).
 struct Core {
     cfg: NicConfig,
     ppc: u64,
     now: u64,
     seq: u64,
-    events: BinaryHeap<Reverse<Event>>,
+    events: EventQueue,
     immediate: VecDeque<Ev>,
     l1: Vec<Arc<MemBlock>>,
     l2_handler: Arc<MemBlock>,
@@ -272,7 +250,7 @@ impl Core {
             return;
         }
         self.seq += 1;
-        self.events.push(Reverse(Event { time, seq: self.seq, ev }));
+        self.events.push(Event { time, seq: self.seq, ev });
     }
 
     /// ns -> ps, checked. Every delay that reaches the engine passed
@@ -404,7 +382,7 @@ impl Engine {
             ppc,
             now: 0,
             seq: 0,
-            events: BinaryHeap::new(),
+            events: EventQueue::new(),
             immediate: VecDeque::new(),
             l1: (0..cfg.clusters).map(|_| MemBlock::new(cfg.l1_size as usize)).collect(),
             l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
@@ -834,7 +812,7 @@ impl Engine {
         let mut progressed = false;
         loop {
             // This instant's heap events first, then its immediate FIFO.
-            let heap_now = self.core.events.peek().is_some_and(|Reverse(e)| e.time == self.core.now);
+            let heap_now = self.core.events.peek().is_some_and(|e| e.time == self.core.now);
             if !heap_now {
                 if let Some(ev) = self.core.immediate.pop_front() {
                     self.step(ev)?;
@@ -842,7 +820,7 @@ impl Engine {
                     continue;
                 }
             }
-            let Some(Reverse(e)) = self.core.events.peek() else { break };
+            let Some(&e) = self.core.events.peek() else { break };
             // A deadline check with nothing due (its message ended) does not
             // advance time.
             if let Ev::TimeoutCheck = e.ev {
@@ -890,7 +868,7 @@ impl Engine {
                 return Ok(());
             }
             progressed = true;
-            let Reverse(e) = self.core.events.pop().unwrap();
+            let e = self.core.events.pop().unwrap();
             self.core.now = e.time;
             self.step(e.ev)?;
             n += 1;
@@ -945,7 +923,7 @@ impl Engine {
     pub fn is_idle(&self) -> bool {
         // Limits of waits that ended are left in the queue; they do not count.
         self.core.immediate.is_empty()
-            && self.core.events.iter().all(|Reverse(e)| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
+            && self.core.events.iter().all(|e| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
     }
 
     /// When the next event is due (now if one is queued for this instant);
@@ -954,7 +932,7 @@ impl Engine {
         if !self.core.immediate.is_empty() {
             return Some(self.core.now);
         }
-        self.core.events.peek().map(|Reverse(e)| e.time)
+        self.core.events.next_time()
     }
 
     /// Raw statistics so far.
