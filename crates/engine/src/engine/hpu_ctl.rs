@@ -182,15 +182,17 @@ impl Engine {
         ];
         let acc = self.core.stats.handlers.entry((ectx, kind)).or_default();
         acc.add(cyc, slot.hpu.instret - slot.ctl.i0, slot.hpu.loads - slot.ctl.ld0, slot.hpu.stores - slot.ctl.st0, mem);
-        let sym = self.core.ectx(ectx).spec_symbol(kind);
-        let site = |pc: u32| Some(Site { handler: sym.clone(), pc, hpu: h as u32 });
+        // The handler's name only where an error or the timeline needs it
+        // (not a string per task).
+        let site = |core: &Core, pc: u32| Some(Site { handler: core.ectx(ectx).spec_symbol(kind), pc, hpu: h as u32 });
         let fault = match end {
             End::Returned => None,
             End::Fault(f) => {
                 self.core.stats.handlers.get_mut(&(ectx, kind)).unwrap().faults += 1;
                 // Stack overflow / missing scratchpad hints (scheduler.rs).
                 let detail = self.fault_detail(h, ectx, &f);
-                self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site(f.pc), Some(f.addr as u64), detail);
+                let site = site(&self.core, f.pc);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site, Some(f.addr as u64), detail);
                 Some(f.to_string())
             }
             End::Aborted { status, pc } => {
@@ -198,12 +200,14 @@ impl Engine {
                     Some(r) => format!("status {status}: {r}"),
                     None => format!("status {status}"),
                 };
-                self.core.record_error(t, ectx, msg_id, ErrorCause::Aborted { status }, site(pc), None, Some(detail.clone()));
+                let site = site(&self.core, pc);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::Aborted { status }, site, None, Some(detail.clone()));
                 Some(format!("aborted, {detail}"))
             }
             End::WaitTimeout { pc } => {
                 let limit = self.core.cfg.wait_limit_ns;
-                self.core.record_error(t, ectx, msg_id, ErrorCause::WaitTimeout, site(pc), None, Some(format!("waited {limit} ns (wait_limit_ns)")));
+                let site = site(&self.core, pc);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::WaitTimeout, site, None, Some(format!("waited {limit} ns (wait_limit_ns)")));
                 Some("wait timeout".to_string())
             }
         };
@@ -213,6 +217,7 @@ impl Engine {
         }
         if self.core.timeline.is_some() {
             let start = self.hpus[h].ctl.t0;
+            let sym = self.core.ectx(ectx).spec_symbol(kind);
             let name = format!("{sym} msg {msg_id}");
             let args = serde_json::json!({"ectx": self.core.ectx(ectx).name(), "cycles": cyc, "fault": fault});
             self.core.timeline(TimelineEvent {

@@ -195,6 +195,8 @@ struct Core {
     pcie_free_at: u64,
     /// The L2<->L1 interconnect shared by all clusters.
     ic_free_at: u64,
+    /// The packet head on its way from L2 to L1 (`on_task_ready`).
+    copy_buf: Vec<u8>,
     source: Option<Box<dyn Source>>,
     /// Arrival waiting in the event queue or for a packet slot.
     pending: Option<Arrival>,
@@ -426,6 +428,7 @@ impl Engine {
             out_free_at: 0,
             pcie_free_at: 0,
             ic_free_at: 0,
+            copy_buf: Vec::new(),
             source: None,
             pending: None,
             injected: VecDeque::new(),

@@ -53,6 +53,9 @@ impl Granules {
     }
 }
 
+// `dispatch` keeps the clusters it tried in a u64.
+const _: () = assert!(crate::config::MAX_CLUSTERS <= 64);
+
 /// HPU `h`'s stack (global HPU index): its lowest NIC address and its size.
 /// The stacks of a cluster follow its runtime areas in L1, one per HPU;
 /// a task maps exactly its own, so an overflow faults below it.
@@ -143,10 +146,17 @@ impl Engine {
         let n = c.clusters.len();
         let home = her.msg_id as usize % n;
         let cap = c.cfg.cluster_task_queue;
-        let mut order: Vec<usize> = (0..n).filter(|&k| k != home).collect();
-        order.sort_by_key(|&k| (c.clusters[k].pending, k));
-        order.insert(0, home);
-        for k in order {
+        // Home first, then the others by (pending tasks, index), picked one
+        // at a time (no per-task vector; a cluster that cannot take the task
+        // leaves the loads unchanged, so the order is that of a sort).
+        let mut tried = 0u64;
+        for _ in 0..n {
+            let k = if tried == 0 {
+                home
+            } else {
+                (0..n).filter(|&k| tried & (1 << k) == 0).min_by_key(|&k| (c.clusters[k].pending, k)).unwrap()
+            };
+            tried |= 1 << k;
             if c.clusters[k].pending >= cap {
                 continue;
             }
@@ -184,8 +194,11 @@ impl Engine {
         let task = c.tasks[t].as_ref().unwrap();
         let (cl, (off, len), slot) = (task.cluster, task.l1, task.her.slot);
         // The copy lands in L1 now.
-        let data = c.l2_pkt.to_vec((slot * c.cfg.pkt_slot_size) as usize, len as usize);
-        c.l1[cl].write(off as usize, &data);
+        // Through one buffer kept for it, not a vector per copy.
+        let buf = &mut c.copy_buf;
+        buf.resize(len as usize, 0);
+        c.l2_pkt.read((slot * c.cfg.pkt_slot_size) as usize, buf);
+        c.l1[cl].write(off as usize, buf);
         c.clusters[cl].queue.push_back(t);
         self.assign(cl);
     }
