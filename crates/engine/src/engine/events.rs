@@ -5,12 +5,13 @@
 //! heap paid a logarithmic one (issue 14: the heap was ~29 % of the host
 //! instructions per packet).
 //!
-//! Time is cut into buckets of `2^BUCKET_SHIFT` ps. The bucket being
-//! processed (and anything scheduled before it) is one vector sorted by
-//! (time, seq); the next `RING` buckets each collect their events unsorted
-//! and are sorted once when they become current; events further ahead
-//! (message deadlines, wait limits) wait in a small heap and move into the
-//! ring as it reaches them.
+//! Time is cut into buckets of `2^BUCKET_SHIFT` ps. Each of the next `RING`
+//! buckets is a vector kept in (time, seq) order: an event is pushed with
+//! the largest seq so far, so it goes after every event of its time,
+//! usually at the end (one comparison). The bucket being processed (and
+//! anything scheduled before it) is read from the front; events further
+//! ahead (message deadlines, wait limits) wait in a small heap and move into
+//! the ring as it reaches them.
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -60,11 +61,22 @@ fn bucket(time: u64) -> u64 {
     time >> BUCKET_SHIFT
 }
 
+/// Insert `e` into `v`, kept in (time, seq) order, searching from the end
+/// (where a new event usually belongs).
+fn insert_sorted(v: &mut Vec<Event>, e: Event) {
+    let mut at = v.len();
+    while at > 0 && v[at - 1].key() > e.key() {
+        at -= 1;
+    }
+    v.insert(at, e);
+}
+
 /// Events ordered by (time, seq); `seq` must be unique.
 pub(super) struct EventQueue {
-    /// Events of bucket `cur` and earlier, sorted by (time, seq) from the
-    /// last to the first: the next event is `now.last()`.
+    /// Events of bucket `cur` and earlier in (time, seq) order from `head`
+    /// on: the next event is `now[head]`.
     now: Vec<Event>,
+    head: usize,
     /// The current bucket.
     cur: u64,
     /// Slot `b % RING` holds the events of bucket b, for cur < b < cur + RING.
@@ -80,6 +92,7 @@ impl EventQueue {
     pub(super) fn new() -> EventQueue {
         EventQueue {
             now: Vec::new(),
+            head: 0,
             cur: 0,
             ring: (0..RING).map(|_| Vec::new()).collect(),
             occupied: [0; WORDS],
@@ -93,11 +106,11 @@ impl EventQueue {
         if b <= self.cur {
             // Earlier buckets can only come after a run stopped at `until`
             // short of the next event; they are still the smallest.
-            let at = self.now.partition_point(|x| x.key() > e.key());
+            let at = self.head + self.now[self.head..].partition_point(|x| x.key() < e.key());
             self.now.insert(at, e);
         } else if b - self.cur < RING as u64 {
             let slot = (b % RING as u64) as usize;
-            self.ring[slot].push(e);
+            insert_sorted(&mut self.ring[slot], e);
             self.occupied[slot / 64] |= 1 << (slot % 64);
             self.in_ring += 1;
         } else {
@@ -107,33 +120,34 @@ impl EventQueue {
 
     /// The next event (the smallest (time, seq)), making its bucket current.
     pub(super) fn peek(&mut self) -> Option<&Event> {
-        if self.now.is_empty() {
+        if self.head == self.now.len() {
             self.advance();
         }
-        self.now.last()
+        self.now.get(self.head)
     }
 
     pub(super) fn pop(&mut self) -> Option<Event> {
-        if self.now.is_empty() {
+        if self.head == self.now.len() {
             self.advance();
         }
-        self.now.pop()
+        let e = *self.now.get(self.head)?;
+        self.head += 1;
+        Some(e)
     }
 
     /// The next event's time, without moving the current bucket.
     pub(super) fn next_time(&self) -> Option<u64> {
-        if let Some(e) = self.now.last() {
+        if let Some(e) = self.now.get(self.head) {
             return Some(e.time);
         }
         if self.in_ring > 0 {
-            let slot = self.next_occupied();
-            return self.ring[slot].iter().map(|e| e.time).min();
+            return Some(self.ring[self.next_occupied()][0].time);
         }
         self.far.peek().map(|Reverse(e)| e.time)
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &Event> {
-        self.now.iter().chain(self.ring.iter().flatten()).chain(self.far.iter().map(|Reverse(e)| e))
+        self.now[self.head..].iter().chain(self.ring.iter().flatten()).chain(self.far.iter().map(|Reverse(e)| e))
     }
 
     /// The first occupied ring slot after the current bucket's (the ring
@@ -156,8 +170,10 @@ impl EventQueue {
         unreachable!("in_ring > 0 but no ring slot is occupied")
     }
 
-    /// `now` is empty: make the next non-empty bucket current.
+    /// `now` is used up: make the next non-empty bucket current.
     fn advance(&mut self) {
+        self.now.clear();
+        self.head = 0;
         let next = if self.in_ring > 0 {
             let slot = self.next_occupied();
             let start = ((self.cur + 1) % RING as u64) as usize;
@@ -183,12 +199,11 @@ impl EventQueue {
             }
             let Reverse(e) = self.far.pop().unwrap();
             if b == self.cur {
-                self.now.push(e);
+                insert_sorted(&mut self.now, e);
             } else {
                 self.push(e);
             }
         }
-        self.now.sort_unstable_by(|a, b| b.key().cmp(&a.key()));
     }
 }
 
