@@ -814,16 +814,16 @@ impl Engine {
         let mut n = 0u64;
         let mut progressed = false;
         loop {
-            // This instant's heap events first, then its immediate FIFO.
-            let heap_now = self.core.events.peek().is_some_and(|e| e.time == self.core.now);
-            if !heap_now {
+            // This instant's queued events first, then its immediate FIFO.
+            let next = self.core.events.peek().copied();
+            if next.is_none_or(|e| e.time != self.core.now) {
                 if let Some(ev) = self.core.immediate.pop_front() {
                     self.step(ev)?;
                     progressed = true;
                     continue;
                 }
             }
-            let Some(&e) = self.core.events.peek() else { break };
+            let Some(e) = next else { break };
             // A deadline check with nothing due (its message ended) does not
             // advance time.
             if let Ev::TimeoutCheck = e.ev {
