@@ -61,32 +61,12 @@ pub fn build_frame(
     dst_ip: [u8; 4],
     sport: u16,
     dport: u16,
-    payload: impl FnMut(usize) -> u8,
-) -> Result<Vec<u8>, TrafficError> {
-    let mut f = Vec::new();
-    build_frame_into(&mut f, kind, size, src_ip, dst_ip, sport, dport, payload)?;
-    Ok(f)
-}
-
-/// [`build_frame`] into `f` (its old contents replaced), so a source can
-/// reuse the vectors of frames the NIC has taken in.
-#[allow(clippy::too_many_arguments)]
-pub(super) fn build_frame_into(
-    f: &mut Vec<u8>,
-    kind: FrameKind,
-    size: usize,
-    src_ip: [u8; 4],
-    dst_ip: [u8; 4],
-    sport: u16,
-    dport: u16,
     mut payload: impl FnMut(usize) -> u8,
-) -> Result<(), TrafficError> {
+) -> Result<Vec<u8>, TrafficError> {
     if let Some(msg) = frame_size_problem(kind, size) {
         return Err(TrafficError::Param { param: "size", msg });
     }
-    // Zeroed as a new frame would be: emit leaves some header bytes alone.
-    f.clear();
-    f.resize(size, 0);
+    let mut f = vec![0u8; size];
     let (src, dst) = (wire::Ipv4Address(src_ip), wire::Ipv4Address(dst_ip));
     let hlen = kind.header_len();
     let payload_len = size - hlen;
@@ -117,7 +97,7 @@ pub(super) fn build_frame_into(
     for (i, b) in f[hlen..].iter_mut().enumerate() {
         *b = payload(i);
     }
-    Ok(())
+    Ok(f)
 }
 
 #[cfg(test)]

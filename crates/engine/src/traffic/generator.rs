@@ -147,6 +147,9 @@ pub struct Generator {
     emitted: u64,
     /// Frames given back by the NIC (`Source::recycle`), reused for new ones.
     spare: Vec<Vec<u8>>,
+    /// The headers every frame starts with (sizes, addresses and ports are
+    /// the same for all; no checksum covers the payload): built once.
+    headers: Vec<u8>,
 }
 
 impl Generator {
@@ -179,7 +182,10 @@ impl Generator {
             ));
         }
         let inflight = cfg.concurrent.min(cfg.messages);
+        let mut headers = build_frame(cfg.frame, cfg.size, cfg.src_ip, cfg.dst_ip, cfg.udp_src_port, cfg.udp_dst_port, |_| 0)?;
+        headers.truncate(cfg.frame.header_len());
         Ok(Generator {
+            headers,
             slots: (0..inflight).map(|m| (m, 0)).collect(),
             next_msg: inflight,
             cur: 0,
@@ -204,17 +210,10 @@ impl Source for Generator {
         let seq = self.emitted;
         let c = &self.cfg;
         let mut frame = self.spare.pop().unwrap_or_default();
-        build_frame_into(
-            &mut frame,
-            c.frame,
-            c.size,
-            c.src_ip,
-            c.dst_ip,
-            c.udp_src_port,
-            c.udp_dst_port,
-            |_| 0,
-        )?;
-        c.payload.fill(seq, &mut frame[c.frame.header_len()..]);
+        frame.clear();
+        frame.extend_from_slice(&self.headers);
+        frame.resize(c.size, 0);
+        c.payload.fill(seq, &mut frame[self.headers.len()..]);
         let time_ps = self
             .clock
             .advance(c.size)
