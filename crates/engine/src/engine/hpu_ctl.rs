@@ -180,7 +180,7 @@ impl Engine {
             counts[1] - slot.ctl.mem0[1],
             counts[2] - slot.ctl.mem0[2] + counts[3] - slot.ctl.mem0[3],
         ];
-        let acc = self.core.stats.handlers.entry((ectx, kind)).or_default();
+        let acc = &mut self.core.stats.handlers.entry(ectx)[kind as usize];
         acc.add(cyc, slot.hpu.instret - slot.ctl.i0, slot.hpu.loads - slot.ctl.ld0, slot.hpu.stores - slot.ctl.st0, mem);
         // The handler's name only where an error or the timeline needs it
         // (not a string per task).
@@ -188,7 +188,7 @@ impl Engine {
         let fault = match end {
             End::Returned => None,
             End::Fault(f) => {
-                self.core.stats.handlers.get_mut(&(ectx, kind)).unwrap().faults += 1;
+                self.core.stats.handlers.entry(ectx)[kind as usize].faults += 1;
                 // Stack overflow / missing scratchpad hints (scheduler.rs).
                 let detail = self.fault_detail(h, ectx, &f);
                 let site = site(&self.core, f.pc);

@@ -140,7 +140,7 @@ impl Engine {
         c.recycle(a.frame);
         let her = Her { slot, len: len as u32, msg_id: a.msg_id, ectx, eom: a.eom };
         c.slots[slot as usize] = SlotState { refs: 0, arrival_ps: now, len: len as u32, aborted: false, failed: false };
-        c.stats.ectx_packets.entry(ectx).or_default().0 += 1;
+        c.stats.ectx_packets.entry(ectx).0 += 1;
         self.enqueue_her(her);
         true
     }

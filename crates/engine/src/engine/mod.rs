@@ -512,7 +512,7 @@ impl Engine {
 
     /// Packets admitted and messages completed per ECTX.
     pub fn ectx_counts(&self, id: EctxId) -> (u64, u64) {
-        self.core.stats.ectx_packets.get(&id).copied().unwrap_or_default()
+        self.core.stats.ectx_packets.get(id).copied().unwrap_or_default()
     }
 
     /// printf output of one HPU (global id), as far as the ECTXs' output
@@ -735,7 +735,7 @@ impl Engine {
         };
         c.ectxs[id] = Some(e);
         // A reused slot starts with fresh per-ECTX statistics.
-        c.stats.ectx_packets.remove(&id);
+        c.stats.ectx_packets.remove(id);
         c.stats.errors_by_ectx.remove(&id);
         c.counters.retain(|k, _| k.0 != id);
         c.outputs.remove(&id);
@@ -951,13 +951,15 @@ impl Engine {
         let span = s.last_done_ps.saturating_sub(first);
         let sim_ps = c.now.max(s.last_done_ps);
         let busy: u64 = self.hpus.iter().map(|h| h.ctl.busy_ps).sum();
+        const KINDS: [HandlerKind; 3] = [HandlerKind::Header, HandlerKind::Payload, HandlerKind::Completion];
         let handlers = s
             .handlers
             .iter()
-            .map(|((e, k), a)| {
+            .flat_map(|(e, by_kind)| KINDS.iter().zip(by_kind).filter(|(_, a)| a.invocations > 0).map(move |(k, a)| (e, k, a)))
+            .map(|(e, k, a)| {
                 let n = a.invocations.max(1) as f64;
-                let ectx = self.ectx(*e).map(|x| x.name().to_string()).unwrap_or_default();
-                let sym = self.ectx(*e).map(|x| x.spec_symbol(*k)).unwrap_or_default();
+                let ectx = self.ectx(e).map(|x| x.name().to_string()).unwrap_or_default();
+                let sym = self.ectx(e).map(|x| x.spec_symbol(*k)).unwrap_or_default();
                 stats::HandlerReport {
                     name: format!("{ectx}:{sym}"),
                     ectx,

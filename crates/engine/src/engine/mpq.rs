@@ -311,7 +311,7 @@ impl Engine {
         let ectx = q.ectx;
         c.msg_map.remove(&key);
         if completed {
-            c.stats.ectx_packets.entry(ectx).or_default().1 += 1;
+            c.stats.ectx_packets.entry(ectx).1 += 1;
             if c.keep_outbound {
                 c.completions.push(MessageDone { time_ps: c.now, ectx, msg_id: key.1 });
             }
