@@ -67,6 +67,10 @@ pub(super) enum End {
 pub(super) struct Slot {
     pub(super) hpu: Hpu,
     pub(super) ctl: HpuCtl,
+    /// The program of the ECTX whose windows are mapped (`mapped_ectx`),
+    /// held here so a quantum borrows it instead of counting a reference
+    /// up and down (two atomic operations per quantum).
+    pub(super) program: Option<Arc<Program>>,
 }
 
 impl Engine {
@@ -77,15 +81,15 @@ impl Engine {
     pub(super) fn run_hpu(&mut self, h: usize) {
         let t = self.hpus[h].ctl.task.unwrap();
         let ectx = self.core.tasks[t].as_ref().unwrap().her.ectx;
-        let prog = self.core.ectx(ectx).program.clone();
         let quantum = self.core.cfg.quantum_cycles as u64;
-        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Slot { hpu, ctl, program } = &mut self.hpus[h];
+        let prog = program.as_deref().expect("start_task set the program");
         // Don't run ahead of the event being processed.
         let behind = self.core.now.saturating_sub(ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc);
         hpu.cycles += behind / self.core.ppc;
         let until = hpu.cycles + quantum;
         let mut svc = CommandUnit { core: &mut self.core, ctl, ectx };
-        let stop = hpu.run(&prog, &mut svc, until);
+        let stop = hpu.run(prog, &mut svc, until);
         let local = Self::local_ps(&self.core, &self.hpus[h]);
         match stop {
             Stop::SliceEnd => {
@@ -115,7 +119,7 @@ impl Engine {
     /// and packet slot are freed as for any task.
     pub(super) fn on_wait_limit(&mut self, h: usize) {
         let now = self.core.now;
-        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Slot { hpu, ctl, .. } = &mut self.hpus[h];
         ctl.limit_armed = false;
         // `run` dropped or moved the event unless this wait is due.
         if ctl.state != HpuState::Blocked || ctl.wait_deadline > now {

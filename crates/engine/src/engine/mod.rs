@@ -343,6 +343,7 @@ impl Engine {
                 hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
                 hpus.push(Slot {
                     hpu,
+                    program: None,
                     ctl: HpuCtl {
                         gid,
                         cluster: c,

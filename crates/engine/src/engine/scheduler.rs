@@ -325,6 +325,7 @@ impl Engine {
         } else {
             m.clear();
             slot.ctl.mapped_ectx = Some(task.her.ectx);
+            slot.program = Some(e.program.clone());
             m.map(pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
                 && m.map(l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
                 && m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
