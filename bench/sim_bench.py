@@ -6,6 +6,13 @@ figures and how they were taken.
 
     cargo build --release -p softspin-cli && python3 bench/sim_bench.py
         [--target-s 2] [--repeat 5] [--compare OTHER/softspin] [--json FILE]
+    python3 bench/sim_bench.py --identical OTHER/softspin
+
+`--identical` checks instead that this build and another give byte-identical
+results (an engine change must not move them): `softspin sim --json`,
+`--records` and `--timeline` over the cases in IDENTITY_CASES, and
+`softspin-suite --json` (next to each `softspin`) without its wall-clock
+baseline figures.
 
 Cases, all at 400 Gbit/s offered with back-pressure (every packet is
 processed; the link slows when the handlers cannot keep up), messages of 32
@@ -64,6 +71,107 @@ def sim(softspin, image, flags, size, packets, cfg):
     return json.loads(out), wall, msgs * PKTS_PER_MSG
 
 
+def write_pcap(path):
+    """Ethernet/IPv4/UDP frames of varying sizes to two UDP ports (two
+    ECTXs), many sharing a microsecond timestamp (ties in arrival time)."""
+    import struct
+    with open(path, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for n in range(3000):
+            size = 64 + (n * 37) % 900
+            port = 9330 + (n % 3 == 0)
+            pl = bytes((i + 7 * n) & 255 for i in range(size - 42))
+            udp = struct.pack(">HHHH", 1234, port, 8 + len(pl), 0) + pl
+            ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), n & 0xFFFF, 0, 64, 17, 0,
+                             bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+            f = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + udp
+            out.write(struct.pack("<IIII", 0, n * 3 // 100, len(f), len(f)) + f)
+
+
+# name, image key, flags (I: image directory, T: temporary directory);
+# `--timeline` where cheap. Back-pressure and drops, message timeouts, both
+# profiles, two ECTXs from a pcap (at capture times and back to back), and
+# every packet at time 0.
+IDENTITY_CASES = [
+    ("empty64", ["--image", "{I}/empty.elf", "--ph", "empty_ph", "--messages", "2000", "--packets", "32",
+                 "--concurrent", "8", "--size", "64", "--rate", "400", "--config", "{T}/bp.toml", "--timeline", "{O}.tl"]),
+    ("wordsum1k", ["--image", "{I}/wordsum.elf", "--ph", "wordsum_ph", "--messages", "200", "--packets", "32",
+                   "--concurrent", "8", "--size", "1024", "--rate", "400", "--config", "{T}/bp.toml", "--timeline", "{O}.tl"]),
+    ("wordsum_drop", ["--image", "{I}/wordsum.elf", "--ph", "wordsum_ph", "--messages", "300", "--packets", "32",
+                      "--concurrent", "8", "--size", "1024", "--rate", "400", "--profile", "pspin", "--timeout-ns", "20000"]),
+    ("hist_pspin", ["--image", "{I}/histogram.elf", "--ph", "histogram_ph", "--th", "histogram_th", "--scratchpad", "16384",
+                    "--messages", "300", "--packets", "16", "--concurrent", "4", "--size", "512", "--profile", "pspin",
+                    "--payload", "random", "--timeline", "{O}.tl"]),
+    ("hist_fpspin", ["--image", "{I}/histogram_fp.elf", "--ph", "histogram_ph", "--th", "histogram_th", "--scratchpad", "16384",
+                     "--messages", "300", "--packets", "16", "--concurrent", "4", "--size", "512", "--profile", "fpspin",
+                     "--frame", "eth", "--payload", "random"]),
+    ("reduce_pspin", ["--image", "{I}/reduce.elf", "--ph", "reduce_ph", "--th", "reduce_th", "--scratchpad", "8192",
+                      "--messages", "100", "--packets", "32", "--concurrent", "8", "--size", "1024", "--profile", "pspin"]),
+    ("reduce_fpspin", ["--image", "{I}/reduce_fp.elf", "--ph", "reduce_ph", "--th", "reduce_th", "--scratchpad", "8192",
+                       "--messages", "100", "--packets", "32", "--concurrent", "8", "--size", "1024", "--profile", "fpspin",
+                       "--frame", "eth"]),
+    ("two_ectx", ["--scenario", "{T}/two.toml", "--pcap", "{T}/mixed.pcap", "--timeline", "{O}.tl"]),
+    ("two_ectx_rate", ["--scenario", "{T}/two.toml", "--pcap", "{T}/mixed.pcap", "--rate", "400"]),
+    ("empty_inf", ["--image", "{I}/empty.elf", "--ph", "empty_ph", "--messages", "50", "--packets", "64",
+                   "--concurrent", "16", "--size", "200", "--rate", "inf"]),
+]
+
+
+def identical(a):
+    """Run IDENTITY_CASES and the suite with both builds; compare outputs."""
+    bins = {"this": a.softspin, "other": a.identical}
+    with tempfile.TemporaryDirectory() as tmp:
+        img = os.path.join(tmp, "img")
+        os.mkdir(img)
+        b = a.softspin
+        for name, src, extra in [
+            ("empty", "bench/handlers/empty.c", []), ("wordsum", "bench/handlers/wordsum.c", []),
+            ("histogram", "examples/histogram/handler.c", []), ("reduce", "examples/reduce/handler.c", []),
+            ("histogram_fp", "examples/histogram/handler.c", ["--profile", "fpspin"]),
+            ("reduce_fp", "examples/reduce/handler.c", ["--profile", "fpspin"]),
+        ]:
+            sh([b, "build", os.path.join(ROOT, src), *extra, "-o", os.path.join(img, name + ".elf")])
+        both = [os.path.join(ROOT, "bench/handlers/empty.c"), os.path.join(ROOT, "bench/handlers/wordsum.c")]
+        sh([b, "build", *both, "-o", os.path.join(img, "both.elf")])
+        # The second ECTX's image elsewhere in program and handler memory.
+        sh([b, "build", *both, "--code-base", "0x1d004000", "--data-base", "0x1c001000", "-o", os.path.join(img, "both2.elf")])
+        with open(os.path.join(tmp, "bp.toml"), "w") as f:
+            f.write('profile = "pspin"\nbuffer_full = "backpressure"\n')
+        with open(os.path.join(tmp, "two.toml"), "w") as f:
+            f.write(f'[[ectx]]\nname = "a"\nimage = "{img}/both.elf"\nph = "empty_ph"\nudp_dst_port = 9330\n\n'
+                    f'[[ectx]]\nname = "b"\nimage = "{img}/both2.elf"\nph = "wordsum_ph"\nudp_dst_port = 9331\n')
+        write_pcap(os.path.join(tmp, "mixed.pcap"))
+        outs = {}
+        for who, softspin in bins.items():
+            d = os.path.join(tmp, who)
+            os.mkdir(d)
+            for name, flags in IDENTITY_CASES:
+                o = os.path.join(d, name)
+                cmd = [softspin, "sim", *[x.format(I=img, T=tmp, O=o) for x in flags], "--json", "--quiet",
+                       "--records", o + ".records"]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                with open(o + ".json", "w") as f:
+                    f.write(r.stdout)
+                with open(o + ".err", "w") as f:
+                    f.write(f"{r.stderr}exit {r.returncode}\n")
+            suite = os.path.join(os.path.dirname(softspin), "softspin-suite")
+            rows = json.loads(sh([suite, "--json"]))
+            outs[who] = [{k: v for k, v in row.items() if k != "baseline_gbps"} for row in rows]
+        same = True
+        for name in sorted(os.listdir(os.path.join(tmp, "this"))):
+            with open(os.path.join(tmp, "this", name), "rb") as f:
+                x = f.read()
+            with open(os.path.join(tmp, "other", name), "rb") as f:
+                y = f.read()
+            print(f"    {'same' if x == y else 'DIFFERENT'}  {name} ({len(x)} bytes)")
+            same &= x == y
+        ok = outs["this"] == outs["other"]
+        print(f"    {'same' if ok else 'DIFFERENT'}  softspin-suite --json ({len(outs['this'])} examples, baseline_gbps left out)")
+        same &= ok
+        print("identical" if same else "RESULTS DIFFER")
+        sys.exit(0 if same else 1)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--target-s", type=float, default=2.0, help="wall seconds per run (calibrated)")
@@ -72,9 +180,12 @@ def main():
     ap.add_argument("--compare", help="a second softspin binary (e.g. an older build) run interleaved with the same packets")
     ap.add_argument("--cases", default="abcd", help="which cases, e.g. ab")
     ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--identical", metavar="OTHER", help="check byte-identical results against another softspin build instead")
     for key, *_ in CASES:
         ap.add_argument(f"--packets-{key}", type=int, help=f"fix case ({key})'s packet count instead of calibrating")
     a = ap.parse_args()
+    if a.identical:
+        return identical(a)
     bins = [("this", a.softspin)] + ([("compare", a.compare)] if a.compare else [])
     for _, b in bins:
         if not os.path.exists(b):
