@@ -1,20 +1,36 @@
 #!/usr/bin/env python3
 """Simulator speed: simulated NIC time and packets per wall second of
 `softspin sim`, against PsPIN's cycle-accurate Verilator model (~200 NIC-ns
-per wall second, i.e. 200 cycles/s at 1 GHz).
+per wall second, i.e. 200 cycles/s at 1 GHz). docs/perf-engine.md has the
+figures and how they were taken.
 
-    cargo build --release && python3 bench/sim_bench.py [--target-s 3] [--repeat 3]
+    cargo build --release -p softspin-cli && python3 bench/sim_bench.py
+        [--target-s 2] [--repeat 5] [--compare OTHER/softspin] [--json FILE]
+    python3 bench/sim_bench.py --identical OTHER/softspin
 
-(a) 64 B packets, empty payload handler, 400 Gbit/s;
-(b) 1024 B packets, handler reading every 32-bit word (sum into a volatile),
-    400 Gbit/s offered. That handler needs more than 32 HPUs at 400 Gbit/s, so
-    the NIC uses back-pressure (every packet is processed; the link slows).
-Packet counts are calibrated to about --target-s wall seconds per run; the
-wall time is measured around the subprocess, best of --repeat.
+`--identical` checks instead that this build and another give byte-identical
+results (an engine change must not move them): `softspin sim --json`,
+`--records` and `--timeline` over the cases in IDENTITY_CASES, and
+`softspin-suite --json` (next to each `softspin`) without its wall-clock
+baseline figures.
+
+Cases, all at 400 Gbit/s offered with back-pressure (every packet is
+processed; the link slows when the handlers cannot keep up), messages of 32
+packets, 8 in flight:
+(a) 64 B packets, empty payload handler (the engine's cost per packet);
+(b) 1024 B packets, a handler reading every 32-bit word (bench/handlers);
+(c) 1024 B packets, the histogram example (examples/histogram: payload and
+    completion handlers, per-cluster tables in the L1 scratchpad);
+(d) 1024 B packets, the reduce example (examples/reduce: payload and
+    completion handlers, per-cluster accumulators in the scratchpad).
+Packet counts are calibrated to about --target-s wall seconds per run.
+Repeats are interleaved (case by case, run by run, and with --compare
+binary by binary), and the figures are medians over the repeats.
 """
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -22,13 +38,17 @@ import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOFTSPIN = os.path.join(ROOT, "target", "release", "softspin")
-HANDLERS = os.path.join(ROOT, "bench", "handlers")
 RTL_NS_PER_S = 200.0  # PsPIN Verilator: ~200 cycles per wall second at 1 GHz
 PKTS_PER_MSG, CONCURRENT = 32, 8
 
+# key, title, source, handler flags, frame size, probe packet count
 CASES = [
-    ("a", "64 B, empty handler, 400 Gbit/s", "empty", "empty_ph", 64, 200_000),
-    ("b", "1024 B, word-sum handler, 400 Gbit/s", "wordsum", "wordsum_ph", 1024, 4_000),
+    ("a", "64 B, empty handler", "bench/handlers/empty.c", ["--ph", "empty_ph"], 64, 200_000),
+    ("b", "1024 B, word-sum handler", "bench/handlers/wordsum.c", ["--ph", "wordsum_ph"], 1024, 4_000),
+    ("c", "1024 B, histogram (examples/histogram)", "examples/histogram/handler.c",
+     ["--ph", "histogram_ph", "--th", "histogram_th", "--scratchpad", "16384"], 1024, 4_000),
+    ("d", "1024 B, reduce (examples/reduce)", "examples/reduce/handler.c",
+     ["--ph", "reduce_ph", "--th", "reduce_th", "--scratchpad", "8192"], 1024, 4_000),
 ]
 
 
@@ -39,9 +59,10 @@ def sh(cmd):
     return r.stdout
 
 
-def sim(image, ph, size, packets, cfg):
+def sim(softspin, image, flags, size, packets, cfg):
+    """One run: (report, wall seconds, packets)."""
     msgs = max(1, packets // PKTS_PER_MSG)
-    cmd = [SOFTSPIN, "sim", "--image", image, "--ph", ph, "--messages", str(msgs),
+    cmd = [softspin, "sim", "--image", image, *flags, "--messages", str(msgs),
            "--packets", str(PKTS_PER_MSG), "--concurrent", str(CONCURRENT), "--size", str(size),
            "--rate", "400", "--config", cfg, "--json", "--quiet"]
     t0 = time.perf_counter()
@@ -50,46 +71,176 @@ def sim(image, ph, size, packets, cfg):
     return json.loads(out), wall, msgs * PKTS_PER_MSG
 
 
+def write_pcap(path):
+    """Ethernet/IPv4/UDP frames of varying sizes to two UDP ports (two
+    ECTXs), many sharing a microsecond timestamp (ties in arrival time)."""
+    import struct
+    with open(path, "wb") as out:
+        out.write(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+        for n in range(3000):
+            size = 64 + (n * 37) % 900
+            port = 9330 + (n % 3 == 0)
+            pl = bytes((i + 7 * n) & 255 for i in range(size - 42))
+            udp = struct.pack(">HHHH", 1234, port, 8 + len(pl), 0) + pl
+            ip = struct.pack(">BBHHHBBH4s4s", 0x45, 0, 20 + len(udp), n & 0xFFFF, 0, 64, 17, 0,
+                             bytes([10, 0, 0, 1]), bytes([10, 0, 0, 2]))
+            f = b"\x02" * 6 + b"\x04" * 6 + b"\x08\x00" + ip + udp
+            out.write(struct.pack("<IIII", 0, n * 3 // 100, len(f), len(f)) + f)
+
+
+# name, image key, flags (I: image directory, T: temporary directory);
+# `--timeline` where cheap. Back-pressure and drops, message timeouts, both
+# profiles, two ECTXs from a pcap (at capture times and back to back), and
+# every packet at time 0.
+IDENTITY_CASES = [
+    ("empty64", ["--image", "{I}/empty.elf", "--ph", "empty_ph", "--messages", "2000", "--packets", "32",
+                 "--concurrent", "8", "--size", "64", "--rate", "400", "--config", "{T}/bp.toml", "--timeline", "{O}.tl"]),
+    ("wordsum1k", ["--image", "{I}/wordsum.elf", "--ph", "wordsum_ph", "--messages", "200", "--packets", "32",
+                   "--concurrent", "8", "--size", "1024", "--rate", "400", "--config", "{T}/bp.toml", "--timeline", "{O}.tl"]),
+    ("wordsum_drop", ["--image", "{I}/wordsum.elf", "--ph", "wordsum_ph", "--messages", "300", "--packets", "32",
+                      "--concurrent", "8", "--size", "1024", "--rate", "400", "--profile", "pspin", "--timeout-ns", "20000"]),
+    ("hist_pspin", ["--image", "{I}/histogram.elf", "--ph", "histogram_ph", "--th", "histogram_th", "--scratchpad", "16384",
+                    "--messages", "300", "--packets", "16", "--concurrent", "4", "--size", "512", "--profile", "pspin",
+                    "--payload", "random", "--timeline", "{O}.tl"]),
+    ("hist_fpspin", ["--image", "{I}/histogram_fp.elf", "--ph", "histogram_ph", "--th", "histogram_th", "--scratchpad", "16384",
+                     "--messages", "300", "--packets", "16", "--concurrent", "4", "--size", "512", "--profile", "fpspin",
+                     "--frame", "eth", "--payload", "random"]),
+    ("reduce_pspin", ["--image", "{I}/reduce.elf", "--ph", "reduce_ph", "--th", "reduce_th", "--scratchpad", "8192",
+                      "--messages", "100", "--packets", "32", "--concurrent", "8", "--size", "1024", "--profile", "pspin"]),
+    ("reduce_fpspin", ["--image", "{I}/reduce_fp.elf", "--ph", "reduce_ph", "--th", "reduce_th", "--scratchpad", "8192",
+                       "--messages", "100", "--packets", "32", "--concurrent", "8", "--size", "1024", "--profile", "fpspin",
+                       "--frame", "eth"]),
+    ("two_ectx", ["--scenario", "{T}/two.toml", "--pcap", "{T}/mixed.pcap", "--timeline", "{O}.tl"]),
+    ("two_ectx_rate", ["--scenario", "{T}/two.toml", "--pcap", "{T}/mixed.pcap", "--rate", "400"]),
+    ("empty_inf", ["--image", "{I}/empty.elf", "--ph", "empty_ph", "--messages", "50", "--packets", "64",
+                   "--concurrent", "16", "--size", "200", "--rate", "inf"]),
+]
+
+
+def identical(a):
+    """Run IDENTITY_CASES and the suite with both builds; compare outputs."""
+    bins = {"this": a.softspin, "other": a.identical}
+    with tempfile.TemporaryDirectory() as tmp:
+        img = os.path.join(tmp, "img")
+        os.mkdir(img)
+        b = a.softspin
+        for name, src, extra in [
+            ("empty", "bench/handlers/empty.c", []), ("wordsum", "bench/handlers/wordsum.c", []),
+            ("histogram", "examples/histogram/handler.c", []), ("reduce", "examples/reduce/handler.c", []),
+            ("histogram_fp", "examples/histogram/handler.c", ["--profile", "fpspin"]),
+            ("reduce_fp", "examples/reduce/handler.c", ["--profile", "fpspin"]),
+        ]:
+            sh([b, "build", os.path.join(ROOT, src), *extra, "-o", os.path.join(img, name + ".elf")])
+        both = [os.path.join(ROOT, "bench/handlers/empty.c"), os.path.join(ROOT, "bench/handlers/wordsum.c")]
+        sh([b, "build", *both, "-o", os.path.join(img, "both.elf")])
+        # The second ECTX's image elsewhere in program and handler memory.
+        sh([b, "build", *both, "--code-base", "0x1d004000", "--data-base", "0x1c001000", "-o", os.path.join(img, "both2.elf")])
+        with open(os.path.join(tmp, "bp.toml"), "w") as f:
+            f.write('profile = "pspin"\nbuffer_full = "backpressure"\n')
+        with open(os.path.join(tmp, "two.toml"), "w") as f:
+            f.write(f'[[ectx]]\nname = "a"\nimage = "{img}/both.elf"\nph = "empty_ph"\nudp_dst_port = 9330\n\n'
+                    f'[[ectx]]\nname = "b"\nimage = "{img}/both2.elf"\nph = "wordsum_ph"\nudp_dst_port = 9331\n')
+        write_pcap(os.path.join(tmp, "mixed.pcap"))
+        outs = {}
+        for who, softspin in bins.items():
+            d = os.path.join(tmp, who)
+            os.mkdir(d)
+            for name, flags in IDENTITY_CASES:
+                o = os.path.join(d, name)
+                cmd = [softspin, "sim", *[x.format(I=img, T=tmp, O=o) for x in flags], "--json", "--quiet",
+                       "--records", o + ".records"]
+                r = subprocess.run(cmd, capture_output=True, text=True)
+                with open(o + ".json", "w") as f:
+                    f.write(r.stdout)
+                with open(o + ".err", "w") as f:
+                    f.write(f"{r.stderr}exit {r.returncode}\n")
+            suite = os.path.join(os.path.dirname(softspin), "softspin-suite")
+            rows = json.loads(sh([suite, "--json"]))
+            outs[who] = [{k: v for k, v in row.items() if k != "baseline_gbps"} for row in rows]
+        same = True
+        for name in sorted(os.listdir(os.path.join(tmp, "this"))):
+            with open(os.path.join(tmp, "this", name), "rb") as f:
+                x = f.read()
+            with open(os.path.join(tmp, "other", name), "rb") as f:
+                y = f.read()
+            print(f"    {'same' if x == y else 'DIFFERENT'}  {name} ({len(x)} bytes)")
+            same &= x == y
+        ok = outs["this"] == outs["other"]
+        print(f"    {'same' if ok else 'DIFFERENT'}  softspin-suite --json ({len(outs['this'])} examples, baseline_gbps left out)")
+        same &= ok
+        print("identical" if same else "RESULTS DIFFER")
+        sys.exit(0 if same else 1)
+
+
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--target-s", type=float, default=3.0, help="wall seconds per run (calibrated)")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--packets-a", type=int, help="fix case (a)'s packet count instead of calibrating")
-    ap.add_argument("--packets-b", type=int, help="fix case (b)'s packet count instead of calibrating")
+    ap.add_argument("--target-s", type=float, default=2.0, help="wall seconds per run (calibrated)")
+    ap.add_argument("--repeat", type=int, default=5, help="runs per case (and binary); medians are reported")
+    ap.add_argument("--softspin", default=SOFTSPIN, help="the softspin binary to measure")
+    ap.add_argument("--compare", help="a second softspin binary (e.g. an older build) run interleaved with the same packets")
+    ap.add_argument("--cases", default="abcd", help="which cases, e.g. ab")
+    ap.add_argument("--json", help="write the figures to this file")
+    ap.add_argument("--identical", metavar="OTHER", help="check byte-identical results against another softspin build instead")
+    for key, *_ in CASES:
+        ap.add_argument(f"--packets-{key}", type=int, help=f"fix case ({key})'s packet count instead of calibrating")
     a = ap.parse_args()
-    if not os.path.exists(SOFTSPIN):
-        sys.exit("build first: cargo build --release")
-    fixed = {"a": a.packets_a, "b": a.packets_b}
+    if a.identical:
+        return identical(a)
+    bins = [("this", a.softspin)] + ([("compare", a.compare)] if a.compare else [])
+    for _, b in bins:
+        if not os.path.exists(b):
+            sys.exit(f"no {b}: build first (cargo build --release -p softspin-cli)")
+    results = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg = os.path.join(tmp, "nic.toml")
         with open(cfg, "w") as f:
             f.write('profile = "pspin"\nbuffer_full = "backpressure"\n')
-        print(f"softspin sim speed (best of {a.repeat}); PsPIN RTL (Verilator): ~{RTL_NS_PER_S:g} NIC-ns per wall-s")
-        for key, title, src, ph, size, probe in CASES:
-            img = os.path.join(tmp, src + ".elf")
-            sh([SOFTSPIN, "build", os.path.join(HANDLERS, src + ".c"), "-o", img])
-            n = fixed[key]
+        print(f"softspin sim speed (median of {a.repeat} interleaved runs); "
+              f"PsPIN RTL (Verilator): ~{RTL_NS_PER_S:g} NIC-ns per wall-s")
+        for key, title, src, flags, size, probe in CASES:
+            if key not in a.cases:
+                continue
+            img = os.path.join(tmp, key + ".elf")
+            sh([a.softspin, "build", os.path.join(ROOT, src), "-o", img])
+            n = getattr(a, f"packets_{key}")
             if n is None:
                 # Scale a probe run to the target wall time, twice (fixed
                 # start-up costs make the first estimate short).
                 n = probe
                 for _ in range(2):
-                    _, w, got = sim(img, ph, size, n, cfg)
+                    _, w, got = sim(a.softspin, img, flags, size, n, cfg)
                     n = max(PKTS_PER_MSG, min(int(got * a.target_s / max(w, 1e-3)), 50_000_000))
-            best, rep = float("inf"), None
+            walls = {name: [] for name, _ in bins}
+            reps = {}
             for _ in range(a.repeat):
-                rep, w, n = sim(img, ph, size, n, cfg)
-                best = min(best, w)
-            nic_ns = rep["sim_time_ns"]
-            ns_per_s = nic_ns / best
+                for name, b in bins:
+                    rep, w, n = sim(b, img, flags, size, n, cfg)
+                    walls[name].append(w)
+                    reps[name] = rep
+            rep = reps["this"]
+            if a.compare and reps["compare"] != rep:
+                print(f"    NOTE: the two binaries' reports differ for ({key})")
             h = rep["handlers"][0]
+            nic_ns = rep["sim_time_ns"]
             print(f"\n({key}) {title}")
-            print(f"    {n} packets, {nic_ns / 1e6:.3f} ms NIC time, wall {best:.2f} s")
-            print(f"    NIC: {rep['throughput_gbps']:.1f} Gbit/s delivered, {rep['drops']} drops, "
+            print(f"    {n} packets, {nic_ns / 1e6:.3f} ms NIC time; NIC: {rep['throughput_gbps']:.1f} Gbit/s delivered, "
                   f"back-pressure {rep['backpressure_ns'] / 1e3:.1f} us, HPU utilisation {rep['hpu_utilization'] * 100:.1f} %, "
-                  f"handler {h['cycles_mean']:.0f} cycles / {h['instructions_mean']:.0f} instr")
-            print(f"    {ns_per_s:,.0f} NIC-ns per wall-s   {rep['packets'] / best:,.0f} packets per wall-s")
-            print(f"    {ns_per_s / RTL_NS_PER_S:,.0f}x faster than the cycle-accurate RTL simulation")
+                  f"{h['name']} {h['cycles_mean']:.0f} cycles / {h['instructions_mean']:.0f} instr")
+            row = {"case": key, "title": title, "packets": n, "nic_ns": nic_ns}
+            for name, _ in bins:
+                w = statistics.median(walls[name])
+                ns_s, pk_s = nic_ns / w, rep["packets"] / w
+                row[name] = {"wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
+                             "packets_per_s": pk_s, "x_rtl": ns_s / RTL_NS_PER_S}
+                label = "" if not a.compare else f"{name:>8}: "
+                print(f"    {label}wall {w:.3f} s   {ns_s:,.0f} NIC-ns per wall-s   {pk_s:,.0f} packets per wall-s   "
+                      f"{ns_s / RTL_NS_PER_S:,.0f}x the RTL simulation")
+            if a.compare:
+                print(f"    speed-up: {row['compare']['median_wall_s'] / row['this']['median_wall_s']:.2f}x")
+            results.append(row)
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"binaries": dict(bins), "repeat": a.repeat, "rtl_ns_per_s": RTL_NS_PER_S, "cases": results}, f, indent=1)
 
 
 if __name__ == "__main__":

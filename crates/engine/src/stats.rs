@@ -227,6 +227,46 @@ impl LatencyHist {
     }
 }
 
+/// Values kept per ECTX id, in a vector indexed by the id (ids are small:
+/// install reuses free slots). The per-packet and per-task counters were
+/// a tree map each, walked on every packet and task; this iterates in id
+/// order as those maps did.
+#[derive(Clone, Debug)]
+pub struct PerEctx<T>(Vec<Option<T>>);
+
+impl<T> Default for PerEctx<T> {
+    fn default() -> Self {
+        PerEctx(Vec::new())
+    }
+}
+
+impl<T> PerEctx<T> {
+    pub fn get(&self, id: usize) -> Option<&T> {
+        self.0.get(id)?.as_ref()
+    }
+
+    pub fn remove(&mut self, id: usize) {
+        if let Some(v) = self.0.get_mut(id) {
+            *v = None;
+        }
+    }
+
+    /// (id, value) in id order.
+    pub fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
+        self.0.iter().enumerate().filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+    }
+}
+
+impl<T: Default> PerEctx<T> {
+    /// The value of `id`, created as `T::default()` if it has none.
+    pub fn entry(&mut self, id: usize) -> &mut T {
+        if id >= self.0.len() {
+            self.0.resize_with(id + 1, || None);
+        }
+        self.0[id].get_or_insert_with(T::default)
+    }
+}
+
 /// Raw counters kept while running.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
@@ -246,7 +286,9 @@ pub struct Stats {
     pub good_bytes: u64,
     pub last_done_ps: u64,
     pub latency: LatencyHist,
-    pub handlers: BTreeMap<(usize, HandlerKind), HandlerAcc>,
+    /// Per ECTX, per handler kind (`HandlerKind as usize`); a kind that
+    /// never ran has no invocations.
+    pub handlers: PerEctx<[HandlerAcc; 3]>,
     pub errors: Vec<HandlerError>,
     pub errors_by_ectx: BTreeMap<usize, BTreeMap<String, u64>>,
     pub message_timeouts: u64,
@@ -258,7 +300,7 @@ pub struct Stats {
     pub commands: u64,
     pub tasks: u64,
     /// Per ECTX: (packets admitted, messages completed).
-    pub ectx_packets: BTreeMap<usize, (u64, u64)>,
+    pub ectx_packets: PerEctx<(u64, u64)>,
     /// Per ECTX: handler output bytes dropped because its output ring
     /// (`output_buffer`) was full.
     pub output_dropped: BTreeMap<usize, u64>,

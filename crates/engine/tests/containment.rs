@@ -44,7 +44,7 @@ fn packet(port: u16) -> Vec<u8> {
 }
 
 fn arrival(t_ps: u64, msg_id: u32, port: u16) -> Arrival {
-    Arrival { time_ps: t_ps, frame: packet(port), msg_id, eom: true, origin: format!("test#{msg_id}"), ectx: None }
+    Arrival { time_ps: t_ps, frame: packet(port), msg_id, eom: true, origin: format!("test#{msg_id}").into(), ectx: None }
 }
 
 /// Install and activate one ECTX with `ph` on the packets to `port`.

@@ -72,7 +72,7 @@ fn traffic(messages: u32, packets: u32, size: usize, gap_ps: u64) -> ListSource 
                 frame: packet(k, size),
                 msg_id: m,
                 eom: p + 1 == packets,
-                origin: format!("test#{k}"),
+                origin: format!("test#{k}").into(),
                 ectx: None,
             });
             k += 1;

@@ -814,7 +814,7 @@ impl Nic {
             let k = seq.entry(p.msg_id).or_default();
             let origin = format!("message {} packet {k}", p.msg_id);
             *k += 1;
-            self.engine.inject(Arrival { time_ps: t, frame: p.frame, msg_id: p.msg_id, eom: p.eom, origin, ectx: None });
+            self.engine.inject(Arrival { time_ps: t, frame: p.frame, msg_id: p.msg_id, eom: p.eom, origin: origin.into(), ectx: None });
         }
         Ok(())
     }

@@ -198,7 +198,7 @@ impl Nic {
             });
             let ectx = Some(route.0);
             let time_ps = live.ps_at(f.at);
-            self.engine.inject(Arrival { time_ps, frame: f.frame, msg_id, eom: f.eom, origin: String::new(), ectx });
+            self.engine.inject(Arrival { time_ps, frame: f.frame, msg_id, eom: f.eom, origin: "".into(), ectx });
         }
         live.rx = rx;
         let now = live.now_ps();

@@ -26,7 +26,7 @@ pub(super) struct Cmd {
 impl Engine {
     pub(super) fn on_cmd_done(&mut self, h: usize, id: u32) {
         let now = self.core.now;
-        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Slot { hpu, ctl, .. } = &mut self.hpus[h];
         let Some(k) = ctl.cmds.iter().position(|c| c.id == id) else { return };
         let cmd = ctl.cmds.remove(k);
         let ectx = self.core.tasks[ctl.task.unwrap()].as_ref().unwrap().her.ectx;

@@ -67,6 +67,10 @@ pub(super) enum End {
 pub(super) struct Slot {
     pub(super) hpu: Hpu,
     pub(super) ctl: HpuCtl,
+    /// The program of the ECTX whose windows are mapped (`mapped_ectx`),
+    /// held here so a quantum borrows it instead of counting a reference
+    /// up and down (two atomic operations per quantum).
+    pub(super) program: Option<Arc<Program>>,
 }
 
 impl Engine {
@@ -77,15 +81,15 @@ impl Engine {
     pub(super) fn run_hpu(&mut self, h: usize) {
         let t = self.hpus[h].ctl.task.unwrap();
         let ectx = self.core.tasks[t].as_ref().unwrap().her.ectx;
-        let prog = self.core.ectx(ectx).program.clone();
         let quantum = self.core.cfg.quantum_cycles as u64;
-        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Slot { hpu, ctl, program } = &mut self.hpus[h];
+        let prog = program.as_deref().expect("start_task set the program");
         // Don't run ahead of the event being processed.
         let behind = self.core.now.saturating_sub(ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc);
         hpu.cycles += behind / self.core.ppc;
         let until = hpu.cycles + quantum;
         let mut svc = CommandUnit { core: &mut self.core, ctl, ectx };
-        let stop = hpu.run(&prog, &mut svc, until);
+        let stop = hpu.run(prog, &mut svc, until);
         let local = Self::local_ps(&self.core, &self.hpus[h]);
         match stop {
             Stop::SliceEnd => {
@@ -115,7 +119,7 @@ impl Engine {
     /// and packet slot are freed as for any task.
     pub(super) fn on_wait_limit(&mut self, h: usize) {
         let now = self.core.now;
-        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Slot { hpu, ctl, .. } = &mut self.hpus[h];
         ctl.limit_armed = false;
         // `run` dropped or moved the event unless this wait is due.
         if ctl.state != HpuState::Blocked || ctl.wait_deadline > now {
@@ -180,17 +184,19 @@ impl Engine {
             counts[1] - slot.ctl.mem0[1],
             counts[2] - slot.ctl.mem0[2] + counts[3] - slot.ctl.mem0[3],
         ];
-        let acc = self.core.stats.handlers.entry((ectx, kind)).or_default();
+        let acc = &mut self.core.stats.handlers.entry(ectx)[kind as usize];
         acc.add(cyc, slot.hpu.instret - slot.ctl.i0, slot.hpu.loads - slot.ctl.ld0, slot.hpu.stores - slot.ctl.st0, mem);
-        let sym = self.core.ectx(ectx).spec_symbol(kind);
-        let site = |pc: u32| Some(Site { handler: sym.clone(), pc, hpu: h as u32 });
+        // The handler's name only where an error or the timeline needs it
+        // (not a string per task).
+        let site = |core: &Core, pc: u32| Some(Site { handler: core.ectx(ectx).spec_symbol(kind), pc, hpu: h as u32 });
         let fault = match end {
             End::Returned => None,
             End::Fault(f) => {
-                self.core.stats.handlers.get_mut(&(ectx, kind)).unwrap().faults += 1;
+                self.core.stats.handlers.entry(ectx)[kind as usize].faults += 1;
                 // Stack overflow / missing scratchpad hints (scheduler.rs).
                 let detail = self.fault_detail(h, ectx, &f);
-                self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site(f.pc), Some(f.addr as u64), detail);
+                let site = site(&self.core, f.pc);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site, Some(f.addr as u64), detail);
                 Some(f.to_string())
             }
             End::Aborted { status, pc } => {
@@ -198,12 +204,14 @@ impl Engine {
                     Some(r) => format!("status {status}: {r}"),
                     None => format!("status {status}"),
                 };
-                self.core.record_error(t, ectx, msg_id, ErrorCause::Aborted { status }, site(pc), None, Some(detail.clone()));
+                let site = site(&self.core, pc);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::Aborted { status }, site, None, Some(detail.clone()));
                 Some(format!("aborted, {detail}"))
             }
             End::WaitTimeout { pc } => {
                 let limit = self.core.cfg.wait_limit_ns;
-                self.core.record_error(t, ectx, msg_id, ErrorCause::WaitTimeout, site(pc), None, Some(format!("waited {limit} ns (wait_limit_ns)")));
+                let site = site(&self.core, pc);
+                self.core.record_error(t, ectx, msg_id, ErrorCause::WaitTimeout, site, None, Some(format!("waited {limit} ns (wait_limit_ns)")));
                 Some("wait timeout".to_string())
             }
         };
@@ -213,6 +221,7 @@ impl Engine {
         }
         if self.core.timeline.is_some() {
             let start = self.hpus[h].ctl.t0;
+            let sym = self.core.ectx(ectx).spec_symbol(kind);
             let name = format!("{sym} msg {msg_id}");
             let args = serde_json::json!({"ectx": self.core.ectx(ectx).name(), "cycles": cyc, "fault": fault});
             self.core.timeline(TimelineEvent {

@@ -17,6 +17,16 @@ pub(super) struct SlotState {
     pub(super) failed: bool,
 }
 
+impl Core {
+    /// A frame is in the packet buffer (or lost): its vector goes back to
+    /// the traffic source for a later packet.
+    fn recycle(&mut self, frame: Vec<u8>) {
+        if let Some(src) = self.source.as_mut() {
+            src.recycle(frame);
+        }
+    }
+}
+
 impl Engine {
     /// Feed packets from `source` (replacing any previous source).
     pub fn set_source(&mut self, source: Box<dyn Source>) -> Result<(), SimError> {
@@ -81,7 +91,7 @@ impl Engine {
         let c = &mut self.core;
         let len = a.frame.len();
         if len > c.cfg.pkt_slot_size as usize {
-            return Err(SimError::PacketTooLarge { origin: a.origin, len, slot: c.cfg.pkt_slot_size });
+            return Err(SimError::PacketTooLarge { origin: a.origin.into_owned(), len, slot: c.cfg.pkt_slot_size });
         }
         c.stats.packets_in += 1;
         c.stats.bytes_in += len as u64;
@@ -101,13 +111,17 @@ impl Engine {
     pub(super) fn admit(&mut self, a: Arrival, front: bool) -> bool {
         let Some(ectx) = self.match_ectx(&a) else {
             self.core.stats.unmatched += 1;
+            self.core.recycle(a.frame);
             return true;
         };
         let c = &mut self.core;
         let now = c.now;
         let Some(slot) = c.free_slots.pop() else {
             match c.cfg.buffer_full {
-                BufferFull::Drop => c.stats.drops += 1,
+                BufferFull::Drop => {
+                    c.stats.drops += 1;
+                    c.recycle(a.frame);
+                }
                 BufferFull::Backpressure => {
                     c.blocked_since.get_or_insert(now);
                     if front {
@@ -123,9 +137,10 @@ impl Engine {
         let len = a.frame.len();
         let off = slot * c.cfg.pkt_slot_size;
         c.l2_pkt.write(off as usize, &a.frame);
+        c.recycle(a.frame);
         let her = Her { slot, len: len as u32, msg_id: a.msg_id, ectx, eom: a.eom };
         c.slots[slot as usize] = SlotState { refs: 0, arrival_ps: now, len: len as u32, aborted: false, failed: false };
-        c.stats.ectx_packets.entry(ectx).or_default().0 += 1;
+        c.stats.ectx_packets.entry(ectx).0 += 1;
         self.enqueue_her(her);
         true
     }

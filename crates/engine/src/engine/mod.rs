@@ -20,6 +20,7 @@
 //! [`notify`] (host notifications) and [`host_mem`] (host memory).
 
 mod command_unit;
+mod events;
 mod host_mem;
 mod hpu_ctl;
 mod inbound;
@@ -27,8 +28,7 @@ mod mpq;
 mod notify;
 mod scheduler;
 
-use std::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use softspin_hpu::abi::{self, err, sys};
@@ -42,6 +42,7 @@ use crate::traffic::{Arrival, Source, TrafficError};
 use crate::units::{Ns, Ps};
 
 use self::command_unit::*;
+use self::events::{Event, EventQueue};
 use self::hpu_ctl::*;
 use self::inbound::*;
 use self::mpq::*;
@@ -156,36 +157,13 @@ enum Ev {
     WaitLimit { hpu: usize },
 }
 
-struct Event {
-    time: u64,
-    seq: u64,
-    ev: Ev,
-}
-
-impl PartialEq for Event {
-    fn eq(&self, o: &Self) -> bool {
-        (self.time, self.seq) == (o.time, o.seq)
-    }
-}
-impl Eq for Event {}
-impl PartialOrd for Event {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Event {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.time, self.seq).cmp(&(o.time, o.seq))
-    }
-}
-
 /// Everything but the HPUs (so services can borrow it while an HPU runs).
 struct Core {
     cfg: NicConfig,
     ppc: u64,
     now: u64,
     seq: u64,
-    events: BinaryHeap<Reverse<Event>>,
+    events: EventQueue,
     immediate: VecDeque<Ev>,
     l1: Vec<Arc<MemBlock>>,
     l2_handler: Arc<MemBlock>,
@@ -217,6 +195,8 @@ struct Core {
     pcie_free_at: u64,
     /// The L2<->L1 interconnect shared by all clusters.
     ic_free_at: u64,
+    /// The packet head on its way from L2 to L1 (`on_task_ready`).
+    copy_buf: Vec<u8>,
     source: Option<Box<dyn Source>>,
     /// Arrival waiting in the event queue or for a packet slot.
     pending: Option<Arrival>,
@@ -272,7 +252,7 @@ impl Core {
             return;
         }
         self.seq += 1;
-        self.events.push(Reverse(Event { time, seq: self.seq, ev }));
+        self.events.push(Event { time, seq: self.seq, ev });
     }
 
     /// ns -> ps, checked. Every delay that reaches the engine passed
@@ -363,6 +343,7 @@ impl Engine {
                 hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
                 hpus.push(Slot {
                     hpu,
+                    program: None,
                     ctl: HpuCtl {
                         gid,
                         cluster: c,
@@ -404,7 +385,7 @@ impl Engine {
             ppc,
             now: 0,
             seq: 0,
-            events: BinaryHeap::new(),
+            events: EventQueue::new(),
             immediate: VecDeque::new(),
             l1: (0..cfg.clusters).map(|_| MemBlock::new(cfg.l1_size as usize)).collect(),
             l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
@@ -448,6 +429,7 @@ impl Engine {
             out_free_at: 0,
             pcie_free_at: 0,
             ic_free_at: 0,
+            copy_buf: Vec::new(),
             source: None,
             pending: None,
             injected: VecDeque::new(),
@@ -531,7 +513,7 @@ impl Engine {
 
     /// Packets admitted and messages completed per ECTX.
     pub fn ectx_counts(&self, id: EctxId) -> (u64, u64) {
-        self.core.stats.ectx_packets.get(&id).copied().unwrap_or_default()
+        self.core.stats.ectx_packets.get(id).copied().unwrap_or_default()
     }
 
     /// printf output of one HPU (global id), as far as the ECTXs' output
@@ -754,7 +736,7 @@ impl Engine {
         };
         c.ectxs[id] = Some(e);
         // A reused slot starts with fresh per-ECTX statistics.
-        c.stats.ectx_packets.remove(&id);
+        c.stats.ectx_packets.remove(id);
         c.stats.errors_by_ectx.remove(&id);
         c.counters.retain(|k, _| k.0 != id);
         c.outputs.remove(&id);
@@ -833,16 +815,16 @@ impl Engine {
         let mut n = 0u64;
         let mut progressed = false;
         loop {
-            // This instant's heap events first, then its immediate FIFO.
-            let heap_now = self.core.events.peek().is_some_and(|Reverse(e)| e.time == self.core.now);
-            if !heap_now {
+            // This instant's queued events first, then its immediate FIFO.
+            let next = self.core.events.peek().copied();
+            if next.is_none_or(|e| e.time != self.core.now) {
                 if let Some(ev) = self.core.immediate.pop_front() {
                     self.step(ev)?;
                     progressed = true;
                     continue;
                 }
             }
-            let Some(Reverse(e)) = self.core.events.peek() else { break };
+            let Some(e) = next else { break };
             // A deadline check with nothing due (its message ended) does not
             // advance time.
             if let Ev::TimeoutCheck = e.ev {
@@ -890,7 +872,7 @@ impl Engine {
                 return Ok(());
             }
             progressed = true;
-            let Reverse(e) = self.core.events.pop().unwrap();
+            let e = self.core.events.pop().unwrap();
             self.core.now = e.time;
             self.step(e.ev)?;
             n += 1;
@@ -945,7 +927,7 @@ impl Engine {
     pub fn is_idle(&self) -> bool {
         // Limits of waits that ended are left in the queue; they do not count.
         self.core.immediate.is_empty()
-            && self.core.events.iter().all(|Reverse(e)| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
+            && self.core.events.iter().all(|e| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
     }
 
     /// When the next event is due (now if one is queued for this instant);
@@ -954,7 +936,7 @@ impl Engine {
         if !self.core.immediate.is_empty() {
             return Some(self.core.now);
         }
-        self.core.events.peek().map(|Reverse(e)| e.time)
+        self.core.events.next_time()
     }
 
     /// Raw statistics so far.
@@ -970,13 +952,15 @@ impl Engine {
         let span = s.last_done_ps.saturating_sub(first);
         let sim_ps = c.now.max(s.last_done_ps);
         let busy: u64 = self.hpus.iter().map(|h| h.ctl.busy_ps).sum();
+        const KINDS: [HandlerKind; 3] = [HandlerKind::Header, HandlerKind::Payload, HandlerKind::Completion];
         let handlers = s
             .handlers
             .iter()
-            .map(|((e, k), a)| {
+            .flat_map(|(e, by_kind)| KINDS.iter().zip(by_kind).filter(|(_, a)| a.invocations > 0).map(move |(k, a)| (e, k, a)))
+            .map(|(e, k, a)| {
                 let n = a.invocations.max(1) as f64;
-                let ectx = self.ectx(*e).map(|x| x.name().to_string()).unwrap_or_default();
-                let sym = self.ectx(*e).map(|x| x.spec_symbol(*k)).unwrap_or_default();
+                let ectx = self.ectx(e).map(|x| x.name().to_string()).unwrap_or_default();
+                let sym = self.ectx(e).map(|x| x.spec_symbol(*k)).unwrap_or_default();
                 stats::HandlerReport {
                     name: format!("{ectx}:{sym}"),
                     ectx,

@@ -174,19 +174,27 @@ impl Engine {
     /// without a free MPQ it waits, behind earlier waiting messages.
     pub(super) fn enqueue_her(&mut self, her: Her) {
         let c = &mut self.core;
-        if !c.msg_map.contains_key(&(her.ectx, her.msg_id)) && (!c.mpq_wait.is_empty() || c.free_mpqs.is_empty()) {
+        let open = c.msg_map.get(&(her.ectx, her.msg_id)).copied();
+        if open.is_none() && (!c.mpq_wait.is_empty() || c.free_mpqs.is_empty()) {
             c.mpq_wait_since.get_or_insert(c.now);
             c.mpq_wait.push(her);
             return;
         }
-        self.enqueue_her_now(her);
+        self.enqueue_her_in(her, open);
     }
 
     pub(super) fn enqueue_her_now(&mut self, her: Her) {
+        let open = self.core.msg_map.get(&(her.ectx, her.msg_id)).copied();
+        self.enqueue_her_in(her, open);
+    }
+
+    /// `enqueue_her_now` with the message's MPQ looked up already (`open`:
+    /// the MPQ of the open message, if it has one).
+    fn enqueue_her_in(&mut self, her: Her, open: Option<usize>) {
         let c = &mut self.core;
         let key = (her.ectx, her.msg_id);
-        let m = match c.msg_map.get(&key) {
-            Some(&m) => m,
+        let m = match open {
+            Some(m) => m,
             None => {
                 let m = c.free_mpqs.pop().expect("caller checked for a free MPQ");
                 let e = c.ectxs[her.ectx].as_mut().unwrap();
@@ -303,7 +311,7 @@ impl Engine {
         let ectx = q.ectx;
         c.msg_map.remove(&key);
         if completed {
-            c.stats.ectx_packets.entry(ectx).or_default().1 += 1;
+            c.stats.ectx_packets.entry(ectx).1 += 1;
             if c.keep_outbound {
                 c.completions.push(MessageDone { time_ps: c.now, ectx, msg_id: key.1 });
             }

@@ -35,7 +35,7 @@ impl Engine {
         let Some(st) = c.notify.get_mut(&id) else { return };
         st.response = Some(value);
         let (h, gen) = (st.hpu, st.gen);
-        let Slot { hpu, ctl } = &mut self.hpus[h];
+        let Slot { hpu, ctl, .. } = &mut self.hpus[h];
         if ctl.gen == gen && ctl.state == HpuState::Blocked && ctl.wait_notify == Some(id) {
             ctl.wait_notify = None;
             ctl.notifies = ctl.notifies.saturating_sub(1);

@@ -88,6 +88,7 @@ mod generator;
 mod pcap;
 mod trace;
 
+use std::borrow::Cow;
 use std::fmt;
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, BufWriter, Read, Seek, SeekFrom, Write};
@@ -128,7 +129,8 @@ pub struct Arrival {
     /// Whether this packet ends its message (EOM).
     pub eom: bool,
     /// Where it came from: "generator", or "FILE:LINE" / "FILE#N" (packet index), for error messages.
-    pub origin: String,
+    /// (Borrowed where it is the same for every packet: no string per packet.)
+    pub origin: Cow<'static, str>,
     /// The ECTX a matching engine already chose (the live NIC's rulesets,
     /// seed 000 §3.2.1); `None`: the ECTXs' own `MatchRule`s choose.
     pub ectx: Option<usize>,
@@ -176,6 +178,12 @@ pub trait Source {
     fn len_hint(&self) -> Option<u64> {
         None
     }
+    /// Take back the frame of a packet the NIC has copied into its packet
+    /// buffer, to build a later packet in (no allocation per packet). The
+    /// default drops it.
+    fn recycle(&mut self, frame: Vec<u8>) {
+        drop(frame);
+    }
 }
 
 impl<S: Source + ?Sized> Source for Box<S> {
@@ -185,6 +193,9 @@ impl<S: Source + ?Sized> Source for Box<S> {
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
     }
+    fn recycle(&mut self, frame: Vec<u8>) {
+        (**self).recycle(frame)
+    }
 }
 
 impl<S: Source + ?Sized> Source for &mut S {
@@ -193,6 +204,9 @@ impl<S: Source + ?Sized> Source for &mut S {
     }
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
+    }
+    fn recycle(&mut self, frame: Vec<u8>) {
+        (**self).recycle(frame)
     }
 }
 

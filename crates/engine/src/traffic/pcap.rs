@@ -242,7 +242,7 @@ impl PcapSource {
             frame,
             msg_id: index as u32,
             eom: true,
-            origin: format!("{}#{index}", self.file),
+            origin: format!("{}#{index}", self.file).into(),
             ectx: None,
         }))
     }

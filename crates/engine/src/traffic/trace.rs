@@ -240,7 +240,7 @@ impl TraceSource {
                 frame,
                 msg_id,
                 eom,
-                origin: format!("{}:{}", self.file, self.line_no),
+                origin: format!("{}:{}", self.file, self.line_no).into(),
                 ectx: None,
             }));
         }
@@ -286,7 +286,7 @@ mod tests {
         let sizes: Vec<usize> = a.iter().map(|x| x.frame.len()).collect();
         assert_eq!(sizes, vec![64, 100, 1024, 64]);
         let file = p.display().to_string();
-        let origins: Vec<String> = a.iter().map(|x| x.origin.clone()).collect();
+        let origins: Vec<String> = a.iter().map(|x| x.origin.to_string()).collect();
         assert_eq!(
             origins,
             vec![
