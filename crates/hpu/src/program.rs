@@ -24,20 +24,19 @@ pub struct BlockCost {
     pub stores: u16,
 }
 
-/// What the interpreter adds at a block entry: a [`BlockCost`] laid out for
-/// two adds, cycles in the low and instructions in the high half of `acc`,
-/// loads in the low and stores in the high half of `ldst` (the interpreter
-/// keeps each sum in one register and flushes it often enough that no half
-/// can carry into the other).
+/// What the interpreter adds at a block entry: a [`BlockCost`]'s cycles in
+/// the low and instructions in the high half of `acc` (the interpreter keeps
+/// the sum in one register and flushes it often enough that the low half
+/// cannot carry). Loads and stores are not charged: the memory path counts
+/// them.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Charge {
     pub acc: u64,
-    pub ldst: u64,
 }
 
 impl Charge {
     fn of(c: BlockCost) -> Charge {
-        Charge { acc: c.cycles as u64 | (c.insts as u64) << 32, ldst: c.loads as u64 | (c.stores as u64) << 32 }
+        Charge { acc: c.cycles as u64 | (c.insts as u64) << 32 }
     }
 }
 
