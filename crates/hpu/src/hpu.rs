@@ -428,7 +428,7 @@ impl Hpu {
                 }};
             }
 
-            loop {
+            'inst: loop {
                 // SAFETY: `ip` points at a slot: it starts at one, and
                 // within a block moves one slot forward past non-terminators
                 // only, and every run of slots ends in a terminator (a NoExec
@@ -453,6 +453,20 @@ impl Hpu {
                         self.regs[i.rd as usize] = v;
                     }};
                 }
+                // Enter the block at `$p` from a block's end: the entry
+                // (check, charge) inline, so the common case goes straight
+                // on to the dispatch; crossing `lim` takes the loop's top.
+                macro_rules! go {
+                    ($p:expr) => {{
+                        ip = $p;
+                        if acc as u32 >= lim {
+                            continue 'block;
+                        }
+                        // SAFETY: `ip` points at a slot.
+                        acc += unsafe { (*ip).charge.acc };
+                        continue 'inst;
+                    }};
+                }
                 // A conditional branch. Ordinary ones (a direct target, not a
                 // hardware loop) test their condition and go; the rest take
                 // the slow path. A hardware loop (TimingModel::hw_loops)
@@ -466,9 +480,9 @@ impl Hpu {
                             if t {
                                 acc += taken;
                                 self.taken_branches += 1;
-                                ip = at!(i.target as usize);
+                                go!(at!(i.target as usize));
                             } else {
-                                ip = next!();
+                                go!(next!());
                             }
                         } else {
                             let hw = prog.hw_loop.get(idx!()) == Some(&true);
@@ -545,14 +559,13 @@ impl Hpu {
                         let t = rs1!().wrapping_add(imm) & !1;
                         rd!(i.next);
                         let e = &mut ret_cache[(t >> 1) as usize % RET_CACHE];
-                        ip = if e.0 == t {
+                        go!(if e.0 == t {
                             e.1
                         } else {
                             let p = at!(enter!(t));
                             *e = (t, p);
                             p
-                        };
-                        continue 'block;
+                        });
                     }};
                 }
                 macro_rules! xor { () => { rd!(rs1!() ^ rs2!()) }; }
@@ -637,8 +650,7 @@ impl Hpu {
                     Op::CvBneImm => branch!(rs1!() != sext(i.rs2 as u32, 5) as u32),
                     Op::Jal => {
                         rd!(i.next);
-                        ip = at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) });
-                        continue 'block;
+                        go!(at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) }));
                     }
                     Op::Jalr => jalr!(),
                     Op::Lb => {
