@@ -572,22 +572,36 @@ impl Hpu {
                 macro_rules! bne { () => { branch!(rs1!() != rs2!()) }; }
                 macro_rules! blt { () => { branch!((rs1!() as i32) < (rs2!() as i32)) }; }
                 macro_rules! bltu { () => { branch!(rs1!() < rs2!()) }; }
+                macro_rules! bge { () => { branch!((rs1!() as i32) >= (rs2!() as i32)) }; }
                 // Superinstruction: the first half, then on to the second in
                 // the next slot, which is then the current one (so its faults,
                 // pc and charge roll-back are its own).
-                macro_rules! pair {
-                    ($a:ident, $b:ident) => {{
-                        $a!();
+                macro_rules! then {
+                    ($b:ident) => {{
                         ip = next!();
-                        // SAFETY: as for `i` above: a fused slot is no
-                        // terminator, so the next slot exists.
+                        // SAFETY: as for `i` above: a fused slot (and the
+                        // middle of a triple) is no terminator, so the next
+                        // slot exists.
                         i = unsafe { &(*ip).inst };
-                        // Not every second half reads it.
+                        // Not every later part reads it.
                         #[allow(unused_assignments)]
                         {
                             imm = i.imm as u32;
                         }
                         $b!();
+                    }};
+                }
+                macro_rules! pair {
+                    ($a:ident, $b:ident) => {{
+                        $a!();
+                        then!($b);
+                    }};
+                }
+                macro_rules! triple {
+                    ($a:ident, $b:ident, $c:ident) => {{
+                        $a!();
+                        then!($b);
+                        then!($c);
                     }};
                 }
                 match i.op {
@@ -639,10 +653,16 @@ impl Hpu {
                     Op::FXorBne => pair!(xor, bne),
                     Op::FSrliSrli => pair!(srli, srli),
                     Op::FSrliSw => pair!(srli, sw),
+                    Op::FLwLwBne => triple!(lw, lw, bne),
+                    Op::FLwLwBge => triple!(lw, lw, bge),
+                    Op::FLwLwMul => triple!(lw, lw, mul),
+                    Op::FSrliSlliOr => triple!(srli, slli, or),
+                    Op::FAddiAddiBne => triple!(addi, addi, bne),
+                    Op::FMulAddAddi => triple!(mul, add, addi),
                     Op::Beq => branch!(rs1!() == rs2!()),
                     Op::Bne => bne!(),
                     Op::Blt => blt!(),
-                    Op::Bge => branch!((rs1!() as i32) >= (rs2!() as i32)),
+                    Op::Bge => bge!(),
                     Op::Bltu => bltu!(),
                     Op::Bgeu => branch!(rs1!() >= rs2!()),
                     // The rs2 field holds the 5-bit signed immediate.

@@ -552,3 +552,39 @@ fn loads_and_stores_count_retired_accesses_only() {
     assert_eq!((m.hpu.loads, m.hpu.stores), (5, 4));
     assert_eq!((m.hpu.instret, m.hpu.cycles, m.hpu.mem.counts()), one);
 }
+
+#[test]
+fn triples_fault_and_branch_from_their_own_slots() {
+    // lw, lw (faults), bne: the second load's fault is its own.
+    let mut w = li(5, DATA);
+    w.extend(li(8, 0x4000_0000));
+    let first = w.len() as u32;
+    w.push(i(0, 5, 2, 6, 0x03)); // lw x6, 0(x5)
+    w.push(i(0, 8, 2, 7, 0x03)); // lw x7, 0(x8): faults
+    w.push(b(8, 7, 6, 1)); // bne x6, x7, +8
+    let mut m = Machine::new(&w);
+    match m.run() {
+        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 4 * (first + 1), 0x4000_0000)),
+        s => panic!("expected a fault, got {s:?}"),
+    }
+    assert_eq!((m.hpu.instret, m.hpu.loads), (first as u64 + 1, 1));
+
+    // A jump into the middle of a triple runs from that slot; the triple's
+    // branch goes where its own slot says, taken or not.
+    for (into_middle, word0, taken) in [(true, 0u32, true), (false, 5, false), (false, 0, true)] {
+        let mut w = li(5, DATA);
+        w.push(j(if into_middle { 8 } else { 4 }, 0));
+        w.push(i(0, 5, 2, 6, 0x03)); // lw x6, 0(x5)
+        w.push(i(4, 5, 2, 7, 0x03)); // lw x7, 4(x5): 5
+        w.push(b(8, 7, 6, 1)); // bne x6, x7, +8
+        w.push(addi(10, 10, 1)); // only when equal
+        w.push(addi(11, 11, 1));
+        w.extend(exit());
+        let mut m = Machine::new(&w);
+        m.data.write(0, &word0.to_le_bytes());
+        m.data.write(4, &5u32.to_le_bytes());
+        assert!(matches!(m.run(), Stop::Exit(_)));
+        assert_eq!((m.x(10), m.x(11), m.hpu.taken_branches), (!taken as u32, 1, taken as u64), "{into_middle} {word0}");
+        assert_eq!(m.hpu.loads, 2 - into_middle as u64);
+    }
+}
