@@ -15,5 +15,9 @@ fn main() {
     let o = bm.run(std::io::stdout());
     let wall = t0.elapsed().as_secs_f64();
     println!("stop={:?} instructions={} cycles={}", o.stop, o.instructions, o.cycles);
+    // The rest of the accounting, for before/after comparisons of the interpreter.
+    let h = &bm.hpu;
+    let c = h.mem.counts();
+    println!("loads={} stores={} taken={} by_class={:?} stall={}", h.loads, h.stores, h.taken_branches, c.by_class, c.stall_cycles);
     eprintln!("wall_s={wall:.6} mips={:.1}", o.instructions as f64 / wall / 1e6);
 }

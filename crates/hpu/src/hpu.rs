@@ -254,10 +254,18 @@ impl Hpu {
         // The counters live in locals (registers) inside the loop and are
         // written back whenever control leaves it (`sync!`). Cycles and
         // instructions since `cyc0`/`ins0` share one u64 (`acc`, cycles in
-        // the low half), so a block entry is two adds of its `Charge` and a
+        // the low half), so a block entry is one add of its `Charge` and a
         // 32-bit compare against `lim`, the cycles left until the next
-        // check. Loads and stores share another, loads in the low half.
-        // See below for why no low half carries.
+        // check (see below for why the low half never carries). Loads and
+        // stores are not charged per block: the memory path counts every
+        // access it serves anyway (`AddressSpace::served`), which is
+        // exactly the retired loads and stores (a failed access counts
+        // nothing and faults its instruction), except that an AMO is one
+        // access but counts as a load and a store (it adds its load
+        // itself). While the loop runs, `self.loads` and `self.stores` hold
+        // their totals minus `served` (wrapping; `rebase!`), and `sync!`
+        // adds it back. Taken branches are counted in `self` directly:
+        // fewer values live across the loop keep the rest in registers.
         let mut cyc0 = self.cycles;
         let mut ins0 = self.instret;
         let mut acc: u64 = 0;
@@ -271,16 +279,13 @@ impl Hpu {
                 ins0.wrapping_add(acc >> 32)
             };
         }
-        let mut ldst: u64 = 0;
-        let mut taken_n: u64 = 0;
         // One comparison per block covers the slice end, the watchdog and
-        // the flush of `acc` and `ldst`: every retired instruction costs at
-        // least one cycle (so the instruction budget cannot run out before
-        // the cycles reach `cyc + (limit - instret)`), and so does every
-        // load, store or AMO. Between two checks at most 2^30 cycles pass
-        // plus one block (under 2^31: at most 2^25 instructions of 64 MiB
-        // of code, each under 64 cycles with its memory latency), so no
-        // half of `acc` or `ldst` reaches 2^32. Crossing `lim` re-checks
+        // the flush of `acc`: every retired instruction costs at least one
+        // cycle (so the instruction budget cannot run out before the cycles
+        // reach `cyc + (limit - instret)`). Between two checks at most 2^30
+        // cycles pass plus one block (under 2^31: at most 2^25 instructions
+        // of 64 MiB of code, each under 64 cycles with its memory latency),
+        // so no half of `acc` reaches 2^32. Crossing `lim` re-checks
         // precisely and starts the halves from zero. Hardware-loop
         // iterations may cost less than their instructions; they check the
         // watchdog and the instruction half themselves.
@@ -291,24 +296,26 @@ impl Hpu {
         };
         let mut lim = lim_for(cyc0, ins0, self.instret_limit);
 
-        // Write the local counters back to `self` (on the way out; `flush!`
-        // when the loop goes on).
+        // Write the local counters back to `self` (on the way out, and
+        // before a check or a service, followed by `rebase!`).
         macro_rules! sync {
             () => {{
                 self.cycles = cyc!();
                 self.instret = ins!();
-                self.loads += ldst & 0xFFFF_FFFF;
-                self.stores += ldst >> 32;
-                self.taken_branches += taken_n;
+                let (ld, st) = self.mem.served();
+                self.loads = self.loads.wrapping_add(ld);
+                self.stores = self.stores.wrapping_add(st);
             }};
         }
-        macro_rules! flush {
+        // Undo `sync!` when the loop goes on.
+        macro_rules! rebase {
             () => {{
-                sync!();
-                ldst = 0;
-                taken_n = 0;
+                let (ld, st) = self.mem.served();
+                self.loads = self.loads.wrapping_sub(ld);
+                self.stores = self.stores.wrapping_sub(st);
             }};
         }
+        rebase!();
         // Enter the decoder cache at `pc`, or leave the loop.
         macro_rules! enter {
             ($pc:expr) => {{
@@ -335,7 +342,7 @@ impl Hpu {
         let mut ret_cache: [(u32, *const Slot); RET_CACHE] = [(u32::MAX, base); RET_CACHE];
         'block: loop {
             if acc as u32 >= lim {
-                flush!();
+                sync!();
                 self.pc = prog.pcs[idx!()];
                 (cyc0, ins0, acc) = (self.cycles, self.instret, 0);
                 if ins0 >= self.instret_limit {
@@ -344,12 +351,12 @@ impl Hpu {
                 if cyc0 >= until_cycles {
                     return Stop::SliceEnd;
                 }
+                rebase!();
                 lim = lim_for(cyc0, ins0, self.instret_limit);
             }
             // SAFETY: `ip` points at a slot (see `idx!`).
             let c = unsafe { (*ip).charge };
             acc += c.acc;
-            ldst += c.ldst;
 
             // Fault inside the block: undo the charge for the instructions
             // that did not retire, record the pc, stop.
@@ -358,7 +365,6 @@ impl Hpu {
                     // SAFETY: `ip` points at a slot.
                     let rest = unsafe { (*ip).charge };
                     acc -= rest.acc;
-                    ldst -= rest.ldst;
                     sync!();
                     let fpc = prog.pcs[idx!()];
                     self.pc = fpc;
@@ -410,6 +416,7 @@ impl Hpu {
                         fault!(FaultKind::Misaligned, a)
                     }
                     let p = mem!(a, 4, Perm::RW, true);
+                    self.loads = self.loads.wrapping_add(1);
                     let src = self.regs[$i.rs2 as usize];
                     // SAFETY: aligned pointer into a live block.
                     let cell = unsafe { atomic_at(p) };
@@ -421,7 +428,7 @@ impl Hpu {
                 }};
             }
 
-            loop {
+            'inst: loop {
                 // SAFETY: `ip` points at a slot: it starts at one, and
                 // within a block moves one slot forward past non-terminators
                 // only, and every run of slots ends in a terminator (a NoExec
@@ -446,6 +453,20 @@ impl Hpu {
                         self.regs[i.rd as usize] = v;
                     }};
                 }
+                // Enter the block at `$p` from a block's end: the entry
+                // (check, charge) inline, so the common case goes straight
+                // on to the dispatch; crossing `lim` takes the loop's top.
+                macro_rules! go {
+                    ($p:expr) => {{
+                        ip = $p;
+                        if acc as u32 >= lim {
+                            continue 'block;
+                        }
+                        // SAFETY: `ip` points at a slot.
+                        acc += unsafe { (*ip).charge.acc };
+                        continue 'inst;
+                    }};
+                }
                 // A conditional branch. Ordinary ones (a direct target, not a
                 // hardware loop) test their condition and go; the rest take
                 // the slow path. A hardware loop (TimingModel::hw_loops)
@@ -458,16 +479,16 @@ impl Hpu {
                         if i.target != NO_TARGET {
                             if t {
                                 acc += taken;
-                                taken_n += 1;
-                                ip = at!(i.target as usize);
+                                self.taken_branches += 1;
+                                go!(at!(i.target as usize));
                             } else {
-                                ip = next!();
+                                go!(next!());
                             }
                         } else {
                             let hw = prog.hw_loop.get(idx!()) == Some(&true);
                             let target = prog.insts[idx!()].target;
                             if t {
-                                taken_n += 1;
+                                self.taken_branches += 1;
                                 if hw {
                                     if ins!() >= self.instret_limit || acc >> 32 >= FLUSH_CYCLES {
                                         lim = 0;
@@ -538,36 +559,49 @@ impl Hpu {
                         let t = rs1!().wrapping_add(imm) & !1;
                         rd!(i.next);
                         let e = &mut ret_cache[(t >> 1) as usize % RET_CACHE];
-                        ip = if e.0 == t {
+                        go!(if e.0 == t {
                             e.1
                         } else {
                             let p = at!(enter!(t));
                             *e = (t, p);
                             p
-                        };
-                        continue 'block;
+                        });
                     }};
                 }
                 macro_rules! xor { () => { rd!(rs1!() ^ rs2!()) }; }
                 macro_rules! bne { () => { branch!(rs1!() != rs2!()) }; }
                 macro_rules! blt { () => { branch!((rs1!() as i32) < (rs2!() as i32)) }; }
                 macro_rules! bltu { () => { branch!(rs1!() < rs2!()) }; }
+                macro_rules! bge { () => { branch!((rs1!() as i32) >= (rs2!() as i32)) }; }
                 // Superinstruction: the first half, then on to the second in
                 // the next slot, which is then the current one (so its faults,
                 // pc and charge roll-back are its own).
-                macro_rules! pair {
-                    ($a:ident, $b:ident) => {{
-                        $a!();
+                macro_rules! then {
+                    ($b:ident) => {{
                         ip = next!();
-                        // SAFETY: as for `i` above: a fused slot is no
-                        // terminator, so the next slot exists.
+                        // SAFETY: as for `i` above: a fused slot (and the
+                        // middle of a triple) is no terminator, so the next
+                        // slot exists.
                         i = unsafe { &(*ip).inst };
-                        // Not every second half reads it.
+                        // Not every later part reads it.
                         #[allow(unused_assignments)]
                         {
                             imm = i.imm as u32;
                         }
                         $b!();
+                    }};
+                }
+                macro_rules! pair {
+                    ($a:ident, $b:ident) => {{
+                        $a!();
+                        then!($b);
+                    }};
+                }
+                macro_rules! triple {
+                    ($a:ident, $b:ident, $c:ident) => {{
+                        $a!();
+                        then!($b);
+                        then!($c);
                     }};
                 }
                 match i.op {
@@ -619,10 +653,16 @@ impl Hpu {
                     Op::FXorBne => pair!(xor, bne),
                     Op::FSrliSrli => pair!(srli, srli),
                     Op::FSrliSw => pair!(srli, sw),
+                    Op::FLwLwBne => triple!(lw, lw, bne),
+                    Op::FLwLwBge => triple!(lw, lw, bge),
+                    Op::FLwLwMul => triple!(lw, lw, mul),
+                    Op::FSrliSlliOr => triple!(srli, slli, or),
+                    Op::FAddiAddiBne => triple!(addi, addi, bne),
+                    Op::FMulAddAddi => triple!(mul, add, addi),
                     Op::Beq => branch!(rs1!() == rs2!()),
                     Op::Bne => bne!(),
                     Op::Blt => blt!(),
-                    Op::Bge => branch!((rs1!() as i32) >= (rs2!() as i32)),
+                    Op::Bge => bge!(),
                     Op::Bltu => bltu!(),
                     Op::Bgeu => branch!(rs1!() >= rs2!()),
                     // The rs2 field holds the 5-bit signed immediate.
@@ -630,8 +670,7 @@ impl Hpu {
                     Op::CvBneImm => branch!(rs1!() != sext(i.rs2 as u32, 5) as u32),
                     Op::Jal => {
                         rd!(i.next);
-                        ip = at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) });
-                        continue 'block;
+                        go!(at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) }));
                     }
                     Op::Jalr => jalr!(),
                     Op::Lb => {
@@ -740,8 +779,9 @@ impl Hpu {
                     }
                     Op::Ecall => {
                         self.pc = prog.pcs[idx!()];
-                        flush!();
+                        sync!();
                         let action = rt.ecall(self);
+                        rebase!();
                         // The service may have charged cycles. `acc` keeps
                         // the ecall's charge, which a fault below rolls back.
                         cyc0 = self.cycles.wrapping_sub(acc & 0xFFFF_FFFF);
@@ -753,10 +793,12 @@ impl Hpu {
                                 continue 'block;
                             }
                             Ecall::Exit(code) => {
+                                sync!();
                                 self.pc = i.next;
                                 return Stop::Exit(code);
                             }
                             Ecall::Suspend => {
+                                sync!();
                                 self.pc = i.next;
                                 return Stop::Suspended;
                             }

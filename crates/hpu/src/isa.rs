@@ -213,6 +213,14 @@ pub enum Op {
     FXorBne,
     FSrliSrli,
     FSrliSw,
+    // Triples: the same over three slots (the second and third stay as
+    // they were).
+    FLwLwBne,
+    FLwLwBge,
+    FLwLwMul,
+    FSrliSlliOr,
+    FAddiAddiBne,
+    FMulAddAddi,
 }
 
 /// Instruction classes of the timing model.

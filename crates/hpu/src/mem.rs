@@ -202,6 +202,9 @@ pub struct AddressSpace {
     latency: [u32; MEM_CLASSES],
     /// Accesses of windows already unmapped (see [`AddressSpace::counts`]).
     retired: AccessCounts,
+    /// Loads and stores (AMOs: stores) served since creation, except those
+    /// still counted in a cache entry (see [`AddressSpace::served`]).
+    served: [u64; 2],
 }
 
 // SAFETY: the raw pointers point into `owners`' blocks, which are Send + Sync.
@@ -229,6 +232,7 @@ impl AddressSpace {
             hot: [COLD; 3],
             latency: timing.mem_latency,
             retired: AccessCounts::default(),
+            served: [0; 2],
         }
     }
 
@@ -252,12 +256,28 @@ impl AddressSpace {
     /// caches (before the window table changes).
     fn cool(&mut self) {
         for k in 0..self.hot.len() {
-            let h = self.hot[k];
-            if h.size > 0 {
-                self.win[h.win as usize].hits += h.hits;
-            }
+            self.evict(k);
             self.hot[k] = COLD;
         }
+    }
+
+    /// Fold cache `k`'s count into its window and into `served`.
+    fn evict(&mut self, k: usize) {
+        let h = self.hot[k];
+        if h.size > 0 {
+            self.win[h.win as usize].hits += h.hits;
+            self.served[(k == HOT_STORE) as usize] += h.hits;
+        }
+    }
+
+    /// Accesses served since creation through the load path (loads, LR)
+    /// and the store path (stores, SC, AMOs), failed ones excluded. Every
+    /// access the interpreter makes is counted here exactly once, so the
+    /// interpreter derives its load and store totals from these.
+    #[inline]
+    pub(crate) fn served(&self) -> (u64, u64) {
+        let h = |k: usize| if self.hot[k].size > 0 { self.hot[k].hits } else { 0 };
+        (self.served[0] + h(HOT_LOAD) + h(HOT_LOAD_OLD), self.served[1] + h(HOT_STORE))
     }
 
     /// Remove every window (keeps the allocation-free table).
@@ -466,16 +486,14 @@ impl AddressSpace {
                 if w.perm.has(serves) {
                     // Loads: the first way's window moves to the second.
                     let out = if k == HOT_LOAD { HOT_LOAD_OLD } else { k };
-                    let old = self.hot[out];
-                    if old.size > 0 {
-                        self.win[old.win as usize].hits += old.hits;
-                    }
+                    self.evict(out);
                     if out != k {
                         self.hot[out] = self.hot[k];
                     }
                     self.hot[k] = Hot::of(&w, i);
                 } else {
                     self.win[i].hits += 1;
+                    self.served[(k == HOT_STORE) as usize] += 1;
                 }
                 // SAFETY: as in `hit_aligned`.
                 return Ok((unsafe { w.host.add(off as usize) }, w.latency));

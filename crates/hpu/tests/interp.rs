@@ -510,3 +510,81 @@ fn returns_land_at_their_own_call_site_when_sites_share_a_cache_entry() {
     assert!(matches!(m.run(), Stop::Exit(_)));
     assert_eq!((m.x(10), m.x(11)), (6, 33));
 }
+
+/// Loads and stores are derived from the memory path's own access counts
+/// (not charged per block), so check them against a hand count: AMOs count
+/// as both, LR as a load, SC as a store, misaligned accesses once, and a
+/// faulting access (here mid-block, after a store of the same block) not at
+/// all. Slicing the run at every block must give the same totals.
+#[test]
+fn loads_and_stores_count_retired_accesses_only() {
+    let mut w = li(8, DATA);
+    w.extend(li(9, RO));
+    w.push(i(0, 8, 2, 5, 0x03)); // lw t0, 0(s0)            load 1
+    w.push(s(4, 5, 8, 2, 0x23)); // sw t0, 4(s0)            store 1
+    w.push(i(2, 8, 2, 6, 0x03)); // lw t1, 2(s0), misaligned load 2
+    w.push(amo(0x00, 0, 6, 8)); // amoadd.w x0, t1, (s0)   load 3, store 2
+    w.push(amo(0x02, 5, 0, 8)); // lr.w t0, (s0)            load 4
+    w.push(amo(0x03, 7, 6, 8)); // sc.w t2, t1, (s0)        store 3
+    w.push(i(0, 9, 4, 6, 0x03)); // lbu t1, 0(s1) from L2   load 5
+    w.push(s(8, 5, 8, 2, 0x23)); // sw t0, 8(s0)            store 4
+    let faulting = w.len() as u32;
+    w.push(s(0, 5, 9, 2, 0x23)); // sw t0, 0(s1): read-only, faults
+    w.push(s(12, 5, 8, 2, 0x23)); // never runs
+    w.extend(exit());
+
+    let mut m = Machine::new(&w);
+    assert!(matches!(m.run(), Stop::Fault(f) if f.kind == FaultKind::StoreDenied && f.pc == CODE + 4 * faulting));
+    assert_eq!((m.hpu.loads, m.hpu.stores), (5, 4));
+    let one = (m.hpu.instret, m.hpu.cycles, m.hpu.mem.counts());
+
+    // The same in one-cycle slices (a check at every block entry).
+    let mut m = Machine::new(&w);
+    let mut until = 0;
+    let stop = loop {
+        until += 1;
+        match m.hpu.run(&m.prog, &mut TestRt, until) {
+            Stop::SliceEnd => continue,
+            s => break s,
+        }
+    };
+    assert!(matches!(stop, Stop::Fault(f) if f.kind == FaultKind::StoreDenied));
+    assert_eq!((m.hpu.loads, m.hpu.stores), (5, 4));
+    assert_eq!((m.hpu.instret, m.hpu.cycles, m.hpu.mem.counts()), one);
+}
+
+#[test]
+fn triples_fault_and_branch_from_their_own_slots() {
+    // lw, lw (faults), bne: the second load's fault is its own.
+    let mut w = li(5, DATA);
+    w.extend(li(8, 0x4000_0000));
+    let first = w.len() as u32;
+    w.push(i(0, 5, 2, 6, 0x03)); // lw x6, 0(x5)
+    w.push(i(0, 8, 2, 7, 0x03)); // lw x7, 0(x8): faults
+    w.push(b(8, 7, 6, 1)); // bne x6, x7, +8
+    let mut m = Machine::new(&w);
+    match m.run() {
+        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 4 * (first + 1), 0x4000_0000)),
+        s => panic!("expected a fault, got {s:?}"),
+    }
+    assert_eq!((m.hpu.instret, m.hpu.loads), (first as u64 + 1, 1));
+
+    // A jump into the middle of a triple runs from that slot; the triple's
+    // branch goes where its own slot says, taken or not.
+    for (into_middle, word0, taken) in [(true, 0u32, true), (false, 5, false), (false, 0, true)] {
+        let mut w = li(5, DATA);
+        w.push(j(if into_middle { 8 } else { 4 }, 0));
+        w.push(i(0, 5, 2, 6, 0x03)); // lw x6, 0(x5)
+        w.push(i(4, 5, 2, 7, 0x03)); // lw x7, 4(x5): 5
+        w.push(b(8, 7, 6, 1)); // bne x6, x7, +8
+        w.push(addi(10, 10, 1)); // only when equal
+        w.push(addi(11, 11, 1));
+        w.extend(exit());
+        let mut m = Machine::new(&w);
+        m.data.write(0, &word0.to_le_bytes());
+        m.data.write(4, &5u32.to_le_bytes());
+        assert!(matches!(m.run(), Stop::Exit(_)));
+        assert_eq!((m.x(10), m.x(11), m.hpu.taken_branches), (!taken as u32, 1, taken as u64), "{into_middle} {word0}");
+        assert_eq!(m.hpu.loads, 2 - into_middle as u64);
+    }
+}
