@@ -65,6 +65,11 @@ pub trait Port {
     fn send(&mut self, frame: &[u8]) -> Result<(), NetError>;
     /// Push queued frames to the wire.
     fn flush(&mut self) -> Result<(), NetError>;
+    /// Hand back a frame vector `recv` gave out, for a later frame to reuse
+    /// (no allocation per received frame). Ports may simply drop it.
+    fn recycle(&mut self, frame: Vec<u8>) {
+        drop(frame);
+    }
     fn stats(&self) -> PortStats;
     /// E.g. "xdp on veth0 (2 queues, native mode)".
     fn describe(&self) -> String;

@@ -106,6 +106,12 @@ impl EventQueue {
         if b <= self.cur {
             // Earlier buckets can only come after a run stopped at `until`
             // short of the next event; they are still the smallest.
+            // Usually it goes last (the largest seq, at the latest time so
+            // far): no search, no move.
+            if self.now.len() == self.head || self.now[self.now.len() - 1].key() < e.key() {
+                self.now.push(e);
+                return;
+            }
             let at = self.head + self.now[self.head..].partition_point(|x| x.key() < e.key());
             self.now.insert(at, e);
         } else if b - self.cur < RING as u64 {
@@ -118,12 +124,19 @@ impl EventQueue {
         }
     }
 
-    /// The next event (the smallest (time, seq)), making its bucket current.
-    pub(super) fn peek(&mut self) -> Option<&Event> {
-        if self.head == self.now.len() {
-            self.advance();
+    /// The next event (the smallest (time, seq)), without moving the
+    /// current bucket: a run that stops at `until` short of it (the live
+    /// NIC's, at every step) leaves the queue where it was, so the events
+    /// pushed next (frames of the next step, their tasks) still go to their
+    /// own buckets, not all into `now` by binary search and insertion.
+    pub(super) fn peek(&self) -> Option<&Event> {
+        if let Some(e) = self.now.get(self.head) {
+            return Some(e);
         }
-        self.now.get(self.head)
+        if self.in_ring > 0 {
+            return self.ring[self.next_occupied()].first();
+        }
+        self.far.peek().map(|Reverse(e)| e)
     }
 
     pub(super) fn pop(&mut self) -> Option<Event> {
@@ -244,6 +257,7 @@ mod tests {
                 q.push(e);
                 heap.push(Reverse(e));
             } else {
+                assert_eq!(q.peek().map(|e| e.key()), heap.peek().map(|Reverse(e)| e.key()), "round {round}");
                 let a = q.pop().map(|e| e.key());
                 let b = heap.pop().map(|Reverse(e)| e.key());
                 assert_eq!(a, b, "round {round}");

@@ -17,12 +17,19 @@ pub(super) struct SlotState {
     pub(super) failed: bool,
 }
 
+/// Injected frames' vectors kept for reuse at most (a burst's worth; the
+/// host takes them back at every step).
+const MAX_SPARE_FRAMES: usize = 256;
+
 impl Core {
     /// A frame is in the packet buffer (or lost): its vector goes back to
     /// the traffic source for a later packet.
-    fn recycle(&mut self, frame: Vec<u8>) {
+    fn recycle(&mut self, mut frame: Vec<u8>) {
         if let Some(src) = self.source.as_mut() {
             src.recycle(frame);
+        } else if self.spare_frames.len() < MAX_SPARE_FRAMES {
+            frame.clear();
+            self.spare_frames.push(frame);
         }
     }
 }

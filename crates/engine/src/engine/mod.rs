@@ -198,6 +198,10 @@ struct Core {
     /// The packet head on its way from L2 to L1 (`on_task_ready`).
     copy_buf: Vec<u8>,
     source: Option<Box<dyn Source>>,
+    /// Frames of injected packets, copied into the packet buffer, kept for
+    /// the host to refill (`Engine::take_spare_frame`) when no source
+    /// takes them back: the live NIC then allocates no vector per frame.
+    spare_frames: Vec<Vec<u8>>,
     /// Arrival waiting in the event queue or for a packet slot.
     pending: Option<Arrival>,
     /// Host-injected packets, each with an `Ev::Inject` queued.
@@ -431,6 +435,7 @@ impl Engine {
             ic_free_at: 0,
             copy_buf: Vec::new(),
             source: None,
+            spare_frames: Vec::new(),
             pending: None,
             injected: VecDeque::new(),
             last_inject_ps: 0,
@@ -508,7 +513,23 @@ impl Engine {
     /// writes, completed messages. The host API drains them this way.
     pub fn drain_outputs(&mut self) -> (Vec<OutPacket>, Vec<HostWrite>, Vec<MessageDone>) {
         let c = &mut self.core;
-        (std::mem::take(&mut c.outbound), std::mem::take(&mut c.host_writes), std::mem::take(&mut c.completions))
+        // Each comes back as large as it was: the next batch is likely as
+        // big (the live NIC drains at every step), and one allocation beats
+        // growing from empty, copying at every doubling.
+        fn take<T>(v: &mut Vec<T>) -> Vec<T> {
+            if v.is_empty() {
+                return Vec::new();
+            }
+            let n = v.len();
+            std::mem::replace(v, Vec::with_capacity(n))
+        }
+        (take(&mut c.outbound), take(&mut c.host_writes), take(&mut c.completions))
+    }
+
+    /// An emptied frame vector from a packet that was injected and is now
+    /// in the packet buffer (or lost), for the host's next frame.
+    pub fn take_spare_frame(&mut self) -> Option<Vec<u8>> {
+        self.core.spare_frames.pop()
     }
 
     /// Packets admitted and messages completed per ECTX.

@@ -144,7 +144,13 @@ impl Core {
 pub(super) struct MpqWait {
     order: VecDeque<(EctxId, u32)>,
     hers: HashMap<(EctxId, u32), VecDeque<Her>, FastHash>,
+    /// Emptied queues of messages that got an MPQ, reused for the next
+    /// waiting messages (when every packet is a message, one per packet).
+    spare: Vec<VecDeque<Her>>,
 }
+
+/// Emptied HER queues `MpqWait` keeps at most.
+const MAX_SPARE_QUEUES: usize = 64;
 
 impl MpqWait {
     pub(super) fn is_empty(&self) -> bool {
@@ -157,7 +163,9 @@ impl MpqWait {
             std::collections::hash_map::Entry::Occupied(e) => e.into_mut().push_back(her),
             std::collections::hash_map::Entry::Vacant(v) => {
                 self.order.push_back(key);
-                v.insert(VecDeque::from([her]));
+                let mut q = self.spare.pop().unwrap_or_default();
+                q.push_back(her);
+                v.insert(q);
             }
         }
     }
@@ -166,6 +174,13 @@ impl MpqWait {
     fn pop_message(&mut self) -> Option<VecDeque<Her>> {
         let key = self.order.pop_front()?;
         self.hers.remove(&key)
+    }
+
+    /// Take back a queue `pop_message` returned, once emptied.
+    fn give_back(&mut self, q: VecDeque<Her>) {
+        if q.is_empty() && self.spare.len() < MAX_SPARE_QUEUES {
+            self.spare.push(q);
+        }
     }
 }
 
@@ -326,15 +341,16 @@ impl Engine {
         }
         c.free_mpqs.push(m);
         // The oldest waiting message gets the queue, with all its packets.
-        if let Some(hers) = c.mpq_wait.pop_message() {
+        if let Some(mut hers) = c.mpq_wait.pop_message() {
             if c.mpq_wait.is_empty() {
                 if let Some(s) = c.mpq_wait_since.take() {
                     c.stats.mpq_stall_ps += c.now - s;
                 }
             }
-            for x in hers {
+            for x in hers.drain(..) {
                 self.enqueue_her_now(x);
             }
+            self.core.mpq_wait.give_back(hers);
         }
     }
 
