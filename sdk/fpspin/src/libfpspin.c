@@ -201,66 +201,73 @@ static bool ends_with(const char *s, const char *suf)
     return a >= b && !strcmp(s + a - b, suf);
 }
 
-/* The first function symbol ending in `_suffix` into name/area; false if none. */
-static bool find_handler(const char *elf, size_t len, const char *suffix, char *name, size_t cap,
-                         struct mem_area *area)
+/* The first symbol of the image's symbol table that `want` accepts, with
+ * its name, or NULL. Every offset is checked against the image's length and
+ * a name is passed on only if it ends inside the string table. */
+typedef bool (*sym_filter)(const Elf32_Sym *sym, const char *name, const void *arg);
+static const Elf32_Sym *find_sym(const char *elf, size_t len, sym_filter want, const void *arg,
+                                 const char **name)
 {
     const Elf32_Ehdr *eh = (const Elf32_Ehdr *)elf;
     if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS32 ||
         eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len)
-        return false;
+        return NULL;
     const Elf32_Shdr *sh = (const Elf32_Shdr *)(elf + eh->e_shoff);
     for (int i = 0; i < eh->e_shnum; i++) {
         if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
             continue;
         const Elf32_Shdr *st = &sh[sh[i].sh_link];
         if (sh[i].sh_offset + sh[i].sh_size > len || st->sh_offset + st->sh_size > len)
-            return false;
+            return NULL;
         const Elf32_Sym *sym = (const Elf32_Sym *)(elf + sh[i].sh_offset);
         size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
         for (size_t k = 0; k < n; k++) {
-            if (ELF32_ST_TYPE(sym[k].st_info) != STT_FUNC || sym[k].st_name >= st->sh_size)
+            if (sym[k].st_name >= st->sh_size)
                 continue;
             const char *nm = elf + st->sh_offset + sym[k].st_name;
-            if (!memchr(nm, 0, st->sh_size - sym[k].st_name) || !ends_with(nm, suffix))
+            if (!memchr(nm, 0, st->sh_size - sym[k].st_name) || !want(&sym[k], nm, arg))
                 continue;
-            snprintf(name, cap, "%s", nm);
-            area->addr = sym[k].st_value;
-            area->size = sym[k].st_size;
-            return true;
+            *name = nm;
+            return &sym[k];
         }
     }
-    return false;
+    return NULL;
+}
+
+static bool is_func_ending_in(const Elf32_Sym *sym, const char *name, const void *suffix)
+{
+    return ELF32_ST_TYPE(sym->st_info) == STT_FUNC && ends_with(name, suffix);
+}
+
+static bool is_defined_named(const Elf32_Sym *sym, const char *name, const void *want)
+{
+    return sym->st_shndx != SHN_UNDEF && strcmp(name, want) == 0;
+}
+
+/* The function symbol ending in `suffix` (FPsPIN's loader takes handlers by
+ * suffix): its name into name[cap] and its extent into *area. */
+static bool find_handler(const char *elf, size_t len, const char *suffix, char *name, size_t cap,
+                         struct mem_area *area)
+{
+    const char *nm;
+    const Elf32_Sym *s = find_sym(elf, len, is_func_ending_in, suffix, &nm);
+    if (!s)
+        return false;
+    snprintf(name, cap, "%s", nm);
+    area->addr = s->st_value;
+    area->size = s->st_size;
+    return true;
 }
 
 /* The value of the symbol `name` (any type, absolute ones included: the
  * link script's region bounds) into *value; false if none. */
 static bool find_symbol(const char *elf, size_t len, const char *name, uint32_t *value)
 {
-    const Elf32_Ehdr *eh = (const Elf32_Ehdr *)elf;
-    if (len < sizeof(*eh) || memcmp(eh->e_ident, ELFMAG, SELFMAG) || eh->e_ident[EI_CLASS] != ELFCLASS32 ||
-        eh->e_shoff == 0 || eh->e_shoff + (size_t)eh->e_shnum * sizeof(Elf32_Shdr) > len)
-        return false;
-    const Elf32_Shdr *sh = (const Elf32_Shdr *)(elf + eh->e_shoff);
-    size_t want = strlen(name) + 1;
-    for (int i = 0; i < eh->e_shnum; i++) {
-        if (sh[i].sh_type != SHT_SYMTAB || sh[i].sh_link >= eh->e_shnum)
-            continue;
-        const Elf32_Shdr *st = &sh[sh[i].sh_link];
-        if (sh[i].sh_offset + sh[i].sh_size > len || st->sh_offset + st->sh_size > len)
-            return false;
-        const Elf32_Sym *sym = (const Elf32_Sym *)(elf + sh[i].sh_offset);
-        size_t n = sh[i].sh_size / sizeof(Elf32_Sym);
-        for (size_t k = 0; k < n; k++) {
-            if (sym[k].st_shndx == SHN_UNDEF || sym[k].st_name >= st->sh_size ||
-                st->sh_size - sym[k].st_name < want ||
-                memcmp(elf + st->sh_offset + sym[k].st_name, name, want))
-                continue;
-            *value = sym[k].st_value;
-            return true;
-        }
-    }
-    return false;
+    const char *nm;
+    const Elf32_Sym *s = find_sym(elf, len, is_defined_named, name, &nm);
+    if (s)
+        *value = s->st_value;
+    return s != NULL;
 }
 
 /* ---- load / init ---- */
