@@ -29,6 +29,17 @@ fn out_str(o: &Output) -> String {
     format!("status={:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
 }
 
+/// The files in `dir` whose extension is `ext`, sorted.
+fn files_with_ext(dir: &Path, ext: &str) -> Vec<PathBuf> {
+    let mut v: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == ext))
+        .collect();
+    v.sort();
+    v
+}
+
 /// `softspin build` a bare-metal program.
 fn build_bare(srcs: &[&Path], out: &Path, extra: &[&str]) {
     let o = softspin().arg("build").arg("--bare").args(srcs).arg("-o").arg(out).args(extra).output().unwrap();
@@ -54,12 +65,7 @@ fn isa_suite_passes() {
     let out = tmpdir("isa");
     let b = Command::new("bash").arg(root().join("tests/isa/build.sh")).arg(&out).output().unwrap();
     assert!(b.status.success(), "tests/isa/build.sh failed: {}", out_str(&b));
-    let mut elfs: Vec<_> = std::fs::read_dir(&out)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "elf"))
-        .collect();
-    elfs.sort();
+    let elfs = files_with_ext(&out, "elf");
     let suites = ["rv32ui", "rv32um", "rv32ua", "rv32uc"];
     for s in suites {
         assert!(
@@ -89,12 +95,7 @@ fn isa_suite_passes() {
 #[test]
 fn differential_programs_match_native() {
     let out = tmpdir("diff");
-    let mut srcs: Vec<_> = std::fs::read_dir(root().join("tests/diff"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "c"))
-        .collect();
-    srcs.sort();
+    let srcs = files_with_ext(&root().join("tests/diff"), "c");
     assert!(srcs.len() >= 8, "expected the differential programs in tests/diff");
     let mut both = BothIsas::default();
     for src in &srcs {
@@ -190,12 +191,7 @@ fn embench_programs_agree_across_isas() {
     let mut both = BothIsas::default();
     for prog in PROGRAMS {
         let dir = tree.join("src").join(prog);
-        let mut srcs: Vec<PathBuf> = std::fs::read_dir(&dir)
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "c"))
-            .collect();
-        srcs.sort();
+        let mut srcs = files_with_ext(&dir, "c");
         srcs.extend([sup.join("main.c"), sup.join("beebsc.c"), board.clone()]);
         let srcs: Vec<&Path> = srcs.iter().map(PathBuf::as_path).collect();
         let (i_sup, i_dir) = (format!("-I{}", sup.display()), format!("-I{}", dir.display()));
@@ -293,6 +289,11 @@ fn build_passes_compiler_errors_through() {
     assert!(err.contains("bad.c:1:") && err.contains("undeclared_thing"), "{err}");
     let o = softspin().arg("build").arg(out.join("missing.c")).arg("-o").arg(out.join("x.elf")).output().unwrap();
     assert!(String::from_utf8_lossy(&o.stderr).contains("no such source file"));
+    // An unknown --isa names the choices and fails.
+    let o = softspin().args(["build", "--bare", "--isa", "rv64gc"]).arg(&src).arg("-o").arg(out.join("x.elf")).output().unwrap();
+    assert!(!o.status.success());
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("isa `rv64gc`: not defined") && err.contains("corev") && err.contains("rv32imac"), "{err}");
     // -D and -I reach clang.
     std::fs::create_dir_all(out.join("inc")).unwrap();
     std::fs::write(out.join("inc/val.h"), "#define VAL (BASE + 2)\n").unwrap();
