@@ -93,6 +93,16 @@ impl MemBlock {
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) }
     }
 
+    /// Copy `len` bytes at `offset` to `dst` at `dst_offset` (host side; a
+    /// DMA between blocks, e.g. L2 to L1, without a buffer in between). The
+    /// ranges may overlap when `dst` is this block.
+    pub fn copy_to(&self, offset: usize, dst: &MemBlock, dst_offset: usize, len: usize) {
+        assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "MemBlock::copy_to source out of range");
+        assert!(dst_offset.checked_add(len).is_some_and(|e| e <= dst.len), "MemBlock::copy_to destination out of range");
+        // SAFETY: both ranges checked above; `copy` allows overlap.
+        unsafe { std::ptr::copy(self.ptr.add(offset), dst.ptr.add(dst_offset), len) }
+    }
+
     /// Zero a range (host side).
     pub fn fill(&self, offset: usize, len: usize, byte: u8) {
         assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "MemBlock::fill out of range");
@@ -567,6 +577,19 @@ pub(crate) const SEQ: Ordering = Ordering::SeqCst;
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn copy_to_moves_bytes_between_and_within_blocks() {
+        let (a, b) = (MemBlock::new(16), MemBlock::new(8));
+        a.write(0, &(0u8..16).collect::<Vec<_>>());
+        a.copy_to(4, &b, 2, 5);
+        assert_eq!(b.to_vec(0, 8), [0, 0, 4, 5, 6, 7, 8, 0]);
+        // Overlapping, within one block: as memmove.
+        a.copy_to(0, &a, 3, 8);
+        assert_eq!(a.to_vec(0, 12), [0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 11]);
+        let r = std::panic::catch_unwind(|| a.copy_to(10, &b, 0, 7));
+        assert!(r.is_err(), "a source range past the block's end panics");
+    }
 
     #[test]
     fn map_checks_and_translates() {

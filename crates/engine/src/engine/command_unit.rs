@@ -50,7 +50,7 @@ impl Engine {
             deferred.issue_ps = now;
             deferred.done_ps = now + d;
             let id = deferred.id;
-            self.core.at(deferred.done_ps, Ev::CmdDone { hpu: h, id });
+            self.core.at(deferred.done_ps, Ev::CmdDone { hpu: h as u32, id });
             ctl.cmds.push(deferred);
             resume(hpu, ctl, &mut self.core, id);
         } else if ctl.wait == Some(id) {
@@ -181,7 +181,7 @@ impl CommandUnit<'_> {
             self.ctl.deferred = Some((cmd, now));
             return Ecall::Suspend;
         }
-        self.core.at(done_ps, Ev::CmdDone { hpu: self.ctl.gid, id });
+        self.core.at(done_ps, Ev::CmdDone { hpu: self.ctl.gid as u32, id });
         self.ctl.cmds.push(cmd);
         hpu.set_reg(abi::A0, id);
         Ecall::Continue

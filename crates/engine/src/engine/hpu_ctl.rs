@@ -94,7 +94,7 @@ impl Engine {
         match stop {
             Stop::SliceEnd => {
                 let gen = self.hpus[h].ctl.gen;
-                self.core.at(local, Ev::HpuRun { hpu: h, gen });
+                self.core.at(local, Ev::HpuRun { hpu: h as u32, gen });
             }
             Stop::Suspended => {
                 // Every wait is bounded in NIC time (`wait_limit_ns`).
@@ -104,7 +104,7 @@ impl Engine {
                 if !ctl.limit_armed {
                     ctl.limit_armed = true;
                     let t = ctl.wait_deadline;
-                    self.core.at(t, Ev::WaitLimit { hpu: h });
+                    self.core.at(t, Ev::WaitLimit { hpu: h as u32 });
                 }
             }
             Stop::Returned | Stop::Exit(0) => self.handler_end(h, local, End::Returned),
@@ -258,7 +258,7 @@ impl Engine {
         ctl.gen += 1;
         ctl.state = HpuState::Closing;
         let gen = ctl.gen;
-        self.core.at(free_at, Ev::HpuFree { hpu: h, gen });
+        self.core.at(free_at, Ev::HpuFree { hpu: h as u32, gen });
     }
 
     pub(super) fn on_hpu_free(&mut self, h: usize) {
@@ -279,7 +279,7 @@ impl Engine {
         cluster.l1_alloc.free(task.l1.0, task.l1.1.max(1));
         c.sched_blocked = false;
         let done = t_cl + c.ns(c.cfg.completion_ns);
-        c.at(done, Ev::Completion { task: tid });
+        c.at(done, Ev::Completion { task: tid as u32 });
         // The freed HPU takes the next queued task of its cluster.
         c.clusters[cl].free_hpus.push_back(h);
         self.assign(cl);
@@ -334,5 +334,5 @@ pub(super) fn resume(hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, results: 
     }
     ctl.state = HpuState::Running;
     let t = ctl.t0 + (hpu.cycles - ctl.c0) * core.ppc;
-    core.at(t, Ev::HpuRun { hpu: ctl.gid, gen: ctl.gen });
+    core.at(t, Ev::HpuRun { hpu: ctl.gid as u32, gen: ctl.gen });
 }

@@ -138,23 +138,25 @@ impl std::hash::Hasher for MulHasher {
 type FastHash = std::hash::BuildHasherDefault<MulHasher>;
 
 #[derive(Clone, Copy, Debug)]
+// HPU and task indices are u32 here (an event is 32 bytes, not 40: the
+// event queue's buckets are its working set).
 enum Ev {
     Arrival,
     Schedule,
-    TaskReady { task: usize },
-    HpuRun { hpu: usize, gen: u64 },
-    CmdDone { hpu: usize, id: u32 },
-    Completion { task: usize },
+    TaskReady { task: u32 },
+    HpuRun { hpu: u32, gen: u64 },
+    CmdDone { hpu: u32, id: u32 },
+    Completion { task: u32 },
     /// The earliest message deadline is due.
     TimeoutCheck,
     Inject,
     Unblock,
-    HpuFree { hpu: usize, gen: u64 },
+    HpuFree { hpu: u32, gen: u64 },
     /// A notification reached host memory (only advances time).
     NotifyVisible,
     NotifyResponse { id: u32 },
     /// An HPU's wait limit (`HpuCtl::wait_deadline`); one armed per HPU.
-    WaitLimit { hpu: usize },
+    WaitLimit { hpu: u32 },
 }
 
 /// Everything but the HPUs (so services can borrow it while an HPU runs).
@@ -195,8 +197,6 @@ struct Core {
     pcie_free_at: u64,
     /// The L2<->L1 interconnect shared by all clusters.
     ic_free_at: u64,
-    /// The packet head on its way from L2 to L1 (`on_task_ready`).
-    copy_buf: Vec<u8>,
     source: Option<Box<dyn Source>>,
     /// Frames of injected packets, copied into the packet buffer, kept for
     /// the host to refill (`Engine::take_spare_frame`) when no source
@@ -433,7 +433,6 @@ impl Engine {
             out_free_at: 0,
             pcie_free_at: 0,
             ic_free_at: 0,
-            copy_buf: Vec::new(),
             source: None,
             spare_frames: Vec::new(),
             pending: None,
@@ -863,7 +862,7 @@ impl Engine {
             // HPU waits again moves to that wait's deadline.
             if let Ev::WaitLimit { hpu } = e.ev {
                 let t = e.time;
-                let ctl = &mut self.hpus[hpu].ctl;
+                let ctl = &mut self.hpus[hpu as usize].ctl;
                 if ctl.state != HpuState::Blocked || ctl.wait_deadline > t {
                     self.core.events.pop();
                     ctl.limit_armed = ctl.state == HpuState::Blocked;
@@ -916,24 +915,26 @@ impl Engine {
                 self.core.sched_queued = false;
                 self.schedule();
             }
-            Ev::TaskReady { task } => self.on_task_ready(task),
+            Ev::TaskReady { task } => self.on_task_ready(task as usize),
             Ev::HpuRun { hpu, gen } => {
+                let hpu = hpu as usize;
                 if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Running {
                     self.run_hpu(hpu);
                 }
             }
-            Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu, id),
-            Ev::Completion { task } => self.on_completion(task),
+            Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu as usize, id),
+            Ev::Completion { task } => self.on_completion(task as usize),
             Ev::TimeoutCheck => self.on_timeout_check(),
             Ev::Inject => self.on_inject()?,
             Ev::HpuFree { hpu, gen } => {
+                let hpu = hpu as usize;
                 if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Closing {
                     self.on_hpu_free(hpu);
                 }
             }
             Ev::NotifyVisible => {}
             Ev::NotifyResponse { id } => self.on_notify_response(id),
-            Ev::WaitLimit { hpu } => self.on_wait_limit(hpu),
+            Ev::WaitLimit { hpu } => self.on_wait_limit(hpu as usize),
             Ev::Unblock => {
                 self.core.unblock_queued = false;
                 self.on_unblock()?
@@ -948,7 +949,7 @@ impl Engine {
     pub fn is_idle(&self) -> bool {
         // Limits of waits that ended are left in the queue; they do not count.
         self.core.immediate.is_empty()
-            && self.core.events.iter().all(|e| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu].ctl.state != HpuState::Blocked))
+            && self.core.events.iter().all(|e| matches!(e.ev, Ev::WaitLimit { hpu } if self.hpus[hpu as usize].ctl.state != HpuState::Blocked))
     }
 
     /// When the next event is due (now if one is queued for this instant);

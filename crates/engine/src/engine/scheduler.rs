@@ -219,7 +219,7 @@ impl Engine {
             };
             c.stats.tasks += 1;
             c.ectxs[her.ectx].as_mut().unwrap().tasks += 1;
-            c.at(ready, Ev::TaskReady { task: id });
+            c.at(ready, Ev::TaskReady { task: id as u32 });
             return true;
         }
         false
@@ -230,11 +230,7 @@ impl Engine {
         let task = c.tasks[t].as_ref().unwrap();
         let (cl, (off, len), slot) = (task.cluster, task.l1, task.her.slot);
         // The copy lands in L1 now.
-        // Through one buffer kept for it, not a vector per copy.
-        let buf = &mut c.copy_buf;
-        buf.resize(len as usize, 0);
-        c.l2_pkt.read((slot * c.cfg.pkt_slot_size) as usize, buf);
-        c.l1[cl].write(off as usize, buf);
+        c.l2_pkt.copy_to((slot * c.cfg.pkt_slot_size) as usize, &c.l1[cl], off as usize, len as usize);
         c.clusters[cl].queue.push_back(t);
         self.assign(cl);
     }
@@ -415,7 +411,7 @@ impl Engine {
         c.busy_now += 1;
         c.busy_max = c.busy_max.max(c.busy_now);
         let gen = ctl.gen;
-        c.at(start, Ev::HpuRun { hpu: h, gen });
+        c.at(start, Ev::HpuRun { hpu: h as u32, gen });
     }
 }
 
