@@ -137,9 +137,9 @@ impl std::hash::Hasher for MulHasher {
 
 type FastHash = std::hash::BuildHasherDefault<MulHasher>;
 
-#[derive(Clone, Copy, Debug)]
 // HPU and task indices are u32 here (an event is 32 bytes, not 40: the
 // event queue's buckets are its working set).
+#[derive(Clone, Copy, Debug)]
 enum Ev {
     Arrival,
     Schedule,
