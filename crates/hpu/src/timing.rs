@@ -157,6 +157,11 @@ impl TimingModel {
     /// Cycles to nanoseconds at this clock (in 128 bits: `cycles * 1000`
     /// must not wrap for a long run at a fast clock; saturates).
     pub fn cycles_to_ns(&self, cycles: u64) -> u64 {
-        u64::try_from(cycles as u128 * 1000 / self.clock_mhz.max(1) as u128).unwrap_or(u64::MAX)
+        let mhz = self.clock_mhz.max(1) as u64;
+        match cycles.checked_mul(1000) {
+            // The same quotient without a 128-bit division (called per task).
+            Some(c) => c / mhz,
+            None => u64::try_from(cycles as u128 * 1000 / mhz as u128).unwrap_or(u64::MAX),
+        }
     }
 }

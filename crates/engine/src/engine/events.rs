@@ -106,8 +106,28 @@ impl EventQueue {
         }
     }
 
+    /// Usually a ring bucket's end; the rest out of line.
+    #[inline]
     pub(super) fn push(&mut self, e: Event) {
         let b = bucket(e.time);
+        if b > self.cur && b - self.cur < RING as u64 {
+            let slot = (b % RING as u64) as usize;
+            let v = &mut self.ring[slot];
+            if v.last().is_none_or(|l| l.key() < e.key()) {
+                v.push(e);
+            } else {
+                insert_sorted(v, e);
+            }
+            self.occupied[slot / 64] |= 1 << (slot % 64);
+            self.in_ring += 1;
+        } else {
+            self.push_slow(e, b);
+        }
+    }
+
+    /// Bucket `b` is the current one or earlier, or beyond the ring.
+    #[inline(never)]
+    fn push_slow(&mut self, e: Event, b: u64) {
         if b <= self.cur {
             // Earlier buckets can only come after a run stopped at `until`
             // short of the next event; they are still the smallest.
@@ -119,12 +139,8 @@ impl EventQueue {
             }
             let at = self.head + self.now[self.head..].partition_point(|x| x.key() < e.key());
             self.now.insert(at, e);
-        } else if b - self.cur < RING as u64 {
-            let slot = (b % RING as u64) as usize;
-            insert_sorted(&mut self.ring[slot], e);
-            self.occupied[slot / 64] |= 1 << (slot % 64);
-            self.in_ring += 1;
         } else {
+            // Beyond the ring.
             self.far.push(Reverse(e));
         }
     }
@@ -144,10 +160,19 @@ impl EventQueue {
         self.far.peek().map(|Reverse(e)| e)
     }
 
+    #[inline]
     pub(super) fn pop(&mut self) -> Option<Event> {
-        if self.head == self.now.len() {
-            self.advance();
+        if let Some(&e) = self.now.get(self.head) {
+            self.head += 1;
+            return Some(e);
         }
+        self.pop_slow()
+    }
+
+    /// `now` is used up: the next bucket first.
+    #[inline(never)]
+    fn pop_slow(&mut self) -> Option<Event> {
+        self.advance();
         let e = *self.now.get(self.head)?;
         self.head += 1;
         Some(e)

@@ -393,8 +393,14 @@ impl Engine {
         let hpu = &mut slot.hpu;
         hpu.start_call(entry, l1base + stack_off + cfg.hpu_stack_size, &[task_addr + args_off]);
         hpu.instret_limit = hpu.instret.saturating_add(e.spec.watchdog);
-        let counts = hpu.mem.counts();
         let ctl = &mut slot.ctl;
+        let mem0 = match ctl.mem_at_end.take() {
+            Some(m) => {
+                debug_assert_eq!(m, hpu.mem.counts().by_class, "no guest access between tasks");
+                m
+            }
+            None => hpu.mem.counts().by_class,
+        };
         ctl.state = HpuState::Running;
         ctl.task = Some(t);
         ctl.gen += 1;
@@ -403,7 +409,7 @@ impl Engine {
         ctl.i0 = hpu.instret;
         ctl.ld0 = hpu.loads;
         ctl.st0 = hpu.stores;
-        ctl.mem0 = counts.by_class;
+        ctl.mem0 = mem0;
         ctl.busy_since = now;
         ctl.wait = None;
         ctl.wait_notify = None;
