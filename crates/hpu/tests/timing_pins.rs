@@ -177,4 +177,14 @@ fn clocks_convert_cycles_as_documented() {
     // FPsPIN at 40 MHz (seed 000 Table 6.2): 1 cycle = 25 ns.
     let f = TimingModel { clock_mhz: softspin_hpu::timing::FPSPIN_CLOCK_MHZ, ..TimingModel::default() };
     assert_eq!(f.cycles_to_ns(1234), 1234 * 25);
+    // Around the 64-bit fast path's limit (cycles * 1000 overflowing), the
+    // same quotient as in 128 bits, and saturation where that overflows.
+    let slow = |m: &TimingModel, c: u64| u64::try_from(c as u128 * 1000 / m.clock_mhz.max(1) as u128).unwrap_or(u64::MAX);
+    let three = TimingModel { clock_mhz: 3, ..TimingModel::default() };
+    for m in [&TimingModel::default(), &f, &three] {
+        for c in [0, 1, 999, u64::MAX / 1000 - 1, u64::MAX / 1000, u64::MAX / 1000 + 1, u64::MAX / 7, u64::MAX] {
+            assert_eq!(m.cycles_to_ns(c), slow(m, c), "{c} cycles at {} MHz", m.clock_mhz);
+        }
+    }
+    assert_eq!(TimingModel::default().cycles_to_ns(u64::MAX), u64::MAX);
 }
