@@ -112,12 +112,7 @@ impl EventQueue {
         let b = bucket(e.time);
         if b > self.cur && b - self.cur < RING as u64 {
             let slot = (b % RING as u64) as usize;
-            let v = &mut self.ring[slot];
-            if v.last().is_none_or(|l| l.key() < e.key()) {
-                v.push(e);
-            } else {
-                insert_sorted(v, e);
-            }
+            insert_sorted(&mut self.ring[slot], e);
             self.occupied[slot / 64] |= 1 << (slot % 64);
             self.in_ring += 1;
         } else {
