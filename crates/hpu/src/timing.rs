@@ -154,8 +154,8 @@ impl TimingModel {
         }
     }
 
-    /// Cycles to nanoseconds at this clock (in 128 bits: `cycles * 1000`
-    /// must not wrap for a long run at a fast clock; saturates).
+    /// Cycles to nanoseconds at this clock (in 128 bits where `cycles *
+    /// 1000` would wrap, for a long run at a fast clock; saturates).
     pub fn cycles_to_ns(&self, cycles: u64) -> u64 {
         let mhz = self.clock_mhz.max(1) as u64;
         match cycles.checked_mul(1000) {

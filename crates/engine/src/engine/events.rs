@@ -155,19 +155,12 @@ impl EventQueue {
         self.far.peek().map(|Reverse(e)| e)
     }
 
+    /// Inline; moving to the next bucket (`advance`) is out of line.
     #[inline]
     pub(super) fn pop(&mut self) -> Option<Event> {
-        if let Some(&e) = self.now.get(self.head) {
-            self.head += 1;
-            return Some(e);
+        if self.head == self.now.len() {
+            self.advance();
         }
-        self.pop_slow()
-    }
-
-    /// `now` is used up: the next bucket first.
-    #[inline(never)]
-    fn pop_slow(&mut self) -> Option<Event> {
-        self.advance();
         let e = *self.now.get(self.head)?;
         self.head += 1;
         Some(e)
@@ -209,6 +202,7 @@ impl EventQueue {
     }
 
     /// `now` is used up: make the next non-empty bucket current.
+    #[inline(never)]
     fn advance(&mut self) {
         self.now.clear();
         self.head = 0;
