@@ -207,6 +207,9 @@ pub struct Ectx {
     /// Code range in program memory.
     pub code: (u32, u32),
     pub scratch: Vec<Scratch>,
+    /// `task_t` with this ECTX's fields encoded and the per-task ones zero
+    /// (`TaskDescriptor::encode_ectx_fields`), copied at every task start.
+    pub task_t: Vec<u8>,
     pub active: bool,
     /// Messages currently holding an MPQ.
     pub open_messages: u32,

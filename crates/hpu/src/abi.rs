@@ -154,12 +154,18 @@ impl TaskDescriptor {
     /// (little-endian, as RV32 reads it). `clusters` must be at most
     /// [`MAX_CLUSTERS`] and `out` long enough (both checked by the config).
     pub fn encode(&self, clusters: u32, out: &mut [u8]) {
+        self.encode_ectx_fields(clusters, out);
+        self.encode_task_fields(clusters, out);
+    }
+
+    /// The fields that stay the same for every task of an ECTX (its handler
+    /// memory, scratchpads and host window): the engine encodes them once
+    /// per ECTX and copies them per task.
+    pub fn encode_ectx_fields(&self, clusters: u32, out: &mut [u8]) {
         let l = TaskLayout::new(clusters);
-        let mut put = |at: u32, v: u32| out[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
+        let mut put = |at: u32, v: u32| put_u32(out, at, v);
         put(TaskLayout::HANDLER_MEM, self.handler_mem);
         put(TaskLayout::HANDLER_MEM_SIZE, self.handler_mem_size);
-        put(TaskLayout::PKT_MEM, self.pkt_mem);
-        put(TaskLayout::PKT_MEM_SIZE, self.pkt_mem_size);
         for (k, &(addr, size)) in self.scratchpad.iter().take(clusters as usize).enumerate() {
             put(TaskLayout::SCRATCHPAD + 4 * k as u32, addr);
             put(l.scratchpad_size() + 4 * k as u32, size);
@@ -167,10 +173,21 @@ impl TaskDescriptor {
         put(l.host_mem_high(), (self.host_mem >> 32) as u32);
         put(l.host_mem_low(), self.host_mem as u32);
         put(l.host_mem_size(), self.host_mem_size);
-        put(l.l2_pkt_mem(), self.l2_pkt_mem);
-        put(l.home_cluster_id(), self.home_cluster_id);
-        put(l.flow_id(), self.flow_id);
     }
+
+    /// The fields that change from task to task (its packet and message).
+    pub fn encode_task_fields(&self, clusters: u32, out: &mut [u8]) {
+        let l = TaskLayout::new(clusters);
+        put_u32(out, TaskLayout::PKT_MEM, self.pkt_mem);
+        put_u32(out, TaskLayout::PKT_MEM_SIZE, self.pkt_mem_size);
+        put_u32(out, l.l2_pkt_mem(), self.l2_pkt_mem);
+        put_u32(out, l.home_cluster_id(), self.home_cluster_id);
+        put_u32(out, l.flow_id(), self.flow_id);
+    }
+}
+
+fn put_u32(out: &mut [u8], at: u32, v: u32) {
+    out[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
 }
 
 /// PsPIN's `handler_args_t` (`sdk/include/handler.h`): what a handler
@@ -197,7 +214,7 @@ impl HandlerArgs {
 
     pub fn encode(&self, out: &mut [u8]) {
         for (at, v) in [(Self::TASK, self.task), (Self::HPU_GID, self.hpu_gid), (Self::CLUSTER_ID, self.cluster_id), (Self::HPU_ID, self.hpu_id)] {
-            out[at as usize..at as usize + 4].copy_from_slice(&v.to_le_bytes());
+            put_u32(out, at, v);
         }
     }
 }

@@ -747,7 +747,22 @@ impl Engine {
                 c.l1[cl].fill((s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize, s.size as usize, 0);
             }
         }
-        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, image_data, code, scratch, active: false, open_messages: 0, tasks: 0 };
+        // Install rejects windows task_t cannot describe (EctxSpec::validate).
+        let (hb, hs) = spec.host_window;
+        debug_assert!(hs <= crate::ectx::MAX_HOST_WINDOW, "host window of {hs} bytes passed validation");
+        let mut desc = abi::TaskDescriptor {
+            handler_mem: hm.0,
+            handler_mem_size: hm.1,
+            host_mem: hb,
+            host_mem_size: u32::try_from(hs).unwrap_or(u32::MAX),
+            ..Default::default()
+        };
+        for (d, s) in desc.scratchpad.iter_mut().zip(&scratch) {
+            *d = (s.addr, s.size);
+        }
+        let mut task_t = vec![0; abi::TaskLayout::new(c.cfg.clusters).size() as usize];
+        desc.encode_ectx_fields(c.cfg.clusters, &mut task_t);
+        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, image_data, code, scratch, task_t, active: false, open_messages: 0, tasks: 0 };
         let id = match c.ectxs.iter().position(|e| e.is_none()) {
             Some(i) => i,
             None => {

@@ -313,30 +313,22 @@ impl Engine {
         let pkt_l1 = l1base + task.l1.0;
         let l2_pkt = abi::L2_PKT_BASE + task.her.slot * cfg.pkt_slot_size;
         // task_t (one writer: abi::TaskDescriptor, checked against the C
-        // header), then handler_args_t.
-        let (hb, hs) = e.spec.host_window;
-        // Install rejects windows task_t cannot describe (EctxSpec::validate).
-        debug_assert!(hs <= crate::ectx::MAX_HOST_WINDOW, "host window of {hs} bytes passed install");
-        let mut desc = abi::TaskDescriptor {
-            handler_mem: e.handler_mem.0,
-            handler_mem_size: e.handler_mem.1,
+        // header): the ECTX's fields encoded at install, this task's here;
+        // then handler_args_t.
+        let layout = abi::TaskLayout::new(cfg.clusters);
+        let args_off = layout.size().next_multiple_of(16);
+        let task_addr = l1base + rt_off;
+        let mut d = [0u8; 256];
+        d[..e.task_t.len()].copy_from_slice(&e.task_t);
+        let desc = abi::TaskDescriptor {
             pkt_mem: pkt_l1,
             pkt_mem_size: task.her.len,
-            host_mem: hb,
-            host_mem_size: u32::try_from(hs).unwrap_or(u32::MAX),
             l2_pkt_mem: l2_pkt,
             home_cluster_id: task.her.msg_id % cfg.clusters,
             flow_id: task.her.msg_id,
             ..Default::default()
         };
-        for (d, s) in desc.scratchpad.iter_mut().zip(&e.scratch) {
-            *d = (s.addr, s.size);
-        }
-        let layout = abi::TaskLayout::new(cfg.clusters);
-        let args_off = layout.size().next_multiple_of(16);
-        let task_addr = l1base + rt_off;
-        let mut d = [0u8; 256];
-        desc.encode(cfg.clusters, &mut d);
+        desc.encode_task_fields(cfg.clusters, &mut d);
         abi::HandlerArgs { task: task_addr, hpu_gid: h as u32, cluster_id: cl as u32, hpu_id: hid as u32 }
             .encode(&mut d[args_off as usize..]);
         c.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
