@@ -138,10 +138,32 @@ pub struct Window {
     pub hits: u64,
     pub perm: Perm,
     pub class: MemClass,
+    /// The guest range kept for this window, `[region.0, region.1)`: the
+    /// window itself unless [`AddressSpace::reserve`] widened it. No other
+    /// window may overlap it, so a remap inside it needs no overlap check.
+    region: (u32, u64),
 }
 
-const EMPTY: Window =
-    Window { base: 0, size: 0, host: std::ptr::null_mut(), latency: 0, hits: 0, perm: Perm(0), class: MemClass::Ideal };
+impl Window {
+    fn new(base: u32, size: u32, host: *mut u8, latency: u32, perm: Perm, class: MemClass) -> Window {
+        Window { base, size, host, latency, hits: 0, perm, class, region: (base, base as u64 + size as u64) }
+    }
+
+    fn overlaps(&self, base: u32, size: u32) -> bool {
+        (base as u64) < self.region.1 && (self.region.0 as u64) < base as u64 + size as u64
+    }
+}
+
+const EMPTY: Window = Window {
+    base: 0,
+    size: 0,
+    host: std::ptr::null_mut(),
+    latency: 0,
+    hits: 0,
+    perm: Perm(0),
+    class: MemClass::Ideal,
+    region: (0, 0),
+};
 
 /// Most windows one address space holds (stack, packet in L1 and L2, handler
 /// memory, scratchpads of every cluster, program memory, ...).
@@ -325,7 +347,7 @@ impl AddressSpace {
         if size > 0 && base.checked_add(size - 1).is_none() {
             return Err(MapError::Wraps { base, size });
         }
-        if let Some(o) = self.windows().iter().find(|w| base < w.base.wrapping_add(w.size) && w.base < base + size) {
+        if let Some(o) = self.windows().iter().find(|w| w.overlaps(base, size)) {
             return Err(MapError::Overlap { base, size, other: o.base });
         }
         if self.n == MAX_WINDOWS {
@@ -333,7 +355,7 @@ impl AddressSpace {
         }
         // SAFETY: offset + size <= block.len(), checked above.
         let host = unsafe { block.ptr.add(offset) };
-        self.win[self.n] = Window { base, size, host, latency: self.latency[class as usize], hits: 0, perm, class };
+        self.win[self.n] = Window::new(base, size, host, self.latency[class as usize], perm, class);
         self.owners[self.n] = Some(block.clone());
         self.n += 1;
         Ok(())
@@ -359,19 +381,53 @@ impl AddressSpace {
         if size > 0 && base.checked_add(size - 1).is_none() {
             return Err(MapError::Wraps { base, size });
         }
-        if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, w)| *k != i && base < w.base.wrapping_add(w.size) && w.base < base + size) {
-            return Err(MapError::Overlap { base, size, other: o.base });
+        let region = self.win[i].region;
+        let inside = base >= region.0 && base as u64 + size as u64 <= region.1;
+        if !inside {
+            if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, w)| *k != i && w.overlaps(base, size)) {
+                return Err(MapError::Overlap { base, size, other: o.base });
+            }
         }
-        self.cool();
+        // Only the caches holding window i go cold: the other windows stay.
+        for k in 0..self.hot.len() {
+            if self.hot[k].size > 0 && self.hot[k].win as usize == i {
+                self.evict(k);
+                self.hot[k] = COLD;
+            }
+        }
         let old = self.win[i];
         self.retired.by_class[old.class as usize] += old.hits;
         self.retired.stall_cycles += old.hits * old.latency as u64;
         // SAFETY: offset + size <= block.len(), checked above.
         let host = unsafe { block.ptr.add(offset) };
-        self.win[i] = Window { base, size, host, latency: self.latency[class as usize], hits: 0, perm, class };
+        self.win[i] = Window::new(base, size, host, self.latency[class as usize], perm, class);
+        if inside {
+            self.win[i].region = region;
+        }
         if !self.owners[i].as_ref().is_some_and(|o| Arc::ptr_eq(o, block)) {
             self.owners[i] = Some(block.clone());
         }
+        Ok(())
+    }
+
+    /// Keep `[base, base+size)` for window `i`: it must contain the window
+    /// and overlap no other window's range. Later windows may not overlap
+    /// it, and remapping `i` inside it skips the overlap check (the
+    /// engine's per-task remaps of the packet windows).
+    pub fn reserve(&mut self, i: usize, base: u32, size: u32) -> Result<(), MapError> {
+        assert!(i < self.n, "reserve for a window that is not mapped");
+        let end = base as u64 + size as u64;
+        if end > 1 << 32 {
+            return Err(MapError::Wraps { base, size });
+        }
+        let w = self.win[i];
+        if w.base < base || w.base as u64 + w.size as u64 > end {
+            return Err(MapError::Overlap { base, size, other: w.base });
+        }
+        if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, o)| *k != i && o.overlaps(base, size)) {
+            return Err(MapError::Overlap { base, size, other: o.base });
+        }
+        self.win[i].region = (base, end);
         Ok(())
     }
 
@@ -679,5 +735,29 @@ mod tests {
         let c = a.counts().by_class;
         assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (6, 5)); // the fast-path hits count too
         assert_eq!(a.served(), (0, 11));
+    }
+
+    /// A reserved range keeps other windows out, lets its window move
+    /// inside it, and a remap leaves the other windows' caches and counts.
+    #[test]
+    fn reserve_keeps_a_range_for_one_window() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(256);
+        a.map(0x1000, 16, &b, 0, Perm::RW, MemClass::L1Local).unwrap();
+        a.map(0x2000, 16, &b, 128, Perm::RW, MemClass::L2).unwrap();
+        assert!(matches!(a.reserve(0, 0x1000, 0x1001), Err(MapError::Overlap { other: 0x2000, .. })));
+        assert!(matches!(a.reserve(0, 0x1004, 64), Err(MapError::Overlap { .. })), "must contain the window");
+        a.reserve(0, 0x1000, 64).unwrap();
+        assert!(matches!(a.map(0x1030, 4, &b, 0, Perm::RW, MemClass::L2), Err(MapError::Overlap { other: 0x1000, .. })));
+        a.xlate_store(0x2000, 4).unwrap();
+        a.xlate_load(0x2004, 4).unwrap();
+        a.remap(0, 0x1020, 32, &b, 32, Perm::RW, MemClass::L1Local).unwrap();
+        assert!(a.store_aligned(0x2008, 4).is_some() && a.load_aligned(0x200c, 4).is_some(), "window 1's caches stay");
+        assert!(a.xlate_load(0x1000, 4).is_err() && a.xlate_load(0x103c, 4).is_ok());
+        // Outside its range a remap is checked again.
+        assert!(matches!(a.remap(0, 0x1ff0, 32, &b, 0, Perm::RW, MemClass::L1Local), Err(MapError::Overlap { other: 0x2000, .. })));
+        let c = a.counts().by_class;
+        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 4));
     }
 }

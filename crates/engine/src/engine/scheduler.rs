@@ -350,8 +350,12 @@ impl Engine {
             m.clear();
             slot.ctl.mapped_ectx = Some(task.her.ectx);
             slot.program = Some(e.program.clone());
+            // Windows 0 and 1 keep the packet buffers (L1's and L2's)
+            // for themselves: later tasks move them there unchecked.
             m.map(pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
+                && m.reserve(0, l1base, cfg.l1_pkt_buffer).is_ok()
                 && m.map(l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+                && m.reserve(1, abi::L2_PKT_BASE, c.l2_pkt.len() as u32).is_ok()
                 && m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
                 // Writable as in PsPIN, where task_t sits in the HPU's L1 with
                 // no protection: PsPIN's aggregate_global `amo_add`s into it.
