@@ -134,8 +134,6 @@ pub struct Window {
     host: *mut u8,
     /// Extra cycles per access (from the timing model's class latency).
     pub latency: u32,
-    /// Accesses through this window since it was mapped.
-    pub hits: u64,
     pub perm: Perm,
     pub class: MemClass,
     /// The guest range kept for this window, `[region.0, region.1)`: the
@@ -146,7 +144,7 @@ pub struct Window {
 
 impl Window {
     fn new(base: u32, size: u32, host: *mut u8, latency: u32, perm: Perm, class: MemClass) -> Window {
-        Window { base, size, host, latency, hits: 0, perm, class, region: (base, base as u64 + size as u64) }
+        Window { base, size, host, latency, perm, class, region: (base, base as u64 + size as u64) }
     }
 
     fn overlaps(&self, base: u32, size: u32) -> bool {
@@ -159,7 +157,6 @@ const EMPTY: Window = Window {
     size: 0,
     host: std::ptr::null_mut(),
     latency: 0,
-    hits: 0,
     perm: Perm(0),
     class: MemClass::Ideal,
     region: (0, 0),
@@ -240,8 +237,9 @@ pub struct AddressSpace {
     n: usize,
     hot: [Hot; 4],
     latency: [u32; MEM_CLASSES],
-    /// Accesses of windows already unmapped (see [`AddressSpace::counts`]).
-    retired: AccessCounts,
+    /// Accesses since creation by class and their stall cycles, except
+    /// those still counted in a cache entry (see [`AddressSpace::counts`]).
+    folded: AccessCounts,
     /// Loads and stores (AMOs: stores) served since creation, except those
     /// still counted in a cache entry (see [`AddressSpace::served`]).
     served: [u64; 2],
@@ -271,25 +269,27 @@ impl AddressSpace {
             n: 0,
             hot: [COLD; 4],
             latency: timing.mem_latency,
-            retired: AccessCounts::default(),
+            folded: AccessCounts::default(),
             served: [0; 2],
         }
     }
 
-    /// Access counts since creation (the fast path only bumps a per-window
-    /// counter; this folds them up).
+    /// Access counts since creation: those folded so far plus the caches'
+    /// (the fast path only bumps its cache entry's counter).
     pub fn counts(&self) -> AccessCounts {
-        let mut c = self.retired;
-        for w in self.windows() {
-            c.by_class[w.class as usize] += w.hits;
-            c.stall_cycles += w.hits * w.latency as u64;
-        }
+        let mut c = self.folded;
         for h in self.hot.iter().filter(|h| h.size > 0) {
-            let w = &self.win[h.win as usize];
-            c.by_class[w.class as usize] += h.hits;
-            c.stall_cycles += h.hits * w.latency as u64;
+            c.by_class[self.win[h.win as usize].class as usize] += h.hits;
+            c.stall_cycles += h.hits * h.latency as u64;
         }
         c
+    }
+
+    /// Count `n` accesses through window `i`.
+    fn fold(&mut self, i: usize, n: u64) {
+        let w = &self.win[i];
+        self.folded.by_class[w.class as usize] += n;
+        self.folded.stall_cycles += n * w.latency as u64;
     }
 
     /// Fold the fast-path counts back into their windows and empty the
@@ -301,11 +301,11 @@ impl AddressSpace {
         }
     }
 
-    /// Fold cache `k`'s count into its window and into `served`.
+    /// Fold cache `k`'s count into the totals and into `served`.
     fn evict(&mut self, k: usize) {
         let h = self.hot[k];
         if h.size > 0 {
-            self.win[h.win as usize].hits += h.hits;
+            self.fold(h.win as usize, h.hits);
             self.served[is_store_way(k) as usize] += h.hits;
         }
     }
@@ -323,7 +323,6 @@ impl AddressSpace {
     /// Remove every window (keeps the allocation-free table).
     pub fn clear(&mut self) {
         self.cool();
-        self.retired = self.counts();
         for o in &mut self.owners[..self.n] {
             *o = None;
         }
@@ -395,9 +394,6 @@ impl AddressSpace {
                 self.hot[k] = COLD;
             }
         }
-        let old = self.win[i];
-        self.retired.by_class[old.class as usize] += old.hits;
-        self.retired.stall_cycles += old.hits * old.latency as u64;
         // SAFETY: offset + size <= block.len(), checked above.
         let host = unsafe { block.ptr.add(offset) };
         self.win[i] = Window::new(base, size, host, self.latency[class as usize], perm, class);
@@ -570,7 +566,7 @@ impl AddressSpace {
                     }
                     self.hot[k] = Hot::of(&w, i);
                 } else {
-                    self.win[i].hits += 1;
+                    self.fold(i, 1);
                     self.served[(k == HOT_STORE) as usize] += 1;
                 }
                 // SAFETY: as in `hit_aligned`.

@@ -31,10 +31,6 @@ pub(super) struct HpuCtl {
     pub(super) ld0: u64,
     pub(super) st0: u64,
     pub(super) mem0: [u64; 5],
-    /// The memory access counts when this HPU's last handler ended: no
-    /// guest access happens before its next task, which starts from them
-    /// (one `AddressSpace::counts` per task instead of two).
-    pub(super) mem_at_end: Option<[u64; 5]>,
     pub(super) busy_since: u64,
     pub(super) busy_ps: u64,
     pub(super) cmds: Vec<Cmd>,
@@ -190,7 +186,6 @@ impl Engine {
         ];
         let acc = &mut self.core.stats.handlers.entry(ectx)[kind as usize];
         acc.add(cyc, slot.hpu.instret - slot.ctl.i0, slot.hpu.loads - slot.ctl.ld0, slot.hpu.stores - slot.ctl.st0, mem);
-        self.hpus[h].ctl.mem_at_end = Some(counts);
         // The handler's name only where an error or the timeline needs it
         // (not a string per task).
         let site = |core: &Core, pc: u32| Some(Site { handler: core.ectx(ectx).spec_symbol(kind), pc, hpu: h as u32 });

@@ -360,7 +360,6 @@ impl Engine {
                         ld0: 0,
                         st0: 0,
                         mem0: [0; 5],
-                        mem_at_end: None,
                         busy_since: 0,
                         busy_ps: 0,
                         cmds: Vec::new(),

@@ -390,13 +390,7 @@ impl Engine {
         hpu.start_call(entry, l1base + stack_off + cfg.hpu_stack_size, &[task_addr + args_off]);
         hpu.instret_limit = hpu.instret.saturating_add(e.spec.watchdog);
         let ctl = &mut slot.ctl;
-        let mem0 = match ctl.mem_at_end.take() {
-            Some(m) => {
-                debug_assert_eq!(m, hpu.mem.counts().by_class, "no guest access between tasks");
-                m
-            }
-            None => hpu.mem.counts().by_class,
-        };
+        let mem0 = hpu.mem.counts().by_class;
         ctl.state = HpuState::Running;
         ctl.task = Some(t);
         ctl.gen += 1;
