@@ -478,8 +478,21 @@ impl AddressSpace {
         } else if need == Perm::W {
             self.xlate_store(addr, len)
         } else {
-            self.xlate_slow(HOT_STORE, addr, len, need)
+            self.xlate_rw(addr, len, need)
         }
+    }
+
+    /// An AMO (`need` is RW): the store cache serves it when its window
+    /// grants `need` (a reduction into the scratchpad does one per word).
+    #[inline(never)]
+    fn xlate_rw(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+        let h = &self.hot[HOT_STORE];
+        if h.size > 0 && self.win[h.win as usize].perm.has(need) {
+            if let Some(r) = self.hit(HOT_STORE, addr, len) {
+                return Ok(r);
+            }
+        }
+        self.xlate_slow(HOT_STORE, addr, len, need)
     }
 
     /// A hit in cache `k` for an access aligned to `len`: one subtraction,
@@ -755,5 +768,25 @@ mod tests {
         assert!(matches!(a.remap(0, 0x1ff0, 32, &b, 0, Perm::RW, MemClass::L1Local), Err(MapError::Overlap { other: 0x2000, .. })));
         let c = a.counts().by_class;
         assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 4));
+    }
+
+    /// AMOs go through the store cache only where its window is readable
+    /// too, and count once, as stores.
+    #[test]
+    fn amos_use_the_store_cache_only_with_both_permissions() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(64);
+        a.map(0x1000, 16, &b, 0, Perm::W, MemClass::L1Local).unwrap();
+        a.map(0x2000, 16, &b, 16, Perm::RW, MemClass::L2).unwrap();
+        a.xlate_store(0x1000, 4).unwrap(); // the store cache holds the write-only window
+        assert_eq!(a.xlate(0x1004, 4, Perm::RW), Err(AccessError::Denied));
+        for k in 0..3 {
+            a.xlate(0x2000 + 4 * k, 4, Perm::RW).unwrap();
+        }
+        assert!(a.store_aligned(0x200c, 4).is_some(), "the AMOs' window is cached");
+        let c = a.counts().by_class;
+        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 4));
+        assert_eq!(a.served(), (0, 5));
     }
 }
