@@ -24,6 +24,17 @@ pub(super) fn mix64(mut z: u64) -> u64 {
     z ^ (z >> 31)
 }
 
+/// Bytes 0, 1, ..., 255, 0, ..., 255: any 256 consecutive ones start anywhere.
+static RAMP: [u8; 512] = {
+    let mut r = [0u8; 512];
+    let mut i = 0;
+    while i < 512 {
+        r[i] = i as u8;
+        i += 1;
+    }
+    r
+};
+
 impl Payload {
     /// Byte `i` of the UDP payload of packet number `seq`.
     pub fn byte(self, seq: u64, i: usize) -> u8 {
@@ -53,10 +64,11 @@ impl Payload {
         match self {
             Payload::Zero => out.fill(0),
             Payload::Sequence => {
-                // (i + 7 seq) mod 256 = (7 seq mod 256) + (i mod 256), wrapping.
-                let base = seq.wrapping_mul(7) as u8;
-                for (i, b) in out.iter_mut().enumerate() {
-                    *b = base.wrapping_add(i as u8);
+                // (i + 7 seq) mod 256 = (7 seq mod 256) + (i mod 256), wrapping:
+                // every 256 bytes repeat, copied from a ramp.
+                let base = seq.wrapping_mul(7) as u8 as usize;
+                for chunk in out.chunks_mut(256) {
+                    chunk.copy_from_slice(&RAMP[base..base + chunk.len()]);
                 }
             }
             Payload::Random { seed } => {
