@@ -476,11 +476,12 @@ impl Hpu {
                 macro_rules! branch {
                     ($cond:expr) => {{
                         let t: bool = $cond;
-                        if i.target != NO_TARGET {
+                        // The slot's `imm` is the target slot (see `SlotInst`).
+                        if i.imm as u32 != NO_TARGET {
                             if t {
                                 acc += taken;
                                 self.taken_branches += 1;
-                                go!(at!(i.target as usize));
+                                go!(at!(i.imm as u32 as usize));
                             } else {
                                 go!(next!());
                             }
@@ -496,7 +497,7 @@ impl Hpu {
                                 } else {
                                     acc += taken;
                                 }
-                                ip = at!(if target != NO_TARGET { target as usize } else { enter!(i.imm as u32) });
+                                ip = at!(if target != NO_TARGET { target as usize } else { enter!(prog.insts[idx!()].imm as u32) });
                             } else {
                                 if hw {
                                     acc += hw_setup;
@@ -557,7 +558,9 @@ impl Hpu {
                 macro_rules! jalr {
                     () => {{
                         let t = rs1!().wrapping_add(imm) & !1;
-                        rd!(i.next);
+                        if i.rd != REG_SINK {
+                            rd!(prog.insts[idx!()].next);
+                        }
                         let e = &mut ret_cache[(t >> 1) as usize % RET_CACHE];
                         go!(if e.0 == t {
                             e.1
@@ -669,8 +672,8 @@ impl Hpu {
                     Op::CvBeqImm => branch!(rs1!() == sext(i.rs2 as u32, 5) as u32),
                     Op::CvBneImm => branch!(rs1!() != sext(i.rs2 as u32, 5) as u32),
                     Op::Jal => {
-                        rd!(i.next);
-                        go!(at!(if i.target != NO_TARGET { i.target as usize } else { enter!(imm) }));
+                        rd!(prog.insts[idx!()].next);
+                        go!(at!(if i.imm as u32 != NO_TARGET { i.imm as u32 as usize } else { enter!(prog.insts[idx!()].imm as u32) }));
                     }
                     Op::Jalr => jalr!(),
                     Op::Lb => {
@@ -794,12 +797,12 @@ impl Hpu {
                             }
                             Ecall::Exit(code) => {
                                 sync!();
-                                self.pc = i.next;
+                                self.pc = prog.insts[idx!()].next;
                                 return Stop::Exit(code);
                             }
                             Ecall::Suspend => {
                                 sync!();
-                                self.pc = i.next;
+                                self.pc = prog.insts[idx!()].next;
                                 return Stop::Suspended;
                             }
                             Ecall::Unknown => {

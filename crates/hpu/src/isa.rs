@@ -295,8 +295,8 @@ impl Op {
     }
 }
 
-/// One pre-decoded instruction (16 bytes, so the decoder cache indexes with
-/// a shift).
+/// One pre-decoded instruction (`Program::insts`; the interpreter runs a
+/// compact copy, `program::SlotInst`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Inst {
     pub imm: i32,
