@@ -58,9 +58,12 @@ pub(crate) struct SlotInst {
 /// One slot as the interpreter reads it: the instruction and the charge for
 /// entering its block there, side by side so a block entry touches one
 /// cache line. 16 bytes (four to a line): with 32, Embench's nsichneu, 26 KB
-/// of branches, spilled out of L1 (callgrind's cache model).
+/// of branches, spilled out of L1 (callgrind's cache model). No
+/// `align(16)`: the allocator's 16-byte alignment keeps slots within lines
+/// anyway, and with the attribute `softspin sim` at 64 B ran 15 % slower
+/// (docs/perf-interpreter.md, fifth round).
 #[derive(Clone, Copy, Debug)]
-#[repr(C, align(16))]
+#[repr(C)]
 pub(crate) struct Slot {
     pub inst: SlotInst,
     pub charge: Charge,
