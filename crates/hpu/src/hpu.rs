@@ -509,30 +509,36 @@ impl Hpu {
                     }};
                 }
                 // Bodies shared by the plain arms and the superinstructions.
+                // A load or store from `rs1`, or from `$base` where the
+                // caller knows the register's value (`li_abs!`).
                 macro_rules! lw {
-                    () => {{
-                        let p = mem!(rs1!().wrapping_add(imm), 4, Perm::R, false);
+                    () => { lw!(rs1!()) };
+                    ($base:expr) => {{
+                        let p = mem!(($base).wrapping_add(imm), 4, Perm::R, false);
                         // SAFETY: xlate checked 4 bytes.
                         rd!(unsafe { (p as *const u32).read_unaligned() });
                     }};
                 }
                 macro_rules! sw {
-                    () => {{
-                        let p = mem!(rs1!().wrapping_add(imm), 4, Perm::W, true);
+                    () => { sw!(rs1!()) };
+                    ($base:expr) => {{
+                        let p = mem!(($base).wrapping_add(imm), 4, Perm::W, true);
                         // SAFETY: xlate checked 4 bytes.
                         unsafe { (p as *mut u32).write_unaligned(rs2!()) };
                     }};
                 }
                 macro_rules! lbu {
-                    () => {{
-                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::R, false);
+                    () => { lbu!(rs1!()) };
+                    ($base:expr) => {{
+                        let p = mem!(($base).wrapping_add(imm), 1, Perm::R, false);
                         // SAFETY: xlate checked 1 byte.
                         rd!(unsafe { *p } as u32)
                     }};
                 }
                 macro_rules! sb {
-                    () => {{
-                        let p = mem!(rs1!().wrapping_add(imm), 1, Perm::W, true);
+                    () => { sb!(rs1!()) };
+                    ($base:expr) => {{
+                        let p = mem!(($base).wrapping_add(imm), 1, Perm::W, true);
                         // SAFETY: xlate checked 1 byte.
                         unsafe { *p = rs2!() as u8 };
                     }};
@@ -580,7 +586,7 @@ impl Hpu {
                 // the next slot, which is then the current one (so its faults,
                 // pc and charge roll-back are its own).
                 macro_rules! then {
-                    ($b:ident) => {{
+                    ($b:ident $(, $base:expr)?) => {{
                         ip = next!();
                         // SAFETY: as for `i` above: a fused slot (and the
                         // middle of a triple) is no terminator, so the next
@@ -591,13 +597,25 @@ impl Hpu {
                         {
                             imm = i.imm as u32;
                         }
-                        $b!();
+                        $b!($($base)?);
                     }};
                 }
                 macro_rules! pair {
                     ($a:ident, $b:ident) => {{
                         $a!();
                         then!($b);
+                    }};
+                }
+                // `li rd` then a load or store based on `rd` (`lui` + a
+                // global's `%lo`, the way compilers reach globals): the
+                // address comes from the two immediates, not back through
+                // the register just written (a store-to-load round trip on
+                // the register file).
+                macro_rules! li_abs {
+                    ($b:ident) => {{
+                        let v = imm;
+                        li!();
+                        then!($b, v);
                     }};
                 }
                 macro_rules! triple {
@@ -646,6 +664,10 @@ impl Hpu {
                     Op::FOrSlli => pair!(or, slli),
                     Op::FAddSlli => pair!(add, slli),
                     Op::FLiLw => pair!(li, lw),
+                    Op::FLiLbuAbs => li_abs!(lbu),
+                    Op::FLiSbAbs => li_abs!(sb),
+                    Op::FLiLwAbs => li_abs!(lw),
+                    Op::FLiSwAbs => li_abs!(sw),
                     Op::FOrOr => pair!(or, or),
                     Op::FAddiMul => pair!(addi, mul),
                     Op::FLiJalr => pair!(li, jalr),

@@ -493,6 +493,35 @@ fn a_fault_in_the_second_half_of_a_superinstruction_is_its_own() {
     assert_eq!(m.x(7), 1);
 }
 
+/// `lui rd` + a load or store based on `rd` (a global's `%hi`/`%lo`) runs as
+/// one superinstruction that takes its address from the two immediates:
+/// it writes the same memory and registers as the two instructions apart,
+/// also when the stored value is `rd` itself, and a fault in its second half
+/// is that instruction's.
+#[test]
+fn lui_based_loads_and_stores_address_from_their_immediates() {
+    let lui = |rd: u32, v: u32| u(v, rd, 0x37);
+    let at = |k: i32| DATA as i32 + k; // DATA's low 12 bits are zero
+    let mut w = vec![addi(6, 0, 0x5a)];
+    w.extend([lui(5, DATA), s(at(0x10) & 0xfff, 6, 5, 0, 0x23)]); // sb x6, 0x10(x5)
+    w.extend([lui(5, DATA), s(at(0x20) & 0xfff, 5, 5, 2, 0x23)]); // sw x5, 0x20(x5): the value is rd
+    w.extend([lui(7, DATA), i(at(0x10) & 0xfff, 7, 4, 8, 0x03)]); // lbu x8, 0x10(x7)
+    w.extend([lui(9, DATA), i(at(0x20) & 0xfff, 9, 2, 9, 0x03)]); // lw x9, 0x20(x9): rd is the base
+    let m = run(&w);
+    assert_eq!(m.data.to_vec(0x10, 1), [0x5a]);
+    assert_eq!(m.data.to_vec(0x20, 4), DATA.to_le_bytes());
+    assert_eq!((m.x(5), m.x(7), m.x(8), m.x(9)), (DATA, DATA, 0x5a, DATA));
+
+    let mut w = vec![addi(7, 0, 1), lui(5, 0x4000_0000), i(8, 5, 2, 6, 0x03), addi(7, 0, 2)];
+    w.extend(exit());
+    let mut m = Machine::new(&w);
+    match m.run() {
+        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 8, 0x4000_0008)),
+        s => panic!("expected a fault, got {s:?}"),
+    }
+    assert_eq!((m.hpu.instret, m.x(5), m.x(7)), (2, 0x4000_0000, 1));
+}
+
 #[test]
 fn returns_land_at_their_own_call_site_when_sites_share_a_cache_entry() {
     // Two call sites in a loop whose return addresses are 16 bytes apart
