@@ -543,7 +543,10 @@ impl Hpu {
                         unsafe { *p = rs2!() as u8 };
                     }};
                 }
-                macro_rules! addi { () => { rd!(rs1!().wrapping_add(imm)) }; }
+                macro_rules! addi {
+                    () => { addi!(rs1!()) };
+                    ($base:expr) => { rd!(($base).wrapping_add(imm)) };
+                }
                 macro_rules! add { () => { rd!(rs1!().wrapping_add(rs2!())) }; }
                 macro_rules! li { () => { rd!(imm) }; }
                 macro_rules! mul { () => { rd!(rs1!().wrapping_mul(rs2!())) }; }
@@ -562,8 +565,9 @@ impl Hpu {
                 // Through a small direct-mapped cache of target -> slot (see
                 // `ret_cache`); a miss goes through the parcel map.
                 macro_rules! jalr {
-                    () => {{
-                        let t = rs1!().wrapping_add(imm) & !1;
+                    () => { jalr!(rs1!()) };
+                    ($base:expr) => {{
+                        let t = ($base).wrapping_add(imm) & !1;
                         if i.rd != REG_SINK {
                             rd!(prog.insts[idx!()].next);
                         }
@@ -606,11 +610,11 @@ impl Hpu {
                         then!($b);
                     }};
                 }
-                // `li rd` then a load or store based on `rd` (`lui` + a
-                // global's `%lo`, the way compilers reach globals): the
-                // address comes from the two immediates, not back through
-                // the register just written (a store-to-load round trip on
-                // the register file).
+                // `li rd` then an instruction based on `rd` (`lui` + a
+                // global's `%lo` in a load, store or addi, `auipc` + `jalr`
+                // in a call): the sum comes from the two immediates, not
+                // back through the register just written (a store-to-load
+                // round trip on the register file).
                 macro_rules! li_abs {
                     ($b:ident) => {{
                         let v = imm;
@@ -668,6 +672,8 @@ impl Hpu {
                     Op::FLiSbAbs => li_abs!(sb),
                     Op::FLiLwAbs => li_abs!(lw),
                     Op::FLiSwAbs => li_abs!(sw),
+                    Op::FLiAddiAbs => li_abs!(addi),
+                    Op::FLiJalrAbs => li_abs!(jalr),
                     Op::FOrOr => pair!(or, or),
                     Op::FAddiMul => pair!(addi, mul),
                     Op::FLiJalr => pair!(li, jalr),

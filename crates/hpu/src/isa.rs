@@ -213,11 +213,13 @@ pub enum Op {
     FXorBne,
     FSrliSrli,
     FSrliSw,
-    /// `li rd` + a load or store whose base is `rd` (see `program::fuse_li_base`).
+    /// `li rd` + an instruction whose base is `rd` (see `program::fuse_li_base`).
     FLiLbuAbs,
     FLiSbAbs,
     FLiLwAbs,
     FLiSwAbs,
+    FLiAddiAbs,
+    FLiJalrAbs,
     // Triples: the same over three slots (the second and third stay as
     // they were).
     FLwLwBne,

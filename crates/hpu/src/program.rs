@@ -347,8 +347,9 @@ impl Program {
 /// kernel and Embench-IoT (counted per executed instruction), so that each
 /// pays one dispatch instead of two. Counts and faults are unchanged: blocks
 /// are charged at entry, and the second half faults from its own slot.
-/// `li rd, hi` then a load or store at `lo(rd)` (how compilers reach a
-/// global): the pair that computes the address from the two immediates.
+/// `li rd, hi` then a load, store or `addi` at `lo(rd)` (how compilers
+/// reach a global) or a `jalr` off `rd` (`auipc` + `jalr`, a far call,
+/// `auipc` being a `li` here): the pair that adds the two immediates.
 /// (A `li` into x0 has rd `REG_SINK`, which no base register equals.)
 fn fuse_li_base(a: &SlotInst, b: &SlotInst) -> Option<Op> {
     use Op::*;
@@ -360,6 +361,8 @@ fn fuse_li_base(a: &SlotInst, b: &SlotInst) -> Option<Op> {
         Sb => FLiSbAbs,
         Lw => FLiLwAbs,
         Sw => FLiSwAbs,
+        Addi => FLiAddiAbs,
+        Jalr => FLiJalrAbs,
         _ => return None,
     })
 }

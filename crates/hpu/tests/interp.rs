@@ -493,13 +493,13 @@ fn a_fault_in_the_second_half_of_a_superinstruction_is_its_own() {
     assert_eq!(m.x(7), 1);
 }
 
-/// `lui rd` + a load or store based on `rd` (a global's `%hi`/`%lo`) runs as
-/// one superinstruction that takes its address from the two immediates:
-/// it writes the same memory and registers as the two instructions apart,
-/// also when the stored value is `rd` itself, and a fault in its second half
-/// is that instruction's.
+/// `lui rd` + a load, store or addi based on `rd` (a global's `%hi`/`%lo`)
+/// and `auipc` + `jalr` run as one superinstruction that adds the two
+/// immediates: it writes the same memory and registers as the two
+/// instructions apart, also when the stored value is `rd` itself, and a
+/// fault in its second half is that instruction's.
 #[test]
-fn lui_based_loads_and_stores_address_from_their_immediates() {
+fn lui_and_auipc_pairs_add_their_immediates() {
     let lui = |rd: u32, v: u32| u(v, rd, 0x37);
     let at = |k: i32| DATA as i32 + k; // DATA's low 12 bits are zero
     let mut w = vec![addi(6, 0, 0x5a)];
@@ -507,10 +507,16 @@ fn lui_based_loads_and_stores_address_from_their_immediates() {
     w.extend([lui(5, DATA), s(at(0x20) & 0xfff, 5, 5, 2, 0x23)]); // sw x5, 0x20(x5): the value is rd
     w.extend([lui(7, DATA), i(at(0x10) & 0xfff, 7, 4, 8, 0x03)]); // lbu x8, 0x10(x7)
     w.extend([lui(9, DATA), i(at(0x20) & 0xfff, 9, 2, 9, 0x03)]); // lw x9, 0x20(x9): rd is the base
+    w.extend([lui(10, DATA), addi(11, 10, 0x44)]); // a global's address
+    // auipc + jalr: a call 12 bytes on from the auipc, over one instruction.
+    let call = CODE + 4 * w.len() as u32;
+    w.extend([u(0, 12, 0x17), i(12, 12, 0, 1, 0x67), addi(13, 0, 9), addi(14, 0, 3)]);
     let m = run(&w);
     assert_eq!(m.data.to_vec(0x10, 1), [0x5a]);
     assert_eq!(m.data.to_vec(0x20, 4), DATA.to_le_bytes());
     assert_eq!((m.x(5), m.x(7), m.x(8), m.x(9)), (DATA, DATA, 0x5a, DATA));
+    assert_eq!((m.x(10), m.x(11)), (DATA, DATA + 0x44));
+    assert_eq!((m.x(12), m.x(1), m.x(13), m.x(14)), (call, call + 8, 0, 3));
 
     let mut w = vec![addi(7, 0, 1), lui(5, 0x4000_0000), i(8, 5, 2, 6, 0x03), addi(7, 0, 2)];
     w.extend(exit());
