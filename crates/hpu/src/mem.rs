@@ -137,8 +137,9 @@ pub struct Window {
     pub perm: Perm,
     pub class: MemClass,
     /// The guest range kept for this window, `[region.0, region.1)`: the
-    /// window itself unless [`AddressSpace::reserve`] widened it. No other
-    /// window may overlap it, so a remap inside it needs no overlap check.
+    /// window itself when mapped, widened by [`AddressSpace::reserve`], and
+    /// kept by a remap inside it. No other window may overlap it, so such a
+    /// remap needs no overlap check.
     region: (u32, u64),
 }
 
