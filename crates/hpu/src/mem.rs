@@ -724,16 +724,22 @@ mod tests {
         assert_eq!(a.counts().by_class[MemClass::L2 as usize], 2);
     }
 
+    /// Two 16-byte windows on one block: 0x1000 in L1 with permission
+    /// `first`, 0x2000 in L2, read-write.
+    fn two_windows(first: Perm) -> (AddressSpace, Arc<MemBlock>) {
+        let mut a = AddressSpace::new(&TimingModel::default());
+        let b = MemBlock::new(256);
+        a.map(0x1000, 16, &b, 0, first, MemClass::L1Local).unwrap();
+        a.map(0x2000, 16, &b, 128, Perm::RW, MemClass::L2).unwrap();
+        (a, b)
+    }
+
     /// Stores alternating between two windows: the second way serves the
     /// one the fast path does not hold and trades places with it; every
     /// store is counted once, in its own window's class, and in `served`.
     #[test]
     fn store_ways_follow_the_latest_window_and_count_each_store_once() {
-        let t = TimingModel::default();
-        let mut a = AddressSpace::new(&t);
-        let b = MemBlock::new(64);
-        a.map(0x1000, 16, &b, 0, Perm::RW, MemClass::L1Local).unwrap();
-        a.map(0x2000, 16, &b, 16, Perm::RW, MemClass::L2).unwrap();
+        let (mut a, _b) = two_windows(Perm::RW);
         for k in 0..4 {
             a.xlate_store(0x1000 + 4 * k, 4).unwrap();
             a.xlate_store(0x2000 + 4 * k, 4).unwrap();
@@ -751,11 +757,7 @@ mod tests {
     /// inside it, and a remap leaves the other windows' caches and counts.
     #[test]
     fn reserve_keeps_a_range_for_one_window() {
-        let t = TimingModel::default();
-        let mut a = AddressSpace::new(&t);
-        let b = MemBlock::new(256);
-        a.map(0x1000, 16, &b, 0, Perm::RW, MemClass::L1Local).unwrap();
-        a.map(0x2000, 16, &b, 128, Perm::RW, MemClass::L2).unwrap();
+        let (mut a, b) = two_windows(Perm::RW);
         assert!(matches!(a.reserve(0, 0x1000, 0x1001), Err(MapError::Overlap { other: 0x2000, .. })));
         assert!(matches!(a.reserve(0, 0x1004, 64), Err(MapError::Overlap { .. })), "must contain the window");
         a.reserve(0, 0x1000, 64).unwrap();
@@ -775,11 +777,7 @@ mod tests {
     /// too, and count once, as stores.
     #[test]
     fn amos_use_the_store_cache_only_with_both_permissions() {
-        let t = TimingModel::default();
-        let mut a = AddressSpace::new(&t);
-        let b = MemBlock::new(64);
-        a.map(0x1000, 16, &b, 0, Perm::W, MemClass::L1Local).unwrap();
-        a.map(0x2000, 16, &b, 16, Perm::RW, MemClass::L2).unwrap();
+        let (mut a, _b) = two_windows(Perm::W);
         a.xlate_store(0x1000, 4).unwrap(); // the store cache holds the write-only window
         assert_eq!(a.xlate(0x1004, 4, Perm::RW), Err(AccessError::Denied));
         for k in 0..3 {
