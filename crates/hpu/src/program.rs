@@ -342,11 +342,6 @@ impl Program {
     }
 }
 
-/// The superinstruction running `a` then `b` (the instruction in the next
-/// slot), if the interpreter has one: the commonest adjacent pairs over our
-/// kernel and Embench-IoT (counted per executed instruction), so that each
-/// pays one dispatch instead of two. Counts and faults are unchanged: blocks
-/// are charged at entry, and the second half faults from its own slot.
 /// `li rd, hi` then a load, store or `addi` at `lo(rd)` (how compilers
 /// reach a global) or a `jalr` off `rd` (`auipc` + `jalr`, a far call,
 /// `auipc` being a `li` here): the pair that adds the two immediates.
@@ -367,6 +362,11 @@ fn fuse_li_base(a: &SlotInst, b: &SlotInst) -> Option<Op> {
     })
 }
 
+/// The superinstruction running `a` then `b` (the instruction in the next
+/// slot), if the interpreter has one: the commonest adjacent pairs over our
+/// kernel and Embench-IoT (counted per executed instruction), so that each
+/// pays one dispatch instead of two. Counts and faults are unchanged: blocks
+/// are charged at entry, and the second half faults from its own slot.
 fn fuse(a: Op, b: Op) -> Option<Op> {
     use Op::*;
     Some(match (a, b) {

@@ -390,7 +390,6 @@ impl Engine {
         hpu.start_call(entry, l1base + stack_off + cfg.hpu_stack_size, &[task_addr + args_off]);
         hpu.instret_limit = hpu.instret.saturating_add(e.spec.watchdog);
         let ctl = &mut slot.ctl;
-        let mem0 = hpu.mem.counts().by_class;
         ctl.state = HpuState::Running;
         ctl.task = Some(t);
         ctl.gen += 1;
@@ -399,7 +398,7 @@ impl Engine {
         ctl.i0 = hpu.instret;
         ctl.ld0 = hpu.loads;
         ctl.st0 = hpu.stores;
-        ctl.mem0 = mem0;
+        ctl.mem0 = hpu.mem.counts().by_class;
         ctl.busy_since = now;
         ctl.wait = None;
         ctl.wait_notify = None;
