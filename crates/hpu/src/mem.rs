@@ -347,9 +347,7 @@ impl AddressSpace {
         if size > 0 && base.checked_add(size - 1).is_none() {
             return Err(MapError::Wraps { base, size });
         }
-        if let Some(o) = self.windows().iter().find(|w| w.overlaps(base, size)) {
-            return Err(MapError::Overlap { base, size, other: o.base });
-        }
+        self.check_overlap(None, base, size)?;
         if self.n == MAX_WINDOWS {
             return Err(MapError::TooMany);
         }
@@ -384,9 +382,7 @@ impl AddressSpace {
         let region = self.win[i].region;
         let inside = base >= region.0 && base as u64 + size as u64 <= region.1;
         if !inside {
-            if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, w)| *k != i && w.overlaps(base, size)) {
-                return Err(MapError::Overlap { base, size, other: o.base });
-            }
+            self.check_overlap(Some(i), base, size)?;
         }
         // Only the caches holding window i go cold: the other windows stay.
         for k in 0..self.hot.len() {
@@ -421,11 +417,17 @@ impl AddressSpace {
         if w.base < base || w.base as u64 + w.size as u64 > end {
             return Err(MapError::Overlap { base, size, other: w.base });
         }
-        if let Some((_, o)) = self.windows().iter().enumerate().find(|(k, o)| *k != i && o.overlaps(base, size)) {
-            return Err(MapError::Overlap { base, size, other: o.base });
-        }
+        self.check_overlap(Some(i), base, size)?;
         self.win[i].region = (base, end);
         Ok(())
+    }
+
+    /// `[base, base+size)` overlaps no window's kept range but `except`'s.
+    fn check_overlap(&self, except: Option<usize>, base: u32, size: u32) -> Result<(), MapError> {
+        match self.windows().iter().enumerate().find(|(k, w)| Some(*k) != except && w.overlaps(base, size)) {
+            Some((_, o)) => Err(MapError::Overlap { base, size, other: o.base }),
+            None => Ok(()),
+        }
     }
 
     pub fn windows(&self) -> &[Window] {
