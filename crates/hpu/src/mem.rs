@@ -762,6 +762,7 @@ mod tests {
         let (mut a, b) = two_windows(Perm::RW);
         assert!(matches!(a.reserve(0, 0x1000, 0x1001), Err(MapError::Overlap { other: 0x2000, .. })));
         assert!(matches!(a.reserve(0, 0x1004, 64), Err(MapError::Overlap { .. })), "must contain the window");
+        assert!(matches!(a.reserve(0, 0xffff_f000, 0x2000), Err(MapError::Wraps { .. })));
         a.reserve(0, 0x1000, 64).unwrap();
         assert!(matches!(a.map(0x1030, 4, &b, 0, Perm::RW, MemClass::L2), Err(MapError::Overlap { other: 0x1000, .. })));
         a.xlate_store(0x2000, 4).unwrap();
