@@ -3,16 +3,19 @@
 //! quick loop for profiling the interpreter (`valgrind --tool=callgrind`).
 //!
 //!     cargo run --release -p softspin-hpu --example bare_run -- prog.elf
+//!     cargo run --release -p softspin-hpu --features jit --example bare_run -- --jit prog.elf
 
 use softspin_hpu::baremetal::{BareMetal, BareMetalConfig};
 use softspin_hpu::ElfImage;
 
 fn main() {
-    let path = std::env::args().nth(1).expect("usage: bare_run ELF");
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let jit = args.iter().any(|a| a == "--jit");
+    let path = args.iter().find(|a| *a != "--jit").expect("usage: bare_run [--jit] ELF");
     let image = ElfImage::load(std::path::Path::new(&path)).expect("cannot load ELF");
     let mut bm = BareMetal::load(&image, &BareMetalConfig::default()).expect("cannot map ELF");
     let t0 = std::time::Instant::now();
-    let o = bm.run(std::io::stdout());
+    let o = if jit { run_jit(&mut bm) } else { bm.run(std::io::stdout()) };
     let wall = t0.elapsed().as_secs_f64();
     println!("stop={:?} instructions={} cycles={}", o.stop, o.instructions, o.cycles);
     // The rest of the accounting, for before/after comparisons of the interpreter.
@@ -20,4 +23,17 @@ fn main() {
     let c = h.mem.counts();
     println!("loads={} stores={} taken={} by_class={:?} stall={}", h.loads, h.stores, h.taken_branches, c.by_class, c.stall_cycles);
     eprintln!("wall_s={wall:.6} mips={:.1}", o.instructions as f64 / wall / 1e6);
+}
+
+#[cfg(feature = "jit")]
+fn run_jit(bm: &mut BareMetal) -> softspin_hpu::baremetal::Outcome {
+    let mut jit = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing());
+    let o = bm.run_jit(std::io::stdout(), &mut jit);
+    eprintln!("jit: {} blocks compiled, {} refused", jit.compiled, jit.refused);
+    o
+}
+
+#[cfg(not(feature = "jit"))]
+fn run_jit(_: &mut BareMetal) -> softspin_hpu::baremetal::Outcome {
+    panic!("built without the `jit` feature");
 }

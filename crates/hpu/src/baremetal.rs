@@ -85,9 +85,21 @@ impl BareMetal {
 
     /// Run to the end, sending the program's output to `out`.
     pub fn run<W: Write>(&mut self, out: W) -> Outcome {
+        let program = self.program.clone();
+        self.run_by(out, |hpu, rt| hpu.run(&program, rt, u64::MAX))
+    }
+
+    /// [`BareMetal::run`] with the block JIT (the same outcome and counts).
+    #[cfg(feature = "jit")]
+    pub fn run_jit<W: Write>(&mut self, out: W, jit: &mut crate::jit::Jit) -> Outcome {
+        let program = self.program.clone();
+        self.run_by(out, |hpu, rt| hpu.run_jit(&program, jit, rt, u64::MAX))
+    }
+
+    fn run_by<W: Write>(&mut self, out: W, mut slice: impl FnMut(&mut Hpu, &mut BareRuntime<W>) -> Stop) -> Outcome {
         let mut rt = BareRuntime { out };
         let stop = loop {
-            match self.hpu.run(&self.program, &mut rt, u64::MAX) {
+            match slice(&mut self.hpu, &mut rt) {
                 Stop::SliceEnd | Stop::Suspended => continue,
                 // A bare-metal program has nowhere to return to.
                 Stop::Returned => {

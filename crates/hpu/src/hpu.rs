@@ -122,6 +122,68 @@ pub trait Runtime {
     fn ecall(&mut self, hpu: &mut Hpu) -> Ecall;
 }
 
+/// What native code (the JIT, `jit.rs`) shares with the interpreter loop
+/// while one of its blocks runs.
+#[repr(C)]
+pub(crate) struct NativeCtx {
+    pub regs: *mut u32,
+    pub mem: *mut AddressSpace,
+    /// The loop's `acc` (cycles in the low half, instructions in the high).
+    pub acc: u64,
+    /// Taken branches.
+    pub taken: u64,
+    /// The misaligned-access penalty.
+    pub mis: u64,
+    /// The loop's `lim` (a self-looping block iterates while below it).
+    pub lim: u32,
+    /// Why and where a block's access faulted (with `EXIT_FAULT`).
+    pub fault: FaultKind,
+    pub fault_addr: u32,
+}
+
+/// A compiled block: returns the next slot, or `EXIT_PC | pc` (a pc to
+/// enter), or `EXIT_FAULT | slot` (the slot whose access faulted).
+pub(crate) type NativeFn = unsafe extern "C" fn(*mut NativeCtx) -> u64;
+pub(crate) const EXIT_PC: u64 = 1 << 62;
+pub(crate) const EXIT_FAULT: u64 = 2 << 62;
+
+/// Native code for blocks, entered by the loop instead of interpreting
+/// them. Without the JIT (`Interpreted`) every check of it compiles away.
+pub(crate) trait Native {
+    const ON: bool;
+    /// The code for the block entered at `slot`, if it has (or now gets) some.
+    fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
+    /// The code for the block at `slot` if it is compiled already.
+    fn compiled(&self, slot: usize) -> Option<NativeFn>;
+}
+
+struct Interpreted;
+
+impl Native for Interpreted {
+    const ON: bool = false;
+    #[inline(always)]
+    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
+        None
+    }
+    #[inline(always)]
+    fn compiled(&self, _: usize) -> Option<NativeFn> {
+        None
+    }
+}
+
+#[cfg(feature = "jit")]
+impl Native for crate::jit::Jit {
+    const ON: bool = true;
+    #[inline(always)]
+    fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn> {
+        crate::jit::Jit::block(self, prog, slot)
+    }
+    #[inline(always)]
+    fn compiled(&self, slot: usize) -> Option<NativeFn> {
+        crate::jit::Jit::compiled(self, slot)
+    }
+}
+
 /// Architectural and accounting state of one HPU.
 pub struct Hpu {
     /// x0..x31, then [`REG_SINK`]; 256 entries so a `u8` index never needs a
@@ -217,7 +279,19 @@ impl Hpu {
     /// Run until the handler returns, faults, exits, suspends, or `cycles`
     /// reaches `until_cycles` (checked at block boundaries, so a slice may
     /// overrun by at most one block).
+    #[inline]
     pub fn run<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64) -> Stop {
+        self.run_in(prog, rt, until_cycles, &mut Interpreted)
+    }
+
+    /// [`Hpu::run`], entering `jit`'s compiled blocks where it has them
+    /// (same counts, cycles and faults; `jit` must be `prog`'s).
+    #[cfg(feature = "jit")]
+    pub fn run_jit<R: Runtime + ?Sized>(&mut self, prog: &Program, jit: &mut crate::jit::Jit, rt: &mut R, until_cycles: u64) -> Stop {
+        self.run_in(prog, rt, until_cycles, jit)
+    }
+
+    fn run_in<R: Runtime + ?Sized, N: Native>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64, native: &mut N) -> Stop {
         // Execution walks a pointer over the slots (`ip`); the slot index
         // is computed only where a side table needs it (`idx!`).
         let code = &prog.code[..];
@@ -354,10 +428,6 @@ impl Hpu {
                 rebase!();
                 lim = lim_for(cyc0, ins0, self.instret_limit);
             }
-            // SAFETY: `ip` points at a slot (see `idx!`).
-            let c = unsafe { (*ip).charge };
-            acc += c.acc;
-
             // Fault inside the block: undo the charge for the instructions
             // that did not retire, record the pc, stop.
             macro_rules! fault {
@@ -428,6 +498,46 @@ impl Hpu {
                 }};
             }
 
+            if N::ON {
+                if let Some(mut f) = native.block(prog, idx!()) {
+                    let mut cx = NativeCtx {
+                        regs: self.regs.as_mut_ptr(),
+                        mem: &mut self.mem,
+                        acc,
+                        taken: 0,
+                        mis,
+                        lim,
+                        fault: FaultKind::LoadAccess,
+                        fault_addr: 0,
+                    };
+                    let r = loop {
+                        // SAFETY: native code touches the registers and
+                        // memory through the context only, as the loop would.
+                        let r = unsafe { f(&mut cx) };
+                        // Straight on to the next compiled block while the
+                        // slice lasts (the check at the loop's top).
+                        if r < EXIT_PC && (cx.acc as u32) < lim {
+                            if let Some(g) = native.compiled(r as usize) {
+                                f = g;
+                                continue;
+                            }
+                        }
+                        break r;
+                    };
+                    acc = cx.acc;
+                    self.taken_branches += cx.taken;
+                    let v = r as u32;
+                    if r & EXIT_FAULT != 0 {
+                        ip = at!(v as usize);
+                        fault!(cx.fault, cx.fault_addr)
+                    }
+                    ip = at!(if r & EXIT_PC != 0 { enter!(v) } else { v as usize });
+                    continue 'block;
+                }
+            }
+            // SAFETY: `ip` points at a slot (see `idx!`).
+            acc += unsafe { (*ip).charge.acc };
+
             'inst: loop {
                 // SAFETY: `ip` points at a slot: it starts at one, and
                 // within a block moves one slot forward past non-terminators
@@ -459,7 +569,8 @@ impl Hpu {
                 macro_rules! go {
                     ($p:expr) => {{
                         ip = $p;
-                        if acc as u32 >= lim {
+                        // With native blocks, every entry looks for one.
+                        if N::ON || acc as u32 >= lim {
                             continue 'block;
                         }
                         // SAFETY: `ip` points at a slot.

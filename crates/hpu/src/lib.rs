@@ -19,6 +19,8 @@ pub mod corev;
 pub mod elf;
 pub mod hpu;
 pub mod isa;
+#[cfg(feature = "jit")]
+pub mod jit;
 pub mod mem;
 pub mod program;
 pub mod timing;

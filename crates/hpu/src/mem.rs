@@ -188,6 +188,7 @@ pub struct AccessCounts {
 /// count it has gathered since it was filled. Filled only from a window that
 /// grants the access kind it serves, so a hit needs only the range check.
 #[derive(Clone, Copy, Debug)]
+#[repr(C)]
 struct Hot {
     base: u32,
     size: u32,
@@ -226,6 +227,24 @@ const HOT_LOAD_OLD: usize = 2;
 /// Embench's statemate): a second way, tried out of line, which trades
 /// places with the first on a hit so the fast path follows the latest.
 const HOT_STORE_OLD: usize = 3;
+
+/// Where native code (the JIT) finds the first load and store ways, whose
+/// aligned hit test (`hit_aligned`) it inlines; everything else it leaves
+/// to [`AddressSpace::load_aligned`], `store_aligned` and `xlate`.
+#[cfg(feature = "jit")]
+pub(crate) mod hot_layout {
+    use super::{AddressSpace, Hot};
+    use std::mem::{offset_of, size_of};
+    pub const LOAD: usize = offset_of!(AddressSpace, hot) + super::HOT_LOAD * size_of::<Hot>();
+    pub const STORE: usize = offset_of!(AddressSpace, hot) + super::HOT_STORE * size_of::<Hot>();
+    pub const BASE: usize = offset_of!(Hot, base);
+    pub const SIZE: usize = offset_of!(Hot, size);
+    pub const LIM2: usize = offset_of!(Hot, lim2);
+    pub const LIM4: usize = offset_of!(Hot, lim4);
+    pub const HOST: usize = offset_of!(Hot, host);
+    pub const LATENCY: usize = offset_of!(Hot, latency);
+    pub const HITS: usize = offset_of!(Hot, hits);
+}
 
 fn is_store_way(k: usize) -> bool {
     k == HOT_STORE || k == HOT_STORE_OLD

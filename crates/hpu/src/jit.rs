@@ -1,0 +1,743 @@
+//! A block JIT (cargo feature `jit`): hot basic blocks compiled to host code
+//! with Cranelift, entered by the interpreter loop in place of interpreting
+//! them ([`Hpu::run_jit`](crate::hpu::Hpu::run_jit)).
+//!
+//! Exactness is by construction, not by tuning: a compiled block is the same
+//! block the interpreter would run (slot `s` to its terminator), charged the
+//! same `Charge` at entry, after the interpreter's own slice and watchdog
+//! check; its loads and stores go through the same [`AddressSpace`] paths
+//! (so latencies, misalignment penalties, access counts and faults are the
+//! interpreter's); taken branches add the same penalty. A fault exits with
+//! the faulting slot, and the interpreter rolls back and reports it as its
+//! own. Blocks with anything else (ecalls, CSRs, atomics, CORE-V, hardware
+//! loops) are never compiled and stay interpreted.
+//!
+//! Guest registers live in Cranelift variables within a block: loaded at
+//! first use, stored back at every exit (including fault exits, with what
+//! the instructions before the fault wrote).
+
+use std::mem::offset_of;
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::types::{I32, I64};
+use cranelift_codegen::ir::{AbiParam, InstBuilder, MemFlagsData, Signature, Value};
+use cranelift_codegen::settings::{self, Configurable};
+use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
+use cranelift_jit::{JITBuilder, JITModule};
+use cranelift_module::{default_libcall_names, Module};
+
+use crate::hpu::{FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
+use crate::isa::{Inst, Op, NO_TARGET};
+use crate::mem::{hot_layout as hl, AccessError, Perm};
+use crate::program::Program;
+use crate::timing::TimingModel;
+
+/// A block is compiled at its `HOT`-th entry: compiling one costs as much
+/// as interpreting it some thousand times (measured on Embench-IoT: 4,000
+/// beat 64 and 30,000).
+const HOT: u16 = 4000;
+
+enum State {
+    Cold(u16),
+    Native(NativeFn),
+    /// Holds an instruction the JIT leaves to the interpreter.
+    Never,
+}
+
+/// Compiled blocks of one [`Program`].
+pub struct Jit {
+    module: JITModule,
+    fctx: FunctionBuilderContext,
+    cctx: cranelift_codegen::Context,
+    states: Vec<State>,
+    /// The timing model's taken-branch penalty (the one dynamic cost a
+    /// block adds itself).
+    taken_penalty: u32,
+    hot: u16,
+    /// Blocks compiled, and block entries refused (left interpreted).
+    pub compiled: u64,
+    pub refused: u64,
+}
+
+impl Jit {
+    /// A JIT for `prog`'s blocks (and no other program's), decoded with
+    /// `timing` (the model of the HPUs that run it).
+    pub fn new(prog: &Program, timing: &TimingModel) -> Jit {
+        let mut flags = settings::builder();
+        // "speed" (egraph optimisation) made blocks both slower to compile
+        // and, on matmult, slower to run (docs/perf-interpreter.md).
+        flags.set("opt_level", "none").expect("cranelift flag");
+        // The translator's output is checked by the differential tests;
+        // verifying every block again at run time costs compile time.
+        flags.set("enable_verifier", "false").expect("cranelift flag");
+        let isa = cranelift_native::builder()
+            .expect("host machine supported by cranelift")
+            .finish(settings::Flags::new(flags))
+            .expect("cranelift isa");
+        let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let cctx = module.make_context();
+        Jit {
+            module,
+            fctx: FunctionBuilderContext::new(),
+            cctx,
+            states: (0..prog.code.len()).map(|_| State::Cold(0)).collect(),
+            taken_penalty: timing.branch_taken_penalty,
+            hot: HOT,
+            compiled: 0,
+            refused: 0,
+        }
+    }
+
+    /// Compile a block at its `entries`-th entry instead (at least 1; the
+    /// tests compile everything at once).
+    pub fn compile_after(mut self, entries: u16) -> Jit {
+        self.hot = entries.max(1);
+        self
+    }
+
+    /// The native code for the block entered at `slot`, compiling it when
+    /// it turns hot.
+    #[inline]
+    pub(crate) fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn> {
+        match &mut self.states[slot] {
+            State::Native(f) => Some(*f),
+            State::Never => None,
+            State::Cold(n) => {
+                *n += 1;
+                if *n < self.hot {
+                    return None;
+                }
+                self.compile_at(prog, slot)
+            }
+        }
+    }
+
+    #[inline(always)]
+    pub(crate) fn compiled(&self, slot: usize) -> Option<NativeFn> {
+        match self.states.get(slot) {
+            Some(State::Native(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    #[cold]
+    fn compile_at(&mut self, prog: &Program, slot: usize) -> Option<NativeFn> {
+        let f = self.compile(prog, slot);
+        self.states[slot] = match f {
+            Some(f) => {
+                self.compiled += 1;
+                State::Native(f)
+            }
+            None => {
+                self.refused += 1;
+                State::Never
+            }
+        };
+        f
+    }
+
+    /// The block from `s0` to its terminator, if every instruction in it is
+    /// one the JIT translates.
+    fn block_slots(prog: &Program, s0: usize) -> Option<usize> {
+        let mut s = s0;
+        loop {
+            let i = &prog.insts[s];
+            if !supported(i.op) {
+                return None;
+            }
+            if i.op.ends_block() {
+                let direct = !(i.op == Op::Jal || i.op.is_branch()) || i.target != NO_TARGET;
+                let hw_loop = prog.hw_loop.get(s) == Some(&true);
+                return (direct && !hw_loop).then_some(s);
+            }
+            s += 1;
+        }
+    }
+
+    fn compile(&mut self, prog: &Program, s0: usize) -> Option<NativeFn> {
+        let end = Self::block_slots(prog, s0)?;
+        let ptr = self.module.target_config().pointer_type();
+        let mut sig = self.module.make_signature();
+        sig.params.push(AbiParam::new(ptr));
+        sig.returns.push(AbiParam::new(I64));
+        self.cctx.func.signature = sig.clone();
+        let frontend = self.module.target_config();
+        {
+            let b = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
+            let mut t = Translator::new(b, ptr, prog, self.taken_penalty);
+            t.block(s0, end);
+            t.b.finalize(frontend);
+        }
+        let id = self.module.declare_anonymous_function(&sig).ok()?;
+        let ok = self.module.define_function(id, &mut self.cctx).is_ok();
+        self.module.clear_context(&mut self.cctx);
+        if !ok {
+            return None;
+        }
+        self.module.finalize_definitions().ok()?;
+        let code = self.module.get_finalized_function(id);
+        // SAFETY: the function was built with `NativeFn`'s signature.
+        Some(unsafe { std::mem::transmute::<*const u8, NativeFn>(code) })
+    }
+}
+
+fn supported(op: Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Li | Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu | Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw | Addi | Slti
+            | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And
+            | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Fence | Goto
+    )
+}
+
+/// One block's translation: guest registers as variables.
+struct Translator<'a> {
+    b: FunctionBuilder<'a>,
+    prog: &'a Program,
+    ptr: cranelift_codegen::ir::Type,
+    cx: Value,
+    regs: Value,
+    /// The `AddressSpace`.
+    mem: Value,
+    /// `acc`, and the first load and store ways' hit counters, kept in
+    /// variables between calls to helpers (which read and write them in
+    /// memory): through memory, each would be a store-to-load chain.
+    acc: Variable,
+    hits: [Option<Variable>; 2],
+    /// Taken branches so far (added to the context at an exit).
+    taken: Variable,
+    /// A self-loop's header block and the slice limit (`NativeCtx::lim`).
+    lp: Option<(cranelift_codegen::ir::Block, Value)>,
+    vars: [Option<Variable>; 32],
+    dirty: [bool; 32],
+    sig_load: cranelift_codegen::ir::SigRef,
+    sig_store: cranelift_codegen::ir::SigRef,
+    taken_penalty: u32,
+}
+
+/// Way 0 (loads) or 1 (stores) of the fast-path caches, in `AddressSpace`.
+fn way_offset(w: usize) -> i32 {
+    (if w == 1 { hl::STORE } else { hl::LOAD }) as i32
+}
+
+const TRUSTED: MemFlagsData = MemFlagsData::trusted();
+
+impl<'a> Translator<'a> {
+    fn new(mut b: FunctionBuilder<'a>, ptr: cranelift_codegen::ir::Type, prog: &'a Program, taken_penalty: u32) -> Translator<'a> {
+        let entry = b.create_block();
+        b.append_block_params_for_function_params(entry);
+        b.switch_to_block(entry);
+        b.seal_block(entry);
+        let cx = b.block_params(entry)[0];
+        let regs = b.ins().load(ptr, TRUSTED, cx, offset_of!(NativeCtx, regs) as i32);
+        let mem = b.ins().load(ptr, TRUSTED, cx, offset_of!(NativeCtx, mem) as i32);
+        let acc = b.declare_var(I64);
+        let a = b.ins().load(I64, TRUSTED, cx, offset_of!(NativeCtx, acc) as i32);
+        b.def_var(acc, a);
+        let taken = b.declare_var(I64);
+        let zero = b.ins().iconst(I64, 0);
+        b.def_var(taken, zero);
+        let call_conv = b.func.signature.call_conv;
+        let mut load = Signature::new(call_conv);
+        load.params.extend([AbiParam::new(ptr), AbiParam::new(I32)]);
+        load.returns.push(AbiParam::new(I64));
+        let mut store = load.clone();
+        store.params.push(AbiParam::new(I32));
+        let sig_load = b.import_signature(load);
+        let sig_store = b.import_signature(store);
+        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, lp: None, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, taken_penalty }
+    }
+
+    fn c32(&mut self, v: u32) -> Value {
+        self.b.ins().iconst(I32, v as i64)
+    }
+
+    fn read(&mut self, r: u8) -> Value {
+        let r = r as usize;
+        if r == 0 || r >= 32 {
+            // x0, and the sink (never read by what the JIT translates).
+            return self.c32(0);
+        }
+        match self.vars[r] {
+            Some(v) => self.b.use_var(v),
+            None => {
+                let v = self.b.declare_var(I32);
+                let x = self.b.ins().load(I32, TRUSTED, self.regs, (4 * r) as i32);
+                self.b.def_var(v, x);
+                self.vars[r] = Some(v);
+                x
+            }
+        }
+    }
+
+    fn write(&mut self, r: u8, x: Value) {
+        let r = r as usize;
+        if r == 0 || r >= 32 {
+            return;
+        }
+        let v = *self.vars[r].get_or_insert_with(|| self.b.declare_var(I32));
+        self.b.def_var(v, x);
+        self.dirty[r] = true;
+    }
+
+    fn add_acc(&mut self, x: Value) {
+        let a = self.b.use_var(self.acc);
+        let a = self.b.ins().iadd(a, x);
+        self.b.def_var(self.acc, a);
+    }
+
+    /// The hit counter of way `w` (0: loads, 1: stores) as a variable.
+    fn hits(&mut self, w: usize) -> Variable {
+        match self.hits[w] {
+            Some(v) => v,
+            None => {
+                let v = self.b.declare_var(I64);
+                let x = self.b.ins().load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
+                self.b.def_var(v, x);
+                self.hits[w] = Some(v);
+                v
+            }
+        }
+    }
+
+    /// Write `acc` and the hit counters to memory (before a helper call or
+    /// an exit).
+    fn spill(&mut self) {
+        let a = self.b.use_var(self.acc);
+        self.b.ins().store(TRUSTED, a, self.cx, offset_of!(NativeCtx, acc) as i32);
+        for w in 0..2 {
+            if let Some(v) = self.hits[w] {
+                let x = self.b.use_var(v);
+                self.b.ins().store(TRUSTED, x, self.mem, way_offset(w) + hl::HITS as i32);
+            }
+        }
+    }
+
+    /// Read them back after a helper call.
+    fn reload(&mut self) {
+        let a = self.b.ins().load(I64, TRUSTED, self.cx, offset_of!(NativeCtx, acc) as i32);
+        self.b.def_var(self.acc, a);
+        for w in 0..2 {
+            if let Some(v) = self.hits[w] {
+                let x = self.b.ins().load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
+                self.b.def_var(v, x);
+            }
+        }
+    }
+
+    /// Store what the block wrote back to the register file, and the
+    /// counters to memory: the block leaves.
+    fn flush(&mut self) {
+        self.spill();
+        let n = self.b.use_var(self.taken);
+        self.add_ctx(offset_of!(NativeCtx, taken), n);
+        for r in 1..32 {
+            if self.dirty[r] {
+                let x = self.b.use_var(self.vars[r].unwrap());
+                self.b.ins().store(TRUSTED, x, self.regs, (4 * r) as i32);
+            }
+        }
+    }
+
+    fn ret(&mut self, code: Value) {
+        self.b.ins().return_(&[code]);
+    }
+
+    fn ret_const(&mut self, code: u64) {
+        let c = self.b.ins().iconst(I64, code as i64);
+        self.ret(c);
+    }
+
+    /// `ctx.field += x` (a u64 field).
+    fn add_ctx(&mut self, off: usize, x: Value) {
+        let old = self.b.ins().load(I64, TRUSTED, self.cx, off as i32);
+        let new = self.b.ins().iadd(old, x);
+        self.b.ins().store(TRUSTED, new, self.cx, off as i32);
+    }
+
+    /// Call a memory helper; on a fault, leave with the faulting slot.
+    fn call_mem(&mut self, slot: usize, helper: usize, store: bool, args: &[Value]) -> Value {
+        let f = self.b.ins().iconst(self.ptr, helper as i64);
+        let sig = if store { self.sig_store } else { self.sig_load };
+        let mut all = vec![self.cx];
+        all.extend_from_slice(args);
+        self.spill();
+        let call = self.b.ins().call_indirect(sig, f, &all);
+        let r = self.b.inst_results(call)[0];
+        self.reload();
+        let fault = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, r, 0);
+        let (fault_blk, ok_blk) = (self.b.create_block(), self.b.create_block());
+        self.b.ins().brif(fault, fault_blk, &[], ok_blk, &[]);
+        self.b.seal_block(fault_blk);
+        self.b.seal_block(ok_blk);
+        self.b.switch_to_block(fault_blk);
+        self.flush();
+        self.ret_const(EXIT_FAULT | slot as u64);
+        self.b.switch_to_block(ok_blk);
+        r
+    }
+
+    fn block(&mut self, s0: usize, end: usize) {
+        let last = self.prog.insts[end];
+        // A block that branches back to itself (an inner loop) iterates
+        // inside the native code while the slice lasts, with its registers
+        // in variables: they are all loaded before the loop and all the
+        // block writes count as dirty at every exit (from the second
+        // iteration on they are).
+        if last.op.is_branch() && last.target as usize == s0 {
+            for s in s0..=end {
+                let i = self.prog.insts[s];
+                for r in i.reads().into_iter().flatten() {
+                    self.read(r);
+                }
+                if let Some(rd) = i.writes() {
+                    if (1..32).contains(&(rd as usize)) {
+                        let x = self.read(rd);
+                        self.write(rd, x);
+                    }
+                }
+            }
+            for w in 0..2 {
+                self.hits(w);
+            }
+            let lim = self.b.ins().load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
+            let header = self.b.create_block();
+            self.b.ins().jump(header, &[]);
+            self.b.switch_to_block(header);
+            self.lp = Some((header, lim));
+        }
+        let charge = self.prog.code[s0].charge.acc;
+        let c = self.b.ins().iconst(I64, charge as i64);
+        self.add_acc(c);
+        for s in s0..=end {
+            self.inst(s, end);
+        }
+    }
+
+    fn inst(&mut self, s: usize, end: usize) {
+        use Op::*;
+        let i = self.prog.insts[s];
+        let imm = i.imm as u32;
+        macro_rules! rr {
+            ($f:ident) => {{
+                let (a, b) = (self.read(i.rs1), self.read(i.rs2));
+                let x = self.b.ins().$f(a, b);
+                self.write(i.rd, x);
+            }};
+        }
+        macro_rules! ri {
+            ($f:ident) => {{
+                let a = self.read(i.rs1);
+                let b = self.c32(imm);
+                let x = self.b.ins().$f(a, b);
+                self.write(i.rd, x);
+            }};
+        }
+        macro_rules! cmp {
+            ($cc:expr, $b:expr) => {{
+                let a = self.read(i.rs1);
+                let b = $b;
+                let f = self.b.ins().icmp($cc, a, b);
+                let x = self.b.ins().uextend(I32, f);
+                self.write(i.rd, x);
+            }};
+        }
+        match i.op {
+            Li => {
+                let x = self.c32(imm);
+                self.write(i.rd, x);
+            }
+            Addi => ri!(iadd),
+            Xori => ri!(bxor),
+            Ori => ri!(bor),
+            Andi => ri!(band),
+            Slli => ri!(ishl),
+            Srli => ri!(ushr),
+            Srai => ri!(sshr),
+            Slti => cmp!(IntCC::SignedLessThan, self.c32(imm)),
+            Sltiu => cmp!(IntCC::UnsignedLessThan, self.c32(imm)),
+            Add => rr!(iadd),
+            Sub => rr!(isub),
+            // Cranelift's shifts take the amount modulo 32, as RISC-V does.
+            Sll => rr!(ishl),
+            Srl => rr!(ushr),
+            Sra => rr!(sshr),
+            Xor => rr!(bxor),
+            Or => rr!(bor),
+            And => rr!(band),
+            Slt => cmp!(IntCC::SignedLessThan, self.read(i.rs2)),
+            Sltu => cmp!(IntCC::UnsignedLessThan, self.read(i.rs2)),
+            Mul => rr!(imul),
+            Mulh => rr!(smulhi),
+            Mulhu => rr!(umulhi),
+            Mulhsu => {
+                let (a, b) = (self.read(i.rs1), self.read(i.rs2));
+                let a = self.b.ins().sextend(I64, a);
+                let b = self.b.ins().uextend(I64, b);
+                let p = self.b.ins().imul(a, b);
+                let h = self.b.ins().ushr_imm_u(p, 32);
+                let x = self.b.ins().ireduce(I32, h);
+                self.write(i.rd, x);
+            }
+            Div | Rem | Divu | Remu => self.divide(i.op, i.rd, i.rs1, i.rs2),
+            Fence => {}
+            Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw => self.mem_op(s, i),
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => {
+                let cc = match i.op {
+                    Beq => IntCC::Equal,
+                    Bne => IntCC::NotEqual,
+                    Blt => IntCC::SignedLessThan,
+                    Bge => IntCC::SignedGreaterThanOrEqual,
+                    Bltu => IntCC::UnsignedLessThan,
+                    _ => IntCC::UnsignedGreaterThanOrEqual,
+                };
+                let (a, b) = (self.read(i.rs1), self.read(i.rs2));
+                let taken = self.b.ins().icmp(cc, a, b);
+                let penalty = self.taken_penalty;
+                let zero = self.b.ins().iconst(I64, 0);
+                let pen = self.b.ins().iconst(I64, penalty as i64);
+                let add = self.b.ins().select(taken, pen, zero);
+                self.add_acc(add);
+                let t64 = self.b.ins().uextend(I64, taken);
+                let n = self.b.use_var(self.taken);
+                let n = self.b.ins().iadd(n, t64);
+                self.b.def_var(self.taken, n);
+                if let Some((header, lim)) = self.lp {
+                    // Taken and within the slice (the check at the top of
+                    // the interpreter's loop): the next iteration.
+                    let acc = self.b.use_var(self.acc);
+                    let low = self.b.ins().ireduce(I32, acc);
+                    let room = self.b.ins().icmp(IntCC::UnsignedLessThan, low, lim);
+                    let again = self.b.ins().band(taken, room);
+                    let exit = self.b.create_block();
+                    self.b.ins().brif(again, header, &[], exit, &[]);
+                    self.b.seal_block(header);
+                    self.b.seal_block(exit);
+                    self.b.switch_to_block(exit);
+                }
+                self.flush();
+                let to = self.b.ins().iconst(I64, i.target as i64);
+                let fall = self.b.ins().iconst(I64, (end + 1) as i64);
+                let next = self.b.ins().select(taken, to, fall);
+                self.ret(next);
+            }
+            Jal => {
+                let link = self.c32(i.next);
+                self.write(i.rd, link);
+                self.flush();
+                self.ret_const(i.target as u64);
+            }
+            Jalr => {
+                let base = self.read(i.rs1);
+                let off = self.c32(imm);
+                let t = self.b.ins().iadd(base, off);
+                let t = self.b.ins().band_imm_u(t, !1u32 as i64);
+                let link = self.c32(i.next);
+                self.write(i.rd, link);
+                self.flush();
+                let t = self.b.ins().uextend(I64, t);
+                let code = self.b.ins().bor_imm_u(t, EXIT_PC as i64);
+                self.ret(code);
+            }
+            Goto => {
+                self.flush();
+                self.ret_const(EXIT_PC | imm as u64);
+            }
+            _ => unreachable!("block_slots admits only translated ops"),
+        }
+    }
+
+    /// A load or store: the first cache way's aligned hit inline (as
+    /// `AddressSpace::hit_aligned` tests it), anything else through the
+    /// helper, which goes the interpreter's whole way (so also the second
+    /// way, translation, penalties and faults).
+    fn mem_op(&mut self, s: usize, i: Inst) {
+        use Op::*;
+        let (len, store) = match i.op {
+            Lb | Lbu => (1, false),
+            Lh | Lhu => (2, false),
+            Lw => (4, false),
+            Sb => (1, true),
+            Sh => (2, true),
+            _ => (4, true),
+        };
+        let base = self.read(i.rs1);
+        let off = self.c32(i.imm as u32);
+        let a = self.b.ins().iadd(base, off);
+        let v = if store { self.read(i.rs2) } else { a };
+        let way = way_offset(store as usize);
+        let mem = self.mem;
+        let wbase = self.b.ins().load(I32, TRUSTED, mem, way + hl::BASE as i32);
+        let o = self.b.ins().isub(a, wbase);
+        let (test, lim_at) = match len {
+            1 => (o, hl::SIZE),
+            2 => (self.b.ins().rotr_imm_u(o, 1), hl::LIM2),
+            _ => (self.b.ins().rotr_imm_u(o, 2), hl::LIM4),
+        };
+        let lim = self.b.ins().load(I32, TRUSTED, mem, way + lim_at as i32);
+        let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, test, lim);
+        // Defined on both paths below (the miss path reloads it).
+        let hits_var = self.hits(store as usize);
+        let (hit, miss, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.append_block_param(join, I32);
+        self.b.ins().brif(fits, hit, &[], miss, &[]);
+        self.b.seal_block(hit);
+        self.b.seal_block(miss);
+
+        self.b.switch_to_block(hit);
+        let hits = self.b.use_var(hits_var);
+        let hits = self.b.ins().iadd_imm_u(hits, 1);
+        self.b.def_var(hits_var, hits);
+        let host = self.b.ins().load(self.ptr, TRUSTED, mem, way + hl::HOST as i32);
+        let o64 = self.b.ins().uextend(self.ptr, o);
+        let p = self.b.ins().iadd(host, o64);
+        let lat = self.b.ins().load(I32, TRUSTED, mem, way + hl::LATENCY as i32);
+        let lat = self.b.ins().uextend(I64, lat);
+        self.add_acc(lat);
+        // Guest memory: aligned (a hit is), never trapping (in bounds).
+        let flags = MemFlagsData::new().with_notrap();
+        let x = match i.op {
+            Lb => self.b.ins().sload8(I32, flags, p, 0),
+            Lbu => self.b.ins().uload8(I32, flags, p, 0),
+            Lh => self.b.ins().sload16(I32, flags, p, 0),
+            Lhu => self.b.ins().uload16(I32, flags, p, 0),
+            Lw => self.b.ins().load(I32, flags, p, 0),
+            Sb => {
+                self.b.ins().istore8(flags, v, p, 0);
+                v
+            }
+            Sh => {
+                self.b.ins().istore16(flags, v, p, 0);
+                v
+            }
+            _ => {
+                self.b.ins().store(flags, v, p, 0);
+                v
+            }
+        };
+        self.b.ins().jump(join, &[x.into()]);
+
+        self.b.switch_to_block(miss);
+        let helper = match i.op {
+            Lb => ld_b as *const () as usize,
+            Lbu => ld_bu as *const () as usize,
+            Lh => ld_h as *const () as usize,
+            Lhu => ld_hu as *const () as usize,
+            Lw => ld_w as *const () as usize,
+            Sb => st_b as *const () as usize,
+            Sh => st_h as *const () as usize,
+            _ => st_w as *const () as usize,
+        };
+        let r = if store { self.call_mem(s, helper, true, &[a, v]) } else { self.call_mem(s, helper, false, &[a]) };
+        let y = if store { v } else { self.b.ins().ireduce(I32, r) };
+        self.b.ins().jump(join, &[y.into()]);
+        self.b.seal_block(join);
+        self.b.switch_to_block(join);
+        if !store {
+            let x = self.b.block_params(join)[0];
+            self.write(i.rd, x);
+        }
+    }
+
+    /// RISC-V division never traps: by zero it gives all ones (quotient) or
+    /// the dividend (remainder); `MIN / -1` overflows to `MIN` (rem 0).
+    /// Dividing by 1 instead in the overflow case gives exactly that.
+    fn divide(&mut self, op: Op, rd: u8, rs1: u8, rs2: u8) {
+        let (a, b) = (self.read(rs1), self.read(rs2));
+        let zero = self.b.ins().icmp_imm_u(IntCC::Equal, b, 0);
+        let one = self.c32(1);
+        let signed = matches!(op, Op::Div | Op::Rem);
+        let mut bad = zero;
+        if signed {
+            let min = self.b.ins().icmp_imm_u(IntCC::Equal, a, i32::MIN as u32 as i64);
+            let m1 = self.b.ins().icmp_imm_u(IntCC::Equal, b, u32::MAX as i64);
+            let ovf = self.b.ins().band(min, m1);
+            bad = self.b.ins().bor(zero, ovf);
+        }
+        let d = self.b.ins().select(bad, one, b);
+        let q = match op {
+            Op::Div => self.b.ins().sdiv(a, d),
+            Op::Rem => self.b.ins().srem(a, d),
+            Op::Divu => self.b.ins().udiv(a, d),
+            _ => self.b.ins().urem(a, d),
+        };
+        let by_zero = if matches!(op, Op::Div | Op::Divu) { self.c32(u32::MAX) } else { a };
+        let x = self.b.ins().select(zero, by_zero, q);
+        self.write(rd, x);
+    }
+}
+
+/// The interpreter's memory path (`mem!` in hpu.rs), for native code: the
+/// aligned fast path, then translation with its misalignment penalty; the
+/// latency goes to `acc`. `None`: a fault, recorded in the context.
+#[inline(always)]
+unsafe fn access(cx: *mut NativeCtx, a: u32, len: u32, store: bool) -> Option<*mut u8> {
+    // SAFETY: the interpreter passes a live context whose `mem` it owns.
+    let cx = unsafe { &mut *cx };
+    let mem = unsafe { &mut *cx.mem };
+    let perm = if store { Perm::W } else { Perm::R };
+    let fast = if store { mem.store_aligned(a, len) } else { mem.load_aligned(a, len) };
+    let (p, lat) = match fast {
+        Some(r) => r,
+        None => match mem.xlate(a, len, perm) {
+            Ok(r) => {
+                if !a.is_multiple_of(len) {
+                    cx.acc += cx.mis;
+                }
+                r
+            }
+            Err(e) => {
+                cx.fault = match (e, store) {
+                    (AccessError::Unmapped, false) => FaultKind::LoadAccess,
+                    (AccessError::Unmapped, true) => FaultKind::StoreAccess,
+                    (AccessError::Denied, false) => FaultKind::LoadDenied,
+                    (AccessError::Denied, true) => FaultKind::StoreDenied,
+                };
+                cx.fault_addr = a;
+                return None;
+            }
+        },
+    };
+    cx.acc += lat as u64;
+    Some(p)
+}
+
+const FAULT: u64 = 1 << 63;
+
+macro_rules! load_helper {
+    ($name:ident, $len:expr, $t:ty) => {
+        /// A load for native code: the value (extended to 32 bits) or `FAULT`.
+        unsafe extern "C" fn $name(cx: *mut NativeCtx, a: u32) -> u64 {
+            // SAFETY: `access` checked $len bytes at `p`.
+            match unsafe { access(cx, a, $len, false) } {
+                Some(p) => (unsafe { (p as *const $t).read_unaligned() }) as i32 as u32 as u64,
+                None => FAULT,
+            }
+        }
+    };
+}
+load_helper!(ld_b, 1, i8);
+load_helper!(ld_bu, 1, u8);
+load_helper!(ld_h, 2, i16);
+load_helper!(ld_hu, 2, u16);
+load_helper!(ld_w, 4, u32);
+
+macro_rules! store_helper {
+    ($name:ident, $len:expr, $t:ty) => {
+        /// A store for native code: 0 or `FAULT`.
+        unsafe extern "C" fn $name(cx: *mut NativeCtx, a: u32, v: u32) -> u64 {
+            // SAFETY: `access` checked $len bytes at `p`.
+            match unsafe { access(cx, a, $len, true) } {
+                Some(p) => {
+                    unsafe { (p as *mut $t).write_unaligned(v as $t) };
+                    0
+                }
+                None => FAULT,
+            }
+        }
+    };
+}
+store_helper!(st_b, 1, u8);
+store_helper!(st_h, 2, u16);
+store_helper!(st_w, 4, u32);
