@@ -3,7 +3,10 @@
 QEMU user mode, libriscv's emulator and native clang, on the same RV32 ELFs.
 
     make bench-hpu EMBENCH=/path/to/embench-iot [LIBRISCV=/path/to/rvlinux]
-    python3 bench/hpu_bench.py [--embench DIR] [--libriscv BIN] [--repeat N]
+    python3 bench/hpu_bench.py [--embench DIR] [--libriscv BIN] [--repeat N] [--jit]
+
+With --jit, the JIT (crates/hpu feature `jit`, the `bare_run --jit` example)
+runs too, and its instruction and cycle counts must equal the interpreter's.
 
 Programs: our handler-like kernel (bench/hpu_kernel.c) and ten Embench-IoT
 programs, built from the Embench tree given (not vendored) with our board shim
@@ -92,6 +95,7 @@ def main():
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (medians are reported)")
     ap.add_argument("--scale", type=int, default=40, help="Embench GLOBAL_SCALE_FACTOR")
     ap.add_argument("--rounds", type=int, default=8000, help="hpu_kernel rounds")
+    ap.add_argument("--jit", action="store_true", help="also time the JIT (bare_run --jit, feature jit)")
     a = ap.parse_args()
     qemu = ensure_qemu()
     if not a.embench:
@@ -100,6 +104,11 @@ def main():
     with tempfile.TemporaryDirectory() as d:
         progs = build(d, a.embench, a.scale, a.rounds)
         runners = [("softspin", lambda e, n: [SOFTSPIN, "isa", "run", "--quiet", e])]
+        if a.jit:
+            run(["cargo", "build", "--release", "-q", "-p", "softspin-hpu", "--features", "jit",
+                 "--example", "bare_run"], cwd=ROOT)
+            bare = os.path.join(ROOT, "target", "release", "examples", "bare_run")
+            runners.append(("jit", lambda e, n: [bare, "--jit", e]))
         if a.before:
             runners.append(("before", lambda e, n: [a.before, "isa", "run", "--quiet", e]))
         if a.libriscv:
@@ -113,6 +122,10 @@ def main():
         for name, elf, nat in progs:
             out = run([SOFTSPIN, "isa", "run", elf]).stdout
             insts[name] = int(re.search(r"instructions=(\d+)", out).group(1))
+            if a.jit:
+                counts = lambda o: re.search(r"instructions=\d+ cycles=\d+", o).group(0)
+                if counts(run([bare, "--jit", elf]).stdout) != counts(out):
+                    sys.exit(f"{name}: the JIT's counts differ from the interpreter's")
             if name == "hpu_kernel":
                 want = run([nat]).stdout
                 if not out.startswith(want):

@@ -29,7 +29,7 @@ fn main() {
 fn run_jit(bm: &mut BareMetal) -> softspin_hpu::baremetal::Outcome {
     let mut jit = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing());
     let o = bm.run_jit(std::io::stdout(), &mut jit);
-    eprintln!("jit: {} blocks compiled, {} refused", jit.compiled, jit.refused);
+    eprintln!("jit: {} regions compiled, {} entries refused", jit.compiled, jit.refused);
     o
 }
 

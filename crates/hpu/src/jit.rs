@@ -1,20 +1,22 @@
-//! A block JIT (cargo feature `jit`): hot basic blocks compiled to host code
-//! with Cranelift, entered by the interpreter loop in place of interpreting
-//! them ([`Hpu::run_jit`](crate::hpu::Hpu::run_jit)).
+//! A JIT (cargo feature `jit`): hot regions of basic blocks compiled to host
+//! code with Cranelift, entered by the interpreter loop in place of
+//! interpreting them ([`Hpu::run_jit`](crate::hpu::Hpu::run_jit)). A region
+//! is the block at a hot entry and the blocks its direct edges reach (up to
+//! `MAX_REGION`); its loops run natively.
 //!
-//! Exactness is by construction, not by tuning: a compiled block is the same
+//! Exactness is by construction, not by tuning: each compiled block is the
 //! block the interpreter would run (slot `s` to its terminator), charged the
-//! same `Charge` at entry, after the interpreter's own slice and watchdog
-//! check; its loads and stores go through the same [`AddressSpace`] paths
-//! (so latencies, misalignment penalties, access counts and faults are the
-//! interpreter's); taken branches add the same penalty. A fault exits with
-//! the faulting slot, and the interpreter rolls back and reports it as its
-//! own. Blocks with anything else (ecalls, CSRs, atomics, CORE-V, hardware
-//! loops) are never compiled and stay interpreted.
+//! same `Charge` at its start, and an edge between two compiled blocks makes
+//! the interpreter's own slice and watchdog test (`acc` against `lim`)
+//! before it goes on natively; loads and stores go through the same
+//! [`AddressSpace`] paths (so latencies, misalignment penalties, access
+//! counts and faults are the interpreter's); taken branches add the same
+//! penalty. A fault leaves with the faulting slot, and the interpreter rolls
+//! back and reports it as its own. Blocks with anything else (ecalls, CSRs,
+//! atomics, CORE-V, hardware loops) are never compiled and stay interpreted.
 //!
-//! Guest registers live in Cranelift variables within a block: loaded at
-//! first use, stored back at every exit (including fault exits, with what
-//! the instructions before the fault wrote).
+//! Guest registers live in Cranelift variables within a region: loaded on
+//! entry, stored back at its one exit (which fault exits go through too).
 
 use std::mem::offset_of;
 
@@ -32,10 +34,15 @@ use crate::mem::{hot_layout as hl, AccessError, Perm};
 use crate::program::Program;
 use crate::timing::TimingModel;
 
-/// A block is compiled at its `HOT`-th entry: compiling one costs as much
-/// as interpreting it some thousand times (measured on Embench-IoT: 4,000
-/// beat 64 and 30,000).
-const HOT: u16 = 4000;
+/// A region is compiled at its entry's `HOT`-th use: compiling costs as
+/// much as interpreting it many thousand times (on Embench-IoT, 16,000 did
+/// better than 64, 4,000 and 30,000).
+const HOT: u16 = 16_000;
+
+/// Blocks in one compiled region: enough for an inner loop with its
+/// conditionals. Larger regions (32) compiled too slowly for the state
+/// machines' long compare chains, with all their registers live throughout.
+const MAX_REGION: usize = 8;
 
 enum State {
     Cold(u16),
@@ -44,7 +51,7 @@ enum State {
     Never,
 }
 
-/// Compiled blocks of one [`Program`].
+/// Compiled regions of one [`Program`], by entry slot.
 pub struct Jit {
     module: JITModule,
     fctx: FunctionBuilderContext,
@@ -54,7 +61,7 @@ pub struct Jit {
     /// block adds itself).
     taken_penalty: u32,
     hot: u16,
-    /// Blocks compiled, and block entries refused (left interpreted).
+    /// Regions compiled, and entries refused (left interpreted).
     pub compiled: u64,
     pub refused: u64,
 }
@@ -88,14 +95,14 @@ impl Jit {
         }
     }
 
-    /// Compile a block at its `entries`-th entry instead (at least 1; the
+    /// Compile a region at its entry's `entries`-th use instead (at least 1; the
     /// tests compile everything at once).
     pub fn compile_after(mut self, entries: u16) -> Jit {
         self.hot = entries.max(1);
         self
     }
 
-    /// The native code for the block entered at `slot`, compiling it when
+    /// The native code for the region entered at `slot`, compiling it when
     /// it turns hot.
     #[inline]
     pub(crate) fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn> {
@@ -154,8 +161,36 @@ impl Jit {
         }
     }
 
+    /// The blocks compiled together from entry `s0`: `s0`'s and those
+    /// reached from it by direct edges (branches both ways, `jal`), in
+    /// discovery order, each as (first slot, terminator slot), up to
+    /// `MAX_REGION` blocks. `None` if `s0`'s block is not translatable.
+    fn region(prog: &Program, s0: usize) -> Option<Vec<(usize, usize)>> {
+        let mut blocks = vec![(s0, Self::block_slots(prog, s0)?)];
+        let mut seen = std::collections::HashSet::from([s0]);
+        let mut k = 0;
+        while k < blocks.len() && blocks.len() < MAX_REGION {
+            let (_, end) = blocks[k];
+            k += 1;
+            let i = &prog.insts[end];
+            let next: &[usize] = match i.op {
+                op if op.is_branch() => &[i.target as usize, end + 1],
+                Op::Jal => &[i.target as usize],
+                _ => &[],
+            };
+            for &t in next {
+                if blocks.len() < MAX_REGION && seen.insert(t) {
+                    if let Some(e) = Self::block_slots(prog, t) {
+                        blocks.push((t, e));
+                    }
+                }
+            }
+        }
+        Some(blocks)
+    }
+
     fn compile(&mut self, prog: &Program, s0: usize) -> Option<NativeFn> {
-        let end = Self::block_slots(prog, s0)?;
+        let region = Self::region(prog, s0)?;
         let ptr = self.module.target_config().pointer_type();
         let mut sig = self.module.make_signature();
         sig.params.push(AbiParam::new(ptr));
@@ -165,7 +200,7 @@ impl Jit {
         {
             let b = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
             let mut t = Translator::new(b, ptr, prog, self.taken_penalty);
-            t.block(s0, end);
+            t.region(&region);
             t.b.finalize(frontend);
         }
         let id = self.module.declare_anonymous_function(&sig).ok()?;
@@ -191,7 +226,7 @@ fn supported(op: Op) -> bool {
     )
 }
 
-/// One block's translation: guest registers as variables.
+/// One region's translation: guest registers as variables.
 struct Translator<'a> {
     b: FunctionBuilder<'a>,
     prog: &'a Program,
@@ -207,8 +242,12 @@ struct Translator<'a> {
     hits: [Option<Variable>; 2],
     /// Taken branches so far (added to the context at an exit).
     taken: Variable,
-    /// A self-loop's header block and the slice limit (`NativeCtx::lim`).
-    lp: Option<(cranelift_codegen::ir::Block, Value)>,
+    /// The region's blocks by first slot, and the slice limit
+    /// (`NativeCtx::lim`).
+    headers: std::collections::HashMap<usize, cranelift_codegen::ir::Block>,
+    lim: Option<Value>,
+    /// The exit block (its parameter: the code to return).
+    exit: cranelift_codegen::ir::Block,
     vars: [Option<Variable>; 32],
     dirty: [bool; 32],
     sig_load: cranelift_codegen::ir::SigRef,
@@ -245,8 +284,9 @@ impl<'a> Translator<'a> {
         let mut store = load.clone();
         store.params.push(AbiParam::new(I32));
         let sig_load = b.import_signature(load);
+        let exit = b.create_block();
         let sig_store = b.import_signature(store);
-        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, lp: None, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, taken_penalty }
+        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, taken_penalty }
     }
 
     fn c32(&mut self, v: u32) -> Value {
@@ -326,8 +366,8 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// Store what the block wrote back to the register file, and the
-    /// counters to memory: the block leaves.
+    /// Store what the region wrote back to the register file, and the
+    /// counters to memory: the region leaves.
     fn flush(&mut self) {
         self.spill();
         let n = self.b.use_var(self.taken);
@@ -340,13 +380,15 @@ impl<'a> Translator<'a> {
         }
     }
 
-    fn ret(&mut self, code: Value) {
-        self.b.ins().return_(&[code]);
+    /// Leave the region with `code` (through its one exit block, which
+    /// stores the registers and counters).
+    fn leave(&mut self, code: Value) {
+        self.b.ins().jump(self.exit, &[code.into()]);
     }
 
-    fn ret_const(&mut self, code: u64) {
+    fn leave_const(&mut self, code: u64) {
         let c = self.b.ins().iconst(I64, code as i64);
-        self.ret(c);
+        self.leave(c);
     }
 
     /// `ctx.field += x` (a u64 field).
@@ -372,21 +414,20 @@ impl<'a> Translator<'a> {
         self.b.seal_block(fault_blk);
         self.b.seal_block(ok_blk);
         self.b.switch_to_block(fault_blk);
-        self.flush();
-        self.ret_const(EXIT_FAULT | slot as u64);
+        self.leave_const(EXIT_FAULT | slot as u64);
         self.b.switch_to_block(ok_blk);
         r
     }
 
-    fn block(&mut self, s0: usize, end: usize) {
-        let last = self.prog.insts[end];
-        // A block that branches back to itself (an inner loop) iterates
-        // inside the native code while the slice lasts, with its registers
-        // in variables: they are all loaded before the loop and all the
-        // block writes count as dirty at every exit (from the second
-        // iteration on they are).
-        if last.op.is_branch() && last.target as usize == s0 {
-            for s in s0..=end {
+    /// Translate a region: every register it reads or writes is loaded on
+    /// entry, and every register it writes is stored at every exit (a loop
+    /// may have written it on an earlier pass). Each guest block charges
+    /// its `Charge` at its start; an edge between two of the region's blocks
+    /// continues natively only within the slice (the interpreter's `lim`
+    /// test), otherwise it leaves with the target slot.
+    fn region(&mut self, blocks: &[(usize, usize)]) {
+        for &(first, end) in blocks {
+            for s in first..=end {
                 let i = self.prog.insts[s];
                 for r in i.reads().into_iter().flatten() {
                     self.read(r);
@@ -398,21 +439,50 @@ impl<'a> Translator<'a> {
                     }
                 }
             }
-            for w in 0..2 {
-                self.hits(w);
+        }
+        for w in 0..2 {
+            self.hits(w);
+        }
+        let lim = self.b.ins().load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
+        self.lim = Some(lim);
+        for &(first, _) in blocks {
+            let h = self.b.create_block();
+            self.headers.insert(first, h);
+        }
+        self.b.append_block_param(self.exit, I64);
+        let entry = self.headers[&blocks[0].0];
+        self.b.ins().jump(entry, &[]);
+        for &(first, end) in blocks {
+            self.b.switch_to_block(self.headers[&first]);
+            let charge = self.prog.code[first].charge.acc;
+            let c = self.b.ins().iconst(I64, charge as i64);
+            self.add_acc(c);
+            for s in first..=end {
+                self.inst(s, end);
             }
-            let lim = self.b.ins().load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
-            let header = self.b.create_block();
-            self.b.ins().jump(header, &[]);
-            self.b.switch_to_block(header);
-            self.lp = Some((header, lim));
         }
-        let charge = self.prog.code[s0].charge.acc;
-        let c = self.b.ins().iconst(I64, charge as i64);
-        self.add_acc(c);
-        for s in s0..=end {
-            self.inst(s, end);
+        self.b.switch_to_block(self.exit);
+        self.flush();
+        let code = self.b.block_params(self.exit)[0];
+        self.b.ins().return_(&[code]);
+        self.b.seal_all_blocks();
+    }
+
+    /// Go on at slot `t`: natively if it is in the region and the slice
+    /// lasts, else leave with it.
+    fn edge(&mut self, t: usize) {
+        match (self.headers.get(&t).copied(), self.lim) {
+            (Some(h), Some(lim)) => {
+                let acc = self.b.use_var(self.acc);
+                let low = self.b.ins().ireduce(I32, acc);
+                let room = self.b.ins().icmp(IntCC::UnsignedLessThan, low, lim);
+                let exit = self.b.create_block();
+                self.b.ins().brif(room, h, &[], exit, &[]);
+                self.b.switch_to_block(exit);
+            }
+            _ => {}
         }
+        self.leave_const(t as u64);
     }
 
     fn inst(&mut self, s: usize, end: usize) {
@@ -495,38 +565,22 @@ impl<'a> Translator<'a> {
                 let (a, b) = (self.read(i.rs1), self.read(i.rs2));
                 let taken = self.b.ins().icmp(cc, a, b);
                 let penalty = self.taken_penalty;
-                let zero = self.b.ins().iconst(I64, 0);
+                let (t_blk, f_blk) = (self.b.create_block(), self.b.create_block());
+                self.b.ins().brif(taken, t_blk, &[], f_blk, &[]);
+                self.b.switch_to_block(t_blk);
                 let pen = self.b.ins().iconst(I64, penalty as i64);
-                let add = self.b.ins().select(taken, pen, zero);
-                self.add_acc(add);
-                let t64 = self.b.ins().uextend(I64, taken);
+                self.add_acc(pen);
                 let n = self.b.use_var(self.taken);
-                let n = self.b.ins().iadd(n, t64);
+                let n = self.b.ins().iadd_imm_u(n, 1);
                 self.b.def_var(self.taken, n);
-                if let Some((header, lim)) = self.lp {
-                    // Taken and within the slice (the check at the top of
-                    // the interpreter's loop): the next iteration.
-                    let acc = self.b.use_var(self.acc);
-                    let low = self.b.ins().ireduce(I32, acc);
-                    let room = self.b.ins().icmp(IntCC::UnsignedLessThan, low, lim);
-                    let again = self.b.ins().band(taken, room);
-                    let exit = self.b.create_block();
-                    self.b.ins().brif(again, header, &[], exit, &[]);
-                    self.b.seal_block(header);
-                    self.b.seal_block(exit);
-                    self.b.switch_to_block(exit);
-                }
-                self.flush();
-                let to = self.b.ins().iconst(I64, i.target as i64);
-                let fall = self.b.ins().iconst(I64, (end + 1) as i64);
-                let next = self.b.ins().select(taken, to, fall);
-                self.ret(next);
+                self.edge(i.target as usize);
+                self.b.switch_to_block(f_blk);
+                self.edge(end + 1);
             }
             Jal => {
                 let link = self.c32(i.next);
                 self.write(i.rd, link);
-                self.flush();
-                self.ret_const(i.target as u64);
+                self.edge(i.target as usize);
             }
             Jalr => {
                 let base = self.read(i.rs1);
@@ -535,15 +589,11 @@ impl<'a> Translator<'a> {
                 let t = self.b.ins().band_imm_u(t, !1u32 as i64);
                 let link = self.c32(i.next);
                 self.write(i.rd, link);
-                self.flush();
                 let t = self.b.ins().uextend(I64, t);
                 let code = self.b.ins().bor_imm_u(t, EXIT_PC as i64);
-                self.ret(code);
+                self.leave(code);
             }
-            Goto => {
-                self.flush();
-                self.ret_const(EXIT_PC | imm as u64);
-            }
+            Goto => self.leave_const(EXIT_PC | imm as u64),
             _ => unreachable!("block_slots admits only translated ops"),
         }
     }
