@@ -9,7 +9,7 @@ setup:
 	scripts/setup.sh
 # EMBENCH=<embench-iot tree> adds its programs; LIBRISCV=<rvlinux> adds libriscv.
 bench-hpu: setup
-	python3 bench/hpu_bench.py $(if $(EMBENCH),--embench $(EMBENCH)) $(if $(LIBRISCV),--libriscv $(LIBRISCV))
+	python3 bench/hpu_bench.py $(if $(EMBENCH),--embench $(EMBENCH)) $(if $(LIBRISCV),--libriscv $(LIBRISCV)) $(if $(JIT),--jit)
 bench-sim: setup
 	python3 bench/sim_bench.py
 # The live NIC on a veth pair against the kernel (root; docs/live.md),

@@ -53,7 +53,8 @@ enum State {
 
 /// Compiled regions of one [`Program`], by entry slot.
 pub struct Jit {
-    module: JITModule,
+    /// Freed with the `Jit` (see `Drop`).
+    module: std::mem::ManuallyDrop<JITModule>,
     fctx: FunctionBuilderContext,
     cctx: cranelift_codegen::Context,
     states: Vec<State>,
@@ -81,7 +82,7 @@ impl Jit {
             .expect("host machine supported by cranelift")
             .finish(settings::Flags::new(flags))
             .expect("cranelift isa");
-        let module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+        let module = std::mem::ManuallyDrop::new(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())));
         let cctx = module.make_context();
         Jit {
             module,
@@ -95,8 +96,8 @@ impl Jit {
         }
     }
 
-    /// Compile a region at its entry's `entries`-th use instead (at least 1; the
-    /// tests compile everything at once).
+    /// Compile a region at its entry's `entries`-th use instead (at least
+    /// 1; the tests compile everything at once).
     pub fn compile_after(mut self, entries: u16) -> Jit {
         self.hot = entries.max(1);
         self
@@ -195,7 +196,8 @@ impl Jit {
         let mut sig = self.module.make_signature();
         sig.params.push(AbiParam::new(ptr));
         sig.returns.push(AbiParam::new(I64));
-        self.cctx.func.signature = sig.clone();
+        let id = self.module.declare_anonymous_function(&sig).ok()?;
+        self.cctx.func.signature = sig;
         let frontend = self.module.target_config();
         {
             let b = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
@@ -203,7 +205,6 @@ impl Jit {
             t.region(&region);
             t.b.finalize(frontend);
         }
-        let id = self.module.declare_anonymous_function(&sig).ok()?;
         let ok = self.module.define_function(id, &mut self.cctx).is_ok();
         self.module.clear_context(&mut self.cctx);
         if !ok {
@@ -213,6 +214,14 @@ impl Jit {
         let code = self.module.get_finalized_function(id);
         // SAFETY: the function was built with `NativeFn`'s signature.
         Some(unsafe { std::mem::transmute::<*const u8, NativeFn>(code) })
+    }
+}
+
+impl Drop for Jit {
+    fn drop(&mut self) {
+        // SAFETY: the code is only called through `Hpu::run_jit`, which
+        // borrows the `Jit`, so none of it can run after this.
+        unsafe { std::mem::ManuallyDrop::take(&mut self.module).free_memory() };
     }
 }
 
@@ -471,16 +480,13 @@ impl<'a> Translator<'a> {
     /// Go on at slot `t`: natively if it is in the region and the slice
     /// lasts, else leave with it.
     fn edge(&mut self, t: usize) {
-        match (self.headers.get(&t).copied(), self.lim) {
-            (Some(h), Some(lim)) => {
-                let acc = self.b.use_var(self.acc);
-                let low = self.b.ins().ireduce(I32, acc);
-                let room = self.b.ins().icmp(IntCC::UnsignedLessThan, low, lim);
-                let exit = self.b.create_block();
-                self.b.ins().brif(room, h, &[], exit, &[]);
-                self.b.switch_to_block(exit);
-            }
-            _ => {}
+        if let (Some(h), Some(lim)) = (self.headers.get(&t).copied(), self.lim) {
+            let acc = self.b.use_var(self.acc);
+            let low = self.b.ins().ireduce(I32, acc);
+            let room = self.b.ins().icmp(IntCC::UnsignedLessThan, low, lim);
+            let exit = self.b.create_block();
+            self.b.ins().brif(room, h, &[], exit, &[]);
+            self.b.switch_to_block(exit);
         }
         self.leave_const(t as u64);
     }
