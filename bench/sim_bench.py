@@ -7,6 +7,7 @@ figures and how they were taken.
     cargo build --release -p softspin-cli && python3 bench/sim_bench.py
         [--target-s 2] [--repeat 5] [--compare OTHER/softspin] [--json FILE]
     python3 bench/sim_bench.py --identical OTHER/softspin
+    python3 bench/sim_bench.py --jit [--identical]   (this build, with `sim --jit`)
 
 `--identical` checks instead that this build and another give byte-identical
 results (an engine change must not move them): `softspin sim --json`,
@@ -180,10 +181,29 @@ def main():
     ap.add_argument("--compare", help="a second softspin binary (e.g. an older build) run interleaved with the same packets")
     ap.add_argument("--cases", default="abcd", help="which cases, e.g. ab")
     ap.add_argument("--json", help="write the figures to this file")
-    ap.add_argument("--identical", metavar="OTHER", help="check byte-identical results against another softspin build instead")
+    ap.add_argument("--identical", metavar="OTHER", nargs="?", const="",
+                    help="check byte-identical results against another softspin build instead (none with --jit)")
     for key, *_ in CASES:
         ap.add_argument(f"--packets-{key}", type=int, help=f"fix case ({key})'s packet count instead of calibrating")
+    ap.add_argument("--jit", action="store_true",
+                    help="the other build is this one with `sim --jit` (with --identical: check the JIT changes no "
+                         "result; else: time it against the interpreter)")
     a = ap.parse_args()
+    if a.jit:
+        # A wrapper that is this build with --jit on every `sim`, next to a
+        # link to this build's softspin-suite (which --identical runs too).
+        wdir = tempfile.mkdtemp()
+        w = os.path.join(wdir, "softspin")
+        with open(w, "w") as f:
+            f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim --jit "$@"; fi\nexec {a.softspin} "$@"\n')
+        os.chmod(w, 0o755)
+        os.symlink(os.path.join(os.path.dirname(a.softspin), "softspin-suite"), os.path.join(wdir, "softspin-suite"))
+        if a.identical is not None:
+            a.identical = w
+        else:
+            a.compare = w
+    elif a.identical == "":
+        sys.exit("--identical needs the other build's softspin (or --jit)")
     if a.identical:
         return identical(a)
     bins = [("this", a.softspin)] + ([("compare", a.compare)] if a.compare else [])

@@ -69,6 +69,11 @@ pub struct SimArgs {
     #[arg(long)]
     pcap: Option<PathBuf>,
 
+    /// Run handlers through the JIT (Cranelift): the same results, hot
+    /// loops compiled to host code (docs/perf-interpreter.md).
+    #[arg(long)]
+    jit: bool,
+
     // -- outputs --
     /// Print one JSON object with the statistics.
     #[arg(long)]
@@ -416,6 +421,12 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     };
     if a.timeline.is_some() {
         nic.enable_timeline();
+    }
+    if a.jit {
+        #[cfg(feature = "jit")]
+        nic.enable_jit();
+        #[cfg(not(feature = "jit"))]
+        anyhow::bail!("--jit: this softspin was built without the `jit` feature");
     }
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };

@@ -1071,6 +1071,13 @@ impl Nic {
         self.engine.enable_timeline();
     }
 
+    /// Run handlers through the JIT (feature `jit`; same results, faster on
+    /// hot loops: docs/perf-interpreter.md).
+    #[cfg(feature = "jit")]
+    pub fn enable_jit(&mut self) {
+        self.engine.enable_jit();
+    }
+
     pub fn timeline(&self) -> &[TimelineEvent] {
         self.engine.timeline()
     }

@@ -89,6 +89,23 @@ impl Engine {
         hpu.cycles += behind / self.core.ppc;
         let until = hpu.cycles + quantum;
         let mut svc = CommandUnit { core: &mut self.core, ctl, ectx };
+        #[cfg(feature = "jit")]
+        let stop = match &mut self.jits {
+            Some(jits) => {
+                if jits.len() <= ectx {
+                    jits.resize_with(ectx + 1, || None);
+                }
+                let arc = program.as_ref().expect("start_task set the program");
+                // A new JIT when the ECTX's program is not the one compiled.
+                if !jits[ectx].as_ref().is_some_and(|(p, _)| Arc::ptr_eq(p, arc)) {
+                    jits[ectx] = Some((arc.clone(), softspin_hpu::jit::Jit::new(prog, hpu.timing())));
+                }
+                let (_, jit) = jits[ectx].as_mut().unwrap();
+                hpu.run_jit(prog, jit, &mut svc, until)
+            }
+            None => hpu.run(prog, &mut svc, until),
+        };
+        #[cfg(not(feature = "jit"))]
         let stop = hpu.run(prog, &mut svc, until);
         let local = Self::local_ps(&self.core, &self.hpus[h]);
         match stop {

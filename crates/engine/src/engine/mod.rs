@@ -244,6 +244,10 @@ struct Site {
 pub struct Engine {
     core: Core,
     hpus: Vec<Slot>,
+    /// With `enable_jit`: per ECTX, the JIT for the program its HPUs run
+    /// (replaced when the ECTX's program changes).
+    #[cfg(feature = "jit")]
+    jits: Option<Vec<Option<(Arc<Program>, softspin_hpu::jit::Jit)>>>,
 }
 
 impl Core {
@@ -460,7 +464,12 @@ impl Engine {
             timeline: None,
             cfg,
         };
-        Ok(Engine { core, hpus })
+        Ok(Engine {
+            core,
+            hpus,
+            #[cfg(feature = "jit")]
+            jits: None,
+        })
     }
 
     pub fn config(&self) -> &NicConfig {
@@ -473,6 +482,13 @@ impl Engine {
     }
 
     /// Record a Chrome trace-event timeline while running.
+    /// Run handlers through the Cranelift JIT (feature `jit`): hot code of
+    /// each ECTX's program is compiled; every result is the interpreter's.
+    #[cfg(feature = "jit")]
+    pub fn enable_jit(&mut self) {
+        self.jits.get_or_insert_with(Vec::new);
+    }
+
     pub fn enable_timeline(&mut self) {
         self.core.timeline = Some(Vec::new());
     }
