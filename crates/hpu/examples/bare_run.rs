@@ -3,17 +3,21 @@
 //! quick loop for profiling the interpreter (`valgrind --tool=callgrind`).
 //!
 //!     cargo run --release -p softspin-hpu --example bare_run -- prog.elf
-//!     cargo run --release -p softspin-hpu --features jit --example bare_run -- --jit prog.elf
+//!     cargo run --release -p softspin-hpu --features jit --example bare_run -- --jit [--hw-loops] prog.elf
 
 use softspin_hpu::baremetal::{BareMetal, BareMetalConfig};
 use softspin_hpu::ElfImage;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let jit = args.iter().any(|a| a == "--jit");
-    let path = args.iter().find(|a| *a != "--jit").expect("usage: bare_run [--jit] ELF");
+    let flag = |f: &str| args.iter().any(|a| a == f);
+    let jit = flag("--jit");
+    let path = args.iter().find(|a| !a.starts_with("--")).expect("usage: bare_run [--jit] [--hw-loops] ELF");
     let image = ElfImage::load(std::path::Path::new(&path)).expect("cannot load ELF");
-    let mut bm = BareMetal::load(&image, &BareMetalConfig::default()).expect("cannot map ELF");
+    let mut cfg = BareMetalConfig::default();
+    // PULP hardware loops, as the NIC profiles model them.
+    cfg.timing.hw_loops = flag("--hw-loops");
+    let mut bm = BareMetal::load(&image, &cfg).expect("cannot map ELF");
     let t0 = std::time::Instant::now();
     let o = if jit { run_jit(&mut bm) } else { bm.run(std::io::stdout()) };
     let wall = t0.elapsed().as_secs_f64();

@@ -361,6 +361,12 @@ fn clip_hi(is2: u32) -> i32 {
     ((1u32 << (is2.wrapping_sub(1) & 31)) - 1) as i32
 }
 
+/// Whether `op` is one of the ALU and MAC operations [`alu`] computes (they
+/// are declared together in `Op`, around the two immediate branches).
+pub fn is_alu(op: Op) -> bool {
+    (Op::CvAbs as u8..=Op::CvMachhURN as u8).contains(&(op as u8)) && !matches!(op, Op::CvBeqImm | Op::CvBneImm)
+}
+
 /// Result of a CORE-V ALU or MAC operation on rs1 = `a`, rs2 = `b`, the old
 /// rd = `d` and the decoded immediate. All arithmetic is 32-bit wrapping, as
 /// in the RTL's 32-bit adder and 16x16 multiplier result.

@@ -134,8 +134,14 @@ pub(crate) struct NativeCtx {
     pub taken: u64,
     /// The misaligned-access penalty.
     pub mis: u64,
-    /// The loop's `lim` (a self-looping block iterates while below it).
+    /// The loop's `lim`: native code goes on from block to block while the
+    /// low half of `acc` is below it, and sets it to 0 when a hardware
+    /// loop must stop at the loop's top (as the interpreter does).
     pub lim: u32,
+    /// A hardware loop's iteration must stop at the loop's top when the
+    /// high half of `acc` (instructions) reaches this: the watchdog or the
+    /// flush bound, whichever is nearer.
+    pub hw_stop: u64,
     /// Why and where a block's access faulted (with `EXIT_FAULT`).
     pub fault: FaultKind,
     pub fault_addr: u32,
@@ -507,6 +513,7 @@ impl Hpu {
                         taken: 0,
                         mis,
                         lim,
+                        hw_stop: self.instret_limit.saturating_sub(ins0).min(FLUSH_CYCLES),
                         fault: FaultKind::LoadAccess,
                         fault_addr: 0,
                     };
@@ -516,7 +523,7 @@ impl Hpu {
                         let r = unsafe { f(&mut cx) };
                         // Straight on to the next compiled block while the
                         // slice lasts (the check at the loop's top).
-                        if r < EXIT_PC && (cx.acc as u32) < lim {
+                        if r < EXIT_PC && (cx.acc as u32) < cx.lim {
                             if let Some(g) = native.compiled(r as usize) {
                                 f = g;
                                 continue;
@@ -525,6 +532,7 @@ impl Hpu {
                         break r;
                     };
                     acc = cx.acc;
+                    lim = cx.lim;
                     self.taken_branches += cx.taken;
                     let v = r as u32;
                     if r & EXIT_FAULT != 0 {

@@ -12,8 +12,10 @@
 //! [`AddressSpace`] paths (so latencies, misalignment penalties, access
 //! counts and faults are the interpreter's); taken branches add the same
 //! penalty. A fault leaves with the faulting slot, and the interpreter rolls
-//! back and reports it as its own. Blocks with anything else (ecalls, CSRs,
-//! atomics, CORE-V, hardware loops) are never compiled and stay interpreted.
+//! back and reports it as its own. CORE-V's loads, stores, immediate
+//! branches and hardware loops are translated, its ALU and MAC operations
+//! call `corev::alu`; blocks with ecalls, CSR reads or atomics are never
+//! compiled and stay interpreted.
 //!
 //! Guest registers live in Cranelift variables within a region: loaded on
 //! entry, stored back at its one exit (which fault exits go through too).
@@ -29,7 +31,7 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
 use crate::hpu::{FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
-use crate::isa::{Inst, Op, NO_TARGET};
+use crate::isa::{sext, Inst, Op, NO_TARGET};
 use crate::mem::{hot_layout as hl, AccessError, Perm};
 use crate::program::Program;
 use crate::timing::TimingModel;
@@ -61,6 +63,8 @@ pub struct Jit {
     /// The timing model's taken-branch penalty (the one dynamic cost a
     /// block adds itself).
     taken_penalty: u32,
+    /// A hardware loop's setup cost (paid at its exit).
+    hw_setup: u32,
     hot: u16,
     /// Regions compiled, and entries refused (left interpreted).
     pub compiled: u64,
@@ -90,6 +94,7 @@ impl Jit {
             cctx,
             states: (0..prog.code.len()).map(|_| State::Cold(0)).collect(),
             taken_penalty: timing.branch_taken_penalty,
+            hw_setup: timing.alu,
             hot: HOT,
             compiled: 0,
             refused: 0,
@@ -155,8 +160,7 @@ impl Jit {
             }
             if i.op.ends_block() {
                 let direct = !(i.op == Op::Jal || i.op.is_branch()) || i.target != NO_TARGET;
-                let hw_loop = prog.hw_loop.get(s) == Some(&true);
-                return (direct && !hw_loop).then_some(s);
+                return direct.then_some(s);
             }
             s += 1;
         }
@@ -201,7 +205,7 @@ impl Jit {
         let frontend = self.module.target_config();
         {
             let b = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
-            let mut t = Translator::new(b, ptr, prog, self.taken_penalty);
+            let mut t = Translator::new(b, ptr, prog, (self.taken_penalty, self.hw_setup));
             t.region(&region);
             t.b.finalize(frontend);
         }
@@ -231,8 +235,17 @@ fn supported(op: Op) -> bool {
         op,
         Li | Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu | Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw | Addi | Slti
             | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And
-            | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Fence | Goto
-    )
+            | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Fence | Goto | CvBeqImm | CvBneImm
+    ) || crate::corev::load_form(op).is_some()
+        || crate::corev::store_form(op).is_some()
+        || crate::corev::is_alu(op)
+}
+
+/// A CORE-V ALU or MAC operation for native code (`op` is an `Op`'s value).
+extern "C" fn cv_alu(op: u32, a: u32, b: u32, d: u32, imm: u32) -> u32 {
+    // SAFETY: the translator passes `op as u8` of a real `Op` (repr(u8)).
+    let op = unsafe { std::mem::transmute::<u8, Op>(op as u8) };
+    crate::corev::alu(op, a, b, d, imm)
 }
 
 /// One region's translation: guest registers as variables.
@@ -261,7 +274,10 @@ struct Translator<'a> {
     dirty: [bool; 32],
     sig_load: cranelift_codegen::ir::SigRef,
     sig_store: cranelift_codegen::ir::SigRef,
+    sig_alu: cranelift_codegen::ir::SigRef,
     taken_penalty: u32,
+    /// A hardware loop's setup cost (`TimingModel::alu`), paid at its exit.
+    hw_setup: u32,
 }
 
 /// Way 0 (loads) or 1 (stores) of the fast-path caches, in `AddressSpace`.
@@ -272,7 +288,8 @@ fn way_offset(w: usize) -> i32 {
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
 
 impl<'a> Translator<'a> {
-    fn new(mut b: FunctionBuilder<'a>, ptr: cranelift_codegen::ir::Type, prog: &'a Program, taken_penalty: u32) -> Translator<'a> {
+    fn new(mut b: FunctionBuilder<'a>, ptr: cranelift_codegen::ir::Type, prog: &'a Program, timing: (u32, u32)) -> Translator<'a> {
+        let (taken_penalty, hw_setup) = timing;
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
@@ -293,9 +310,13 @@ impl<'a> Translator<'a> {
         let mut store = load.clone();
         store.params.push(AbiParam::new(I32));
         let sig_load = b.import_signature(load);
+        let mut alu = Signature::new(call_conv);
+        alu.params.extend([AbiParam::new(I32); 5]);
+        alu.returns.push(AbiParam::new(I32));
+        let sig_alu = b.import_signature(alu);
         let exit = b.create_block();
         let sig_store = b.import_signature(store);
-        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, taken_penalty }
+        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, sig_alu, taken_penalty, hw_setup }
     }
 
     fn c32(&mut self, v: u32) -> Value {
@@ -559,28 +580,64 @@ impl<'a> Translator<'a> {
             Div | Rem | Divu | Remu => self.divide(i.op, i.rd, i.rs1, i.rs2),
             Fence => {}
             Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw => self.mem_op(s, i),
-            Beq | Bne | Blt | Bge | Bltu | Bgeu => {
+            op if crate::corev::load_form(op).is_some() || crate::corev::store_form(op).is_some() => self.mem_op(s, i),
+            op if crate::corev::is_alu(op) => {
+                // Through `corev::alu` itself (one definition of each), the
+                // old rd being the accumulator.
+                let (a, b, d) = (self.read(i.rs1), self.read(i.rs2), self.read(i.rd));
+                let f = self.b.ins().iconst(self.ptr, cv_alu as *const () as usize as i64);
+                let opv = self.c32(op as u8 as u32);
+                let immv = self.c32(imm);
+                let call = self.b.ins().call_indirect(self.sig_alu, f, &[opv, a, b, d, immv]);
+                let x = self.b.inst_results(call)[0];
+                self.write(i.rd, x);
+            }
+            Beq | Bne | Blt | Bge | Bltu | Bgeu | CvBeqImm | CvBneImm => {
                 let cc = match i.op {
-                    Beq => IntCC::Equal,
-                    Bne => IntCC::NotEqual,
+                    Beq | CvBeqImm => IntCC::Equal,
+                    Bne | CvBneImm => IntCC::NotEqual,
                     Blt => IntCC::SignedLessThan,
                     Bge => IntCC::SignedGreaterThanOrEqual,
                     Bltu => IntCC::UnsignedLessThan,
                     _ => IntCC::UnsignedGreaterThanOrEqual,
                 };
-                let (a, b) = (self.read(i.rs1), self.read(i.rs2));
+                let a = self.read(i.rs1);
+                // CORE-V's immediate branches keep a 5-bit immediate in rs2.
+                let b = if matches!(i.op, CvBeqImm | CvBneImm) { self.c32(sext(i.rs2 as u32, 5) as u32) } else { self.read(i.rs2) };
                 let taken = self.b.ins().icmp(cc, a, b);
-                let penalty = self.taken_penalty;
+                let hw_loop = self.prog.hw_loop.get(end) == Some(&true);
                 let (t_blk, f_blk) = (self.b.create_block(), self.b.create_block());
                 self.b.ins().brif(taken, t_blk, &[], f_blk, &[]);
                 self.b.switch_to_block(t_blk);
-                let pen = self.b.ins().iconst(I64, penalty as i64);
-                self.add_acc(pen);
                 let n = self.b.use_var(self.taken);
                 let n = self.b.ins().iadd_imm_u(n, 1);
                 self.b.def_var(self.taken, n);
+                if hw_loop {
+                    // A hardware loop iterates for free; past the watchdog
+                    // or flush bound the interpreter's loop must look at
+                    // it (`lim` = 0, as the interpreter sets it).
+                    let acc = self.b.use_var(self.acc);
+                    let ins = self.b.ins().ushr_imm_u(acc, 32);
+                    let stop = self.b.ins().load(I64, TRUSTED, self.cx, offset_of!(NativeCtx, hw_stop) as i32);
+                    let over = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, ins, stop);
+                    let (halt, go) = (self.b.create_block(), self.b.create_block());
+                    self.b.ins().brif(over, halt, &[], go, &[]);
+                    self.b.switch_to_block(halt);
+                    let zero = self.c32(0);
+                    self.b.ins().store(TRUSTED, zero, self.cx, offset_of!(NativeCtx, lim) as i32);
+                    self.leave_const(i.target as u64);
+                    self.b.switch_to_block(go);
+                } else {
+                    let pen = self.b.ins().iconst(I64, self.taken_penalty as i64);
+                    self.add_acc(pen);
+                }
                 self.edge(i.target as usize);
                 self.b.switch_to_block(f_blk);
+                if hw_loop {
+                    // The loop's setup, paid once at its exit.
+                    let c = self.b.ins().iconst(I64, self.hw_setup as i64);
+                    self.add_acc(c);
+                }
                 self.edge(end + 1);
             }
             Jal => {
@@ -609,18 +666,43 @@ impl<'a> Translator<'a> {
     /// helper, which goes the interpreter's whole way (so also the second
     /// way, translation, penalties and faults).
     fn mem_op(&mut self, s: usize, i: Inst) {
+        use crate::corev::{load_form, store_form, Mode};
         use Op::*;
-        let (len, store) = match i.op {
-            Lb | Lbu => (1, false),
-            Lh | Lhu => (2, false),
-            Lw => (4, false),
-            Sb => (1, true),
-            Sh => (2, true),
-            _ => (4, true),
+        // Bytes, sign extension, store, CORE-V addressing.
+        let (len, signed, store, mode) = match i.op {
+            Lb => (1, true, false, None),
+            Lbu => (1, false, false, None),
+            Lh => (2, true, false, None),
+            Lhu => (2, false, false, None),
+            Lw => (4, false, false, None),
+            Sb => (1, false, true, None),
+            Sh => (2, false, true, None),
+            Sw => (4, false, true, None),
+            op => match (load_form(op), store_form(op)) {
+                (Some((w, sg, m)), _) => (w, sg, false, Some(m)),
+                (_, Some((w, m))) => (w, false, true, Some(m)),
+                _ => unreachable!("mem_op on {op:?}"),
+            },
         };
         let base = self.read(i.rs1);
-        let off = self.c32(i.imm as u32);
-        let a = self.b.ins().iadd(base, off);
+        // CORE-V's register offset: rs2 for loads, rs3 (its number in
+        // `imm`) for stores.
+        let reg = if store { (i.imm & 31) as u8 } else { i.rs2 };
+        let (a, new_base) = match mode {
+            None | Some(Mode::PostImm) => {
+                let imm = self.c32(i.imm as u32);
+                let sum = self.b.ins().iadd(base, imm);
+                if mode.is_none() { (sum, None) } else { (base, Some(sum)) }
+            }
+            Some(Mode::PostReg) => {
+                let r = self.read(reg);
+                (base, Some(self.b.ins().iadd(base, r)))
+            }
+            Some(Mode::RegReg) => {
+                let r = self.read(reg);
+                (self.b.ins().iadd(base, r), None)
+            }
+        };
         let v = if store { self.read(i.rs2) } else { a };
         let way = way_offset(store as usize);
         let mem = self.mem;
@@ -653,21 +735,21 @@ impl<'a> Translator<'a> {
         self.add_acc(lat);
         // Guest memory: aligned (a hit is), never trapping (in bounds).
         let flags = MemFlagsData::new().with_notrap();
-        let x = match i.op {
-            Lb => self.b.ins().sload8(I32, flags, p, 0),
-            Lbu => self.b.ins().uload8(I32, flags, p, 0),
-            Lh => self.b.ins().sload16(I32, flags, p, 0),
-            Lhu => self.b.ins().uload16(I32, flags, p, 0),
-            Lw => self.b.ins().load(I32, flags, p, 0),
-            Sb => {
+        let x = match (store, len, signed) {
+            (false, 1, true) => self.b.ins().sload8(I32, flags, p, 0),
+            (false, 1, false) => self.b.ins().uload8(I32, flags, p, 0),
+            (false, 2, true) => self.b.ins().sload16(I32, flags, p, 0),
+            (false, 2, false) => self.b.ins().uload16(I32, flags, p, 0),
+            (false, _, _) => self.b.ins().load(I32, flags, p, 0),
+            (true, 1, _) => {
                 self.b.ins().istore8(flags, v, p, 0);
                 v
             }
-            Sh => {
+            (true, 2, _) => {
                 self.b.ins().istore16(flags, v, p, 0);
                 v
             }
-            _ => {
+            (true, _, _) => {
                 self.b.ins().store(flags, v, p, 0);
                 v
             }
@@ -675,21 +757,26 @@ impl<'a> Translator<'a> {
         self.b.ins().jump(join, &[x.into()]);
 
         self.b.switch_to_block(miss);
-        let helper = match i.op {
-            Lb => ld_b as *const () as usize,
-            Lbu => ld_bu as *const () as usize,
-            Lh => ld_h as *const () as usize,
-            Lhu => ld_hu as *const () as usize,
-            Lw => ld_w as *const () as usize,
-            Sb => st_b as *const () as usize,
-            Sh => st_h as *const () as usize,
-            _ => st_w as *const () as usize,
+        let helper = match (store, len, signed) {
+            (false, 1, true) => ld_b as *const () as usize,
+            (false, 1, false) => ld_bu as *const () as usize,
+            (false, 2, true) => ld_h as *const () as usize,
+            (false, 2, false) => ld_hu as *const () as usize,
+            (false, _, _) => ld_w as *const () as usize,
+            (true, 1, _) => st_b as *const () as usize,
+            (true, 2, _) => st_h as *const () as usize,
+            (true, _, _) => st_w as *const () as usize,
         };
         let r = if store { self.call_mem(s, helper, true, &[a, v]) } else { self.call_mem(s, helper, false, &[a]) };
         let y = if store { v } else { self.b.ins().ireduce(I32, r) };
         self.b.ins().jump(join, &[y.into()]);
         self.b.seal_block(join);
         self.b.switch_to_block(join);
+        // The base update first, then the loaded value (with rd == rs1 the
+        // load wins, as in the interpreter and CV32E40P).
+        if let Some(nb) = new_base {
+            self.write(i.rs1, nb);
+        }
         if !store {
             let x = self.b.block_params(join)[0];
             self.write(i.rd, x);
