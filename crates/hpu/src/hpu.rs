@@ -123,7 +123,7 @@ pub trait Runtime {
 }
 
 /// What native code (the JIT, `jit.rs`) shares with the interpreter loop
-/// while one of its blocks runs.
+/// while one of its regions runs.
 #[repr(C)]
 pub(crate) struct NativeCtx {
     pub regs: *mut u32,
@@ -142,24 +142,24 @@ pub(crate) struct NativeCtx {
     /// high half of `acc` (instructions) reaches this: the watchdog or the
     /// flush bound, whichever is nearer.
     pub hw_stop: u64,
-    /// Why and where a block's access faulted (with `EXIT_FAULT`).
+    /// Why and where an access faulted (with `EXIT_FAULT`).
     pub fault: FaultKind,
     pub fault_addr: u32,
 }
 
-/// A compiled block: returns the next slot, or `EXIT_PC | pc` (a pc to
+/// A compiled region: returns the next slot, or `EXIT_PC | pc` (a pc to
 /// enter), or `EXIT_FAULT | slot` (the slot whose access faulted).
 pub(crate) type NativeFn = unsafe extern "C" fn(*mut NativeCtx) -> u64;
 pub(crate) const EXIT_PC: u64 = 1 << 62;
 pub(crate) const EXIT_FAULT: u64 = 2 << 62;
 
-/// Native code for blocks, entered by the loop instead of interpreting
-/// them. Without the JIT (`Interpreted`) every check of it compiles away.
+/// Native code, entered by the loop at a block entry instead of
+/// interpreting from there. Without the JIT (`Interpreted`) every check of it compiles away.
 pub(crate) trait Native {
     const ON: bool;
-    /// The code for the block entered at `slot`, if it has (or now gets) some.
+    /// The code entered at `slot`, if it has (or now gets) some.
     fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
-    /// The code for the block at `slot` if it is compiled already.
+    /// The code entered at `slot` if it is compiled already.
     fn compiled(&self, slot: usize) -> Option<NativeFn>;
 }
 
@@ -290,7 +290,7 @@ impl Hpu {
         self.run_in(prog, rt, until_cycles, &mut Interpreted)
     }
 
-    /// [`Hpu::run`], entering `jit`'s compiled blocks where it has them
+    /// [`Hpu::run`], entering `jit`'s compiled code where it has some
     /// (same counts, cycles and faults; `jit` must be `prog`'s).
     #[cfg(feature = "jit")]
     pub fn run_jit<R: Runtime + ?Sized>(&mut self, prog: &Program, jit: &mut crate::jit::Jit, rt: &mut R, until_cycles: u64) -> Stop {

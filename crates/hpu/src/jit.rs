@@ -326,7 +326,8 @@ impl<'a> Translator<'a> {
     fn read(&mut self, r: u8) -> Value {
         let r = r as usize;
         if r == 0 || r >= 32 {
-            // x0, and the sink (never read by what the JIT translates).
+            // x0, and the sink (read only as the accumulator of a MAC into
+            // x0, whose result is discarded).
             return self.c32(0);
         }
         match self.vars[r] {

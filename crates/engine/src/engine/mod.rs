@@ -481,7 +481,6 @@ impl Engine {
         self.core.now
     }
 
-    /// Record a Chrome trace-event timeline while running.
     /// Run handlers through the Cranelift JIT (feature `jit`): hot code of
     /// each ECTX's program is compiled; every result is the interpreter's.
     #[cfg(feature = "jit")]
@@ -489,6 +488,7 @@ impl Engine {
         self.jits.get_or_insert_with(Vec::new);
     }
 
+    /// Record a Chrome trace-event timeline while running.
     pub fn enable_timeline(&mut self) {
         self.core.timeline = Some(Vec::new());
     }
