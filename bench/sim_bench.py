@@ -190,6 +190,8 @@ def main():
                          "result; else: time it against the interpreter)")
     a = ap.parse_args()
     if a.jit:
+        # This build with the JIT compiled in (the CLI's feature `jit`).
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "softspin-cli", "--features", "jit"], cwd=ROOT, check=True)
         # A wrapper that is this build with --jit on every `sim`, next to a
         # link to this build's softspin-suite (which --identical runs too).
         wdir = tempfile.mkdtemp()

@@ -19,7 +19,10 @@ SOFTSPIN_ISA=rv32imac sdk/tests/check.sh build/sdk-check-rv32imac
 echo "== cargo test"
 cargo test --release --workspace
 
-echo "== softspin sim --jit gives byte-identical results (bench/sim_bench.py --jit --identical)"
+echo "== the JIT against the interpreter (crates/hpu, feature jit)"
+cargo test --release -p softspin-hpu --features jit --test jit
+
+echo "== softspin sim --jit gives byte-identical results (bench/sim_bench.py --jit --identical builds it)"
 python3 bench/sim_bench.py --jit --identical
 
 echo "== docs/validation.md is what this build generates (scripts/validation.py --check)"

@@ -426,7 +426,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         #[cfg(feature = "jit")]
         nic.enable_jit();
         #[cfg(not(feature = "jit"))]
-        anyhow::bail!("--jit: this softspin was built without the `jit` feature");
+        anyhow::bail!("--jit: this softspin was built without the JIT (cargo build --release -p softspin-cli --features jit)");
     }
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
