@@ -40,6 +40,16 @@ pub enum FaultKind {
 }
 
 impl FaultKind {
+    /// The fault of a failed data access (an AMO counts as a store).
+    pub(crate) fn of_access(e: AccessError, store: bool) -> FaultKind {
+        match (e, store) {
+            (AccessError::Unmapped, false) => FaultKind::LoadAccess,
+            (AccessError::Unmapped, true) => FaultKind::StoreAccess,
+            (AccessError::Denied, false) => FaultKind::LoadDenied,
+            (AccessError::Denied, true) => FaultKind::StoreDenied,
+        }
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             FaultKind::LoadAccess => "load access fault",
@@ -470,15 +480,7 @@ impl Hpu {
                                 }
                                 r
                             }
-                            Err(e) => {
-                                let kind = match (e, $is_store) {
-                                    (AccessError::Unmapped, false) => FaultKind::LoadAccess,
-                                    (AccessError::Unmapped, true) => FaultKind::StoreAccess,
-                                    (AccessError::Denied, false) => FaultKind::LoadDenied,
-                                    (AccessError::Denied, true) => FaultKind::StoreDenied,
-                                };
-                                fault!(kind, a)
-                            }
+                            Err(e) => fault!(FaultKind::of_access(e, $is_store), a),
                         },
                     };
                     acc += lat as u64;

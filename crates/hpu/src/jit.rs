@@ -32,7 +32,7 @@ use cranelift_module::{default_libcall_names, Module};
 
 use crate::hpu::{FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
 use crate::isa::{sext, Inst, Op, NO_TARGET};
-use crate::mem::{hot_layout as hl, AccessError, Perm};
+use crate::mem::{hot_layout as hl, Perm};
 use crate::program::Program;
 use crate::timing::TimingModel;
 
@@ -832,12 +832,7 @@ unsafe fn access(cx: *mut NativeCtx, a: u32, len: u32, store: bool) -> Option<*m
                 r
             }
             Err(e) => {
-                cx.fault = match (e, store) {
-                    (AccessError::Unmapped, false) => FaultKind::LoadAccess,
-                    (AccessError::Unmapped, true) => FaultKind::StoreAccess,
-                    (AccessError::Denied, false) => FaultKind::LoadDenied,
-                    (AccessError::Denied, true) => FaultKind::StoreDenied,
-                };
+                cx.fault = FaultKind::of_access(e, store);
                 cx.fault_addr = a;
                 return None;
             }
