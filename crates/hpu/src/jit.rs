@@ -333,6 +333,9 @@ impl<'a> Translator<'a> {
         match self.vars[r] {
             Some(v) => self.b.use_var(v),
             None => {
+                // Only while `region` loads the registers on entry: a load
+                // inside a loop would read memory the loop has not stored.
+                debug_assert!(self.lim.is_none(), "x{r} was not loaded on entry");
                 let v = self.b.declare_var(I32);
                 let x = self.b.ins().load(I32, TRUSTED, self.regs, (4 * r) as i32);
                 self.b.def_var(v, x);
@@ -347,6 +350,7 @@ impl<'a> Translator<'a> {
         if r == 0 || r >= 32 {
             return;
         }
+        debug_assert!(self.vars[r].is_some() || self.lim.is_none(), "x{r} was not loaded on entry");
         let v = *self.vars[r].get_or_insert_with(|| self.b.declare_var(I32));
         self.b.def_var(v, x);
         self.dirty[r] = true;
@@ -363,6 +367,7 @@ impl<'a> Translator<'a> {
         match self.hits[w] {
             Some(v) => v,
             None => {
+                debug_assert!(self.lim.is_none(), "way {w}'s hits were not loaded on entry");
                 let v = self.b.declare_var(I64);
                 let x = self.b.ins().load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
                 self.b.def_var(v, x);
