@@ -337,3 +337,14 @@ fn stdout_is_in_nic_time_order_with_prefixes() {
     // Nothing of it on stderr any more.
     assert!(!String::from_utf8_lossy(&o.stderr).contains("hello from message"));
 }
+
+/// `sim --jit` on a CLI built without the JIT: a clear error, exit status
+/// 1, nothing simulated (not a silent run on the interpreter).
+#[cfg(not(feature = "jit"))]
+#[test]
+fn jit_flag_without_the_jit_feature_is_an_error() {
+    let o = softspin().arg("sim").arg("--image").arg(elf()).args(["--ph", "record_ph", "--messages", "1", "--jit", "--json"]).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "{}", out_str(&o));
+    assert!(o.stdout.is_empty(), "{}", out_str(&o));
+}
