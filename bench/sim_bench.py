@@ -29,8 +29,10 @@ Repeats are interleaved (case by case, run by run, and with --compare
 binary by binary), and the figures are medians over the repeats.
 """
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -195,6 +197,7 @@ def main():
         # A wrapper that is this build with --jit on every `sim`, next to a
         # link to this build's softspin-suite (which --identical runs too).
         wdir = tempfile.mkdtemp()
+        atexit.register(shutil.rmtree, wdir, True)
         w = os.path.join(wdir, "softspin")
         with open(w, "w") as f:
             f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim --jit "$@"; fi\nexec {a.softspin} "$@"\n')
