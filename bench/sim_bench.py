@@ -7,13 +7,13 @@ figures and how they were taken.
     cargo build --release -p softspin-cli && python3 bench/sim_bench.py
         [--target-s 2] [--repeat 5] [--compare OTHER/softspin] [--json FILE]
     python3 bench/sim_bench.py --identical OTHER/softspin
-    python3 bench/sim_bench.py --jit [--identical]   (this build, with `sim --jit`)
+    python3 bench/sim_bench.py --jit [--identical]   (this build, with `sim --jit`, `isa run --jit`)
 
 `--identical` checks instead that this build and another give byte-identical
 results (an engine change must not move them): `softspin sim --json`,
 `--records` and `--timeline` over the cases in IDENTITY_CASES, and
 `softspin-suite --json` (next to each `softspin`) without its wall-clock
-baseline figures.
+baseline figures, and `softspin isa run` of a bare-metal kernel.
 
 Cases, all at 400 Gbit/s offered with back-pressure (every packet is
 processed; the link slows when the handlers cannot keep up), messages of 32
@@ -134,6 +134,8 @@ def identical(a):
             ("reduce_fp", "examples/reduce/handler.c", ["--profile", "fpspin"]),
         ]:
             sh([b, "build", os.path.join(ROOT, src), *extra, "-o", os.path.join(img, name + ".elf")])
+        # A bare-metal program for `isa run` (CORE-V, the SDK's default ISA).
+        sh([b, "build", "--bare", "-DROUNDS=400", os.path.join(ROOT, "bench/hpu_kernel.c"), "-o", os.path.join(img, "kernel.elf")])
         both = [os.path.join(ROOT, "bench/handlers/empty.c"), os.path.join(ROOT, "bench/handlers/wordsum.c")]
         sh([b, "build", *both, "-o", os.path.join(img, "both.elf")])
         # The second ECTX's image elsewhere in program and handler memory.
@@ -157,6 +159,8 @@ def identical(a):
                     f.write(r.stdout)
                 with open(o + ".err", "w") as f:
                     f.write(f"{r.stderr}exit {r.returncode}\n")
+            with open(os.path.join(d, "isa_run.out"), "w") as f:
+                f.write(sh([softspin, "isa", "run", os.path.join(img, "kernel.elf")]))
             suite = os.path.join(os.path.dirname(softspin), "softspin-suite")
             rows = json.loads(sh([suite, "--json"]))
             outs[who] = [{k: v for k, v in row.items() if k != "baseline_gbps"} for row in rows]
@@ -200,7 +204,9 @@ def main():
         atexit.register(shutil.rmtree, wdir, True)
         w = os.path.join(wdir, "softspin")
         with open(w, "w") as f:
-            f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim --jit "$@"; fi\nexec {a.softspin} "$@"\n')
+            f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim --jit "$@"; fi\n'
+                    f'if [ "$1 $2" = "isa run" ]; then shift 2; exec {a.softspin} isa run --jit "$@"; fi\n'
+                    f'exec {a.softspin} "$@"\n')
         os.chmod(w, 0o755)
         os.symlink(os.path.join(os.path.dirname(a.softspin), "softspin-suite"), os.path.join(wdir, "softspin-suite"))
         if a.identical is not None:

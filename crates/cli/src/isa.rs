@@ -34,6 +34,10 @@ pub enum IsaCmd {
         /// Also print host-side speed (wall time, guest MIPS) to stderr.
         #[arg(long)]
         stats: bool,
+        /// Run through the JIT (Cranelift): the same counts, hot loops
+        /// compiled to host code.
+        #[arg(long)]
+        jit: bool,
     },
     /// Run one handler of a handler image on ONE packet through the NIC
     /// model (the engine, with the profile's memory map, stack size and
@@ -91,13 +95,25 @@ pub enum KindArg {
 
 pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        IsaCmd::Run { file, max_instructions, quiet, stats } => {
+        IsaCmd::Run { file, max_instructions, quiet, stats, jit } => {
+            #[cfg(not(feature = "jit"))]
+            if jit {
+                return Err(crate::sim::no_jit());
+            }
             let image = crate::sim::load_image(&file)?;
             let cfg = BareMetalConfig { max_instructions, ..Default::default() };
             let mut bm = BareMetal::load(&image, &cfg).with_context(|| format!("{}", file.display()))?;
             let stdout = std::io::stdout();
             let out = if quiet { Box::new(std::io::sink()) as Box<dyn std::io::Write> } else { Box::new(stdout.lock()) };
             let t0 = std::time::Instant::now();
+            #[cfg(feature = "jit")]
+            let o = if jit {
+                let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing());
+                bm.run_jit(out, &mut j)
+            } else {
+                bm.run(out)
+            };
+            #[cfg(not(feature = "jit"))]
             let o = bm.run(out);
             let wall = t0.elapsed().as_secs_f64();
             if stats {

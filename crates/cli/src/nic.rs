@@ -57,6 +57,9 @@ pub struct NicArgs {
     /// FILE.NAME each), as `softspin sim --dump-host`.
     #[arg(long, value_name = "FILE")]
     dump_host: Option<PathBuf>,
+    /// Run handlers through the JIT (Cranelift), as `softspin sim --jit`.
+    #[arg(long)]
+    jit: bool,
 }
 
 /// How a live command takes frames (shared by `nic` and `slmp recv`).
@@ -151,7 +154,15 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         Some(s) if !(s.is_finite() && s > 0.0 && s <= 1e9) => bail!("--duration {s}: must be a positive number of seconds"),
         s => s.map(Duration::from_secs_f64),
     };
+    #[cfg(not(feature = "jit"))]
+    if a.jit {
+        // Before attaching to the interface.
+        return Err(crate::sim::no_jit());
+    }
     let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
+    if a.jit {
+        crate::sim::enable_jit(&mut nic)?;
+    }
     // Nobody answers notifications from the command line.
     nic.pause_for_host(false);
     let keep = a.pcap_out.is_some();

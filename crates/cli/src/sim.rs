@@ -423,10 +423,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         nic.enable_timeline();
     }
     if a.jit {
-        #[cfg(feature = "jit")]
-        nic.enable_jit();
-        #[cfg(not(feature = "jit"))]
-        anyhow::bail!("--jit: this softspin was built without the JIT (cargo build --release -p softspin-cli --features jit)");
+        enable_jit(&mut nic)?;
     }
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
@@ -517,6 +514,27 @@ pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Hand the NIC its traffic; returns how many packets it will bring, if known.
+/// `--jit` (sim, nic): handlers through the JIT, or a clear error from a
+/// CLI built without it.
+pub fn enable_jit(nic: &mut Nic) -> anyhow::Result<()> {
+    #[cfg(feature = "jit")]
+    {
+        nic.enable_jit();
+        Ok(())
+    }
+    #[cfg(not(feature = "jit"))]
+    {
+        let _ = nic;
+        Err(no_jit())
+    }
+}
+
+/// Why `--jit` is refused by a CLI built without it.
+#[cfg(not(feature = "jit"))]
+pub fn no_jit() -> anyhow::Error {
+    anyhow::anyhow!("--jit: this softspin was built without the JIT (cargo build --release -p softspin-cli --features jit)")
+}
+
 fn feed(nic: &mut Nic, src: Box<dyn Source>) -> anyhow::Result<Option<u64>> {
     let total = src.len_hint();
     nic.feed(src)?;

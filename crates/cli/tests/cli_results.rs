@@ -339,12 +339,21 @@ fn stdout_is_in_nic_time_order_with_prefixes() {
 }
 
 /// `sim --jit` on a CLI built without the JIT: a clear error, exit status
-/// 1, nothing simulated (not a silent run on the interpreter).
+/// 1, nothing simulated (not a silent run on the interpreter); so do
+/// `nic --jit` and `isa run --jit`.
 #[cfg(not(feature = "jit"))]
 #[test]
 fn jit_flag_without_the_jit_feature_is_an_error() {
-    let o = softspin().arg("sim").arg("--image").arg(elf()).args(["--ph", "record_ph", "--messages", "1", "--jit", "--json"]).output().unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "{}", out_str(&o));
-    assert!(o.stdout.is_empty(), "{}", out_str(&o));
+    let sim = ["sim", "--ph", "record_ph", "--messages", "1", "--jit", "--json"];
+    // The interface does not exist: the flag is refused before attaching.
+    let nic = ["nic", "--iface", "softspin-none0", "--ph", "record_ph", "--match", "udp:9000", "--jit", "--json"];
+    for args in [&sim[..], &nic[..]] {
+        let o = softspin().args(&args[..1]).arg("--image").arg(elf()).args(&args[1..]).output().unwrap();
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", out_str(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "{args:?}: {}", out_str(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: {}", out_str(&o));
+    }
+    let o = softspin().args(["isa", "run", "--jit"]).arg(elf()).output().unwrap();
+    assert_eq!(o.status.code(), Some(1), "isa run: {}", out_str(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "isa run: {}", out_str(&o));
 }

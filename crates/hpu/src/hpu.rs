@@ -155,6 +155,25 @@ pub(crate) struct NativeCtx {
     /// Why and where an access faulted (with `EXIT_FAULT`).
     pub fault: FaultKind,
     pub fault_addr: u32,
+    /// The loads of AMOs (each also counts as a store, through the memory
+    /// path), added to `Hpu::loads` when native code returns.
+    pub amo_loads: u64,
+}
+
+/// An AMO's new memory value from the old one and `rs2` (`op` is an AMO).
+#[inline(always)]
+pub(crate) fn amo_value(op: Op, v: u32, s: u32) -> u32 {
+    match op {
+        Op::AmoSwap => s,
+        Op::AmoAdd => v.wrapping_add(s),
+        Op::AmoXor => v ^ s,
+        Op::AmoAnd => v & s,
+        Op::AmoOr => v | s,
+        Op::AmoMin => (v as i32).min(s as i32) as u32,
+        Op::AmoMax => (v as i32).max(s as i32) as u32,
+        Op::AmoMinu => v.min(s),
+        _ => v.max(s),
+    }
 }
 
 /// A compiled region: returns the next slot, or `EXIT_PC | pc` (a pc to
@@ -488,7 +507,7 @@ impl Hpu {
                 }};
             }
             macro_rules! amo {
-                ($i:expr, $f:expr) => {{
+                ($i:expr) => {{
                     let a = self.regs[$i.rs1 as usize];
                     if a & 3 != 0 {
                         fault!(FaultKind::Misaligned, a)
@@ -496,10 +515,10 @@ impl Hpu {
                     let p = mem!(a, 4, Perm::RW, true);
                     self.loads = self.loads.wrapping_add(1);
                     let src = self.regs[$i.rs2 as usize];
+                    let op = $i.op;
                     // SAFETY: aligned pointer into a live block.
                     let cell = unsafe { atomic_at(p) };
-                    let f = $f;
-                    let old = match cell.fetch_update(SEQ, SEQ, |v| Some(f(v, src))) {
+                    let old = match cell.fetch_update(SEQ, SEQ, |v| Some(amo_value(op, v, src))) {
                         Ok(v) | Err(v) => v,
                     };
                     self.regs[$i.rd as usize] = old;
@@ -518,6 +537,7 @@ impl Hpu {
                         hw_stop: self.instret_limit.saturating_sub(ins0).min(FLUSH_CYCLES),
                         fault: FaultKind::LoadAccess,
                         fault_addr: 0,
+                        amo_loads: 0,
                     };
                     let r = loop {
                         // SAFETY: native code touches the registers and
@@ -536,6 +556,7 @@ impl Hpu {
                     acc = cx.acc;
                     lim = cx.lim;
                     self.taken_branches += cx.taken;
+                    self.loads = self.loads.wrapping_add(cx.amo_loads);
                     let v = r as u32;
                     if r & EXIT_FAULT != 0 {
                         ip = at!(v as usize);
@@ -902,15 +923,8 @@ impl Hpu {
                         };
                         rd!((!ok) as u32);
                     }
-                    Op::AmoSwap => amo!(i, |_, s| s),
-                    Op::AmoAdd => amo!(i, |v: u32, s| v.wrapping_add(s)),
-                    Op::AmoXor => amo!(i, |v, s| v ^ s),
-                    Op::AmoAnd => amo!(i, |v, s| v & s),
-                    Op::AmoOr => amo!(i, |v, s| v | s),
-                    Op::AmoMin => amo!(i, |v: u32, s: u32| (v as i32).min(s as i32) as u32),
-                    Op::AmoMax => amo!(i, |v: u32, s: u32| (v as i32).max(s as i32) as u32),
-                    Op::AmoMinu => amo!(i, |v: u32, s| v.min(s)),
-                    Op::AmoMaxu => amo!(i, |v: u32, s| v.max(s)),
+                    Op::AmoSwap | Op::AmoAdd | Op::AmoXor | Op::AmoAnd | Op::AmoOr | Op::AmoMin | Op::AmoMax | Op::AmoMinu
+                    | Op::AmoMaxu => amo!(i),
                     Op::CsrRead => {
                         // The block (ending here) is already charged; report
                         // the counts before this instruction.

@@ -30,9 +30,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
-use crate::hpu::{FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
+use crate::hpu::{amo_value, FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
 use crate::isa::{sext, Inst, Op, NO_TARGET};
-use crate::mem::{hot_layout as hl, Perm};
+use crate::mem::{atomic_at, hot_layout as hl, Perm, SEQ};
 use crate::program::Program;
 use crate::timing::TimingModel;
 
@@ -235,7 +235,8 @@ fn supported(op: Op) -> bool {
         op,
         Li | Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu | Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw | Addi | Slti
             | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And
-            | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Fence | Goto | CvBeqImm | CvBneImm
+            | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Fence | Goto | CvBeqImm | CvBneImm | AmoSwap
+            | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu
     ) || crate::corev::load_form(op).is_some()
         || crate::corev::store_form(op).is_some()
         || crate::corev::is_alu(op)
@@ -274,6 +275,7 @@ struct Translator<'a> {
     dirty: [bool; 32],
     sig_load: cranelift_codegen::ir::SigRef,
     sig_store: cranelift_codegen::ir::SigRef,
+    sig_amo: cranelift_codegen::ir::SigRef,
     sig_alu: cranelift_codegen::ir::SigRef,
     taken_penalty: u32,
     /// A hardware loop's setup cost (`TimingModel::alu`), paid at its exit.
@@ -309,6 +311,9 @@ impl<'a> Translator<'a> {
         load.returns.push(AbiParam::new(I64));
         let mut store = load.clone();
         store.params.push(AbiParam::new(I32));
+        let mut amo = store.clone();
+        amo.params.push(AbiParam::new(I32));
+        let sig_amo = b.import_signature(amo);
         let sig_load = b.import_signature(load);
         let mut alu = Signature::new(call_conv);
         alu.params.extend([AbiParam::new(I32); 5]);
@@ -316,7 +321,7 @@ impl<'a> Translator<'a> {
         let sig_alu = b.import_signature(alu);
         let exit = b.create_block();
         let sig_store = b.import_signature(store);
-        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, sig_alu, taken_penalty, hw_setup }
+        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, sig_amo, sig_alu, taken_penalty, hw_setup }
     }
 
     fn c32(&mut self, v: u32) -> Value {
@@ -435,9 +440,8 @@ impl<'a> Translator<'a> {
     }
 
     /// Call a memory helper; on a fault, leave with the faulting slot.
-    fn call_mem(&mut self, slot: usize, helper: usize, store: bool, args: &[Value]) -> Value {
+    fn call_mem(&mut self, slot: usize, helper: usize, sig: cranelift_codegen::ir::SigRef, args: &[Value]) -> Value {
         let f = self.b.ins().iconst(self.ptr, helper as i64);
-        let sig = if store { self.sig_store } else { self.sig_load };
         let mut all = vec![self.cx];
         all.extend_from_slice(args);
         self.spill();
@@ -586,6 +590,14 @@ impl<'a> Translator<'a> {
             Div | Rem | Divu | Remu => self.divide(i.op, i.rd, i.rs1, i.rs2),
             Fence => {}
             Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw => self.mem_op(s, i),
+            AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => {
+                // All through the helper: the interpreter's AMO path.
+                let (a, v) = (self.read(i.rs1), self.read(i.rs2));
+                let op = self.b.ins().iconst(I32, i.op as u8 as i64);
+                let r = self.call_mem(s, amo as *const () as usize, self.sig_amo, &[op, a, v]);
+                let x = self.b.ins().ireduce(I32, r);
+                self.write(i.rd, x);
+            }
             op if crate::corev::load_form(op).is_some() || crate::corev::store_form(op).is_some() => self.mem_op(s, i),
             op if crate::corev::is_alu(op) => {
                 // Through `corev::alu` itself (one definition of each), the
@@ -773,7 +785,7 @@ impl<'a> Translator<'a> {
             (true, 2, _) => st_h as *const () as usize,
             (true, _, _) => st_w as *const () as usize,
         };
-        let r = if store { self.call_mem(s, helper, true, &[a, v]) } else { self.call_mem(s, helper, false, &[a]) };
+        let r = if store { self.call_mem(s, helper, self.sig_store, &[a, v]) } else { self.call_mem(s, helper, self.sig_load, &[a]) };
         let y = if store { v } else { self.b.ins().ireduce(I32, r) };
         self.b.ins().jump(join, &[y.into()]);
         self.b.seal_block(join);
@@ -885,3 +897,34 @@ macro_rules! store_helper {
 store_helper!(st_b, 1, u8);
 store_helper!(st_h, 2, u16);
 store_helper!(st_w, 4, u32);
+
+/// An AMO for native code (`op` is an AMO's `Op` value): the old value or
+/// `FAULT`, as the interpreter's `amo!` (alignment, then the read-write
+/// path, one more load counted).
+unsafe extern "C" fn amo(cx: *mut NativeCtx, op: u32, a: u32, v: u32) -> u64 {
+    if a & 3 != 0 {
+        // SAFETY: the interpreter passes a live context.
+        let c = unsafe { &mut *cx };
+        c.fault = FaultKind::Misaligned;
+        c.fault_addr = a;
+        return FAULT;
+    }
+    // SAFETY: as in `access`; `op` comes from a real `Op` (repr(u8)).
+    let (c, mem, op) = unsafe { (&mut *cx, &mut *(*cx).mem, std::mem::transmute::<u8, Op>(op as u8)) };
+    match mem.xlate(a, 4, Perm::RW) {
+        Ok((p, lat)) => {
+            c.acc += lat as u64;
+            c.amo_loads += 1;
+            // SAFETY: aligned, in a live block (translated for 4 bytes).
+            let cell = unsafe { atomic_at(p) };
+            (match cell.fetch_update(SEQ, SEQ, |x| Some(amo_value(op, x, v))) {
+                Ok(x) | Err(x) => x,
+            }) as u64
+        }
+        Err(e) => {
+            c.fault = FaultKind::of_access(e, true);
+            c.fault_addr = a;
+            FAULT
+        }
+    }
+}

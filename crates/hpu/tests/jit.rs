@@ -1,5 +1,5 @@
-//! The block JIT (feature `jit`) against the interpreter: random RV32IM
-//! programs (ALU, M, every load and store width at aligned and misaligned
+//! The block JIT (feature `jit`) against the interpreter: random RV32IMA
+//! programs (ALU, M, AMOs, every load and store width at aligned and misaligned
 //! offsets, self-loops, calls, and now and then a faulting access) run both
 //! ways with every block compiled at its first entry. Stops, registers,
 //! counters, access counts and memory must be the same, also when the run
@@ -32,12 +32,28 @@ const OP_IMM: u32 = 0x13;
 const LOAD: u32 = 0x03;
 const STORE: u32 = 0x23;
 
-/// One random instruction of a loop body. Results go to x11..x19; x8 points
-/// at the data window, x9 at read-only memory, x20/x21 count loops.
-fn random_inst(g: &mut Rng, faults: bool) -> u32 {
+const AMO: u32 = 0x2f;
+
+/// One random instruction of a loop body (an AMO comes with the `addi` that
+/// makes its address in x22). Results go to x11..x19; x8 points at the
+/// data window, x9 at read-only memory, x20/x21 count loops.
+fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
     let rd = 11 + g.below(9) as u32;
     let rs = |g: &mut Rng| 11 + g.below(9) as u32;
-    match g.below(10) {
+    if g.below(12) == 0 {
+        // Aligned in the data window; rarely misaligned or read-only.
+        let (base, off) = match faults.then(|| g.below(20)) {
+            Some(0) => (9, 0),
+            Some(1) => (8, 2),
+            _ => (8, 4 * g.below(DATA_SIZE as u64 / 4 - 1) as i32 % 2048),
+        };
+        w.push(addi(22, base, off));
+        // amoadd, amoswap, amoxor, amoor, amoand, amomin, amomax, amominu, amomaxu
+        let f5 = [0, 1, 4, 8, 12, 16, 20, 24, 28][g.below(9) as usize];
+        w.push(r(f5 << 2, rs(g), 22, 2, rd, AMO));
+        return;
+    }
+    w.push(match g.below(10) {
         0..=2 => {
             let (f7, f3) = [(0, 0), (0x20, 0), (0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (0x20, 5), (0, 6), (0, 7)][g.below(10) as usize];
             r(f7, rs(g), rs(g), f3, rd, OP)
@@ -63,7 +79,7 @@ fn random_inst(g: &mut Rng, faults: bool) -> u32 {
             let base = if faults && g.below(40) == 0 { 9 } else { 8 };
             s(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, rs(g), base, g.below(3) as u32, STORE)
         }
-    }
+    });
 }
 
 /// prologue; outer: li x20,n; inner: body; addi x20,-1; bne inner;
@@ -82,7 +98,7 @@ fn random_program(seed: u64) -> Vec<u32> {
     w.extend(li(20, 20 + g.below(200) as u32));
     let inner = w.len();
     for _ in 0..5 + g.below(25) {
-        w.push(random_inst(&mut g, faults));
+        random_inst(&mut g, faults, &mut w);
     }
     w.push(addi(20, 20, -1));
     w.push(b(4 * (inner as i32 - w.len() as i32), 0, 20, 1));
@@ -94,7 +110,7 @@ fn random_program(seed: u64) -> Vec<u32> {
     let func = w.len();
     w[call] = j(4 * (func - call) as i32, 1);
     for _ in 0..g.below(8) {
-        w.push(random_inst(&mut g, false));
+        random_inst(&mut g, false, &mut w);
     }
     w.push(i(0, 1, 0, 0, 0x67)); // jalr x0, 0(x1)
     w
