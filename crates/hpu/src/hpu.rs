@@ -486,7 +486,7 @@ impl Hpu {
                     } else if $perm == Perm::W {
                         self.mem.store_aligned(a, $len)
                     } else {
-                        None
+                        self.mem.amo_aligned(a)
                     };
                     let (p, lat) = match fast {
                         Some(r) => r,
@@ -515,12 +515,8 @@ impl Hpu {
                     let p = mem!(a, 4, Perm::RW, true);
                     self.loads = self.loads.wrapping_add(1);
                     let src = self.regs[$i.rs2 as usize];
-                    let op = $i.op;
-                    // SAFETY: aligned pointer into a live block.
-                    let cell = unsafe { atomic_at(p) };
-                    let old = match cell.fetch_update(SEQ, SEQ, |v| Some(amo_value(op, v, src))) {
-                        Ok(v) | Err(v) => v,
-                    };
+                    // SAFETY: aligned (checked), translated read-write.
+                    let old = unsafe { self.mem.amo(p, $i.op, src) };
                     self.regs[$i.rd as usize] = old;
                 }};
             }

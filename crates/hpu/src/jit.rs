@@ -30,9 +30,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext, Variable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Module};
 
-use crate::hpu::{amo_value, FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
+use crate::hpu::{FaultKind, NativeCtx, NativeFn, EXIT_FAULT, EXIT_PC};
 use crate::isa::{sext, Inst, Op, NO_TARGET};
-use crate::mem::{atomic_at, hot_layout as hl, Perm, SEQ};
+use crate::mem::{hot_layout as hl, Perm};
 use crate::program::Program;
 use crate::timing::TimingModel;
 
@@ -590,14 +590,7 @@ impl<'a> Translator<'a> {
             Div | Rem | Divu | Remu => self.divide(i.op, i.rd, i.rs1, i.rs2),
             Fence => {}
             Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw => self.mem_op(s, i),
-            AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => {
-                // All through the helper: the interpreter's AMO path.
-                let (a, v) = (self.read(i.rs1), self.read(i.rs2));
-                let op = self.b.ins().iconst(I32, i.op as u8 as i64);
-                let r = self.call_mem(s, amo as *const () as usize, self.sig_amo, &[op, a, v]);
-                let x = self.b.ins().ireduce(I32, r);
-                self.write(i.rd, x);
-            }
+            AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => self.amo_op(s, i),
             op if crate::corev::load_form(op).is_some() || crate::corev::store_form(op).is_some() => self.mem_op(s, i),
             op if crate::corev::is_alu(op) => {
                 // Through `corev::alu` itself (one definition of each), the
@@ -801,6 +794,69 @@ impl<'a> Translator<'a> {
         }
     }
 
+    /// An AMO: inline when the space's AMOs need no host atomics and the
+    /// first store way holds the word in a read-write window (as
+    /// `AddressSpace::xlate_rw` serves it), else through the helper, the
+    /// interpreter's whole AMO path.
+    fn amo_op(&mut self, s: usize, i: Inst) {
+        use Op::*;
+        let (a, v) = (self.read(i.rs1), self.read(i.rs2));
+        let way = way_offset(1);
+        let mem = self.mem;
+        let wbase = self.b.ins().load(I32, TRUSTED, mem, way + hl::BASE as i32);
+        let o = self.b.ins().isub(a, wbase);
+        let test = self.b.ins().rotr_imm_u(o, 2);
+        let lim = self.b.ins().load(I32, TRUSTED, mem, way + hl::AMO4 as i32);
+        let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, test, lim);
+        let atomic = self.b.ins().uload8(I32, TRUSTED, mem, hl::ATOMIC_AMOS as i32);
+        let plain = self.b.ins().icmp_imm_u(IntCC::Equal, atomic, 0);
+        let inline = self.b.ins().band(fits, plain);
+        let hits_var = self.hits(1);
+        let (hit, miss, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        self.b.append_block_param(join, I32);
+        self.b.ins().brif(inline, hit, &[], miss, &[]);
+        self.b.seal_block(hit);
+        self.b.seal_block(miss);
+
+        self.b.switch_to_block(hit);
+        let hits = self.b.use_var(hits_var);
+        let hits = self.b.ins().iadd_imm_u(hits, 1);
+        self.b.def_var(hits_var, hits);
+        let host = self.b.ins().load(self.ptr, TRUSTED, mem, way + hl::HOST as i32);
+        let o64 = self.b.ins().uextend(self.ptr, o);
+        let p = self.b.ins().iadd(host, o64);
+        let lat = self.b.ins().load(I32, TRUSTED, mem, way + hl::LATENCY as i32);
+        let lat = self.b.ins().uextend(I64, lat);
+        self.add_acc(lat);
+        let one = self.b.ins().iconst(I64, 1);
+        self.add_ctx(offset_of!(NativeCtx, amo_loads), one);
+        let flags = MemFlagsData::new().with_notrap();
+        let old = self.b.ins().load(I32, flags, p, 0);
+        let new = match i.op {
+            AmoSwap => v,
+            AmoAdd => self.b.ins().iadd(old, v),
+            AmoXor => self.b.ins().bxor(old, v),
+            AmoAnd => self.b.ins().band(old, v),
+            AmoOr => self.b.ins().bor(old, v),
+            AmoMin => self.b.ins().smin(old, v),
+            AmoMax => self.b.ins().smax(old, v),
+            AmoMinu => self.b.ins().umin(old, v),
+            _ => self.b.ins().umax(old, v),
+        };
+        self.b.ins().store(flags, new, p, 0);
+        self.b.ins().jump(join, &[old.into()]);
+
+        self.b.switch_to_block(miss);
+        let op = self.b.ins().iconst(I32, i.op as u8 as i64);
+        let r = self.call_mem(s, amo as *const () as usize, self.sig_amo, &[op, a, v]);
+        let y = self.b.ins().ireduce(I32, r);
+        self.b.ins().jump(join, &[y.into()]);
+        self.b.seal_block(join);
+        self.b.switch_to_block(join);
+        let x = self.b.block_params(join)[0];
+        self.write(i.rd, x);
+    }
+
     /// RISC-V division never traps: by zero it gives all ones (quotient) or
     /// the dividend (remainder); `MIN / -1` overflows to `MIN` (rem 0).
     /// Dividing by 1 instead in the overflow case gives exactly that.
@@ -915,11 +971,8 @@ unsafe extern "C" fn amo(cx: *mut NativeCtx, op: u32, a: u32, v: u32) -> u64 {
         Ok((p, lat)) => {
             c.acc += lat as u64;
             c.amo_loads += 1;
-            // SAFETY: aligned, in a live block (translated for 4 bytes).
-            let cell = unsafe { atomic_at(p) };
-            (match cell.fetch_update(SEQ, SEQ, |x| Some(amo_value(op, x, v))) {
-                Ok(x) | Err(x) => x,
-            }) as u64
+            // SAFETY: aligned, in a block the space maps (translated).
+            (unsafe { mem.amo(p, op, v) }) as u64
         }
         Err(e) => {
             c.fault = FaultKind::of_access(e, true);

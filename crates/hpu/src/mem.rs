@@ -10,8 +10,9 @@
 //!
 //! Guest loads and stores go through raw pointers: blocks may be shared
 //! between threads running different HPUs, exactly like the hardware's
-//! memories, and a guest-level data race is the guest's business. Atomics use
-//! host atomics so AMOs stay atomic across host threads.
+//! memories, and a guest-level data race is the guest's business. AMOs use
+//! host atomics so they stay atomic across host threads, unless the owner
+//! says one thread does everything (`AddressSpace::set_atomic_amos`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -199,6 +200,9 @@ struct Hot {
     /// window at a misaligned base gets limit 0 (misses go the slow way).
     lim2: u32,
     lim4: u32,
+    /// `lim4` if the window also grants what an AMO needs (read and
+    /// write), else 0: native code's inline AMO test on the store way.
+    amo4: u32,
     host: *mut u8,
     latency: u32,
     /// Index of the window it copies (meaningless while `size` is 0).
@@ -206,12 +210,13 @@ struct Hot {
     hits: u64,
 }
 
-const COLD: Hot = Hot { base: 0, size: 0, lim2: 0, lim4: 0, host: std::ptr::null_mut(), latency: 0, win: 0, hits: 0 };
+const COLD: Hot = Hot { base: 0, size: 0, lim2: 0, lim4: 0, amo4: 0, host: std::ptr::null_mut(), latency: 0, win: 0, hits: 0 };
 
 impl Hot {
     fn of(w: &Window, win: usize) -> Hot {
         let lim = |k: u32| if w.base.trailing_zeros() >= k { w.size >> k } else { 0 };
-        Hot { base: w.base, size: w.size, lim2: lim(1), lim4: lim(2), host: w.host, latency: w.latency, win: win as u32, hits: 1 }
+        let amo4 = if w.perm.has(Perm::RW) { lim(2) } else { 0 };
+        Hot { base: w.base, size: w.size, lim2: lim(1), lim4: lim(2), amo4, host: w.host, latency: w.latency, win: win as u32, hits: 1 }
     }
 }
 
@@ -241,6 +246,8 @@ pub(crate) mod hot_layout {
     pub const SIZE: usize = offset_of!(Hot, size);
     pub const LIM2: usize = offset_of!(Hot, lim2);
     pub const LIM4: usize = offset_of!(Hot, lim4);
+    pub const AMO4: usize = offset_of!(Hot, amo4);
+    pub const ATOMIC_AMOS: usize = offset_of!(AddressSpace, atomic_amos);
     pub const HOST: usize = offset_of!(Hot, host);
     pub const LATENCY: usize = offset_of!(Hot, latency);
     pub const HITS: usize = offset_of!(Hot, hits);
@@ -263,6 +270,8 @@ pub struct AddressSpace {
     /// Loads and stores (AMOs: stores) served since creation, except those
     /// still counted in a cache entry (see [`AddressSpace::served`]).
     served: [u64; 2],
+    /// AMOs use host atomics (see [`AddressSpace::set_atomic_amos`]).
+    atomic_amos: bool,
 }
 
 // SAFETY: the raw pointers point into `owners`' blocks, which are Send + Sync.
@@ -291,6 +300,40 @@ impl AddressSpace {
             latency: timing.mem_latency,
             folded: AccessCounts::default(),
             served: [0; 2],
+            atomic_amos: true,
+        }
+    }
+
+    /// Whether AMOs must be atomic on the host (the default): `false` when
+    /// one host thread runs every HPU and every other access to the blocks
+    /// this space maps (as the engine does), so a plain read-modify-write
+    /// is atomic for every observer, and a locked host instruction (~20
+    /// cycles) per AMO is waste.
+    pub fn set_atomic_amos(&mut self, atomic: bool) {
+        self.atomic_amos = atomic;
+    }
+
+    /// Apply AMO `op` with operand `src` to the aligned word at `p` (from
+    /// a read-write translation); the old value.
+    ///
+    /// # Safety
+    /// `p` must be 4-byte aligned and point into a block this space maps.
+    #[inline(always)]
+    pub(crate) unsafe fn amo(&self, p: *mut u8, op: crate::isa::Op, src: u32) -> u32 {
+        let new = |v| crate::hpu::amo_value(op, v, src);
+        if self.atomic_amos {
+            // SAFETY: the caller's.
+            match unsafe { atomic_at(p) }.fetch_update(SEQ, SEQ, |v| Some(new(v))) {
+                Ok(v) | Err(v) => v,
+            }
+        } else {
+            let q = p as *mut u32;
+            // SAFETY: the caller's; no other thread touches the block.
+            unsafe {
+                let v = q.read();
+                q.write(new(v));
+                v
+            }
         }
     }
 
@@ -489,6 +532,20 @@ impl AddressSpace {
     #[inline(always)]
     pub(crate) fn store_aligned(&mut self, addr: u32, len: u32) -> Option<(*mut u8, u32)> {
         self.hit_aligned(HOT_STORE, addr, len)
+    }
+
+    /// As [`AddressSpace::store_aligned`], for a word AMO: the store way
+    /// holds a window that grants read and write too (`Hot::amo4`).
+    #[inline(always)]
+    pub(crate) fn amo_aligned(&mut self, addr: u32) -> Option<(*mut u8, u32)> {
+        let h = &mut self.hot[HOT_STORE];
+        let off = addr.wrapping_sub(h.base);
+        if off.rotate_right(2) < h.amo4 {
+            h.hits += 1;
+            // SAFETY: as in `hit_aligned` (amo4 is lim4 or 0).
+            return Some((unsafe { h.host.add(off as usize) }, h.latency));
+        }
+        None
     }
 
     /// Translate a guest access of `len` bytes needing `need` (AMOs need
@@ -801,13 +858,15 @@ mod tests {
     fn amos_use_the_store_cache_only_with_both_permissions() {
         let (mut a, _b) = two_windows(Perm::W);
         a.xlate_store(0x1000, 4).unwrap(); // the store cache holds the write-only window
+        assert!(a.amo_aligned(0x1004).is_none(), "no AMO fast path in a write-only window");
         assert_eq!(a.xlate(0x1004, 4, Perm::RW), Err(AccessError::Denied));
         for k in 0..3 {
             a.xlate(0x2000 + 4 * k, 4, Perm::RW).unwrap();
         }
         assert!(a.store_aligned(0x200c, 4).is_some(), "the AMOs' window is cached");
+        assert!(a.amo_aligned(0x2008).is_some() && a.amo_aligned(0x2006).is_none(), "aligned AMOs only");
         let c = a.counts().by_class;
-        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 4));
-        assert_eq!(a.served(), (0, 5));
+        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 5));
+        assert_eq!(a.served(), (0, 6));
     }
 }
