@@ -7,7 +7,7 @@ figures and how they were taken.
     cargo build --release -p softspin-cli && python3 bench/sim_bench.py
         [--target-s 2] [--repeat 5] [--compare OTHER/softspin] [--json FILE]
     python3 bench/sim_bench.py --identical OTHER/softspin
-    python3 bench/sim_bench.py --jit [--identical]   (this build, with `sim --jit`, `isa run --jit`)
+    python3 bench/sim_bench.py --jit [--jit-after N] [--identical]   (this build, with `sim --jit`, `isa run --jit`)
 
 `--identical` checks instead that this build and another give byte-identical
 results (an engine change must not move them): `softspin sim --json`,
@@ -194,6 +194,8 @@ def main():
     ap.add_argument("--jit", action="store_true",
                     help="the other build is this one with `sim --jit` (with --identical: check the JIT changes no "
                          "result; else: time it against the interpreter)")
+    ap.add_argument("--jit-after", type=int, default=16000,
+                    help="with --jit: compile a region at its entry's N-th use (1: all at once)")
     a = ap.parse_args()
     if a.jit:
         # This build with the JIT compiled in (the CLI's feature `jit`).
@@ -204,8 +206,9 @@ def main():
         atexit.register(shutil.rmtree, wdir, True)
         w = os.path.join(wdir, "softspin")
         with open(w, "w") as f:
-            f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim --jit "$@"; fi\n'
-                    f'if [ "$1 $2" = "isa run" ]; then shift 2; exec {a.softspin} isa run --jit "$@"; fi\n'
+            j = f"--jit --jit-after {a.jit_after}"
+            f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim {j} "$@"; fi\n'
+                    f'if [ "$1 $2" = "isa run" ]; then shift 2; exec {a.softspin} isa run {j} "$@"; fi\n'
                     f'exec {a.softspin} "$@"\n')
         os.chmod(w, 0o755)
         os.symlink(os.path.join(os.path.dirname(a.softspin), "softspin-suite"), os.path.join(wdir, "softspin-suite"))

@@ -24,6 +24,10 @@ cargo test --release -p softspin-hpu --features jit --test jit
 
 echo "== softspin sim --jit gives byte-identical results (bench/sim_bench.py --jit --identical builds it)"
 python3 bench/sim_bench.py --jit --identical
+echo "== ... also with every region compiled at its first entry"
+python3 bench/sim_bench.py --jit --jit-after 1 --identical
+echo "== softspin nic --jit answers on the wire (live test, root)"
+cargo test --release -p softspin-cli --features jit --test live jit
 
 echo "== docs/validation.md is what this build generates (scripts/validation.py --check)"
 python3 scripts/validation.py --check

@@ -38,6 +38,10 @@ pub enum IsaCmd {
         /// compiled to host code.
         #[arg(long)]
         jit: bool,
+        /// With --jit: compile a region at its entry's N-th use; 1 compiles
+        /// everything at once (short runs, tests).
+        #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
+        jit_after: u16,
     },
     /// Run one handler of a handler image on ONE packet through the NIC
     /// model (the engine, with the profile's memory map, stack size and
@@ -95,7 +99,7 @@ pub enum KindArg {
 
 pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        IsaCmd::Run { file, max_instructions, quiet, stats, jit } => {
+        IsaCmd::Run { file, max_instructions, quiet, stats, jit, jit_after } => {
             #[cfg(not(feature = "jit"))]
             if jit {
                 return Err(crate::sim::no_jit());
@@ -108,13 +112,13 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             let t0 = std::time::Instant::now();
             #[cfg(feature = "jit")]
             let o = if jit {
-                let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing());
+                let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing()).compile_after(jit_after);
                 bm.run_jit(out, &mut j)
             } else {
                 bm.run(out)
             };
             #[cfg(not(feature = "jit"))]
-            let o = bm.run(out);
+            let (o, _) = (bm.run(out), jit_after);
             let wall = t0.elapsed().as_secs_f64();
             if stats {
                 eprintln!("wall_s={wall:.6} mips={:.1}", o.instructions as f64 / wall / 1e6);

@@ -60,6 +60,10 @@ pub struct NicArgs {
     /// Run handlers through the JIT (Cranelift), as `softspin sim --jit`.
     #[arg(long)]
     jit: bool,
+    /// With --jit: compile a region at its entry's N-th use; 1 compiles
+    /// everything at once (short runs, tests).
+    #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
+    jit_after: u16,
 }
 
 /// How a live command takes frames (shared by `nic` and `slmp recv`).
@@ -161,7 +165,7 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     }
     let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
     if a.jit {
-        crate::sim::enable_jit(&mut nic)?;
+        crate::sim::enable_jit(&mut nic, a.jit_after)?;
     }
     // Nobody answers notifications from the command line.
     nic.pause_for_host(false);

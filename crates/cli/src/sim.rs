@@ -73,6 +73,10 @@ pub struct SimArgs {
     /// loops compiled to host code (docs/perf-interpreter.md).
     #[arg(long)]
     jit: bool,
+    /// With --jit: compile a region at its entry's N-th use; 1 compiles
+    /// everything at once (short runs, tests).
+    #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
+    jit_after: u16,
 
     // -- outputs --
     /// Print one JSON object with the statistics.
@@ -423,7 +427,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         nic.enable_timeline();
     }
     if a.jit {
-        enable_jit(&mut nic)?;
+        enable_jit(&mut nic, a.jit_after)?;
     }
 
     let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
@@ -514,17 +518,17 @@ pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
 }
 
 /// Hand the NIC its traffic; returns how many packets it will bring, if known.
-/// `--jit` (sim, nic): handlers through the JIT, or a clear error from a
-/// CLI built without it.
-pub fn enable_jit(nic: &mut Nic) -> anyhow::Result<()> {
+/// `--jit [--jit-after N]` (sim, nic): handlers through the JIT, or a
+/// clear error from a CLI built without it.
+pub fn enable_jit(nic: &mut Nic, after: u16) -> anyhow::Result<()> {
     #[cfg(feature = "jit")]
     {
-        nic.enable_jit();
+        nic.enable_jit(after);
         Ok(())
     }
     #[cfg(not(feature = "jit"))]
     {
-        let _ = nic;
+        let _ = (nic, after);
         Err(no_jit())
     }
 }

@@ -384,6 +384,34 @@ fn udp_echo_is_byte_exact() {
     assert_eq!(total_errors(&v), 0, "{v}");
 }
 
+/// The same through the JIT (`--jit`, every region compiled at its first
+/// entry): `scripts/test.sh` runs it with the CLI's feature `jit`.
+#[cfg(feature = "jit")]
+#[test]
+fn udp_echo_through_the_jit() {
+    let Some(net) = Net::up("udp_echo_through_the_jit", 8) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--jit",
+        "--jit-after",
+        "1",
+        "--json",
+    ]);
+    let r = net.peer_py(&["echo", &net.nic_ip(), "7", "1000", "11"]);
+    echo_ok(&r, 1000);
+    let v = nic.stop_json(0);
+    assert!(calls(&v, "pingpong_ph") >= 1000, "handler calls: {v}");
+    assert_eq!(total_errors(&v), 0, "{v}");
+}
+
 #[test]
 fn icmp_echo_is_answered_by_the_handler() {
     let Some(net) = Net::up("icmp_echo_is_answered_by_the_handler", 2) else {

@@ -1072,10 +1072,12 @@ impl Nic {
     }
 
     /// Run handlers through the JIT (feature `jit`; same results, faster on
-    /// hot loops: docs/perf-interpreter.md).
+    /// hot loops: docs/perf-interpreter.md), compiling a region at its
+    /// entry's `compile_after`-th use (`softspin_hpu::JIT_COMPILE_AFTER`
+    /// by default).
     #[cfg(feature = "jit")]
-    pub fn enable_jit(&mut self) {
-        self.engine.enable_jit();
+    pub fn enable_jit(&mut self, compile_after: u16) {
+        self.engine.enable_jit(compile_after);
     }
 
     pub fn timeline(&self) -> &[TimelineEvent] {

@@ -36,11 +36,6 @@ use crate::mem::{hot_layout as hl, Perm};
 use crate::program::Program;
 use crate::timing::TimingModel;
 
-/// A region is compiled at its entry's `HOT`-th use: compiling costs as
-/// much as interpreting it many thousand times (on Embench-IoT, 16,000 did
-/// better than 64, 4,000 and 30,000).
-const HOT: u16 = 16_000;
-
 /// Blocks in one compiled region: enough for an inner loop with its
 /// conditionals. Larger regions (32) compiled too slowly for the state
 /// machines' long compare chains, with all their registers live throughout.
@@ -95,7 +90,7 @@ impl Jit {
             states: (0..prog.code.len()).map(|_| State::Cold(0)).collect(),
             taken_penalty: timing.branch_taken_penalty,
             hw_setup: timing.alu,
-            hot: HOT,
+            hot: crate::JIT_COMPILE_AFTER,
             compiled: 0,
             refused: 0,
         }

@@ -30,3 +30,9 @@ pub use hpu::{Ecall, Fault, FaultKind, Hpu, Runtime, Stop};
 pub use mem::{AddressSpace, MemBlock, Perm};
 pub use program::Program;
 pub use timing::{MemClass, TimingModel};
+
+/// The JIT (feature `jit`) compiles a region at its entry's N-th use by
+/// default: compiling costs as much as interpreting it many thousand times
+/// (on Embench-IoT, 16,000 did better than 64, 4,000 and 30,000). Defined
+/// without the feature too, for the CLI's help.
+pub const JIT_COMPILE_AFTER: u16 = 16_000;

@@ -98,7 +98,8 @@ impl Engine {
                 let arc = program.as_ref().expect("start_task set the program");
                 // A new JIT when the ECTX's program is not the one compiled.
                 if !jits[ectx].as_ref().is_some_and(|(p, _)| Arc::ptr_eq(p, arc)) {
-                    jits[ectx] = Some((arc.clone(), softspin_hpu::jit::Jit::new(prog, hpu.timing())));
+                    let jit = softspin_hpu::jit::Jit::new(prog, hpu.timing()).compile_after(self.jit_after);
+                    jits[ectx] = Some((arc.clone(), jit));
                 }
                 let (_, jit) = jits[ectx].as_mut().unwrap();
                 hpu.run_jit(prog, jit, &mut svc, until)

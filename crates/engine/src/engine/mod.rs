@@ -248,6 +248,9 @@ pub struct Engine {
     /// (replaced when the ECTX's program changes).
     #[cfg(feature = "jit")]
     jits: Option<Vec<Option<(Arc<Program>, softspin_hpu::jit::Jit)>>>,
+    /// Their compile threshold (`Jit::compile_after`).
+    #[cfg(feature = "jit")]
+    jit_after: u16,
 }
 
 impl Core {
@@ -472,6 +475,8 @@ impl Engine {
             hpus,
             #[cfg(feature = "jit")]
             jits: None,
+            #[cfg(feature = "jit")]
+            jit_after: softspin_hpu::JIT_COMPILE_AFTER,
         })
     }
 
@@ -485,10 +490,13 @@ impl Engine {
     }
 
     /// Run handlers through the Cranelift JIT (feature `jit`): hot code of
-    /// each ECTX's program is compiled; every result is the interpreter's.
+    /// each ECTX's program is compiled, a region at its entry's
+    /// `compile_after`-th use (`softspin_hpu::JIT_COMPILE_AFTER` by
+    /// default); every result is the interpreter's.
     #[cfg(feature = "jit")]
-    pub fn enable_jit(&mut self) {
+    pub fn enable_jit(&mut self, compile_after: u16) {
         self.jits.get_or_insert_with(Vec::new);
+        self.jit_after = compile_after;
     }
 
     /// Record a Chrome trace-event timeline while running.
