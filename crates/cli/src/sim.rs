@@ -517,7 +517,6 @@ pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
     Ok(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
-/// Hand the NIC its traffic; returns how many packets it will bring, if known.
 /// `--jit [--jit-after N]` (sim, nic): handlers through the JIT, or a
 /// clear error from a CLI built without it.
 pub fn enable_jit(nic: &mut Nic, after: u16) -> anyhow::Result<()> {
@@ -539,6 +538,7 @@ pub fn no_jit() -> anyhow::Error {
     anyhow::anyhow!("--jit: this softspin was built without the JIT (cargo build --release -p softspin-cli --features jit)")
 }
 
+/// Hand the NIC its traffic; returns how many packets it will bring, if known.
 fn feed(nic: &mut Nic, src: Box<dyn Source>) -> anyhow::Result<Option<u64>> {
     let total = src.len_hint();
     nic.feed(src)?;

@@ -201,7 +201,8 @@ struct Hot {
     lim2: u32,
     lim4: u32,
     /// `lim4` if the window also grants what an AMO needs (read and
-    /// write), else 0: native code's inline AMO test on the store way.
+    /// write), else 0: the aligned AMO test on the store way
+    /// (`amo_aligned`, and inline in the JIT's code).
     amo4: u32,
     host: *mut u8,
     latency: u32,
