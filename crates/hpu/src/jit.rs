@@ -253,11 +253,11 @@ struct Translator<'a> {
     regs: Value,
     /// The `AddressSpace`.
     mem: Value,
-    /// `acc`, and the first load and store ways' hit counters, kept in
+    /// `acc`, and the inline-tested ways' hit counters, kept in
     /// variables between calls to helpers (which read and write them in
     /// memory): through memory, each would be a store-to-load chain.
     acc: Variable,
-    hits: [Option<Variable>; 2],
+    hits: [Option<Variable>; WAYS],
     /// Taken branches so far (added to the context at an exit).
     taken: Variable,
     /// The region's blocks by first slot, and the slice limit
@@ -277,9 +277,12 @@ struct Translator<'a> {
     hw_setup: u32,
 }
 
-/// Way 0 (loads) or 1 (stores) of the fast-path caches, in `AddressSpace`.
+/// The fast-path caches' ways that native code tests inline: 0, the first
+/// load way; 1, the first store way; 2, the second load way (where
+/// `AddressSpace`, `hot_layout`, has them).
+const WAYS: usize = 3;
 fn way_offset(w: usize) -> i32 {
-    (if w == 1 { hl::STORE } else { hl::LOAD }) as i32
+    [hl::LOAD, hl::STORE, hl::LOAD_OLD][w] as i32
 }
 
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
@@ -316,7 +319,7 @@ impl<'a> Translator<'a> {
         let sig_alu = b.import_signature(alu);
         let exit = b.create_block();
         let sig_store = b.import_signature(store);
-        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; 2], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, sig_amo, sig_alu, taken_penalty, hw_setup }
+        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; WAYS], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, sig_amo, sig_alu, taken_penalty, hw_setup }
     }
 
     fn c32(&mut self, v: u32) -> Value {
@@ -362,7 +365,7 @@ impl<'a> Translator<'a> {
         self.b.def_var(self.acc, a);
     }
 
-    /// The hit counter of way `w` (0: loads, 1: stores) as a variable.
+    /// The hit counter of way `w` (see `way_offset`) as a variable.
     fn hits(&mut self, w: usize) -> Variable {
         match self.hits[w] {
             Some(v) => v,
@@ -382,7 +385,7 @@ impl<'a> Translator<'a> {
     fn spill(&mut self) {
         let a = self.b.use_var(self.acc);
         self.b.ins().store(TRUSTED, a, self.cx, offset_of!(NativeCtx, acc) as i32);
-        for w in 0..2 {
+        for w in 0..WAYS {
             if let Some(v) = self.hits[w] {
                 let x = self.b.use_var(v);
                 self.b.ins().store(TRUSTED, x, self.mem, way_offset(w) + hl::HITS as i32);
@@ -394,7 +397,7 @@ impl<'a> Translator<'a> {
     fn reload(&mut self) {
         let a = self.b.ins().load(I64, TRUSTED, self.cx, offset_of!(NativeCtx, acc) as i32);
         self.b.def_var(self.acc, a);
-        for w in 0..2 {
+        for w in 0..WAYS {
             if let Some(v) = self.hits[w] {
                 let x = self.b.ins().load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
                 self.b.def_var(v, x);
@@ -475,7 +478,7 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        for w in 0..2 {
+        for w in 0..WAYS {
             self.hits(w);
         }
         let lim = self.b.ins().load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
@@ -667,10 +670,43 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// A load or store: the first cache way's aligned hit inline (as
-    /// `AddressSpace::hit_aligned` tests it), anything else through the
-    /// helper, which goes the interpreter's whole way (so also the second
-    /// way, translation, penalties and faults).
+    /// The aligned hit test of way `w` for `len` bytes at `a` (as
+    /// `AddressSpace::hit_aligned`, with the way's limits at `lim2_at` and
+    /// `lim4_at`): the offset into the way's window, and whether it hits.
+    fn way_test(&mut self, w: usize, a: Value, len: u32, lim2_at: usize, lim4_at: usize) -> (Value, Value) {
+        let way = way_offset(w);
+        let base = self.b.ins().load(I32, TRUSTED, self.mem, way + hl::BASE as i32);
+        let o = self.b.ins().isub(a, base);
+        let (test, lim_at) = match len {
+            1 => (o, hl::SIZE),
+            2 => (self.b.ins().rotr_imm_u(o, 1), lim2_at),
+            _ => (self.b.ins().rotr_imm_u(o, 2), lim4_at),
+        };
+        let lim = self.b.ins().load(I32, TRUSTED, self.mem, way + lim_at as i32);
+        (o, self.b.ins().icmp(IntCC::UnsignedLessThan, test, lim))
+    }
+
+    /// A hit in way `w` at offset `o`: count it, charge its latency; the
+    /// host address.
+    fn way_hit(&mut self, w: usize, o: Value) -> Value {
+        let way = way_offset(w);
+        let hits_var = self.hits(w);
+        let hits = self.b.use_var(hits_var);
+        let hits = self.b.ins().iadd_imm_u(hits, 1);
+        self.b.def_var(hits_var, hits);
+        let host = self.b.ins().load(self.ptr, TRUSTED, self.mem, way + hl::HOST as i32);
+        let o64 = self.b.ins().uextend(self.ptr, o);
+        let p = self.b.ins().iadd(host, o64);
+        let lat = self.b.ins().load(I32, TRUSTED, self.mem, way + hl::LATENCY as i32);
+        let lat = self.b.ins().uextend(I64, lat);
+        self.add_acc(lat);
+        p
+    }
+
+    /// A load or store: the aligned hit tests of `load_aligned` (both load
+    /// ways) or `store_aligned` inline, anything else through the helper,
+    /// which goes the interpreter's whole way (translation, penalties,
+    /// faults).
     fn mem_op(&mut self, s: usize, i: Inst) {
         use crate::corev::{load_form, store_form, Mode};
         use Op::*;
@@ -710,59 +746,45 @@ impl<'a> Translator<'a> {
             }
         };
         let v = if store { self.read(i.rs2) } else { a };
-        let way = way_offset(store as usize);
-        let mem = self.mem;
-        let wbase = self.b.ins().load(I32, TRUSTED, mem, way + hl::BASE as i32);
-        let o = self.b.ins().isub(a, wbase);
-        let (test, lim_at) = match len {
-            1 => (o, hl::SIZE),
-            2 => (self.b.ins().rotr_imm_u(o, 1), hl::LIM2),
-            _ => (self.b.ins().rotr_imm_u(o, 2), hl::LIM4),
-        };
-        let lim = self.b.ins().load(I32, TRUSTED, mem, way + lim_at as i32);
-        let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, test, lim);
-        // Defined on both paths below (the miss path reloads it).
-        let hits_var = self.hits(store as usize);
-        let (hit, miss, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let join = self.b.create_block();
         self.b.append_block_param(join, I32);
-        self.b.ins().brif(fits, hit, &[], miss, &[]);
-        self.b.seal_block(hit);
-        self.b.seal_block(miss);
+        // Loads try both load ways inline, as `load_aligned` does; stores
+        // the first store way (the second trades places with it on a hit,
+        // out of line).
+        let ways: &[usize] = if store { &[1] } else { &[0, 2] };
+        for &w in ways {
+            let (o, fits) = self.way_test(w, a, len, hl::LIM2, hl::LIM4);
+            let (hit, next) = (self.b.create_block(), self.b.create_block());
+            self.b.ins().brif(fits, hit, &[], next, &[]);
+            self.b.seal_block(hit);
+            self.b.seal_block(next);
+            self.b.switch_to_block(hit);
+            let p = self.way_hit(w, o);
+            // Guest memory: aligned (a hit is), never trapping (in bounds).
+            let flags = MemFlagsData::new().with_notrap();
+            let x = match (store, len, signed) {
+                (false, 1, true) => self.b.ins().sload8(I32, flags, p, 0),
+                (false, 1, false) => self.b.ins().uload8(I32, flags, p, 0),
+                (false, 2, true) => self.b.ins().sload16(I32, flags, p, 0),
+                (false, 2, false) => self.b.ins().uload16(I32, flags, p, 0),
+                (false, _, _) => self.b.ins().load(I32, flags, p, 0),
+                (true, 1, _) => {
+                    self.b.ins().istore8(flags, v, p, 0);
+                    v
+                }
+                (true, 2, _) => {
+                    self.b.ins().istore16(flags, v, p, 0);
+                    v
+                }
+                (true, _, _) => {
+                    self.b.ins().store(flags, v, p, 0);
+                    v
+                }
+            };
+            self.b.ins().jump(join, &[x.into()]);
+            self.b.switch_to_block(next);
+        }
 
-        self.b.switch_to_block(hit);
-        let hits = self.b.use_var(hits_var);
-        let hits = self.b.ins().iadd_imm_u(hits, 1);
-        self.b.def_var(hits_var, hits);
-        let host = self.b.ins().load(self.ptr, TRUSTED, mem, way + hl::HOST as i32);
-        let o64 = self.b.ins().uextend(self.ptr, o);
-        let p = self.b.ins().iadd(host, o64);
-        let lat = self.b.ins().load(I32, TRUSTED, mem, way + hl::LATENCY as i32);
-        let lat = self.b.ins().uextend(I64, lat);
-        self.add_acc(lat);
-        // Guest memory: aligned (a hit is), never trapping (in bounds).
-        let flags = MemFlagsData::new().with_notrap();
-        let x = match (store, len, signed) {
-            (false, 1, true) => self.b.ins().sload8(I32, flags, p, 0),
-            (false, 1, false) => self.b.ins().uload8(I32, flags, p, 0),
-            (false, 2, true) => self.b.ins().sload16(I32, flags, p, 0),
-            (false, 2, false) => self.b.ins().uload16(I32, flags, p, 0),
-            (false, _, _) => self.b.ins().load(I32, flags, p, 0),
-            (true, 1, _) => {
-                self.b.ins().istore8(flags, v, p, 0);
-                v
-            }
-            (true, 2, _) => {
-                self.b.ins().istore16(flags, v, p, 0);
-                v
-            }
-            (true, _, _) => {
-                self.b.ins().store(flags, v, p, 0);
-                v
-            }
-        };
-        self.b.ins().jump(join, &[x.into()]);
-
-        self.b.switch_to_block(miss);
         let helper = match (store, len, signed) {
             (false, 1, true) => ld_b as *const () as usize,
             (false, 1, false) => ld_bu as *const () as usize,
@@ -796,17 +818,11 @@ impl<'a> Translator<'a> {
     fn amo_op(&mut self, s: usize, i: Inst) {
         use Op::*;
         let (a, v) = (self.read(i.rs1), self.read(i.rs2));
-        let way = way_offset(1);
-        let mem = self.mem;
-        let wbase = self.b.ins().load(I32, TRUSTED, mem, way + hl::BASE as i32);
-        let o = self.b.ins().isub(a, wbase);
-        let test = self.b.ins().rotr_imm_u(o, 2);
-        let lim = self.b.ins().load(I32, TRUSTED, mem, way + hl::AMO4 as i32);
-        let fits = self.b.ins().icmp(IntCC::UnsignedLessThan, test, lim);
-        let atomic = self.b.ins().uload8(I32, TRUSTED, mem, hl::ATOMIC_AMOS as i32);
+        // The store way's AMO limit (`amo4`) for a 4-byte access.
+        let (o, fits) = self.way_test(1, a, 4, hl::LIM2, hl::AMO4);
+        let atomic = self.b.ins().uload8(I32, TRUSTED, self.mem, hl::ATOMIC_AMOS as i32);
         let plain = self.b.ins().icmp_imm_u(IntCC::Equal, atomic, 0);
         let inline = self.b.ins().band(fits, plain);
-        let hits_var = self.hits(1);
         let (hit, miss, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
         self.b.append_block_param(join, I32);
         self.b.ins().brif(inline, hit, &[], miss, &[]);
@@ -814,15 +830,7 @@ impl<'a> Translator<'a> {
         self.b.seal_block(miss);
 
         self.b.switch_to_block(hit);
-        let hits = self.b.use_var(hits_var);
-        let hits = self.b.ins().iadd_imm_u(hits, 1);
-        self.b.def_var(hits_var, hits);
-        let host = self.b.ins().load(self.ptr, TRUSTED, mem, way + hl::HOST as i32);
-        let o64 = self.b.ins().uextend(self.ptr, o);
-        let p = self.b.ins().iadd(host, o64);
-        let lat = self.b.ins().load(I32, TRUSTED, mem, way + hl::LATENCY as i32);
-        let lat = self.b.ins().uextend(I64, lat);
-        self.add_acc(lat);
+        let p = self.way_hit(1, o);
         let one = self.b.ins().iconst(I64, 1);
         self.add_ctx(offset_of!(NativeCtx, amo_loads), one);
         let flags = MemFlagsData::new().with_notrap();

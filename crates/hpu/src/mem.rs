@@ -243,6 +243,7 @@ pub(crate) mod hot_layout {
     use std::mem::{offset_of, size_of};
     pub const LOAD: usize = offset_of!(AddressSpace, hot) + super::HOT_LOAD * size_of::<Hot>();
     pub const STORE: usize = offset_of!(AddressSpace, hot) + super::HOT_STORE * size_of::<Hot>();
+    pub const LOAD_OLD: usize = offset_of!(AddressSpace, hot) + super::HOT_LOAD_OLD * size_of::<Hot>();
     pub const BASE: usize = offset_of!(Hot, base);
     pub const SIZE: usize = offset_of!(Hot, size);
     pub const LIM2: usize = offset_of!(Hot, lim2);

@@ -1,7 +1,8 @@
 //! The block JIT (feature `jit`) against the interpreter: random RV32IMA
-//! programs (ALU, M, AMOs, every load and store width at aligned and misaligned
-//! offsets, self-loops, calls, and now and then a faulting access) run both
-//! ways with every block compiled at its first entry. Stops, registers,
+//! programs (ALU, M, AMOs, every load and store width at aligned and
+//! misaligned offsets in two windows, self-loops, calls, and now and then a
+//! faulting access) run both ways with every block compiled at its first
+//! entry. Stops, registers,
 //! counters, access counts and memory must be the same, also when the run
 //! is cut into short slices.
 #![cfg(feature = "jit")]
@@ -70,10 +71,17 @@ fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
             i(imm, rs(g), f3, rd, OP_IMM)
         }
         6..=7 => {
-            // Mostly the data window; rarely a base that faults.
-            let base = if faults && g.below(40) == 0 { rs(g) } else { 8 };
+            // Mostly the data window, a quarter the read-only one (loads
+            // alternate between two windows: both load ways); rarely a
+            // base that faults.
             let f3 = [0, 1, 2, 4, 5][g.below(5) as usize];
-            i(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, base, f3, rd, LOAD)
+            if faults && g.below(40) == 0 {
+                i(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, rs(g), f3, rd, LOAD)
+            } else if g.below(4) == 0 {
+                i(g.below(0x100 - 4) as i32, 9, f3, rd, LOAD)
+            } else {
+                i(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, 8, f3, rd, LOAD)
+            }
         }
         _ => {
             let base = if faults && g.below(40) == 0 { 9 } else { 8 };
