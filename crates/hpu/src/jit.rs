@@ -478,8 +478,17 @@ impl<'a> Translator<'a> {
                 }
             }
         }
-        for w in 0..WAYS {
-            self.hits(w);
+        // The hit counters of the ways its accesses test (a region entered
+        // and left often pays for each).
+        let ops = || blocks.iter().flat_map(|&(first, end)| (first..=end).map(|s| self.prog.insts[s].op));
+        let loads = ops().any(|op| matches!(op, Op::Lb | Op::Lh | Op::Lw | Op::Lbu | Op::Lhu) || crate::corev::load_form(op).is_some());
+        let stores = ops().any(|op| {
+            matches!(op, Op::Sb | Op::Sh | Op::Sw) || crate::corev::store_form(op).is_some() || op.class() == crate::isa::Class::Atomic
+        });
+        for (w, used) in [(0, loads), (1, stores), (2, loads)] {
+            if used {
+                self.hits(w);
+            }
         }
         let lim = self.b.ins().load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
         self.lim = Some(lim);
