@@ -14,7 +14,8 @@
 //! penalty. A fault leaves with the faulting slot, and the interpreter rolls
 //! back and reports it as its own. CORE-V's loads, stores, immediate
 //! branches and hardware loops are translated, its ALU and MAC operations
-//! call `corev::alu`; blocks with ecalls, CSR reads or atomics are never
+//! call `corev::alu`; AMOs take the store way inline or a helper on the
+//! interpreter's AMO path; blocks with ecalls, CSR reads or LR/SC are never
 //! compiled and stay interpreted.
 //!
 //! Guest registers live in Cranelift variables within a region: loaded on
