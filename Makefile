@@ -11,7 +11,7 @@ setup:
 bench-hpu: setup
 	python3 bench/hpu_bench.py $(if $(EMBENCH),--embench $(EMBENCH)) $(if $(LIBRISCV),--libriscv $(LIBRISCV)) $(if $(JIT),--jit)
 bench-sim: setup
-	python3 bench/sim_bench.py
+	python3 bench/sim_bench.py $(if $(JIT),--jit)
 # The live NIC on a veth pair against the kernel (root; docs/live.md),
 # then the SLMP file transfer (bench-slmp alone runs only the latter).
 bench-live: setup
