@@ -486,7 +486,7 @@ impl Hpu {
                     } else if $perm == Perm::W {
                         self.mem.store_aligned(a, $len)
                     } else {
-                        self.mem.amo_aligned(a)
+                        None
                     };
                     let (p, lat) = match fast {
                         Some(r) => r,
@@ -509,15 +509,16 @@ impl Hpu {
             macro_rules! amo {
                 ($i:expr) => {{
                     let a = self.regs[$i.rs1 as usize];
-                    if a & 3 != 0 {
-                        fault!(FaultKind::Misaligned, a)
+                    match self.mem.amo(a, $i.op, self.regs[$i.rs2 as usize]) {
+                        Ok((old, lat)) => {
+                            acc += lat as u64;
+                            // Counted as a store by the memory path, and
+                            // as a load here.
+                            self.loads = self.loads.wrapping_add(1);
+                            self.regs[$i.rd as usize] = old;
+                        }
+                        Err(k) => fault!(k, a),
                     }
-                    let p = mem!(a, 4, Perm::RW, true);
-                    self.loads = self.loads.wrapping_add(1);
-                    let src = self.regs[$i.rs2 as usize];
-                    // SAFETY: aligned (checked), translated read-write.
-                    let old = unsafe { self.mem.amo(p, $i.op, src) };
-                    self.regs[$i.rd as usize] = old;
                 }};
             }
 

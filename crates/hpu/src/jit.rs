@@ -968,27 +968,18 @@ store_helper!(st_h, 2, u16);
 store_helper!(st_w, 4, u32);
 
 /// An AMO for native code (`op` is an AMO's `Op` value): the old value or
-/// `FAULT`, as the interpreter's `amo!` (alignment, then the read-write
-/// path, one more load counted).
+/// `FAULT`, through `AddressSpace::amo` as the interpreter's `amo!`.
 unsafe extern "C" fn amo(cx: *mut NativeCtx, op: u32, a: u32, v: u32) -> u64 {
-    if a & 3 != 0 {
-        // SAFETY: the interpreter passes a live context.
-        let c = unsafe { &mut *cx };
-        c.fault = FaultKind::Misaligned;
-        c.fault_addr = a;
-        return FAULT;
-    }
     // SAFETY: as in `access`; `op` comes from a real `Op` (repr(u8)).
     let (c, mem, op) = unsafe { (&mut *cx, &mut *(*cx).mem, std::mem::transmute::<u8, Op>(op as u8)) };
-    match mem.xlate(a, 4, Perm::RW) {
-        Ok((p, lat)) => {
+    match mem.amo(a, op, v) {
+        Ok((old, lat)) => {
             c.acc += lat as u64;
             c.amo_loads += 1;
-            // SAFETY: aligned, in a block the space maps (translated).
-            (unsafe { mem.amo(p, op, v) }) as u64
+            old as u64
         }
-        Err(e) => {
-            c.fault = FaultKind::of_access(e, true);
+        Err(k) => {
+            c.fault = k;
             c.fault_addr = a;
             FAULT
         }

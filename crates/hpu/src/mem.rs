@@ -315,28 +315,36 @@ impl AddressSpace {
         self.atomic_amos = atomic;
     }
 
-    /// Apply AMO `op` with operand `src` to the aligned word at `p` (from
-    /// a read-write translation); the old value.
-    ///
-    /// # Safety
-    /// `p` must be 4-byte aligned and point into a block this space maps.
+    /// AMO `op` with operand `src` on the word at guest address `addr`
+    /// (the interpreter's and the JIT's one path): alignment, the store
+    /// way's AMO fast path or a read-write translation, then the
+    /// read-modify-write. The old value and the access latency.
     #[inline(always)]
-    pub(crate) unsafe fn amo(&self, p: *mut u8, op: crate::isa::Op, src: u32) -> u32 {
+    pub(crate) fn amo(&mut self, addr: u32, op: crate::isa::Op, src: u32) -> Result<(u32, u32), crate::hpu::FaultKind> {
+        use crate::hpu::FaultKind;
+        if addr & 3 != 0 {
+            return Err(FaultKind::Misaligned);
+        }
+        let (p, lat) = match self.amo_aligned(addr) {
+            Some(r) => r,
+            None => self.xlate(addr, 4, Perm::RW).map_err(|e| FaultKind::of_access(e, true))?,
+        };
         let new = |v| crate::hpu::amo_value(op, v, src);
-        if self.atomic_amos {
-            // SAFETY: the caller's.
+        let old = if self.atomic_amos {
+            // SAFETY: aligned, and translated for 4 bytes in a live block.
             match unsafe { atomic_at(p) }.fetch_update(SEQ, SEQ, |v| Some(new(v))) {
                 Ok(v) | Err(v) => v,
             }
         } else {
             let q = p as *mut u32;
-            // SAFETY: the caller's; no other thread touches the block.
+            // SAFETY: as above; and no other thread touches the block.
             unsafe {
                 let v = q.read();
                 q.write(new(v));
                 v
             }
-        }
+        };
+        Ok((old, lat))
     }
 
     /// Access counts since creation: those folded so far plus the caches'
