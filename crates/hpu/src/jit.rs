@@ -822,9 +822,9 @@ impl<'a> Translator<'a> {
     }
 
     /// An AMO: inline when the space's AMOs need no host atomics and the
-    /// first store way holds the word in a read-write window (as
-    /// `AddressSpace::xlate_rw` serves it), else through the helper, the
-    /// interpreter's whole AMO path.
+    /// first store way holds the word in a read-write window (the test of
+    /// `AddressSpace::amo_aligned`), else through the helper, which takes
+    /// `AddressSpace::amo`, the interpreter's whole AMO path.
     fn amo_op(&mut self, s: usize, i: Inst) {
         use Op::*;
         let (a, v) = (self.read(i.rs1), self.read(i.rs2));
