@@ -353,21 +353,16 @@ fn echo_ok(r: &Value, n: u64) {
     );
 }
 
-#[test]
-fn udp_echo_is_byte_exact() {
-    let Some(net) = Net::up("udp_echo_is_byte_exact", 1) else {
+/// 1,000 UDP datagrams echoed byte-exact by `pingpong_ph`, on network
+/// `n` with `extra` flags for `softspin nic`.
+fn udp_echo(test: &str, n: u32, extra: &[&str]) {
+    let Some(net) = Net::up(test, n) else {
         return;
     };
     let img = ping_pong_image();
-    let mut nic = net.spawn_nic(&[
-        "--image",
-        &img,
-        "--ph",
-        "pingpong_ph",
-        "--match",
-        "udp:7",
-        "--json",
-    ]);
+    let mut args = vec!["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--json"];
+    args.extend_from_slice(extra);
+    let mut nic = net.spawn_nic(&args);
     let r = net.peer_py(&["echo", &net.nic_ip(), "7", "1000", "11"]);
     echo_ok(&r, 1000);
     let v = nic.stop_json(0);
@@ -384,32 +379,17 @@ fn udp_echo_is_byte_exact() {
     assert_eq!(total_errors(&v), 0, "{v}");
 }
 
+#[test]
+fn udp_echo_is_byte_exact() {
+    udp_echo("udp_echo_is_byte_exact", 1, &[]);
+}
+
 /// The same through the JIT (`--jit`, every region compiled at its first
 /// entry): `scripts/test.sh` runs it with the CLI's feature `jit`.
 #[cfg(feature = "jit")]
 #[test]
 fn udp_echo_through_the_jit() {
-    let Some(net) = Net::up("udp_echo_through_the_jit", 8) else {
-        return;
-    };
-    let img = ping_pong_image();
-    let mut nic = net.spawn_nic(&[
-        "--image",
-        &img,
-        "--ph",
-        "pingpong_ph",
-        "--match",
-        "udp:7",
-        "--jit",
-        "--jit-after",
-        "1",
-        "--json",
-    ]);
-    let r = net.peer_py(&["echo", &net.nic_ip(), "7", "1000", "11"]);
-    echo_ok(&r, 1000);
-    let v = nic.stop_json(0);
-    assert!(calls(&v, "pingpong_ph") >= 1000, "handler calls: {v}");
-    assert_eq!(total_errors(&v), 0, "{v}");
+    udp_echo("udp_echo_through_the_jit", 8, &["--jit", "--jit-after", "1"]);
 }
 
 #[test]

@@ -506,22 +506,6 @@ impl Hpu {
                     p
                 }};
             }
-            macro_rules! amo {
-                ($i:expr) => {{
-                    let a = self.regs[$i.rs1 as usize];
-                    match self.mem.amo(a, $i.op, self.regs[$i.rs2 as usize]) {
-                        Ok((old, lat)) => {
-                            acc += lat as u64;
-                            // Counted as a store by the memory path, and
-                            // as a load here.
-                            self.loads = self.loads.wrapping_add(1);
-                            self.regs[$i.rd as usize] = old;
-                        }
-                        Err(k) => fault!(k, a),
-                    }
-                }};
-            }
-
             if N::ON {
                 if let Some(mut f) = native.block(prog, idx!()) {
                     let mut cx = NativeCtx {
@@ -921,7 +905,19 @@ impl Hpu {
                         rd!((!ok) as u32);
                     }
                     Op::AmoSwap | Op::AmoAdd | Op::AmoXor | Op::AmoAnd | Op::AmoOr | Op::AmoMin | Op::AmoMax | Op::AmoMinu
-                    | Op::AmoMaxu => amo!(i),
+                    | Op::AmoMaxu => {
+                        let a = rs1!();
+                        match self.mem.amo(a, i.op, rs2!()) {
+                            Ok((old, lat)) => {
+                                acc += lat as u64;
+                                // Counted as a store by the memory path,
+                                // and as a load here.
+                                self.loads = self.loads.wrapping_add(1);
+                                rd!(old);
+                            }
+                            Err(k) => fault!(k, a),
+                        }
+                    }
                     Op::CsrRead => {
                         // The block (ending here) is already charged; report
                         // the counts before this instruction.

@@ -481,11 +481,11 @@ impl<'a> Translator<'a> {
         }
         // The hit counters of the ways its accesses test (a region entered
         // and left often pays for each).
-        let ops = || blocks.iter().flat_map(|&(first, end)| (first..=end).map(|s| self.prog.insts[s].op));
-        let loads = ops().any(|op| matches!(op, Op::Lb | Op::Lh | Op::Lw | Op::Lbu | Op::Lhu) || crate::corev::load_form(op).is_some());
-        let stores = ops().any(|op| {
-            matches!(op, Op::Sb | Op::Sh | Op::Sw) || crate::corev::store_form(op).is_some() || op.class() == crate::isa::Class::Atomic
-        });
+        use crate::isa::Class;
+        let classes = || blocks.iter().flat_map(|&(first, end)| (first..=end).map(|s| self.prog.insts[s].op.class()));
+        let loads = classes().any(|c| c == Class::Load);
+        // AMOs test the store way.
+        let stores = classes().any(|c| matches!(c, Class::Store | Class::Atomic));
         for (w, used) in [(0, loads), (1, stores), (2, loads)] {
             if used {
                 self.hits(w);
