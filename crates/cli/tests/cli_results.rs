@@ -356,4 +356,11 @@ fn jit_flag_without_the_jit_feature_is_an_error() {
     let o = softspin().args(["isa", "run", "--jit"]).arg(elf()).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "isa run: {}", out_str(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "isa run: {}", out_str(&o));
+    // A threshold of 0 or past 16 bits is a usage error (exit status 2),
+    // refused while the arguments are parsed.
+    for n in ["0", "70000"] {
+        let o = softspin().args(["isa", "run", "--jit", "--jit-after", n]).arg(elf()).output().unwrap();
+        assert_eq!(o.status.code(), Some(2), "--jit-after {n}: {}", out_str(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains("--jit-after"), "--jit-after {n}: {}", out_str(&o));
+    }
 }
