@@ -6,9 +6,10 @@ standalone it prints it:
 
     cargo build --release && python3 scripts/pspin_usecases.py
 
-The PsPIN clone is $SOFTSPIN_PSPIN_REPO or /work/.mirror/spcl+pspin/repo (a
-bare or normal git repository; `softspin` never ships PsPIN's code). Without
-one the section says so and nothing is measured.
+PsPIN's sources are read at the commit scripts/third-party.sh pins, from
+$SOFTSPIN_PSPIN_REPO (a clone or mirror) or third_party/pspin (that script
+fills it); `softspin` never ships PsPIN's code. Without them the section
+says so and nothing is measured.
 """
 import json
 import os
@@ -18,7 +19,7 @@ import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOFTSPIN = os.path.join(ROOT, "target", "release", "softspin")
-DEFAULT_REPO = "/work/.mirror/spcl+pspin/repo"
+THIRD_PARTY = os.path.join(ROOT, "scripts", "third-party.sh")
 
 # (example dir, handler source, handler prefix, has a completion handler,
 # extra `sim` args, the paper's figure in Gbit/s from 512 B, how the paper
@@ -81,18 +82,22 @@ def sh(cmd, **kw):
 
 
 def find_repo():
-    repo = os.environ.get("SOFTSPIN_PSPIN_REPO", DEFAULT_REPO)
-    probe = subprocess.run(["git", "-C", repo, "cat-file", "-e", "HEAD:examples/reduce/Makefile"],
-                           capture_output=True)
-    return repo if probe.returncode == 0 else None
+    """(git repository, pinned commit) of spcl/pspin, or None (the reason
+    and how to get it on stderr)."""
+    r = subprocess.run([THIRD_PARTY, "--where", "pspin"], capture_output=True, text=True)
+    if r.returncode != 0:
+        print(r.stderr.strip(), file=sys.stderr)
+        return None
+    repo, commit = r.stdout.strip().split("\t")
+    return repo, commit
 
 
-def extract(repo, tmp):
+def extract(src, tmp):
+    repo, commit = src
     names = [f"examples/{u[0]}" for u in USECASES]
-    archive = subprocess.run(["git", "-C", repo, "archive", "HEAD", *names], capture_output=True, check=True)
+    archive = subprocess.run(["git", "-C", repo, "archive", commit, *names], capture_output=True, check=True)
     subprocess.run(["tar", "-x", "-C", tmp], input=archive.stdout, check=True)
-    return subprocess.run(["git", "-C", repo, "rev-parse", "--short=12", "HEAD"],
-                          capture_output=True, text=True, check=True).stdout.strip()
+    return commit[:12]
 
 
 def run(image, prefix, has_th, extra, size, cfg):
@@ -114,7 +119,7 @@ def section():
     md = ["## " + TITLE, ""]
     repo = find_repo()
     if repo is None:
-        md += ["Not measured: no clone of spcl/pspin found (set `SOFTSPIN_PSPIN_REPO`).", ""]
+        md += ["Not measured: no spcl/pspin sources (`scripts/third-party.sh pspin`, or set `SOFTSPIN_PSPIN_REPO`).", ""]
         return md, []
     problems = []
     with tempfile.TemporaryDirectory() as tmp:

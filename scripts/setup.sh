@@ -1,47 +1,65 @@
 #!/usr/bin/env bash
-# Install everything softspin needs, idempotently: clang-19 and lld-19 from
-# Debian (handler toolchain, CORE-V code generation; also the XDP matcher), gcc (native references), the Rust crates, and
-# the release build of the `softspin` CLI. Safe to run again and again.
+# Install what softspin needs, idempotently; safe to run again and again.
+#   scripts/setup.sh          the main job (scripts/main.sh): clang-19, lld-19
+#                             and llvm-19 from Debian (handler toolchain, CORE-V
+#                             code generation, the XDP matcher), libbpf-dev (its
+#                             BPF headers), gcc (the Rust linker), python3
+#                             (pyo3's build), then the release build of the
+#                             workspace.
+#   scripts/setup.sh --tests  that, plus what only tests, benchmarks and the
+#                             Python host API use (scripts/test.sh runs it): the
+#                             peers and oracles below, MPI and the FPsPIN build
+#                             tools, tshark, and a venv at .venv with the
+#                             Python module `softspin`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 die() { echo "setup: $*" >&2; exit 1; }
+tests=0
+case "${1:-}" in
+"") ;;
+--tests) tests=1 ;;
+*) die "usage: scripts/setup.sh [--tests]" ;;
+esac
 
 need_pkgs=()
-# clang-19/lld-19 build every handler (CORE-V by default, sdk/toolchain.txt);
+# clang-19/lld-19 build every handler (CORE-V by default, sdk/toolchain.txt)
+# and the XDP matcher (crates/netio/build.rs, with libbpf-dev's BPF helpers);
 # llvm-19's objdump/mc/readelf check the decoder and the SDK's images.
 command -v clang-19 >/dev/null || need_pkgs+=(clang-19)
 command -v ld.lld-19 >/dev/null || need_pkgs+=(lld-19)
 command -v llvm-objdump-19 >/dev/null || need_pkgs+=(llvm-19)
-# llvm-objdump-14: the reference disassembler of the base-ISA decoder test
-# (crates/hpu/tests/decoder_objdump.rs reads its output format).
-command -v llvm-objdump-14 >/dev/null || need_pkgs+=(llvm-14)
-command -v gcc >/dev/null || need_pkgs+=(gcc)
-# qemu-riscv32: the SDK check compares plain-RV32 builds against native
-# output under it, and make bench-hpu measures against it.
-command -v qemu-riscv32 >/dev/null || need_pkgs+=(qemu-user)
-command -v python3 >/dev/null || need_pkgs+=(python3)
-# Host-side C layers (sdk/pspin, sdk/fpspin): their Makefiles and .pc files.
-command -v make >/dev/null || need_pkgs+=(make)
-command -v pkg-config >/dev/null || need_pkgs+=(pkg-config)
-# BPF C helpers (SEC, bpf_helpers) for the XDP matcher, crates/netio/bpf.
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
-# The live NIC's test wire: checksum offload off on the veth pair (scripts/netns.sh).
-command -v ethtool >/dev/null || [ -x /usr/sbin/ethtool ] || need_pkgs+=(ethtool)
-command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need_pkgs+=(iproute2)
-command -v ping >/dev/null || [ -x /usr/bin/ping ] || need_pkgs+=(iputils-ping)
-# FPsPIN's datatypes host program (crates/host-c/tests/fpspin_examples.rs,
-# docs/fpspin.md): MPI (mpicc), OpenBLAS (cblas.h), and what building its
-# mpitypes (autotools) and typebuilder (bison, flex, C++) takes.
-command -v mpicc >/dev/null || need_pkgs+=(mpich libmpich-dev)
-[ -n "$(find /usr/include -maxdepth 2 -name cblas.h -print -quit 2>/dev/null)" ] || need_pkgs+=(libopenblas-dev)
-command -v autoreconf >/dev/null || need_pkgs+=(autoconf)
-command -v automake >/dev/null || need_pkgs+=(automake)
-command -v bison >/dev/null || need_pkgs+=(bison)
-command -v flex >/dev/null || need_pkgs+=(flex)
-command -v g++ >/dev/null || need_pkgs+=(g++)
-# The SLMP dissector's test (tools/wireshark/slmp.lua under tshark).
-command -v tshark >/dev/null || need_pkgs+=(tshark)
+command -v gcc >/dev/null || need_pkgs+=(gcc)
+# pyo3's build script (crates/host-py is a workspace member) asks python3.
+command -v python3 >/dev/null || need_pkgs+=(python3)
+if [ $tests = 1 ]; then
+    # llvm-objdump-14: the reference disassembler of the base-ISA decoder test
+    # (crates/hpu/tests/decoder_objdump.rs reads its output format).
+    command -v llvm-objdump-14 >/dev/null || need_pkgs+=(llvm-14)
+    # qemu-riscv32: the SDK check compares plain-RV32 builds against native
+    # output under it, and make bench-hpu measures against it.
+    command -v qemu-riscv32 >/dev/null || need_pkgs+=(qemu-user)
+    # Host-side C layers (sdk/pspin, sdk/fpspin): their Makefiles and .pc files.
+    command -v make >/dev/null || need_pkgs+=(make)
+    command -v pkg-config >/dev/null || need_pkgs+=(pkg-config)
+    # The live NIC's test wire: checksum offload off on the veth pair (scripts/netns.sh).
+    command -v ethtool >/dev/null || [ -x /usr/sbin/ethtool ] || need_pkgs+=(ethtool)
+    command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || need_pkgs+=(iproute2)
+    command -v ping >/dev/null || [ -x /usr/bin/ping ] || need_pkgs+=(iputils-ping)
+    # FPsPIN's datatypes host program (crates/host-c/tests/fpspin_examples.rs,
+    # docs/fpspin.md): MPI (mpicc), OpenBLAS (cblas.h), and what building its
+    # mpitypes (autotools) and typebuilder (bison, flex, C++) takes.
+    command -v mpicc >/dev/null || need_pkgs+=(mpich libmpich-dev)
+    [ -n "$(find /usr/include -maxdepth 2 -name cblas.h -print -quit 2>/dev/null)" ] || need_pkgs+=(libopenblas-dev)
+    command -v autoreconf >/dev/null || need_pkgs+=(autoconf)
+    command -v automake >/dev/null || need_pkgs+=(automake)
+    command -v bison >/dev/null || need_pkgs+=(bison)
+    command -v flex >/dev/null || need_pkgs+=(flex)
+    command -v g++ >/dev/null || need_pkgs+=(g++)
+    # The SLMP dissector's test (tools/wireshark/slmp.lua under tshark).
+    command -v tshark >/dev/null || need_pkgs+=(tshark)
+fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"
     if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
@@ -57,6 +75,7 @@ for t in clang-19 ld.lld-19 llvm-objdump-19 gcc; do command -v "$t" >/dev/null |
 
 echo "setup: building softspin (release)"
 cargo build --release --quiet --workspace || die "cargo build failed"
+[ $tests = 1 ] || exit 0
 
 # The Python module `softspin` (crates/host-py) in a venv at .venv, built by
 # maturin into its own target dir (pyo3 built for the venv's Python), and

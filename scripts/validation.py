@@ -150,7 +150,7 @@ def check(page):
     with open(OUT) as f:
         committed = f.read()
     if pspin_usecases.find_repo() is None:
-        print("validation --check: no PsPIN clone, section 5 not compared")
+        print("SKIPPED: validation --check: section 5 (PsPIN's use cases) not compared without spcl/pspin sources (scripts/third-party.sh pspin)")
         page, committed = without_usecases(page), without_usecases(committed)
     if page == committed:
         print(f"{os.path.relpath(OUT, ROOT)} is up to date")

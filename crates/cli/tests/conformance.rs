@@ -157,36 +157,30 @@ impl BothIsas {
 /// Embench-IoT's integer programs (the set bench/hpu_bench.py times), built
 /// with our board shim for RV32IMAC and for CORE-V: each must pass its own
 /// `verify_benchmark` under both and retire the same output, and CORE-V
-/// must show in the code and in fewer instructions. The Embench tree is
-/// `$SOFTSPIN_EMBENCH` (a checkout, or a bare mirror read with `git archive`;
-/// default /work/.mirror/embench+embench-iot/repo); without one the test
-/// says SKIPPED and passes.
+/// must show in the code and in fewer instructions. Embench-IoT's sources
+/// are read at the commit `scripts/third-party.sh` pins, from
+/// `$SOFTSPIN_EMBENCH_REPO` (a clone or mirror) or third_party/embench (that
+/// script fills it); without them the test says SKIPPED, and how to get
+/// them, and passes.
 #[test]
 fn embench_programs_agree_across_isas() {
     const PROGRAMS: [&str; 10] = [
         "aha-mont64", "crc32", "edn", "matmult-int", "md5sum", "nettle-aes", "nettle-sha256", "nsichneu", "picojpeg",
         "statemate",
     ];
-    let src = std::env::var_os("SOFTSPIN_EMBENCH")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/.mirror/embench+embench-iot/repo"));
-    let out = tmpdir("embench");
-    let tree = if src.join("src/crc32").is_dir() {
-        src
-    } else {
-        let archive = Command::new("git").arg("--git-dir").arg(&src).args(["archive", "HEAD", "src", "support"]).output();
-        let ok = archive.as_ref().is_ok_and(|a| a.status.success()) && {
-            let mut tar = Command::new("tar").arg("-x").arg("-C").arg(&out).stdin(std::process::Stdio::piped()).spawn().unwrap();
-            use std::io::Write;
-            tar.stdin.take().unwrap().write_all(&archive.as_ref().unwrap().stdout).unwrap();
-            tar.wait().unwrap().success()
-        };
-        if !ok {
-            println!("SKIPPED: no Embench-IoT tree at {} (set SOFTSPIN_EMBENCH)", src.display());
-            return;
-        }
-        out.clone()
+    let o = Command::new(root().join("scripts/third-party.sh")).args(["--where", "embench"]).output().unwrap();
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    let Some((repo, commit)) = stdout.trim_end().split_once('\t').filter(|_| o.status.success()) else {
+        println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+        return;
     };
+    let tree = tmpdir("embench");
+    let archive = Command::new("git").arg("-C").arg(repo).args(["archive", commit, "src", "support"]).output().unwrap();
+    assert!(archive.status.success(), "git archive of Embench-IoT: {}", String::from_utf8_lossy(&archive.stderr));
+    let mut tar = Command::new("tar").arg("-x").arg("-C").arg(&tree).stdin(std::process::Stdio::piped()).spawn().unwrap();
+    use std::io::Write;
+    tar.stdin.take().unwrap().write_all(&archive.stdout).unwrap();
+    assert!(tar.wait().unwrap().success(), "tar -x of Embench-IoT");
     let (sup, board) = (tree.join("support"), root().join("bench/embench/boardsupport.c"));
     let mut both = BothIsas::default();
     for prog in PROGRAMS {
@@ -196,11 +190,11 @@ fn embench_programs_agree_across_isas() {
         let srcs: Vec<&Path> = srcs.iter().map(PathBuf::as_path).collect();
         let (i_sup, i_dir) = (format!("-I{}", sup.display()), format!("-I{}", dir.display()));
         // A failed verify_benchmark exits non-zero: `run` fails on it.
-        both.run(&out.join(prog), &srcs, &["-DGLOBAL_SCALE_FACTOR=1", "-DWARMUP_HEAT=0", &i_sup, &i_dir]);
+        both.run(&tree.join(prog), &srcs, &["-DGLOBAL_SCALE_FACTOR=1", "-DWARMUP_HEAT=0", &i_sup, &i_dir]);
     }
     assert_eq!(both.using_corev, PROGRAMS.len(), "some CORE-V builds contain no CORE-V code");
     both.check_fewer();
-    let _ = std::fs::remove_dir_all(&out);
+    let _ = std::fs::remove_dir_all(&tree);
 }
 
 /// Static count of CORE-V instructions (`cv.*`) in an image's code, as

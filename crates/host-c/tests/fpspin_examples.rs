@@ -8,9 +8,10 @@
 //! built with DO_HOST=1, so every reply goes through the host program), and
 //! `icmp-ping` answers the system `ping` on the live NIC (root only).
 //!
-//! FPsPIN's sources are not in this repository: the tests read them from a
-//! git checkout or bare mirror at `$SOFTSPIN_FPSPIN_REPO` (default
-//! /work/.mirror/spcl+FPsPIN/repo) and print SKIPPED without one.
+//! FPsPIN's sources are not in this repository: the tests read them at the
+//! commit `scripts/third-party.sh` pins, from `$SOFTSPIN_FPSPIN_REPO` (a
+//! clone or mirror) or third_party/fpspin (that script fills it), and say
+//! SKIPPED and how to get them without one.
 
 mod common;
 
@@ -23,35 +24,33 @@ use common::{release_dir, root, run, tmp};
 /// FPsPIN's PsPIN tree, where its examples live.
 const EX: &str = "fpga/app/pspin/deps/pspin/examples";
 
-fn fpspin_repo() -> Option<PathBuf> {
-    let p = std::env::var_os("SOFTSPIN_FPSPIN_REPO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/.mirror/spcl+FPsPIN/repo"));
-    let ok = Command::new("git")
-        .arg("-C")
-        .arg(&p)
-        .args([
-            "cat-file",
-            "-e",
-            &format!("HEAD:{EX}/icmp_ping/handlers/icmp_ping.c"),
-        ])
+/// A git repository holding the pinned commit of third-party sources, and
+/// that commit.
+struct Pinned {
+    repo: PathBuf,
+    commit: String,
+}
+
+/// spcl/FPsPIN where `scripts/third-party.sh --where` finds it; None,
+/// having said SKIPPED and how to get it, when it is nowhere.
+fn fpspin_repo() -> Option<Pinned> {
+    let o = Command::new(root().join("scripts/third-party.sh"))
+        .args(["--where", "fpspin"])
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if ok {
-        Some(p)
-    } else {
-        println!(
-            "SKIPPED: no spcl/FPsPIN checkout at {} (set SOFTSPIN_FPSPIN_REPO to a clone of https://github.com/spcl/FPsPIN)",
-            p.display()
-        );
-        None
+        .expect("run scripts/third-party.sh");
+    let out = String::from_utf8_lossy(&o.stdout);
+    match out.trim_end().split_once('\t') {
+        Some((repo, commit)) if o.status.success() => Some(Pinned { repo: repo.into(), commit: commit.into() }),
+        _ => {
+            println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+            None
+        }
     }
 }
 
 /// The paths the tests need, extracted once per test into `dir`; returns
 /// the examples directory.
-fn extract(repo: &Path, dir: &Path) -> PathBuf {
+fn extract(src: &Pinned, dir: &Path) -> PathBuf {
     let paths = [
         format!("{EX}/icmp_ping/handlers"),
         format!("{EX}/icmp_ping/host"),
@@ -73,8 +72,8 @@ fn extract(repo: &Path, dir: &Path) -> PathBuf {
     ];
     let archive = run(Command::new("git")
         .arg("-C")
-        .arg(repo)
-        .args(["archive", "HEAD"])
+        .arg(&src.repo)
+        .args(["archive", &src.commit])
         .args(&paths));
     let mut tar = Command::new("tar")
         .arg("-x")

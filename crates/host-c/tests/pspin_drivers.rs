@@ -5,11 +5,11 @@
 //! expects (`build/NAME`). Each must end with the generic driver's own check
 //! (packets sent = packets processed, no handler error).
 //!
-//! PsPIN's sources are not in this repository: the tests read them from a
-//! git checkout or bare mirror of spcl/pspin at `$SOFTSPIN_PSPIN_REPO`
-//! (default: /work/.mirror/spcl+pspin/repo) and skip, saying why, without
-//! one. The examples that cannot pass yet are listed, with the reason, in
-//! docs/pspin-drivers.md.
+//! PsPIN's sources are not in this repository: the tests read them at the
+//! commit `scripts/third-party.sh` pins, from `$SOFTSPIN_PSPIN_REPO` (a
+//! clone or mirror) or third_party/pspin (that script fills it), and say
+//! SKIPPED and how to get them without one. The examples that cannot pass
+//! yet are listed, with the reason, in docs/pspin-drivers.md.
 
 mod common;
 
@@ -52,25 +52,27 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
     ("host_direct", "host-direct write outside the host window"),
 ];
 
-fn pspin_repo() -> Option<PathBuf> {
-    let p = std::env::var_os("SOFTSPIN_PSPIN_REPO")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/work/.mirror/spcl+pspin/repo"));
-    let ok = Command::new("git")
-        .arg("-C")
-        .arg(&p)
-        .args(["cat-file", "-e", "HEAD:examples/generic_driver/gdriver.h"])
+/// A git repository holding the pinned commit of third-party sources, and
+/// that commit.
+struct Pinned {
+    repo: PathBuf,
+    commit: String,
+}
+
+/// spcl/pspin where `scripts/third-party.sh --where` finds it; None, having
+/// said SKIPPED and how to get it, when it is nowhere.
+fn pspin_repo() -> Option<Pinned> {
+    let o = Command::new(root().join("scripts/third-party.sh"))
+        .args(["--where", "pspin"])
         .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false);
-    if ok {
-        Some(p)
-    } else {
-        println!(
-            "SKIPPED: no spcl/pspin checkout at {} (set SOFTSPIN_PSPIN_REPO to a clone of https://github.com/spcl/pspin)",
-            p.display()
-        );
-        None
+        .expect("run scripts/third-party.sh");
+    let out = String::from_utf8_lossy(&o.stdout);
+    match out.trim_end().split_once('\t') {
+        Some((repo, commit)) if o.status.success() => Some(Pinned { repo: repo.into(), commit: commit.into() }),
+        _ => {
+            println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+            None
+        }
     }
 }
 
@@ -88,8 +90,9 @@ fn sdk() -> PathBuf {
 }
 
 /// `examples/NAME` of the PsPIN checkout, extracted into a scratch dir.
-fn extract(repo: &Path, name: &str, dir: &Path) -> PathBuf {
-    let archive = run(Command::new("git").arg("-C").arg(repo).args(["archive", "HEAD", &format!("examples/{name}")]));
+fn extract(src: &Pinned, name: &str, dir: &Path) -> PathBuf {
+    let archive =
+        run(Command::new("git").arg("-C").arg(&src.repo).args(["archive", &src.commit, &format!("examples/{name}")]));
     let mut tar =
         Command::new("tar").arg("-x").arg("-C").arg(dir).stdin(std::process::Stdio::piped()).spawn().expect("run tar");
     use std::io::Write;
