@@ -2,6 +2,13 @@
  * FPsPIN additions. */
 #pragma once
 
+/* The C library parts handlers use (memcpy, memcmp, ...: the SDK's
+ * freestanding libc), so a handler needs no other include. */
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
 #include "softspin_abi.h"
 #include "softspin_ecall.h"
 #include "pspin.h"

@@ -9,7 +9,12 @@
 #   * the SDK self-test and every tests/diff/*.c program build bare-metal;
 #   * if qemu-riscv32 is installed and the ISA is plain rv32imac (QEMU does
 #     not implement CORE-V), the self-test passes and each diff program's
-#     RV32 output equals its native (gcc) output.
+#     RV32 output equals its native (gcc) output;
+#   * every SDK header compiles on its own (included alone, twice): the
+#     handler headers with the handler flags, as the default and the fpspin
+#     profile see them, the host headers (sdk/pspin, sdk/fpspin) with the
+#     host compiler; and spin.h alone declares what handlers call from
+#     string.h.
 # Usage: [SOFTSPIN_ISA=rv32imac|corev] sdk/tests/check.sh [BUILD_DIR]
 # (default ISA: toolchain.txt's `isa:` line)
 set -u
@@ -179,6 +184,64 @@ for src in "$ROOT"/tests/diff/*.c; do
         bad "diff/$n.c: native rc=$nrc rv rc=$rrc; diff $OUT/diff_$n.native.txt $OUT/diff_$n.rv.txt"
     fi
 done
+
+# --- every header on its own ---
+# hdr_alone NAME COMPILER FLAGS...: a TU that includes NAME twice (so a
+# missing include guard fails too) compiles, warnings as errors.
+H_DIR="$OUT/headers"
+mkdir -p "$H_DIR"
+hdr_alone() {
+    local name=$1 tu
+    shift
+    tu="$H_DIR/$(echo "$name $*" | cksum | cut -d' ' -f1).c"
+    printf '#include <%s>\n#include <%s>\nint softspin_header_check;\n' "$name" "$name" >"$tu"
+    "$@" -Wall -Wextra -Werror -fsyntax-only "$tu" >"$tu.log" 2>&1 || {
+        cat "$tu.log"
+        return 1
+    }
+}
+FPSPIN_RT="-I $SDK/fpspin/runtime/include -DNB_CLUSTERS=2"
+for profile in default fpspin; do
+    inc=""
+    [ $profile = fpspin ] && inc=$FPSPIN_RT
+    n=0 failed=""
+    for h in "$SDK"/include/*.h "$SDK"/include/libc/*.h; do
+        n=$((n + 1))
+        # shellcheck disable=SC2086
+        hdr_alone "$(basename "$h")" "$CC" $inc $CFLAGS || failed="$failed $(basename "$h")"
+    done
+    if [ $profile = fpspin ]; then
+        for h in "$SDK"/fpspin/runtime/include/*.h; do
+            n=$((n + 1))
+            # shellcheck disable=SC2086
+            hdr_alone "$(basename "$h")" "$CC" $inc $CFLAGS || failed="$failed fpspin/runtime/$(basename "$h")"
+        done
+    fi
+    if [ -z "$failed" ]; then ok "$n handler headers compile alone ($profile profile)"; else bad "handler headers that do not compile alone ($profile profile):$failed"; fi
+    # What a handler may call after including spin.h and nothing else.
+    tu="$H_DIR/spin_string_$profile.c"
+    printf '%s\n' '#include <spin.h>' \
+        'int spin_h_string(void *d, const void *s, size_t n) {' \
+        '    memcpy(d, s, n); memmove(d, s, n); memset(d, 0, n);' \
+        '    return memcmp(d, s, n) + (int)strlen((const char *)s); }' >"$tu"
+    # shellcheck disable=SC2086
+    if "$CC" $inc $CFLAGS -Wall -Wextra -Werror -fsyntax-only "$tu" >"$tu.log" 2>&1; then
+        ok "memcpy/memmove/memset/memcmp/strlen after only spin.h ($profile profile)"
+    else
+        cat "$tu.log"
+        bad "memcpy/memmove/memset/memcmp/strlen after only spin.h ($profile profile)"
+    fi
+done
+if [ -n "$HOSTCC" ]; then
+    failed=""
+    for h in "$SDK"/pspin/include/*.h; do
+        hdr_alone "$(basename "$h")" "$HOSTCC" -std=gnu11 -I "$SDK/pspin/include" -I "$ROOT/crates/host-c/include" ||
+            failed="$failed pspin/$(basename "$h")"
+    done
+    hdr_alone fpspin/fpspin.h "$HOSTCC" -std=gnu11 -I "$SDK/fpspin/include" -I "$ROOT/crates/host-c/include" ||
+        failed="$failed fpspin/fpspin.h"
+    if [ -z "$failed" ]; then ok "host headers (sdk/pspin, sdk/fpspin) compile alone"; else bad "host headers that do not compile alone:$failed"; fi
+fi
 
 # --- the make fragment ---
 if command -v make >/dev/null; then
