@@ -6,7 +6,7 @@
         a test or check was skipped. For `cargo test ... -- --show-output`
         it reads the output libtest shows of passing tests (and does not
         echo it: without --show-output it would be hidden), naming each
-        line's test binary and test.
+        line's test binary and test (other lines saying SKIPPED: LABEL).
     python3 scripts/skips.py summary LOG
         one line with the count, then each reason and what it skipped.
     python3 scripts/skips.py --self-test
@@ -37,7 +37,7 @@ def filter_stream(lines, out, label):
                 if b:
                     test = b.group(1)
                 elif SKIP.search(text) and test:
-                    yield f"{label} {binary}::{test}", text.strip()
+                    yield f"{binary}::{test}", text.strip()
                 continue
         if text == "successes:":
             in_successes, test = True, None
@@ -97,7 +97,7 @@ test result: ok. 2 passed; 0 failed
     import io
     out = io.StringIO()
     got = list(filter_stream(io.StringIO(libtest), out, "cargo test"))
-    assert got == [("cargo test pspin_drivers::a", "SKIPPED: no sources: run scripts/third-party.sh pspin")], got
+    assert got == [("pspin_drivers::a", "SKIPPED: no sources: run scripts/third-party.sh pspin")], got
     assert "built 3 images" not in out.getvalue() and "test result: ok" in out.getvalue(), out.getvalue()
     got = list(filter_stream(io.StringIO("ok\nSKIPPED: section 5\n"), io.StringIO(), "validation"))
     assert got == [("validation", "SKIPPED: section 5")], got

@@ -6,6 +6,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+scripts/setup.sh --tests
+
 echo "== no tracked file names a machine-specific path (scripts/check-paths.py)"
 python3 scripts/check-paths.py --self-test
 python3 scripts/check-paths.py
@@ -20,8 +22,6 @@ logged() {
     shift
     "$@" 2>&1 | python3 scripts/skips.py filter "$skips" "$label"
 }
-
-scripts/setup.sh --tests
 
 echo "== third-party sources (scripts/third-party.sh; their tests say SKIPPED without them)"
 scripts/third-party.sh || echo "third-party sources missing: the tests that read them will be skipped"
