@@ -111,7 +111,10 @@ def main(argv):
     if argv[1:2] == ["--self-test"]:
         self_test()
     elif len(argv) == 4 and argv[1] == "filter":
-        with open(argv[2], "a") as log:
+        # Test output may hold any bytes: pass them on, never fail on them.
+        sys.stdin.reconfigure(errors="surrogateescape")
+        sys.stdout.reconfigure(errors="surrogateescape")
+        with open(argv[2], "a", errors="replace") as log:
             for where, msg in filter_stream(sys.stdin, sys.stdout, argv[3]):
                 log.write(f"{where}\t{msg}\n")
                 log.flush()
