@@ -611,7 +611,7 @@ fn sources(dir: &Path, prefix: &str, ext: &str) -> Vec<String> {
     v
 }
 
-/// A tool the datatypes build needs (Debian's, from scripts/setup.sh).
+/// A tool the datatypes build needs (Debian's, from scripts/setup.sh --tests).
 fn need_tool(t: &str) {
     let found = Command::new("sh")
         .args(["-c", &format!("command -v {t}")])
@@ -621,7 +621,7 @@ fn need_tool(t: &str) {
     assert!(
         found,
         "{t} not found: the datatypes host program needs MPI (mpich), OpenBLAS, \
-         autoconf/automake, flex and bison; run scripts/setup.sh"
+         autoconf/automake, flex and bison; run scripts/setup.sh --tests"
     );
 }
 
