@@ -432,7 +432,6 @@ pub struct Nic {
     windows: BTreeMap<u64, WindowInfo>,
     owned_bytes: u64,
     next_window: u64,
-    errors_seen: usize,
     /// Record outbound packets as events (a live NIC sends them anyway).
     keep_events: bool,
     /// Attached to an interface (`Nic::attach`).
@@ -490,6 +489,8 @@ impl Nic {
     pub fn with_config(cfg: NicConfig) -> Result<Nic> {
         let mut engine = Engine::new(cfg)?;
         engine.keep_outputs(true);
+        // Every handler error becomes an event, however long the NIC runs.
+        engine.hand_over_errors(true);
         // A host program may answer notifications between runs.
         engine.pause_for_host(true);
         Ok(Nic {
@@ -502,7 +503,6 @@ impl Nic {
             windows: BTreeMap::new(),
             owned_bytes: 0,
             next_window: WINDOW_BASE,
-            errors_seen: 0,
             keep_events: true,
             live: None,
         })
@@ -926,20 +926,22 @@ impl Nic {
 
     // -- results ----------------------------------------------------------------
 
-    fn handle_of(&self, slot: EctxId) -> Ectx {
-        // Every slot an event names was installed through `install`, which
-        // maps it; the map keeps each slot's last holder.
-        self.slots.get(&slot).copied().unwrap_or(Ectx(u32::MAX))
+    /// The handle of the ECTX in engine slot `slot`. Every slot an event
+    /// names was installed through `install`, which maps it; uninstall keeps
+    /// the mapping, and install replaces it only after taking the engine's
+    /// events. So `None` cannot happen for an engine event.
+    fn handle_of(&self, slot: EctxId) -> Option<Ectx> {
+        let h = self.slots.get(&slot).copied();
+        debug_assert!(h.is_some(), "engine slot {slot} was never installed");
+        h
     }
 
     /// Take the engine's new events and notifications, mapping its ECTX
     /// slots to handles while the map is current.
     fn collect(&mut self) {
         let (out, hw, done) = self.engine.drain_outputs();
-        let errors: Vec<_> = self.engine.errors()[self.errors_seen..].to_vec();
-        self.errors_seen += errors.len();
-        for x in errors {
-            let ectx = self.handle_of(x.ectx_id);
+        for x in self.engine.drain_errors() {
+            let Some(ectx) = self.handle_of(x.ectx_id) else { continue };
             self.events.push(Event::HandlerError(HandlerError {
                 ectx,
                 ectx_name: x.ectx,
@@ -955,19 +957,19 @@ impl Nic {
             }));
         }
         for o in out.into_iter().filter(|_| self.keep_events) {
-            let ectx = self.handle_of(o.ectx);
+            let Some(ectx) = self.handle_of(o.ectx) else { continue };
             self.events.push(Event::Outbound(OutPacket { time_ps: o.time_ps, ectx, dest: o.dest, frame: o.frame }));
         }
         for w in hw.into_iter().filter(|_| self.keep_events) {
-            let ectx = self.handle_of(w.ectx);
+            let Some(ectx) = self.handle_of(w.ectx) else { continue };
             self.events.push(Event::HostWrite(HostWrite { time_ps: w.time_ps, ectx, addr: w.addr, value: w.value }));
         }
         for d in done.into_iter().filter(|_| self.keep_events) {
-            let ectx = self.handle_of(d.ectx);
+            let Some(ectx) = self.handle_of(d.ectx) else { continue };
             self.events.push(Event::MessageDone(MessageDone { time_ps: d.time_ps, ectx, msg_id: d.msg_id }));
         }
         for n in self.engine.poll_notifications() {
-            let ectx = self.handle_of(n.ectx);
+            let Some(ectx) = self.handle_of(n.ectx) else { continue };
             self.notes.push(Notification { id: n.id, ectx, hpu: n.hpu, time_ps: n.time_ps, data: n.data, host_ref: n.host_ref });
         }
     }
