@@ -374,6 +374,7 @@ impl Engine {
                         t0: 0,
                         c0: 0,
                         i0: 0,
+                        charged: 0,
                         ld0: 0,
                         st0: 0,
                         mem0: [0; 5],
