@@ -1,6 +1,6 @@
 //! Statistics the engine gathers, and the report `softspin sim` prints.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
@@ -308,6 +308,83 @@ pub struct Stats {
 
 /// Errors kept in detail (counts are always complete).
 pub const MAX_ERRORS_KEPT: usize = 1000;
+
+/// Errors waiting for an embedder that does not take them: the details of
+/// the first this many since its last take are kept...
+pub const PENDING_ERRORS_FIRST: usize = MAX_ERRORS_KEPT;
+/// ...and of the latest this many; those between are counted as dropped.
+pub const PENDING_ERRORS_LATEST: usize = 100;
+
+/// One entry of a [`PendingErrors`] take: an error, or how many errors
+/// were dropped at this point of the sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pending<T> {
+    Error(T),
+    Dropped(u64),
+}
+
+/// Handler errors on their way to an embedder, bounded however long it
+/// leaves them: the first [`PENDING_ERRORS_FIRST`] since the last take,
+/// the latest [`PENDING_ERRORS_LATEST`], and the count of those between.
+#[derive(Clone, Debug)]
+pub struct PendingErrors<T> {
+    first: Vec<T>,
+    latest: VecDeque<T>,
+    dropped: u64,
+}
+
+impl<T> Default for PendingErrors<T> {
+    fn default() -> Self {
+        PendingErrors { first: Vec::new(), latest: VecDeque::new(), dropped: 0 }
+    }
+}
+
+impl<T> PendingErrors<T> {
+    pub fn push(&mut self, e: T) {
+        if self.dropped == 0 && self.latest.is_empty() && self.first.len() < PENDING_ERRORS_FIRST {
+            self.first.push(e);
+            return;
+        }
+        self.latest.push_back(e);
+        if self.latest.len() > PENDING_ERRORS_LATEST {
+            self.latest.pop_front();
+            self.dropped += 1;
+        }
+    }
+
+    /// Count `n` errors dropped upstream, after the ones pushed so far
+    /// (later pushes go among the latest).
+    pub fn add_dropped(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        // Whatever is among the latest now stays before the gap only if it
+        // is kept; fold it into the count to keep one gap, in order.
+        self.dropped += n + self.latest.len() as u64;
+        self.latest.clear();
+    }
+
+    /// Add another take's entries, in order.
+    pub fn extend(&mut self, entries: impl IntoIterator<Item = Pending<T>>) {
+        for x in entries {
+            match x {
+                Pending::Error(e) => self.push(e),
+                Pending::Dropped(n) => self.add_dropped(n),
+            }
+        }
+    }
+
+    /// Everything pending, in order: the first errors, how many were
+    /// dropped (if any), the latest errors.
+    pub fn take(&mut self) -> Vec<Pending<T>> {
+        let mut v: Vec<Pending<T>> = self.first.drain(..).map(Pending::Error).collect();
+        if self.dropped > 0 {
+            v.push(Pending::Dropped(std::mem::take(&mut self.dropped)));
+        }
+        v.extend(self.latest.drain(..).map(Pending::Error));
+        v
+    }
+}
 
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LatencyNs {

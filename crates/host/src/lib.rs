@@ -65,6 +65,8 @@ pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
 pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};
 pub use softspin_engine::{BufferFull, EctxId, HostBuffer, NicConfig, TimelineEvent};
+pub use softspin_engine::stats::{PENDING_ERRORS_FIRST, PENDING_ERRORS_LATEST};
+use softspin_engine::stats::Pending;
 use softspin_engine::traffic::{Generator, LineClock, PcapSource, TraceSource};
 use softspin_engine::units::{Ns, Ps, HORIZON};
 use softspin_engine::{EctxError, EctxSpec, Engine, MatchRule, SimError};
@@ -380,6 +382,12 @@ pub enum Event {
     HostWrite(HostWrite),
     MessageDone(MessageDone),
     HandlerError(HandlerError),
+    /// This many handler errors happened here, between the errors before
+    /// and after this event, and their details were dropped: more than
+    /// `PENDING_ERRORS_FIRST` (1000) came between two takes of the events,
+    /// and only the first of them and the latest `PENDING_ERRORS_LATEST`
+    /// (100) are kept. (The report's counts by cause include them.)
+    ErrorsDropped { count: u64 },
 }
 
 /// One packet for [`Nic::send_packets`]: a whole frame of message `msg_id`;
@@ -425,8 +433,10 @@ pub struct Nic {
     /// by the engine; events are taken from it before every install, so an
     /// event always maps to the handle that caused it.
     slots: HashMap<EctxId, Ectx>,
-    /// Events and notifications taken from the engine, already mapped.
+    /// Events and notifications taken from the engine, already mapped;
+    /// handler errors apart, bounded (`PendingErrors`).
     events: Vec<Event>,
+    errors: softspin_engine::stats::PendingErrors<HandlerError>,
     notes: Vec<Notification>,
     next_ectx: u32,
     windows: BTreeMap<u64, WindowInfo>,
@@ -498,6 +508,7 @@ impl Nic {
             ectxs: HashMap::new(),
             slots: HashMap::new(),
             events: Vec::new(),
+            errors: Default::default(),
             notes: Vec::new(),
             next_ectx: 0,
             windows: BTreeMap::new(),
@@ -940,9 +951,16 @@ impl Nic {
     /// slots to handles while the map is current.
     fn collect(&mut self) {
         let (out, hw, done) = self.engine.drain_outputs();
-        for x in self.engine.drain_errors() {
+        for p in self.engine.drain_errors() {
+            let x = match p {
+                Pending::Error(x) => x,
+                Pending::Dropped(n) => {
+                    self.errors.add_dropped(n);
+                    continue;
+                }
+            };
             let Some(ectx) = self.handle_of(x.ectx_id) else { continue };
-            self.events.push(Event::HandlerError(HandlerError {
+            self.errors.push(HandlerError {
                 ectx,
                 ectx_name: x.ectx,
                 msg_id: x.msg_id,
@@ -954,7 +972,7 @@ impl Nic {
                 addr: x.addr,
                 time_ns: x.time_ns,
                 hpu: x.hpu,
-            }));
+            });
         }
         for o in out.into_iter().filter(|_| self.keep_events) {
             let Some(ectx) = self.handle_of(o.ectx) else { continue };
@@ -977,9 +995,22 @@ impl Nic {
     /// Events since the last call: handler errors, then outbound packets,
     /// host writes and completed messages, each kind in time order within
     /// a batch.
+    /// Every handler error is reported: as a `HandlerError`, or counted in
+    /// an `ErrorsDropped` at its place when more than
+    /// `PENDING_ERRORS_FIRST` came since the last call.
     pub fn events(&mut self) -> Vec<Event> {
         self.collect();
-        std::mem::take(&mut self.events)
+        let mut v: Vec<Event> = self
+            .errors
+            .take()
+            .into_iter()
+            .map(|p| match p {
+                Pending::Error(e) => Event::HandlerError(e),
+                Pending::Dropped(count) => Event::ErrorsDropped { count },
+            })
+            .collect();
+        v.append(&mut self.events);
+        v
     }
 
     /// Host notifications that reached the host.

@@ -60,3 +60,31 @@ fn every_handler_error_becomes_an_event() {
     let r = nic.report();
     assert_eq!(r.errors.iter().map(|x| x.total).sum::<u64>(), 3 * ROUND as u64);
 }
+
+/// Left untaken, errors are bounded: the first PENDING_ERRORS_FIRST and the
+/// latest PENDING_ERRORS_LATEST in detail, and an ErrorsDropped event at
+/// the gap counting the rest, so none is lost silently.
+#[test]
+fn errors_left_untaken_are_bounded_and_their_drop_is_an_event() {
+    use softspin_host::{PENDING_ERRORS_FIRST, PENDING_ERRORS_LATEST};
+    let n = (PENDING_ERRORS_FIRST + 400 + PENDING_ERRORS_LATEST) as u32;
+    let mut nic = Nic::open("pspin").unwrap();
+    let img = nic.load_image(handler()).unwrap();
+    let e = nic.install(&img, EctxOptions { ph: Some("store_fault_ph".into()), ..Default::default() }).unwrap();
+    nic.activate(e).unwrap();
+    // Sent and run in slices, the host taking no event in between.
+    for m in 0..n {
+        nic.send_message(e, m, &[0; 64], 1024).unwrap();
+        if m % 300 == 299 {
+            nic.run_until_idle().unwrap();
+        }
+    }
+    nic.run_until_idle().unwrap();
+    let ev = nic.events();
+    let gap = ev.iter().position(|x| matches!(x, Event::ErrorsDropped { .. })).expect("an ErrorsDropped event");
+    assert_eq!(ev[gap], Event::ErrorsDropped { count: 400 });
+    let ids = |xs: &[Event]| -> Vec<u32> { xs.iter().filter_map(|x| if let Event::HandlerError(h) = x { Some(h.msg_id) } else { None }).collect() };
+    assert_eq!(ids(&ev[..gap]), (0..PENDING_ERRORS_FIRST as u32).collect::<Vec<_>>());
+    assert_eq!(ids(&ev[gap + 1..]), (n - PENDING_ERRORS_LATEST as u32..n).collect::<Vec<_>>());
+    assert_eq!(nic.report().errors[0].total, n as u64);
+}

@@ -234,7 +234,7 @@ struct Core {
     /// Every error since the embedder's last `drain_errors`
     /// (`Engine::hand_over_errors`), beyond the report's first
     /// MAX_ERRORS_KEPT.
-    new_errors: Option<Vec<HandlerError>>,
+    new_errors: Option<stats::PendingErrors<HandlerError>>,
 }
 
 /// Where a handler error happened.
@@ -624,13 +624,15 @@ impl Engine {
     /// each one is queued until [`Engine::drain_errors`] takes it (off:
     /// only the first MAX_ERRORS_KEPT are kept, for the report).
     pub fn hand_over_errors(&mut self, on: bool) {
-        self.core.new_errors = on.then(Vec::new);
+        self.core.new_errors = on.then(Default::default);
     }
 
-    /// The errors since the last call (all of them, in the order they
-    /// happened), with [`Engine::hand_over_errors`] on; empty otherwise.
-    pub fn drain_errors(&mut self) -> Vec<HandlerError> {
-        self.core.new_errors.as_mut().map(std::mem::take).unwrap_or_default()
+    /// The errors since the last call, in the order they happened, with
+    /// [`Engine::hand_over_errors`] on (empty otherwise). All of them when
+    /// taken at least every [`stats::PENDING_ERRORS_FIRST`] errors; past
+    /// that, the first and the latest, and how many between were dropped.
+    pub fn drain_errors(&mut self) -> Vec<stats::Pending<HandlerError>> {
+        self.core.new_errors.as_mut().map(stats::PendingErrors::take).unwrap_or_default()
     }
 
     /// Install an ECTX: place its code and data, check its handlers and its
