@@ -460,6 +460,22 @@ def test_every_handler_error_becomes_an_event(handlers_elf):
     assert nic.report()["errors"][0]["total"] == 1800
 
 
+def test_errors_left_untaken_are_counted_in_errors_dropped(handlers_elf):
+    """1500 errors between two calls of events(): the first 1000 and the
+    latest 100 in detail, an ErrorsDropped(count=400) between them."""
+    nic, _, f = open_with(handlers_elf, "fault_ph")
+    for m in range(1500):
+        nic.send_message(f, m, payload(1), 64)
+    nic.run_until_idle()
+    ev = nic.events()
+    gap = [k for k, x in enumerate(ev) if isinstance(x, softspin.ErrorsDropped)]
+    assert len(gap) == 1 and ev[gap[0]].count == 400
+    before = [x.msg_id for x in ev[: gap[0]] if isinstance(x, softspin.HandlerError)]
+    after = [x.msg_id for x in ev[gap[0] + 1 :] if isinstance(x, softspin.HandlerError)]
+    assert before == list(range(1000)) and after == list(range(1400, 1500))
+    assert nic.report()["errors"][0]["total"] == 1500
+
+
 def test_report_keys(handlers_elf):
     nic, _, e = open_with(handlers_elf, "echo_ph")
     nic.feed_generator(messages=10, packets=4, size=256)
