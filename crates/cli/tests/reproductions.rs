@@ -736,11 +736,28 @@ fn big_command_loop_hits_the_watchdog_after_bounded_work() {
     const CHUNK: u64 = 64 << 10;
     let w = WATCHDOG.to_string();
     let n = PACKETS.to_string();
-    let r = sim("dma_loop_ph", &["--size", "64", "--messages", &n, "--watchdog", &w, "--json"]);
+    let r = sim(
+        "dma_loop_ph",
+        &["--size", "64", "--messages", &n, "--watchdog", &w, "--json"],
+    );
     r.expect(&[3], &["--watchdog", "handler errors"]);
-    let v: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap_or("")).unwrap_or_else(|e| panic!("{e}\n{}", r.show()));
-    assert_eq!(v["errors"][0]["by_cause"]["watchdog: instruction budget exhausted"], PACKETS, "{}", r.show());
+    let v: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}\n{}", r.show()));
+    assert_eq!(
+        v["errors"][0]["by_cause"]["watchdog: instruction budget exhausted"],
+        PACKETS,
+        "{}",
+        r.show()
+    );
     let per_packet = WATCHDOG / (CHUNK / 4) + 1;
-    assert!(v["commands"].as_u64().unwrap() <= PACKETS * per_packet, "{}", r.show());
-    assert!(v["dma_to_host_bytes"].as_u64().unwrap() <= PACKETS * per_packet * CHUNK, "{}", r.show());
+    assert!(
+        v["commands"].as_u64().unwrap() <= PACKETS * per_packet,
+        "{}",
+        r.show()
+    );
+    assert!(
+        v["dma_to_host_bytes"].as_u64().unwrap() <= PACKETS * per_packet * CHUNK,
+        "{}",
+        r.show()
+    );
 }
