@@ -358,20 +358,11 @@ impl<T> PendingErrors<T> {
         if n == 0 {
             return;
         }
-        // Whatever is among the latest now stays before the gap only if it
-        // is kept; fold it into the count to keep one gap, in order.
+        // The errors among the latest now come before this gap: to keep one
+        // gap, in order, they are counted in it (their details go, their
+        // count stays).
         self.dropped += n + self.latest.len() as u64;
         self.latest.clear();
-    }
-
-    /// Add another take's entries, in order.
-    pub fn extend(&mut self, entries: impl IntoIterator<Item = Pending<T>>) {
-        for x in entries {
-            match x {
-                Pending::Error(e) => self.push(e),
-                Pending::Dropped(n) => self.add_dropped(n),
-            }
-        }
     }
 
     /// Everything pending, in order: the first errors, how many were

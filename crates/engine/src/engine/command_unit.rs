@@ -312,8 +312,6 @@ pub fn command_cost(bytes: u64) -> u64 {
     bytes.div_ceil(BYTES_PER_INSTRUCTION)
 }
 
-
-
 impl Runtime for CommandUnit<'_> {
     fn ecall(&mut self, hpu: &mut Hpu) -> Ecall {
         match Command::decode(hpu) {

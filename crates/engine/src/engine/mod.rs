@@ -231,9 +231,9 @@ struct Core {
     /// Records of ended messages (`Engine::enable_message_log`).
     msg_log: Option<Vec<MessageRecord>>,
     timeline: Option<Vec<TimelineEvent>>,
-    /// Every error since the embedder's last `drain_errors`
+    /// The errors since the embedder's last `drain_errors`
     /// (`Engine::hand_over_errors`), beyond the report's first
-    /// MAX_ERRORS_KEPT.
+    /// MAX_ERRORS_KEPT; bounded (`PendingErrors`).
     new_errors: Option<stats::PendingErrors<HandlerError>>,
 }
 
