@@ -760,6 +760,28 @@ static void test_error_rounds(void)
         total += errors;
     }
     CHECK(total == 1800);
+    /* Left untaken, errors are bounded: the first SS_PENDING_ERRORS_FIRST and
+     * the latest SS_PENDING_ERRORS_LATEST, and one SS_EVENT_ERRORS_DROPPED
+     * between them counting the rest. */
+    uint32_t n = SS_PENDING_ERRORS_FIRST + 400 + SS_PENDING_ERRORS_LATEST;
+    for (uint32_t m = 0; m < n; m++)
+        OK(ss_send_packet(nic, frame, flen, 10000 + m, 1));
+    OK(ss_run_until_idle(nic));
+    int before = 0, after = 0, gaps = 0;
+    uint64_t dropped = 0;
+    while (ss_next_event(nic, &ev) == SS_OK && ev.kind != SS_EVENT_NONE) {
+        if (ev.kind == SS_EVENT_ERRORS_DROPPED) {
+            gaps++;
+            dropped += ev.value;
+        } else if (ev.kind == SS_EVENT_HANDLER_ERROR) {
+            if (gaps == 0)
+                before += ev.msg_id == 10000 + (uint32_t)before;
+            else
+                after += ev.msg_id == 10000 + n - SS_PENDING_ERRORS_LATEST + (uint32_t)after;
+        }
+    }
+    CHECK(gaps == 1 && dropped == 400);
+    CHECK(before == SS_PENDING_ERRORS_FIRST && after == SS_PENDING_ERRORS_LATEST);
     OK(ss_image_free(img));
     OK(ss_close(nic));
 }
