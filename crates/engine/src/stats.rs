@@ -538,6 +538,31 @@ impl Report {
 mod tests {
     use super::*;
 
+    /// The first and latest kept, one gap counting the rest, in order; an
+    /// upstream gap folds the latest before it into its count.
+    #[test]
+    fn pending_errors_keep_first_and_latest_and_count_the_rest() {
+        let (f, l) = (PENDING_ERRORS_FIRST as u64, PENDING_ERRORS_LATEST as u64);
+        let mut q = PendingErrors::default();
+        (0..f + 7 + l).for_each(|k| q.push(k));
+        let t = q.take();
+        let want: Vec<_> = (0..f).map(Pending::Error).chain([Pending::Dropped(7)]).chain((f + 7..f + 7 + l).map(Pending::Error)).collect();
+        assert_eq!(t, want);
+        assert!(q.take().is_empty(), "taken once");
+        // Below the bound nothing is dropped.
+        (0..f).for_each(|k| q.push(k));
+        assert_eq!(q.take(), (0..f).map(Pending::Error).collect::<Vec<_>>());
+        // The first, then 8 among the latest; then a gap of 2 upstream: the
+        // 8 join the gap, and what follows is among the latest.
+        (0..f + 8).for_each(|k| q.push(k));
+        q.add_dropped(2);
+        q.push(9999);
+        let t = q.take();
+        assert_eq!(t.len(), f as usize + 2);
+        assert_eq!(t[f as usize], Pending::Dropped(8 + 2));
+        assert_eq!(t[f as usize + 1..], [Pending::Error(9999)]);
+    }
+
     /// Exact nearest-rank percentile of sorted samples (the reference).
     fn exact(sorted: &[u64], p: f64) -> u64 {
         let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
