@@ -167,6 +167,7 @@ fn replies(nic: &mut Nic) -> Result<Vec<Vec<u8>>, String> {
                 out.push(f[HDR..].to_vec());
             }
             Event::HandlerError(e) => return Err(format!("handler error: {e:?}")),
+            Event::ErrorsDropped { count } => return Err(format!("{count} more handler errors")),
             _ => {}
         }
     }

@@ -81,7 +81,8 @@ pub enum IsaCmd {
         /// Size of the host-memory window, in bytes.
         #[arg(long, default_value_t = 1 << 20)]
         host_size: u64,
-        /// Watchdog: instruction budget of the invocation.
+        /// Watchdog: instruction budget of the invocation (commands are
+        /// charged 1 instruction per 4 bytes they move).
         #[arg(long, default_value_t = 100_000_000)]
         watchdog: u64,
         /// HPU stack size in bytes (overrides the profile's hpu_stack_size).

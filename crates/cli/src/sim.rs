@@ -165,7 +165,8 @@ pub struct EctxArgs {
     /// after the image's data), a 512 MiB host window (docs/pspin-drivers.md).
     #[arg(long, conflicts_with = "scenario")]
     pub gdriver: bool,
-    /// Watchdog: instruction budget per handler invocation.
+    /// Watchdog: instruction budget per handler invocation (commands are
+    /// charged 1 instruction per 4 bytes they move).
     #[arg(long, default_value_t = 1_000_000)]
     pub watchdog: u64,
     /// Message timeout in ns of NIC time (0: never; at most one hour).

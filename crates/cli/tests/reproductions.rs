@@ -706,3 +706,58 @@ fn python_host_read_of_one_terabyte() {
     python("w = nic.host_window(4096); nic.host_read(w.base, 2**40)")
         .expect(&[3], &["1099511627776", "window"]);
 }
+
+// -- issue 24: guest lengths and the cost of commands --------------------------
+
+/// `softspin_ecall3(SOFTSPIN_SYS_DMA, pkt, pkt, 0xFFFFFFFF)` and the other
+/// services with 4 GiB lengths: refused before the NIC allocates anything
+/// (it aborted with 134 under the limit), each error naming its command
+/// and range.
+#[test]
+fn huge_command_lengths_are_handler_errors() {
+    sim("huge_len_ph", &["--size", "64"]).expect(
+        &[3],
+        &[
+            "7 handler errors",
+            "cluster dma source 0x10000000+4294967295 bytes",
+            "send larger than the packet slot (4294967295 bytes",
+            "host range 0x7f0000000000+4294967295 bytes",
+        ],
+    );
+}
+
+/// A handler looping on 64 KiB host writes hits its watchdog after bounded
+/// host work: each command is charged 1 instruction per 4 bytes, so a
+/// budget of W instructions buys at most W / 16384 + 1 of them.
+#[test]
+fn big_command_loop_hits_the_watchdog_after_bounded_work() {
+    const WATCHDOG: u64 = 200_000;
+    const PACKETS: u64 = 3;
+    const CHUNK: u64 = 64 << 10;
+    let w = WATCHDOG.to_string();
+    let n = PACKETS.to_string();
+    let r = sim(
+        "dma_loop_ph",
+        &["--size", "64", "--messages", &n, "--watchdog", &w, "--json"],
+    );
+    r.expect(&[3], &["--watchdog", "handler errors"]);
+    let v: serde_json::Value = serde_json::from_str(r.stdout.lines().next().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}\n{}", r.show()));
+    assert_eq!(
+        v["errors"][0]["by_cause"]["watchdog: instruction budget exhausted"],
+        PACKETS,
+        "{}",
+        r.show()
+    );
+    let per_packet = WATCHDOG / (CHUNK / 4) + 1;
+    assert!(
+        v["commands"].as_u64().unwrap() <= PACKETS * per_packet,
+        "{}",
+        r.show()
+    );
+    assert!(
+        v["dma_to_host_bytes"].as_u64().unwrap() <= PACKETS * per_packet * CHUNK,
+        "{}",
+        r.show()
+    );
+}

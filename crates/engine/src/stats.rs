@@ -1,6 +1,6 @@
 //! Statistics the engine gathers, and the report `softspin sim` prints.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
 
@@ -309,6 +309,74 @@ pub struct Stats {
 /// Errors kept in detail (counts are always complete).
 pub const MAX_ERRORS_KEPT: usize = 1000;
 
+/// Errors waiting for an embedder that does not take them: the details of
+/// the first this many since its last take are kept...
+pub const PENDING_ERRORS_FIRST: usize = MAX_ERRORS_KEPT;
+/// ...and of the latest this many; those between are counted as dropped.
+pub const PENDING_ERRORS_LATEST: usize = 100;
+
+/// One entry of a [`PendingErrors`] take: an error, or how many errors
+/// were dropped at this point of the sequence.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Pending<T> {
+    Error(T),
+    Dropped(u64),
+}
+
+/// Handler errors on their way to an embedder, bounded however long it
+/// leaves them: the first [`PENDING_ERRORS_FIRST`] since the last take,
+/// the latest [`PENDING_ERRORS_LATEST`], and the count of those between.
+#[derive(Clone, Debug)]
+pub struct PendingErrors<T> {
+    first: Vec<T>,
+    latest: VecDeque<T>,
+    dropped: u64,
+}
+
+impl<T> Default for PendingErrors<T> {
+    fn default() -> Self {
+        PendingErrors { first: Vec::new(), latest: VecDeque::new(), dropped: 0 }
+    }
+}
+
+impl<T> PendingErrors<T> {
+    pub fn push(&mut self, e: T) {
+        if self.dropped == 0 && self.latest.is_empty() && self.first.len() < PENDING_ERRORS_FIRST {
+            self.first.push(e);
+            return;
+        }
+        self.latest.push_back(e);
+        if self.latest.len() > PENDING_ERRORS_LATEST {
+            self.latest.pop_front();
+            self.dropped += 1;
+        }
+    }
+
+    /// Count `n` errors dropped upstream, after the ones pushed so far
+    /// (later pushes go among the latest).
+    pub fn add_dropped(&mut self, n: u64) {
+        if n == 0 {
+            return;
+        }
+        // The errors among the latest now come before this gap: to keep one
+        // gap, in order, they are counted in it (their details go, their
+        // count stays).
+        self.dropped += n + self.latest.len() as u64;
+        self.latest.clear();
+    }
+
+    /// Everything pending, in order: the first errors, how many were
+    /// dropped (if any), the latest errors.
+    pub fn take(&mut self) -> Vec<Pending<T>> {
+        let mut v: Vec<Pending<T>> = self.first.drain(..).map(Pending::Error).collect();
+        if self.dropped > 0 {
+            v.push(Pending::Dropped(std::mem::take(&mut self.dropped)));
+        }
+        v.extend(self.latest.drain(..).map(Pending::Error));
+        v
+    }
+}
+
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct LatencyNs {
     pub min: f64,
@@ -469,6 +537,31 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first and latest kept, one gap counting the rest, in order; an
+    /// upstream gap folds the latest before it into its count.
+    #[test]
+    fn pending_errors_keep_first_and_latest_and_count_the_rest() {
+        let (f, l) = (PENDING_ERRORS_FIRST as u64, PENDING_ERRORS_LATEST as u64);
+        let mut q = PendingErrors::default();
+        (0..f + 7 + l).for_each(|k| q.push(k));
+        let t = q.take();
+        let want: Vec<_> = (0..f).map(Pending::Error).chain([Pending::Dropped(7)]).chain((f + 7..f + 7 + l).map(Pending::Error)).collect();
+        assert_eq!(t, want);
+        assert!(q.take().is_empty(), "taken once");
+        // Below the bound nothing is dropped.
+        (0..f).for_each(|k| q.push(k));
+        assert_eq!(q.take(), (0..f).map(Pending::Error).collect::<Vec<_>>());
+        // The first, then 8 among the latest; then a gap of 2 upstream: the
+        // 8 join the gap, and what follows is among the latest.
+        (0..f + 8).for_each(|k| q.push(k));
+        q.add_dropped(2);
+        q.push(9999);
+        let t = q.take();
+        assert_eq!(t.len(), f as usize + 2);
+        assert_eq!(t[f as usize], Pending::Dropped(8 + 2));
+        assert_eq!(t[f as usize + 1..], [Pending::Error(9999)]);
+    }
 
     /// Exact nearest-rank percentile of sorted samples (the reference).
     fn exact(sorted: &[u64], p: f64) -> u64 {

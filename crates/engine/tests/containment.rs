@@ -279,3 +279,76 @@ fn the_new_limits_are_validated_by_name() {
     let c = NicConfig::from_toml(t, "t.toml").unwrap();
     assert_eq!((c.output_buffer, c.counters_per_ectx, c.wait_limit_ns, c.max_hpu_share), (1024, 8, 5000, 0.5));
 }
+
+/// Issue 24: every service asked for 4 GiB is refused with its cause and
+/// the range it named, before anything is allocated, and the handler goes
+/// on (under a 1 GB address-space limit this aborted the process:
+/// crates/cli/tests/reproductions.rs runs it that way).
+#[test]
+fn huge_lengths_are_refused_before_allocating() {
+    let (mut e, id) = one(NicConfig::pspin(), "huge_len_ph");
+    e.inject(arrival(0, 3, PORT_A));
+    e.run(None, |_| {}).unwrap();
+    assert_eq!(reports(&e, id), vec![(0, 0x600d)], "the handler went on to its end");
+    let errs = e.errors();
+    let kinds: Vec<_> = errs.iter().map(|x| x.kind).collect();
+    use Rejected::*;
+    assert_eq!(
+        kinds,
+        [NicAccess, SendTooLarge, SendTooLarge, HostDmaWindow, HostDmaWindow, NicAccess, NotifyTooLong, CounterIndex].map(ErrorCause::Rejected).to_vec()
+    );
+    // The packet's NIC address, as the first error names it.
+    let pkt = errs[0].addr.unwrap();
+    let base = e.ectx(id).unwrap().spec.host_window.0;
+    let detail = |k: usize| errs[k].detail.clone().unwrap();
+    assert_eq!(detail(0), format!("cluster DMA source 0x{pkt:08x}+4294967295 bytes"));
+    assert_eq!(detail(3), format!("host range 0x{base:x}+4294967295 bytes; host window 0x{base:x}+0x10000"));
+    assert_eq!(errs[5].addr, Some(pkt));
+    assert_eq!(detail(5), format!("write buffer 0x{pkt:08x}+4294967295 bytes"));
+    assert!(errs.iter().all(|x| x.msg_id == 3 && x.handler.as_deref() == Some("huge_len_ph")));
+    assert_eq!(e.report().errors[0].total, 8);
+}
+
+/// Issue 24: a handler looping on 64 KiB host DMA writes is stopped by its
+/// watchdog once the commands' bytes (1 instruction per
+/// BYTES_PER_INSTRUCTION) have spent its budget: the host work it causes
+/// is bounded by the budget, not by how long its loop would run.
+#[test]
+fn commands_are_charged_against_the_watchdog() {
+    use softspin_engine::engine::{command_cost, BYTES_PER_INSTRUCTION};
+    const WATCHDOG: u64 = 100_000;
+    const CHUNK: u64 = 64 << 10;
+    let mut e = Engine::new(NicConfig::pspin()).unwrap();
+    let mut s = EctxSpec::new("a", image(false));
+    s.ph = Some("dma_loop_ph".into());
+    s.matching = MatchRule::UdpDstPort(PORT_A);
+    s.host_window = (DEFAULT_HOST_BASE, CHUNK);
+    s.watchdog = WATCHDOG;
+    let id = e.install(s).unwrap();
+    e.add_host_region(DEFAULT_HOST_BASE, CHUNK as usize).unwrap();
+    e.activate(id).unwrap();
+    e.inject(arrival(0, 1, PORT_A));
+    e.run(None, |_| {}).unwrap();
+    let errs = e.errors();
+    assert_eq!(errs.len(), 1, "{errs:?}");
+    assert_eq!(errs[0].kind, ErrorCause::Fault(softspin_hpu::FaultKind::Watchdog));
+    // Each command costs its bytes' charge plus its loop's few
+    // instructions: the budget buys at most WATCHDOG / cost commands, and
+    // the last one issued may push past it.
+    let per = command_cost(CHUNK);
+    assert_eq!(per, CHUNK / BYTES_PER_INSTRUCTION);
+    let max_cmds = WATCHDOG / per + 1;
+    let r = e.report();
+    assert!(r.dma_to_host_bytes <= max_cmds * CHUNK, "{} bytes moved, at most {}", r.dma_to_host_bytes, max_cmds * CHUNK);
+    assert!(r.dma_to_host_bytes >= (WATCHDOG / per - 1) * CHUNK, "the budget was spent on commands: {} bytes", r.dma_to_host_bytes);
+    // The error says what the budget went on and names the settings that
+    // raise it.
+    let charged = r.dma_to_host_bytes / CHUNK * per;
+    assert_eq!(
+        errs[0].detail.as_deref().unwrap(),
+        format!(
+            "budget of {WATCHDOG} instructions, {charged} of them charged for commands (1 per 4 bytes moved); \
+             raise it with --watchdog (scenario key `watchdog`, host API EctxOptions::watchdog)"
+        )
+    );
+}

@@ -128,6 +128,24 @@
 #define SS_EVENT_HANDLER_ERROR 4
 
 /**
+ * `value` handler errors happened here whose details were dropped: more
+ * than SS_PENDING_ERRORS_FIRST came between two batches of events, and only
+ * the first of them and the latest SS_PENDING_ERRORS_LATEST are kept (the
+ * report's counts include them all).
+ */
+#define SS_EVENT_ERRORS_DROPPED 5
+
+/**
+ * Handler errors kept in detail per batch of events: the first ...
+ */
+#define SS_PENDING_ERRORS_FIRST 1000
+
+/**
+ * ... and the latest.
+ */
+#define SS_PENDING_ERRORS_LATEST 100
+
+/**
  * ss_event.present bit: `pc` holds a program counter.
  */
 #define SS_HAS_PC 1
@@ -798,7 +816,8 @@ typedef struct ss_event {
     uint64_t addr;
     /**
      * SS_EVENT_HOST_WRITE: the 64-bit value written (little-endian in host
-     * memory); SS_EVENT_HANDLER_ERROR with SS_CAUSE_ABORTED: the status.
+     * memory); SS_EVENT_HANDLER_ERROR with SS_CAUSE_ABORTED: the status;
+     * SS_EVENT_ERRORS_DROPPED: how many errors.
      */
     uint64_t value;
     /**

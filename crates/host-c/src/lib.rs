@@ -162,6 +162,18 @@ pub const SS_EVENT_HOST_WRITE: u32 = 2;
 pub const SS_EVENT_MESSAGE_DONE: u32 = 3;
 /// A handler faulted, hit its watchdog or misbehaved; it ended alone.
 pub const SS_EVENT_HANDLER_ERROR: u32 = 4;
+/// `value` handler errors happened here whose details were dropped: more
+/// than SS_PENDING_ERRORS_FIRST came between two batches of events, and only
+/// the first of them and the latest SS_PENDING_ERRORS_LATEST are kept (the
+/// report's counts include them all).
+pub const SS_EVENT_ERRORS_DROPPED: u32 = 5;
+/// Handler errors kept in detail per batch of events: the first ...
+pub const SS_PENDING_ERRORS_FIRST: u32 = 1000;
+/// ... and the latest.
+pub const SS_PENDING_ERRORS_LATEST: u32 = 100;
+// Literals for cbindgen, checked against the engine's at compile time.
+const _: () = assert!(SS_PENDING_ERRORS_FIRST as usize == softspin_host::PENDING_ERRORS_FIRST);
+const _: () = assert!(SS_PENDING_ERRORS_LATEST as usize == softspin_host::PENDING_ERRORS_LATEST);
 
 /// Why a handler (or a message) failed: ss_event.error_cause of an
 /// SS_EVENT_HANDLER_ERROR (one per softspin_host::ErrorCause).
@@ -560,7 +572,8 @@ pub struct ss_event {
     /// faulting or offending address (if `present` has SS_HAS_ADDR).
     pub addr: u64,
     /// SS_EVENT_HOST_WRITE: the 64-bit value written (little-endian in host
-    /// memory); SS_EVENT_HANDLER_ERROR with SS_CAUSE_ABORTED: the status.
+    /// memory); SS_EVENT_HANDLER_ERROR with SS_CAUSE_ABORTED: the status;
+    /// SS_EVENT_ERRORS_DROPPED: how many errors.
     pub value: u64,
     /// SS_EVENT_HANDLER_ERROR: program counter (if `present` has SS_HAS_PC).
     pub pc: u32,
@@ -1909,6 +1922,7 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
                 Event::MessageDone(d) => {
                     (e.kind, e.ectx, e.time_ps, e.msg_id) = (SS_EVENT_MESSAGE_DONE, d.ectx.0, d.time_ps, d.msg_id)
                 }
+                Event::ErrorsDropped { count } => (e.kind, e.value) = (SS_EVENT_ERRORS_DROPPED, count),
                 Event::HandlerError(x) => {
                     let c = |s: String| CString::new(s.replace('\0', "?")).unwrap_or_default();
                     n.held.handler = x.handler.map(c);

@@ -720,6 +720,72 @@ static void test_event_ectx(void)
     OK(ss_close(nic));
 }
 
+/* Handler errors keep coming for as long as the NIC runs: three rounds of
+ * 600 faulting packets give 600 error events each (the engine keeps the
+ * details of only its first 1000 errors for the report). */
+static void test_error_rounds(void)
+{
+    ss_nic *nic;
+    ss_image *img;
+    ss_ectx_options o;
+    ss_ectx bad;
+    ss_event ev;
+    uint8_t frame[128];
+    size_t flen;
+    uint32_t idx = 0;
+    int total = 0;
+
+    REQUIRE(ss_open("pspin", &nic));
+    REQUIRE(ss_image_load(nic, elf, &img));
+    OK(ss_build_frame(SS_FRAME_IP, 9330, &idx, 4, frame, sizeof frame, &flen));
+    OK(ss_ectx_options_init(&o));
+    o.ph = "bad_ph";
+    o.name = "rounds";
+    REQUIRE(ss_install(nic, img, &o, &bad));
+    OK(ss_activate(nic, bad));
+    for (uint32_t round = 0; round < 3; round++) {
+        for (uint32_t m = 0; m < 600; m++)
+            OK(ss_send_packet(nic, frame, flen, round * 600 + m, 1));
+        OK(ss_run_until_idle(nic));
+        int errors = 0;
+        while (ss_next_event(nic, &ev) == SS_OK && ev.kind != SS_EVENT_NONE) {
+            if (ev.kind == SS_EVENT_HANDLER_ERROR) {
+                CHECK(ev.ectx == bad && ev.msg_id / 600 == round);
+                errors++;
+            }
+        }
+        if (errors != 600)
+            fprintf(stderr, "round %u: %d error events\n", (unsigned)round, errors);
+        CHECK(errors == 600);
+        total += errors;
+    }
+    CHECK(total == 1800);
+    /* Left untaken, errors are bounded: the first SS_PENDING_ERRORS_FIRST and
+     * the latest SS_PENDING_ERRORS_LATEST, and one SS_EVENT_ERRORS_DROPPED
+     * between them counting the rest. */
+    uint32_t n = SS_PENDING_ERRORS_FIRST + 400 + SS_PENDING_ERRORS_LATEST;
+    for (uint32_t m = 0; m < n; m++)
+        OK(ss_send_packet(nic, frame, flen, 10000 + m, 1));
+    OK(ss_run_until_idle(nic));
+    int before = 0, after = 0, gaps = 0;
+    uint64_t dropped = 0;
+    while (ss_next_event(nic, &ev) == SS_OK && ev.kind != SS_EVENT_NONE) {
+        if (ev.kind == SS_EVENT_ERRORS_DROPPED) {
+            gaps++;
+            dropped += ev.value;
+        } else if (ev.kind == SS_EVENT_HANDLER_ERROR) {
+            if (gaps == 0)
+                before += ev.msg_id == 10000 + (uint32_t)before;
+            else
+                after += ev.msg_id == 10000 + n - SS_PENDING_ERRORS_LATEST + (uint32_t)after;
+        }
+    }
+    CHECK(gaps == 1 && dropped == 400);
+    CHECK(before == SS_PENDING_ERRORS_FIRST && after == SS_PENDING_ERRORS_LATEST);
+    OK(ss_image_free(img));
+    OK(ss_close(nic));
+}
+
 /* ------------------------------------------------------------------ live */
 
 static ss_nic *live_nic; /* the NIC the SIGALRM handler stops */
@@ -1093,6 +1159,7 @@ int main(int argc, char **argv)
     test_success();
     test_boundary();
     test_event_ectx();
+    test_error_rounds();
     test_live_errors(argv[3]);
     test_live_echo(argv[3]);
     test_slmp_send();

@@ -268,6 +268,21 @@ impl MessageDone {
     }
 }
 
+/// `count` handler errors happened here whose details were dropped: more
+/// than 1000 came between two calls of `events()`, and only the first of
+/// them and the latest 100 are kept (the report's counts include them all).
+#[pyclass(module = "softspin", frozen, get_all)]
+pub struct ErrorsDropped {
+    count: u64,
+}
+
+#[pymethods]
+impl ErrorsDropped {
+    fn __repr__(&self) -> String {
+        format!("ErrorsDropped(count={})", self.count)
+    }
+}
+
 /// A handler that faulted, looped past its watchdog or misbehaved (only that
 /// invocation ended), or a message that timed out.
 #[pyclass(module = "softspin", frozen, get_all)]
@@ -417,6 +432,7 @@ impl Nic {
                 host::Event::MessageDone(d) => {
                     Py::new(py, MessageDone { time_ns: ns(d.time_ps), time_ps: d.time_ps, ectx: self.ectx_obj(d.ectx), msg_id: d.msg_id })?.into_any()
                 }
+                host::Event::ErrorsDropped { count } => Py::new(py, ErrorsDropped { count })?.into_any(),
                 host::Event::HandlerError(h) => Py::new(
                     py,
                     HandlerError {
@@ -1077,6 +1093,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<HostWrite>()?;
     m.add_class::<MessageDone>()?;
     m.add_class::<HandlerError>()?;
+    m.add_class::<ErrorsDropped>()?;
     m.add_class::<Notification>()?;
     m.add_class::<NotificationIter>()?;
     m.add("Error", py.get_type::<Error>())?;

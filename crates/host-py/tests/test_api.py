@@ -441,6 +441,41 @@ def test_host_writes_and_handler_errors(handlers_elf):
     assert struct.unpack("<i", nic.nic_read(img.symbol("good"), 4))[0] == 3
 
 
+def test_every_handler_error_becomes_an_event(handlers_elf):
+    """Issue 24: three rounds of 600 faulting packets give 600 HandlerError
+    events each (the engine keeps the details of only its first 1000)."""
+    nic, _, f = open_with(handlers_elf, "fault_ph", name="faulty")
+    total = 0
+    for rnd in range(3):
+        ids = [rnd * 600 + k for k in range(600)]
+        for m in ids:
+            nic.send_message(f, m, payload(1), 64)  # odd index: a store fault
+        nic.run_until_idle()
+        errs = kinds(nic.events(), softspin.HandlerError)
+        assert len(errs) == 600, f"round {rnd}"
+        assert sorted(x.msg_id for x in errs) == ids
+        assert all(x.ectx == f and x.kind == "store_access" for x in errs)
+        total += len(errs)
+    assert total == 1800
+    assert nic.report()["errors"][0]["total"] == 1800
+
+
+def test_errors_left_untaken_are_counted_in_errors_dropped(handlers_elf):
+    """1500 errors between two calls of events(): the first 1000 and the
+    latest 100 in detail, an ErrorsDropped(count=400) between them."""
+    nic, _, f = open_with(handlers_elf, "fault_ph")
+    for m in range(1500):
+        nic.send_message(f, m, payload(1), 64)
+    nic.run_until_idle()
+    ev = nic.events()
+    gap = [k for k, x in enumerate(ev) if isinstance(x, softspin.ErrorsDropped)]
+    assert len(gap) == 1 and ev[gap[0]].count == 400
+    before = [x.msg_id for x in ev[: gap[0]] if isinstance(x, softspin.HandlerError)]
+    after = [x.msg_id for x in ev[gap[0] + 1 :] if isinstance(x, softspin.HandlerError)]
+    assert before == list(range(1000)) and after == list(range(1400, 1500))
+    assert nic.report()["errors"][0]["total"] == 1500
+
+
 def test_report_keys(handlers_elf):
     nic, _, e = open_with(handlers_elf, "echo_ph")
     nic.feed_generator(messages=10, packets=4, size=256)

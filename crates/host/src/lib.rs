@@ -65,6 +65,8 @@ pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
 pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};
 pub use softspin_engine::{BufferFull, EctxId, HostBuffer, NicConfig, TimelineEvent};
+pub use softspin_engine::stats::{PENDING_ERRORS_FIRST, PENDING_ERRORS_LATEST};
+use softspin_engine::stats::Pending;
 use softspin_engine::traffic::{Generator, LineClock, PcapSource, TraceSource};
 use softspin_engine::units::{Ns, Ps, HORIZON};
 use softspin_engine::{EctxError, EctxSpec, Engine, MatchRule, SimError};
@@ -380,6 +382,12 @@ pub enum Event {
     HostWrite(HostWrite),
     MessageDone(MessageDone),
     HandlerError(HandlerError),
+    /// This many handler errors happened here, between the errors before
+    /// and after this event, and their details were dropped: more than
+    /// `PENDING_ERRORS_FIRST` (1000) came between two takes of the events,
+    /// and only the first of them and the latest `PENDING_ERRORS_LATEST`
+    /// (100) are kept. (The report's counts by cause include them.)
+    ErrorsDropped { count: u64 },
 }
 
 /// One packet for [`Nic::send_packets`]: a whole frame of message `msg_id`;
@@ -425,14 +433,15 @@ pub struct Nic {
     /// by the engine; events are taken from it before every install, so an
     /// event always maps to the handle that caused it.
     slots: HashMap<EctxId, Ectx>,
-    /// Events and notifications taken from the engine, already mapped.
+    /// Events and notifications taken from the engine, already mapped;
+    /// handler errors apart, bounded (`PendingErrors`).
     events: Vec<Event>,
+    errors: softspin_engine::stats::PendingErrors<HandlerError>,
     notes: Vec<Notification>,
     next_ectx: u32,
     windows: BTreeMap<u64, WindowInfo>,
     owned_bytes: u64,
     next_window: u64,
-    errors_seen: usize,
     /// Record outbound packets as events (a live NIC sends them anyway).
     keep_events: bool,
     /// Attached to an interface (`Nic::attach`).
@@ -490,6 +499,8 @@ impl Nic {
     pub fn with_config(cfg: NicConfig) -> Result<Nic> {
         let mut engine = Engine::new(cfg)?;
         engine.keep_outputs(true);
+        // Every handler error becomes an event, however long the NIC runs.
+        engine.hand_over_errors(true);
         // A host program may answer notifications between runs.
         engine.pause_for_host(true);
         Ok(Nic {
@@ -497,12 +508,12 @@ impl Nic {
             ectxs: HashMap::new(),
             slots: HashMap::new(),
             events: Vec::new(),
+            errors: Default::default(),
             notes: Vec::new(),
             next_ectx: 0,
             windows: BTreeMap::new(),
             owned_bytes: 0,
             next_window: WINDOW_BASE,
-            errors_seen: 0,
             keep_events: true,
             live: None,
         })
@@ -926,21 +937,30 @@ impl Nic {
 
     // -- results ----------------------------------------------------------------
 
-    fn handle_of(&self, slot: EctxId) -> Ectx {
-        // Every slot an event names was installed through `install`, which
-        // maps it; the map keeps each slot's last holder.
-        self.slots.get(&slot).copied().unwrap_or(Ectx(u32::MAX))
+    /// The handle of the ECTX in engine slot `slot`. Every slot an event
+    /// names was installed through `install`, which maps it; uninstall keeps
+    /// the mapping, and install replaces it only after taking the engine's
+    /// events. So `None` cannot happen for an engine event.
+    fn handle_of(&self, slot: EctxId) -> Option<Ectx> {
+        let h = self.slots.get(&slot).copied();
+        debug_assert!(h.is_some(), "engine slot {slot} was never installed");
+        h
     }
 
     /// Take the engine's new events and notifications, mapping its ECTX
     /// slots to handles while the map is current.
     fn collect(&mut self) {
         let (out, hw, done) = self.engine.drain_outputs();
-        let errors: Vec<_> = self.engine.errors()[self.errors_seen..].to_vec();
-        self.errors_seen += errors.len();
-        for x in errors {
-            let ectx = self.handle_of(x.ectx_id);
-            self.events.push(Event::HandlerError(HandlerError {
+        for p in self.engine.drain_errors() {
+            let x = match p {
+                Pending::Error(x) => x,
+                Pending::Dropped(n) => {
+                    self.errors.add_dropped(n);
+                    continue;
+                }
+            };
+            let Some(ectx) = self.handle_of(x.ectx_id) else { continue };
+            self.errors.push(HandlerError {
                 ectx,
                 ectx_name: x.ectx,
                 msg_id: x.msg_id,
@@ -952,22 +972,22 @@ impl Nic {
                 addr: x.addr,
                 time_ns: x.time_ns,
                 hpu: x.hpu,
-            }));
+            });
         }
         for o in out.into_iter().filter(|_| self.keep_events) {
-            let ectx = self.handle_of(o.ectx);
+            let Some(ectx) = self.handle_of(o.ectx) else { continue };
             self.events.push(Event::Outbound(OutPacket { time_ps: o.time_ps, ectx, dest: o.dest, frame: o.frame }));
         }
         for w in hw.into_iter().filter(|_| self.keep_events) {
-            let ectx = self.handle_of(w.ectx);
+            let Some(ectx) = self.handle_of(w.ectx) else { continue };
             self.events.push(Event::HostWrite(HostWrite { time_ps: w.time_ps, ectx, addr: w.addr, value: w.value }));
         }
         for d in done.into_iter().filter(|_| self.keep_events) {
-            let ectx = self.handle_of(d.ectx);
+            let Some(ectx) = self.handle_of(d.ectx) else { continue };
             self.events.push(Event::MessageDone(MessageDone { time_ps: d.time_ps, ectx, msg_id: d.msg_id }));
         }
         for n in self.engine.poll_notifications() {
-            let ectx = self.handle_of(n.ectx);
+            let Some(ectx) = self.handle_of(n.ectx) else { continue };
             self.notes.push(Notification { id: n.id, ectx, hpu: n.hpu, time_ps: n.time_ps, data: n.data, host_ref: n.host_ref });
         }
     }
@@ -975,9 +995,22 @@ impl Nic {
     /// Events since the last call: handler errors, then outbound packets,
     /// host writes and completed messages, each kind in time order within
     /// a batch.
+    /// Every handler error is reported: as a `HandlerError`, or counted in
+    /// an `ErrorsDropped` at its place when more than
+    /// `PENDING_ERRORS_FIRST` came since the last call.
     pub fn events(&mut self) -> Vec<Event> {
         self.collect();
-        std::mem::take(&mut self.events)
+        let mut v: Vec<Event> = self
+            .errors
+            .take()
+            .into_iter()
+            .map(|p| match p {
+                Pending::Error(e) => Event::HandlerError(e),
+                Pending::Dropped(count) => Event::ErrorsDropped { count },
+            })
+            .collect();
+        v.append(&mut self.events);
+        v
     }
 
     /// Host notifications that reached the host.

@@ -203,6 +203,15 @@ impl CommandUnit<'_> {
         }
     }
 
+    /// Charge a command's bytes against the handler's watchdog budget: the
+    /// HPU checks its limit after the ecall, so an exhausted budget ends
+    /// the handler with a watchdog fault before its next block.
+    fn charge(&mut self, hpu: &mut Hpu, bytes: u64) {
+        let cost = command_cost(bytes);
+        self.ctl.charged = self.ctl.charged.saturating_add(cost);
+        hpu.instret_limit = hpu.instret_limit.saturating_sub(cost);
+    }
+
     pub(super) fn pcie(&mut self, now: u64, len: u32) -> u64 {
         let c = &mut *self.core;
         let start = now.max(c.pcie_free_at);
@@ -277,10 +286,30 @@ fn c_string(hpu: &Hpu, addr: u32) -> String {
     String::from_utf8_lossy(&v).trim_end().to_string()
 }
 
-/// `len` bytes of guest memory at `addr`, if the task may read them.
+/// `len` bytes of guest memory at `addr`, if the task may read them. The
+/// range is checked before anything is allocated: `len` is the guest's, and
+/// 4 GiB asked for must be an error, not an out-of-memory abort.
 fn read(hpu: &Hpu, addr: u32, len: u32) -> Option<Vec<u8>> {
+    hpu.mem.check(addr, len, Perm::R).ok()?;
     let mut v = vec![0; len as usize];
     hpu.mem.read_bytes(addr, &mut v).ok().map(|_| v)
+}
+
+/// "what 0xADDR+LEN" (a NIC range), for a rejected command's detail.
+fn nic_range(what: &str, addr: u32, len: u32) -> String {
+    format!("{what} 0x{addr:08x}+{len} bytes")
+}
+
+/// Bytes a command may move per instruction of the watchdog budget: a
+/// handler copying them itself would need at least one word store per 4
+/// bytes. Commands are charged this way so that a handler looping on big
+/// commands runs out of budget after bounded host work (docs/sdk.md,
+/// "Limits").
+pub const BYTES_PER_INSTRUCTION: u64 = 4;
+
+/// The watchdog charge of a command moving `bytes`.
+pub fn command_cost(bytes: u64) -> u64 {
+    bytes.div_ceil(BYTES_PER_INSTRUCTION)
 }
 
 impl Runtime for CommandUnit<'_> {
@@ -312,8 +341,9 @@ impl CommandUnit<'_> {
                 let cap = self.core.cfg.output_buffer;
                 let keep = len.min(cap);
                 let Some(bytes) = read(hpu, buf.wrapping_add(len - keep), keep) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(buf as u64), format!("write buffer of {len} bytes"));
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(buf as u64), nic_range("write buffer", buf, len));
                 };
+                self.charge(hpu, keep as u64);
                 let (ectx, msg_id) = (self.ectx, self.msg_id());
                 let rec = OutputRecord { time_ps: now, ectx, msg_id, hpu: self.ctl.gid as u32, bytes };
                 let c = &mut *self.core;
@@ -328,11 +358,12 @@ impl CommandUnit<'_> {
                     return self.reject(hpu, now, Rejected::EmptyDma, err::INVAL, Some(src as u64), "length 0".into());
                 }
                 let Some(data) = read(hpu, src, len) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(src as u64), format!("cluster DMA source of {len} bytes"));
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(src as u64), nic_range("cluster DMA source", src, len));
                 };
                 if hpu.mem.check(dst, len, Perm::W).is_err() {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(dst as u64), format!("cluster DMA destination of {len} bytes"));
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(dst as u64), nic_range("cluster DMA destination", dst, len));
                 }
+                self.charge(hpu, len as u64);
                 let c = &mut *self.core;
                 let cl = self.ctl.cluster;
                 let beats = (len as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
@@ -347,22 +378,24 @@ impl CommandUnit<'_> {
             Command::DmaToHost { host, nic, len, event: _ } => {
                 // generate_event: host notifications are the notify commands.
                 if !self.host_ok(host, len) {
-                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(len));
+                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(host, len));
                 }
                 let Some(data) = read(hpu, nic, len) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), format!("DMA source of {len} bytes"));
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), nic_range("host DMA source", nic, len));
                 };
+                self.charge(hpu, len as u64);
                 self.core.stats.dma_to_host_bytes += len as u64;
                 let done = self.pcie(now, len);
                 self.issue(hpu, "dma to host", done, Effect::HostWrite { addr: host, data, direct: None })
             }
             Command::DmaFromHost { host, nic, len } => {
                 if !self.host_ok(host, len) {
-                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(len));
+                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(host, len));
                 }
                 if hpu.mem.check(nic, len, Perm::W).is_err() {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), format!("DMA destination of {len} bytes"));
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), nic_range("host DMA destination", nic, len));
                 }
+                self.charge(hpu, len as u64);
                 self.core.stats.dma_from_host_bytes += len as u64;
                 // A read: the request crosses PCIe, then the data comes back.
                 let done = self.pcie(now, len) + self.core.ns(self.core.cfg.host.latency_ns);
@@ -370,8 +403,9 @@ impl CommandUnit<'_> {
             }
             Command::WriteToHost { host, value } => {
                 if !self.host_ok(host, 8) {
-                    return self.reject(hpu, now, Rejected::HostWriteWindow, err::ACCESS, Some(host), self.window_text(8));
+                    return self.reject(hpu, now, Rejected::HostWriteWindow, err::ACCESS, Some(host), self.window_text(host, 8));
                 }
+                self.charge(hpu, 8);
                 let done = self.pcie(now, 8);
                 self.issue(hpu, "host write", done, Effect::HostWrite { addr: host, data: value.to_le_bytes().to_vec(), direct: Some((value, self.msg_id())) })
             }
@@ -391,8 +425,9 @@ impl CommandUnit<'_> {
                     return self.reject(hpu, now, Rejected::NotifyTooLong, err::INVAL, None, format!("{len} bytes"));
                 }
                 let Some(bytes) = read(hpu, data, len) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), format!("notification of {len} bytes"));
+                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), nic_range("notification", data, len));
                 };
+                self.charge(hpu, len as u64);
                 let c = &mut *self.core;
                 let ectx = self.ectx;
                 let open = c.notify.values().filter(|n| n.ectx == ectx && !n.answered).count();
@@ -467,10 +502,10 @@ impl CommandUnit<'_> {
         ret(hpu, code)
     }
 
-    /// "N bytes, host window B+S" for a rejected host access.
-    fn window_text(&self, len: u32) -> String {
+    /// "host range A+N bytes; host window B+S" for a rejected host access.
+    fn window_text(&self, host: u64, len: u32) -> String {
         let (b, s) = self.core.ectx(self.ectx).spec.host_window;
-        format!("{len} bytes; host window 0x{b:x}+0x{s:x}")
+        format!("host range 0x{host:x}+{len} bytes; host window 0x{b:x}+0x{s:x}")
     }
 
     /// NIC send (`spin_send_packet`, dest 0) or RDMA put: out at line rate.
@@ -482,8 +517,9 @@ impl CommandUnit<'_> {
             return self.reject(hpu, now, Rejected::SendTooLarge, err::INVAL, Some(data as u64), format!("{len} bytes, pkt_slot_size = {slot}"));
         }
         let Some(bytes) = read(hpu, data, len) else {
-            return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), format!("send buffer of {len} bytes"));
+            return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), nic_range("send buffer", data, len));
         };
+        self.charge(hpu, len as u64);
         let c = &mut *self.core;
         let start = now.max(c.out_free_at);
         c.out_free_at = start + Core::wire_ps(len as u64, c.cfg.line_rate_gbps);

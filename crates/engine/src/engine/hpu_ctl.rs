@@ -28,6 +28,9 @@ pub(super) struct HpuCtl {
     pub(super) t0: u64,
     pub(super) c0: u64,
     pub(super) i0: u64,
+    /// Watchdog instructions the task's commands were charged
+    /// (`command_cost`), taken off `Hpu::instret_limit`.
+    pub(super) charged: u64,
     pub(super) ld0: u64,
     pub(super) st0: u64,
     pub(super) mem0: [u64; 5],
@@ -188,6 +191,17 @@ impl Engine {
         }
     }
 
+    /// What a watchdog fault spent its budget on, and the settings that
+    /// raise it (`HandlerError::detail`).
+    fn watchdog_detail(&self, h: usize, ectx: EctxId) -> String {
+        let budget = self.core.ectx(ectx).spec.watchdog;
+        let charged = self.hpus[h].ctl.charged;
+        format!(
+            "budget of {budget} instructions, {charged} of them charged for commands (1 per {BYTES_PER_INSTRUCTION} bytes moved); \
+             raise it with --watchdog (scenario key `watchdog`, host API EctxOptions::watchdog)"
+        )
+    }
+
     /// The handler stopped (returned, faulted, aborted or timed out in a
     /// wait) at local time `t`.
     pub(super) fn handler_end(&mut self, h: usize, t: u64, end: End) {
@@ -212,7 +226,7 @@ impl Engine {
             End::Fault(f) => {
                 self.core.stats.handlers.entry(ectx)[kind as usize].faults += 1;
                 // Stack overflow / missing scratchpad hints (scheduler.rs).
-                let detail = self.fault_detail(h, ectx, &f);
+                let detail = if f.kind == softspin_hpu::FaultKind::Watchdog { Some(self.watchdog_detail(h, ectx)) } else { self.fault_detail(h, ectx, &f) };
                 let site = site(&self.core, f.pc);
                 self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site, Some(f.addr as u64), detail);
                 Some(f.to_string())

@@ -49,7 +49,7 @@ use self::mpq::*;
 use self::scheduler::*;
 
 pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
-pub use self::command_unit::{Command, OutputRecord};
+pub use self::command_unit::{command_cost, Command, OutputRecord, BYTES_PER_INSTRUCTION};
 pub use self::mpq::{MessageRecord, MAX_RECORD_ITEMS};
 pub use self::notify::Notification;
 use self::notify::NotifyState;
@@ -231,6 +231,10 @@ struct Core {
     /// Records of ended messages (`Engine::enable_message_log`).
     msg_log: Option<Vec<MessageRecord>>,
     timeline: Option<Vec<TimelineEvent>>,
+    /// The errors since the embedder's last `drain_errors`
+    /// (`Engine::hand_over_errors`), beyond the report's first
+    /// MAX_ERRORS_KEPT; bounded (`PendingErrors`).
+    new_errors: Option<stats::PendingErrors<HandlerError>>,
 }
 
 /// Where a handler error happened.
@@ -322,9 +326,9 @@ impl Core {
         let cause = kind.text();
         let name = self.ectx(ectx).name().to_string();
         *self.stats.errors_by_ectx.entry(ectx).or_default().entry(cause.to_string()).or_default() += 1;
-        // Kept in detail up to MAX_ERRORS_KEPT, and in the message's record
-        // when the message log is on.
-        if self.stats.errors.len() < MAX_ERRORS_KEPT || self.msg_log.is_some() {
+        // Kept in detail up to MAX_ERRORS_KEPT, in the message's record
+        // when the message log is on, and for the embedder's next drain.
+        if self.stats.errors.len() < MAX_ERRORS_KEPT || self.msg_log.is_some() || self.new_errors.is_some() {
             let time_ns = Ps(time_ps).to_ns().0;
             let (handler, pc, hpu) = match site {
                 Some(s) => (Some(s.handler), Some(s.pc), Some(s.hpu)),
@@ -332,6 +336,9 @@ impl Core {
             };
             let e = HandlerError { ectx: name, ectx_id: ectx, msg_id, handler, kind, cause: cause.to_string(), detail, pc, addr, time_ns, hpu };
             self.record_message_error(&e);
+            if let Some(q) = &mut self.new_errors {
+                q.push(e.clone());
+            }
             if self.stats.errors.len() < MAX_ERRORS_KEPT {
                 self.stats.errors.push(e);
             }
@@ -367,6 +374,7 @@ impl Engine {
                         t0: 0,
                         c0: 0,
                         i0: 0,
+                        charged: 0,
                         ld0: 0,
                         st0: 0,
                         mem0: [0; 5],
@@ -468,6 +476,7 @@ impl Engine {
             pause_for_host: false,
             msg_log: None,
             timeline: None,
+            new_errors: None,
             cfg,
         };
         Ok(Engine {
@@ -604,9 +613,26 @@ impl Engine {
         v
     }
 
-    /// Handler errors recorded so far.
+    /// The first MAX_ERRORS_KEPT handler errors (the report's details;
+    /// counts by cause are complete in the report). An embedder that runs
+    /// for long takes every error with [`Engine::drain_errors`].
     pub fn errors(&self) -> &[HandlerError] {
         &self.core.stats.errors
+    }
+
+    /// Hand every error over to the embedder as it happens: from now on
+    /// each one is queued until [`Engine::drain_errors`] takes it (off:
+    /// only the first MAX_ERRORS_KEPT are kept, for the report).
+    pub fn hand_over_errors(&mut self, on: bool) {
+        self.core.new_errors = on.then(Default::default);
+    }
+
+    /// The errors since the last call, in the order they happened, with
+    /// [`Engine::hand_over_errors`] on (empty otherwise). All of them when
+    /// taken at least every [`stats::PENDING_ERRORS_FIRST`] errors; past
+    /// that, the first and the latest, and how many between were dropped.
+    pub fn drain_errors(&mut self) -> Vec<stats::Pending<HandlerError>> {
+        self.core.new_errors.as_mut().map(stats::PendingErrors::take).unwrap_or_default()
     }
 
     /// Install an ECTX: place its code and data, check its handlers and its

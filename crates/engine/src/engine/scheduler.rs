@@ -396,6 +396,7 @@ impl Engine {
         ctl.t0 = start;
         ctl.c0 = hpu.cycles;
         ctl.i0 = hpu.instret;
+        ctl.charged = 0;
         ctl.ld0 = hpu.loads;
         ctl.st0 = hpu.stores;
         ctl.mem0 = hpu.mem.counts().by_class;

@@ -207,7 +207,16 @@ class HandlerError:
     @property
     def hpu(self) -> int | None: ...
 
-Event = OutboundPacket | HostWrite | MessageDone | HandlerError
+@final
+class ErrorsDropped:
+    """`count` handler errors happened here whose details were dropped: more
+    than 1000 came between two calls of Nic.events(); the first of them and
+    the latest 100 are kept, and the report counts them all."""
+
+    @property
+    def count(self) -> int: ...
+
+Event = OutboundPacket | HostWrite | MessageDone | HandlerError | ErrorsDropped
 
 @final
 class Notification:
