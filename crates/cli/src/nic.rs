@@ -106,7 +106,9 @@ Exit status (as for sim):
   3  a handler faulted, hit its watchdog, aborted or had a command rejected
   4  a message timed out
   5  frames were dropped (on the port or in the packet buffer), or handler
-     output was dropped";
+     output was dropped
+  6  frames were left unprocessed: --duration or a signal ended the run
+     while handlers were behind (`unprocessed` in the statistics)";
 
 /// The rulesets for each planned ECTX (by index): `--match` and scenario
 /// `match` specs, then the rules file's rulesets by their `ectx` name.
@@ -226,6 +228,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let port_drops: u64 = live.drops.values().sum();
     if matches!(status, Status::Ok | Status::Unprocessed) && port_drops > 0 {
         (status, why) = (Status::Dropped, format!("{port_drops} frames dropped ({})", causes(&live)));
+    } else if status == Status::Ok && live.unprocessed > 0 {
+        (status, why) = (Status::Unprocessed, format!("{} frames taken from the wire were left unprocessed when the run ended", live.unprocessed));
     }
     if status != Status::Ok {
         eprintln!("softspin: nic: {why} (exit status {})", status as u8);
@@ -248,7 +252,7 @@ pub fn causes(s: &LiveStats) -> String {
 fn text(s: &LiveStats) -> String {
     format!(
         "interface          {} ({})\nwire               {} frames in: {} matched, {} passed to the kernel; {} frames out\n\
-         wire drops         {}\nwall time          {:.3} s\n",
+         wire drops         {}\nunprocessed        {} frames (the run ended before their handlers did)\nwall time          {:.3} s\n",
         s.iface,
         s.port,
         s.rx_frames,
@@ -256,6 +260,7 @@ fn text(s: &LiveStats) -> String {
         s.passed_to_kernel,
         s.tx_frames,
         if s.drops.is_empty() { "none".to_string() } else { causes(s) },
+        s.unprocessed,
         s.wall_s
     )
 }
@@ -274,6 +279,7 @@ fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
         "passed_to_kernel": s.passed_to_kernel,
         "tx_frames": s.tx_frames,
         "drops": drops,
+        "unprocessed": s.unprocessed,
         "errors": r.errors,
         "error_details": r.error_details,
         "handlers": r.handlers,

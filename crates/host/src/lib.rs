@@ -889,7 +889,7 @@ impl Nic {
     /// Live: process what has arrived, without waiting for more.
     pub fn run_until_idle(&mut self) -> Result<()> {
         if self.live.is_some() {
-            return self.live_until_idle();
+            return self.live_until_idle(None);
         }
         Ok(self.engine.run(None, |_| {})?)
     }
@@ -898,9 +898,7 @@ impl Nic {
     /// `units::HORIZON`, as `--until-ns` does, so delays on top cannot wrap).
     /// Live: `ns` of wall time (NIC time follows the wall clock).
     pub fn run_for(&mut self, ns: u64) -> Result<()> {
-        if self.live.is_some() {
-            return self.live_for(ns);
-        }
+        // One limit for both: a live NIC's clock is NIC time too.
         let until = Ns(ns)
             .to_ps()
             .and_then(|d| Ps(self.engine.now_ps()).checked_add(d))
@@ -911,6 +909,9 @@ impl Nic {
                     HORIZON.max_ns()
                 ))
             })?;
+        if self.live.is_some() {
+            return self.live_for(ns);
+        }
         Ok(self.engine.run(Some(until.0), |_| {})?)
     }
 
