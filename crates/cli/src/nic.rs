@@ -252,6 +252,7 @@ pub fn causes(s: &LiveStats) -> String {
 fn text(s: &LiveStats) -> String {
     format!(
         "interface          {} ({})\nwire               {} frames in: {} matched, {} passed to the kernel; {} frames out\n\
+         IPv4 fragments     {} matched, {} passed to the kernel (only a first fragment carries the UDP header)\n\
          wire drops         {}\nunprocessed        {} frames (the run ended before their handlers did)\nwall time          {:.3} s\n",
         s.iface,
         s.port,
@@ -259,6 +260,8 @@ fn text(s: &LiveStats) -> String {
         s.matched,
         s.passed_to_kernel,
         s.tx_frames,
+        s.fragments_matched,
+        s.fragments_passed,
         if s.drops.is_empty() { "none".to_string() } else { causes(s) },
         s.unprocessed,
         s.wall_s
@@ -277,6 +280,7 @@ fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
         "rx_frames": s.rx_frames,
         "matched": s.matched,
         "passed_to_kernel": s.passed_to_kernel,
+        "fragments": {"matched": s.fragments_matched, "passed_to_kernel": s.fragments_passed},
         "tx_frames": s.tx_frames,
         "drops": drops,
         "unprocessed": s.unprocessed,

@@ -925,3 +925,28 @@ fn mtu_larger_than_the_xdp_frame_is_named() {
     }
     assert!(!net.xdp_attached());
 }
+
+/// A UDP datagram larger than the MTU arrives in IPv4 fragments: only the
+/// first carries the UDP header and matches `udp:7`; the others go to the
+/// kernel. Both are counted as fragments (docs/rules.md, "IP fragments").
+#[test]
+fn ip_fragments_are_counted_matched_and_passed() {
+    let Some(net) = Net::up("ip_fragments_are_counted_matched_and_passed", 14) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let mut nic = net.spawn_nic(&["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--json"]);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    // 4000 bytes of UDP payload at MTU 1500: IP payloads of 1480, 1480 and
+    // 1048 bytes (4008 with the UDP header), i.e. three fragments.
+    blast(&net, "7", 1, 4000);
+    std::thread::sleep(Duration::from_millis(300));
+    // The echo of a first fragment is not a whole datagram; what counts
+    // here is the matcher's view, so any exit status with a report will do.
+    nic.signal("-INT");
+    let (_, out, err) = nic.wait(10);
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    assert_eq!(u(&v["fragments"], "matched"), 1, "{v}");
+    assert_eq!(u(&v["fragments"], "passed_to_kernel"), 2, "{v}");
+    assert_eq!(u(&v, "matched"), 1, "{v}");
+}

@@ -54,6 +54,10 @@ pub struct LiveStats {
     /// Matched frames, per ECTX (by its ruleset).
     pub matched: u64,
     pub passed_to_kernel: u64,
+    /// IPv4 fragments among the matched frames and among those passed to
+    /// the kernel ([`PortStats`]; docs/rules.md, "IP fragments").
+    pub fragments_matched: u64,
+    pub fragments_passed: u64,
     pub tx_frames: u64,
     pub drops: BTreeMap<String, u64>,
     /// Frames taken from the wire and not processed (yet): held by the
@@ -397,6 +401,8 @@ impl Nic {
             rx_frames: p.rx_frames,
             matched: p.matched.iter().sum(),
             passed_to_kernel: p.passed_to_kernel,
+            fragments_matched: p.fragments_matched,
+            fragments_passed: p.fragments_passed,
             tx_frames: p.tx_frames,
             drops,
             unprocessed: self.engine.packets_held() + live.left_in_rings,

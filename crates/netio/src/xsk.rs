@@ -575,6 +575,8 @@ impl Port for XdpPort {
         if let Ok(x) = self.xdp.stats() {
             s.matched = x.matched.clone();
             s.passed_to_kernel = x.passed;
+            s.fragments_matched = x.fragments_matched;
+            s.fragments_passed = x.fragments_passed;
             s.rx_frames = x.matched.iter().sum::<u64>() + x.passed;
             if x.no_socket > 0 {
                 s.drops.insert("no_socket".into(), x.no_socket);

@@ -47,6 +47,7 @@ from ._native import (
     SlmpGaveUpError,
     StateError,
     SymbolError,
+    ThreadError,
     TrafficError,
     build,
     slmp_send,
@@ -87,5 +88,6 @@ __all__ = [
     "BuildError",
     "NetError",
     "SlmpGaveUpError",
+    "ThreadError",
     "SoftspinError",
 ]
