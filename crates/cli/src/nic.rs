@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use softspin_engine::traffic::FrameKind;
-use softspin_host::{AttachOptions, Event, LiveStats, Mode, Nic, NicConfig, Report, Ruleset};
+use softspin_engine::traffic::PcapSink;
+use softspin_host::{AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset};
 use softspin_netio::rules;
 
 use crate::exit::Status;
@@ -180,27 +181,31 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     }
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
-    let mut sent: Vec<(u64, Vec<u8>)> = Vec::new();
+    // Written as the frames go, so a long run holds none of them.
+    let mut pcap = match &a.pcap_out {
+        Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
+        None => None,
+    };
     let mut sink_err = None;
+    let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
         if sink_err.is_none() {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
-        if keep {
-            take_sent(nic, &mut sent);
+        if let (Some(w), None) = (&mut pcap, &sink_err) {
+            sink_err = take_sent(nic, w).err();
         }
+        peak = peak.max(nic.footprint());
     })?;
     nic.stop_matching()?;
-    if keep {
-        take_sent(&mut nic, &mut sent);
-    }
     if let Some(e) = sink_err {
         return Err(e);
     }
-    sinks.drain(&mut nic.view(), true)?;
-    if let Some(p) = &a.pcap_out {
-        softspin_engine::traffic::write_pcap(p, FrameKind::Eth, &sent)?;
+    if let Some(mut w) = pcap {
+        take_sent(&mut nic, &mut w)?;
+        w.finish()?;
     }
+    sinks.drain(&mut nic.view(), true)?;
 
     if let Some(p) = &a.dump_host {
         crate::results::dump_host(&mut nic, &ectxs, p)?;
@@ -219,6 +224,11 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let mut j = json(&live, &report);
         j["counters"] = counters.into();
+        j["footprint_peak"] = serde_json::json!({
+            "events": peak.events,
+            "notifications": peak.notifications,
+            "packets_held": peak.packets_held,
+        });
         println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", text(&live));
@@ -237,12 +247,13 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn take_sent(nic: &mut Nic, sent: &mut Vec<(u64, Vec<u8>)>) {
+fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
     for e in nic.events() {
         if let Event::Outbound(o) = e {
-            sent.push((o.time_ps, o.frame));
+            w.write(o.time_ps, &o.frame)?;
         }
     }
+    Ok(())
 }
 
 pub fn causes(s: &LiveStats) -> String {

@@ -58,7 +58,7 @@ pub mod gdriver {
     pub const SCRATCHPAD_SIZE: u32 = 800 << 10;
 }
 
-pub use live::{AttachOptions, LiveStats, Mode, PortStats, Ruleset};
+pub use live::{AttachOptions, Footprint, LiveStats, Mode, PortStats, Ruleset};
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::stats::{ErrorCause, Rejected, Report};

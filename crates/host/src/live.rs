@@ -67,6 +67,29 @@ pub struct LiveStats {
     pub wall_s: f64,
 }
 
+/// What a live NIC holds between steps, each of which must stay bounded
+/// however long it runs (a flood test checks their peaks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Events taken from the engine and not yet read ([`Nic::events`]).
+    pub events: usize,
+    /// Notifications not yet read (bounded by `notify_ring` per ECTX).
+    pub notifications: usize,
+    /// Packets the engine holds ([`softspin_engine::Engine::packets_held`]).
+    pub packets_held: u64,
+}
+
+impl Footprint {
+    /// The larger of each figure.
+    pub fn max(self, o: Footprint) -> Footprint {
+        Footprint {
+            events: self.events.max(o.events),
+            notifications: self.notifications.max(o.notifications),
+            packets_held: self.packets_held.max(o.packets_held),
+        }
+    }
+}
+
 pub(crate) struct Live {
     port: Box<dyn Port>,
     iface: String,
@@ -408,6 +431,11 @@ impl Nic {
             unprocessed: self.engine.packets_held() + live.left_in_rings,
             wall_s: live.epoch.elapsed().as_secs_f64(),
         })
+    }
+
+    /// What this NIC holds right now (see [`Footprint`]).
+    pub fn footprint(&self) -> Footprint {
+        Footprint { events: self.events.len(), notifications: self.notes.len(), packets_held: self.engine.packets_held() }
     }
 
     /// The rulesets an ECTX was installed with.
