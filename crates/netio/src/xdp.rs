@@ -12,7 +12,7 @@
 //!     pub fn stats(&self) -> Result<XdpStats, NetError>;
 //!     pub fn queues(iface: &str) -> Result<u32, NetError>;              // RX queues of the interface
 //! }
-//! pub struct XdpStats { pub matched: Vec<u64>, pub passed: u64, pub no_socket: u64 }
+//! pub struct XdpStats { pub matched: Vec<u64>, pub passed: u64, pub no_socket: u64, pub fragments_matched: u64, pub fragments_passed: u64 }
 //! ```
 //!
 //! The program decides only *whether* and *by which ruleset* a frame matched;
