@@ -9,7 +9,8 @@ use std::time::Duration;
 
 use anyhow::{bail, Context};
 use softspin_engine::traffic::FrameKind;
-use softspin_host::{AttachOptions, Event, LiveStats, Mode, Nic, NicConfig, Report, Ruleset};
+use softspin_engine::traffic::PcapSink;
+use softspin_host::{AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset};
 use softspin_netio::rules;
 
 use crate::exit::Status;
@@ -106,7 +107,9 @@ Exit status (as for sim):
   3  a handler faulted, hit its watchdog, aborted or had a command rejected
   4  a message timed out
   5  frames were dropped (on the port or in the packet buffer), or handler
-     output was dropped";
+     output was dropped
+  6  frames were left unprocessed: --duration or a signal ended the run
+     while handlers were behind (`unprocessed` in the statistics)";
 
 /// The rulesets for each planned ECTX (by index): `--match` and scenario
 /// `match` specs, then the rules file's rulesets by their `ectx` name.
@@ -178,27 +181,31 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     }
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
-    let mut sent: Vec<(u64, Vec<u8>)> = Vec::new();
+    // Written as the frames go, so a long run holds none of them.
+    let mut pcap = match &a.pcap_out {
+        Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
+        None => None,
+    };
     let mut sink_err = None;
+    let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
         if sink_err.is_none() {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
-        if keep {
-            take_sent(nic, &mut sent);
+        if let (Some(w), None) = (&mut pcap, &sink_err) {
+            sink_err = take_sent(nic, w).err();
         }
+        peak = peak.max(nic.footprint());
     })?;
     nic.stop_matching()?;
-    if keep {
-        take_sent(&mut nic, &mut sent);
-    }
     if let Some(e) = sink_err {
         return Err(e);
     }
-    sinks.drain(&mut nic.view(), true)?;
-    if let Some(p) = &a.pcap_out {
-        softspin_engine::traffic::write_pcap(p, FrameKind::Eth, &sent)?;
+    if let Some(mut w) = pcap {
+        take_sent(&mut nic, &mut w)?;
+        w.finish()?;
     }
+    sinks.drain(&mut nic.view(), true)?;
 
     if let Some(p) = &a.dump_host {
         crate::results::dump_host(&mut nic, &ectxs, p)?;
@@ -217,6 +224,11 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let mut j = json(&live, &report);
         j["counters"] = counters.into();
+        j["footprint_peak"] = serde_json::json!({
+            "events": peak.events,
+            "notifications": peak.notifications,
+            "packets_held": peak.packets_held,
+        });
         println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", text(&live));
@@ -226,6 +238,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let port_drops: u64 = live.drops.values().sum();
     if matches!(status, Status::Ok | Status::Unprocessed) && port_drops > 0 {
         (status, why) = (Status::Dropped, format!("{port_drops} frames dropped ({})", causes(&live)));
+    } else if status == Status::Ok && live.unprocessed > 0 {
+        (status, why) = (Status::Unprocessed, format!("{} frames taken from the wire were left unprocessed when the run ended", live.unprocessed));
     }
     if status != Status::Ok {
         eprintln!("softspin: nic: {why} (exit status {})", status as u8);
@@ -233,12 +247,13 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn take_sent(nic: &mut Nic, sent: &mut Vec<(u64, Vec<u8>)>) {
+fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
     for e in nic.events() {
         if let Event::Outbound(o) = e {
-            sent.push((o.time_ps, o.frame));
+            w.write(o.time_ps, &o.frame)?;
         }
     }
+    Ok(())
 }
 
 pub fn causes(s: &LiveStats) -> String {
@@ -248,14 +263,18 @@ pub fn causes(s: &LiveStats) -> String {
 fn text(s: &LiveStats) -> String {
     format!(
         "interface          {} ({})\nwire               {} frames in: {} matched, {} passed to the kernel; {} frames out\n\
-         wire drops         {}\nwall time          {:.3} s\n",
+         IPv4 fragments     {} matched, {} passed to the kernel (only a first fragment carries the UDP header)\n\
+         wire drops         {}\nunprocessed        {} frames (the run ended before their handlers did)\nwall time          {:.3} s\n",
         s.iface,
         s.port,
         s.rx_frames,
         s.matched,
         s.passed_to_kernel,
         s.tx_frames,
+        s.fragments_matched,
+        s.fragments_passed,
         if s.drops.is_empty() { "none".to_string() } else { causes(s) },
+        s.unprocessed,
         s.wall_s
     )
 }
@@ -272,8 +291,10 @@ fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
         "rx_frames": s.rx_frames,
         "matched": s.matched,
         "passed_to_kernel": s.passed_to_kernel,
+        "fragments": {"matched": s.fragments_matched, "passed_to_kernel": s.fragments_passed},
         "tx_frames": s.tx_frames,
         "drops": drops,
+        "unprocessed": s.unprocessed,
         "errors": r.errors,
         "error_details": r.error_details,
         "handlers": r.handlers,

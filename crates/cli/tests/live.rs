@@ -95,8 +95,11 @@ impl Net {
         }
         // The pid keeps concurrent runs of this binary apart; 15-byte
         // interface names leave room for it.
+        // SS_LIVE_TEST_PREFIX (default "sl", at most 4 bytes) keeps one
+        // person's runs apart from another's on a shared machine.
+        let pre = std::env::var("SS_LIVE_TEST_PREFIX").unwrap_or_else(|_| "sl".into());
         let net = Net {
-            prefix: format!("sl{n}p{}", std::process::id() % 100_000),
+            prefix: format!("{pre}{n}p{}", std::process::id() % 100_000),
             net: format!("10.91.{n}"),
         };
         let o = net.script("up");
@@ -277,6 +280,15 @@ impl NicProc {
             .read_to_string(&mut err)
             .unwrap();
         (status, out, err)
+    }
+
+    /// SIGINT, then the JSON report, whatever the exit status (a flood
+    /// drops frames on the port).
+    fn stop_json_any(&mut self) -> Value {
+        self.signal("-INT");
+        let (_, out, err) = self.wait(10);
+        serde_json::from_str(out.trim())
+            .unwrap_or_else(|e| panic!("one JSON object on stdout ({e}): {out:?}; stderr: {err}"))
     }
 
     /// SIGINT (a clean stop), then the JSON report; exit status `code`.
@@ -803,6 +815,204 @@ fn socket_mode_echoes() {
     echo_ok(&r, 200);
     let v = nic.stop_json(0);
     assert!(!net.xdp_attached(), "socket mode attaches no XDP program");
+    // The report names the ports served, though the sockets are closed by then.
+    assert!(
+        v["port"].as_str().unwrap().contains("UDP ports [9007]"),
+        "{}",
+        v["port"]
+    );
     assert!(calls(&v, "pingpong_ph") >= 200, "{v}");
     assert!(u(&v, "tx_frames") >= 200, "{v}");
+}
+
+/// A handler far slower than the wire: some 10^8 instructions per frame
+/// (0.1 s of NIC time, seconds of wall time with 8 HPUs simulated).
+fn slow_image() -> String {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        let src = dir().join("slow.c");
+        std::fs::write(
+            &src,
+            "#include <spin.h>\n\
+             __handler__ void slow_ph(handler_args_t *args)\n{\n\
+             \t(void)args;\n\
+             \tfor (volatile uint32_t i = 0; i < 20000000; i++)\n\t\t;\n}\n",
+        )
+        .unwrap();
+        build(&src, "slow")
+    })
+    .clone()
+}
+
+/// `n` UDP datagrams to the NIC's `port`, without waiting for answers.
+fn blast(net: &Net, port: &str, n: u32, len: usize) {
+    let prog = format!(
+        "import socket\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         for i in range({n}):\n    s.sendto(bytes({len}), ('{}', {port}))\n",
+        net.nic_ip()
+    );
+    let o = net.exec(&net.peer_ns(), &["python3", "-c", &prog]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
+
+fn slow_args(img: &str) -> Vec<&str> {
+    vec![
+        "--image", img, "--ph", "slow_ph", "--match", "udp:7", "--watchdog", "1000000000", "--json",
+    ]
+}
+
+/// Handlers slower than the wire do not hold the NIC past --duration: it
+/// ends on time and counts the frames it had not processed (exit status 6).
+#[test]
+fn slow_handlers_end_at_the_deadline_with_unprocessed_counted() {
+    let Some(net) = Net::up("slow_handlers_end_at_the_deadline_with_unprocessed_counted", 11) else {
+        return;
+    };
+    let img = slow_image();
+    let mut args = slow_args(&img);
+    args.extend(["--duration", "2"]);
+    let t0 = Instant::now();
+    let mut nic = net.spawn_nic(&args);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    blast(&net, "7", 40, 100);
+    let (st, out, err) = nic.wait(30);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_secs(4), "took {took:?} for --duration 2; {err}");
+    assert_eq!(st.code(), Some(6), "exit status; stderr: {err}; stdout: {out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    let left = u(&v, "unprocessed");
+    assert!(left > 0 && left <= 40, "unprocessed: {v}");
+    // Every frame taken is either processed or counted as left over.
+    assert_eq!(u(&v, "matched"), 40, "{v}");
+    assert_eq!(u(&v["report"], "packets") + left, 40, "{v}");
+}
+
+/// SIGINT ends a NIC whose handlers are behind promptly, too.
+#[test]
+fn slow_handlers_stop_promptly_on_sigint() {
+    let Some(net) = Net::up("slow_handlers_stop_promptly_on_sigint", 12) else {
+        return;
+    };
+    let img = slow_image();
+    let mut nic = net.spawn_nic(&slow_args(&img));
+    assert!(net.wait_xdp(true, 10), "never attached");
+    blast(&net, "7", 40, 100);
+    std::thread::sleep(Duration::from_millis(500));
+    let t0 = Instant::now();
+    nic.signal("-INT");
+    let (st, out, err) = nic.wait(30);
+    let took = t0.elapsed();
+    assert!(took < Duration::from_millis(1500), "took {took:?} after SIGINT; {err}");
+    assert_eq!(st.code(), Some(6), "exit status; stderr: {err}; stdout: {out}");
+    let v: Value = serde_json::from_str(out.trim()).unwrap();
+    assert!(u(&v, "unprocessed") > 0, "{v}");
+}
+
+/// An MTU larger than an AF_XDP frame holds is refused before the attach,
+/// naming the MTU, the limit and how to lower it.
+#[test]
+fn mtu_larger_than_the_xdp_frame_is_named() {
+    let Some(net) = Net::up("mtu_larger_than_the_xdp_frame_is_named", 13) else {
+        return;
+    };
+    let o = net.exec(&net.nic_ns(), &["ip", "link", "set", "dev", &net.nic_if(), "mtu", "9000"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let img = ping_pong_image();
+    let o = net
+        .nic_cmd(&["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--duration", "0.5"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    let limit = softspin_netio::xsk::max_mtu(softspin_netio::xsk::XskConfig::default().frame_size);
+    for want in [
+        "MTU 9000".to_string(),
+        format!("{limit} bytes"),
+        format!("ip link set dev {} mtu {limit}", net.nic_if()),
+    ] {
+        assert!(err.contains(&want), "says `{want}`: {err}");
+    }
+    assert!(!net.xdp_attached());
+}
+
+/// A UDP datagram larger than the MTU arrives in IPv4 fragments: only the
+/// first carries the UDP header and matches `udp:7`; the others go to the
+/// kernel. Both are counted as fragments (docs/rules.md, "IP fragments").
+#[test]
+fn ip_fragments_are_counted_matched_and_passed() {
+    let Some(net) = Net::up("ip_fragments_are_counted_matched_and_passed", 14) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let mut nic = net.spawn_nic(&["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--json"]);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    // 4000 bytes of UDP payload at MTU 1500: IP payloads of 1480, 1480 and
+    // 1048 bytes (4008 with the UDP header), i.e. three fragments.
+    blast(&net, "7", 1, 4000);
+    std::thread::sleep(Duration::from_millis(300));
+    // The echo of a first fragment is not a whole datagram; what counts
+    // here is the matcher's view, so any exit status with a report will do.
+    nic.signal("-INT");
+    let (_, out, err) = nic.wait(10);
+    let v: Value = serde_json::from_str(out.trim()).unwrap_or_else(|e| panic!("{e}: {out} {err}"));
+    assert_eq!(u(&v["fragments"], "matched"), 1, "{v}");
+    assert_eq!(u(&v["fragments"], "passed_to_kernel"), 2, "{v}");
+    assert_eq!(u(&v, "matched"), 1, "{v}");
+}
+
+/// Records in a pcap file (24-byte file header, then 16-byte record
+/// headers whose bytes 8..12 give the captured length, native order).
+fn pcap_records(path: &Path) -> u64 {
+    let b = std::fs::read(path).unwrap();
+    let (mut at, mut n) = (24usize, 0u64);
+    while at + 16 <= b.len() {
+        let incl = u32::from_ne_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
+        at += 16 + incl;
+        n += 1;
+    }
+    assert_eq!(at, b.len(), "pcap ends on a record boundary");
+    n
+}
+
+/// Under a flood (bounded: 20,000 datagrams), what the NIC holds stays
+/// bounded: the frames for --pcap-out go to the file as they are sent (it
+/// grows during the run), and the host-side queues peak far below the
+/// frame count (`footprint_peak`).
+#[test]
+fn flood_keeps_memory_bounded() {
+    let Some(net) = Net::up("flood_keeps_memory_bounded", 15) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let pcap = dir().join("flood.pcap");
+    let records = dir().join("flood.jsonl");
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+        "--pcap-out",
+        pcap.to_str().unwrap(),
+        "--records",
+        records.to_str().unwrap(),
+    ]);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    let n = 20_000u64;
+    blast(&net, "7", n as u32, 64);
+    std::thread::sleep(Duration::from_millis(500));
+    // Mid-run: most echoes are in the file already (each at least 16 + 106
+    // bytes), not held in memory until the end.
+    let mid = std::fs::metadata(&pcap).map(|m| m.len()).unwrap_or(0);
+    let v = nic.stop_json_any();
+    let sent = u(&v, "tx_frames");
+    assert!(sent > n / 2, "most datagrams echoed: {v}");
+    assert!(mid > sent / 2 * 122, "pcap holds {mid} bytes mid-run for {sent} frames sent");
+    assert_eq!(pcap_records(&pcap), sent, "every frame sent is in the pcap");
+    let peak = &v["footprint_peak"];
+    assert!(u(peak, "events") <= 4096, "{peak}");
+    assert!(u(peak, "packets_held") <= 4096, "{peak}");
+    assert_eq!(u(peak, "notifications"), 0, "{peak}");
 }

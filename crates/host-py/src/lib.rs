@@ -31,6 +31,7 @@ create_exception!(softspin, TrafficError, Error, "Bad traffic: generator paramet
 create_exception!(softspin, SimError, Error, "The simulation rejected a packet (too large for a slot, too short).");
 create_exception!(softspin, BuildError, Error, "Compiling or linking a handler image failed (diagnostics went to stderr).");
 create_exception!(softspin, NetError, Error, "The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors.");
+create_exception!(softspin, ThreadError, Error, "A Nic used from another thread than the one that created it.");
 create_exception!(softspin, SlmpGaveUpError, NetError, "The SLMP sender gave up (a segment unacknowledged after its retransmissions, or no ACK for give_up_s); `.stats` holds the statistics up to then.");
 
 /// Every `softspin_host::Error` as the exception of its kind, with its message.
@@ -366,12 +367,64 @@ impl HostBuffer for Lent {
 
 static NEXT_NIC: AtomicU64 = AtomicU64::new(1);
 
+/// A `host::Nic` and the thread that made it. The engine and its port are
+/// not `Send` (trait objects for host memory and the wire), so a NIC stays
+/// on its thread; Python may still hand the object to another thread, whose
+/// calls get a `ThreadError` instead of pyo3's panic.
+struct Owned {
+    nic: std::mem::ManuallyDrop<host::Nic>,
+    owner: std::thread::ThreadId,
+}
+
+// SAFETY: the `host::Nic` is reached only through `get`, which refuses
+// every thread but `owner`, and dropped only on `owner` (else leaked).
+unsafe impl Send for Owned {}
+// SAFETY: a shared `&Owned` gives no access to the NIC (`get` takes `&mut`).
+unsafe impl Sync for Owned {}
+
+impl Owned {
+    fn new(nic: host::Nic) -> Owned {
+        Owned { nic: std::mem::ManuallyDrop::new(nic), owner: std::thread::current().id() }
+    }
+
+    fn get(&mut self) -> PyResult<&mut host::Nic> {
+        if std::thread::current().id() != self.owner {
+            return Err(ThreadError::new_err(
+                "this Nic was created on another thread: use it from the thread that created it (a NIC is not shared between threads)",
+            ));
+        }
+        Ok(&mut self.nic)
+    }
+
+    fn get_ref(&self) -> PyResult<&host::Nic> {
+        if std::thread::current().id() != self.owner {
+            return Err(ThreadError::new_err(
+                "this Nic was created on another thread: use it from the thread that created it (a NIC is not shared between threads)",
+            ));
+        }
+        Ok(&self.nic)
+    }
+}
+
+impl Drop for Owned {
+    fn drop(&mut self) {
+        if std::thread::current().id() == self.owner {
+            // SAFETY: dropped once, here, on its own thread.
+            unsafe { std::mem::ManuallyDrop::drop(&mut self.nic) };
+        } else {
+            // Collected on another thread: the NIC is leaked (a live one
+            // stays attached until the process exits), as pyo3 does.
+            eprintln!("softspin: a Nic collected on another thread than its own is leaked");
+        }
+    }
+}
+
 /// A sPIN NIC: the simulated PsPIN NIC (`Nic(profile)`), or one attached to
 /// a network interface (`Nic.attach(iface)`). Use it from the thread that
-/// created it.
-#[pyclass(module = "softspin", unsendable)]
+/// created it: a call from another thread raises `ThreadError`.
+#[pyclass(module = "softspin")]
 pub struct Nic {
-    nic: host::Nic,
+    owned: Owned,
     uid: u64,
     /// Every ECTX installed on this NIC by handle (handles are never
     /// reused), for the ECTX objects of events and notifications.
@@ -397,13 +450,13 @@ impl Nic {
                     _ => return Ok(()),
                 },
             };
-            self.nic.run_live(Some(slice), &stop).map_err(err)?;
+            self.owned.get()?.run_live(Some(slice), &stop).map_err(err)?;
             py.check_signals()?;
         }
     }
 
     fn wrap(nic: host::Nic) -> Nic {
-        Nic { nic, uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed), ectxs: HashMap::new() }
+        Nic { owned: Owned::new(nic), uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed), ectxs: HashMap::new() }
     }
 
     fn handle(&self, e: &Ectx) -> PyResult<host::Ectx> {
@@ -419,7 +472,7 @@ impl Nic {
 
     fn event_objects(&mut self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
         let mut v = Vec::new();
-        for ev in self.nic.events() {
+        for ev in self.owned.get()?.events() {
             let obj = match ev {
                 host::Event::Outbound(o) => Py::new(
                     py,
@@ -529,8 +582,8 @@ impl Nic {
 
     /// Whether this NIC is attached to a network interface (`Nic.attach`).
     #[getter]
-    fn is_live(&self) -> bool {
-        self.nic.is_live()
+    fn is_live(&self) -> PyResult<bool> {
+        Ok(self.owned.get_ref()?.is_live())
     }
 
     /// Run a live NIC for `duration` seconds of wall time, or until
@@ -539,7 +592,7 @@ impl Nic {
     /// in slices and read them between.
     #[pyo3(signature = (duration = None))]
     fn run_live(&mut self, py: Python<'_>, duration: Option<f64>) -> PyResult<()> {
-        if !self.nic.is_live() {
+        if !self.owned.get()?.is_live() {
             return Err(InvalidArgumentError::new_err("this NIC is simulated; open it with Nic.attach(iface) to run it live"));
         }
         let d = duration
@@ -553,10 +606,12 @@ impl Nic {
 
     /// What a live NIC did on the wire: a dict with `iface`, `port` (e.g.
     /// "socket on lo"), `rx_frames`, `matched`, `passed_to_kernel`,
-    /// `tx_frames`, `drops` ({cause: frames}) and `wall_s`; None for a
+    /// `tx_frames`, `drops` ({cause: frames}), `unprocessed` (frames taken
+    /// and not processed yet), `fragments_matched`, `fragments_passed`
+    /// (IPv4 fragments) and `wall_s`; None for a
     /// simulated NIC.
     fn live_stats(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let Some(s) = self.nic.live_stats() else { return Ok(None) };
+        let Some(s) = self.owned.get_ref()?.live_stats() else { return Ok(None) };
         let d = pyo3::types::PyDict::new(py);
         d.set_item("iface", s.iface)?;
         d.set_item("port", s.port)?;
@@ -565,6 +620,9 @@ impl Nic {
         d.set_item("passed_to_kernel", s.passed_to_kernel)?;
         d.set_item("tx_frames", s.tx_frames)?;
         d.set_item("drops", s.drops)?;
+        d.set_item("unprocessed", s.unprocessed)?;
+        d.set_item("fragments_matched", s.fragments_matched)?;
+        d.set_item("fragments_passed", s.fragments_passed)?;
         d.set_item("wall_s", s.wall_s)?;
         Ok(Some(d.into_any().unbind()))
     }
@@ -578,37 +636,37 @@ impl Nic {
 
     /// The NIC configuration as a dict (every field of the model).
     fn config(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = serde_json::to_string(self.nic.config()).map_err(|e| Error::new_err(e.to_string()))?;
+        let s = serde_json::to_string(self.owned.get_ref()?.config()).map_err(|e| Error::new_err(e.to_string()))?;
         json_to_py(py, &s)
     }
 
     /// The profile name ("pspin", "fpspin").
     #[getter]
-    fn profile(&self) -> String {
-        self.nic.config().profile.clone()
+    fn profile(&self) -> PyResult<String> {
+        Ok(self.owned.get_ref()?.config().profile.clone())
     }
 
     /// Number of HPUs.
     #[getter]
-    fn hpu_count(&self) -> usize {
-        self.nic.hpu_count()
+    fn hpu_count(&self) -> PyResult<usize> {
+        Ok(self.owned.get_ref()?.hpu_count())
     }
 
     /// Current NIC time in nanoseconds.
     #[getter]
-    fn now_ns(&self) -> f64 {
-        self.nic.now_ns()
+    fn now_ns(&self) -> PyResult<f64> {
+        Ok(self.owned.get_ref()?.now_ns())
     }
 
     /// Load a handler image (an RV32 ELF built by `softspin build`).
     fn load_image(&self, path: std::path::PathBuf) -> PyResult<Image> {
-        let inner = self.nic.load_image(&path).map_err(err)?;
+        let inner = self.owned.get_ref()?.load_image(&path).map_err(err)?;
         Ok(Image { inner, path: Some(path.display().to_string()) })
     }
 
     /// Load a handler image from the bytes of an ELF file.
     fn image_from_bytes(&self, data: &Bound<'_, PyAny>) -> PyResult<Image> {
-        Ok(Image { inner: self.nic.image_from_bytes(&bytes_arg(data)?).map_err(err)?, path: None })
+        Ok(Image { inner: self.owned.get_ref()?.image_from_bytes(&bytes_arg(data)?).map_err(err)?, path: None })
     }
 
     // -- host memory
@@ -616,7 +674,7 @@ impl Nic {
     /// A zeroed host-memory window of `size` bytes owned by the NIC (read it
     /// with `host_read`).
     fn host_window(&mut self, py: Python<'_>, size: usize) -> PyResult<Py<HostWindow>> {
-        let w = self.nic.host_window(size).map_err(err)?;
+        let w = self.owned.get()?.host_window(size).map_err(err)?;
         self.window(py, w, None)
     }
 
@@ -636,7 +694,7 @@ impl Nic {
         if !b.is_c_contiguous() {
             return Err(HostMemoryError::new_err("cannot lend a non-contiguous buffer (use numpy.ascontiguousarray)"));
         }
-        let w = self.nic.lend(Box::new(Lent(b))).map_err(err)?;
+        let w = self.owned.get()?.lend(Box::new(Lent(b))).map_err(err)?;
         self.window(py, w, Some(buffer.clone().unbind()))
     }
 
@@ -656,18 +714,19 @@ impl Nic {
 
     /// Take a window back (a lent buffer is released and may be resized again).
     fn unlend(&mut self, window: PyRef<'_, HostWindow>) -> PyResult<()> {
-        self.nic.unlend(self.own_window(&window)?).map_err(err)?;
+        let w = self.own_window(&window)?;
+        self.owned.get()?.unlend(w).map_err(err)?;
         Ok(())
     }
 
     /// Read `n` bytes of host memory at host address `addr`.
     fn host_read<'py>(&mut self, py: Python<'py>, addr: u64, n: usize) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.nic.host_read(addr, n).map_err(err)?))
+        Ok(PyBytes::new(py, &self.owned.get()?.host_read(addr, n).map_err(err)?))
     }
 
     /// Write bytes to host memory at host address `addr`.
     fn host_write(&mut self, addr: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.nic.host_write(addr, &bytes_arg(data)?).map_err(err)
+        self.owned.get()?.host_write(addr, &bytes_arg(data)?).map_err(err)
     }
 
     // -- ECTX
@@ -729,7 +788,7 @@ impl Nic {
         let scratchpad = match scratchpad {
             None => Vec::new(),
             Some(s) => match s.extract::<u64>() {
-                Ok(n) => vec![arg_u32(n, "scratchpad")?; self.nic.config().clusters as usize],
+                Ok(n) => vec![arg_u32(n, "scratchpad")?; self.owned.get()?.config().clusters as usize],
                 Err(_) => s.extract::<Vec<u64>>()?.into_iter().map(|n| arg_u32(n, "scratchpad entry")).collect::<PyResult<_>>()?,
             },
         };
@@ -750,11 +809,11 @@ impl Nic {
             udp_dst_port,
             rules: rulesets,
         };
-        let h = self.nic.install(&image.inner, opts).map_err(err)?;
-        let e = Ectx { id: h.0, name: self.nic.ectx_name(h).map_err(err)?, nic: self.uid };
+        let h = self.owned.get()?.install(&image.inner, opts).map_err(err)?;
+        let e = Ectx { id: h.0, name: self.owned.get()?.ectx_name(h).map_err(err)?, nic: self.uid };
         self.ectxs.insert(h.0, e.clone());
         if let Some(k) = frame {
-            self.nic.set_frame_kind(h, k).map_err(err)?;
+            self.owned.get()?.set_frame_kind(h, k).map_err(err)?;
         }
         Ok(e)
     }
@@ -762,27 +821,27 @@ impl Nic {
     /// Let the ECTX receive packets.
     fn activate(&mut self, ectx: &Ectx) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.nic.activate(h).map_err(err)
+        self.owned.get()?.activate(h).map_err(err)
     }
 
     /// Stop the ECTX receiving new packets.
     fn deactivate(&mut self, ectx: &Ectx) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.nic.deactivate(h).map_err(err)
+        self.owned.get()?.deactivate(h).map_err(err)
     }
 
     /// Remove an inactive ECTX with no message in flight; its handle is dead
     /// afterwards.
     fn uninstall(&mut self, ectx: &Ectx) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.nic.uninstall(h).map_err(err)
+        self.owned.get()?.uninstall(h).map_err(err)
     }
 
     /// Frames `send_message` builds for this ECTX: "ip" (PsPIN's IP-first
     /// layout, default) or "eth" (Ethernet/IPv4/UDP).
     fn set_frame_kind(&mut self, ectx: &Ectx, frame: &str) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.nic.set_frame_kind(h, frame_kind(frame)?).map_err(err)
+        self.owned.get()?.set_frame_kind(h, frame_kind(frame)?).map_err(err)
     }
 
     // -- NIC memory
@@ -792,22 +851,22 @@ impl Nic {
     #[pyo3(signature = (ectx, size, align = 8))]
     fn nic_alloc(&mut self, ectx: &Ectx, size: usize, align: usize) -> PyResult<u32> {
         let h = self.handle(ectx)?;
-        self.nic.nic_alloc(h, size, align).map_err(err)
+        self.owned.get()?.nic_alloc(h, size, align).map_err(err)
     }
 
     /// Read `n` bytes of NIC memory at NIC address `addr`.
     fn nic_read<'py>(&self, py: Python<'py>, addr: u64, n: usize) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.nic.nic_read(arg_u32(addr, "NIC address")?, n).map_err(err)?))
+        Ok(PyBytes::new(py, &self.owned.get_ref()?.nic_read(arg_u32(addr, "NIC address")?, n).map_err(err)?))
     }
 
     /// Write bytes to NIC memory at NIC address `addr`.
     fn nic_write(&mut self, addr: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.nic.nic_write(arg_u32(addr, "NIC address")?, &bytes_arg(data)?).map_err(err)
+        self.owned.get()?.nic_write(arg_u32(addr, "NIC address")?, &bytes_arg(data)?).map_err(err)
     }
 
     /// Store the 32-bit NIC pointer `target` at NIC address `addr`.
     fn nic_write_ptr(&mut self, addr: u32, target: u32) -> PyResult<()> {
-        self.nic.nic_write_ptr(addr, target).map_err(err)
+        self.owned.get()?.nic_write_ptr(addr, target).map_err(err)
     }
 
     // -- traffic
@@ -815,7 +874,7 @@ impl Nic {
     /// Hand the NIC one packet (a whole frame) of message `msg_id` now.
     #[pyo3(signature = (frame, msg_id = 0, eom = true))]
     fn send_packet(&mut self, frame: &Bound<'_, PyAny>, msg_id: u32, eom: bool) -> PyResult<()> {
-        self.nic.send_packet(bytes_arg(frame)?, msg_id, eom).map_err(err)
+        self.owned.get()?.send_packet(bytes_arg(frame)?, msg_id, eom).map_err(err)
     }
 
     /// Send `payload` as message `msg_id` to an ECTX: packets of at most
@@ -824,20 +883,20 @@ impl Nic {
     #[pyo3(signature = (ectx, msg_id, payload, packet_size = 1024))]
     fn send_message(&mut self, ectx: &Ectx, msg_id: u32, payload: &Bound<'_, PyAny>, packet_size: usize) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.nic.send_message(h, msg_id, &bytes_arg(payload)?, packet_size).map_err(err)
+        self.owned.get()?.send_message(h, msg_id, &bytes_arg(payload)?, packet_size).map_err(err)
     }
 
     /// Feed a PsPIN-style text trace (`frame`: "ip" or "eth").
     #[pyo3(signature = (path, frame = "ip"))]
     fn feed_trace(&mut self, path: std::path::PathBuf, frame: &str) -> PyResult<()> {
-        self.nic.feed_trace(path, frame_kind(frame)?).map_err(err)
+        self.owned.get()?.feed_trace(path, frame_kind(frame)?).map_err(err)
     }
 
     /// Feed a pcap(ng) file of Ethernet frames, at its timestamps or back to
     /// back at `rate_gbps`.
     #[pyo3(signature = (path, rate_gbps = None))]
     fn feed_pcap(&mut self, path: std::path::PathBuf, rate_gbps: Option<f64>) -> PyResult<()> {
-        self.nic.feed_pcap(path, rate_gbps).map_err(err)
+        self.owned.get()?.feed_pcap(path, rate_gbps).map_err(err)
     }
 
     /// Feed synthetic traffic: `messages` messages of `packets` packets of
@@ -871,7 +930,7 @@ impl Nic {
             messages,
             packets_per_message: packets,
             size,
-            rate_gbps: rate_gbps.unwrap_or(self.nic.config().line_rate_gbps),
+            rate_gbps: rate_gbps.unwrap_or(self.owned.get()?.config().line_rate_gbps),
             concurrent,
             frame: frame_kind(frame)?,
             payload,
@@ -880,23 +939,25 @@ impl Nic {
             udp_dst_port: udp_dst_port.unwrap_or(d.udp_dst_port),
             ..d
         };
-        self.nic.feed_generator(g).map_err(err)
+        self.owned.get()?.feed_generator(g).map_err(err)
     }
 
     // -- running
 
     /// Run until nothing is left to do (or every handler waits for the host).
     fn run_until_idle(&mut self) -> PyResult<()> {
-        self.nic.run_until_idle().map_err(err)
+        self.owned.get()?.run_until_idle().map_err(err)
     }
 
     /// Run for `ns` nanoseconds of NIC time (live: of wall time, stopping
     /// early with KeyboardInterrupt on Ctrl-C).
     fn run_for(&mut self, py: Python<'_>, ns: u64) -> PyResult<()> {
-        if self.nic.is_live() {
+        let nic = self.owned.get()?;
+        nic.run_for_end(ns).map_err(err)?;
+        if nic.is_live() {
             return self.live_slices(py, Some(std::time::Duration::from_nanos(ns)));
         }
-        self.nic.run_for(ns).map_err(err)
+        self.owned.get()?.run_for(ns).map_err(err)
     }
 
     // -- results
@@ -910,48 +971,48 @@ impl Nic {
 
     /// The statistics report as a dict, the same as `softspin sim --json`.
     fn report(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = serde_json::to_string(&self.nic.report()).map_err(|e| Error::new_err(e.to_string()))?;
+        let s = serde_json::to_string(&self.owned.get_ref()?.report()).map_err(|e| Error::new_err(e.to_string()))?;
         json_to_py(py, &s)
     }
 
     /// The statistics report as text (what `softspin sim` prints).
-    fn report_text(&self) -> String {
-        self.nic.report().text()
+    fn report_text(&self) -> PyResult<String> {
+        Ok(self.owned.get_ref()?.report().text())
     }
 
     /// (packets admitted, messages completed) of an ECTX.
     fn ectx_counts(&self, ectx: &Ectx) -> PyResult<(u64, u64)> {
-        self.nic.ectx_counts(self.handle(ectx)?).map_err(err)
+        self.owned.get_ref()?.ectx_counts(self.handle(ectx)?).map_err(err)
     }
 
     /// Performance counters pushed by an ECTX's handlers: [(index, sum, count)].
     fn counters(&self, ectx: &Ectx) -> PyResult<Vec<(u32, u64, u64)>> {
-        self.nic.counters(self.handle(ectx)?).map_err(err)
+        self.owned.get_ref()?.counters(self.handle(ectx)?).map_err(err)
     }
 
     /// The printf output of HPU `hpu` (global index).
     fn hpu_stdout(&self, hpu: usize) -> PyResult<String> {
-        self.nic.hpu_stdout(hpu).map_err(err)
+        self.owned.get_ref()?.hpu_stdout(hpu).map_err(err)
     }
 
     // -- host notifications
 
     /// Notifications that reached the host by now (does not run the NIC).
     fn poll_notifications(&mut self, py: Python<'_>) -> PyResult<Vec<Py<Notification>>> {
-        let v = self.nic.poll_notifications();
+        let v = self.owned.get()?.poll_notifications();
         self.notes(py, v)
     }
 
     /// Run the NIC until at least one notification is available, or nothing
     /// is left to run (then the list may be empty).
     fn wait_notifications(&mut self, py: Python<'_>) -> PyResult<Vec<Py<Notification>>> {
-        let v = self.nic.wait_notifications().map_err(err)?;
+        let v = self.owned.get()?.wait_notifications().map_err(err)?;
         self.notes(py, v)
     }
 
     /// Answer notification `id` with a 64-bit value.
     fn respond(&mut self, id: u32, value: u64) -> PyResult<()> {
-        self.nic.respond(id, value).map_err(err)
+        self.owned.get()?.respond(id, value).map_err(err)
     }
 
     /// Iterate over notifications, running the NIC as needed; ends when the
@@ -960,13 +1021,14 @@ impl Nic {
         NotificationIter { nic: slf, queue: VecDeque::new() }
     }
 
-    fn __repr__(&self) -> String {
-        format!("Nic(profile={:?}, now_ns={})", self.nic.config().profile, self.nic.now_ns())
+    fn __repr__(&self) -> PyResult<String> {
+        let nic = self.owned.get_ref()?;
+        Ok(format!("Nic(profile={:?}, now_ns={})", nic.config().profile, nic.now_ns()))
     }
 }
 
 /// Iterator returned by `Nic.notifications()`.
-#[pyclass(module = "softspin", unsendable)]
+#[pyclass(module = "softspin")]
 pub struct NotificationIter {
     nic: Py<Nic>,
     queue: VecDeque<Py<Notification>>,
@@ -1113,6 +1175,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SimError", py.get_type::<SimError>())?;
     m.add("BuildError", py.get_type::<BuildError>())?;
     m.add("NetError", py.get_type::<NetError>())?;
+    m.add("ThreadError", py.get_type::<ThreadError>())?;
     m.add("SlmpGaveUpError", py.get_type::<SlmpGaveUpError>())?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(slmp_send, m)?)?;

@@ -74,7 +74,8 @@ def test_exception_hierarchy():
     assert issubclass(softspin.Error, Exception)
     assert softspin.SoftspinError is softspin.Error
     # Refinements of a kind: a subclass of that kind's class.
-    refinements = {"SlmpGaveUpError": softspin.NetError}
+    # ThreadError is the binding's own (a Nic used off its thread).
+    refinements = {"SlmpGaveUpError": softspin.NetError, "ThreadError": softspin.Error}
     for name, base in refinements.items():
         assert getattr(softspin, name).__bases__ == (base,), name
     names = {n for n in dir(softspin) if n.endswith("Error") and n not in ("Error", "SoftspinError", "HandlerError")}
@@ -563,11 +564,41 @@ def test_feed_pcap(handlers_elf, tmp_path):
         nic.feed_pcap(junk)
 
 
-def test_oversized_packet_is_sim_error(handlers_elf):
+def test_oversized_packet_is_refused_at_the_call(handlers_elf):
     nic, _, e = open_with(handlers_elf, "echo_ph")
-    nic.send_packet(bytes(70000))
-    with pytest.raises(softspin.SimError, match="packet buffer slot"):
-        nic.run_until_idle()
+    slot = nic.config()["pkt_slot_size"]
+    with pytest.raises(softspin.LimitError, match=f"{slot + 1} bytes.*pkt_slot_size {slot}"):
+        nic.send_packet(bytes(slot + 1))
+    # Nothing was queued: the next run is clean.
+    nic.run_until_idle()
+    assert nic.report()["packets_in"] == 0
+
+
+def test_nic_from_another_thread_is_a_softspin_error():
+    import threading
+
+    nic = softspin.Nic()
+    got = []
+
+    def other():
+        for call in (lambda: nic.now_ns, lambda: nic.run_for(10), lambda: repr(nic)):
+            try:
+                call()
+                got.append(None)
+            except BaseException as e:  # a PanicException is no Exception
+                got.append(e)
+
+    t = threading.Thread(target=other)
+    t.start()
+    t.join()
+    assert len(got) == 3
+    for e in got:
+        assert isinstance(e, softspin.ThreadError), repr(e)
+        assert isinstance(e, softspin.Error)
+        assert "thread that created it" in str(e)
+    # Its own thread still uses it.
+    nic.run_for(10)
+    assert nic.now_ns == pytest.approx(10)
 
 
 def test_run_for_and_time(handlers_elf):

@@ -157,6 +157,15 @@ def test_run_live_stops_on_keyboard_interrupt(pingpong_elf):
     nic.run_live(0.01)
 
 
+def test_run_for_past_the_horizon_is_a_limit_error_live_as_simulated(pingpong_elf):
+    nic, _ = live_echo_nic(pingpong_elf, match=[f"udp:{free_udp_port()}"])
+    for n in (softspin.Nic("fpspin"), nic):
+        t0 = time.monotonic()
+        with pytest.raises(softspin.LimitError, match="horizon"):
+            n.run_for(2**63)
+        assert time.monotonic() - t0 < 1.0
+
+
 def test_live_run_for_and_wait_are_wall_time(pingpong_elf):
     nic, _ = live_echo_nic(pingpong_elf, match=[f"udp:{free_udp_port()}"])
     t0 = time.monotonic()

@@ -58,7 +58,7 @@ pub mod gdriver {
     pub const SCRATCHPAD_SIZE: u32 = 800 << 10;
 }
 
-pub use live::{AttachOptions, LiveStats, Mode, PortStats, Ruleset};
+pub use live::{AttachOptions, Footprint, LiveStats, Mode, PortStats, Ruleset};
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
@@ -815,6 +815,16 @@ impl Nic {
             Pacing::Burst => f64::INFINITY,
         };
         let mut clock = LineClock::new(rate).map_err(|m| Error::Invalid(format!("pacing: {m}")))?;
+        // Refused here, before any is queued, not when the run reaches it.
+        let packets: Vec<Packet> = packets.into_iter().collect();
+        let slot = self.config().pkt_slot_size as usize;
+        if let Some((i, p)) = packets.iter().enumerate().find(|(_, p)| p.frame.len() > slot) {
+            return Err(Error::Limit(format!(
+                "packet {i} (message {}) is {} bytes, above the NIC's packet slot (pkt_slot_size {slot})",
+                p.msg_id,
+                p.frame.len()
+            )));
+        }
         let start = self.engine.next_inject_ps();
         let mut seq: HashMap<u32, usize> = HashMap::new();
         for p in packets {
@@ -900,7 +910,7 @@ impl Nic {
     /// Live: process what has arrived, without waiting for more.
     pub fn run_until_idle(&mut self) -> Result<()> {
         if self.live.is_some() {
-            return self.live_until_idle();
+            return self.live_until_idle(None);
         }
         Ok(self.engine.run(None, |_| {})?)
     }
@@ -909,10 +919,18 @@ impl Nic {
     /// `units::HORIZON`, as `--until-ns` does, so delays on top cannot wrap).
     /// Live: `ns` of wall time (NIC time follows the wall clock).
     pub fn run_for(&mut self, ns: u64) -> Result<()> {
+        // One limit for both: a live NIC's clock is NIC time too.
+        let until = self.run_for_end(ns)?;
         if self.live.is_some() {
             return self.live_for(ns);
         }
-        let until = Ns(ns)
+        Ok(self.engine.run(Some(until.0), |_| {})?)
+    }
+
+    /// The NIC time `run_for(ns)` would end at, or why it cannot run that
+    /// long (a live or simulated NIC alike).
+    pub fn run_for_end(&self, ns: u64) -> Result<Ps> {
+        Ns(ns)
             .to_ps()
             .and_then(|d| Ps(self.engine.now_ps()).checked_add(d))
             .filter(|&u| u <= HORIZON)
@@ -921,8 +939,7 @@ impl Nic {
                     "run_for({ns} ns) runs past the simulation horizon (limit: NIC time at most {} ns, 2^63 ps)",
                     HORIZON.max_ns()
                 ))
-            })?;
-        Ok(self.engine.run(Some(until.0), |_| {})?)
+            })
     }
 
     /// Current NIC time in nanoseconds.

@@ -9,6 +9,9 @@
 //! deadlines and wait limits mean what they say. When the engine is slower
 //! than the wire it falls behind: frames wait in the port's rings and the
 //! packet buffer, and whatever does not fit is dropped and counted by cause.
+//! The engine runs in bounded slices of wall time, so a slow handler cannot
+//! keep the NIC from its deadline or a stop signal; what it has not
+//! processed by then is counted as unprocessed.
 //! Frames handlers send go out through the same port.
 
 use std::collections::BTreeMap;
@@ -51,9 +54,40 @@ pub struct LiveStats {
     /// Matched frames, per ECTX (by its ruleset).
     pub matched: u64,
     pub passed_to_kernel: u64,
+    /// IPv4 fragments among the matched frames and among those passed to
+    /// the kernel ([`PortStats`]; docs/rules.md, "IP fragments").
+    pub fragments_matched: u64,
+    pub fragments_passed: u64,
     pub tx_frames: u64,
     pub drops: BTreeMap<String, u64>,
+    /// Frames taken from the wire and not processed (yet): held by the
+    /// engine (the run ended before their handlers did), or left in the
+    /// port's rings when matching stopped.
+    pub unprocessed: u64,
     pub wall_s: f64,
+}
+
+/// What a live NIC holds between steps, each of which must stay bounded
+/// however long it runs (a flood test checks their peaks).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Footprint {
+    /// Events taken from the engine and not yet read ([`Nic::events`]).
+    pub events: usize,
+    /// Notifications not yet read (bounded by `notify_ring` per ECTX).
+    pub notifications: usize,
+    /// Packets the engine holds ([`softspin_engine::Engine::packets_held`]).
+    pub packets_held: u64,
+}
+
+impl Footprint {
+    /// The larger of each figure.
+    pub fn max(self, o: Footprint) -> Footprint {
+        Footprint {
+            events: self.events.max(o.events),
+            notifications: self.notifications.max(o.notifications),
+            packets_held: self.packets_held.max(o.packets_held),
+        }
+    }
 }
 
 pub(crate) struct Live {
@@ -74,6 +108,9 @@ pub(crate) struct Live {
     /// deadline checks use it instead of reading the clock again (a clock
     /// read is a good part of an empty step's cost).
     last_now: Instant,
+    /// Matched frames still in the port when matching stopped past its
+    /// grace (see `stop_matching`).
+    left_in_rings: u64,
 }
 
 /// Frames taken from the port per step: enough to amortise the engine run
@@ -84,6 +121,15 @@ const RX_BATCH: usize = 64;
 const UNTIL_IDLE_FRAMES: usize = 4096;
 /// Longest single sleep, so a stop flag is seen promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
+/// Longest one step runs the engine: the run loop looks at its deadline and
+/// stop flag at least this often (plus one slice), however slow the
+/// handlers are next to the wall clock.
+const STEP_WALL: Duration = Duration::from_millis(20);
+/// NIC time the engine runs between two looks at the wall clock: 10 us is
+/// some 10^5 instructions over all HPUs, a millisecond or two of wall time.
+const SLICE_PS: u64 = 10_000_000;
+/// Longest `stop_matching` spends finishing the frames already taken.
+const STOP_GRACE: Duration = Duration::from_millis(250);
 /// Engine events due sooner than this, and frames within this long of the
 /// last one, are waited for by polling the port, not by sleeping.
 const SPIN_WINDOW: Duration = Duration::from_micros(500);
@@ -128,6 +174,7 @@ impl Nic {
             drops: BTreeMap::new(),
             last_rx: Instant::now(),
             last_now: Instant::now(),
+            left_in_rings: 0,
         });
         Ok(nic)
     }
@@ -216,8 +263,21 @@ impl Nic {
         // moved since t0 (a busy-polling NIC steps like this all the time).
         let t = if taken == 0 && wait.is_zero() { t0 } else { Instant::now() };
         live.last_now = t;
-        let now = live.ps_at(t);
-        self.engine.run(Some(now.max(self.engine.now_ps())), |_| {})?;
+        let target = live.ps_at(t).max(self.engine.now_ps());
+        // Up to the wall clock in slices of NIC time, for at most STEP_WALL:
+        // an engine slower than the wire falls behind instead of holding the
+        // loop (idle stretches are skipped in one go).
+        let give_up = t + STEP_WALL;
+        loop {
+            let until = match self.engine.next_event_ps() {
+                Some(e) if e < target => target.min(e.saturating_add(SLICE_PS)),
+                _ => target,
+            };
+            self.engine.run(Some(until), |_| {})?;
+            if until >= target || Instant::now() >= give_up {
+                break;
+            }
+        }
         // The frames' vectors, copied into the packet buffer, go back to the
         // port for the next frames: no allocation per frame.
         while let Some(f) = self.engine.take_spare_frame() {
@@ -269,15 +329,16 @@ impl Nic {
     }
 
     /// Live: process what has arrived until the engine has nothing left
-    /// to do, without waiting for more. At most `UNTIL_IDLE_FRAMES` frames
-    /// are taken, so a flood cannot keep it from returning.
-    pub(crate) fn live_until_idle(&mut self) -> Result<()> {
+    /// to do, without waiting for more, or until `end`. At most
+    /// `UNTIL_IDLE_FRAMES` frames are taken, so a flood cannot keep it from
+    /// returning.
+    pub(crate) fn live_until_idle(&mut self, end: Option<Instant>) -> Result<()> {
         let mut budget = UNTIL_IDLE_FRAMES;
         loop {
             let taken = self.live_step(Duration::ZERO, budget.min(RX_BATCH))?;
             budget -= taken;
             let live = self.live.as_ref().expect("live");
-            if self.engine.is_idle() && (taken == 0 || budget == 0) {
+            if self.engine.is_idle() && (taken == 0 || budget == 0) || end.is_some_and(|e| live.last_now >= e) {
                 return Ok(());
             }
             // Only timers left: sleep until the next is due.
@@ -297,14 +358,42 @@ impl Nic {
 
     /// Stop taking frames from the wire (the matcher gets no rulesets:
     /// everything goes to the kernel), then finish the frames already
-    /// taken. The port itself (XDP program, sockets) goes when the NIC is
-    /// dropped.
+    /// taken, for at most `STOP_GRACE`: what is left then (in the engine or
+    /// the port's rings) is counted in [`LiveStats::unprocessed`]. The port
+    /// itself (XDP program, sockets) goes when the NIC is dropped.
     pub fn stop_matching(&mut self) -> Result<()> {
         self.require_live()?;
+        let end = Instant::now() + STOP_GRACE;
         // What the rings hold still matches the current rulesets.
-        self.live_until_idle()?;
+        self.live_until_idle(Some(end))?;
+        if Instant::now() >= end {
+            // Counted before the sockets close (socket mode) and take
+            // their queued datagrams with them.
+            self.discard_rings()?;
+        }
         self.live.as_mut().expect("live").port.set_rulesets(&[]).map_err(net)?;
-        self.live_until_idle()
+        self.live_until_idle(Some(end))?;
+        self.discard_rings()
+    }
+
+    /// Take every frame the port still holds and count it as unprocessed.
+    fn discard_rings(&mut self) -> Result<()> {
+        let live = self.live.as_mut().expect("live");
+        let mut rx = std::mem::take(&mut live.rx);
+        // Bounded: the rings hold at most this many, and nothing new
+        // matches once the rulesets are gone.
+        for _ in 0..UNTIL_IDLE_FRAMES {
+            live.port.recv(&mut rx, RX_BATCH, Duration::ZERO).map_err(net)?;
+            if rx.is_empty() {
+                break;
+            }
+            live.left_in_rings += rx.len() as u64;
+            for f in rx.drain(..) {
+                live.port.recycle(f.frame);
+            }
+        }
+        live.rx = rx;
+        Ok(())
     }
 
     /// Live: wait (at most `wait_timeout`) until a notification arrives.
@@ -335,10 +424,18 @@ impl Nic {
             rx_frames: p.rx_frames,
             matched: p.matched.iter().sum(),
             passed_to_kernel: p.passed_to_kernel,
+            fragments_matched: p.fragments_matched,
+            fragments_passed: p.fragments_passed,
             tx_frames: p.tx_frames,
             drops,
+            unprocessed: self.engine.packets_held() + live.left_in_rings,
             wall_s: live.epoch.elapsed().as_secs_f64(),
         })
+    }
+
+    /// What this NIC holds right now (see [`Footprint`]).
+    pub fn footprint(&self) -> Footprint {
+        Footprint { events: self.events.len(), notifications: self.notes.len(), packets_held: self.engine.packets_held() }
     }
 
     /// The rulesets an ECTX was installed with.

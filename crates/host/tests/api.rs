@@ -95,11 +95,14 @@ fn every_error_path_is_a_value() {
     assert!(nic.host_window(0).is_err());
     assert!(nic.respond(99, 0).is_err());
     assert!(nic.hpu_stdout(1000).is_err());
-    // A packet too large for a buffer slot surfaces from run.
+    // A packet too large for a buffer slot is refused at the call, and
+    // nothing is queued.
     let e2 = nic.install(&img, opts("empty_ph")).unwrap();
     nic.activate(e2).unwrap();
-    nic.send_packet(vec![0; 5000], 1, true).unwrap();
-    assert!(matches!(nic.run_until_idle(), Err(Error::Sim(_))));
+    let e = nic.send_packet(vec![0; 5000], 1, true).unwrap_err();
+    assert!(matches!(e, Error::Limit(_)) && e.to_string().contains("pkt_slot_size"), "{e}");
+    nic.run_until_idle().unwrap();
+    assert_eq!(nic.report().packets_in, 0);
     // Bad build input.
     let err = build(&BuildOptions::handler(&["/no/such.c"], "/tmp/x.elf")).unwrap_err();
     assert!(err.to_string().contains("no such source file"), "{err}");

@@ -162,7 +162,10 @@ fn every_error_has_a_kind() {
     see(nic.hpu_stdout(1000).unwrap_err());
     see(nic.feed_generator(GenConfig { size: 1 << 20, ..GenConfig::default() }).unwrap_err());
     see(build(&BuildOptions::handler(&["/no/such.c"], "/tmp/x.elf")).map_err(softspin_host::Error::from).unwrap_err());
-    nic.send_packet(vec![0; 5000], 1, true).unwrap();
+    // Refused at the call (Limit); a generator's packet too large for a
+    // slot surfaces from the run (Sim).
+    see(nic.send_packet(vec![0; 5000], 1, true).unwrap_err());
+    nic.feed_generator(GenConfig { size: 5000, ..GenConfig::default() }).unwrap();
     see(nic.run_until_idle().unwrap_err());
     nic.deactivate(e).unwrap();
     nic.uninstall(e).unwrap();

@@ -54,6 +54,17 @@ static __always_inline int unit_true(const struct match_unit *u, void *data, voi
     return u->start <= v && v <= u->end;
 }
 
+/* See match_abi.h; the Rust twin is rules::is_ipv4_fragment. */
+static __always_inline int is_ipv4_fragment(void *data, void *data_end)
+{
+    const __u8 *p = data;
+    if ((const void *)(p + IPV4_FRAGMENT_OFFSET + 2) > data_end)
+        return 0;
+    __u32 type = ((__u32)p[ETHERTYPE_OFFSET] << 8) | p[ETHERTYPE_OFFSET + 1];
+    __u32 frag = ((__u32)p[IPV4_FRAGMENT_OFFSET] << 8) | p[IPV4_FRAGMENT_OFFSET + 1];
+    return type == ETHERTYPE_IPV4 && (frag & IPV4_FRAGMENT_MASK) != 0;
+}
+
 static __always_inline int ruleset_matches(const struct match_ruleset *rs, void *data,
                                            void *data_end)
 {
@@ -86,11 +97,14 @@ int softspin_match(struct xdp_md *ctx)
         return XDP_PASS;
     }
     __u32 n = cfg->n_rulesets;
+    int fragment = is_ipv4_fragment(data, data_end);
     for (int r = 0; r < MAX_RULESETS; r++) {
         if ((__u32)r >= n)
             break;
         if (ruleset_matches(&cfg->rulesets[r], data, data_end)) {
             count(r);
+            if (fragment)
+                count(COUNTER_FRAGMENT_MATCHED);
             /* XDP_PASS as the fallback: a queue without a registered socket
              * hands its frames to the kernel instead of dropping them; counted
              * so the loss to userspace is visible. */
@@ -101,6 +115,8 @@ int softspin_match(struct xdp_md *ctx)
         }
     }
     count(COUNTER_PASSED);
+    if (fragment)
+        count(COUNTER_FRAGMENT_PASSED);
     return XDP_PASS;
 }
 

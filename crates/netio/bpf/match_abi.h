@@ -22,7 +22,20 @@
 /* Per-CPU counters: [0, MAX_RULESETS) frames matched per ruleset, then: */
 #define COUNTER_PASSED 8
 #define COUNTER_NO_SOCKET 9
-#define N_COUNTERS 10
+/* IPv4 fragments (see below), matched / left to the kernel; also counted
+ * above. */
+#define COUNTER_FRAGMENT_MATCHED 10
+#define COUNTER_FRAGMENT_PASSED 11
+#define N_COUNTERS 12
+
+/* An IPv4 fragment: EtherType IPv4 at bytes 12-13 and a non-zero fragment
+ * offset or More Fragments flag in bytes 20-21 (a 16-bit field, big-endian).
+ * Only a datagram's first fragment carries its UDP header, so rules see the
+ * pieces of one datagram differently; they are counted, not reassembled. */
+#define ETHERTYPE_OFFSET 12
+#define ETHERTYPE_IPV4 0x0800
+#define IPV4_FRAGMENT_OFFSET 20
+#define IPV4_FRAGMENT_MASK 0x3fff
 
 #ifndef SOFTSPIN_ABI_NO_STRUCTS
 struct match_unit {
@@ -46,7 +59,7 @@ struct match_config {
 
 _Static_assert(COUNTER_PASSED == MAX_RULESETS, "counter layout");
 _Static_assert(COUNTER_NO_SOCKET == MAX_RULESETS + 1, "counter layout");
-_Static_assert(N_COUNTERS == MAX_RULESETS + 2, "counter layout");
+_Static_assert(N_COUNTERS == MAX_RULESETS + 4, "counter layout");
 _Static_assert(sizeof(struct match_config) == 4 + MAX_RULESETS * (8 + MAX_UNITS * 16),
                "match_config has no padding (Rust mirrors it field by field)");
 #endif

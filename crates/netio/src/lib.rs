@@ -32,6 +32,10 @@ pub enum NetError {
     NotPermitted { what: String },
     #[error("interface `{iface}` already has an XDP program attached; detach it first (ip link set dev {iface} xdp off) or use --mode socket")]
     XdpBusy { iface: String },
+    /// The interface's frames would not fit an AF_XDP frame (the kernel
+    /// would refuse the attach, or drop such frames silently).
+    #[error("interface `{iface}` has MTU {mtu}, more than the {limit} bytes an AF_XDP frame takes ({frame_size}-byte frame less the kernel's {headroom}-byte XDP headroom and the 14-byte Ethernet header); lower it (ip link set dev {iface} mtu {limit}) or use --mode socket")]
+    MtuTooLarge { iface: String, mtu: u32, limit: u32, frame_size: u32, headroom: u32 },
     /// The kernel or interface cannot do what XDP mode needs.
     #[error("{0} (use --mode socket)")]
     Unsupported(String),

@@ -41,6 +41,12 @@ pub struct PortStats {
     pub matched: Vec<u64>,
     /// Frames left to the kernel stack (matched no ruleset).
     pub passed_to_kernel: u64,
+    /// IPv4 fragments among the matched frames and among those passed to
+    /// the kernel (rules::is_ipv4_fragment): a datagram split in fragments
+    /// is matched (if at all) by its first one only, so neither side has it
+    /// whole. Socket mode gets datagrams reassembled: none.
+    pub fragments_matched: u64,
+    pub fragments_passed: u64,
     pub tx_frames: u64,
     pub tx_bytes: u64,
     /// Frames lost, by cause (e.g. "rx_ring_full", "fill_ring_empty",

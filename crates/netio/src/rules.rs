@@ -369,6 +369,16 @@ pub fn validate_rulesets(rulesets: &[Ruleset]) -> Result<(), NetError> {
     rulesets.iter().try_for_each(Ruleset::validate)
 }
 
+/// Whether `frame` is an IPv4 fragment (bpf/match_abi.h says which bits;
+/// the XDP program's `is_ipv4_fragment` is the twin): only a datagram's
+/// first fragment carries its UDP header, so the live NIC counts fragments
+/// apart, matched or not.
+pub fn is_ipv4_fragment(frame: &[u8]) -> bool {
+    let be16 = |at: u32| frame.get(at as usize..at as usize + 2).map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])));
+    be16(abi::ETHERTYPE_OFFSET) == Some(abi::ETHERTYPE_IPV4)
+        && be16(abi::IPV4_FRAGMENT_OFFSET).is_some_and(|f| f & abi::IPV4_FRAGMENT_MASK != 0)
+}
+
 /// Which ruleset a frame matched, and what it says about the message.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Verdict {

@@ -43,6 +43,9 @@ pub struct SocketPort {
     addrs: Vec<Ipv4Addr>,
     matcher: Matcher,
     sockets: Vec<PortSocket>,
+    /// Every port bound so far, first-bound order: the description after
+    /// the run (when the sockets are closed) names the ports served.
+    served: Vec<u16>,
     /// Bound with SO_BINDTODEVICE to 0.0.0.0 (else to the first address).
     bound_to_device: bool,
     stats: PortStats,
@@ -60,6 +63,7 @@ impl SocketPort {
             addrs,
             matcher: Matcher::default(),
             sockets: Vec::new(),
+            served: Vec::new(),
             bound_to_device: false,
             stats: PortStats::default(),
             buf: vec![0; MAX_UDP_PAYLOAD + 1],
@@ -331,6 +335,9 @@ impl Port for SocketPort {
         let mut sockets = Vec::new();
         for p in ports {
             sockets.push(self.bind_port(p)?);
+            if !self.served.contains(&p) {
+                self.served.push(p);
+            }
         }
         self.sockets = sockets;
         self.matcher = Matcher {
@@ -454,7 +461,7 @@ impl Port for SocketPort {
     }
 
     fn describe(&self) -> String {
-        let ports: Vec<String> = self.sockets.iter().map(|s| s.port.to_string()).collect();
+        let ports: Vec<String> = self.served.iter().map(|p| p.to_string()).collect();
         format!(
             "socket on {} (UDP ports [{}], {})",
             self.iface,

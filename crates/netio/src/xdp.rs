@@ -12,7 +12,7 @@
 //!     pub fn stats(&self) -> Result<XdpStats, NetError>;
 //!     pub fn queues(iface: &str) -> Result<u32, NetError>;              // RX queues of the interface
 //! }
-//! pub struct XdpStats { pub matched: Vec<u64>, pub passed: u64, pub no_socket: u64 }
+//! pub struct XdpStats { pub matched: Vec<u64>, pub passed: u64, pub no_socket: u64, pub fragments_matched: u64, pub fragments_passed: u64 }
 //! ```
 //!
 //! The program decides only *whether* and *by which ruleset* a frame matched;
@@ -79,6 +79,9 @@ pub struct XdpStats {
     pub passed: u64,
     /// Matched frames whose queue had no AF_XDP socket (passed to the kernel).
     pub no_socket: u64,
+    /// IPv4 fragments among the matched frames, and among those passed.
+    pub fragments_matched: u64,
+    pub fragments_passed: u64,
 }
 
 /// The XDP matcher, loaded and (unless made by [`XdpMatcher::load_unattached`])
@@ -212,6 +215,8 @@ impl XdpMatcher {
             matched: c[..MAX_RULESETS].to_vec(),
             passed: c[abi::COUNTER_PASSED as usize],
             no_socket: c[abi::COUNTER_NO_SOCKET as usize],
+            fragments_matched: c[abi::COUNTER_FRAGMENT_MATCHED as usize],
+            fragments_passed: c[abi::COUNTER_FRAGMENT_PASSED as usize],
         })
     }
 

@@ -295,6 +295,7 @@ impl XdpPort {
         if iface.is_empty() || iface.len() >= libc::IFNAMSIZ || base.from_name(&name).is_err() {
             return Err(NetError::NoSuchInterface(iface.to_string()));
         }
+        check_mtu(iface, cfg.frame_size)?;
         let mut xdp = XdpMatcher::attach(iface)?;
         let n = XdpMatcher::queues(iface)?;
         let mut queues = Vec::new();
@@ -385,6 +386,31 @@ impl XdpPort {
     pub fn queue_count(&self) -> usize {
         self.queues.len()
     }
+}
+
+/// Room the kernel keeps in front of a received frame in an AF_XDP frame
+/// (XDP_PACKET_HEADROOM, include/uapi/linux/bpf.h).
+const XDP_PACKET_HEADROOM: u32 = 256;
+/// Ethernet header, not counted in the MTU.
+const ETH_HEADER: u32 = 14;
+
+/// The largest MTU whose frames fit an AF_XDP frame of `frame_size`.
+pub fn max_mtu(frame_size: u32) -> u32 {
+    frame_size - XDP_PACKET_HEADROOM - ETH_HEADER
+}
+
+/// Refuse an interface whose frames do not fit the UMEM's frames: the
+/// kernel would refuse the attach with a bare ERANGE (veth) or drop the
+/// larger frames without a count.
+fn check_mtu(iface: &str, frame_size: u32) -> Result<(), NetError> {
+    let path = format!("/sys/class/net/{iface}/mtu");
+    let text = std::fs::read_to_string(&path).map_err(|e| NetError::io(format!("{iface}: reading its MTU ({path})"), e))?;
+    let mtu: u32 = text.trim().parse().map_err(|_| NetError::Unsupported(format!("{iface}: unreadable MTU `{}`", text.trim())))?;
+    let limit = max_mtu(frame_size);
+    if mtu > limit {
+        return Err(NetError::MtuTooLarge { iface: iface.to_string(), mtu, limit, frame_size, headroom: XDP_PACKET_HEADROOM });
+    }
+    Ok(())
 }
 
 /// Bound on sendto kicks per flush: the kernel sends at most a small batch
@@ -549,6 +575,8 @@ impl Port for XdpPort {
         if let Ok(x) = self.xdp.stats() {
             s.matched = x.matched.clone();
             s.passed_to_kernel = x.passed;
+            s.fragments_matched = x.fragments_matched;
+            s.fragments_passed = x.fragments_passed;
             s.rx_frames = x.matched.iter().sum::<u64>() + x.passed;
             if x.no_socket > 0 {
                 s.drops.insert("no_socket".into(), x.no_socket);

@@ -4,7 +4,7 @@
 
 use proptest::prelude::*;
 use softspin_netio::rules::{
-    load_rules, parse_rules, MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, MAX_RULESETS,
+    is_ipv4_fragment, load_rules, parse_rules, MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, MAX_RULESETS,
     MAX_UNITS,
 };
 use softspin_netio::xdp::{XdpMatcher, ETH_HLEN};
@@ -205,6 +205,30 @@ fn eom_and_msg_id() {
     );
 }
 
+/// IPv4 fragments: the More Fragments flag or an offset; Don't Fragment
+/// alone is a whole datagram; only IPv4 frames count.
+#[test]
+fn ipv4_fragments() {
+    let with = |flags_offset: u16| {
+        let mut f = udp_frame(1, 7, b"abcd");
+        f[20..22].copy_from_slice(&flags_offset.to_be_bytes());
+        f
+    };
+    assert!(!is_ipv4_fragment(&with(0)));
+    assert!(!is_ipv4_fragment(&with(0x4000)), "DF only");
+    assert!(is_ipv4_fragment(&with(0x2000)), "first fragment (MF)");
+    assert!(is_ipv4_fragment(&with(0x20b9)), "middle fragment");
+    assert!(is_ipv4_fragment(&with(0x00b9)), "last fragment");
+    let mut arp = with(0x2000);
+    arp[12..14].copy_from_slice(&[0x08, 0x06]);
+    assert!(!is_ipv4_fragment(&arp), "not IPv4");
+    assert!(!is_ipv4_fragment(&with(0x2000)[..21]), "field cut short");
+    // A first fragment still matches udp:7 (its UDP header is there); a
+    // later one's bytes at the port's place are data.
+    let m = matcher(vec![Ruleset::from_spec("udp:7").unwrap()]);
+    assert!(m.classify(&with(0x2000)).is_some());
+}
+
 #[test]
 fn specs() {
     let u = Ruleset::from_spec("udp:5000").unwrap();
@@ -396,17 +420,29 @@ fn frame_strategy() -> impl Strategy<Value = Vec<u8>> {
         Just(u16::MAX),
         any::<u16>()
     ];
+    // IPv4 flags and fragment offset: whole, a first fragment (MF), a
+    // later one, the last one, anything.
+    let frag = prop_oneof![
+        3 => Just(0u16),
+        1 => Just(0x2000u16),
+        1 => Just(0x20b9u16),
+        1 => Just(0x00b9u16),
+        1 => any::<u16>()
+    ];
     let udp = (
         port.clone(),
         port,
         proptest::collection::vec(any::<u8>(), 0..150),
         any::<bool>(),
+        frag,
     )
-        .prop_map(|(s, d, mut p, eom)| {
+        .prop_map(|(s, d, mut p, eom, frag)| {
             if p.len() >= 2 {
                 p[0] = if eom { 0x80 } else { 0 };
             }
-            udp_frame(s, d, &p)
+            let mut f = udp_frame(s, d, &p);
+            f[20..22].copy_from_slice(&frag.to_be_bytes());
+            f
         });
     let icmp = proptest::collection::vec(any::<u8>(), 0..100).prop_map(|p| {
         let mut f = icmp_frame();
@@ -500,6 +536,7 @@ fn xdp_agrees_with_reference() {
     );
     let xdp_checked = std::cell::Cell::new(0u64);
     let matched = std::cell::Cell::new(0u64);
+    let fragments = std::cell::Cell::new(0u64);
     runner
         .run(&strategy, |(rules, frames)| {
             let reference = matcher(rules.clone());
@@ -511,9 +548,25 @@ fn xdp_agrees_with_reference() {
                 if f.len() < ETH_HLEN {
                     continue; // XDP never sees such frames; the Rust cases cover them
                 }
+                let before = x.stats().unwrap();
                 let (_, got) = x.test_run(f).unwrap();
+                let after = x.stats().unwrap();
                 xdp_checked.set(xdp_checked.get() + 1);
                 prop_assert_eq!(got, want, "frame {:02x?}", f);
+                // The fragment counters agree with rules::is_ipv4_fragment,
+                // on the side (matched or passed) the verdict says.
+                let frag = is_ipv4_fragment(f);
+                fragments.set(fragments.get() + frag as u64);
+                let moved = (
+                    after.fragments_matched - before.fragments_matched,
+                    after.fragments_passed - before.fragments_passed,
+                );
+                let expect = match (frag, want) {
+                    (false, _) => (0, 0),
+                    (true, Some(_)) => (1, 0),
+                    (true, None) => (0, 1),
+                };
+                prop_assert_eq!(moved, expect, "fragment counters, frame {:02x?}", f);
             }
             Ok(())
         })
@@ -521,6 +574,7 @@ fn xdp_agrees_with_reference() {
     // The generators must exercise both outcomes, else the agreement is hollow.
     let (xdp_checked, matched) = (xdp_checked.get(), matched.get());
     assert!(xdp_checked > 5000, "{xdp_checked} frames through XDP");
+    assert!(fragments.get() > 1000, "{} fragments", fragments.get());
     assert!(
         matched > 1000 && matched < xdp_checked,
         "{matched} of {xdp_checked} matched"

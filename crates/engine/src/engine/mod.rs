@@ -1029,6 +1029,14 @@ impl Engine {
         self.core.events.next_time()
     }
 
+    /// Packets the NIC holds and has not finished: injected but not yet
+    /// arrived, waiting for a packet-buffer slot, or in the packet buffer.
+    /// A live NIC stopped at its deadline counts these as unprocessed.
+    pub fn packets_held(&self) -> u64 {
+        let c = &self.core;
+        (c.injected.len() + c.blocked.len() + c.slots.len() - c.free_slots.len()) as u64
+    }
+
     /// Raw statistics so far.
     pub fn stats(&self) -> &Stats {
         &self.core.stats

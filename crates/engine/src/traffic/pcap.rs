@@ -285,32 +285,39 @@ pub fn write_pcap(
     kind: FrameKind,
     packets: &[(u64, Vec<u8>)],
 ) -> Result<(), TrafficError> {
-    let file = path.display().to_string();
-    let io_err = |source| TrafficError::Io {
-        file: file.clone(),
-        op: "write pcap",
-        source,
-    };
-    let pcap_err = |e: PcapError| match e {
-        PcapError::IoError(source) => io_err(source),
-        other => TrafficError::PcapFile {
-            file: file.clone(),
-            msg: other.to_string(),
-        },
-    };
-    let f = File::create(path).map_err(|source| TrafficError::Io {
-        file: file.clone(),
-        op: "create pcap",
-        source,
-    })?;
     let longest = packets.iter().map(|(_, d)| d.len()).max().unwrap_or(0);
-    let Ok(snaplen) = u32::try_from(longest.max(MAX_FRAME_SIZE)) else {
-        return Err(TrafficError::PcapFile {
-            file,
-            msg: format!("a packet of {longest} B is too long for pcap"),
-        });
-    };
-    let header = PcapHeader {
+    let mut sink = PcapSink::create(path, kind, longest)?;
+    for (t, data) in packets {
+        sink.write(*t, data)?;
+    }
+    sink.finish()
+}
+
+/// A pcap file written packet by packet as they come (the live NIC's
+/// `--pcap-out`): memory stays bounded however long the run.
+pub struct PcapSink {
+    w: PcapWriter<BufWriter<File>>,
+    file: String,
+    index: u64,
+}
+
+impl PcapSink {
+    /// Create `path`; packets up to `longest` bytes (at least
+    /// MAX_FRAME_SIZE) are kept whole.
+    pub fn create(path: &Path, kind: FrameKind, longest: usize) -> Result<PcapSink, TrafficError> {
+        let file = path.display().to_string();
+        let f = File::create(path).map_err(|source| TrafficError::Io {
+            file: file.clone(),
+            op: "create pcap",
+            source,
+        })?;
+        let Ok(snaplen) = u32::try_from(longest.max(MAX_FRAME_SIZE)) else {
+            return Err(TrafficError::PcapFile {
+                file,
+                msg: format!("a packet of {longest} B is too long for pcap"),
+            });
+        };
+        let header = PcapHeader {
         version_major: 2,
         version_minor: 4,
         ts_correction: 0,
@@ -323,19 +330,32 @@ pub fn write_pcap(
         ts_resolution: TsResolution::NanoSecond,
         endianness: Endianness::native(),
     };
-    let mut w = PcapWriter::with_header(BufWriter::new(f), header).map_err(pcap_err)?;
-    for (index, (t, data)) in packets.iter().enumerate() {
-        let pkt = PcapPacket::new(Duration::from_nanos(crate::units::Ps(*t).to_ns().0), data.len() as u32, data);
-        w.write_packet(&pkt).map_err(|e| match e {
-            PcapError::IoError(source) => io_err(source),
-            other => TrafficError::PcapPacket {
-                file: file.clone(),
-                index: index as u64,
-                msg: other.to_string(),
-            },
-        })?;
+        let w = PcapWriter::with_header(BufWriter::new(f), header).map_err(|e| Self::err(&file, e, None))?;
+        Ok(PcapSink { w, file, index: 0 })
     }
-    w.into_writer().flush().map_err(io_err)
+
+    fn err(file: &str, e: PcapError, index: Option<u64>) -> TrafficError {
+        match (e, index) {
+            (PcapError::IoError(source), _) => TrafficError::Io { file: file.to_string(), op: "write pcap", source },
+            (other, Some(index)) => TrafficError::PcapPacket { file: file.to_string(), index, msg: other.to_string() },
+            (other, None) => TrafficError::PcapFile { file: file.to_string(), msg: other.to_string() },
+        }
+    }
+
+    /// Append one packet, sent at `time_ps`.
+    pub fn write(&mut self, time_ps: u64, data: &[u8]) -> Result<(), TrafficError> {
+        let pkt = PcapPacket::new(Duration::from_nanos(crate::units::Ps(time_ps).to_ns().0), data.len() as u32, data);
+        let index = self.index;
+        self.index += 1;
+        self.w.write_packet(&pkt).map_err(|e| Self::err(&self.file, e, Some(index)))?;
+        Ok(())
+    }
+
+    /// Flush and close.
+    pub fn finish(self) -> Result<(), TrafficError> {
+        let file = self.file;
+        self.w.into_writer().flush().map_err(|source| TrafficError::Io { file, op: "write pcap", source })
+    }
 }
 
 #[cfg(test)]

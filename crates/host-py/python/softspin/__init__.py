@@ -48,6 +48,7 @@ from ._native import (
     SlmpGaveUpError,
     StateError,
     SymbolError,
+    ThreadError,
     TrafficError,
     build,
     slmp_send,
@@ -89,5 +90,6 @@ __all__ = [
     "BuildError",
     "NetError",
     "SlmpGaveUpError",
+    "ThreadError",
     "SoftspinError",
 ]

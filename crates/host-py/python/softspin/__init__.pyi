@@ -66,6 +66,9 @@ class BuildError(Error):
 class NetError(Error):
     """The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors."""
 
+class ThreadError(Error):
+    """A Nic used from another thread than the one that created it."""
+
 class SlmpGaveUpError(NetError):
     """The SLMP sender gave up; `stats` holds the statistics up to then."""
     stats: dict[str, Any]
@@ -272,7 +275,7 @@ class Nic:
     def run_live(self, duration: float | None = None) -> None:
         """Run a live NIC for `duration` s of wall time, or until Ctrl-C (KeyboardInterrupt)."""
     def live_stats(self) -> dict[str, Any] | None:
-        """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, wall_s; None if simulated."""
+        """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, unprocessed, fragments_matched, fragments_passed, wall_s; None if simulated."""
     @staticmethod
     def from_config(path: StrPath) -> Nic:
         """Open the NIC described by a TOML file (docs/sim.md)."""
