@@ -102,6 +102,8 @@ fn send(a: SendArgs) -> Result<ExitCode> {
         ..SenderConfig::default()
     };
     let mut sender = Sender::connect(peer, cfg)?;
+    // The receiver knows the message by this address and its id.
+    let from = sender.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let (stats, err) = match sender.send(&data) {
         Ok(s) => (s, None),
         Err(SlmpError::GaveUp {
@@ -134,6 +136,7 @@ fn send(a: SendArgs) -> Result<ExitCode> {
         let mut v = serde_json::to_value(&stats)?;
         v["file"] = a.file.display().to_string().into();
         v["to"] = peer.to_string().into();
+        v["from"] = from.into();
         v["error"] = err.as_ref().map(|e| e.to_string()).into();
         println!("{}", serde_json::to_string(&v)?);
     } else {
