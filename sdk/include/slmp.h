@@ -309,23 +309,27 @@ static inline enum slmp_rx_claim_result slmp_rx_claim(volatile slmp_slot_t *s, s
 {
     uint32_t tag = sg->msg / SLMP_SLOTS + 1;
     uint32_t held = __atomic_load_n(&s->tag, __ATOMIC_SEQ_CST);
-    for (uint32_t spins = 0; held == SLMP_TAG_CLAIMING && spins < SLMP_CLAIM_SPINS; spins++)
-        held = __atomic_load_n(&s->tag, __ATOMIC_SEQ_CST);
-    int tomb = held == SLMP_TAG_EVICTED || held == SLMP_TAG_DELIVERED;
-    if (held == 0 || (tomb && !slmp_rx_same_key(s, sg))) {
-        /* Free, or another message's tombstone: take it. The key is written
-         * under SLMP_TAG_CLAIMING so no task reads half of it. */
-        if (!__atomic_compare_exchange_n(&s->tag, &held, SLMP_TAG_CLAIMING, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-            slmp_count(SLMP_CTR_SLOT_BUSY, held); /* lost the race to another message; the sender retries */
-            return SLMP_RX_STOP;
+    for (uint32_t spins = 0; spins < SLMP_CLAIM_SPINS; spins++) {
+        if (held == SLMP_TAG_CLAIMING) {
+            held = __atomic_load_n(&s->tag, __ATOMIC_SEQ_CST);
+            continue;
         }
-        s->msg = sg->msg;
-        s->peer_ip = sg->peer_ip;
-        s->peer_port = sg->peer_port;
-        __atomic_store_n(&s->tag, tag, __ATOMIC_SEQ_CST);
-        held = tag;
+        int tomb = held == SLMP_TAG_EVICTED || held == SLMP_TAG_DELIVERED;
+        if (held != 0 && !(tomb && !slmp_rx_same_key(s, sg)))
+            break;
+        /* Free, or another message's tombstone: take it. The key is written
+         * under SLMP_TAG_CLAIMING so no task reads half of it. A failed CAS
+         * loads what won (often this message's own first task). */
+        if (__atomic_compare_exchange_n(&s->tag, &held, SLMP_TAG_CLAIMING, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            s->msg = sg->msg;
+            s->peer_ip = sg->peer_ip;
+            s->peer_port = sg->peer_port;
+            __atomic_store_n(&s->tag, tag, __ATOMIC_SEQ_CST);
+            held = tag;
+            break;
+        }
     }
-    if (held == SLMP_TAG_DELIVERED) {
+    if (held == SLMP_TAG_DELIVERED && slmp_rx_same_key(s, sg)) {
         /* This message was stored and its slot retired: a late
          * retransmission (its ACK was lost). */
         slmp_count(SLMP_CTR_AFTER_DONE, sg->off);

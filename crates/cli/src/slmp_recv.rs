@@ -504,3 +504,42 @@ fn elf_u32(elf: &softspin_hpu::ElfImage, name: &str) -> anyhow::Result<u32> {
         })
         .with_context(|| format!("symbol {name} at 0x{addr:x} is not initialised data of the image"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::slot;
+
+    /// The slot values this program writes are slmp.h's (one definition
+    /// there; a mismatch would free slots under running handlers).
+    #[test]
+    fn slot_constants_match_slmp_h() {
+        let h = include_str!("../../../sdk/include/slmp.h");
+        let define = |name: &str| -> u32 {
+            let line = h.lines().find(|l| l.starts_with(&format!("#define {name} "))).unwrap_or_else(|| panic!("{name} in slmp.h"));
+            let v = line.split_whitespace().nth(2).unwrap().trim_end_matches('u');
+            match v.strip_prefix("0x") {
+                Some(x) => u32::from_str_radix(x, 16).unwrap(),
+                None => v.parse().unwrap(),
+            }
+        };
+        assert_eq!(define("SLMP_TAG_CLAIMING"), slot::TAG_CLAIMING);
+        assert_eq!(define("SLMP_TAG_RETIRING"), slot::TAG_RETIRING);
+        assert_eq!(define("SLMP_TAG_EVICTED"), slot::TAG_EVICTED);
+        assert_eq!(define("SLMP_TAG_DELIVERED"), slot::TAG_DELIVERED);
+        assert_eq!(define("SLMP_DONE_STORED"), slot::DONE_STORED);
+        assert_eq!(define("SLMP_CFG_ACK_AFTER_HOST"), slot::CFG_ACK_AFTER_HOST);
+        // The header's field order (slmp.h asserts the bitmap's offset).
+        let body = &h[h.find("typedef struct slmp_slot {").unwrap()..];
+        let fields: Vec<&str> = body
+            .lines()
+            .skip(1)
+            .take(slot::HEADER_WORDS)
+            .map(|l| l.split_whitespace().nth(1).unwrap().trim_end_matches(';'))
+            .collect();
+        let at = |f: &str| fields.iter().position(|x| *x == f).unwrap();
+        assert_eq!(
+            [at("tag"), at("received"), at("done"), at("msg"), at("peer_ip"), at("peer_port"), at("seen")],
+            [slot::TAG, slot::RECEIVED, slot::DONE, slot::MSG, slot::PEER_IP, slot::PEER_PORT, slot::SEEN]
+        );
+    }
+}
