@@ -244,9 +244,10 @@ fn recv_and_send_refuse_out_of_range_values_as_usage_errors() {
         cases.push((recv(&[&format!("--timeout={v}")]), "(0, 86400] seconds"));
         cases.push((recv(&[&format!("--evict-after={v}")]), "(0, 86400] seconds"));
     }
-    cases.push((recv(&["--segment", "70000"]), "1..=65497"));
-    cases.push((recv(&["--segment", "0"]), "1..=65497"));
-    cases.push((recv(&["--port", "0"]), "1..=65535"));
+    // --timeout: without the range these waited for traffic that never matched.
+    cases.push((recv(&["--segment", "70000", "--timeout", "5"]), "1..=65497"));
+    cases.push((recv(&["--segment", "0", "--timeout", "5"]), "1..=65497"));
+    cases.push((recv(&["--port", "0", "--timeout", "5"]), "1..=65535"));
     cases.push((recv(&["--count", "0"]), "--count"));
     let send = ["slmp", "send", f, "--to", "127.0.0.1:9", "--segment", "70000"];
     cases.push(((send.map(String::from).to_vec(), softspin(&send)), "1..=65497"));
