@@ -164,26 +164,38 @@ fn u32_at(b: &[u8], i: usize) -> u32 {
 /// which files can be created.
 fn check_out(out: &Path, count: u32) -> anyhow::Result<bool> {
     if count == 1 && !out.is_dir() {
-        if out.exists() && !out.is_file() {
-            bail!("--out {}: not a regular file", out.display());
+        if out.exists() {
+            if !out.is_file() {
+                bail!("--out {}: not a regular file", out.display());
+            }
+            // Opened as it will be written (without truncating it yet).
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open(out)
+                .with_context(|| format!("--out {}: cannot write the message there", out.display()))?;
+        } else {
+            // Nothing is created before a message arrives: probe the directory.
+            let parent = match out.parent() {
+                Some(p) if !p.as_os_str().is_empty() => p,
+                _ => Path::new("."),
+            };
+            probe_dir(parent).with_context(|| format!("--out {}: cannot write the message there", out.display()))?;
         }
-        // Opened as it will be written (without truncating what is there yet).
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(out)
-            .with_context(|| format!("--out {}: cannot write the message there", out.display()))?;
         return Ok(true);
     }
     if out.exists() && !out.is_dir() {
         bail!("--out {}: not a directory (--count {count} writes one file per message into a directory)", out.display());
     }
     std::fs::create_dir_all(out).with_context(|| format!("--out {}: creating the directory", out.display()))?;
-    let probe = out.join(format!(".softspin-slmp-recv-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"").with_context(|| format!("--out {}: cannot create files there", out.display()))?;
-    let _ = std::fs::remove_file(&probe);
+    probe_dir(out).with_context(|| format!("--out {}: cannot create files there", out.display()))?;
     Ok(false)
+}
+
+/// Can files be created in `dir`? (Creates one and removes it.)
+fn probe_dir(dir: &Path) -> std::io::Result<()> {
+    let probe = dir.join(format!(".softspin-slmp-recv-probe-{}", std::process::id()));
+    std::fs::write(&probe, b"")?;
+    std::fs::remove_file(&probe)
 }
 
 /// The handlers' slot header (slmp.h `slmp_slot_t`, 8 words before the
