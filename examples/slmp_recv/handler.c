@@ -20,7 +20,7 @@
 #include <slmp.h> /* the receiver core: slot table types, counters, completion, ACK */
 
 /* Defaults: FPsPIN's full-MTU segments, 1 MiB per message. */
-volatile slmp_config_t slmp_config = {SLMP_MTU1500_PAYLOAD, 1u << 20};
+volatile slmp_config_t slmp_config = {SLMP_MTU1500_PAYLOAD, 1u << 20, 0};
 
 slmp_slot_t slmp_slots[SLMP_SLOTS];
 /* For the host: table geometry without a copy of the C layout. */

@@ -30,6 +30,11 @@ EOM, SYN, ACK = 0x8000, 0x4000, 0x2000
 (SEGMENT, DUPLICATE, ACKS, COMPLETE, BAD_FRAME, MISALIGNED, OUT_OF_WINDOW, TOO_LARGE, SLOT_BUSY, EOM_CONFLICT,
  AFTER_DONE, CMD_FAILED, NOT_DATA) = range(13)
 SLOTS, SEGS_MAX = 16, 65536
+# slmp.h: slot header words, tags, done values, config flags.
+H_TAG, H_RECEIVED, H_TOTAL, H_DONE, H_MSG, H_PEER_IP, H_PEER_PORT, H_SEEN = range(8)
+TAG_RETIRING, TAG_EVICTED, TAG_DELIVERED = 0xFFFFFFFE, 0xFFFFFFFD, 0xFFFFFFFC
+DONE_STORED = 2
+CFG_ACK_AFTER_HOST = 1
 
 
 def slmp_port_of(text: str, pattern: str) -> int:
@@ -132,6 +137,26 @@ class Receiver:
 
     def completions(self):
         return [(struct.unpack("<III", n.data), n.host_ref) for n in self.notes]
+
+    def slot_addr(self, slot):
+        nbytes = struct.unpack("<I", self.nic.nic_read(self.img.symbol("slmp_slot_bytes"), 4))[0]
+        return self.img.symbol("slmp_slots") + slot * nbytes, nbytes
+
+    def header(self, slot):
+        return struct.unpack("<8I", self.nic.nic_read(self.slot_addr(slot)[0], 32))
+
+    def set_word(self, slot, word, value):
+        self.nic.nic_write(self.slot_addr(slot)[0] + 4 * word, struct.pack("<I", value))
+
+    def retire(self, slot, tomb):
+        """What `softspin slmp recv` does: the key kept under a tombstone,
+        everything else zero."""
+        h = self.header(slot)
+        addr, nbytes = self.slot_addr(slot)
+        b = bytearray(nbytes)
+        for w, v in ((H_TAG, tomb), (H_MSG, h[H_MSG]), (H_PEER_IP, h[H_PEER_IP]), (H_PEER_PORT, h[H_PEER_PORT])):
+            struct.pack_into("<I", b, 4 * w, v)
+        self.nic.nic_write(addr, bytes(b))
 
 
 def segments(msg_id, data, seg, syn="all", **kw):
@@ -252,6 +277,71 @@ def test_slot_collision_refused_then_released(image):
     r.feed(segments(23, b, 1024))
     assert r.message(23, len(b)) == b
     assert [n for n, _ in r.completions()] == [(7, len(a), 7), (23, len(b), 7)]
+
+
+def test_a_message_is_its_senders(image):
+    """Message id 3 from two senders (another UDP port, another address):
+    while the first holds the slot the others are refused (counted, not
+    written, not ACKed), never mixed in; each arrives whole in its turn."""
+    rng = random.Random(31)
+    a, b, c = rng.randbytes(5000), rng.randbytes(4000), rng.randbytes(3000)
+    other_ip = bytes([10, 12, 0, 9])
+    r = Receiver(image)
+    fa, fb, fc = segments(3, a, 1024), segments(3, b, 1024, sport=40001), segments(3, c, 1024, sip=other_ip)
+    r.feed(fa[:2] + fb + fc, batch=1)
+    assert r.count(SLOT_BUSY) == len(fb) + len(fc) and r.acks == [reference_ack(f) for f in fa[:2]]
+    r.feed(fa[2:])
+    assert r.message(3, len(a)) == a and r.completions() == [((3, len(a), 3), r.win.base + 3 * r.stride)]
+    h = r.header(3)
+    assert (h[H_MSG], h[H_PEER_IP].to_bytes(4, "little"), h[H_PEER_PORT]) == (3, PEER_IP, 40000)
+    for f, d in ((fb, b), (fc, c)):
+        r.release(3)
+        r.feed(f)
+        assert r.message(3, len(d)) == d
+    assert [n for n, _ in r.completions()] == [(3, len(a), 3), (3, len(b), 3), (3, len(c), 3)]
+
+
+def test_ack_after_host_and_tombstones(image):
+    """With SLMP_CFG_ACK_AFTER_HOST the segment that completes a message is
+    not ACKed until the host has stored it (done = STORED); a slot being
+    retired refuses everything; a DELIVERED tombstone ACKs its message's
+    retransmissions and is taken by the next message; an EVICTED one
+    refuses its own message and is taken by another."""
+    rng = random.Random(32)
+    a, b = rng.randbytes(3000), rng.randbytes(2000)
+    r = Receiver(image)
+    r.nic.nic_write(r.img.symbol("slmp_config"), struct.pack("<III", 1024, r.stride, CFG_ACK_AFTER_HOST))
+    fa = segments(5, a, 1024)
+    r.feed(fa, batch=1)
+    assert r.message(5, len(a)) == a and len(r.completions()) == 1
+    assert r.acks == [reference_ack(f) for f in fa[:-1]]  # the completing one waits
+    r.feed([fa[-1]])
+    assert len(r.acks) == 2 and r.count(AFTER_DONE) == 1  # not stored yet: still no ACK
+    r.set_word(5, H_DONE, DONE_STORED)
+    r.feed([fa[-1]])
+    assert r.acks[-1] == reference_ack(fa[-1]) and len(r.acks) == 3
+    r.set_word(5, H_TAG, TAG_RETIRING)
+    busy = r.count(SLOT_BUSY)
+    r.feed([fa[0]])
+    assert len(r.acks) == 3 and r.count(SLOT_BUSY) == busy + 1
+    r.retire(5, TAG_DELIVERED)
+    r.feed([fa[1]])
+    assert r.acks[-1] == reference_ack(fa[1]) and len(r.completions()) == 1 and r.header(5)[H_TAG] == TAG_DELIVERED
+    # Message 21 (same slot) takes the tombstone.
+    fb = segments(21, b, 1024)
+    r.feed(fb, batch=1)
+    assert r.message(21, len(b)) == b and [n for n, _ in r.completions()][-1] == (21, len(b), 5)
+    # Evicted, incomplete: its own segments are refused, another sender's taken.
+    r.release(5)
+    r.feed(fa[:1])
+    r.retire(5, TAG_EVICTED)
+    n_acks, busy = len(r.acks), r.count(SLOT_BUSY)
+    r.feed(fa[1:])
+    assert len(r.acks) == n_acks and r.count(SLOT_BUSY) == busy + len(fa) - 1
+    fc = segments(5, a, 1024, sport=40002)
+    r.feed(fc, batch=1)
+    assert r.message(5, len(a)) == a and [n for n, _ in r.completions()][-1] == (5, len(a), 5)
+    assert len(r.acks) == n_acks + len(fc) - 1
 
 
 def test_empty_message(image):

@@ -142,18 +142,53 @@ typedef struct slmp_config {
     /* Bytes of host window per message slot: message msg_id is written at
      * window + (msg_id % SLMP_SLOTS) * msg_stride (+ where its bytes go). */
     uint32_t msg_stride;
+    /* SLMP_CFG_* bits; 0 is FPsPIN's behaviour. */
+    uint32_t flags;
 } slmp_config_t;
 
-/* Per-message state in handler memory. A slot is free when tag == 0; the
- * host frees a completed slot by writing zeros over it (all
- * sizeof(slmp_slot_t) bytes), once it has consumed the message. */
+/* Withhold the ACK of a completed message's segments until the host has
+ * stored the message (slot done == SLMP_DONE_STORED): the segment that
+ * completes it goes unacknowledged, the sender retransmits it, and the
+ * retransmission is ACKed once the host is done. An ACKed message is then
+ * a stored one, at the cost of one retransmission per message. */
+#define SLMP_CFG_ACK_AFTER_HOST 1u
+
+/* Defined by the handler (initialised with its defaults). */
+extern volatile slmp_config_t slmp_config;
+static inline uint32_t slmp_config_flags(void) { return slmp_config.flags; }
+
+/* Slot tags other than an owner's (msg_id / SLMP_SLOTS + 1, at most 2^28). */
+#define SLMP_TAG_CLAIMING 0xffffffffu /* a task is writing the key: wait */
+#define SLMP_TAG_RETIRING 0xfffffffeu /* the host is freeing the slot: refuse (no ACK) */
+#define SLMP_TAG_EVICTED 0xfffffffdu  /* tombstone of an evicted message: refuse its key, free for others */
+#define SLMP_TAG_DELIVERED 0xfffffffcu /* tombstone of a stored message: ACK its key, free for others */
+/* Spins on SLMP_TAG_CLAIMING before refusing (its writer may have died). */
+#define SLMP_CLAIM_SPINS 1024
+/* slmp_slot_t.done */
+#define SLMP_DONE_POSTED 1u /* complete, host notified */
+#define SLMP_DONE_STORED 2u /* written by the host (set by the host) */
+
+/* Per-message state in handler memory. A message is its sender's
+ * (IPv4 address, UDP port) and msg_id: segments of the same id from
+ * another sender are refused (no ACK), never mixed in. A slot is free when
+ * tag == 0 (all bytes zero). The host retires a slot (a stored message, or
+ * an incomplete one idle too long) in two steps, so no task still working
+ * on it writes into its successor: tag = SLMP_TAG_RETIRING, then, once
+ * every task that saw the old tag has ended, everything zero but the key,
+ * with a tombstone tag. Writing zeros over the whole slot also frees it
+ * (what a host that handles one sender at a time may do). */
 typedef struct slmp_slot {
-    uint32_t tag;      /* msg_id / SLMP_SLOTS + 1: tells ids of one slot apart */
-    uint32_t received; /* payload bytes of distinct segments, DMA done */
-    uint32_t total;    /* message length + 1 once the EOM segment was seen */
-    uint32_t done;     /* 1 once the completion was posted */
+    uint32_t tag;       /* msg_id / SLMP_SLOTS + 1, 0, or SLMP_TAG_* */
+    uint32_t received;  /* payload bytes of distinct segments, DMA done */
+    uint32_t total;     /* message length + 1 once the EOM segment was seen */
+    uint32_t done;      /* SLMP_DONE_POSTED once the completion was posted */
+    uint32_t msg;       /* the key: msg_id, */
+    uint32_t peer_ip;   /* the sender's IPv4 address (wire order), */
+    uint32_t peer_port; /* and UDP port (host order) */
+    uint32_t seen;      /* segments of this message that reached the slot: the host's sign of life */
     uint32_t bits[SLMP_BITMAP_WORDS];
 } slmp_slot_t;
+_Static_assert(__builtin_offsetof(slmp_slot_t, bits) == 32, "the host reads the slot header as 8 words");
 
 /* What the host gets (Notification.data, little-endian); host_ref is the
  * host address of the message's slot. */
@@ -194,6 +229,8 @@ typedef struct slmp_rx_seg {
     uint32_t len;           /* payload bytes */
     uint32_t msg, off, idx; /* msg_id, byte offset, segment index (off / seg_size) */
     uint32_t slot;          /* msg % SLMP_SLOTS */
+    uint32_t peer_ip;       /* the sender's IPv4 address (wire order) */
+    uint32_t peer_port;     /* the sender's UDP port */
     int eom, syn;
 } slmp_rx_seg_t;
 
@@ -235,6 +272,8 @@ static inline int slmp_rx_parse(task_t *t, uint32_t seg, slmp_rx_seg_t *sg)
     sg->off = off;
     sg->idx = idx;
     sg->slot = sg->msg % SLMP_SLOTS;
+    sg->peer_ip = h->ip_hdr.saddr;
+    sg->peer_port = ntohs(h->udp_hdr.src_port);
     sg->eom = eom;
     sg->syn = (flags & SLMP_FLAG_SYN) != 0;
     return 1;
@@ -260,20 +299,58 @@ enum slmp_rx_claim_result {
     SLMP_RX_STOP, /* slot busy (counted, no ACK) or message done (counted, ACKed): return */
 };
 
+static inline int slmp_rx_same_key(volatile slmp_slot_t *s, const slmp_rx_seg_t *sg)
+{
+    return s->msg == sg->msg && s->peer_ip == sg->peer_ip && s->peer_port == sg->peer_port;
+}
+
 /* Claim the segment's message slot and say whether the segment is new. */
 static inline enum slmp_rx_claim_result slmp_rx_claim(volatile slmp_slot_t *s, slmp_rx_seg_t *sg)
 {
-    uint32_t tag = sg->msg / SLMP_SLOTS + 1, held = 0;
-    if (!__atomic_compare_exchange_n(&s->tag, &held, tag, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST) &&
-        held != tag) {
-        slmp_count(SLMP_CTR_SLOT_BUSY, held); /* no ACK: the sender retries later */
-        return SLMP_RX_STOP;
+    uint32_t tag = sg->msg / SLMP_SLOTS + 1;
+    uint32_t held = __atomic_load_n(&s->tag, __ATOMIC_SEQ_CST);
+    for (uint32_t spins = 0; spins < SLMP_CLAIM_SPINS; spins++) {
+        if (held == SLMP_TAG_CLAIMING) {
+            held = __atomic_load_n(&s->tag, __ATOMIC_SEQ_CST);
+            continue;
+        }
+        int tomb = held == SLMP_TAG_EVICTED || held == SLMP_TAG_DELIVERED;
+        if (held != 0 && !(tomb && !slmp_rx_same_key(s, sg)))
+            break;
+        /* Free, or another message's tombstone: take it. The key is written
+         * under SLMP_TAG_CLAIMING so no task reads half of it. A failed CAS
+         * loads what won (often this message's own first task). */
+        if (__atomic_compare_exchange_n(&s->tag, &held, SLMP_TAG_CLAIMING, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+            s->msg = sg->msg;
+            s->peer_ip = sg->peer_ip;
+            s->peer_port = sg->peer_port;
+            __atomic_store_n(&s->tag, tag, __ATOMIC_SEQ_CST);
+            held = tag;
+            break;
+        }
     }
-    if (__atomic_load_n(&s->done, __ATOMIC_SEQ_CST)) {
-        /* The host may already reuse the buffer: do not write. Still ACK,
-         * the first ACK may have been lost. */
+    if (held == SLMP_TAG_DELIVERED && slmp_rx_same_key(s, sg)) {
+        /* This message was stored and its slot retired: a late
+         * retransmission (its ACK was lost). */
         slmp_count(SLMP_CTR_AFTER_DONE, sg->off);
         if (sg->syn)
+            slmp_rx_ack(sg->frame);
+        return SLMP_RX_STOP;
+    }
+    if (held != tag || !slmp_rx_same_key(s, sg)) {
+        /* Another message (or sender), a slot being retired, or this
+         * message evicted: no ACK, the sender retries later. */
+        slmp_count(SLMP_CTR_SLOT_BUSY, held);
+        return SLMP_RX_STOP;
+    }
+    __atomic_fetch_add(&s->seen, 1, __ATOMIC_SEQ_CST);
+    uint32_t done = __atomic_load_n(&s->done, __ATOMIC_SEQ_CST);
+    if (done) {
+        /* The host may already reuse the buffer: do not write. ACK (the
+         * first ACK may have been lost), unless the host has yet to store
+         * the message and asked to wait for it. */
+        slmp_count(SLMP_CTR_AFTER_DONE, sg->off);
+        if (sg->syn && (done == SLMP_DONE_STORED || !(slmp_config_flags() & SLMP_CFG_ACK_AFTER_HOST)))
             slmp_rx_ack(sg->frame);
         return SLMP_RX_STOP;
     }
@@ -322,7 +399,7 @@ static inline void slmp_rx_maybe_complete(volatile slmp_slot_t *s, const slmp_rx
         return;
     }
     uint32_t zero = 0;
-    if (!__atomic_compare_exchange_n(&s->done, &zero, 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    if (!__atomic_compare_exchange_n(&s->done, &zero, SLMP_DONE_POSTED, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
         return;
     slmp_done_note_t note = {sg->msg, len, sg->slot};
     if (spin_notify(&note, sizeof note, host_ref, NULL) == 0)
@@ -347,8 +424,14 @@ static inline void slmp_rx_finish(volatile slmp_slot_t *s, slmp_rx_seg_t *sg, ui
             slmp_count(SLMP_CTR_EOM_CONFLICT, sg->off);
     }
     slmp_rx_maybe_complete(s, sg, seg, host_ref);
-    if (sg->syn)
-        slmp_rx_ack(sg->frame);
+    if (!sg->syn)
+        return;
+    /* Complete but not stored yet: with SLMP_CFG_ACK_AFTER_HOST the ACK
+     * waits for the retransmission (slmp_rx_claim answers it once stored). */
+    uint32_t done = __atomic_load_n(&s->done, __ATOMIC_SEQ_CST);
+    if (done && done != SLMP_DONE_STORED && (slmp_config_flags() & SLMP_CFG_ACK_AFTER_HOST))
+        return;
+    slmp_rx_ack(sg->frame);
 }
 
 /* The host address of the window (task_t's two halves). */

@@ -36,8 +36,9 @@ pub struct SendArgs {
     #[arg(long, value_enum, default_value = "all")]
     sync: SyncArg,
     /// Payload bytes per segment (default fits a 1500-byte MTU).
-    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEGMENT)]
-    segment: usize,
+    #[arg(long, value_name = "BYTES", default_value_t = DEFAULT_SEGMENT as u64,
+          value_parser = clap::value_parser!(u64).range(1..=softspin_slmp::MAX_SEGMENT as u64))]
+    segment: u64,
     /// Gap between segments sent without SYN, in microseconds (sync none/msg).
     #[arg(long, value_name = "US", default_value_t = 0)]
     ipg_us: u64,
@@ -89,7 +90,7 @@ fn send(a: SendArgs) -> Result<ExitCode> {
     }
     let data = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
     let cfg = SenderConfig {
-        segment: a.segment,
+        segment: a.segment as usize,
         sync: match a.sync {
             SyncArg::None => SyncMode::None,
             SyncArg::Msg => SyncMode::Msg,
@@ -101,6 +102,8 @@ fn send(a: SendArgs) -> Result<ExitCode> {
         ..SenderConfig::default()
     };
     let mut sender = Sender::connect(peer, cfg)?;
+    // The receiver knows the message by this address and its id.
+    let from = sender.local_addr().map(|a| a.to_string()).unwrap_or_default();
     let (stats, err) = match sender.send(&data) {
         Ok(s) => (s, None),
         Err(SlmpError::GaveUp {
@@ -133,6 +136,7 @@ fn send(a: SendArgs) -> Result<ExitCode> {
         let mut v = serde_json::to_value(&stats)?;
         v["file"] = a.file.display().to_string().into();
         v["to"] = peer.to_string().into();
+        v["from"] = from.into();
         v["error"] = err.as_ref().map(|e| e.to_string()).into();
         println!("{}", serde_json::to_string(&v)?);
     } else {
@@ -167,10 +171,12 @@ fn print_stats(a: &SendArgs, peer: SocketAddr, s: &Stats) {
         "  window {}: initial {}  final {}  min {}  max {}  decreases {}",
         w.mode, w.initial, w.final_, w.min, w.max, w.decreases
     );
-    println!(
-        "  elapsed {:.3} s  goodput {:.3} Gbit/s  delivery confirmed: {}",
-        s.elapsed_s,
-        s.goodput_bps / 1e9,
-        s.delivery_confirmed
-    );
+    let goodput = if s.delivery_confirmed {
+        format!("goodput {:.3} Gbit/s", s.goodput_bps / 1e9)
+    } else if s.acks_received == 0 && s.sync != "none" {
+        "nothing acknowledged: no goodput".to_string()
+    } else {
+        format!("sent at {:.3} Gbit/s (no goodput: delivery not confirmed)", s.bytes as f64 * 8.0 / s.elapsed_s.max(f64::MIN_POSITIVE) / 1e9)
+    };
+    println!("  elapsed {:.3} s  {goodput}  delivery confirmed: {}", s.elapsed_s, s.delivery_confirmed);
 }

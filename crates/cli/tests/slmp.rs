@@ -157,9 +157,9 @@ fn bad_flags_are_refused_with_the_field_named() {
         out_str(&o)
     );
     let o = softspin(&["slmp", "send", p, "--to", "127.0.0.1", "--segment", "0"]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", out_str(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("segment = 0"),
+        String::from_utf8_lossy(&o.stderr).contains("--segment"),
         "{}",
         out_str(&o)
     );
@@ -210,8 +210,6 @@ fn recv_refuses_bad_flags_and_interfaces() {
     let out = std::env::temp_dir().join(format!("softspin-slmp-recv-bad-{}", std::process::id()));
     let out = out.to_str().unwrap();
     for (args, says) in [
-        (vec!["--count", "0"], "--count 0"),
-        (vec!["--segment", "0"], "--segment 0"),
         (vec!["--segment", "4096", "--max-size", "1024"], "segment <= max-size"),
         (vec!["--mode", "socket", "--iface", "nosuchif9"], "nosuchif9"),
     ] {
@@ -224,4 +222,107 @@ fn recv_refuses_bad_flags_and_interfaces() {
         assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
         assert!(out_str(&o).contains(says), "{a:?} should say `{says}`: {}", out_str(&o));
     }
+}
+
+/// Values that used to panic (a seconds option of NaN, infinity, 1e300 or
+/// below zero: exit 101) or be accepted and then match nothing (`--segment
+/// 70000`, `--port 0`) are usage errors (exit 2) naming the valid range.
+#[test]
+fn recv_and_send_refuse_out_of_range_values_as_usage_errors() {
+    let out = std::env::temp_dir().join(format!("softspin-slmp-range-{}", std::process::id()));
+    let out = out.to_str().unwrap();
+    let (f, _) = file("range.bin", 10);
+    let f = f.to_str().unwrap();
+    let recv = |extra: &[&str]| {
+        let mut a: Vec<String> = ["slmp", "recv", "--iface", "lo", "--mode", "socket", "--out", out].map(String::from).to_vec();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        let o = softspin(&a.iter().map(String::as_str).collect::<Vec<_>>());
+        (a, o)
+    };
+    let mut cases = Vec::new();
+    for v in ["nan", "inf", "-inf", "1e300", "-1", "0"] {
+        cases.push((recv(&[&format!("--timeout={v}")]), "(0, 86400] seconds"));
+        cases.push((recv(&[&format!("--evict-after={v}")]), "(0, 86400] seconds"));
+    }
+    // --timeout: without the range these waited for traffic that never matched.
+    cases.push((recv(&["--segment", "70000", "--timeout", "5"]), "1..=65497"));
+    cases.push((recv(&["--segment", "0", "--timeout", "5"]), "1..=65497"));
+    cases.push((recv(&["--port", "0", "--timeout", "5"]), "1..=65535"));
+    cases.push((recv(&["--count", "0"]), "--count"));
+    let send = ["slmp", "send", f, "--to", "127.0.0.1:9", "--segment", "70000"];
+    cases.push(((send.map(String::from).to_vec(), softspin(&send)), "1..=65497"));
+    for ((a, o), says) in cases {
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", out_str(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{a:?} should say `{says}`: {}", out_str(&o));
+    }
+}
+
+#[test]
+fn recv_help_names_each_default_once() {
+    let o = softspin(&["slmp", "recv", "--help"]);
+    assert!(o.status.success(), "{}", out_str(&o));
+    let help = String::from_utf8_lossy(&o.stdout);
+    let count = help.lines().find(|l| l.trim_start().starts_with("--count")).expect("a --count line");
+    assert_eq!(count.matches("[default: 1]").count(), 1, "{count}");
+}
+
+/// `--out` is checked before anything is received: a path under a regular
+/// file, or a file where `--count 2` needs a directory, ends `recv` before
+/// it says it is waiting (it used to ACK the message and then fail to
+/// write it).
+#[test]
+fn recv_checks_out_before_receiving() {
+    let (f, _) = file("not-a-dir.bin", 10);
+    let under = f.join("msg");
+    for (out, count, says) in [(under.to_str().unwrap(), "1", "cannot write"), (f.to_str().unwrap(), "2", "not a directory")] {
+        let a = ["slmp", "recv", "--iface", "lo", "--mode", "socket", "--port", "39417", "--out", out, "--count", count, "--timeout", "3"];
+        let o = softspin(&a);
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("--out") && err.contains(says) && !err.contains("waiting for"), "{a:?}: {}", out_str(&o));
+    }
+}
+
+/// Nothing acknowledged: no goodput is reported (0 in the JSON), and the
+/// exit status says the transfer failed.
+#[test]
+fn send_reports_no_goodput_when_nothing_was_acknowledged() {
+    let (f, _) = file("nobody.bin", 3000);
+    let port = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let to = port.local_addr().unwrap().to_string();
+    drop(port);
+    let f = f.to_str().unwrap();
+    let o = softspin(&["slmp", "send", f, "--to", &to, "--give-up-s", "0.5"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(!text.contains("goodput 0") && !text.contains("Gbit/s") && text.contains("no goodput"), "{}", out_str(&o));
+    let o = softspin(&["slmp", "send", f, "--to", &to, "--give-up-s", "0.5", "--json"]);
+    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["acks_received"], 0, "{v}");
+    assert_eq!(v["goodput_bps"], 0.0, "{v}");
+    assert!(v["error"].is_string(), "{v}");
+}
+
+/// `recv` killed with SIGKILL while it serves leaves no build directory
+/// behind (it used to keep `softspin-slmp-recv-PID` for its whole run).
+#[test]
+fn recv_killed_leaves_no_temporary_directory() {
+    let out = std::env::temp_dir().join(format!("softspin-slmp-kill-{}", std::process::id()));
+    let mut c = Command::new(env!("CARGO_BIN_EXE_softspin"))
+        .args(["slmp", "recv", "--iface", "lo", "--mode", "socket", "--port", "39418", "--out", out.to_str().unwrap(), "--timeout", "60"])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut err = std::io::BufReader::new(c.stderr.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+    assert!(line.contains("waiting for"), "recv did not start: {line}");
+    let dir = std::env::temp_dir().join(format!("softspin-slmp-recv-{}", c.id()));
+    c.kill().unwrap();
+    c.wait().unwrap();
+    let left = dir.exists();
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_file(&out);
+    assert!(!left, "{} left behind", dir.display());
 }

@@ -77,18 +77,66 @@ impl Drop for Topo {
 /// returned once it says it is ready (its rules are in: building its
 /// handlers takes a while on a busy machine), with the rest of its stderr.
 fn start_recv(t: &Topo, rx_side: &str, iface: &str, out: &Path) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
+    start_recv_with(t, rx_side, iface, out, &["--count", "1", "--timeout", "60"])
+}
+
+/// `start_recv` with other flags (`--json` is always given).
+fn start_recv_with(t: &Topo, rx_side: &str, iface: &str, out: &Path, flags: &[&str]) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
     let bin = env!("CARGO_BIN_EXE_softspin");
-    let mut recv = t
-        .cmd(&["exec", rx_side, bin, "slmp", "recv", "--iface", iface, "--out", out.to_str().unwrap(), "--count", "1", "--timeout", "60", "--json"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut args = vec!["exec", rx_side, bin, "slmp", "recv", "--iface", iface, "--out", out.to_str().unwrap(), "--json"];
+    args.extend(flags);
+    let mut recv = t.cmd(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
     let mut err = std::io::BufReader::new(recv.stderr.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
     assert!(line.contains("waiting for"), "recv did not start: {line}");
     (recv, err)
+}
+
+/// Wait for `recv`: its exit status, JSON report and everything it said.
+fn finish_recv(recv: std::process::Child, mut err: std::io::BufReader<std::process::ChildStderr>) -> (std::process::ExitStatus, serde_json::Value, String) {
+    let r = recv.wait_with_output().unwrap();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut err, &mut rest);
+    let says = format!("{}{rest}", String::from_utf8_lossy(&r.stdout));
+    let doc = String::from_utf8_lossy(&r.stdout).lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    (r.status, doc, says)
+}
+
+/// SLMP segment bytes: flags, message id, offset (big-endian), payload.
+fn segment(flags: u16, msg_id: u32, offset: u32, payload: &[u8]) -> String {
+    let mut h = format!("{flags:04x}{msg_id:08x}{offset:08x}");
+    for b in payload {
+        h.push_str(&format!("{b:02x}"));
+    }
+    h
+}
+
+/// Send `segments` (hex) from UDP port `sport` of namespace `side` to
+/// `to`:9330, as a forger would (no ACK awaited).
+fn forge(t: &Topo, side: &str, to: &str, sport: u16, segments: &[String]) {
+    let py = "import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\ns.bind(('', int(sys.argv[2])))\n\
+              for h in sys.argv[3:]: s.sendto(bytes.fromhex(h), (sys.argv[1], 9330))";
+    let sport = sport.to_string();
+    let mut args = vec!["exec", side, "python3", "-c", py, to, &sport];
+    args.extend(segments.iter().map(String::as_str));
+    let o = t.run(&args);
+    assert!(o.status.success(), "forging: {}", String::from_utf8_lossy(&o.stderr));
+}
+
+/// `softspin slmp send FILE` from `side`, started (JSON statistics).
+fn spawn_send(t: &Topo, side: &str, to: &str, file: &Path, flags: &[&str]) -> std::process::Child {
+    let bin = env!("CARGO_BIN_EXE_softspin");
+    let mut args = vec!["exec", side, bin, "slmp", "send", file.to_str().unwrap(), "--to", to, "--json"];
+    args.extend(flags);
+    t.cmd(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+}
+
+fn send_result(c: std::process::Child) -> (std::process::ExitStatus, serde_json::Value, String) {
+    let o = c.wait_with_output().unwrap();
+    let says = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
+    let v = serde_json::from_slice(o.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap_or_default();
+    (o.status, v, says)
 }
 
 /// Receive one message on `iface` in namespace `rx_side` while `tx_side`
@@ -185,11 +233,15 @@ fn slmp_recv_answers_a_retransmission_after_the_last_message() {
     let (recv, _err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
     let send = t.run(&["exec", "peer", bin, "slmp", "send", f.to_str().unwrap(), "--to", "10.93.5.1", "--json"]);
     assert!(send.status.success(), "send: {}", String::from_utf8_lossy(&send.stderr));
+    let stats: serde_json::Value = serde_json::from_slice(&send.stdout).unwrap();
+    // From the sender's own port: the receiver knows a message by its
+    // sender (address, port) and id.
+    let sport = stats["from"].as_str().and_then(|a| a.rsplit(':').next()).expect("sender address").to_string();
     // SYN|EOM, message id 1 (the sender's first), offset 0, the one byte.
     let seg = format!("c000{:08x}{:08x}{byte:02x}", 1, 0);
     let py = "import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)\n\
-              s.connect((sys.argv[1], 9330)); s.send(bytes.fromhex(sys.argv[2])); print(s.recv(64).hex())";
-    let late = t.run(&["exec", "peer", "python3", "-c", py, "10.93.5.1", &seg]);
+              s.bind(('', int(sys.argv[3]))); s.connect((sys.argv[1], 9330)); s.send(bytes.fromhex(sys.argv[2])); print(s.recv(64).hex())";
+    let late = t.run(&["exec", "peer", "python3", "-c", py, "10.93.5.1", &seg, &sport]);
     let r = recv.wait_with_output().unwrap();
     let recv_says = String::from_utf8_lossy(&r.stdout).to_string();
     assert!(
@@ -203,5 +255,98 @@ fn slmp_recv_answers_a_retransmission_after_the_last_message() {
     let doc: serde_json::Value = serde_json::from_str(recv_says.lines().last().unwrap()).unwrap();
     assert_eq!(doc["messages"].as_array().map(Vec::len), Some(1), "{doc}");
     assert_eq!(std::fs::read(&out).unwrap(), vec![byte]);
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Two senders, both using message id 1 (each `slmp send` starts at 1),
+/// at once: each message is its sender's (address, port, id), so both files
+/// arrive whole, in files of their own (they used to share the slot and the
+/// file `msg-1`, mixing or overwriting each other with every exit status 0).
+#[test]
+fn slmp_recv_keeps_two_senders_with_one_id_apart() {
+    if !is_root() {
+        eprintln!("skipping slmp_recv_keeps_two_senders_with_one_id_apart: needs root (network namespaces, XDP)");
+        return;
+    }
+    let dir = scratch("two");
+    let t = Topo::up("netns.sh", "sssla", "10.93.11");
+    let files = [file_of(&dir, "a", 1 << 20, 21), file_of(&dir, "b", 1 << 20, 22)];
+    let out = dir.join("out");
+    let (recv, err) = start_recv_with(&t, "nic", &format!("{}0", t.prefix), &out, &["--count", "2", "--timeout", "60"]);
+    let senders: Vec<_> = files.iter().map(|f| spawn_send(&t, "peer", "10.93.11.1", f, &[])).collect();
+    let sent: Vec<_> = senders.into_iter().map(send_result).collect();
+    let (status, doc, says) = finish_recv(recv, err);
+    for (st, v, s) in &sent {
+        assert!(st.success() && v["delivery_confirmed"] == true, "send: {s}\nrecv: {says}");
+    }
+    assert!(status.success(), "recv: {says}");
+    let msgs = doc["messages"].as_array().expect("messages");
+    assert_eq!(msgs.len(), 2, "{doc}");
+    let mut got: Vec<Vec<u8>> = msgs.iter().map(|m| std::fs::read(m["file"].as_str().unwrap()).unwrap()).collect();
+    let mut want: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
+    got.sort();
+    want.sort();
+    assert!(got == want, "the two messages are not the two files: {doc}");
+    assert!(msgs.iter().all(|m| m["msg_id"] == 1 && m["peer"] == "10.93.11.2"), "{doc}");
+    assert_ne!(msgs[0]["port"], msgs[1]["port"], "{doc}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// Forged datagrams from another UDP port: an EOM segment with the real
+/// sender's message id 1 (it used to complete the real 4 MiB message with
+/// its own last byte: a short, mixed file, every exit status 0), and 15
+/// first segments of other ids that take every other slot. None of them
+/// lands in the real message; each is evicted after `--evict-after` (it
+/// used to hold its slot forever), counted, and the real transfer, refused
+/// meanwhile, gets through byte-exact.
+#[test]
+fn slmp_recv_forged_segments_neither_mix_in_nor_hold_slots() {
+    if !is_root() {
+        eprintln!("skipping slmp_recv_forged_segments_neither_mix_in_nor_hold_slots: needs root (network namespaces, XDP)");
+        return;
+    }
+    let dir = scratch("forged");
+    let t = Topo::up("netns.sh", "ssslb", "10.93.12");
+    let f = file_of(&dir, "in", 4 << 20, 23);
+    let out = dir.join("out");
+    let (recv, err) = start_recv_with(&t, "nic", &format!("{}0", t.prefix), &out, &["--count", "1", "--timeout", "60", "--evict-after", "1"]);
+    const SEG: usize = 1462; // the sender's and the receiver's default
+    let mut forged = vec![segment(0xc000, 1, 4 * SEG as u32, b"\xee")];
+    forged.extend((18..=32).map(|id| segment(0x4000, id, 0, &[0x55; SEG])));
+    forge(&t, "peer", "10.93.12.1", 40404, &forged);
+    let (st, v, s) = send_result(spawn_send(&t, "peer", "10.93.12.1", &f, &[]));
+    let (status, doc, says) = finish_recv(recv, err);
+    assert!(st.success() && v["delivery_confirmed"] == true, "send: {s}\nrecv: {says}");
+    assert!(status.success(), "recv: {says}");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&f).unwrap(), "received file differs: {doc}");
+    assert_eq!(doc["evicted"], 16, "{doc}");
+    let ev = doc["evictions"].as_array().expect("evictions");
+    assert!(ev.iter().all(|e| e["port"] == 40404), "only the forged messages are evicted: {doc}");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// A message that completes while `recv` lingers after `--count` is not
+/// written, so it must not be confirmed: its sender fails (it used to get
+/// every ACK and report delivery of a message written nowhere).
+#[test]
+fn slmp_recv_does_not_confirm_a_message_past_count() {
+    if !is_root() {
+        eprintln!("skipping slmp_recv_does_not_confirm_a_message_past_count: needs root (network namespaces, XDP)");
+        return;
+    }
+    let dir = scratch("past");
+    let t = Topo::up("netns.sh", "ssslc", "10.93.13");
+    let (a, b) = (file_of(&dir, "a", 1000, 24), file_of(&dir, "b", 64 << 10, 25));
+    let out = dir.join("out");
+    let (recv, err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
+    let (st, _, s) = send_result(spawn_send(&t, "peer", "10.93.13.1", &a, &[]));
+    assert!(st.success(), "first send: {s}");
+    // recv lingers 1 s after its last frame: this one arrives meanwhile.
+    let (st, v, s) = send_result(spawn_send(&t, "peer", "10.93.13.1", &b, &["--give-up-s", "3"]));
+    let (status, doc, says) = finish_recv(recv, err);
+    assert!(!st.success() && v["delivery_confirmed"] == false, "the second message was confirmed: {s}\nrecv: {says}");
+    assert!(status.success(), "recv: {says}");
+    assert_eq!(doc["messages"].as_array().map(Vec::len), Some(1), "{doc}");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&a).unwrap());
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -269,7 +269,8 @@ impl Sender {
                 msg_id,
                 index,
                 reason,
-                stats: Box::new(stats),
+                // Not delivered: no goodput to report.
+                stats: Box::new(Stats { goodput_bps: 0.0, ..stats }),
             }),
             Err(e) => Err(e),
         }

@@ -131,6 +131,8 @@ pub struct Stats {
     pub rtt: RttStats,
     pub window: WindowStats,
     pub elapsed_s: f64,
-    /// Message bits per second of elapsed time.
+    /// Message bits per second of elapsed time; 0 when the sender gave
+    /// up (nothing it can call delivered). With sync none it is the rate
+    /// the messages were sent at (no receiver confirms anything).
     pub goodput_bps: f64,
 }

@@ -332,6 +332,8 @@ fn gives_up_when_the_receiver_is_gone() {
             assert!(
                 stats.packets_sent > 0 && stats.acks_received == 0 && !stats.delivery_confirmed
             );
+            // Nothing delivered: no goodput (it used to be bytes / elapsed).
+            assert_eq!(stats.goodput_bps, 0.0, "{stats:?}");
         }
         other => panic!("{other:?}"),
     }
