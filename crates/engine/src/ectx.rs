@@ -167,8 +167,10 @@ pub enum EctxError {
     OutOfRegion { ectx: String, what: &'static str, base: u32, size: u32, region: &'static str, rbase: u32, rsize: u32 },
     #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} overlaps ECTX `{other}` (link one of the images elsewhere: `softspin build --code-base ADDR --data-base ADDR`)")]
     Overlap { ectx: String, what: &'static str, base: u32, size: u32, other: String },
-    #[error("ECTX `{ectx}`: image segment at 0x{addr:08x} is neither code in program memory nor data inside the handler memory")]
-    Segment { ectx: String, addr: u32 },
+    /// The loader rule ([`ElfImage::check_fits`]): code in program memory,
+    /// data inside the handler memory.
+    #[error("ECTX `{ectx}`: image {source}")]
+    Segment { ectx: String, source: softspin_hpu::ElfError },
     #[error("ECTX `{ectx}`: image was built for NB_CLUSTERS={image}, the NIC has {nic} clusters (rebuild with the NIC's profile)")]
     Clusters { ectx: String, image: u32, nic: u32 },
     #[error("ECTX `{ectx}`: scratchpad of {want} bytes on cluster {cluster} does not fit ({free} bytes free)")]
