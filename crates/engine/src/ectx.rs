@@ -171,7 +171,7 @@ pub enum EctxError {
     /// data inside the handler memory.
     #[error("ECTX `{ectx}`: image {source}")]
     Segment { ectx: String, source: softspin_hpu::ElfError },
-    #[error("ECTX `{ectx}`: image was built for NB_CLUSTERS={image}, the NIC has {nic} clusters (rebuild with the NIC's profile)")]
+    #[error("ECTX `{ectx}`: image was built for NB_CLUSTERS={image}, the NIC has {nic} clusters ({})", cluster_hint(*image, *nic))]
     Clusters { ectx: String, image: u32, nic: u32 },
     #[error("ECTX `{ectx}`: scratchpad of {want} bytes on cluster {cluster} does not fit ({free} bytes free)")]
     Scratchpad { ectx: String, cluster: usize, want: u32, free: u32 },
@@ -256,4 +256,18 @@ pub(crate) fn extents(img: &ElfImage) -> ((u32, u32), Option<(u32, u32)>) {
         (data.iter().map(|s| s.vaddr).min().unwrap(), data.iter().map(|s| s.end()).max().unwrap() as u32)
     });
     ((c0, c1.saturating_sub(c0)), d)
+}
+
+/// What to do about an image built for another cluster count: name the
+/// profiles of both sides and the flags that pick them.
+fn cluster_hint(image: u32, nic: u32) -> String {
+    let of = |n: u32| ["pspin", "fpspin"].into_iter().find(|p| crate::NicConfig::profile(p).is_some_and(|c| c.clusters == n));
+    let rebuild = match of(nic) {
+        Some(p) => format!("rebuild it with `softspin build --profile {p}`"),
+        None => "rebuild it with the NIC's configuration (`softspin build --config FILE`)".to_string(),
+    };
+    match of(image) {
+        Some(p) => format!("the image was built with profile `{p}`: run it with `--profile {p}`, or {rebuild}"),
+        None => rebuild,
+    }
 }
