@@ -142,11 +142,15 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
         }
         IsaCmd::Handler { image, handler, kind, packet, packet_size, profile, config, scratchpad, host_size, watchdog, stack_size } => {
             let img = crate::sim::load_image(&image)?;
+            let mut cfg = crate::sim::nic_config(profile.as_deref(), config.as_deref())?;
+            // A packet file holds one packet: at most a packet buffer slot.
             let pkt = match packet {
-                Some(p) => std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?,
+                Some(p) => {
+                    let what = format!("packet of profile `{}` (pkt_slot_size)", cfg.profile);
+                    softspin_input::read(&p, cfg.pkt_slot_size as u64, &what)?
+                }
                 None => (0..packet_size).map(|i| i as u8).collect(),
             };
-            let mut cfg = crate::sim::nic_config(profile.as_deref(), config.as_deref())?;
             if let Some(n) = stack_size {
                 cfg.hpu_stack_size = n;
             }

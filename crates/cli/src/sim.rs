@@ -218,7 +218,7 @@ enum PayloadArg {
 /// The NIC configuration from --profile / --config (PsPIN by default).
 pub fn nic_config(profile: Option<&str>, config: Option<&Path>) -> anyhow::Result<NicConfig> {
     if let Some(p) = config {
-        let text = std::fs::read_to_string(p).with_context(|| format!("reading {}", p.display()))?;
+        let text = softspin_input::read_text(p, softspin_input::TEXT_CAP, "NIC configuration")?;
         return Ok(NicConfig::from_toml(&text, &p.display().to_string())?);
     }
     match profile {
@@ -296,7 +296,7 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
     }
     let mut plan = Vec::new();
     if let Some(path) = &a.scenario {
-        let text = std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+        let text = softspin_input::read_text(path, softspin_input::TEXT_CAP, "scenario")?;
         let sc: Scenario = toml::from_str(&text).with_context(|| path.display().to_string())?;
         let dir = path.parent().unwrap_or(Path::new("."));
         for e in sc.ectx {
@@ -350,7 +350,8 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
 pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<Ectx>> {
     let mut ectxs = Vec::new();
     for PlannedEctx { image, mut opts, host_size, own_handler_mem, .. } in plan {
-        let image = load_nic_image(nic, &image)?;
+        let path = image;
+        let image = load_nic_image(nic, &path)?;
         if own_handler_mem {
             opts.handler_mem_addr = Some(image.data_end().next_multiple_of(64));
         }
@@ -359,7 +360,7 @@ pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<
             let size = usize::try_from(host_size).context("host window size does not fit this machine's address space")?;
             opts.host_window = Some(nic.host_window(size)?);
         }
-        let e = nic.install(&image, opts)?;
+        let e = nic.install(&image, opts).map_err(|e| named(&path, e))?;
         nic.activate(e)?;
         ectxs.push(e);
     }

@@ -88,7 +88,7 @@ fn send(a: SendArgs) -> Result<ExitCode> {
             a.file.display()
         );
     }
-    let data = std::fs::read(&a.file).with_context(|| format!("reading {}", a.file.display()))?;
+    let data = softspin_input::read(&a.file, softspin_slmp::MAX_MESSAGE, "SLMP message")?;
     let cfg = SenderConfig {
         segment: a.segment as usize,
         sync: match a.sync {

@@ -241,6 +241,12 @@ fn null_scratchpad_points_at_the_flag() {
     assert_eq!(o.status.code(), Some(70), "{}", out_str(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("no scratchpad on cluster 0") && err.contains("--scratchpad"), "{}", out_str(&o));
+    // Issue 24: the fault is named for what it is (a NULL access) first.
+    assert!(
+        err.contains("load from address 0x00000004, near NULL: nothing is mapped there (a NULL pointer); if it is task->scratchpad[0]: ECTX"),
+        "{}",
+        out_str(&o)
+    );
     let o = isa_handler("scratch_ph", &["--scratchpad", "64"]);
     assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
 }

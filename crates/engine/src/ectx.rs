@@ -167,9 +167,11 @@ pub enum EctxError {
     OutOfRegion { ectx: String, what: &'static str, base: u32, size: u32, region: &'static str, rbase: u32, rsize: u32 },
     #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} overlaps ECTX `{other}` (link one of the images elsewhere: `softspin build --code-base ADDR --data-base ADDR`)")]
     Overlap { ectx: String, what: &'static str, base: u32, size: u32, other: String },
-    #[error("ECTX `{ectx}`: image segment at 0x{addr:08x} is neither code in program memory nor data inside the handler memory")]
-    Segment { ectx: String, addr: u32 },
-    #[error("ECTX `{ectx}`: image was built for NB_CLUSTERS={image}, the NIC has {nic} clusters (rebuild with the NIC's profile)")]
+    /// The loader rule ([`ElfImage::check_fits`]): code in program memory,
+    /// data inside the handler memory.
+    #[error("ECTX `{ectx}`: image {source}")]
+    Segment { ectx: String, source: softspin_hpu::ElfError },
+    #[error("ECTX `{ectx}`: image was built for NB_CLUSTERS={image}, the NIC has {nic} clusters ({})", cluster_hint(*image, *nic))]
     Clusters { ectx: String, image: u32, nic: u32 },
     #[error("ECTX `{ectx}`: scratchpad of {want} bytes on cluster {cluster} does not fit ({free} bytes free)")]
     Scratchpad { ectx: String, cluster: usize, want: u32, free: u32 },
@@ -254,4 +256,18 @@ pub(crate) fn extents(img: &ElfImage) -> ((u32, u32), Option<(u32, u32)>) {
         (data.iter().map(|s| s.vaddr).min().unwrap(), data.iter().map(|s| s.end()).max().unwrap() as u32)
     });
     ((c0, c1.saturating_sub(c0)), d)
+}
+
+/// What to do about an image built for another cluster count: name the
+/// profiles of both sides and the flags that pick them.
+fn cluster_hint(image: u32, nic: u32) -> String {
+    let of = |n: u32| ["pspin", "fpspin"].into_iter().find(|p| crate::NicConfig::profile(p).is_some_and(|c| c.clusters == n));
+    let rebuild = match of(nic) {
+        Some(p) => format!("rebuild it with `softspin build --profile {p}`"),
+        None => "rebuild it with the NIC's configuration (`softspin build --config FILE`)".to_string(),
+    };
+    match of(image) {
+        Some(p) => format!("the image was built with profile `{p}`: run it with `--profile {p}`, or {rebuild}"),
+        None => rebuild,
+    }
 }

@@ -361,6 +361,15 @@ fn install_errors_name_the_problem() {
     let err = Engine::new(NicConfig::fpspin()).unwrap().install(spec(Some("empty_ph"))).unwrap_err().to_string();
     assert!(err.contains("NB_CLUSTERS=4"), "{err}");
     let fp = ElfImage::load(&build("fpspin", Some(&NicConfig::fpspin()), None)).unwrap();
+    // Issue 24: the hint names the image's profile and both flags.
+    let mut s = EctxSpec::new("fp", fp.clone());
+    s.ph = Some("empty_ph".into());
+    let err = Engine::new(NicConfig::pspin()).unwrap().install(s).unwrap_err().to_string();
+    assert_eq!(
+        err,
+        "ECTX `fp`: image was built for NB_CLUSTERS=2, the NIC has 4 clusters (the image was built with profile `fpspin`: \
+         run it with `--profile fpspin`, or rebuild it with `softspin build --profile pspin`)"
+    );
     let mut s = EctxSpec::new("fp", fp);
     s.ph = Some("empty_ph".into());
     let mut e = engine_with(NicConfig::fpspin(), s);

@@ -201,7 +201,7 @@ impl Error {
         use ErrorKind as K;
         match self {
             Error::Config(_) | Error::Profile(_) => K::Config,
-            Error::Image(ElfError::Io { .. }) | Error::Io(_) => K::Io,
+            Error::Image(ElfError::Io(_)) | Error::Io(_) => K::Io,
             Error::Image(ElfError::NoSymbol(_)) => K::Symbol,
             Error::Image(_) => K::Image,
             Error::Ectx(x) => match x {
@@ -462,7 +462,7 @@ const WINDOW_STRIDE: u64 = softspin_hpu::abi::HOST_WINDOW_STRIDE;
 /// A NIC configuration from a TOML file (see docs/sim.md), validated.
 pub fn load_config(path: impl AsRef<Path>) -> Result<NicConfig> {
     let p = path.as_ref();
-    let text = std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
+    let text = softspin_input::read_text(p, softspin_input::TEXT_CAP, "NIC configuration").map_err(|e| Error::Io(e.to_string()))?;
     Ok(NicConfig::from_toml(&text, &p.display().to_string())?)
 }
 

@@ -10,11 +10,20 @@ use std::io::Write;
 use std::sync::Arc;
 
 use crate::abi::{err, sys, A0, A1, A2, A7};
-use crate::elf::ElfImage;
+use crate::elf::{ElfError, ElfImage, Region};
 use crate::hpu::{Ecall, Hpu, Runtime, Stop};
 use crate::mem::{MapError, MemBlock, Perm};
 use crate::program::{Program, ProgramError};
 use crate::timing::{MemClass, TimingModel};
+
+/// The bare-metal memory map: a program's segments load into RAM at
+/// 0x8000_0000 (`sdk/link/baremetal.ld`, `tests/isa/link.ld`), the stack
+/// lies apart below `BareMetalConfig::stack_top`.
+pub const RAM_BASE: u32 = 0x8000_0000;
+/// Far more than the ISA tests and Embench need, and small enough that a
+/// loaded program stays well inside a 1 GB address-space limit.
+pub const RAM_SIZE: u32 = 128 << 20;
+pub const RAM: Region = Region { name: "bare-metal RAM", base: RAM_BASE, size: RAM_SIZE };
 
 /// Settings of a bare-metal run.
 #[derive(Clone, Debug)]
@@ -50,6 +59,8 @@ pub struct Outcome {
 
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
+    #[error("{0}")]
+    Image(#[from] ElfError),
     #[error("cannot map segment: {0}")]
     Map(#[from] MapError),
     #[error("cannot decode code: {0}")]
@@ -66,6 +77,8 @@ pub struct BareMetal {
 
 impl BareMetal {
     pub fn load(image: &ElfImage, cfg: &BareMetalConfig) -> Result<BareMetal, LoadError> {
+        // Before any allocation: a segment's memsz is the file's say-so.
+        image.check_fits(|_| RAM)?;
         let mut hpu = Hpu::new(&cfg.timing);
         let mut blocks = Vec::new();
         for s in &image.segments {

@@ -24,6 +24,27 @@ impl Segment {
     }
 }
 
+/// A region of a memory map that segments are loaded into: the NIC's
+/// program memory and L2 handler memory, the bare-metal runner's RAM.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Region {
+    pub name: &'static str,
+    pub base: u32,
+    pub size: u32,
+}
+
+impl Region {
+    pub fn holds(&self, vaddr: u32, memsz: u32) -> bool {
+        vaddr >= self.base && vaddr as u64 + memsz as u64 <= self.base as u64 + self.size as u64
+    }
+}
+
+/// The most bytes an image file may have: the largest memory map an image
+/// loads into (the bare-metal runner's RAM) and as much again for symbols
+/// and debug information. Reading stops past it (issue 24: `/dev/zero` as
+/// an image ran the process out of memory).
+pub const ELF_FILE_CAP: u64 = 2 * crate::baremetal::RAM_SIZE as u64;
+
 /// A parsed image: entry point, loadable segments, and symbols.
 #[derive(Clone, Debug)]
 pub struct ElfImage {
@@ -34,8 +55,8 @@ pub struct ElfImage {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ElfError {
-    #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    #[error(transparent)]
+    Io(#[from] softspin_input::InputError),
     #[error("not a valid ELF file: {0}")]
     Parse(String),
     #[error("not a 32-bit little-endian RISC-V executable ({0})")]
@@ -46,6 +67,8 @@ pub enum ElfError {
     BadSegment { vaddr: u32, filesz: u32, memsz: u32 },
     #[error("segment at 0x{vaddr:08x} (size 0x{memsz:x}) wraps past the 32-bit address space")]
     SegmentWraps { vaddr: u32, memsz: u32 },
+    #[error("segment at 0x{vaddr:08x} (size 0x{memsz:x}) does not fit {region} 0x{base:08x}..0x{end:08x}", end = *base as u64 + *size as u64)]
+    OutsideRegion { vaddr: u32, memsz: u32, region: &'static str, base: u32, size: u32 },
     #[error("segments at 0x{a:08x} and 0x{b:08x} overlap")]
     Overlap { a: u32, b: u32 },
     #[error("symbol `{0}` not found in the image")]
@@ -60,7 +83,7 @@ pub enum ElfError {
 
 impl ElfImage {
     pub fn load(path: &std::path::Path) -> Result<ElfImage, ElfError> {
-        let data = std::fs::read(path).map_err(|e| ElfError::Io { path: path.display().to_string(), source: e })?;
+        let data = softspin_input::read(path, ELF_FILE_CAP, "handler or bare-metal image")?;
         ElfImage::parse(&data)
     }
 
@@ -134,6 +157,19 @@ impl ElfImage {
             return Err(ElfError::OddCode { what: "entry point".into(), addr: entry });
         }
         Ok(ElfImage { entry, segments, symbols })
+    }
+
+    /// The loader rule, one for every memory map (the NIC's, the bare-metal
+    /// runner's): each segment lies inside the region `region_of` loads it
+    /// into. Loaders check it before they allocate anything for a segment.
+    pub fn check_fits(&self, region_of: impl Fn(&Segment) -> Region) -> Result<(), ElfError> {
+        for s in &self.segments {
+            let r = region_of(s);
+            if !r.holds(s.vaddr, s.memsz) {
+                return Err(ElfError::OutsideRegion { vaddr: s.vaddr, memsz: s.memsz, region: r.name, base: r.base, size: r.size });
+            }
+        }
+        Ok(())
     }
 
     /// Check that `addr` can start code: 2-byte aligned and within the

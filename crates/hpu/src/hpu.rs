@@ -323,6 +323,13 @@ impl Hpu {
     /// (same counts, cycles and faults; `jit` must be `prog`'s).
     #[cfg(feature = "jit")]
     pub fn run_jit<R: Runtime + ?Sized>(&mut self, prog: &Program, jit: &mut crate::jit::Jit, rt: &mut R, until_cycles: u64) -> Stop {
+        // A JIT indexes its slots by `prog`'s: another program's would run
+        // out of range. Checked in release builds too; such a JIT is
+        // refused and the slice is interpreted.
+        if jit.program != prog.id {
+            jit.refused += 1;
+            return self.run(prog, rt, until_cycles);
+        }
         self.run_in(prog, rt, until_cycles, jit)
     }
 

@@ -51,6 +51,8 @@ enum State {
 
 /// Compiled regions of one [`Program`], by entry slot.
 pub struct Jit {
+    /// The [`Program`] it was built for; `Hpu::run_jit` refuses others.
+    pub(crate) program: u64,
     /// Freed with the `Jit` (see `Drop`).
     module: std::mem::ManuallyDrop<JITModule>,
     fctx: FunctionBuilderContext,
@@ -85,6 +87,7 @@ impl Jit {
         let module = std::mem::ManuallyDrop::new(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())));
         let cctx = module.make_context();
         Jit {
+            program: prog.id,
             module,
             fctx: FunctionBuilderContext::new(),
             cctx,

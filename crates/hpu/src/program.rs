@@ -76,6 +76,8 @@ const NO_SLOT: u32 = crate::isa::NO_TARGET;
 
 /// A decoded, immutable code image.
 pub struct Program {
+    /// Unique per decoded program: a JIT records the one it belongs to.
+    pub(crate) id: u64,
     pub(crate) base: u32,
     /// Bytes covered by `entry` (a multiple of 2).
     pub(crate) len: u32,
@@ -301,7 +303,9 @@ impl Program {
                 _ => s += 1,
             }
         }
-        Ok(Program { base: lo, len: (parcels * 2) as u32, insts, code, cost, entry, pcs, hw_loop })
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(Program { id, base: lo, len: (parcels * 2) as u32, insts, code, cost, entry, pcs, hw_loop })
     }
 
     pub fn base(&self) -> u32 {

@@ -217,3 +217,19 @@ fn the_watchdog_stops_a_compiled_loop_at_the_same_instruction() {
     assert_eq!(state(&a, sa), state(&b, sb));
 }
 
+
+/// Issue 24: a JIT built for one program and handed another is refused (the
+/// slice is interpreted), in release builds too; it used to index the other
+/// program's slots with its own, guarded only by a debug_assert.
+#[test]
+fn a_jit_of_another_program_is_refused() {
+    let other = machine(1);
+    let mut jit = Jit::new(&other.prog, &TimingModel::default()).compile_after(1);
+    let mut a = machine(2);
+    let sa = run(&mut a, None, 1000);
+    let mut b = machine(2);
+    let sb = run(&mut b, Some(&mut jit), 1000);
+    assert_eq!(state(&a, sa), state(&b, sb));
+    assert_eq!(jit.compiled, 0);
+    assert!(jit.refused > 0);
+}

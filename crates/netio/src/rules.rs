@@ -555,8 +555,10 @@ pub fn parse_rules(text: &str) -> Result<Vec<Ruleset>, NetError> {
 /// Reads and parses a rules file; errors name the file.
 pub fn load_rules(path: impl AsRef<Path>) -> Result<Vec<Ruleset>, NetError> {
     let path = path.as_ref();
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| NetError::io(format!("rules file {}", path.display()), e))?;
+    let text = softspin_input::read_text(path, softspin_input::TEXT_CAP, "rules file").map_err(|e| match e {
+        softspin_input::InputError::Io { source, .. } => NetError::io(format!("rules file {}", path.display()), source),
+        e => NetError::Rules(e.to_string()),
+    })?;
     parse_rules(&text).map_err(|e| match e {
         NetError::Rules(m) => NetError::Rules(format!("{}: {m}", path.display())),
         e => e,

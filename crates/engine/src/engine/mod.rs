@@ -33,6 +33,7 @@ use std::sync::Arc;
 
 use softspin_hpu::abi::{self, err, sys};
 use softspin_hpu::hpu::{Ecall, Fault, Hpu, Runtime, Stop};
+use softspin_hpu::elf::Region;
 use softspin_hpu::{ElfImage, MemBlock, MemClass, Perm, Program};
 
 use crate::config::{BufferFull, NicConfig};
@@ -681,7 +682,7 @@ impl Engine {
                 Ok(())
             }
         };
-        within("code", code.0, code.1, "program memory", abi::PROG_MEM_BASE, cfg.prog_mem_size)?;
+        // Code segments are checked by the loader rule below.
         let hm = match (spec.handler_mem, data) {
             (Some(h), _) => h,
             (None, Some((d0, d1))) => (d0, (d1 - d0).next_multiple_of(64)),
@@ -712,16 +713,11 @@ impl Engine {
             _ => None,
         };
         let data_region = image_data.unwrap_or(hm);
-        for s in &spec.image.segments {
-            let ok = if s.perm.has(Perm::X) {
-                true
-            } else {
-                s.vaddr >= data_region.0 && s.end() <= data_region.0 as u64 + data_region.1 as u64
-            };
-            if !ok {
-                return Err(EctxError::Segment { ectx: name, addr: s.vaddr });
-            }
-        }
+        let prog = Region { name: "program memory", base: abi::PROG_MEM_BASE, size: cfg.prog_mem_size };
+        let data_mem = Region { name: "the ECTX's handler memory", base: data_region.0, size: data_region.1 };
+        spec.image
+            .check_fits(|s| if s.perm.has(Perm::X) { prog } else { data_mem })
+            .map_err(|source| EctxError::Segment { ectx: name.clone(), source })?;
         if spec.host_window.0.checked_add(spec.host_window.1).is_none() {
             return Err(EctxError::HostWindow { ectx: name, base: spec.host_window.0, size: spec.host_window.1 });
         }

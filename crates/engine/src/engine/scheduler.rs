@@ -288,12 +288,22 @@ impl Engine {
         }
         let cl = h / cfg.hpus_per_cluster as usize;
         let e = self.core.ectxs.get(ectx)?.as_ref()?;
-        if f.addr < 0x1000 && e.scratch.get(cl).is_none_or(|s| s.size == 0) {
-            return Some(format!(
-                "address 0x{:08x} is near NULL, and ECTX `{}` has no scratchpad on cluster {cl} (task->scratchpad[{cl}] is NULL): give it one with --scratchpad (scenario: scratchpad = [...])",
-                f.addr,
-                e.name()
-            ));
+        if f.addr < 0x1000 {
+            // Say what it is first; the scratchpad is only one way to get a
+            // NULL pointer (issue 24: a plain NULL store was blamed on it).
+            let what = match f.kind {
+                K::StoreAccess | K::StoreDenied => "store to",
+                K::LoadAccess | K::LoadDenied => "load from",
+                _ => "access at",
+            };
+            let mut s = format!("{what} address 0x{:08x}, near NULL: nothing is mapped there (a NULL pointer)", f.addr);
+            if e.scratch.get(cl).is_none_or(|s| s.size == 0) {
+                s += &format!(
+                    "; if it is task->scratchpad[{cl}]: ECTX `{}` has no scratchpad on cluster {cl}, give it one with --scratchpad (scenario: scratchpad = [...])",
+                    e.name()
+                );
+            }
+            return Some(s);
         }
         None
     }

@@ -180,7 +180,7 @@ impl TraceSource {
     fn next_inner(&mut self) -> Result<Option<Arrival>, TrafficError> {
         loop {
             self.buf.clear();
-            let n = self.reader.read_until(b'\n', &mut self.buf);
+            let n = softspin_input::read_line(&mut self.reader, &mut self.buf, softspin_input::LINE_CAP);
             self.line_no += 1;
             match n {
                 Ok(0) => {
