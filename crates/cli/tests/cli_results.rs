@@ -235,6 +235,25 @@ fn stack_overflow_names_the_stack_size_and_setting() {
     assert!(!String::from_utf8_lossy(&o.stderr).contains("stack overflow"), "{}", out_str(&o));
 }
 
+/// Issue 24: a frame larger than the stack by more than a fixed guard gave a
+/// bare store fault; any such frame is a stack overflow, and a NULL store
+/// (SP fine, nothing mapped near 0) is not.
+#[test]
+fn stack_overflow_is_found_however_far_below_the_stack() {
+    for n in [1100, 2048, 8192] {
+        let o = isa_handler(&format!("locals_{n}_ph"), &[]);
+        assert_eq!(o.status.code(), Some(70), "{n}: {}", out_str(&o));
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"), "{n}: {}", out_str(&o));
+        let o = isa_handler(&format!("locals_{n}_ph"), &["--stack-size", "16384"]);
+        assert_eq!(o.status.code(), Some(0), "{n}: {}", out_str(&o));
+    }
+    let o = isa_handler("null_store_ph", &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("store to address 0x00000000, near NULL"), "{}", out_str(&o));
+    assert!(!err.contains("stack overflow"), "{}", out_str(&o));
+}
+
 #[test]
 fn null_scratchpad_points_at_the_flag() {
     let o = isa_handler("scratch_ph", &[]);

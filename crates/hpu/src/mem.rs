@@ -1,18 +1,19 @@
 //! Guest memory: shared backing blocks and per-HPU address spaces.
 //!
 //! A [`MemBlock`] is a zeroed, 8-byte aligned allocation that several HPUs
-//! (and, later, several host threads) share: an L1 scratchpad, the L2 packet
-//! buffer, handler memory. An [`AddressSpace`] is what one HPU may touch right
-//! now: a small fixed table of [`Window`]s, each mapping a guest address range
-//! onto part of a block with permissions and a latency class. The engine
-//! rewrites the table for every task — that is how PsPIN's per-task PMP
-//! protection (seed 001 §3.2.2) is modelled — and it costs no allocation.
+//! share: an L1 scratchpad, the L2 packet buffer, handler memory. An
+//! [`AddressSpace`] is what one HPU may touch right now: a small fixed table
+//! of [`Window`]s, each mapping a guest address range onto part of a block
+//! with permissions and a latency class. The engine rewrites the table for
+//! every task — that is how PsPIN's per-task PMP protection (seed 001
+//! §3.2.2) is modelled — and it costs no allocation.
 //!
-//! Guest loads and stores go through raw pointers: blocks may be shared
-//! between threads running different HPUs, exactly like the hardware's
-//! memories, and a guest-level data race is the guest's business. AMOs use
-//! host atomics so they stay atomic across host threads, unless the owner
-//! says one thread does everything (`AddressSpace::set_atomic_amos`).
+//! Guest loads and stores go through raw pointers, so guest memory belongs
+//! to one host thread: blocks and address spaces are neither `Send` nor
+//! `Sync`, and the HPUs sharing a block run interleaved on that thread (the
+//! engine's event loop), where a guest-level race is the guest's business
+//! and no Rust data race. AMOs are therefore plain read-modify-writes
+//! (host atomics only on request, `AddressSpace::set_atomic_amos`).
 
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -50,17 +51,29 @@ impl std::fmt::Display for Perm {
     }
 }
 
-/// A shareable block of guest memory.
+/// A block of guest memory, shared by the HPUs of one host thread.
+///
+/// Neither `Send` nor `Sync` (its raw pointer sees to that): guest loads and
+/// stores are plain, so a block reachable from two host threads would make a
+/// guest's races data races, undefined behaviour in Rust (issue 24).
+/// ```compile_fail
+/// fn shareable<T: Sync>() {}
+/// shareable::<softspin_hpu::MemBlock>();
+/// ```
+/// ```compile_fail
+/// fn sendable<T: Send>() {}
+/// sendable::<std::sync::Arc<softspin_hpu::MemBlock>>();
+/// ```
+/// ```compile_fail
+/// fn sendable<T: Send>() {}
+/// sendable::<softspin_hpu::AddressSpace>();
+/// ```
 pub struct MemBlock {
     ptr: *mut u8,
     len: usize,
     words: usize,
 }
 
-// SAFETY: the block is plain bytes; concurrent guest access is modelled as the
-// hardware's (racy plain accesses, atomic AMOs), see the module comment.
-unsafe impl Send for MemBlock {}
-unsafe impl Sync for MemBlock {}
 
 impl MemBlock {
     /// A zeroed block of `len` bytes.
@@ -276,8 +289,6 @@ pub struct AddressSpace {
     atomic_amos: bool,
 }
 
-// SAFETY: the raw pointers point into `owners`' blocks, which are Send + Sync.
-unsafe impl Send for AddressSpace {}
 
 /// Error from [`AddressSpace::map`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -302,15 +313,15 @@ impl AddressSpace {
             latency: timing.mem_latency,
             folded: AccessCounts::default(),
             served: [0; 2],
-            atomic_amos: true,
+            atomic_amos: false,
         }
     }
 
-    /// Whether AMOs must be atomic on the host (the default): `false` when
-    /// one host thread runs every HPU and every other access to the blocks
-    /// this space maps (as the engine does), so a plain read-modify-write
-    /// is atomic for every observer, and a locked host instruction (~20
-    /// cycles) per AMO is waste.
+    /// Whether AMOs use host atomics (default `false`). Blocks never leave
+    /// their host thread, so a plain read-modify-write is atomic for every
+    /// observer and a locked host instruction (~20 cycles) per AMO is
+    /// waste; the atomic path stays for tests that check both give the
+    /// same results.
     pub fn set_atomic_amos(&mut self, atomic: bool) {
         self.atomic_amos = atomic;
     }

@@ -35,6 +35,30 @@ __handler__ void stack_hog_ph(handler_args_t *args)
     (void)args;
 }
 
+/* Locals of N bytes touched from the bottom up: on the PsPIN profile's 1 KiB
+ * stack the first store lands N - 1 KiB below the stack, past any fixed
+ * guard (issue 24: 2048 bytes gave a bare store fault). */
+#define LOCALS_PH(N)                                                       \
+    __handler__ void locals_##N##_ph(handler_args_t *args)                 \
+    {                                                                      \
+        uint8_t buf[N];                                                    \
+        __asm__ volatile("" : : "r"(buf) : "memory");                      \
+        for (int i = 0; i < N; i += 64)                                    \
+            ((volatile uint8_t *)buf)[i] = (uint8_t)i;                     \
+        __asm__ volatile("" : : "r"(buf) : "memory");                      \
+        (void)args;                                                        \
+    }
+LOCALS_PH(1100)
+LOCALS_PH(2048)
+LOCALS_PH(8192)
+
+/* A plain store through a NULL pointer (no scratchpad involved). */
+__handler__ void null_store_ph(handler_args_t *args)
+{
+    volatile uint32_t *p = (volatile uint32_t *)(uintptr_t)args->hpu_id;
+    *p = 1; /* hpu_id is 0 for isa handler */
+}
+
 /* Uses its home cluster's scratchpad (a null pointer without one). */
 __handler__ void scratch_ph(handler_args_t *args)
 {

@@ -360,9 +360,6 @@ impl Engine {
                 free.push_back(gid);
                 let mut hpu = Hpu::new(&cfg.hpu);
                 hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
-                // The engine's memories are private to it, and one thread
-                // runs every HPU and host access: AMOs need no host atomics.
-                hpu.mem.set_atomic_amos(false);
                 hpus.push(Slot {
                     hpu,
                     program: None,

@@ -262,29 +262,34 @@ impl Engine {
     }
 
     /// Explain a handler fault where the address says more than the fault
-    /// kind: an access just below the HPU's stack is a stack overflow, one
-    /// near address 0 while the ECTX has no scratchpad on this cluster is
-    /// most likely `task->scratchpad[...]` (NULL). `None`: nothing to add.
-    /// (`HandlerError::detail`; called where faults become errors.)
+    /// kind: a fault while SP is below the HPU's stack, or an access in the
+    /// unmapped gap below the stack, is a stack overflow; one near address 0
+    /// is a NULL pointer (maybe `task->scratchpad[...]` of an ECTX without
+    /// one). `None`: nothing to add. (`HandlerError::detail`; called where
+    /// faults become errors.)
     pub(super) fn fault_detail(&self, h: usize, ectx: EctxId, f: &Fault) -> Option<String> {
         use softspin_hpu::FaultKind as K;
-        if !matches!(f.kind, K::LoadAccess | K::StoreAccess | K::LoadDenied | K::StoreDenied | K::Misaligned) {
-            return None;
-        }
         let cfg = &self.core.cfg;
         let (bottom, size) = hpu_stack(cfg, h);
-        // The guard: one stack size or 1 KiB below the stack, whichever is
-        // larger (a frame rarely skips more than that).
-        // Only while sp is below the stack: below HPU 0's stack lie the
-        // cluster's runtime areas, which a handler may address on purpose.
-        let guard = size.max(1024);
-        let sp = self.hpus[h].hpu.reg(2);
-        if sp < bottom && f.addr < bottom && f.addr >= bottom.saturating_sub(guard) {
+        let hpu = &self.hpus[h].hpu;
+        let sp = hpu.reg(2);
+        // A frame larger than the stack moves SP below it, and its first
+        // access outside any window faults wherever it lands (issue 24: a
+        // fixed 1 KiB guard missed a 2 KiB array). The gap below the stack
+        // down to the next window is unmapped, so any access there
+        // overflowed too, whatever SP says.
+        let gap_floor = hpu.mem.windows().iter().map(|w| w.base as u64 + w.size as u64).filter(|&end| end <= bottom as u64).max().unwrap_or(0) as u32;
+        let mem_fault = matches!(f.kind, K::LoadAccess | K::StoreAccess | K::LoadDenied | K::StoreDenied | K::Misaligned);
+        let in_gap = mem_fault && f.addr < bottom && f.addr >= gap_floor;
+        if (sp < bottom && f.kind != K::Watchdog) || in_gap {
+            let (what, at) = if mem_fault && f.addr < bottom { ("the access at", f.addr) } else { ("SP", sp) };
             return Some(format!(
-                "stack overflow: HPU stack is {size} bytes (hpu_stack_size / --stack-size), the access at 0x{:08x} is {} bytes below it",
-                f.addr,
-                bottom - f.addr
+                "stack overflow: HPU stack is {size} bytes (hpu_stack_size / --stack-size), {what} 0x{at:08x} is {} bytes below it",
+                bottom - at
             ));
+        }
+        if !mem_fault {
+            return None;
         }
         let cl = h / cfg.hpus_per_cluster as usize;
         let e = self.core.ectxs.get(ectx)?.as_ref()?;
