@@ -57,8 +57,10 @@ if [ $tests = 1 ]; then
     command -v bison >/dev/null || need_pkgs+=(bison)
     command -v flex >/dev/null || need_pkgs+=(flex)
     command -v g++ >/dev/null || need_pkgs+=(g++)
-    # The SLMP dissector's test (tools/wireshark/slmp.lua under tshark).
+    # The SLMP dissector's test (tools/wireshark/slmp.lua under tshark, on
+    # frames tcpdump captured after the lossy link).
     command -v tshark >/dev/null || need_pkgs+=(tshark)
+    command -v tcpdump >/dev/null || [ -x /usr/bin/tcpdump ] || [ -x /usr/sbin/tcpdump ] || need_pkgs+=(tcpdump)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"

@@ -744,7 +744,7 @@ fn python(stmt: &str) -> Run {
     let py = root().join(".venv/bin/python");
     assert!(
         py.exists(),
-        "{} missing: run scripts/setup.sh",
+        "{} missing: run scripts/setup.sh --tests",
         py.display()
     );
     let script = format!(

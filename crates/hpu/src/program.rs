@@ -77,6 +77,7 @@ const NO_SLOT: u32 = crate::isa::NO_TARGET;
 /// A decoded, immutable code image.
 pub struct Program {
     /// Unique per decoded program: a JIT records the one it belongs to.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
     pub(crate) id: u64,
     pub(crate) base: u32,
     /// Bytes covered by `entry` (a multiple of 2).

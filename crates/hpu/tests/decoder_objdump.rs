@@ -1,5 +1,5 @@
 //! The decoder against an independent reference, LLVM's RISC-V disassembler
-//! (`llvm-objdump-14`, from the llvm-14 package scripts/setup.sh installs).
+//! (`llvm-objdump-14`, from the llvm-14 package scripts/setup.sh --tests installs).
 //!
 //! Every 16-bit parcel (all 65,536: the compressed ones as instructions, the
 //! others as the low half of a 32-bit word), a fixed-seed sweep of random
@@ -98,7 +98,7 @@ fn objdump(items: &[Item]) -> HashMap<u32, (String, String)> {
     std::fs::write(&raw, &bin).unwrap();
     // Wrap the raw bytes in an ELF whose only section is executable code.
     let run = |cmd: &mut Command| {
-        let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh installs llvm-14)"));
+        let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh --tests installs llvm-14)"));
         assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
         o.stdout
     };
