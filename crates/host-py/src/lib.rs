@@ -379,7 +379,8 @@ struct Owned {
 // SAFETY: the `host::Nic` is reached only through `get`, which refuses
 // every thread but `owner`, and dropped only on `owner` (else leaked).
 unsafe impl Send for Owned {}
-// SAFETY: a shared `&Owned` gives no access to the NIC (`get` takes `&mut`).
+// SAFETY: a shared `&Owned` reaches the NIC only through `get_ref`, which
+// refuses every thread but `owner` too.
 unsafe impl Sync for Owned {}
 
 impl Owned {
@@ -387,21 +388,22 @@ impl Owned {
         Owned { nic: std::mem::ManuallyDrop::new(nic), owner: std::thread::current().id() }
     }
 
-    fn get(&mut self) -> PyResult<&mut host::Nic> {
+    fn check_thread(&self) -> PyResult<()> {
         if std::thread::current().id() != self.owner {
             return Err(ThreadError::new_err(
                 "this Nic was created on another thread: use it from the thread that created it (a NIC is not shared between threads)",
             ));
         }
+        Ok(())
+    }
+
+    fn get(&mut self) -> PyResult<&mut host::Nic> {
+        self.check_thread()?;
         Ok(&mut self.nic)
     }
 
     fn get_ref(&self) -> PyResult<&host::Nic> {
-        if std::thread::current().id() != self.owner {
-            return Err(ThreadError::new_err(
-                "this Nic was created on another thread: use it from the thread that created it (a NIC is not shared between threads)",
-            ));
-        }
+        self.check_thread()?;
         Ok(&self.nic)
     }
 }
