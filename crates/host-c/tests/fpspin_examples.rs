@@ -19,33 +19,14 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::OnceLock;
 
-use common::{release_dir, root, run, tmp};
+use common::{release_dir, root, run, third_party, tmp, Pinned};
 
 /// FPsPIN's PsPIN tree, where its examples live.
 const EX: &str = "fpga/app/pspin/deps/pspin/examples";
 
-/// A git repository holding the pinned commit of third-party sources, and
-/// that commit.
-struct Pinned {
-    repo: PathBuf,
-    commit: String,
-}
-
-/// spcl/FPsPIN where `scripts/third-party.sh --where` finds it; None,
-/// having said SKIPPED and how to get it, when it is nowhere.
+/// spcl/FPsPIN where `scripts/third-party.sh --where` finds it (else SKIPPED).
 fn fpspin_repo() -> Option<Pinned> {
-    let o = Command::new(root().join("scripts/third-party.sh"))
-        .args(["--where", "fpspin"])
-        .output()
-        .expect("run scripts/third-party.sh");
-    let out = String::from_utf8_lossy(&o.stdout);
-    match out.trim_end().split_once('\t') {
-        Some((repo, commit)) if o.status.success() => Some(Pinned { repo: repo.into(), commit: commit.into() }),
-        _ => {
-            println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
-            None
-        }
-    }
+    third_party("fpspin")
 }
 
 /// The paths the tests need, extracted once per test into `dir`; returns

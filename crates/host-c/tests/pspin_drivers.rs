@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{release_dir, root, run, tmp};
+use common::{release_dir, root, run, third_party, tmp, Pinned};
 
 /// An example that passes: its directory, and the exit status its `main`
 /// gives when `gdriver_fini` succeeds (empty and ooorb return
@@ -52,28 +52,9 @@ const KNOWN_FAILING: &[(&str, &str)] = &[
     ("host_direct", "host-direct write outside the host window"),
 ];
 
-/// A git repository holding the pinned commit of third-party sources, and
-/// that commit.
-struct Pinned {
-    repo: PathBuf,
-    commit: String,
-}
-
-/// spcl/pspin where `scripts/third-party.sh --where` finds it; None, having
-/// said SKIPPED and how to get it, when it is nowhere.
+/// spcl/pspin where `scripts/third-party.sh --where` finds it (else SKIPPED).
 fn pspin_repo() -> Option<Pinned> {
-    let o = Command::new(root().join("scripts/third-party.sh"))
-        .args(["--where", "pspin"])
-        .output()
-        .expect("run scripts/third-party.sh");
-    let out = String::from_utf8_lossy(&o.stdout);
-    match out.trim_end().split_once('\t') {
-        Some((repo, commit)) if o.status.success() => Some(Pinned { repo: repo.into(), commit: commit.into() }),
-        _ => {
-            println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
-            None
-        }
-    }
+    third_party("pspin")
 }
 
 /// libsoftspin and the CLI current, then `make -C sdk/pspin`; returns the

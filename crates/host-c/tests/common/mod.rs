@@ -51,3 +51,28 @@ pub fn run(cmd: &mut Command) -> Output {
 pub fn build_handler(src: &Path, out: &Path) {
     run(Command::new(release_dir().join("softspin")).arg("build").arg(src).arg("-o").arg(out));
 }
+
+/// A git repository holding the pinned commit of third-party sources, and
+/// that commit.
+pub struct Pinned {
+    pub repo: PathBuf,
+    pub commit: String,
+}
+
+/// Third-party sources NAME where `scripts/third-party.sh --where` finds
+/// them; None, having said SKIPPED and how to get them, when they are
+/// nowhere.
+pub fn third_party(name: &str) -> Option<Pinned> {
+    let o = Command::new(root().join("scripts/third-party.sh"))
+        .args(["--where", name])
+        .output()
+        .expect("run scripts/third-party.sh");
+    let out = String::from_utf8_lossy(&o.stdout);
+    match out.trim_end().split_once('\t') {
+        Some((repo, commit)) if o.status.success() => Some(Pinned { repo: repo.into(), commit: commit.into() }),
+        _ => {
+            println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+            None
+        }
+    }
+}
