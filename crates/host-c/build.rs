@@ -15,7 +15,11 @@ fn main() {
         Ok(c) => c,
         Err(e) => panic!("cbindgen.toml: {e}"),
     };
-    let bindings = match cbindgen::Builder::new().with_src(dir.join("src/lib.rs")).with_config(config).generate() {
+    let bindings = match cbindgen::Builder::new()
+        .with_src(dir.join("src/lib.rs"))
+        .with_config(config)
+        .generate()
+    {
         Ok(b) => b,
         Err(e) => {
             // A syntax error in lib.rs: let rustc report it properly.

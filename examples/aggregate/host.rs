@@ -2,7 +2,7 @@
 //! Verified against the sum computed here.
 
 use crate::{payload_per_packet, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions};
+use softspin_host::EctxOptions;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 fn words(quick: bool) -> Vec<u32> {
@@ -14,7 +14,9 @@ fn words(quick: bool) -> Vec<u32> {
 /// The message split into packets of whole words (the sum needs no order,
 /// so packets carry no header of their own).
 fn packets(data: &[u32], packet_size: usize) -> Vec<Vec<u8>> {
-    data.chunks(payload_per_packet(packet_size) / 4).map(crate::words_to_bytes).collect()
+    data.chunks(payload_per_packet(packet_size) / 4)
+        .map(crate::words_to_bytes)
+        .collect()
 }
 
 fn reference(data: &[u32]) -> u64 {
@@ -42,8 +44,15 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     nic.run_until_idle()?;
     let got = u64::from_le_bytes(nic.host_read(w.base, 8)?.try_into().unwrap());
     let want = reference(&data);
-    let verified = if got == want { Ok(()) } else { Err(format!("sum = {got}, expected {want}")) };
-    Ok(Outcome { verified, report: nic.report() })
+    let verified = if got == want {
+        Ok(())
+    } else {
+        Err(format!("sum = {got}, expected {want}"))
+    };
+    Ok(Outcome {
+        verified,
+        report: nic.report(),
+    })
 }
 
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
@@ -53,7 +62,10 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let bytes = pkts.iter().map(|p| (p.len() + crate::HDR) as u64).sum();
     let threads = 2;
     let gbps = crate::host_throughput(&pkts, bytes, threads, |p| {
-        let s: u64 = p.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap()) as u64).sum();
+        let s: u64 = p
+            .chunks_exact(4)
+            .map(|c| u32::from_le_bytes(c.try_into().unwrap()) as u64)
+            .sum();
         acc.fetch_add(s, Ordering::Relaxed);
     });
     if acc.into_inner() != reference(&data) {

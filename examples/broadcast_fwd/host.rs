@@ -9,7 +9,16 @@ use crate::{offset_packets as packets, Baseline, Ctx, Outcome, Rng};
 use softspin_host::{EctxOptions, Event, Report};
 
 /// (size, rank) pairs run; the first is the one reported.
-const RUNS: &[(u32, u32)] = &[(16, 1), (16, 0), (16, 2), (16, 5), (16, 8), (13, 4), (13, 5), (13, 12)];
+const RUNS: &[(u32, u32)] = &[
+    (16, 1),
+    (16, 0),
+    (16, 2),
+    (16, 5),
+    (16, 8),
+    (13, 4),
+    (13, 5),
+    (13, 12),
+];
 
 fn message(quick: bool) -> Vec<u8> {
     let n = if quick { 8 << 10 } else { 64 << 10 };
@@ -19,14 +28,29 @@ fn message(quick: bool) -> Vec<u8> {
 
 /// Binomial tree rooted at 0: the parent of c > 0 is c without its highest set bit.
 fn children(size: u32, rank: u32) -> Vec<u32> {
-    (1..size).filter(|&c| c - (1 << (31 - c.leading_zeros())) == rank).collect()
+    (1..size)
+        .filter(|&c| c - (1 << (31 - c.leading_zeros())) == rank)
+        .collect()
 }
 
-fn run_one(ctx: &Ctx, msg: &[u8], pkts: &[Vec<u8>], size: u32, rank: u32) -> anyhow::Result<(Result<(), String>, Report)> {
+fn run_one(
+    ctx: &Ctx,
+    msg: &[u8],
+    pkts: &[Vec<u8>],
+    size: u32,
+    rank: u32,
+) -> anyhow::Result<(Result<(), String>, Report)> {
     let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "broadcast_fwd", &[])?;
     let w = nic.host_window(msg.len())?;
-    let e = nic.install(&img, EctxOptions { ph: Some("bcast_ph".into()), host_window: Some(w), ..Default::default() })?;
+    let e = nic.install(
+        &img,
+        EctxOptions {
+            ph: Some("bcast_ph".into()),
+            host_window: Some(w),
+            ..Default::default()
+        },
+    )?;
     let cfg = img.symbol("bcast_cfg")?;
     nic.nic_write(cfg, &[rank.to_le_bytes(), size.to_le_bytes()].concat())?;
     nic.activate(e)?;
@@ -40,7 +64,10 @@ fn run_one(ctx: &Ctx, msg: &[u8], pkts: &[Vec<u8>], size: u32, rank: u32) -> any
             _ => None,
         })
         .collect();
-    let mut want: Vec<(u32, Vec<u8>)> = children(size, rank).into_iter().flat_map(|c| pkts.iter().map(move |p| (c, p.clone()))).collect();
+    let mut want: Vec<(u32, Vec<u8>)> = children(size, rank)
+        .into_iter()
+        .flat_map(|c| pkts.iter().map(move |p| (c, p.clone())))
+        .collect();
     got.sort();
     want.sort();
     let report = nic.report();
@@ -51,7 +78,13 @@ fn run_one(ctx: &Ctx, msg: &[u8], pkts: &[Vec<u8>], size: u32, rank: u32) -> any
             d.dedup();
             d
         };
-        Err(format!("{what}: {} puts to {:?}, expected {} to {:?} (or payloads differ)", got.len(), dests(&got), want.len(), dests(&want)))
+        Err(format!(
+            "{what}: {} puts to {:?}, expected {} to {:?} (or payloads differ)",
+            got.len(),
+            dests(&got),
+            want.len(),
+            dests(&want)
+        ))
     } else if nic.host_read(w.base, msg.len())? != msg {
         Err(format!("{what}: host memory differs from the message"))
     } else if !report.errors.is_empty() {
@@ -74,7 +107,10 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
         }
         first.get_or_insert(r);
     }
-    Ok(Outcome { verified, report: first.unwrap() })
+    Ok(Outcome {
+        verified,
+        report: first.unwrap(),
+    })
 }
 
 /// The host forwarding: per packet, one copy per child (the send buffers)
@@ -83,7 +119,9 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let msg = message(ctx.quick);
     let pkts = packets(&msg, packet_size);
-    let items: Vec<&Vec<u8>> = (0..(32 << 20) / msg.len()).flat_map(|_| pkts.iter()).collect();
+    let items: Vec<&Vec<u8>> = (0..(32 << 20) / msg.len())
+        .flat_map(|_| pkts.iter())
+        .collect();
     let kids = children(RUNS[0].0, RUNS[0].1);
     let bytes = items.iter().map(|p| (p.len() + crate::HDR) as u64).sum();
     let threads = 2;

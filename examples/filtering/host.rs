@@ -4,8 +4,8 @@
 //! hits decided by a `HashMap` (independent of the NIC table's layout).
 
 use crate::{Baseline, Ctx, Outcome, Rng};
-use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::EctxOptions;
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 
@@ -19,7 +19,9 @@ const UDP_DST: usize = 22;
 
 /// FNV-1a (32-bit) over the key's bytes, low byte first, xor-folded to BITS.
 fn slot_of(key: u32) -> usize {
-    let h = key.to_le_bytes().iter().fold(0x811C_9DC5u32, |h, &b| (h ^ b as u32).wrapping_mul(0x0100_0193));
+    let h = key.to_le_bytes().iter().fold(0x811C_9DC5u32, |h, &b| {
+        (h ^ b as u32).wrapping_mul(0x0100_0193)
+    });
     (((h >> BITS) ^ h) & ((1 << BITS) - 1)) as usize
 }
 
@@ -69,9 +71,15 @@ fn workload(quick: bool, packet_size: usize) -> anyhow::Result<Workload> {
         };
         let seed = r.next_u64();
         // The frame holds the source IP as the little-endian u32 `ip`.
-        let f = build_frame(FrameKind::Ip, packet_size, ip.to_be_bytes(), [10, 0, 0, 2], 9330, PORT, |i| {
-            (seed >> (8 * (i % 8))) as u8 ^ i as u8
-        })?;
+        let f = build_frame(
+            FrameKind::Ip,
+            packet_size,
+            ip.to_be_bytes(),
+            [10, 0, 0, 2],
+            9330,
+            PORT,
+            |i| (seed >> (8 * (i % 8))) as u8 ^ i as u8,
+        )?;
         frames.push(f);
     }
     Ok(Workload { map, table, frames })
@@ -114,27 +122,43 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     nic.nic_write(at, &crate::words_to_bytes(&w.table))?;
     nic.nic_write_ptr(img.symbol("filter_table")?, at)?;
     nic.nic_write(img.symbol("filter_bits")?, &BITS.to_le_bytes())?;
-    nic.nic_write(img.symbol("filter_slot")?, &(packet_size as u32).to_le_bytes())?;
+    nic.nic_write(
+        img.symbol("filter_slot")?,
+        &(packet_size as u32).to_le_bytes(),
+    )?;
     nic.activate(e)?;
     // One packet per message, back to back at the line rate (send_packet
     // would hand them all over at the same instant).
-    let pkts = w.frames.iter().enumerate().map(|(m, f)| Packet { frame: f.clone(), msg_id: m as u32, eom: true });
+    let pkts = w.frames.iter().enumerate().map(|(m, f)| Packet {
+        frame: f.clone(),
+        msg_id: m as u32,
+        eom: true,
+    });
     nic.send_packets(pkts, Pacing::LineRate)?;
     nic.run_until_idle()?;
     let host = nic.host_read(win.base, w.frames.len() * packet_size)?;
     let got: Vec<Vec<u8>> = host.chunks(packet_size).map(<[u8]>::to_vec).collect();
     let want = reference(&w);
-    let hits = want.iter().filter(|f| f[UDP_DST..UDP_DST + 2] != PORT.to_le_bytes()).count();
+    let hits = want
+        .iter()
+        .filter(|f| f[UDP_DST..UDP_DST + 2] != PORT.to_le_bytes())
+        .count();
     let verified = match got.iter().zip(&want).position(|(a, b)| a != b) {
         None if hits * 2 == want.len() => Ok(()),
-        None => Err(format!("{hits} of {} packets hit the table, expected half", want.len())),
+        None => Err(format!(
+            "{hits} of {} packets hit the table, expected half",
+            want.len()
+        )),
         Some(i) => Err(format!(
             "host slot {i} differs from its expected packet (source IP {:#010x}, hit: {})",
             src_ip(&want[i]),
             w.map.contains_key(&src_ip(&want[i]))
         )),
     };
-    Ok(Outcome { verified, report: nic.report() })
+    Ok(Outcome {
+        verified,
+        report: nic.report(),
+    })
 }
 
 /// Host threads doing the lookup on the frames already in memory (the
@@ -145,7 +169,9 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     // The messages over and over: 512 lookups alone are shorter than
     // starting the threads.
     let n = w.frames.len();
-    let items: Vec<(usize, &Vec<u8>)> = (0..20_000usize.max(n)).map(|k| (k % n, &w.frames[k % n])).collect();
+    let items: Vec<(usize, &Vec<u8>)> = (0..20_000usize.max(n))
+        .map(|k| (k % n, &w.frames[k % n]))
+        .collect();
     let ports: Vec<AtomicU32> = (0..n).map(|_| Default::default()).collect();
     let bytes = (items.len() * packet_size) as u64;
     let threads = 2;
@@ -165,7 +191,9 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     });
     let want = reference(&w);
     for (m, p) in ports.iter().enumerate() {
-        if p.load(Ordering::Relaxed) != u16::from_le_bytes([want[m][UDP_DST], want[m][UDP_DST + 1]]) as u32 {
+        if p.load(Ordering::Relaxed)
+            != u16::from_le_bytes([want[m][UDP_DST], want[m][UDP_DST + 1]]) as u32
+        {
             anyhow::bail!("filtering baseline: message {m} got the wrong port");
         }
     }

@@ -70,7 +70,11 @@ fn workload(quick: bool) -> Vec<Req> {
             let rank = zipf.sample(&mut r) as u32;
             // Scramble ranks into 32-bit keys (a bijection), as YCSB does.
             let key = rank.wrapping_mul(0x9E37_79B1);
-            Req { op: if r.below(2) == 0 { GET } else { PUT }, key, version: i }
+            Req {
+                op: if r.below(2) == 0 { GET } else { PUT },
+                key,
+                version: i,
+            }
         })
         .collect()
 }
@@ -80,7 +84,11 @@ fn value(key: u32, version: u32, bytes: usize) -> Vec<u8> {
         .map(|i| match i {
             0 => key,
             1 => version,
-            _ => key.wrapping_mul(0x85EB_CA6B) ^ version.wrapping_mul(0xC2B2_AE35) ^ i.wrapping_mul(0x27D4_EB2F),
+            _ => {
+                key.wrapping_mul(0x85EB_CA6B)
+                    ^ version.wrapping_mul(0xC2B2_AE35)
+                    ^ i.wrapping_mul(0x27D4_EB2F)
+            }
         })
         .collect();
     words_to_bytes(&words)
@@ -140,16 +148,35 @@ impl Set {
 }
 
 fn frame(p: &[u8]) -> anyhow::Result<Vec<u8>> {
-    Ok(build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?)
+    Ok(build_frame(
+        FrameKind::Ip,
+        HDR + p.len(),
+        [10, 0, 0, 1],
+        [10, 0, 0, 2],
+        9330,
+        9330,
+        |i| p[i],
+    )?)
 }
 
 fn open(ctx: &Ctx, vb: usize) -> anyhow::Result<(Nic, softspin_host::Ectx, u32)> {
     let mut nic = ctx.nic()?;
-    let img = ctx.image(&nic, "kvstore", &[&format!("VALUE={vb}"), &format!("SETS={}", sets(ctx.quick))])?;
-    let (clusters, cores) = (nic.config().clusters as usize, nic.config().hpus_per_cluster as usize);
+    let img = ctx.image(
+        &nic,
+        "kvstore",
+        &[&format!("VALUE={vb}"), &format!("SETS={}", sets(ctx.quick))],
+    )?;
+    let (clusters, cores) = (
+        nic.config().clusters as usize,
+        nic.config().hpus_per_cluster as usize,
+    );
     let e = nic.install(
         &img,
-        EctxOptions { ph: Some("kv_ph".into()), scratchpad: vec![(cores * (HDR + 8 + vb)) as u32; clusters], ..Default::default() },
+        EctxOptions {
+            ph: Some("kv_ph".into()),
+            scratchpad: vec![(cores * (HDR + 8 + vb)) as u32; clusters],
+            ..Default::default()
+        },
     )?;
     nic.activate(e)?;
     Ok((nic, e, img.symbol("kv_sets")?))
@@ -161,8 +188,14 @@ fn replies(nic: &mut Nic) -> Result<Vec<Vec<u8>>, String> {
         match ev {
             Event::Outbound(o) => {
                 let f = o.frame;
-                if f.len() < HDR || u16::from_le_bytes([f[2], f[3]]) as usize != f.len() || f[12..16] != [2, 0, 0, 10] {
-                    return Err(format!("malformed reply header {:?}", &f[..HDR.min(f.len())]));
+                if f.len() < HDR
+                    || u16::from_le_bytes([f[2], f[3]]) as usize != f.len()
+                    || f[12..16] != [2, 0, 0, 10]
+                {
+                    return Err(format!(
+                        "malformed reply header {:?}",
+                        &f[..HDR.min(f.len())]
+                    ));
                 }
                 out.push(f[HDR..].to_vec());
             }
@@ -193,7 +226,11 @@ fn sequential(ctx: &Ctx, reqs: &[Req], vb: usize) -> anyhow::Result<Result<(), S
     }
     if let Some(i) = (0..got.len().max(want.len())).find(|&i| got.get(i) != want.get(i)) {
         let head = |r: Option<&Vec<u8>>| r.map(|r| (bytes_to_words(&r[..8]), r.len()));
-        return Ok(Err(format!("reply {i}: ([status, key], bytes) = {:?}, expected {:?}", head(got.get(i)), head(want.get(i)))));
+        return Ok(Err(format!(
+            "reply {i}: ([status, key], bytes) = {:?}, expected {:?}",
+            head(got.get(i)),
+            head(want.get(i))
+        )));
     }
     // The cache in handler memory, set for set.
     let size = 44 + WAYS * vb;
@@ -204,7 +241,10 @@ fn sequential(ctx: &Ctx, reqs: &[Req], vb: usize) -> anyhow::Result<Result<(), S
         let used = s.key.len();
         let state = (w[1] as usize, w[2], &w[3..3 + used], &w[7..7 + used]);
         if state != (used, s.tick, &s.key[..], &s.stamp[..]) {
-            return Ok(Err(format!("set {i}: (used, tick, keys, stamps) = {state:?}, expected {:?}", (used, s.tick, &s.key, &s.stamp))));
+            return Ok(Err(format!(
+                "set {i}: (used, tick, keys, stamps) = {state:?}, expected {:?}",
+                (used, s.tick, &s.key, &s.stamp)
+            )));
         }
         for (k, v) in s.value.iter().enumerate() {
             if m[44 + k * vb..44 + (k + 1) * vb] != v[..] {
@@ -236,7 +276,9 @@ fn check_parallel(reqs: &[Req], got: &[Vec<u8>], vb: usize) -> Result<(), String
             [1, key] => {
                 r.len() == 8 + vb
                     && gets.get(&key).is_some_and(|n| *n > 0)
-                    && versions.get(&key).is_some_and(|vs| vs.iter().any(|&v| r[8..] == value(key, v, vb)[..]))
+                    && versions
+                        .get(&key)
+                        .is_some_and(|vs| vs.iter().any(|&v| r[8..] == value(key, v, vb)[..]))
             }
             _ => false,
         };
@@ -255,14 +297,29 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 
     let (mut nic, _, _) = open(ctx, vb)?;
     // Requests back to back at the line rate, one single-packet message each.
-    let pkts = reqs.iter().map(|q| Ok(Packet { frame: frame(&payload(q, vb))?, msg_id: q.version, eom: true }));
+    let pkts = reqs.iter().map(|q| {
+        Ok(Packet {
+            frame: frame(&payload(q, vb))?,
+            msg_id: q.version,
+            eom: true,
+        })
+    });
     nic.send_packets(pkts.collect::<anyhow::Result<Vec<_>>>()?, Pacing::LineRate)?;
     nic.run_until_idle()?;
     let par = replies(&mut nic).and_then(|got| check_parallel(&reqs, &got, vb));
     let report = nic.report();
-    let errs: Vec<String> =
-        [seq.err().map(|m| format!("sequential: {m}")), par.err().map(|m| format!("line rate: {m}"))].into_iter().flatten().collect();
-    let verified = if errs.is_empty() { Ok(()) } else { Err(errs.join("; ")) };
+    let errs: Vec<String> = [
+        seq.err().map(|m| format!("sequential: {m}")),
+        par.err().map(|m| format!("line rate: {m}")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    let verified = if errs.is_empty() {
+        Ok(())
+    } else {
+        Err(errs.join("; "))
+    };
     Ok(Outcome { verified, report })
 }
 
@@ -270,7 +327,12 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let vb = value_bytes(packet_size);
     let reqs = workload(ctx.quick);
-    let pkts: Vec<Vec<u8>> = reqs.iter().map(|q| payload(q, vb)).cycle().take(20 * reqs.len()).collect();
+    let pkts: Vec<Vec<u8>> = reqs
+        .iter()
+        .map(|q| payload(q, vb))
+        .cycle()
+        .take(20 * reqs.len())
+        .collect();
     let n = sets(ctx.quick);
     let sets: Vec<std::sync::Mutex<Set>> = (0..n).map(|_| Default::default()).collect();
     let bytes = pkts.iter().map(|p| (p.len() + HDR) as u64).sum();

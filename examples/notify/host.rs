@@ -38,12 +38,22 @@ pub struct Outcome {
 pub fn run(workdir: &Path) -> Result<Outcome> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let elf = workdir.join("notify.elf");
-    build(&BuildOptions::handler(&[root.join("examples/notify/handler.c")], &elf))?;
+    build(&BuildOptions::handler(
+        &[root.join("examples/notify/handler.c")],
+        &elf,
+    ))?;
 
     let mut nic = Nic::open("pspin")?;
     let image = nic.load_image(&elf)?;
     let window = nic.host_window((MESSAGES * 64 * 8) as usize)?;
-    let ectx = nic.install(&image, EctxOptions { ph: Some("ask_ph".into()), host_window: Some(window), ..Default::default() })?;
+    let ectx = nic.install(
+        &image,
+        EctxOptions {
+            ph: Some("ask_ph".into()),
+            host_window: Some(window),
+            ..Default::default()
+        },
+    )?;
     nic.activate(ectx)?;
     for m in 0..MESSAGES {
         let mut payload = Vec::new();
@@ -69,7 +79,12 @@ pub fn run(workdir: &Path) -> Result<Outcome> {
     }
     nic.run_until_idle()?;
     let host = nic.host_read(window.base, window.size as usize)?;
-    Ok(Outcome { requests, max_in_flight, host, host_writes: nic.report().host_writes })
+    Ok(Outcome {
+        requests,
+        max_in_flight,
+        host,
+        host_writes: nic.report().host_writes,
+    })
 }
 
 #[allow(dead_code)]

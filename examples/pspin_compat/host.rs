@@ -16,7 +16,9 @@ const MSG_BYTES: usize = 16384;
 fn messages(quick: bool) -> Vec<Vec<u8>> {
     let m = if quick { 8 } else { MAX_MSGS };
     let mut r = Rng::new(9);
-    (0..m).map(|k| (0..MSG_BYTES - 7 * k).map(|_| r.next_u64() as u8).collect()).collect()
+    (0..m)
+        .map(|k| (0..MSG_BYTES - 7 * k).map(|_| r.next_u64() as u8).collect())
+        .collect()
 }
 
 /// Xor of the payload as little-endian u32 words, the tail zero-padded.
@@ -24,7 +26,9 @@ fn xsum(p: &[u8]) -> u32 {
     let words = p.chunks_exact(4);
     let mut w = [0u8; 4];
     w[..words.remainder().len()].copy_from_slice(words.remainder());
-    words.fold(u32::from_le_bytes(w), |x, c| x ^ u32::from_le_bytes(c.try_into().unwrap()))
+    words.fold(u32::from_le_bytes(w), |x, c| {
+        x ^ u32::from_le_bytes(c.try_into().unwrap())
+    })
 }
 
 /// The messages' packets round-robin, each message's in order, at the line rate.
@@ -34,8 +38,20 @@ fn send(nic: &mut Nic, pkts: &[Vec<Vec<u8>>]) -> anyhow::Result<()> {
     for k in 0..most {
         for (id, m) in pkts.iter().enumerate().filter(|(_, m)| k < m.len()) {
             let p = &m[k];
-            let frame = build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?;
-            out.push(Packet { frame, msg_id: id as u32, eom: k + 1 == m.len() });
+            let frame = build_frame(
+                FrameKind::Ip,
+                HDR + p.len(),
+                [10, 0, 0, 1],
+                [10, 0, 0, 2],
+                9330,
+                9330,
+                |i| p[i],
+            )?;
+            out.push(Packet {
+                frame,
+                msg_id: id as u32,
+                eom: k + 1 == m.len(),
+            });
         }
     }
     Ok(nic.send_packets(out, Pacing::LineRate)?)
@@ -62,14 +78,20 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     nic.run_until_idle()?;
 
     let host = nic.host_read(w.base, w.size as usize)?;
-    let total = i32::from_le_bytes(nic.nic_read(img.symbol("packets_total")?, 4)?.try_into().unwrap());
+    let total = i32::from_le_bytes(
+        nic.nic_read(img.symbol("packets_total")?, 4)?
+            .try_into()
+            .unwrap(),
+    );
     let mut verified = Ok(());
     for (m, (msg, p)) in msgs.iter().zip(&pkts).enumerate() {
         let got = u64::from_le_bytes(host[m * 8..m * 8 + 8].try_into().unwrap());
         let want = (p.len() as u64) << 32 | p.iter().fold(0, |x, p| x ^ xsum(p)) as u64;
         let data = &host[MAX_MSGS * 8 + m * MSG_BYTES..][..msg.len()];
         verified = if got != want {
-            Err(format!("message {m}: result {got:#018x}, expected {want:#018x}"))
+            Err(format!(
+                "message {m}: result {got:#018x}, expected {want:#018x}"
+            ))
         } else if data != &msg[..] {
             Err(format!("message {m}: data in host memory differs"))
         } else {
@@ -93,12 +115,19 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 /// The host doing the same per packet: count, checksum, copy out.
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let msgs = messages(ctx.quick);
-    let pkts: Vec<(usize, Vec<u8>)> =
-        msgs.iter().enumerate().flat_map(|(m, msg)| packets(msg, packet_size).into_iter().map(move |p| (m, p))).collect();
+    let pkts: Vec<(usize, Vec<u8>)> = msgs
+        .iter()
+        .enumerate()
+        .flat_map(|(m, msg)| packets(msg, packet_size).into_iter().map(move |p| (m, p)))
+        .collect();
     // Repeated to ~32 MiB, so starting the threads does not dominate.
-    let items: Vec<&(usize, Vec<u8>)> = (0..(32 << 20) / (msgs.len() * MSG_BYTES)).flat_map(|_| pkts.iter()).collect();
+    let items: Vec<&(usize, Vec<u8>)> = (0..(32 << 20) / (msgs.len() * MSG_BYTES))
+        .flat_map(|_| pkts.iter())
+        .collect();
     let state: Vec<(AtomicU32, AtomicU32)> = (0..MAX_MSGS).map(|_| Default::default()).collect();
-    let dst: Vec<AtomicU32> = (0..MAX_MSGS * MSG_BYTES / 4).map(|_| Default::default()).collect();
+    let dst: Vec<AtomicU32> = (0..MAX_MSGS * MSG_BYTES / 4)
+        .map(|_| Default::default())
+        .collect();
     let bytes = items.iter().map(|(_, p)| (p.len() + HDR) as u64).sum();
     let threads = 2;
     let gbps = crate::host_throughput(&items, bytes, threads, |&&(m, ref p)| {

@@ -4,8 +4,8 @@
 //! stripe's data chunks, both computed here.
 
 use crate::{payload_per_packet, words_to_bytes, Baseline, Ctx, Outcome, Rng, HDR};
-use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 use softspin_host::EctxOptions;
+use softspin_host::{build_frame, FrameKind, Pacing, Packet};
 
 const NDATA: usize = 4;
 const NLOCKS: usize = 1024;
@@ -31,7 +31,11 @@ impl Layout {
                 writes.push(w);
             }
         }
-        Layout { unit, stripes, writes }
+        Layout {
+            unit,
+            stripes,
+            writes,
+        }
     }
     fn volume(&self) -> usize {
         NDATA * self.unit * self.stripes
@@ -44,7 +48,10 @@ impl Layout {
 
 fn random(n: usize, seed: u64) -> Vec<u8> {
     let mut r = Rng::new(seed);
-    (0..n.div_ceil(8)).flat_map(|_| r.next_u64().to_le_bytes()).take(n).collect()
+    (0..n.div_ceil(8))
+        .flat_map(|_| r.next_u64().to_le_bytes())
+        .take(n)
+        .collect()
 }
 
 /// The parity of a volume: chunk s of it is the XOR of stripe s's data chunks.
@@ -52,7 +59,10 @@ fn parity(l: &Layout, data: &[u8]) -> Vec<u8> {
     let mut p = vec![0u8; l.unit * l.stripes];
     for (c, chunk) in data.chunks(l.unit).enumerate() {
         let s = c / NDATA;
-        p[s * l.unit..(s + 1) * l.unit].iter_mut().zip(chunk).for_each(|(a, b)| *a ^= b);
+        p[s * l.unit..(s + 1) * l.unit]
+            .iter_mut()
+            .zip(chunk)
+            .for_each(|(a, b)| *a ^= b);
     }
     p
 }
@@ -64,7 +74,9 @@ fn packets(l: &Layout, new: &[u8], w: (usize, usize), grid: usize) -> Vec<Vec<u8
     let mut pos = w.0;
     while pos < w.0 + w.1 {
         let chunk0 = pos / l.unit * l.unit;
-        let next = (chunk0 + ((pos - chunk0) / grid + 1) * grid).min(chunk0 + l.unit).min(w.0 + w.1);
+        let next = (chunk0 + ((pos - chunk0) / grid + 1) * grid)
+            .min(chunk0 + l.unit)
+            .min(w.0 + w.1);
         let mut p = (pos as u32).to_le_bytes().to_vec();
         p.extend_from_slice(&new[pos - w.0..next - w.0]);
         out.push(p);
@@ -75,7 +87,11 @@ fn packets(l: &Layout, new: &[u8], w: (usize, usize), grid: usize) -> Vec<Vec<u8
 
 /// The writes' new data, one buffer per write.
 fn new_data(l: &Layout) -> Vec<Vec<u8>> {
-    l.writes.iter().enumerate().map(|(i, w)| random(w.1, 100 + i as u64)).collect()
+    l.writes
+        .iter()
+        .enumerate()
+        .map(|(i, w)| random(w.1, 100 + i as u64))
+        .collect()
 }
 
 pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
@@ -86,7 +102,10 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 
     let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "raid_parity", &[])?;
-    let (clusters, cores) = (nic.config().clusters as usize, nic.config().hpus_per_cluster as usize);
+    let (clusters, cores) = (
+        nic.config().clusters as usize,
+        nic.config().hpus_per_cluster as usize,
+    );
     let win = nic.host_window(l.volume() + l.unit * l.stripes)?;
     nic.host_write(win.base, &old)?;
     nic.host_write(win.base + l.volume() as u64, &parity(&l, &old))?;
@@ -109,8 +128,20 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
         let pkts = packets(&l, d, *w, grid);
         let n = pkts.len();
         for (k, p) in pkts.into_iter().enumerate() {
-            let f = build_frame(FrameKind::Ip, HDR + p.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, 9330, |i| p[i])?;
-            arrivals.push(Packet { frame: f, msg_id: m as u32, eom: k + 1 == n });
+            let f = build_frame(
+                FrameKind::Ip,
+                HDR + p.len(),
+                [10, 0, 0, 1],
+                [10, 0, 0, 2],
+                9330,
+                9330,
+                |i| p[i],
+            )?;
+            arrivals.push(Packet {
+                frame: f,
+                msg_id: m as u32,
+                eom: k + 1 == n,
+            });
         }
     }
     nic.send_packets(arrivals, Pacing::LineRate)?;
@@ -125,7 +156,10 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let got = nic.host_read(win.base, want.len())?;
     let report = nic.report();
     let verified = if !report.errors.is_empty() {
-        Err(format!("handler errors: {:?}", report.error_details.first()))
+        Err(format!(
+            "handler errors: {:?}",
+            report.error_details.first()
+        ))
     } else {
         crate::same("data", &got[..l.volume()], &want[..l.volume()])
             .and_then(|_| crate::same("parity", &got[l.volume()..], &want[l.volume()..]))
@@ -142,7 +176,12 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let l = Layout::new(ctx.quick);
     let grid = payload_per_packet(packet_size) - 4;
     let new = new_data(&l);
-    let pkts: Vec<Vec<u8>> = l.writes.iter().zip(&new).flat_map(|(w, d)| packets(&l, d, *w, grid)).collect();
+    let pkts: Vec<Vec<u8>> = l
+        .writes
+        .iter()
+        .zip(&new)
+        .flat_map(|(w, d)| packets(&l, d, *w, grid))
+        .collect();
     let mut mem = random(l.volume(), 9);
     mem.extend(parity(&l, &mem.clone()));
     let base = Mem(mem.as_mut_ptr());
@@ -156,12 +195,19 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
         let dnew = &p[4..];
         let pa = l.parity_at(off);
         let stripe = off / l.unit / NDATA;
-        let _g = locks[(stripe * slots + off % l.unit / grid) % NLOCKS].lock().unwrap();
+        let _g = locks[(stripe * slots + off % l.unit / grid) % NLOCKS]
+            .lock()
+            .unwrap();
         // SAFETY: in bounds; every range is only touched under its lock.
         let (d, par) = unsafe {
-            (std::slice::from_raw_parts_mut(base.0.add(off), dnew.len()), std::slice::from_raw_parts_mut(base.0.add(pa), dnew.len()))
+            (
+                std::slice::from_raw_parts_mut(base.0.add(off), dnew.len()),
+                std::slice::from_raw_parts_mut(base.0.add(pa), dnew.len()),
+            )
         };
-        par.iter_mut().zip(d.iter().zip(dnew)).for_each(|(p, (a, b))| *p ^= a ^ b);
+        par.iter_mut()
+            .zip(d.iter().zip(dnew))
+            .for_each(|(p, (a, b))| *p ^= a ^ b);
         d.copy_from_slice(dnew);
     });
     std::hint::black_box(&mem);

@@ -2,7 +2,7 @@
 //! Verified against the sums computed here.
 
 use crate::{bytes_to_words, payload_per_packet, Baseline, Ctx, Outcome, Rng};
-use softspin_host::{EctxOptions};
+use softspin_host::EctxOptions;
 
 const ITEMS: usize = 512;
 
@@ -53,9 +53,15 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     nic.activate(e)?;
     nic.send_payloads(e, 0, &packets(&data, packet_size))?;
     nic.run_until_idle()?;
-    let got: Vec<i32> = bytes_to_words(&nic.host_read(w.base, ITEMS * 4)?).into_iter().map(|x| x as i32).collect();
+    let got: Vec<i32> = bytes_to_words(&nic.host_read(w.base, ITEMS * 4)?)
+        .into_iter()
+        .map(|x| x as i32)
+        .collect();
     let verified = crate::same("sum", &got, &reference(&data));
-    Ok(Outcome { verified, report: nic.report() })
+    Ok(Outcome {
+        verified,
+        report: nic.report(),
+    })
 }
 
 pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
@@ -63,14 +69,22 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let pkts = packets(&data, packet_size);
     let bytes = pkts.iter().map(|p| (p.len() + crate::HDR) as u64).sum();
     let threads = 2;
-    let (gbps, accs) = crate::host_throughput_local(&pkts, bytes, threads, || vec![0i32; ITEMS], |acc, p| {
-        let mut e = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize % ITEMS;
-        for c in p[4..].chunks_exact(4) {
-            acc[e] = acc[e].wrapping_add(i32::from_le_bytes(c.try_into().unwrap()));
-            e = if e + 1 == ITEMS { 0 } else { e + 1 };
-        }
+    let (gbps, accs) = crate::host_throughput_local(
+        &pkts,
+        bytes,
+        threads,
+        || vec![0i32; ITEMS],
+        |acc, p| {
+            let mut e = u32::from_le_bytes(p[..4].try_into().unwrap()) as usize % ITEMS;
+            for c in p[4..].chunks_exact(4) {
+                acc[e] = acc[e].wrapping_add(i32::from_le_bytes(c.try_into().unwrap()));
+                e = if e + 1 == ITEMS { 0 } else { e + 1 };
+            }
+        },
+    );
+    let got = accs.iter().fold(vec![0i32; ITEMS], |s, a| {
+        s.iter().zip(a).map(|(x, y)| x.wrapping_add(*y)).collect()
     });
-    let got = accs.iter().fold(vec![0i32; ITEMS], |s, a| s.iter().zip(a).map(|(x, y)| x.wrapping_add(*y)).collect());
     crate::same("baseline sum", &got, &reference(&data)).map_err(anyhow::Error::msg)?;
     Ok(Baseline { gbps, threads })
 }

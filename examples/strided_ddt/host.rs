@@ -11,7 +11,9 @@ const STRIDE: usize = 512;
 fn message(quick: bool) -> Vec<u8> {
     let n = if quick { 64 << 10 } else { 1 << 20 };
     let mut r = Rng::new(5);
-    (0..n / 8).flat_map(|_| r.next_u64().to_le_bytes()).collect()
+    (0..n / 8)
+        .flat_map(|_| r.next_u64().to_le_bytes())
+        .collect()
 }
 
 fn reference(msg: &[u8]) -> Vec<u8> {
@@ -28,16 +30,29 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
     let mut nic = ctx.nic()?;
     let img = ctx.image(&nic, "strided_ddt", &[])?;
     let w = nic.host_window(count * STRIDE)?;
-    let e = nic.install(&img, EctxOptions { ph: Some("ddt_ph".into()), host_window: Some(w), ..Default::default() })?;
+    let e = nic.install(
+        &img,
+        EctxOptions {
+            ph: Some("ddt_ph".into()),
+            host_window: Some(w),
+            ..Default::default()
+        },
+    )?;
     // The layout: start, stride, block size, count.
-    nic.nic_write(img.symbol("ddt_layout")?, &words_to_bytes(&[0, STRIDE as u32, BLOCK as u32, count as u32]))?;
+    nic.nic_write(
+        img.symbol("ddt_layout")?,
+        &words_to_bytes(&[0, STRIDE as u32, BLOCK as u32, count as u32]),
+    )?;
     nic.activate(e)?;
     nic.send_payloads(e, 0, &packets(&msg, packet_size))?;
     nic.run_until_idle()?;
     let got = nic.host_read(w.base, count * STRIDE)?;
     let report = nic.report();
     let verified = if !report.errors.is_empty() {
-        Err(format!("handler errors: {:?}", report.error_details.first()))
+        Err(format!(
+            "handler errors: {:?}",
+            report.error_details.first()
+        ))
     } else {
         crate::same("host byte", &got, &reference(&msg))
     };
@@ -54,7 +69,11 @@ pub fn baseline(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Baseline> {
     let msg = message(ctx.quick);
     let once = packets(&msg, packet_size);
     // Several passes (idempotent) so the timing is not all thread start-up.
-    let pkts: Vec<&Vec<u8>> = once.iter().cycle().take(once.len() * (16 << 20) / msg.len()).collect();
+    let pkts: Vec<&Vec<u8>> = once
+        .iter()
+        .cycle()
+        .take(once.len() * (16 << 20) / msg.len())
+        .collect();
     let mut host = vec![0u8; msg.len() / BLOCK * STRIDE];
     let dst = Dst(host.as_mut_ptr());
     let bytes = pkts.iter().map(|p| (p.len() + crate::HDR) as u64).sum();

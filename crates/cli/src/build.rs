@@ -78,17 +78,20 @@ pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
         a.include.insert(0, fp.join("include"));
         a.sources.push(fp.join("src/fpspin_rt.c"));
     }
-    sdk::build_isa(&BuildOptions {
-        sources: a.sources,
-        output: a.output,
-        include: a.include,
-        define: a.define,
-        bare: a.bare,
-        cflags: a.cflags,
-        code_base: a.code_base,
-        data_base: a.data_base,
-        link_symbols: nic.memory_map().link_symbols(),
-        verbose: a.verbose,
-    }, a.isa.as_deref())?;
+    sdk::build_isa(
+        &BuildOptions {
+            sources: a.sources,
+            output: a.output,
+            include: a.include,
+            define: a.define,
+            bare: a.bare,
+            cflags: a.cflags,
+            code_base: a.code_base,
+            data_base: a.data_base,
+            link_symbols: nic.memory_map().link_symbols(),
+            verbose: a.verbose,
+        },
+        a.isa.as_deref(),
+    )?;
     Ok(ExitCode::SUCCESS)
 }

@@ -100,20 +100,36 @@ pub enum KindArg {
 
 pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        IsaCmd::Run { file, max_instructions, quiet, stats, jit, jit_after } => {
+        IsaCmd::Run {
+            file,
+            max_instructions,
+            quiet,
+            stats,
+            jit,
+            jit_after,
+        } => {
             #[cfg(not(feature = "jit"))]
             if jit {
                 return Err(crate::sim::no_jit());
             }
             let image = crate::sim::load_image(&file)?;
-            let cfg = BareMetalConfig { max_instructions, ..Default::default() };
-            let mut bm = BareMetal::load(&image, &cfg).with_context(|| format!("{}", file.display()))?;
+            let cfg = BareMetalConfig {
+                max_instructions,
+                ..Default::default()
+            };
+            let mut bm =
+                BareMetal::load(&image, &cfg).with_context(|| format!("{}", file.display()))?;
             let stdout = std::io::stdout();
-            let out = if quiet { Box::new(std::io::sink()) as Box<dyn std::io::Write> } else { Box::new(stdout.lock()) };
+            let out = if quiet {
+                Box::new(std::io::sink()) as Box<dyn std::io::Write>
+            } else {
+                Box::new(stdout.lock())
+            };
             let t0 = std::time::Instant::now();
             #[cfg(feature = "jit")]
             let o = if jit {
-                let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing()).compile_after(jit_after);
+                let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing())
+                    .compile_after(jit_after);
                 bm.run_jit(out, &mut j)
             } else {
                 bm.run(out)
@@ -122,12 +138,24 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             let (o, _) = (bm.run(out), jit_after);
             let wall = t0.elapsed().as_secs_f64();
             if stats {
-                eprintln!("wall_s={wall:.6} mips={:.1}", o.instructions as f64 / wall / 1e6);
+                eprintln!(
+                    "wall_s={wall:.6} mips={:.1}",
+                    o.instructions as f64 / wall / 1e6
+                );
             }
             match o.stop {
                 Stop::Exit(s) => {
-                    println!("exit={s} instructions={} cycles={}", o.instructions, o.cycles);
-                    let code = if s == 0 { 0 } else if s & 0xff == 0 { 1 } else { (s & 0xff) as u8 };
+                    println!(
+                        "exit={s} instructions={} cycles={}",
+                        o.instructions, o.cycles
+                    );
+                    let code = if s == 0 {
+                        0
+                    } else if s & 0xff == 0 {
+                        1
+                    } else {
+                        (s & 0xff) as u8
+                    };
                     Ok(ExitCode::from(code))
                 }
                 Stop::Fault(f) => {
@@ -140,7 +168,19 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
                 s => anyhow::bail!("unexpected stop {s:?}"),
             }
         }
-        IsaCmd::Handler { image, handler, kind, packet, packet_size, profile, config, scratchpad, host_size, watchdog, stack_size } => {
+        IsaCmd::Handler {
+            image,
+            handler,
+            kind,
+            packet,
+            packet_size,
+            profile,
+            config,
+            scratchpad,
+            host_size,
+            watchdog,
+            stack_size,
+        } => {
             let img = crate::sim::load_image(&image)?;
             let mut cfg = crate::sim::nic_config(profile.as_deref(), config.as_deref())?;
             // A packet file holds one packet: at most a packet buffer slot.
@@ -161,7 +201,9 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             } else {
                 KindArg::Ph
             });
-            run_handler(cfg, img, &handler, kind, pkt, scratchpad, host_size, watchdog)
+            run_handler(
+                cfg, img, &handler, kind, pkt, scratchpad, host_size, watchdog,
+            )
         }
     }
 }
@@ -201,12 +243,25 @@ fn run_handler(
     // One packet: the message cannot time out in between.
     spec.msg_timeout_ns = 0;
     let id = engine.install(spec)?;
-    engine.add_host_buffer(DEFAULT_HOST_BASE, Box::new(crate::sim::zeroed(host_size)?)).map_err(anyhow::Error::msg)?;
+    engine
+        .add_host_buffer(DEFAULT_HOST_BASE, Box::new(crate::sim::zeroed(host_size)?))
+        .map_err(anyhow::Error::msg)?;
     engine.activate(id)?;
-    engine.inject(Arrival { time_ps: 0, frame: pkt, msg_id: 0, eom: true, origin: "--packet".into(), ectx: None });
+    engine.inject(Arrival {
+        time_ps: 0,
+        frame: pkt,
+        msg_id: 0,
+        eom: true,
+        origin: "--packet".into(),
+        ectx: None,
+    });
     engine.run(None, |_| {})?;
 
-    let out: Vec<u8> = engine.drain_output().into_iter().flat_map(|r| r.bytes).collect();
+    let out: Vec<u8> = engine
+        .drain_output()
+        .into_iter()
+        .flat_map(|r| r.bytes)
+        .collect();
     print!("{}", String::from_utf8_lossy(&out));
     for o in engine.outbound() {
         println!("outbound packet: dest={} len={}", o.dest, o.frame.len());
@@ -223,7 +278,14 @@ fn run_handler(
         .handlers
         .iter()
         .find(|h| h.ectx == "isa-handler")
-        .map(|h| (h.instructions_mean as u64, h.cycles_max, h.loads_mean as u64, h.stores_mean as u64))
+        .map(|h| {
+            (
+                h.instructions_mean as u64,
+                h.cycles_max,
+                h.loads_mean as u64,
+                h.stores_mean as u64,
+            )
+        })
         .unwrap_or_default();
     let errors = engine.errors();
     let what = match errors.first() {

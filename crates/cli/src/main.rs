@@ -13,7 +13,11 @@ mod slmp;
 mod slmp_recv;
 
 #[derive(Parser)]
-#[command(name = "softspin", version, about = "softspin: a software sPIN NIC (PsPIN model, RV32 handler interpreter, SDK)")]
+#[command(
+    name = "softspin",
+    version,
+    about = "softspin: a software sPIN NIC (PsPIN model, RV32 handler interpreter, SDK)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,

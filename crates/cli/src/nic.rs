@@ -10,7 +10,9 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use softspin_engine::traffic::FrameKind;
 use softspin_engine::traffic::PcapSink;
-use softspin_host::{AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset};
+use softspin_host::{
+    AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
+};
 use softspin_netio::rules;
 
 use crate::exit::Status;
@@ -76,17 +78,29 @@ pub enum ModeArg {
 
 /// Attach to `iface` with SIGINT/SIGTERM setting the returned stop flag
 /// (the live loop checks it; the NIC then detaches cleanly).
-pub fn attach(iface: &str, mode: ModeArg, cfg: NicConfig) -> anyhow::Result<(Nic, Arc<AtomicBool>)> {
+pub fn attach(
+    iface: &str,
+    mode: ModeArg,
+    cfg: NicConfig,
+) -> anyhow::Result<(Nic, Arc<AtomicBool>)> {
     let mode = match mode {
         ModeArg::Xdp => Mode::Xdp,
         ModeArg::Socket => Mode::Socket,
     };
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(sig, Arc::clone(&stop)).context("installing the SIGINT/SIGTERM handler")?;
+        signal_hook::flag::register(sig, Arc::clone(&stop))
+            .context("installing the SIGINT/SIGTERM handler")?;
     }
-    let nic = Nic::attach(iface, AttachOptions { mode, config: Some(cfg), ..Default::default() })
-        .with_context(|| format!("attaching to {iface}"))?;
+    let nic = Nic::attach(
+        iface,
+        AttachOptions {
+            mode,
+            config: Some(cfg),
+            ..Default::default()
+        },
+    )
+    .with_context(|| format!("attaching to {iface}"))?;
     Ok((nic, stop))
 }
 
@@ -113,7 +127,11 @@ Exit status (as for sim):
 
 /// The rulesets for each planned ECTX (by index): `--match` and scenario
 /// `match` specs, then the rules file's rulesets by their `ectx` name.
-fn assign_rules(plan: &[crate::sim::PlannedEctx], matches: &[String], file: Option<&PathBuf>) -> anyhow::Result<Vec<Vec<Ruleset>>> {
+fn assign_rules(
+    plan: &[crate::sim::PlannedEctx],
+    matches: &[String],
+    file: Option<&PathBuf>,
+) -> anyhow::Result<Vec<Vec<Ruleset>>> {
     let mut out: Vec<Vec<Ruleset>> = vec![Vec::new(); plan.len()];
     if !matches.is_empty() {
         if plan.len() != 1 {
@@ -134,9 +152,20 @@ fn assign_rules(plan: &[crate::sim::PlannedEctx], matches: &[String], file: Opti
                 Some(name) => plan
                     .iter()
                     .position(|p| p.opts.name.as_deref() == Some(name))
-                    .with_context(|| format!("{}: ruleset `{}` names ECTX `{name}`, which is not installed", path.display(), r.name))?,
+                    .with_context(|| {
+                        format!(
+                            "{}: ruleset `{}` names ECTX `{name}`, which is not installed",
+                            path.display(),
+                            r.name
+                        )
+                    })?,
                 None if plan.len() == 1 => 0,
-                None => bail!("{}: ruleset `{}` needs `ectx = NAME` (there are {} ECTXs)", path.display(), r.name, plan.len()),
+                None => bail!(
+                    "{}: ruleset `{}` needs `ectx = NAME` (there are {} ECTXs)",
+                    path.display(),
+                    r.name,
+                    plan.len()
+                ),
             };
             out[k].push(r);
         }
@@ -158,7 +187,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         p.opts.rules = r;
     }
     let duration = match a.duration {
-        Some(s) if !(s.is_finite() && s > 0.0 && s <= 1e9) => bail!("--duration {s}: must be a positive number of seconds"),
+        Some(s) if !(s.is_finite() && s > 0.0 && s <= 1e9) => {
+            bail!("--duration {s}: must be a positive number of seconds")
+        }
         s => s.map(Duration::from_secs_f64),
     };
     #[cfg(not(feature = "jit"))]
@@ -177,7 +208,11 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let ectxs = crate::sim::install_all(&mut nic, plan)?;
     if !a.json {
         let s = nic.live_stats().expect("attached");
-        eprintln!("softspin: nic: {} with {} ECTX(s); stop with Ctrl-C", s.port, ectxs.len());
+        eprintln!(
+            "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
+            s.port,
+            ectxs.len()
+        );
     }
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
@@ -216,8 +251,11 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     // proof of what its handlers did (e.g. echo replies sent).
     let mut counters = serde_json::Map::new();
     for &e in &ectxs {
-        let c: Vec<_> =
-            nic.counters(e)?.into_iter().map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n})).collect();
+        let c: Vec<_> = nic
+            .counters(e)?
+            .into_iter()
+            .map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n}))
+            .collect();
         counters.insert(nic.ectx_name(e)?, c.into());
     }
     drop(nic); // detaches from the interface before we report
@@ -237,9 +275,18 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let (mut status, mut why) = crate::sim::outcome(&report, None);
     let port_drops: u64 = live.drops.values().sum();
     if matches!(status, Status::Ok | Status::Unprocessed) && port_drops > 0 {
-        (status, why) = (Status::Dropped, format!("{port_drops} frames dropped ({})", causes(&live)));
+        (status, why) = (
+            Status::Dropped,
+            format!("{port_drops} frames dropped ({})", causes(&live)),
+        );
     } else if status == Status::Ok && live.unprocessed > 0 {
-        (status, why) = (Status::Unprocessed, format!("{} frames taken from the wire were left unprocessed when the run ended", live.unprocessed));
+        (status, why) = (
+            Status::Unprocessed,
+            format!(
+                "{} frames taken from the wire were left unprocessed when the run ended",
+                live.unprocessed
+            ),
+        );
     }
     if status != Status::Ok {
         eprintln!("softspin: nic: {why} (exit status {})", status as u8);
@@ -257,7 +304,11 @@ fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
 }
 
 pub fn causes(s: &LiveStats) -> String {
-    s.drops.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ")
+    s.drops
+        .iter()
+        .map(|(k, v)| format!("{k}: {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn text(s: &LiveStats) -> String {
@@ -282,7 +333,11 @@ fn text(s: &LiveStats) -> String {
 /// The `--json` object: the wire counters, drops by cause (the port's and
 /// the packet buffer's), and the engine's figures in the form `sim` gives.
 fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
-    let mut drops: serde_json::Map<String, serde_json::Value> = s.drops.iter().map(|(k, v)| (k.clone(), (*v).into())).collect();
+    let mut drops: serde_json::Map<String, serde_json::Value> = s
+        .drops
+        .iter()
+        .map(|(k, v)| (k.clone(), (*v).into()))
+        .collect();
     drops.insert("packet_buffer_full".into(), r.drops.into());
     drops.insert("no_ectx".into(), r.unmatched.into());
     serde_json::json!({

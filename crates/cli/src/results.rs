@@ -30,12 +30,17 @@ impl Sinks {
         let records = match records {
             Some(p) => {
                 nic.enable_message_log();
-                let f = File::create(p).with_context(|| format!("creating --records file {}", p.display()))?;
+                let f = File::create(p)
+                    .with_context(|| format!("creating --records file {}", p.display()))?;
                 Some((p.to_path_buf(), BufWriter::new(f)))
             }
             None => None,
         };
-        Ok(Sinks { records, stdout, pending: Vec::new() })
+        Ok(Sinks {
+            records,
+            stdout,
+            pending: Vec::new(),
+        })
     }
 
     /// Write what the NIC has finished so far; `last`: the run ended,
@@ -52,7 +57,8 @@ impl Sinks {
                 writeln!(w, "{line}").with_context(|| format!("writing {}", path.display()))?;
             }
             if last {
-                w.flush().with_context(|| format!("writing {}", path.display()))?;
+                w.flush()
+                    .with_context(|| format!("writing {}", path.display()))?;
             }
         }
         if self.stdout {
@@ -61,7 +67,11 @@ impl Sinks {
             // by writes of HPUs that have not run up to it yet.
             let now = engine.now_ps();
             self.pending.sort_by_key(|r| (r.time_ps, r.hpu));
-            let ready = if last { self.pending.len() } else { self.pending.partition_point(|r| r.time_ps < now) };
+            let ready = if last {
+                self.pending.len()
+            } else {
+                self.pending.partition_point(|r| r.time_ps < now)
+            };
             let out = std::io::stdout();
             let mut out = out.lock();
             for r in self.pending.drain(..ready) {
@@ -93,11 +103,21 @@ fn record_json(engine: &NicView<'_>, r: &MessageRecord) -> serde_json::Value {
 
 /// One `write` of a handler, each line prefixed with NIC time, ECTX,
 /// message and HPU.
-fn print_output(out: &mut impl Write, engine: &NicView<'_>, r: &OutputRecord) -> std::io::Result<()> {
+fn print_output(
+    out: &mut impl Write,
+    engine: &NicView<'_>,
+    r: &OutputRecord,
+) -> std::io::Result<()> {
     let name = engine.ectx_name(r.ectx).unwrap_or("?");
     let text = String::from_utf8_lossy(&r.bytes);
     for line in text.lines() {
-        writeln!(out, "[{:.3} ns {name} msg {} hpu {}] {line}", r.time_ps as f64 / 1000.0, r.msg_id, r.hpu)?;
+        writeln!(
+            out,
+            "[{:.3} ns {name} msg {} hpu {}] {line}",
+            r.time_ps as f64 / 1000.0,
+            r.msg_id,
+            r.hpu
+        )?;
     }
     Ok(())
 }
@@ -119,15 +139,20 @@ pub fn dump_host(nic: &mut Nic, ectxs: &[Ectx], path: &Path) -> anyhow::Result<(
     for &e in ectxs {
         let w = nic.ectx_host_window(e)?;
         let p = dump_path(path, &nic.ectx_name(e)?, ectxs.len() > 1);
-        let mut f = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-host file {}", p.display()))?);
+        let mut f = BufWriter::new(
+            File::create(&p)
+                .with_context(|| format!("creating --dump-host file {}", p.display()))?,
+        );
         let mut off = 0u64;
         while off < w.size {
             let n = (w.size - off).min(DUMP_CHUNK as u64) as usize;
             let bytes = nic.host_read(w.base + off, n)?;
-            f.write_all(&bytes).with_context(|| format!("writing {}", p.display()))?;
+            f.write_all(&bytes)
+                .with_context(|| format!("writing {}", p.display()))?;
             off += n as u64;
         }
-        f.flush().with_context(|| format!("writing {}", p.display()))?;
+        f.flush()
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())
 }
@@ -137,15 +162,20 @@ pub fn dump_handler_mem(nic: &Nic, ectxs: &[Ectx], path: &Path) -> anyhow::Resul
     for &e in ectxs {
         let (base, size) = nic.ectx_handler_mem(e)?;
         let p = dump_path(path, &nic.ectx_name(e)?, ectxs.len() > 1);
-        let mut w = BufWriter::new(File::create(&p).with_context(|| format!("creating --dump-handler-mem file {}", p.display()))?);
+        let mut w = BufWriter::new(
+            File::create(&p)
+                .with_context(|| format!("creating --dump-handler-mem file {}", p.display()))?,
+        );
         let mut off = 0u32;
         while off < size {
             let n = (size - off).min(DUMP_CHUNK as u32);
             let bytes = nic.nic_read(base + off, n as usize)?;
-            w.write_all(&bytes).with_context(|| format!("writing {}", p.display()))?;
+            w.write_all(&bytes)
+                .with_context(|| format!("writing {}", p.display()))?;
             off += n;
         }
-        w.flush().with_context(|| format!("writing {}", p.display()))?;
+        w.flush()
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     Ok(())
 }

@@ -7,7 +7,9 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use serde::Deserialize;
-use softspin_engine::traffic::{FrameKind, GenConfig, Generator, Payload, PcapSource, Source, TraceSource, DEFAULT_UDP_PORT};
+use softspin_engine::traffic::{
+    FrameKind, GenConfig, Generator, Payload, PcapSource, Source, TraceSource, DEFAULT_UDP_PORT,
+};
 use softspin_engine::units::{self, Gbps};
 use softspin_engine::{NicConfig, Report};
 use softspin_host::{Ectx, EctxOptions, Image, Nic};
@@ -223,7 +225,8 @@ pub fn nic_config(profile: Option<&str>, config: Option<&Path>) -> anyhow::Resul
     }
     match profile {
         None => Ok(NicConfig::pspin()),
-        Some(p) => NicConfig::profile(p).with_context(|| format!("unknown profile `{p}` (known: pspin, fpspin)")),
+        Some(p) => NicConfig::profile(p)
+            .with_context(|| format!("unknown profile `{p}` (known: pspin, fpspin)")),
     }
 }
 
@@ -289,7 +292,10 @@ pub struct PlannedEctx {
 
 /// The NIC configuration and the ECTXs `--image`/`--scenario` describe.
 pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>)> {
-    let mut cfg = nic_config(Some(a.profile.as_deref().unwrap_or(default_profile)), a.config.as_deref())?;
+    let mut cfg = nic_config(
+        Some(a.profile.as_deref().unwrap_or(default_profile)),
+        a.config.as_deref(),
+    )?;
     if let Some(n) = a.stack_size {
         // Validated with the rest of the configuration by Nic::with_config.
         cfg.hpu_stack_size = n;
@@ -316,20 +322,41 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
                 rules: Vec::new(),
             };
             let host_size = e.host_size.unwrap_or(1 << 20);
-            plan.push(PlannedEctx { image: dir.join(&e.image), opts, host_size, matches: e.matches, own_handler_mem: false });
+            plan.push(PlannedEctx {
+                image: dir.join(&e.image),
+                opts,
+                host_size,
+                matches: e.matches,
+                own_handler_mem: false,
+            });
         }
     } else {
-        let path = a.image.as_ref().expect("clap requires --image without --scenario");
+        let path = a
+            .image
+            .as_ref()
+            .expect("clap requires --image without --scenario");
         if a.hh.is_none() && a.ph.is_none() && a.th.is_none() {
-            bail!("give at least one of --hh, --ph, --th (handler symbols of {})", path.display());
+            bail!(
+                "give at least one of --hh, --ph, --th (handler symbols of {})",
+                path.display()
+            );
         }
         use softspin_host::gdriver as gd;
         let (scratch, host, hmem) = match a.gdriver {
-            true => (gd::SCRATCHPAD_SIZE / gd::EC_MAX, gd::HOST_SIZE / gd::EC_MAX as u64, Some(gd::L2_SIZE / gd::EC_MAX)),
+            true => (
+                gd::SCRATCHPAD_SIZE / gd::EC_MAX,
+                gd::HOST_SIZE / gd::EC_MAX as u64,
+                Some(gd::L2_SIZE / gd::EC_MAX),
+            ),
             false => (0, 1 << 20, None),
         };
         let opts = EctxOptions {
-            name: Some(path.file_stem().unwrap_or_default().to_string_lossy().into_owned()),
+            name: Some(
+                path.file_stem()
+                    .unwrap_or_default()
+                    .to_string_lossy()
+                    .into_owned(),
+            ),
             hh: a.hh.clone(),
             ph: a.ph.clone(),
             th: a.th.clone(),
@@ -341,7 +368,13 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
             ..Default::default()
         };
         let host_size = a.host_size.unwrap_or(host);
-        plan.push(PlannedEctx { image: path.clone(), opts, host_size, matches: Vec::new(), own_handler_mem: a.gdriver });
+        plan.push(PlannedEctx {
+            image: path.clone(),
+            opts,
+            host_size,
+            matches: Vec::new(),
+            own_handler_mem: a.gdriver,
+        });
     }
     Ok((cfg, plan))
 }
@@ -349,7 +382,14 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
 /// Load, install and activate the planned ECTXs, in order.
 pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<Ectx>> {
     let mut ectxs = Vec::new();
-    for PlannedEctx { image, mut opts, host_size, own_handler_mem, .. } in plan {
+    for PlannedEctx {
+        image,
+        mut opts,
+        host_size,
+        own_handler_mem,
+        ..
+    } in plan
+    {
         let path = image;
         let image = load_nic_image(nic, &path)?;
         if own_handler_mem {
@@ -357,7 +397,8 @@ pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<
         }
         // Size 0: the ECTX gets no host window.
         if host_size > 0 {
-            let size = usize::try_from(host_size).context("host window size does not fit this machine's address space")?;
+            let size = usize::try_from(host_size)
+                .context("host window size does not fit this machine's address space")?;
             opts.host_window = Some(nic.host_window(size)?);
         }
         let e = nic.install(&image, opts).map_err(|e| named(&path, e))?;
@@ -381,10 +422,17 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     nic.keep_outputs(a.pcap_out.is_some() || a.stdout);
     let ectxs = install_all(&mut nic, plan)?;
 
-    let until_ps = a.until_ns.map(|n| units::until_ns("--until-ns", n)).transpose()?;
+    let until_ps = a
+        .until_ns
+        .map(|n| units::until_ns("--until-ns", n))
+        .transpose()?;
     let rate = a.rate.unwrap_or(cfg.line_rate_gbps);
     if !(Gbps(rate).is_valid() || rate == f64::INFINITY) {
-        bail!("--rate {rate}: must be in {}..={} Gbit/s, or inf", Gbps::MIN, Gbps::MAX);
+        bail!(
+            "--rate {rate}: must be in {}..={} Gbit/s, or inf",
+            Gbps::MIN,
+            Gbps::MAX
+        );
     }
     let frame = match a.frame {
         Frame::Ip => FrameKind::Ip,
@@ -432,7 +480,11 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         enable_jit(&mut nic, a.jit_after)?;
     }
 
-    let bar = if a.quiet || a.json { indicatif::ProgressBar::hidden() } else { progress_bar(total) };
+    let bar = if a.quiet || a.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        progress_bar(total)
+    };
     // Records and output are written while the run goes (bounded memory).
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     let mut sink_err = None;
@@ -457,7 +509,8 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     let report = nic.report();
     if let Some(p) = &a.timeline {
         let doc = serde_json::json!({ "traceEvents": nic.timeline(), "displayTimeUnit": "ns" });
-        std::fs::write(p, serde_json::to_vec(&doc)?).with_context(|| format!("writing {}", p.display()))?;
+        std::fs::write(p, serde_json::to_vec(&doc)?)
+            .with_context(|| format!("writing {}", p.display()))?;
     }
     if let Some(p) = &a.pcap_out {
         let pkts: Vec<(u64, Vec<u8>)> = nic.kept_outbound().map(|(t, f)| (t, f.to_vec())).collect();
@@ -484,17 +537,35 @@ pub(crate) fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
     let lost = r.drops + r.unmatched;
     let arrived = total.unwrap_or(r.packets_in).max(r.packets_in);
     if handler_errors > 0 {
-        (Status::HandlerError, format!("{handler_errors} handler errors"))
+        (
+            Status::HandlerError,
+            format!("{handler_errors} handler errors"),
+        )
     } else if r.message_timeouts > 0 {
-        (Status::MessageTimeout, format!("{} message timeouts", r.message_timeouts))
+        (
+            Status::MessageTimeout,
+            format!("{} message timeouts", r.message_timeouts),
+        )
     } else if lost > 0 {
-        (Status::Dropped, format!("{} packets dropped, {} matched no ECTX", r.drops, r.unmatched))
+        (
+            Status::Dropped,
+            format!(
+                "{} packets dropped, {} matched no ECTX",
+                r.drops, r.unmatched
+            ),
+        )
     } else if let Some(d) = r.output_dropped.first() {
         // Lost handler output is lost data too: the run is not clean.
         let bytes: u64 = r.output_dropped.iter().map(|d| d.bytes).sum();
-        (Status::Dropped, format!("{bytes} bytes of handler output dropped ({})", d.cause))
+        (
+            Status::Dropped,
+            format!("{bytes} bytes of handler output dropped ({})", d.cause),
+        )
     } else if r.packets < arrived {
-        (Status::Unprocessed, format!("{} of {arrived} packets processed", r.packets))
+        (
+            Status::Unprocessed,
+            format!("{} of {arrived} packets processed", r.packets),
+        )
     } else {
         (Status::Ok, String::new())
     }
@@ -504,7 +575,8 @@ pub(crate) fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
 /// not an abort. Zeroed pages come from the OS lazily (calloc), so a large
 /// window costs memory only where handlers write.
 pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
-    let n = usize::try_from(size).context("host window size does not fit this machine's address space")?;
+    let n = usize::try_from(size)
+        .context("host window size does not fit this machine's address space")?;
     if n == 0 {
         return Ok(Vec::new());
     }
@@ -553,8 +625,10 @@ fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {
         None => indicatif::ProgressBar::new_spinner(),
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed})")
-            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(
+            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
 }

@@ -103,7 +103,10 @@ fn send(a: SendArgs) -> Result<ExitCode> {
     };
     let mut sender = Sender::connect(peer, cfg)?;
     // The receiver knows the message by this address and its id.
-    let from = sender.local_addr().map(|a| a.to_string()).unwrap_or_default();
+    let from = sender
+        .local_addr()
+        .map(|a| a.to_string())
+        .unwrap_or_default();
     let (stats, err) = match sender.send(&data) {
         Ok(s) => (s, None),
         Err(SlmpError::GaveUp {
@@ -176,7 +179,13 @@ fn print_stats(a: &SendArgs, peer: SocketAddr, s: &Stats) {
     } else if s.acks_received == 0 && s.sync != "none" {
         "nothing acknowledged: no goodput".to_string()
     } else {
-        format!("sent at {:.3} Gbit/s (no goodput: delivery not confirmed)", s.bytes as f64 * 8.0 / s.elapsed_s.max(f64::MIN_POSITIVE) / 1e9)
+        format!(
+            "sent at {:.3} Gbit/s (no goodput: delivery not confirmed)",
+            s.bytes as f64 * 8.0 / s.elapsed_s.max(f64::MIN_POSITIVE) / 1e9
+        )
     };
-    println!("  elapsed {:.3} s  {goodput}  delivery confirmed: {}", s.elapsed_s, s.delivery_confirmed);
+    println!(
+        "  elapsed {:.3} s  {goodput}  delivery confirmed: {}",
+        s.elapsed_s, s.delivery_confirmed
+    );
 }

@@ -86,7 +86,10 @@ pub struct RecvArgs {
 
 /// Seconds in (0, MAX_SECONDS]: NaN, infinities, 0 and negatives are usage errors.
 fn parse_seconds(s: &str) -> Result<f64, String> {
-    let v: f64 = s.trim().parse().map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
     if v.is_finite() && v > 0.0 && v <= MAX_SECONDS {
         Ok(v)
     } else {
@@ -118,11 +121,17 @@ fn build_handler(cfg: &NicConfig) -> anyhow::Result<Vec<u8>> {
 
 /// Remove `BUILD_DIR_PREFIX-PID` directories whose process has ended.
 fn remove_stale_build_dirs() {
-    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else { return };
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name();
-        let Some(pid) = name.to_str().and_then(|n| n.strip_prefix(BUILD_DIR_PREFIX)?.strip_prefix('-')?.parse::<u32>().ok())
-        else {
+        let Some(pid) = name.to_str().and_then(|n| {
+            n.strip_prefix(BUILD_DIR_PREFIX)?
+                .strip_prefix('-')?
+                .parse::<u32>()
+                .ok()
+        }) else {
             continue;
         };
         if !Path::new(&format!("/proc/{pid}")).exists() {
@@ -172,22 +181,28 @@ fn check_out(out: &Path, count: u32) -> anyhow::Result<bool> {
             std::fs::OpenOptions::new()
                 .write(true)
                 .open(out)
-                .with_context(|| format!("--out {}: cannot write the message there", out.display()))?;
+                .with_context(|| {
+                    format!("--out {}: cannot write the message there", out.display())
+                })?;
         } else {
             // Nothing is created before a message arrives: probe the directory.
             let parent = match out.parent() {
                 Some(p) if !p.as_os_str().is_empty() => p,
                 _ => Path::new("."),
             };
-            probe_dir(parent).with_context(|| format!("--out {}: cannot write the message there", out.display()))?;
+            probe_dir(parent).with_context(|| {
+                format!("--out {}: cannot write the message there", out.display())
+            })?;
         }
         return Ok(true);
     }
     if out.exists() && !out.is_dir() {
         bail!("--out {}: not a directory (--count {count} writes one file per message into a directory)", out.display());
     }
-    std::fs::create_dir_all(out).with_context(|| format!("--out {}: creating the directory", out.display()))?;
-    probe_dir(out).with_context(|| format!("--out {}: cannot create files there", out.display()))?;
+    std::fs::create_dir_all(out)
+        .with_context(|| format!("--out {}: creating the directory", out.display()))?;
+    probe_dir(out)
+        .with_context(|| format!("--out {}: cannot create files there", out.display()))?;
     Ok(false)
 }
 
@@ -229,7 +244,11 @@ struct MsgKey {
 impl MsgKey {
     fn of(h: &[u32]) -> MsgKey {
         // peer_ip is kept in wire order: its bytes in memory are the address.
-        MsgKey { peer: Ipv4Addr::from(h[slot::PEER_IP].to_le_bytes()), port: h[slot::PEER_PORT] as u16, msg_id: h[slot::MSG] }
+        MsgKey {
+            peer: Ipv4Addr::from(h[slot::PEER_IP].to_le_bytes()),
+            port: h[slot::PEER_PORT] as u16,
+            msg_id: h[slot::MSG],
+        }
     }
     fn file_name(&self) -> String {
         format!("msg-{}-{}-{}", self.peer, self.port, self.msg_id)
@@ -266,8 +285,17 @@ impl Slots {
         Ok(b.chunks_exact(4).map(|w| u32_at(w, 0)).collect())
     }
 
-    fn write_word(&self, nic: &mut softspin_host::Nic, i: u32, word: usize, v: u32) -> softspin_host::Result<()> {
-        nic.nic_write(self.base + i * self.bytes + 4 * word as u32, &v.to_le_bytes())
+    fn write_word(
+        &self,
+        nic: &mut softspin_host::Nic,
+        i: u32,
+        word: usize,
+        v: u32,
+    ) -> softspin_host::Result<()> {
+        nic.nic_write(
+            self.base + i * self.bytes + 4 * word as u32,
+            &v.to_le_bytes(),
+        )
     }
 
     /// Read the table every SCAN_EVERY; retire what is due.
@@ -285,7 +313,12 @@ impl Slots {
                     // Step 2: every task that saw the old tag has ended.
                     // Keep the key under a tombstone, clear the rest.
                     let mut b = vec![0u8; self.bytes as usize];
-                    for (k, v) in [(slot::TAG, tomb), (slot::MSG, h[slot::MSG]), (slot::PEER_IP, h[slot::PEER_IP]), (slot::PEER_PORT, h[slot::PEER_PORT])] {
+                    for (k, v) in [
+                        (slot::TAG, tomb),
+                        (slot::MSG, h[slot::MSG]),
+                        (slot::PEER_IP, h[slot::PEER_IP]),
+                        (slot::PEER_PORT, h[slot::PEER_PORT]),
+                    ] {
                         b[4 * k..4 * k + 4].copy_from_slice(&v.to_le_bytes());
                     }
                     nic.nic_write(self.base + i * self.bytes, &b)?;
@@ -301,7 +334,9 @@ impl Slots {
             let quiet = now.duration_since(w.since);
             let tomb = if owned && h[slot::DONE] == slot::DONE_STORED && quiet >= STORED_QUIET {
                 slot::TAG_DELIVERED
-            } else if ((owned && h[slot::DONE] == 0) || tag == slot::TAG_CLAIMING) && quiet >= self.evict_after {
+            } else if ((owned && h[slot::DONE] == 0) || tag == slot::TAG_CLAIMING)
+                && quiet >= self.evict_after
+            {
                 self.evicted += 1;
                 if self.evictions.len() < EVICTIONS_LISTED {
                     let mut e = MsgKey::of(&h).json();
@@ -323,7 +358,11 @@ impl Slots {
 
 pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     if a.max_size < a.segment {
-        bail!("--segment {} / --max-size {}: need segment <= max-size", a.segment, a.max_size);
+        bail!(
+            "--segment {} / --max-size {}: need segment <= max-size",
+            a.segment,
+            a.max_size
+        );
     }
     let out_is_file = check_out(&a.out, a.count)?;
     let cfg = NicConfig::fpspin();
@@ -334,7 +373,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     let image = nic.image_from_bytes(&elf)?;
     // The table's geometry, from the image itself (its data reaches NIC
     // memory only at install, and the window must be sized before).
-    let elf_image = softspin_hpu::ElfImage::parse(&elf).context("the SLMP receive handlers' image")?;
+    let elf_image =
+        softspin_hpu::ElfImage::parse(&elf).context("the SLMP receive handlers' image")?;
     let slots = u64::from(elf_u32(&elf_image, SLOTS_SYMBOL)?);
     let slot_bytes = elf_u32(&elf_image, "slmp_slot_bytes")?;
     let stride = u64::from(a.max_size).next_multiple_of(4096);
@@ -357,7 +397,13 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     let mut table = Slots {
         base: image.symbol("slmp_slots")?,
         bytes: slot_bytes,
-        watch: (0..slots).map(|_| Watch { last: (0, 0), since: start, retiring: None }).collect(),
+        watch: (0..slots)
+            .map(|_| Watch {
+                last: (0, 0),
+                since: start,
+                retiring: None,
+            })
+            .collect(),
         scanned: start,
         evict_after: Duration::from_secs_f64(a.evict_after),
         evicted: 0,
@@ -365,7 +411,10 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     };
     nic.activate(ectx)?;
     // On stderr even with --json: scripts wait for this line before sending.
-    eprintln!("softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)", a.iface, a.port, a.count);
+    eprintln!(
+        "softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)",
+        a.iface, a.port, a.count
+    );
 
     let mut got: Vec<serde_json::Value> = Vec::new();
     // Every message written, so a late retransmission that completes one
@@ -398,8 +447,13 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
                         continue;
                     }
                     let bytes = nic.host_read(n.host_ref, len as usize)?;
-                    let path = if out_is_file { a.out.clone() } else { a.out.join(key.file_name()) };
-                    std::fs::write(&path, &bytes).with_context(|| format!("writing {}", path.display()))?;
+                    let path = if out_is_file {
+                        a.out.clone()
+                    } else {
+                        a.out.join(key.file_name())
+                    };
+                    std::fs::write(&path, &bytes)
+                        .with_context(|| format!("writing {}", path.display()))?;
                     stored.insert(key);
                     let mut m = key.json();
                     m["bytes"] = len.into();
@@ -425,7 +479,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
             if rx != *seen {
                 (*last, *seen) = (now, rx);
             }
-            if now.duration_since(*last) >= LINGER_QUIET || now.duration_since(*since) >= LINGER_MAX {
+            if now.duration_since(*last) >= LINGER_QUIET || now.duration_since(*since) >= LINGER_MAX
+            {
                 stop.store(true, Ordering::Relaxed);
             }
         }
@@ -479,7 +534,10 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         // never silent.
         let port_drops: u64 = live.drops.values().sum();
         if port_drops > 0 {
-            println!("{port_drops} frames dropped on the port ({}); SLMP retransmission covered them", crate::nic::causes(&live));
+            println!(
+                "{port_drops} frames dropped on the port ({}); SLMP retransmission covered them",
+                crate::nic::causes(&live)
+            );
         }
     }
     let (mut status, mut why) = crate::sim::outcome(&report, None);
@@ -487,7 +545,10 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         status = Status::Ok; // frames still in flight at exit do not count here
     }
     if status == Status::Ok && (got.len() as u32) < a.count {
-        (status, why) = (Status::Failure, format!("{} of {} messages received", got.len(), a.count));
+        (status, why) = (
+            Status::Failure,
+            format!("{} of {} messages received", got.len(), a.count),
+        );
     }
     if status != Status::Ok {
         eprintln!("softspin: slmp recv: {why} (exit status {})", status as u8);
@@ -514,7 +575,9 @@ fn elf_u32(elf: &softspin_hpu::ElfImage, name: &str) -> anyhow::Result<u32> {
             let off = addr.checked_sub(s.vaddr)? as usize;
             s.data.get(off..off + 4).map(|b| u32_at(b, 0))
         })
-        .with_context(|| format!("symbol {name} at 0x{addr:x} is not initialised data of the image"))
+        .with_context(|| {
+            format!("symbol {name} at 0x{addr:x} is not initialised data of the image")
+        })
 }
 
 #[cfg(test)]
@@ -527,8 +590,15 @@ mod tests {
     fn slot_constants_match_slmp_h() {
         let h = include_str!("../../../sdk/include/slmp.h");
         let define = |name: &str| -> u32 {
-            let line = h.lines().find(|l| l.starts_with(&format!("#define {name} "))).unwrap_or_else(|| panic!("{name} in slmp.h"));
-            let v = line.split_whitespace().nth(2).unwrap().trim_end_matches('u');
+            let line = h
+                .lines()
+                .find(|l| l.starts_with(&format!("#define {name} ")))
+                .unwrap_or_else(|| panic!("{name} in slmp.h"));
+            let v = line
+                .split_whitespace()
+                .nth(2)
+                .unwrap()
+                .trim_end_matches('u');
             match v.strip_prefix("0x") {
                 Some(x) => u32::from_str_radix(x, 16).unwrap(),
                 None => v.parse().unwrap(),
@@ -550,8 +620,24 @@ mod tests {
             .collect();
         let at = |f: &str| fields.iter().position(|x| *x == f).unwrap();
         assert_eq!(
-            [at("tag"), at("received"), at("done"), at("msg"), at("peer_ip"), at("peer_port"), at("seen")],
-            [slot::TAG, slot::RECEIVED, slot::DONE, slot::MSG, slot::PEER_IP, slot::PEER_PORT, slot::SEEN]
+            [
+                at("tag"),
+                at("received"),
+                at("done"),
+                at("msg"),
+                at("peer_ip"),
+                at("peer_port"),
+                at("seen")
+            ],
+            [
+                slot::TAG,
+                slot::RECEIVED,
+                slot::DONE,
+                slot::MSG,
+                slot::PEER_IP,
+                slot::PEER_PORT,
+                slot::SEEN
+            ]
         );
     }
 }

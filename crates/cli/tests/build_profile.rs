@@ -7,7 +7,10 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 fn softspin(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_softspin")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_softspin"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn dir() -> PathBuf {
@@ -29,15 +32,25 @@ fn build_links_with_the_profiles_region_sizes() {
     let (src, out) = (src.to_str().unwrap(), d.join("o.elf"));
     let out = out.to_str().unwrap();
     let ok = softspin(&["build", "--profile", "pspin", src, "-o", out]);
-    assert!(ok.status.success(), "pspin: {}", String::from_utf8_lossy(&ok.stderr));
+    assert!(
+        ok.status.success(),
+        "pspin: {}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
     let bad = softspin(&["build", "--profile", "fpspin", src, "-o", out]);
     let err = String::from_utf8_lossy(&bad.stderr);
-    assert!(!bad.status.success() && err.contains("L2 handler memory"), "fpspin linked 2 MiB of data: {err}");
+    assert!(
+        !bad.status.success() && err.contains("L2 handler memory"),
+        "fpspin linked 2 MiB of data: {err}"
+    );
     // A configuration with a 1 MiB handler memory on the PsPIN base: refused
     // too, so the link follows the file, not the profile it names.
     let toml = d.join("nic.toml");
     std::fs::write(&toml, "profile = \"pspin\"\nl2_handler_size = 1048576\n").unwrap();
     let bad = softspin(&["build", "--config", toml.to_str().unwrap(), src, "-o", out]);
-    assert!(!bad.status.success(), "--config with a 1 MiB handler memory linked 2 MiB of data");
+    assert!(
+        !bad.status.success(),
+        "--config with a 1 MiB handler memory linked 2 MiB of data"
+    );
     let _ = std::fs::remove_dir_all(d);
 }

@@ -16,7 +16,10 @@ use softspin_hpu::abi::{HandlerArgs, TaskLayout};
 use softspin_hpu::ElfImage;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn softspin() -> Command {
@@ -30,7 +33,12 @@ fn tmp() -> PathBuf {
 }
 
 fn out_str(o: &Output) -> String {
-    format!("status={:?}\nstdout:\n{}\nstderr:\n{}", o.status.code(), String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "status={:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 /// cli_test.c built for the PsPIN profile (once per test process).
@@ -38,14 +46,26 @@ fn elf() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
         let out = tmp().join("cli_test.elf");
-        let o = softspin().arg("build").arg(root().join("crates/cli/tests/handlers/cli_test.c")).arg("-o").arg(&out).output().unwrap();
+        let o = softspin()
+            .arg("build")
+            .arg(root().join("crates/cli/tests/handlers/cli_test.c"))
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
         assert!(o.status.success(), "build failed: {}", out_str(&o));
         out
     })
 }
 
 fn isa_handler(sym: &str, extra: &[&str]) -> Output {
-    softspin().args(["isa", "handler"]).arg(elf()).args(["--handler", sym]).args(extra).output().unwrap()
+    softspin()
+        .args(["isa", "handler"])
+        .arg(elf())
+        .args(["--handler", sym])
+        .args(extra)
+        .output()
+        .unwrap()
 }
 
 // -- isa handler runs on the engine -----------------------------------------
@@ -71,19 +91,48 @@ fn isa_handler_prints_output_writes_and_counts() {
     assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     // Message 0: host[0] = 3 * 0 + 1.
-    assert!(s.contains(&format!("host write: 0x{DEFAULT_HOST_BASE:x} <- 0x{:016x}", 1)), "{s}");
+    assert!(
+        s.contains(&format!(
+            "host write: 0x{DEFAULT_HOST_BASE:x} <- 0x{:016x}",
+            1
+        )),
+        "{s}"
+    );
     let last = s.lines().last().unwrap();
-    assert!(last.starts_with("handler=record_ph returned instructions="), "{s}");
-    let n = |k: &str| -> u64 { last.split(&format!("{k}=")).nth(1).unwrap().split(' ').next().unwrap().parse().unwrap() };
-    assert!(n("instructions") > 5 && n("cycles") >= n("instructions") && n("loads") >= 1, "{last}");
+    assert!(
+        last.starts_with("handler=record_ph returned instructions="),
+        "{s}"
+    );
+    let n = |k: &str| -> u64 {
+        last.split(&format!("{k}="))
+            .nth(1)
+            .unwrap()
+            .split(' ')
+            .next()
+            .unwrap()
+            .parse()
+            .unwrap()
+    };
+    assert!(
+        n("instructions") > 5 && n("cycles") >= n("instructions") && n("loads") >= 1,
+        "{last}"
+    );
 }
 
 #[test]
 fn isa_handler_kind_follows_the_symbol_or_flag() {
-    for (sym, extra, want) in [("kinds_hh", &[][..], "hh\n"), ("kinds_th", &[][..], "th\n"), ("kinds_th", &["--kind", "ph"][..], "th\n")] {
+    for (sym, extra, want) in [
+        ("kinds_hh", &[][..], "hh\n"),
+        ("kinds_th", &[][..], "th\n"),
+        ("kinds_th", &["--kind", "ph"][..], "th\n"),
+    ] {
         let o = isa_handler(sym, extra);
         assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
-        assert!(String::from_utf8_lossy(&o.stdout).starts_with(want), "{}", out_str(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stdout).starts_with(want),
+            "{}",
+            out_str(&o)
+        );
     }
 }
 
@@ -91,10 +140,18 @@ fn isa_handler_kind_follows_the_symbol_or_flag() {
 fn isa_handler_rejects_unknown_symbols_and_big_packets() {
     let o = isa_handler("no_such_ph", &[]);
     assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("no_such_ph"), "{}", out_str(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("no_such_ph"),
+        "{}",
+        out_str(&o)
+    );
     let o = isa_handler("record_ph", &["--packet-size", "4096"]);
     assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("pkt_slot_size"), "{}", out_str(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("pkt_slot_size"),
+        "{}",
+        out_str(&o)
+    );
 }
 
 // -- the task descriptor ----------------------------------------------------
@@ -114,7 +171,14 @@ fn task_descriptor_matches_the_configuration() {
     e.add_host_region(DEFAULT_HOST_BASE, 4096).unwrap();
     e.activate(id).unwrap();
     let msg = 6; // home cluster 6 mod 4 = 2
-    e.inject(Arrival { time_ps: 0, frame: vec![7; 300], msg_id: msg, eom: true, origin: "test".into(), ectx: None });
+    e.inject(Arrival {
+        time_ps: 0,
+        frame: vec![7; 300],
+        msg_id: msg,
+        eom: true,
+        origin: "test".into(),
+        ectx: None,
+    });
     e.run(None, |_| {}).unwrap();
     assert!(e.errors().is_empty(), "{:?}", e.errors());
     let mut host = vec![0u8; 512];
@@ -127,13 +191,20 @@ fn task_descriptor_matches_the_configuration() {
     assert_eq!(u(TaskLayout::PKT_MEM_SIZE), 300);
     // Sizes are rounded up to 64-byte granules; no scratchpad: null.
     for (k, want) in [128u32, 0, 256, 64].into_iter().enumerate() {
-        assert_eq!(u(l.scratchpad_size() + 4 * k as u32), want, "scratchpad_size[{k}]");
+        assert_eq!(
+            u(l.scratchpad_size() + 4 * k as u32),
+            want,
+            "scratchpad_size[{k}]"
+        );
         let a = u(TaskLayout::SCRATCHPAD + 4 * k as u32);
         let l1 = softspin_hpu::abi::L1_BASE + k as u32 * softspin_hpu::abi::L1_CLUSTER_STRIDE;
         if want == 0 {
             assert_eq!(a, 0);
         } else {
-            assert!(a >= l1 + cfg.l1_scratch_base() && a + want <= l1 + cfg.l1_size, "scratchpad[{k}] 0x{a:x}");
+            assert!(
+                a >= l1 + cfg.l1_scratch_base() && a + want <= l1 + cfg.l1_size,
+                "scratchpad[{k}] 0x{a:x}"
+            );
         }
     }
     assert_eq!(u(l.host_mem_high()), (DEFAULT_HOST_BASE >> 32) as u32);
@@ -147,10 +218,20 @@ fn task_descriptor_matches_the_configuration() {
     let a = |at: u32| u(256 + at);
     let cluster = a(HandlerArgs::CLUSTER_ID);
     assert_eq!(cluster, msg % cfg.clusters);
-    assert_eq!(a(HandlerArgs::HPU_GID), cluster * cfg.hpus_per_cluster + a(HandlerArgs::HPU_ID));
+    assert_eq!(
+        a(HandlerArgs::HPU_GID),
+        cluster * cfg.hpus_per_cluster + a(HandlerArgs::HPU_ID)
+    );
     let l1 = softspin_hpu::abi::L1_BASE + cluster * softspin_hpu::abi::L1_CLUSTER_STRIDE;
-    assert_eq!(a(HandlerArgs::TASK), l1 + cfg.l1_pkt_buffer + a(HandlerArgs::HPU_ID) * cfg.runtime_area());
-    assert_eq!(u(TaskLayout::PKT_MEM) & !(cfg.l1_pkt_buffer.next_power_of_two() - 1), l1, "packet copy in the home cluster's L1");
+    assert_eq!(
+        a(HandlerArgs::TASK),
+        l1 + cfg.l1_pkt_buffer + a(HandlerArgs::HPU_ID) * cfg.runtime_area()
+    );
+    assert_eq!(
+        u(TaskLayout::PKT_MEM) & !(cfg.l1_pkt_buffer.next_power_of_two() - 1),
+        l1,
+        "packet copy in the home cluster's L1"
+    );
 }
 
 // -- images and scenarios rejected at load/install --------------------------
@@ -162,7 +243,13 @@ fn odd_entry_point_is_rejected() {
     let src = dir.join("bare.c");
     std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
     let elf = dir.join("bare.elf");
-    let o = softspin().args(["build", "--bare"]).arg(&src).arg("-o").arg(&elf).output().unwrap();
+    let o = softspin()
+        .args(["build", "--bare"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&elf)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", out_str(&o));
     let mut b = std::fs::read(&elf).unwrap();
     let entry = u32::from_le_bytes(b[24..28].try_into().unwrap());
@@ -171,7 +258,11 @@ fn odd_entry_point_is_rejected() {
     std::fs::write(&odd, &b).unwrap();
     let o = softspin().args(["isa", "run"]).arg(&odd).output().unwrap();
     assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("entry point"), "{}", out_str(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("entry point"),
+        "{}",
+        out_str(&o)
+    );
 }
 
 #[test]
@@ -181,7 +272,10 @@ fn handler_symbol_must_be_code() {
     let data = img.symbol("kinds").unwrap();
     img.symbols.insert("odd_ph".into(), code + 1);
     img.symbols.insert("data_ph".into(), data);
-    for (sym, want) in [("odd_ph", "is odd"), ("data_ph", "outside the image's executable segments")] {
+    for (sym, want) in [
+        ("odd_ph", "is odd"),
+        ("data_ph", "outside the image's executable segments"),
+    ] {
         let mut e = Engine::new(NicConfig::pspin()).unwrap();
         let mut s = EctxSpec::new("bad", img.clone());
         s.ph = Some(sym.into());
@@ -198,7 +292,10 @@ fn two_ectxs_of_one_name_are_rejected() {
     s.ph = Some("record_ph".into());
     e.install(s.clone()).unwrap();
     let err = e.install(s).unwrap_err().to_string();
-    assert!(err.contains("`name`") && err.contains("already used"), "{err}");
+    assert!(
+        err.contains("`name`") && err.contains("already used"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -227,12 +324,20 @@ fn scenario_with_too_many_scratchpads_or_a_reused_name_is_rejected() {
 fn stack_overflow_names_the_stack_size_and_setting() {
     let o = isa_handler("stack_hog_ph", &[]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"), "{}", out_str(&o));
+    assert!(
+        err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"),
+        "{}",
+        out_str(&o)
+    );
     let o = isa_handler("stack_hog_ph", &["--stack-size", "8192"]);
     assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
     // Other faults are not called stack overflows.
     let o = isa_handler("scratch_ph", &[]);
-    assert!(!String::from_utf8_lossy(&o.stderr).contains("stack overflow"), "{}", out_str(&o));
+    assert!(
+        !String::from_utf8_lossy(&o.stderr).contains("stack overflow"),
+        "{}",
+        out_str(&o)
+    );
 }
 
 /// Issue 24: a frame larger than the stack by more than a fixed guard gave a
@@ -244,13 +349,21 @@ fn stack_overflow_is_found_however_far_below_the_stack() {
         let o = isa_handler(&format!("locals_{n}_ph"), &[]);
         assert_eq!(o.status.code(), Some(70), "{n}: {}", out_str(&o));
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"), "{n}: {}", out_str(&o));
+        assert!(
+            err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"),
+            "{n}: {}",
+            out_str(&o)
+        );
         let o = isa_handler(&format!("locals_{n}_ph"), &["--stack-size", "16384"]);
         assert_eq!(o.status.code(), Some(0), "{n}: {}", out_str(&o));
     }
     let o = isa_handler("null_store_ph", &[]);
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("store to address 0x00000000, near NULL"), "{}", out_str(&o));
+    assert!(
+        err.contains("store to address 0x00000000, near NULL"),
+        "{}",
+        out_str(&o)
+    );
     assert!(!err.contains("stack overflow"), "{}", out_str(&o));
 }
 
@@ -259,7 +372,11 @@ fn null_scratchpad_points_at_the_flag() {
     let o = isa_handler("scratch_ph", &[]);
     assert_eq!(o.status.code(), Some(70), "{}", out_str(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("no scratchpad on cluster 0") && err.contains("--scratchpad"), "{}", out_str(&o));
+    assert!(
+        err.contains("no scratchpad on cluster 0") && err.contains("--scratchpad"),
+        "{}",
+        out_str(&o)
+    );
     // Issue 24: the fault is named for what it is (a NULL access) first.
     assert!(
         err.contains("load from address 0x00000004, near NULL: nothing is mapped there (a NULL pointer); if it is task->scratchpad[0]: ECTX"),
@@ -273,20 +390,47 @@ fn null_scratchpad_points_at_the_flag() {
 // -- sim results without a host program --------------------------------------
 
 fn sim(args: &[&str]) -> Output {
-    softspin().args(["sim", "--quiet", "--image"]).arg(elf()).args(args).output().unwrap()
+    softspin()
+        .args(["sim", "--quiet", "--image"])
+        .arg(elf())
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn read_records(p: &Path) -> Vec<serde_json::Value> {
-    std::fs::read_to_string(p).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    std::fs::read_to_string(p)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
 }
 
 #[test]
 fn records_and_dumps_show_each_message() {
     let dir = tmp();
-    let (rec, host, hmem) = (dir.join("r.jsonl"), dir.join("host.bin"), dir.join("hmem.bin"));
+    let (rec, host, hmem) = (
+        dir.join("r.jsonl"),
+        dir.join("host.bin"),
+        dir.join("hmem.bin"),
+    );
     let o = sim(&[
-        "--hh", "kinds_hh", "--ph", "record_ph", "--messages", "5", "--packets", "3", "--host-size", "4096",
-        "--records", rec.to_str().unwrap(), "--dump-host", host.to_str().unwrap(), "--dump-handler-mem", hmem.to_str().unwrap(),
+        "--hh",
+        "kinds_hh",
+        "--ph",
+        "record_ph",
+        "--messages",
+        "5",
+        "--packets",
+        "3",
+        "--host-size",
+        "4096",
+        "--records",
+        rec.to_str().unwrap(),
+        "--dump-host",
+        host.to_str().unwrap(),
+        "--dump-handler-mem",
+        hmem.to_str().unwrap(),
     ]);
     assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
     let recs = read_records(&rec);
@@ -298,26 +442,43 @@ fn records_and_dumps_show_each_message() {
         let m = r["msg_id"].as_u64().unwrap();
         assert_eq!(r["packets"], 3, "{r}");
         assert_eq!(r["errors_total"], 0, "{r}");
-        let (f, l, c) = (r["first_arrival_ns"].as_f64().unwrap(), r["last_arrival_ns"].as_f64().unwrap(), r["completion_ns"].as_f64().unwrap());
+        let (f, l, c) = (
+            r["first_arrival_ns"].as_f64().unwrap(),
+            r["last_arrival_ns"].as_f64().unwrap(),
+            r["completion_ns"].as_f64().unwrap(),
+        );
         assert!(f < l && l < c, "{r}");
         // One host-direct write per packet, all to slot m with 3m + 1.
         let w = r["host_writes"].as_array().unwrap();
         assert_eq!(w.len(), 3, "{r}");
         for x in w {
-            assert_eq!(x["addr"].as_u64().unwrap(), DEFAULT_HOST_BASE + 8 * m, "{r}");
+            assert_eq!(
+                x["addr"].as_u64().unwrap(),
+                DEFAULT_HOST_BASE + 8 * m,
+                "{r}"
+            );
             assert_eq!(x["value"].as_u64().unwrap(), 3 * m + 1, "{r}");
         }
     }
     let h = std::fs::read(&host).unwrap();
     assert_eq!(h.len(), 4096);
     for m in 0..5usize {
-        assert_eq!(u64::from_le_bytes(h[8 * m..8 * m + 8].try_into().unwrap()), 3 * m as u64 + 1);
+        assert_eq!(
+            u64::from_le_bytes(h[8 * m..8 * m + 8].try_into().unwrap()),
+            3 * m as u64 + 1
+        );
     }
     assert!(h[40..].iter().all(|&b| b == 0));
     // Handler memory starts at the image's data; `kinds` has bit 0 set by
     // the header handler.
     let img = ElfImage::load(elf()).unwrap();
-    let d0 = img.segments.iter().filter(|s| !s.perm.has(softspin_hpu::Perm::X)).map(|s| s.vaddr).min().unwrap();
+    let d0 = img
+        .segments
+        .iter()
+        .filter(|s| !s.perm.has(softspin_hpu::Perm::X))
+        .map(|s| s.vaddr)
+        .min()
+        .unwrap();
     let k = (img.symbol("kinds").unwrap() - d0) as usize;
     let m = std::fs::read(&hmem).unwrap();
     assert_eq!(u32::from_le_bytes(m[k..k + 4].try_into().unwrap()), 1);
@@ -326,7 +487,14 @@ fn records_and_dumps_show_each_message() {
 #[test]
 fn records_carry_each_messages_errors() {
     let rec = tmp().join("err.jsonl");
-    let o = sim(&["--ph", "scratch_ph", "--messages", "3", "--records", rec.to_str().unwrap()]);
+    let o = sim(&[
+        "--ph",
+        "scratch_ph",
+        "--messages",
+        "3",
+        "--records",
+        rec.to_str().unwrap(),
+    ]);
     assert_eq!(o.status.code(), Some(3), "{}", out_str(&o));
     let recs = read_records(&rec);
     assert_eq!(recs.len(), 3);
@@ -334,16 +502,32 @@ fn records_carry_each_messages_errors() {
         assert_eq!(r["errors_total"], 1, "{r}");
         let e = &r["errors"][0];
         assert_eq!(e["msg_id"], r["msg_id"], "{r}");
-        assert!(e["detail"].as_str().unwrap().contains("--scratchpad"), "{r}");
+        assert!(
+            e["detail"].as_str().unwrap().contains("--scratchpad"),
+            "{r}"
+        );
     }
 }
 
 #[test]
 fn stdout_is_in_nic_time_order_with_prefixes() {
-    let o = sim(&["--ph", "hello_ph", "--messages", "6", "--packets", "2", "--concurrent", "3", "--stdout"]);
+    let o = sim(&[
+        "--ph",
+        "hello_ph",
+        "--messages",
+        "6",
+        "--packets",
+        "2",
+        "--concurrent",
+        "3",
+        "--stdout",
+    ]);
     assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
     let s = String::from_utf8_lossy(&o.stdout);
-    let lines: Vec<&str> = s.lines().filter(|l| l.contains("hello from message")).collect();
+    let lines: Vec<&str> = s
+        .lines()
+        .filter(|l| l.contains("hello from message"))
+        .collect();
     assert_eq!(lines.len(), 12, "{s}");
     let mut last = 0.0;
     for l in lines {
@@ -369,23 +553,67 @@ fn stdout_is_in_nic_time_order_with_prefixes() {
 #[cfg(not(feature = "jit"))]
 #[test]
 fn jit_flag_without_the_jit_feature_is_an_error() {
-    let sim = ["sim", "--ph", "record_ph", "--messages", "1", "--jit", "--json"];
+    let sim = [
+        "sim",
+        "--ph",
+        "record_ph",
+        "--messages",
+        "1",
+        "--jit",
+        "--json",
+    ];
     // The interface does not exist: the flag is refused before attaching.
-    let nic = ["nic", "--iface", "softspin-none0", "--ph", "record_ph", "--match", "udp:9000", "--jit", "--json"];
+    let nic = [
+        "nic",
+        "--iface",
+        "softspin-none0",
+        "--ph",
+        "record_ph",
+        "--match",
+        "udp:9000",
+        "--jit",
+        "--json",
+    ];
     for args in [&sim[..], &nic[..]] {
-        let o = softspin().args(&args[..1]).arg("--image").arg(elf()).args(&args[1..]).output().unwrap();
+        let o = softspin()
+            .args(&args[..1])
+            .arg("--image")
+            .arg(elf())
+            .args(&args[1..])
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(1), "{args:?}: {}", out_str(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "{args:?}: {}", out_str(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--features jit"),
+            "{args:?}: {}",
+            out_str(&o)
+        );
         assert!(o.stdout.is_empty(), "{args:?}: {}", out_str(&o));
     }
-    let o = softspin().args(["isa", "run", "--jit"]).arg(elf()).output().unwrap();
+    let o = softspin()
+        .args(["isa", "run", "--jit"])
+        .arg(elf())
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(1), "isa run: {}", out_str(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--features jit"), "isa run: {}", out_str(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("--features jit"),
+        "isa run: {}",
+        out_str(&o)
+    );
     // A threshold of 0 or past 16 bits is a usage error (exit status 2),
     // refused while the arguments are parsed.
     for n in ["0", "70000"] {
-        let o = softspin().args(["isa", "run", "--jit", "--jit-after", n]).arg(elf()).output().unwrap();
+        let o = softspin()
+            .args(["isa", "run", "--jit", "--jit-after", n])
+            .arg(elf())
+            .output()
+            .unwrap();
         assert_eq!(o.status.code(), Some(2), "--jit-after {n}: {}", out_str(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains("--jit-after"), "--jit-after {n}: {}", out_str(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("--jit-after"),
+            "--jit-after {n}: {}",
+            out_str(&o)
+        );
     }
 }

@@ -372,7 +372,15 @@ fn udp_echo(test: &str, n: u32, extra: &[&str]) {
         return;
     };
     let img = ping_pong_image();
-    let mut args = vec!["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--json"];
+    let mut args = vec![
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+    ];
     args.extend_from_slice(extra);
     let mut nic = net.spawn_nic(&args);
     let r = net.peer_py(&["echo", &net.nic_ip(), "7", "1000", "11"]);
@@ -401,7 +409,11 @@ fn udp_echo_is_byte_exact() {
 #[cfg(feature = "jit")]
 #[test]
 fn udp_echo_through_the_jit() {
-    udp_echo("udp_echo_through_the_jit", 8, &["--jit", "--jit-after", "1"]);
+    udp_echo(
+        "udp_echo_through_the_jit",
+        8,
+        &["--jit", "--jit-after", "1"],
+    );
 }
 
 #[test]
@@ -857,7 +869,15 @@ fn blast(net: &Net, port: &str, n: u32, len: usize) {
 
 fn slow_args(img: &str) -> Vec<&str> {
     vec![
-        "--image", img, "--ph", "slow_ph", "--match", "udp:7", "--watchdog", "1000000000", "--json",
+        "--image",
+        img,
+        "--ph",
+        "slow_ph",
+        "--match",
+        "udp:7",
+        "--watchdog",
+        "1000000000",
+        "--json",
     ]
 }
 
@@ -865,7 +885,10 @@ fn slow_args(img: &str) -> Vec<&str> {
 /// ends on time and counts the frames it had not processed (exit status 6).
 #[test]
 fn slow_handlers_end_at_the_deadline_with_unprocessed_counted() {
-    let Some(net) = Net::up("slow_handlers_end_at_the_deadline_with_unprocessed_counted", 11) else {
+    let Some(net) = Net::up(
+        "slow_handlers_end_at_the_deadline_with_unprocessed_counted",
+        11,
+    ) else {
         return;
     };
     let img = slow_image();
@@ -877,8 +900,15 @@ fn slow_handlers_end_at_the_deadline_with_unprocessed_counted() {
     blast(&net, "7", 40, 100);
     let (st, out, err) = nic.wait(30);
     let took = t0.elapsed();
-    assert!(took < Duration::from_secs(4), "took {took:?} for --duration 2; {err}");
-    assert_eq!(st.code(), Some(6), "exit status; stderr: {err}; stdout: {out}");
+    assert!(
+        took < Duration::from_secs(4),
+        "took {took:?} for --duration 2; {err}"
+    );
+    assert_eq!(
+        st.code(),
+        Some(6),
+        "exit status; stderr: {err}; stdout: {out}"
+    );
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     let left = u(&v, "unprocessed");
     assert!(left > 0 && left <= 40, "unprocessed: {v}");
@@ -902,8 +932,15 @@ fn slow_handlers_stop_promptly_on_sigint() {
     nic.signal("-INT");
     let (st, out, err) = nic.wait(30);
     let took = t0.elapsed();
-    assert!(took < Duration::from_millis(1500), "took {took:?} after SIGINT; {err}");
-    assert_eq!(st.code(), Some(6), "exit status; stderr: {err}; stdout: {out}");
+    assert!(
+        took < Duration::from_millis(1500),
+        "took {took:?} after SIGINT; {err}"
+    );
+    assert_eq!(
+        st.code(),
+        Some(6),
+        "exit status; stderr: {err}; stdout: {out}"
+    );
     let v: Value = serde_json::from_str(out.trim()).unwrap();
     assert!(u(&v, "unprocessed") > 0, "{v}");
 }
@@ -915,11 +952,23 @@ fn mtu_larger_than_the_xdp_frame_is_named() {
     let Some(net) = Net::up("mtu_larger_than_the_xdp_frame_is_named", 13) else {
         return;
     };
-    let o = net.exec(&net.nic_ns(), &["ip", "link", "set", "dev", &net.nic_if(), "mtu", "9000"]);
+    let o = net.exec(
+        &net.nic_ns(),
+        &["ip", "link", "set", "dev", &net.nic_if(), "mtu", "9000"],
+    );
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let img = ping_pong_image();
     let o = net
-        .nic_cmd(&["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--duration", "0.5"])
+        .nic_cmd(&[
+            "--image",
+            &img,
+            "--ph",
+            "pingpong_ph",
+            "--match",
+            "udp:7",
+            "--duration",
+            "0.5",
+        ])
         .output()
         .unwrap();
     let err = String::from_utf8_lossy(&o.stderr);
@@ -944,7 +993,15 @@ fn ip_fragments_are_counted_matched_and_passed() {
         return;
     };
     let img = ping_pong_image();
-    let mut nic = net.spawn_nic(&["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7", "--json"]);
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &img,
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+    ]);
     assert!(net.wait_xdp(true, 10), "never attached");
     // 4000 bytes of UDP payload at MTU 1500: IP payloads of 1480, 1480 and
     // 1048 bytes (4008 with the UDP header), i.e. three fragments.
@@ -1009,7 +1066,10 @@ fn flood_keeps_memory_bounded() {
     let v = nic.stop_json_any();
     let sent = u(&v, "tx_frames");
     assert!(sent > n / 2, "most datagrams echoed: {v}");
-    assert!(mid > sent / 2 * 122, "pcap holds {mid} bytes mid-run for {sent} frames sent");
+    assert!(
+        mid > sent / 2 * 122,
+        "pcap holds {mid} bytes mid-run for {sent} frames sent"
+    );
     assert_eq!(pcap_records(&pcap), sent, "every frame sent is in the pcap");
     let peak = &v["footprint_peak"];
     assert!(u(peak, "events") <= 4096, "{peak}");

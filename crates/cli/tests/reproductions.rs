@@ -365,12 +365,20 @@ fn bare_elf_with_an_odd_entry() {
 fn bare_elf_with_a_huge_segment() {
     let src = file("bare2.c", "int main(void) { return 0; }\n");
     let elf = tmp().join("bare2.elf");
-    let o = Command::new(cli()).args(["build", "--bare", &src, "-o"]).arg(&elf).output().unwrap();
+    let o = Command::new(cli())
+        .args(["build", "--bare", &src, "-o"])
+        .arg(&elf)
+        .output()
+        .unwrap();
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     let mut b = std::fs::read(&elf).unwrap();
     // ELF32: e_phoff at 28; the first program header (PT_LOAD) has p_memsz at +20.
     let phoff = u32::from_le_bytes(b[28..32].try_into().unwrap()) as usize;
-    assert_eq!(u32::from_le_bytes(b[phoff..phoff + 4].try_into().unwrap()), 1, "PT_LOAD first");
+    assert_eq!(
+        u32::from_le_bytes(b[phoff..phoff + 4].try_into().unwrap()),
+        1,
+        "PT_LOAD first"
+    );
     let vaddr = u32::from_le_bytes(b[phoff + 8..phoff + 12].try_into().unwrap());
     b[phoff + 20..phoff + 24].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
     let huge = tmp().join("huge.elf");
@@ -378,7 +386,8 @@ fn bare_elf_with_a_huge_segment() {
     let h = huge.to_str().unwrap();
     let seg = format!("segment at 0x{vaddr:08x} (size 0x7fffffff) does not fit");
     softspin(&["isa", "run", h]).expect(&[1], &["huge.elf", &seg, "bare-metal ram"]);
-    softspin(&["sim", "--quiet", "--image", h, "--ph", "main"]).expect(&[1], &["huge.elf", &seg, "program memory"]);
+    softspin(&["sim", "--quiet", "--image", h, "--ph", "main"])
+        .expect(&[1], &["huge.elf", &seg, "program memory"]);
 }
 
 /// Issue 24: every file input is read with a cap. `/dev/zero`, a FIFO fed
@@ -387,32 +396,87 @@ fn bare_elf_with_a_huge_segment() {
 #[test]
 fn endless_and_huge_input_files() {
     let sparse = tmp().join("sparse.bin");
-    std::fs::File::create(&sparse).unwrap().set_len(10 << 30).unwrap();
+    std::fs::File::create(&sparse)
+        .unwrap()
+        .set_len(10 << 30)
+        .unwrap();
     let fifo = tmp().join("endless.fifo");
     let _ = std::fs::remove_file(&fifo);
-    assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+    assert!(Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap()
+        .success());
     let img = image();
     let mb256 = "268435456 bytes";
     let mb4 = "4194304 bytes";
-    for f in ["/dev/zero", sparse.to_str().unwrap(), fifo.to_str().unwrap()] {
+    for f in [
+        "/dev/zero",
+        sparse.to_str().unwrap(),
+        fifo.to_str().unwrap(),
+    ] {
         let cases: Vec<(Vec<&str>, Vec<&str>)> = vec![
             (vec!["isa", "run", f], vec![mb256, "image"]),
-            (vec!["sim", "--quiet", "--image", f, "--ph", "x_ph"], vec![mb256, "image"]),
-            (vec!["sim", "--quiet", "--scenario", f], vec![mb4, "scenario"]),
-            (vec!["sim", "--quiet", "--config", f, "--image", img, "--ph", "empty_ph"], vec![mb4, "nic configuration"]),
-            (vec!["isa", "handler", img, "--handler", "empty_ph", "--packet", f], vec!["larger than 2048 bytes", "pkt_slot_size"]),
-            (vec!["sim", "--quiet", "--image", img, "--ph", "empty_ph", "--trace", f], vec!["line longer than 65536 bytes"]),
-            (vec!["nic", "--iface", "sshp0", "--rules", f, "--image", img, "--ph", "empty_ph"], vec![mb4, "rules file"]),
-            (vec!["slmp", "send", f, "--to", "127.0.0.1:9"], vec!["slmp message|4 gib message limit"]),
+            (
+                vec!["sim", "--quiet", "--image", f, "--ph", "x_ph"],
+                vec![mb256, "image"],
+            ),
+            (
+                vec!["sim", "--quiet", "--scenario", f],
+                vec![mb4, "scenario"],
+            ),
+            (
+                vec![
+                    "sim", "--quiet", "--config", f, "--image", img, "--ph", "empty_ph",
+                ],
+                vec![mb4, "nic configuration"],
+            ),
+            (
+                vec![
+                    "isa",
+                    "handler",
+                    img,
+                    "--handler",
+                    "empty_ph",
+                    "--packet",
+                    f,
+                ],
+                vec!["larger than 2048 bytes", "pkt_slot_size"],
+            ),
+            (
+                vec![
+                    "sim", "--quiet", "--image", img, "--ph", "empty_ph", "--trace", f,
+                ],
+                vec!["line longer than 65536 bytes"],
+            ),
+            (
+                vec![
+                    "nic", "--iface", "sshp0", "--rules", f, "--image", img, "--ph", "empty_ph",
+                ],
+                vec![mb4, "rules file"],
+            ),
+            (
+                vec!["slmp", "send", f, "--to", "127.0.0.1:9"],
+                vec!["slmp message|4 gib message limit"],
+            ),
         ];
         for (args, needles) in cases {
             // A FIFO gets a writer that never ends (it dies with the reader).
-            let mut feeder = (f == fifo.to_str().unwrap())
-                .then(|| Command::new("sh").arg("-c").arg(format!("exec cat /dev/zero > {f}")).spawn().unwrap());
+            let mut feeder = (f == fifo.to_str().unwrap()).then(|| {
+                Command::new("sh")
+                    .arg("-c")
+                    .arg(format!("exec cat /dev/zero > {f}"))
+                    .spawn()
+                    .unwrap()
+            });
             let t = Instant::now();
             let r = softspin(&args);
             r.expect(BAD_INPUT, &needles);
-            assert!(r.text().contains(&f.to_lowercase()), "error does not name the file\n{}", r.show());
+            assert!(
+                r.text().contains(&f.to_lowercase()),
+                "error does not name the file\n{}",
+                r.show()
+            );
             assert!(t.elapsed() < Duration::from_secs(20), "slow\n{}", r.show());
             if let Some(c) = feeder.as_mut() {
                 let _ = c.kill();

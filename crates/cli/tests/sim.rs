@@ -6,7 +6,10 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn dir() -> PathBuf {
@@ -16,7 +19,10 @@ fn dir() -> PathBuf {
 }
 
 fn softspin(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_softspin")).args(args).output().unwrap()
+    Command::new(env!("CARGO_BIN_EXE_softspin"))
+        .args(args)
+        .output()
+        .unwrap()
 }
 
 fn image() -> String {
@@ -32,19 +38,40 @@ fn image() -> String {
 }
 
 fn json(o: &Output) -> serde_json::Value {
-    assert!(o.status.success(), "stderr: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "stderr: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     serde_json::from_slice(&o.stdout).expect("one JSON object on stdout")
 }
 
 fn stderr(o: &Output) -> String {
-    assert!(!o.status.success(), "expected a failure, stdout: {}", String::from_utf8_lossy(&o.stdout));
+    assert!(
+        !o.status.success(),
+        "expected a failure, stdout: {}",
+        String::from_utf8_lossy(&o.stdout)
+    );
     String::from_utf8_lossy(&o.stderr).to_string()
 }
 
 #[test]
 fn json_report_has_the_documented_keys() {
     let img = image();
-    let v = json(&softspin(&["sim", "--image", &img, "--ph", "echo_ph", "--messages", "10", "--packets", "4", "--size", "256", "--json"]));
+    let v = json(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "echo_ph",
+        "--messages",
+        "10",
+        "--packets",
+        "4",
+        "--size",
+        "256",
+        "--json",
+    ]));
     for k in [
         "packets",
         "bytes",
@@ -73,14 +100,27 @@ fn json_report_has_the_documented_keys() {
     let h = &v["handlers"][0];
     assert_eq!(h["name"], "h:echo_ph");
     assert_eq!(h["invocations"], 40);
-    assert!(h["cycles_mean"].as_f64().unwrap() > 0.0 && h["instructions_mean"].as_f64().unwrap() > 0.0);
+    assert!(
+        h["cycles_mean"].as_f64().unwrap() > 0.0 && h["instructions_mean"].as_f64().unwrap() > 0.0
+    );
 }
 
 #[test]
 fn gdriver_gives_pspins_driver_memory() {
     let img = image();
     let run = |extra: &[&str]| {
-        let mut a = vec!["sim", "--image", &img, "--ph", "gdriver_ph", "--messages", "4", "--packets", "8", "--json"];
+        let mut a = vec![
+            "sim",
+            "--image",
+            &img,
+            "--ph",
+            "gdriver_ph",
+            "--messages",
+            "4",
+            "--packets",
+            "8",
+            "--json",
+        ];
         a.extend_from_slice(extra);
         softspin(&a)
     };
@@ -98,9 +138,17 @@ fn gdriver_gives_pspins_driver_memory() {
     assert!(!o.status.success());
     // Handler memory beyond L2 or the address space is refused by name.
     let o = run(&["--gdriver", "--handler-mem", "100000000"]);
-    assert!(stderr(&o).contains("lies outside L2 handler memory"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("lies outside L2 handler memory"),
+        "{}",
+        stderr(&o)
+    );
     let o = run(&["--handler-mem", "4294967295"]);
-    assert!(stderr(&o).contains("passes the end of the 32-bit NIC address space (handler_mem_size)"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("passes the end of the 32-bit NIC address space (handler_mem_size)"),
+        "{}",
+        stderr(&o)
+    );
 }
 
 #[test]
@@ -109,8 +157,24 @@ fn timeline_and_pcap_out_are_written() {
     let d = dir();
     let (tl, pc) = (d.join("t.json"), d.join("o.pcap"));
     let o = softspin(&[
-        "sim", "--image", &img, "--ph", "echo_ph", "--messages", "3", "--packets", "2", "--size", "200", "--frame", "eth", "--json",
-        "--timeline", tl.to_str().unwrap(), "--pcap-out", pc.to_str().unwrap(),
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "echo_ph",
+        "--messages",
+        "3",
+        "--packets",
+        "2",
+        "--size",
+        "200",
+        "--frame",
+        "eth",
+        "--json",
+        "--timeline",
+        tl.to_str().unwrap(),
+        "--pcap-out",
+        pc.to_str().unwrap(),
     ]);
     json(&o);
     let t: serde_json::Value = serde_json::from_slice(&std::fs::read(&tl).unwrap()).unwrap();
@@ -138,16 +202,48 @@ fn trace_input_and_its_errors() {
     let img = image();
     let d = dir();
     let good = d.join("good.trace");
-    std::fs::write(&good, "# src dst size ipg msgid is_last\n1 2 128 10 0 0\n1 2 128 10 0 1\n1 2 64 5 1 1\n").unwrap();
-    let v = json(&softspin(&["sim", "--image", &img, "--ph", "empty_ph", "--trace", good.to_str().unwrap(), "--json"]));
-    assert_eq!((v["packets"].as_u64(), v["bytes"].as_u64()), (Some(3), Some(320)));
+    std::fs::write(
+        &good,
+        "# src dst size ipg msgid is_last\n1 2 128 10 0 0\n1 2 128 10 0 1\n1 2 64 5 1 1\n",
+    )
+    .unwrap();
+    let v = json(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "empty_ph",
+        "--trace",
+        good.to_str().unwrap(),
+        "--json",
+    ]));
+    assert_eq!(
+        (v["packets"].as_u64(), v["bytes"].as_u64()),
+        (Some(3), Some(320))
+    );
     let bad = d.join("bad.trace");
     std::fs::write(&bad, "1 2 128 10 0 0\n1 2 lots 10 0 1\n").unwrap();
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "empty_ph", "--trace", bad.to_str().unwrap()]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "empty_ph",
+        "--trace",
+        bad.to_str().unwrap(),
+    ]));
     assert!(e.contains("bad.trace:2"), "{e}");
     let junk = d.join("junk.pcap");
     std::fs::write(&junk, b"definitely not a pcap").unwrap();
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "empty_ph", "--pcap", junk.to_str().unwrap()]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "empty_ph",
+        "--pcap",
+        junk.to_str().unwrap(),
+    ]));
     assert!(e.contains("junk.pcap"), "{e}");
 }
 
@@ -155,21 +251,65 @@ fn trace_input_and_its_errors() {
 fn bad_images_configs_and_packets_are_clear_errors() {
     let img = image();
     let d = dir();
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "nope_ph", "--messages", "1"]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "nope_ph",
+        "--messages",
+        "1",
+    ]));
     assert!(e.contains("nope_ph"), "{e}");
     let e = stderr(&softspin(&["sim", "--image", &img, "--messages", "1"]));
     assert!(e.contains("--ph"), "{e}");
     let cfg = d.join("bad.toml");
     std::fs::write(&cfg, "clusters = 0\n").unwrap();
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "empty_ph", "--config", cfg.to_str().unwrap()]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "empty_ph",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]));
     assert!(e.contains("clusters"), "{e}");
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "empty_ph", "--messages", "1", "--size", "4000"]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "empty_ph",
+        "--messages",
+        "1",
+        "--size",
+        "4000",
+    ]));
     assert!(e.contains("4000 bytes") && e.contains("slot"), "{e}");
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "empty_ph", "--profile", "fpspin", "--messages", "1"]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "empty_ph",
+        "--profile",
+        "fpspin",
+        "--messages",
+        "1",
+    ]));
     assert!(e.contains("NB_CLUSTERS=4"), "{e}");
     let junk = d.join("junk.elf");
     std::fs::write(&junk, b"\x7fELF garbage").unwrap();
-    let e = stderr(&softspin(&["sim", "--image", junk.to_str().unwrap(), "--ph", "x", "--messages", "1"]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        junk.to_str().unwrap(),
+        "--ph",
+        "x",
+        "--messages",
+        "1",
+    ]));
     assert!(e.contains("junk.elf"), "{e}");
 }
 
@@ -180,7 +320,14 @@ fn scenario_file_installs_several_ectxs() {
     let second = d.join("second.elf");
     let src = root().join("crates/cli/tests/handlers/engine_test.c");
     let o = softspin(&[
-        "build", src.to_str().unwrap(), "-o", second.to_str().unwrap(), "--data-base", "0x1C100000", "--code-base", "0x1D004000",
+        "build",
+        src.to_str().unwrap(),
+        "-o",
+        second.to_str().unwrap(),
+        "--data-base",
+        "0x1C100000",
+        "--code-base",
+        "0x1D004000",
     ]);
     assert!(o.status.success());
     let sc = d.join("two.toml");
@@ -193,7 +340,14 @@ fn scenario_file_installs_several_ectxs() {
         ),
     )
     .unwrap();
-    let v = json(&softspin(&["sim", "--scenario", sc.to_str().unwrap(), "--messages", "5", "--json"]));
+    let v = json(&softspin(&[
+        "sim",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "--messages",
+        "5",
+        "--json",
+    ]));
     assert_eq!(v["packets"], 5);
     assert_eq!(v["handlers"].as_array().unwrap().len(), 1);
     assert_eq!(v["handlers"][0]["name"], "a:count_ph");
@@ -221,32 +375,71 @@ fn sim_exit_status_says_what_went_wrong() {
         let mut v = vec!["sim", "--image", &img, "--quiet"];
         v.extend_from_slice(args);
         let o = softspin(&v);
-        (o.status.code(), String::from_utf8_lossy(&o.stderr).to_string())
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).to_string(),
+        )
     };
-    assert_eq!(code(&["--ph", "ok_ph", "--messages", "20", "--packets", "3"]).0, Some(0));
+    assert_eq!(
+        code(&["--ph", "ok_ph", "--messages", "20", "--packets", "3"]).0,
+        Some(0)
+    );
     // A fault, a failed assert, exit(3): handler errors.
     for h in ["fault_ph", "assert_ph", "exit3_ph"] {
         let (c, e) = code(&["--ph", h, "--messages", "2"]);
         assert_eq!(c, Some(3), "{h}: {e}");
-        assert!(e.contains("handler error") && e.contains("exit status 3"), "{h}: {e}");
+        assert!(
+            e.contains("handler error") && e.contains("exit status 3"),
+            "{h}: {e}"
+        );
     }
     // A message whose last packet never comes times out.
     let tr = d.join("open.trace");
     std::fs::write(&tr, "1 2 128 10 0 0\n").unwrap();
-    let (c, e) = code(&["--ph", "ok_ph", "--trace", tr.to_str().unwrap(), "--timeout-ns", "1000"]);
+    let (c, e) = code(&[
+        "--ph",
+        "ok_ph",
+        "--trace",
+        tr.to_str().unwrap(),
+        "--timeout-ns",
+        "1000",
+    ]);
     assert_eq!(c, Some(4), "{e}");
     assert!(e.contains("message timeout"), "{e}");
     // A packet buffer of one slot behind a slow handler drops packets.
     let cfg = d.join("tiny.toml");
     std::fs::write(&cfg, "l2_pkt_size = 2048\n").unwrap();
-    let (c, e) = code(&["--ph", "slow_ph", "--messages", "10", "--config", cfg.to_str().unwrap()]);
+    let (c, e) = code(&[
+        "--ph",
+        "slow_ph",
+        "--messages",
+        "10",
+        "--config",
+        cfg.to_str().unwrap(),
+    ]);
     assert_eq!(c, Some(5), "{e}");
     assert!(e.contains("dropped"), "{e}");
     // Packets matching no ECTX are lost too.
     let sc = d.join("port.toml");
-    std::fs::write(&sc, format!("[[ectx]]\nname = \"a\"\nimage = \"{img}\"\nph = \"ok_ph\"\nudp_dst_port = 1\n")).unwrap();
-    let o = softspin(&["sim", "--scenario", sc.to_str().unwrap(), "--messages", "3", "--quiet"]);
-    assert_eq!(o.status.code(), Some(5), "{}", String::from_utf8_lossy(&o.stderr));
+    std::fs::write(
+        &sc,
+        format!("[[ectx]]\nname = \"a\"\nimage = \"{img}\"\nph = \"ok_ph\"\nudp_dst_port = 1\n"),
+    )
+    .unwrap();
+    let o = softspin(&[
+        "sim",
+        "--scenario",
+        sc.to_str().unwrap(),
+        "--messages",
+        "3",
+        "--quiet",
+    ]);
+    assert_eq!(
+        o.status.code(),
+        Some(5),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
     // Stopped before the traffic was processed.
     let (c, e) = code(&["--ph", "ok_ph", "--messages", "10", "--until-ns", "30"]);
     assert_eq!(c, Some(6), "{e}");
@@ -257,7 +450,10 @@ fn sim_exit_status_says_what_went_wrong() {
     // The table is in --help.
     let o = softspin(&["sim", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout);
-    assert!(help.contains("Exit status:") && help.contains("4  a message timed out"), "{help}");
+    assert!(
+        help.contains("Exit status:") && help.contains("4  a message timed out"),
+        "{help}"
+    );
 }
 
 /// `softspin isa handler`: an assert in the handler is a failure (it used to
@@ -267,7 +463,14 @@ fn isa_handler_exit_status() {
     let img = exit_image();
     let run = |h: &str| {
         let o = softspin(&["isa", "handler", &img, "--handler", h]);
-        (o.status.code(), format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr)))
+        (
+            o.status.code(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&o.stderr)
+            ),
+        )
     };
     assert_eq!(run("ok_ph").0, Some(0));
     let (c, out) = run("assert_ph");
@@ -276,7 +479,10 @@ fn isa_handler_exit_status() {
     assert_eq!(run("fault_ph").0, Some(70));
     let (c, out) = run("nope_ph");
     assert_eq!(c, Some(1));
-    assert!(out.contains("ok_ph") && out.contains("slow_ph"), "lists the handler symbols: {out}");
+    assert!(
+        out.contains("ok_ph") && out.contains("slow_ph"),
+        "lists the handler symbols: {out}"
+    );
 }
 
 /// Every size and time given on the command line is checked against the
@@ -286,24 +492,53 @@ fn isa_handler_exit_status() {
 fn absurd_flag_values_are_clear_errors() {
     let img = exit_image();
     let err = |args: &[&str]| {
-        let mut v = vec!["sim", "--image", &img, "--ph", "ok_ph", "--messages", "1", "--quiet"];
+        let mut v = vec![
+            "sim",
+            "--image",
+            &img,
+            "--ph",
+            "ok_ph",
+            "--messages",
+            "1",
+            "--quiet",
+        ];
         v.extend_from_slice(args);
         let o = softspin(&v);
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", String::from_utf8_lossy(&o.stderr));
+        assert_eq!(
+            o.status.code(),
+            Some(1),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         String::from_utf8_lossy(&o.stderr).to_string()
     };
     let e = err(&["--scratchpad", "4026531840"]);
-    assert!(e.contains("`scratchpad`") && e.contains("1006592 bytes"), "{e}");
+    assert!(
+        e.contains("`scratchpad`") && e.contains("1006592 bytes"),
+        "{e}"
+    );
     let e = err(&["--scratchpad", "4294967295"]);
     assert!(e.contains("`scratchpad`"), "{e}");
     let e = err(&["--host-size", "1000000000000"]);
-    assert!(e.contains("host window size") && e.contains("4294967295"), "{e}");
+    assert!(
+        e.contains("host window size") && e.contains("4294967295"),
+        "{e}"
+    );
     let e = err(&["--timeout-ns", "18446744073709552"]);
-    assert!(e.contains("msg_timeout_ns") && e.contains("3600000000000 ns"), "{e}");
+    assert!(
+        e.contains("msg_timeout_ns") && e.contains("3600000000000 ns"),
+        "{e}"
+    );
     let e = err(&["--until-ns", "18446744073709552"]);
-    assert!(e.contains("--until-ns") && e.contains("9223372036854775 ns"), "{e}");
+    assert!(
+        e.contains("--until-ns") && e.contains("9223372036854775 ns"),
+        "{e}"
+    );
     let e = err(&["--size", "70000"]);
-    assert!(e.contains("2048-byte packet buffer slot") && !e.contains("65535"), "{e}");
+    assert!(
+        e.contains("2048-byte packet buffer slot") && !e.contains("65535"),
+        "{e}"
+    );
     let e = err(&["--rate", "0"]);
     assert!(e.contains("--rate"), "{e}");
     let e = err(&["--watchdog", "0"]);
@@ -313,7 +548,10 @@ fn absurd_flag_values_are_clear_errors() {
         ("l1_pkt_buffer = 4294967040\n", "`l1_pkt_buffer`"),
         ("hpu_stack_size = 536870912\n", "`hpu_stack_size`"),
         ("mpqs = 100000000\n", "`mpqs`"),
-        ("[host]\nlatency_ns = 9223372036854775807\n", "`host.latency_ns`"),
+        (
+            "[host]\nlatency_ns = 9223372036854775807\n",
+            "`host.latency_ns`",
+        ),
     ] {
         std::fs::write(&cfg, toml).unwrap();
         let e = err(&["--config", cfg.to_str().unwrap()]);
@@ -322,7 +560,15 @@ fn absurd_flag_values_are_clear_errors() {
     // An OS error is printed once.
     let e = stderr(&softspin(&["sim", "--image", "/no/such.elf", "--ph", "x"]));
     assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
-    let e = stderr(&softspin(&["sim", "--image", &img, "--ph", "ok_ph", "--trace", "/no/such.trace"]));
+    let e = stderr(&softspin(&[
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "ok_ph",
+        "--trace",
+        "/no/such.trace",
+    ]));
     assert_eq!(e.matches("No such file or directory").count(), 1, "{e}");
 }
 
@@ -335,10 +581,20 @@ fn scenario_errors_name_the_problem() {
     let sc = d.join("bad.toml");
     let run = |text: String| {
         std::fs::write(&sc, text).unwrap();
-        stderr(&softspin(&["sim", "--scenario", sc.to_str().unwrap(), "--messages", "1", "--quiet"]))
+        stderr(&softspin(&[
+            "sim",
+            "--scenario",
+            sc.to_str().unwrap(),
+            "--messages",
+            "1",
+            "--quiet",
+        ]))
     };
     let e = run(format!("[[ectx]]\nname = \"a\"\nimage = \"{img}\"\nph = \"ok_ph\"\nscratchpad = [64, 64, 64, 64, 64]\n"));
-    assert!(e.contains("`scratchpad` has 5 entries") && e.contains("4 clusters"), "{e}");
+    assert!(
+        e.contains("`scratchpad` has 5 entries") && e.contains("4 clusters"),
+        "{e}"
+    );
     let two = |a: &str, b: &str| {
         format!(
             "[[ectx]]\nname = \"{a}\"\nimage = \"{img}\"\nph = \"ok_ph\"\nudp_dst_port = 1\n\n\
@@ -348,7 +604,10 @@ fn scenario_errors_name_the_problem() {
     let e = run(two("a", "a"));
     assert!(e.contains("`a`") && e.contains("name"), "{e}");
     let e = run(two("a", "b"));
-    assert!(e.contains("overlaps ECTX `a`") && e.contains("--code-base") && e.contains("--data-base"), "{e}");
+    assert!(
+        e.contains("overlaps ECTX `a`") && e.contains("--code-base") && e.contains("--data-base"),
+        "{e}"
+    );
 }
 
 /// Generator flags reach the frames: addresses and ports as given.
@@ -358,9 +617,28 @@ fn generator_addresses_and_ports() {
     let d = dir();
     let pc = d.join("gen.pcap");
     let o = softspin(&[
-        "sim", "--image", &img, "--ph", "echo_ph", "--messages", "1", "--size", "100", "--frame", "eth", "--json",
-        "--src-ip", "192.168.1.7", "--dst-ip", "10.9.8.7", "--src-port", "1234", "--dst-port", "4321",
-        "--pcap-out", pc.to_str().unwrap(),
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "echo_ph",
+        "--messages",
+        "1",
+        "--size",
+        "100",
+        "--frame",
+        "eth",
+        "--json",
+        "--src-ip",
+        "192.168.1.7",
+        "--dst-ip",
+        "10.9.8.7",
+        "--src-port",
+        "1234",
+        "--dst-port",
+        "4321",
+        "--pcap-out",
+        pc.to_str().unwrap(),
     ]);
     json(&o);
     let mut src = softspin_engine::traffic::PcapSource::open(&pc, None).unwrap();
@@ -373,7 +651,12 @@ fn generator_addresses_and_ports() {
     assert_eq!(&f[36..38], &4321u16.to_be_bytes());
     let o = softspin(&["sim", "--help"]);
     let help = String::from_utf8_lossy(&o.stdout);
-    for s in ["[default: 10.0.0.1]", "[default: 9330]", "(i + 7n) mod 256", "pkt_slot_size"] {
+    for s in [
+        "[default: 10.0.0.1]",
+        "[default: 9330]",
+        "(i + 7n) mod 256",
+        "pkt_slot_size",
+    ] {
         assert!(help.contains(s), "help lacks {s}: {help}");
     }
 }

@@ -210,8 +210,14 @@ fn recv_refuses_bad_flags_and_interfaces() {
     let out = std::env::temp_dir().join(format!("softspin-slmp-recv-bad-{}", std::process::id()));
     let out = out.to_str().unwrap();
     for (args, says) in [
-        (vec!["--segment", "4096", "--max-size", "1024"], "segment <= max-size"),
-        (vec!["--mode", "socket", "--iface", "nosuchif9"], "nosuchif9"),
+        (
+            vec!["--segment", "4096", "--max-size", "1024"],
+            "segment <= max-size",
+        ),
+        (
+            vec!["--mode", "socket", "--iface", "nosuchif9"],
+            "nosuchif9",
+        ),
     ] {
         let mut a = vec!["slmp", "recv", "--out", out];
         if !args.contains(&"--iface") {
@@ -220,7 +226,11 @@ fn recv_refuses_bad_flags_and_interfaces() {
         a.extend(args.iter().copied());
         let o = softspin(&a);
         assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
-        assert!(out_str(&o).contains(says), "{a:?} should say `{says}`: {}", out_str(&o));
+        assert!(
+            out_str(&o).contains(says),
+            "{a:?} should say `{says}`: {}",
+            out_str(&o)
+        );
     }
 }
 
@@ -234,7 +244,11 @@ fn recv_and_send_refuse_out_of_range_values_as_usage_errors() {
     let (f, _) = file("range.bin", 10);
     let f = f.to_str().unwrap();
     let recv = |extra: &[&str]| {
-        let mut a: Vec<String> = ["slmp", "recv", "--iface", "lo", "--mode", "socket", "--out", out].map(String::from).to_vec();
+        let mut a: Vec<String> = [
+            "slmp", "recv", "--iface", "lo", "--mode", "socket", "--out", out,
+        ]
+        .map(String::from)
+        .to_vec();
         a.extend(extra.iter().map(|s| s.to_string()));
         let o = softspin(&a.iter().map(String::as_str).collect::<Vec<_>>());
         (a, o)
@@ -249,11 +263,26 @@ fn recv_and_send_refuse_out_of_range_values_as_usage_errors() {
     cases.push((recv(&["--segment", "0", "--timeout", "5"]), "1..=65497"));
     cases.push((recv(&["--port", "0", "--timeout", "5"]), "1..=65535"));
     cases.push((recv(&["--count", "0"]), "--count"));
-    let send = ["slmp", "send", f, "--to", "127.0.0.1:9", "--segment", "70000"];
-    cases.push(((send.map(String::from).to_vec(), softspin(&send)), "1..=65497"));
+    let send = [
+        "slmp",
+        "send",
+        f,
+        "--to",
+        "127.0.0.1:9",
+        "--segment",
+        "70000",
+    ];
+    cases.push((
+        (send.map(String::from).to_vec(), softspin(&send)),
+        "1..=65497",
+    ));
     for ((a, o), says) in cases {
         assert_eq!(o.status.code(), Some(2), "{a:?}: {}", out_str(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(says), "{a:?} should say `{says}`: {}", out_str(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{a:?} should say `{says}`: {}",
+            out_str(&o)
+        );
     }
 }
 
@@ -262,7 +291,10 @@ fn recv_help_names_each_default_once() {
     let o = softspin(&["slmp", "recv", "--help"]);
     assert!(o.status.success(), "{}", out_str(&o));
     let help = String::from_utf8_lossy(&o.stdout);
-    let count = help.lines().find(|l| l.trim_start().starts_with("--count")).expect("a --count line");
+    let count = help
+        .lines()
+        .find(|l| l.trim_start().starts_with("--count"))
+        .expect("a --count line");
     assert_eq!(count.matches("[default: 1]").count(), 1, "{count}");
 }
 
@@ -274,12 +306,34 @@ fn recv_help_names_each_default_once() {
 fn recv_checks_out_before_receiving() {
     let (f, _) = file("not-a-dir.bin", 10);
     let under = f.join("msg");
-    for (out, count, says) in [(under.to_str().unwrap(), "1", "cannot write"), (f.to_str().unwrap(), "2", "not a directory")] {
-        let a = ["slmp", "recv", "--iface", "lo", "--mode", "socket", "--port", "39417", "--out", out, "--count", count, "--timeout", "3"];
+    for (out, count, says) in [
+        (under.to_str().unwrap(), "1", "cannot write"),
+        (f.to_str().unwrap(), "2", "not a directory"),
+    ] {
+        let a = [
+            "slmp",
+            "recv",
+            "--iface",
+            "lo",
+            "--mode",
+            "socket",
+            "--port",
+            "39417",
+            "--out",
+            out,
+            "--count",
+            count,
+            "--timeout",
+            "3",
+        ];
         let o = softspin(&a);
         assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
         let err = String::from_utf8_lossy(&o.stderr);
-        assert!(err.contains("--out") && err.contains(says) && !err.contains("waiting for"), "{a:?}: {}", out_str(&o));
+        assert!(
+            err.contains("--out") && err.contains(says) && !err.contains("waiting for"),
+            "{a:?}: {}",
+            out_str(&o)
+        );
     }
 }
 
@@ -295,8 +349,21 @@ fn send_reports_no_goodput_when_nothing_was_acknowledged() {
     let o = softspin(&["slmp", "send", f, "--to", &to, "--give-up-s", "0.5"]);
     assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(!text.contains("goodput 0") && !text.contains("Gbit/s") && text.contains("no goodput"), "{}", out_str(&o));
-    let o = softspin(&["slmp", "send", f, "--to", &to, "--give-up-s", "0.5", "--json"]);
+    assert!(
+        !text.contains("goodput 0") && !text.contains("Gbit/s") && text.contains("no goodput"),
+        "{}",
+        out_str(&o)
+    );
+    let o = softspin(&[
+        "slmp",
+        "send",
+        f,
+        "--to",
+        &to,
+        "--give-up-s",
+        "0.5",
+        "--json",
+    ]);
     assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["acks_received"], 0, "{v}");
@@ -310,7 +377,20 @@ fn send_reports_no_goodput_when_nothing_was_acknowledged() {
 fn recv_killed_leaves_no_temporary_directory() {
     let out = std::env::temp_dir().join(format!("softspin-slmp-kill-{}", std::process::id()));
     let mut c = Command::new(env!("CARGO_BIN_EXE_softspin"))
-        .args(["slmp", "recv", "--iface", "lo", "--mode", "socket", "--port", "39418", "--out", out.to_str().unwrap(), "--timeout", "60"])
+        .args([
+            "slmp",
+            "recv",
+            "--iface",
+            "lo",
+            "--mode",
+            "socket",
+            "--port",
+            "39418",
+            "--out",
+            out.to_str().unwrap(),
+            "--timeout",
+            "60",
+        ])
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();

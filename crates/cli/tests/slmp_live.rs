@@ -9,12 +9,18 @@ use std::process::{Command, Output};
 use std::time::Duration;
 
 fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 fn is_root() -> bool {
     let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines().find(|l| l.starts_with("Uid:")).and_then(|l| l.split_whitespace().nth(2)) == Some("0")
+    s.lines()
+        .find(|l| l.starts_with("Uid:"))
+        .and_then(|l| l.split_whitespace().nth(2))
+        == Some("0")
 }
 
 fn scratch(test: &str) -> PathBuf {
@@ -49,15 +55,25 @@ struct Topo {
 
 impl Topo {
     fn up(script: &'static str, prefix: &str, net: &str) -> Topo {
-        let t = Topo { script, prefix: format!("{prefix}{}", std::process::id() % 10_000), net: net.into() };
+        let t = Topo {
+            script,
+            prefix: format!("{prefix}{}", std::process::id() % 10_000),
+            net: net.into(),
+        };
         let o = t.run(&["up"]);
-        assert!(o.status.success(), "{script} up: {}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "{script} up: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         t
     }
 
     fn cmd(&self, args: &[&str]) -> Command {
         let mut c = Command::new(root().join("scripts").join(self.script));
-        c.args(args).env("SS_NS_PREFIX", &self.prefix).env("SS_NET", &self.net);
+        c.args(args)
+            .env("SS_NS_PREFIX", &self.prefix)
+            .env("SS_NET", &self.net);
         c.env("SS_LOSSY_BIN", root().join("target/release/softspin-lossy"));
         c
     }
@@ -76,16 +92,49 @@ impl Drop for Topo {
 /// `softspin slmp recv` of one message on `iface` in namespace `rx_side`,
 /// returned once it says it is ready (its rules are in: building its
 /// handlers takes a while on a busy machine), with the rest of its stderr.
-fn start_recv(t: &Topo, rx_side: &str, iface: &str, out: &Path) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
+fn start_recv(
+    t: &Topo,
+    rx_side: &str,
+    iface: &str,
+    out: &Path,
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
     start_recv_with(t, rx_side, iface, out, &["--count", "1", "--timeout", "60"])
 }
 
 /// `start_recv` with other flags (`--json` is always given).
-fn start_recv_with(t: &Topo, rx_side: &str, iface: &str, out: &Path, flags: &[&str]) -> (std::process::Child, std::io::BufReader<std::process::ChildStderr>) {
+fn start_recv_with(
+    t: &Topo,
+    rx_side: &str,
+    iface: &str,
+    out: &Path,
+    flags: &[&str],
+) -> (
+    std::process::Child,
+    std::io::BufReader<std::process::ChildStderr>,
+) {
     let bin = env!("CARGO_BIN_EXE_softspin");
-    let mut args = vec!["exec", rx_side, bin, "slmp", "recv", "--iface", iface, "--out", out.to_str().unwrap(), "--json"];
+    let mut args = vec![
+        "exec",
+        rx_side,
+        bin,
+        "slmp",
+        "recv",
+        "--iface",
+        iface,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ];
     args.extend(flags);
-    let mut recv = t.cmd(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap();
+    let mut recv = t
+        .cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     let mut err = std::io::BufReader::new(recv.stderr.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
@@ -94,12 +143,19 @@ fn start_recv_with(t: &Topo, rx_side: &str, iface: &str, out: &Path, flags: &[&s
 }
 
 /// Wait for `recv`: its exit status, JSON report and everything it said.
-fn finish_recv(recv: std::process::Child, mut err: std::io::BufReader<std::process::ChildStderr>) -> (std::process::ExitStatus, serde_json::Value, String) {
+fn finish_recv(
+    recv: std::process::Child,
+    mut err: std::io::BufReader<std::process::ChildStderr>,
+) -> (std::process::ExitStatus, serde_json::Value, String) {
     let r = recv.wait_with_output().unwrap();
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);
     let says = format!("{}{rest}", String::from_utf8_lossy(&r.stdout));
-    let doc = String::from_utf8_lossy(&r.stdout).lines().last().and_then(|l| serde_json::from_str(l).ok()).unwrap_or_default();
+    let doc = String::from_utf8_lossy(&r.stdout)
+        .lines()
+        .last()
+        .and_then(|l| serde_json::from_str(l).ok())
+        .unwrap_or_default();
     (r.status, doc, says)
 }
 
@@ -121,44 +177,93 @@ fn forge(t: &Topo, side: &str, to: &str, sport: u16, segments: &[String]) {
     let mut args = vec!["exec", side, "python3", "-c", py, to, &sport];
     args.extend(segments.iter().map(String::as_str));
     let o = t.run(&args);
-    assert!(o.status.success(), "forging: {}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.status.success(),
+        "forging: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// `softspin slmp send FILE` from `side`, started (JSON statistics).
 fn spawn_send(t: &Topo, side: &str, to: &str, file: &Path, flags: &[&str]) -> std::process::Child {
     let bin = env!("CARGO_BIN_EXE_softspin");
-    let mut args = vec!["exec", side, bin, "slmp", "send", file.to_str().unwrap(), "--to", to, "--json"];
+    let mut args = vec![
+        "exec",
+        side,
+        bin,
+        "slmp",
+        "send",
+        file.to_str().unwrap(),
+        "--to",
+        to,
+        "--json",
+    ];
     args.extend(flags);
-    t.cmd(&args).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped()).spawn().unwrap()
+    t.cmd(&args)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
 }
 
 fn send_result(c: std::process::Child) -> (std::process::ExitStatus, serde_json::Value, String) {
     let o = c.wait_with_output().unwrap();
-    let says = format!("{}{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr));
-    let v = serde_json::from_slice(o.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap_or_default();
+    let says = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let v =
+        serde_json::from_slice(o.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap_or_default();
     (o.status, v, says)
 }
 
 /// Receive one message on `iface` in namespace `rx_side` while `tx_side`
 /// sends `file` to `to`; returns the received bytes and the sender's JSON.
-fn transfer(t: &Topo, rx_side: &str, iface: &str, tx_side: &str, to: &str, file: &Path, out: &Path) -> (Vec<u8>, serde_json::Value) {
+fn transfer(
+    t: &Topo,
+    rx_side: &str,
+    iface: &str,
+    tx_side: &str,
+    to: &str,
+    file: &Path,
+    out: &Path,
+) -> (Vec<u8>, serde_json::Value) {
     let bin = env!("CARGO_BIN_EXE_softspin");
     let (recv, mut err) = start_recv(t, rx_side, iface, out);
-    let send = t.run(&["exec", tx_side, bin, "slmp", "send", file.to_str().unwrap(), "--to", to, "--json"]);
+    let send = t.run(&[
+        "exec",
+        tx_side,
+        bin,
+        "slmp",
+        "send",
+        file.to_str().unwrap(),
+        "--to",
+        to,
+        "--json",
+    ]);
     let r = recv.wait_with_output().unwrap();
     let mut rest = String::new();
     let _ = std::io::Read::read_to_string(&mut err, &mut rest);
     let recv_says = format!("{}{rest}", String::from_utf8_lossy(&r.stdout));
-    assert!(send.status.success(), "send: {}\n{}\nrecv: {recv_says}", String::from_utf8_lossy(&send.stdout), String::from_utf8_lossy(&send.stderr));
+    assert!(
+        send.status.success(),
+        "send: {}\n{}\nrecv: {recv_says}",
+        String::from_utf8_lossy(&send.stdout),
+        String::from_utf8_lossy(&send.stderr)
+    );
     assert!(r.status.success(), "recv: {recv_says}");
-    let stats: serde_json::Value = serde_json::from_slice(send.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
+    let stats: serde_json::Value =
+        serde_json::from_slice(send.stdout.split(|&b| b == b'\n').next().unwrap()).unwrap();
     (std::fs::read(out).unwrap(), stats)
 }
 
 #[test]
 fn slmp_file_transfer_is_byte_exact() {
     if !is_root() {
-        eprintln!("skipping slmp_file_transfer_is_byte_exact: needs root (network namespaces, XDP)");
+        eprintln!(
+            "skipping slmp_file_transfer_is_byte_exact: needs root (network namespaces, XDP)"
+        );
         return;
     }
     let dir = scratch("plain");
@@ -166,8 +271,19 @@ fn slmp_file_transfer_is_byte_exact() {
     for (k, len) in [1usize, 1 << 20, 64 << 20].into_iter().enumerate() {
         let f = file_of(&dir, &format!("in{k}"), len, 11 + k as u64);
         let out = dir.join(format!("out{k}"));
-        let (got, stats) = transfer(&t, "nic", &format!("{}0", t.prefix), "peer", "10.93.1.1", &f, &out);
-        assert!(got == std::fs::read(&f).unwrap(), "{len} bytes: received file differs");
+        let (got, stats) = transfer(
+            &t,
+            "nic",
+            &format!("{}0", t.prefix),
+            "peer",
+            "10.93.1.1",
+            &f,
+            &out,
+        );
+        assert!(
+            got == std::fs::read(&f).unwrap(),
+            "{len} bytes: received file differs"
+        );
         assert_eq!(stats["delivery_confirmed"], true, "{stats}");
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -184,26 +300,52 @@ fn slmp_file_transfer_survives_a_lossy_link() {
     let big = file_of(&dir, "big", 64 << 20, 6);
     // 64 MiB at 5 % takes seconds since the sender tolerates reordering
     // (it took minutes when 25 % reordering kept its window near 2).
-    for (k, (loss, f)) in [("0.01", &small), ("0.05", &small), ("0.05", &big)].into_iter().enumerate() {
+    for (k, (loss, f)) in [("0.01", &small), ("0.05", &small), ("0.05", &big)]
+        .into_iter()
+        .enumerate()
+    {
         let t = Topo::up("lossy_link.sh", "sy", &format!("10.93.{}", 2 + k));
         let report = dir.join(format!("link{k}.json"));
-        let fwd = ["fwd", "--loss", loss, "--reorder", "0.25", "--dup", "0.01", "--seed", "9", "--report", report.to_str().unwrap()];
+        let fwd = [
+            "fwd",
+            "--loss",
+            loss,
+            "--reorder",
+            "0.25",
+            "--dup",
+            "0.01",
+            "--seed",
+            "9",
+            "--report",
+            report.to_str().unwrap(),
+        ];
         let mut fwd = t.cmd(&fwd).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(300));
         let out = dir.join(format!("out{k}"));
         let to = format!("10.93.{}.1", 2 + k);
         let t0 = std::time::Instant::now();
         let (got, stats) = transfer(&t, "b", &format!("{}b0", t.prefix), "a", &to, f, &out);
-        eprintln!("lossy {loss}, {} B: {:.1} s, {stats}", got.len(), t0.elapsed().as_secs_f64());
+        eprintln!(
+            "lossy {loss}, {} B: {:.1} s, {stats}",
+            got.len(),
+            t0.elapsed().as_secs_f64()
+        );
         // SIGTERM makes the forwarder write its final report line.
         let _ = Command::new("kill").arg(fwd.id().to_string()).status();
         fwd.wait().unwrap();
-        assert!(got == std::fs::read(f).unwrap(), "loss {loss}: received file differs");
+        assert!(
+            got == std::fs::read(f).unwrap(),
+            "loss {loss}: received file differs"
+        );
         // The link really impaired the transfer, and the sender made up for it.
         let last = std::fs::read_to_string(&report).unwrap();
         let rep: serde_json::Value = serde_json::from_str(last.lines().last().unwrap()).unwrap();
-        let dropped = rep["a2b"]["dropped"].as_u64().unwrap() + rep["b2a"]["dropped"].as_u64().unwrap();
-        assert!(dropped > 0 && rep["a2b"]["reordered"].as_u64().unwrap() > 0, "link report: {rep}");
+        let dropped =
+            rep["a2b"]["dropped"].as_u64().unwrap() + rep["b2a"]["dropped"].as_u64().unwrap();
+        assert!(
+            dropped > 0 && rep["a2b"]["reordered"].as_u64().unwrap() > 0,
+            "link report: {rep}"
+        );
         assert_eq!(rep["a2b"]["rx_kernel_drops"], 0, "{rep}");
         assert!(stats["retransmitted"].as_u64().unwrap() > 0, "{stats}");
     }
@@ -231,17 +373,44 @@ fn slmp_recv_answers_a_retransmission_after_the_last_message() {
     let out = dir.join("out");
     let bin = env!("CARGO_BIN_EXE_softspin");
     let (recv, _err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
-    let send = t.run(&["exec", "peer", bin, "slmp", "send", f.to_str().unwrap(), "--to", "10.93.5.1", "--json"]);
-    assert!(send.status.success(), "send: {}", String::from_utf8_lossy(&send.stderr));
+    let send = t.run(&[
+        "exec",
+        "peer",
+        bin,
+        "slmp",
+        "send",
+        f.to_str().unwrap(),
+        "--to",
+        "10.93.5.1",
+        "--json",
+    ]);
+    assert!(
+        send.status.success(),
+        "send: {}",
+        String::from_utf8_lossy(&send.stderr)
+    );
     let stats: serde_json::Value = serde_json::from_slice(&send.stdout).unwrap();
     // From the sender's own port: the receiver knows a message by its
     // sender (address, port) and id.
-    let sport = stats["from"].as_str().and_then(|a| a.rsplit(':').next()).expect("sender address").to_string();
+    let sport = stats["from"]
+        .as_str()
+        .and_then(|a| a.rsplit(':').next())
+        .expect("sender address")
+        .to_string();
     // SYN|EOM, message id 1 (the sender's first), offset 0, the one byte.
     let seg = format!("c000{:08x}{:08x}{byte:02x}", 1, 0);
     let py = "import socket, sys\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); s.settimeout(0.5)\n\
               s.bind(('', int(sys.argv[3]))); s.connect((sys.argv[1], 9330)); s.send(bytes.fromhex(sys.argv[2])); print(s.recv(64).hex())";
-    let late = t.run(&["exec", "peer", "python3", "-c", py, "10.93.5.1", &seg, &sport]);
+    let late = t.run(&[
+        "exec",
+        "peer",
+        "python3",
+        "-c",
+        py,
+        "10.93.5.1",
+        &seg,
+        &sport,
+    ]);
     let r = recv.wait_with_output().unwrap();
     let recv_says = String::from_utf8_lossy(&r.stdout).to_string();
     assert!(
@@ -250,7 +419,10 @@ fn slmp_recv_answers_a_retransmission_after_the_last_message() {
         String::from_utf8_lossy(&late.stderr)
     );
     // FPsPIN's ACK: the header echoed with ACK alone, no payload.
-    assert_eq!(String::from_utf8_lossy(&late.stdout).trim(), format!("2000{:08x}{:08x}", 1, 0));
+    assert_eq!(
+        String::from_utf8_lossy(&late.stdout).trim(),
+        format!("2000{:08x}{:08x}", 1, 0)
+    );
     assert!(r.status.success(), "recv: {recv_says}");
     let doc: serde_json::Value = serde_json::from_str(recv_says.lines().last().unwrap()).unwrap();
     assert_eq!(doc["messages"].as_array().map(Vec::len), Some(1), "{doc}");
@@ -270,24 +442,46 @@ fn slmp_recv_keeps_two_senders_with_one_id_apart() {
     }
     let dir = scratch("two");
     let t = Topo::up("netns.sh", "sssla", "10.93.11");
-    let files = [file_of(&dir, "a", 1 << 20, 21), file_of(&dir, "b", 1 << 20, 22)];
+    let files = [
+        file_of(&dir, "a", 1 << 20, 21),
+        file_of(&dir, "b", 1 << 20, 22),
+    ];
     let out = dir.join("out");
-    let (recv, err) = start_recv_with(&t, "nic", &format!("{}0", t.prefix), &out, &["--count", "2", "--timeout", "60"]);
-    let senders: Vec<_> = files.iter().map(|f| spawn_send(&t, "peer", "10.93.11.1", f, &[])).collect();
+    let (recv, err) = start_recv_with(
+        &t,
+        "nic",
+        &format!("{}0", t.prefix),
+        &out,
+        &["--count", "2", "--timeout", "60"],
+    );
+    let senders: Vec<_> = files
+        .iter()
+        .map(|f| spawn_send(&t, "peer", "10.93.11.1", f, &[]))
+        .collect();
     let sent: Vec<_> = senders.into_iter().map(send_result).collect();
     let (status, doc, says) = finish_recv(recv, err);
     for (st, v, s) in &sent {
-        assert!(st.success() && v["delivery_confirmed"] == true, "send: {s}\nrecv: {says}");
+        assert!(
+            st.success() && v["delivery_confirmed"] == true,
+            "send: {s}\nrecv: {says}"
+        );
     }
     assert!(status.success(), "recv: {says}");
     let msgs = doc["messages"].as_array().expect("messages");
     assert_eq!(msgs.len(), 2, "{doc}");
-    let mut got: Vec<Vec<u8>> = msgs.iter().map(|m| std::fs::read(m["file"].as_str().unwrap()).unwrap()).collect();
+    let mut got: Vec<Vec<u8>> = msgs
+        .iter()
+        .map(|m| std::fs::read(m["file"].as_str().unwrap()).unwrap())
+        .collect();
     let mut want: Vec<Vec<u8>> = files.iter().map(|f| std::fs::read(f).unwrap()).collect();
     got.sort();
     want.sort();
     assert!(got == want, "the two messages are not the two files: {doc}");
-    assert!(msgs.iter().all(|m| m["msg_id"] == 1 && m["peer"] == "10.93.11.2"), "{doc}");
+    assert!(
+        msgs.iter()
+            .all(|m| m["msg_id"] == 1 && m["peer"] == "10.93.11.2"),
+        "{doc}"
+    );
     assert_ne!(msgs[0]["port"], msgs[1]["port"], "{doc}");
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -309,19 +503,34 @@ fn slmp_recv_forged_segments_neither_mix_in_nor_hold_slots() {
     let t = Topo::up("netns.sh", "ssslb", "10.93.12");
     let f = file_of(&dir, "in", 4 << 20, 23);
     let out = dir.join("out");
-    let (recv, err) = start_recv_with(&t, "nic", &format!("{}0", t.prefix), &out, &["--count", "1", "--timeout", "60", "--evict-after", "1"]);
+    let (recv, err) = start_recv_with(
+        &t,
+        "nic",
+        &format!("{}0", t.prefix),
+        &out,
+        &["--count", "1", "--timeout", "60", "--evict-after", "1"],
+    );
     const SEG: usize = 1462; // the sender's and the receiver's default
     let mut forged = vec![segment(0xc000, 1, 4 * SEG as u32, b"\xee")];
     forged.extend((18..=32).map(|id| segment(0x4000, id, 0, &[0x55; SEG])));
     forge(&t, "peer", "10.93.12.1", 40404, &forged);
     let (st, v, s) = send_result(spawn_send(&t, "peer", "10.93.12.1", &f, &[]));
     let (status, doc, says) = finish_recv(recv, err);
-    assert!(st.success() && v["delivery_confirmed"] == true, "send: {s}\nrecv: {says}");
+    assert!(
+        st.success() && v["delivery_confirmed"] == true,
+        "send: {s}\nrecv: {says}"
+    );
     assert!(status.success(), "recv: {says}");
-    assert!(std::fs::read(&out).unwrap() == std::fs::read(&f).unwrap(), "received file differs: {doc}");
+    assert!(
+        std::fs::read(&out).unwrap() == std::fs::read(&f).unwrap(),
+        "received file differs: {doc}"
+    );
     assert_eq!(doc["evicted"], 16, "{doc}");
     let ev = doc["evictions"].as_array().expect("evictions");
-    assert!(ev.iter().all(|e| e["port"] == 40404), "only the forged messages are evicted: {doc}");
+    assert!(
+        ev.iter().all(|e| e["port"] == 40404),
+        "only the forged messages are evicted: {doc}"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }
 
@@ -336,15 +545,27 @@ fn slmp_recv_does_not_confirm_a_message_past_count() {
     }
     let dir = scratch("past");
     let t = Topo::up("netns.sh", "ssslc", "10.93.13");
-    let (a, b) = (file_of(&dir, "a", 1000, 24), file_of(&dir, "b", 64 << 10, 25));
+    let (a, b) = (
+        file_of(&dir, "a", 1000, 24),
+        file_of(&dir, "b", 64 << 10, 25),
+    );
     let out = dir.join("out");
     let (recv, err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
     let (st, _, s) = send_result(spawn_send(&t, "peer", "10.93.13.1", &a, &[]));
     assert!(st.success(), "first send: {s}");
     // recv lingers 1 s after its last frame: this one arrives meanwhile.
-    let (st, v, s) = send_result(spawn_send(&t, "peer", "10.93.13.1", &b, &["--give-up-s", "3"]));
+    let (st, v, s) = send_result(spawn_send(
+        &t,
+        "peer",
+        "10.93.13.1",
+        &b,
+        &["--give-up-s", "3"],
+    ));
     let (status, doc, says) = finish_recv(recv, err);
-    assert!(!st.success() && v["delivery_confirmed"] == false, "the second message was confirmed: {s}\nrecv: {says}");
+    assert!(
+        !st.success() && v["delivery_confirmed"] == false,
+        "the second message was confirmed: {s}\nrecv: {says}"
+    );
     assert!(status.success(), "recv: {says}");
     assert_eq!(doc["messages"].as_array().map(Vec::len), Some(1), "{doc}");
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&a).unwrap());

@@ -39,12 +39,18 @@ impl HostLink {
     /// 541.2 Gbit/s at 1 GHz. A near-ideal host: it is why seed 001 Fig. 9
     /// and Fig. 12 reach 400 Gbit/s for copy_to_host and filtering, whose
     /// HPUs wait for every packet's DMA. The PsPIN profile's.
-    pub const PSPIN_RTL: HostLink = HostLink { latency_ns: 2, bandwidth_gbps: 8.0 / 0.014782 };
+    pub const PSPIN_RTL: HostLink = HostLink {
+        latency_ns: 2,
+        bandwidth_gbps: 8.0 / 0.014782,
+    };
     /// A discrete NIC on PCIe 4.0 x16 as the papers' text describes it:
     /// 16 GT/s x 16 lanes x 128/130 = 252 Gbit/s (seed 001 §4), 250 ns one
     /// way (seed 004 §4.3/§4.4.2). Select with `[host] latency_ns = 250`,
     /// `bandwidth_gbps = 252.0`.
-    pub const PCIE4_X16: HostLink = HostLink { latency_ns: 250, bandwidth_gbps: 252.0 };
+    pub const PCIE4_X16: HostLink = HostLink {
+        latency_ns: 250,
+        bandwidth_gbps: 252.0,
+    };
 }
 
 impl Default for HostLink {
@@ -181,7 +187,10 @@ impl NicConfig {
             host: HostLink::default(),
             quantum_cycles: 200,
             // PsPIN's cores run GCC's Xpulp hardware loops (docs/validation.md §5).
-            hpu: TimingModel { hw_loops: true, ..TimingModel::default() },
+            hpu: TimingModel {
+                hw_loops: true,
+                ..TimingModel::default()
+            },
             output_buffer: 64 << 10,
             counters_per_ectx: 64,
             wait_limit_ns: 1_000_000,
@@ -202,13 +211,19 @@ impl NicConfig {
             l2_pkt_size: 512 << 10,
             mpqs: 16,
             line_rate_gbps: 100.0,
-            host: HostLink { latency_ns: 450, bandwidth_gbps: 100.0 },
+            host: HostLink {
+                latency_ns: 450,
+                bandwidth_gbps: 100.0,
+            },
             // Control-path overheads scale with the clock: in cycles they
             // are PsPIN's (3, 7, 1 cycles).
             to_cluster_ns: 3 * FPSPIN_NS_PER_CYCLE,
             invoke_ns: 7 * FPSPIN_NS_PER_CYCLE,
             completion_ns: FPSPIN_NS_PER_CYCLE,
-            hpu: TimingModel { clock_mhz: timing::FPSPIN_CLOCK_MHZ, ..NicConfig::pspin().hpu },
+            hpu: TimingModel {
+                clock_mhz: timing::FPSPIN_CLOCK_MHZ,
+                ..NicConfig::pspin().hpu
+            },
             ..NicConfig::pspin()
         }
     }
@@ -224,14 +239,25 @@ impl NicConfig {
     /// Parse a TOML file. `profile = "fpspin"` picks the base; every other
     /// key overrides it.
     pub fn from_toml(text: &str, file: &str) -> Result<NicConfig, ConfigError> {
-        let terr = |e: toml::de::Error| ConfigError::Toml { file: file.to_string(), msg: e.to_string() };
+        let terr = |e: toml::de::Error| ConfigError::Toml {
+            file: file.to_string(),
+            msg: e.to_string(),
+        };
         let value: toml::Table = text.parse().map_err(terr)?;
         let name = match value.get("profile") {
             None => "pspin".to_string(),
             Some(toml::Value::String(s)) => s.clone(),
-            Some(_) => return Err(ConfigError::Toml { file: file.into(), msg: "`profile` must be a string".into() }),
+            Some(_) => {
+                return Err(ConfigError::Toml {
+                    file: file.into(),
+                    msg: "`profile` must be a string".into(),
+                })
+            }
         };
-        let base = NicConfig::profile(&name).ok_or(ConfigError::Profile { file: file.into(), name: name.clone() })?;
+        let base = NicConfig::profile(&name).ok_or(ConfigError::Profile {
+            file: file.into(),
+            name: name.clone(),
+        })?;
         // Overlay the file on the profile: serialise the base, merge keys.
         let mut merged = toml::Table::try_from(&base).expect("config serialises");
         merge(&mut merged, value);
@@ -275,7 +301,9 @@ impl NicConfig {
 
     /// Bytes of L1 before the scratchpads, computed without overflow.
     fn l1_layout_bytes(&self) -> u64 {
-        self.l1_pkt_buffer as u64 + self.hpus_per_cluster as u64 * (self.runtime_area() as u64 + self.hpu_stack_size as u64)
+        self.l1_pkt_buffer as u64
+            + self.hpus_per_cluster as u64
+                * (self.runtime_area() as u64 + self.hpu_stack_size as u64)
     }
 
     /// Bytes of each cluster's L1 left for ECTX scratchpads.
@@ -296,7 +324,10 @@ impl NicConfig {
 
     /// `-D` flags that make the SDK match this configuration.
     pub fn sdk_defines(&self) -> Vec<String> {
-        vec![format!("NB_CLUSTERS={}", self.clusters), format!("NB_CORES={}", self.hpus_per_cluster)]
+        vec![
+            format!("NB_CLUSTERS={}", self.clusters),
+            format!("NB_CORES={}", self.hpus_per_cluster),
+        ]
     }
 
     /// Check every field against the model's limits; the first problem is
@@ -308,30 +339,63 @@ impl NicConfig {
             if (lo..=hi).contains(&v) {
                 Ok(())
             } else {
-                Err(ConfigError::Invalid { field, reason: format!("{v} is not in {lo}..={hi}") })
+                Err(ConfigError::Invalid {
+                    field,
+                    reason: format!("{v} is not in {lo}..={hi}"),
+                })
             }
         };
         range("clusters", self.clusters, 1, MAX_CLUSTERS)?;
-        range("hpus_per_cluster", self.hpus_per_cluster, 1, MAX_HPUS_PER_CLUSTER)?;
+        range(
+            "hpus_per_cluster",
+            self.hpus_per_cluster,
+            1,
+            MAX_HPUS_PER_CLUSTER,
+        )?;
         let Some(clock) = Clock::from_mhz(self.clock_mhz) else {
-            return bad("clock_mhz", format!("{} MHz: must divide 1,000,000 (whole picoseconds per cycle)", self.clock_mhz));
+            return bad(
+                "clock_mhz",
+                format!(
+                    "{} MHz: must divide 1,000,000 (whole picoseconds per cycle)",
+                    self.clock_mhz
+                ),
+            );
         };
         if self.hpu.clock_mhz != self.clock_mhz {
-            return bad("hpu.clock_mhz", format!("{} differs from clock_mhz {}", self.hpu.clock_mhz, self.clock_mhz));
+            return bad(
+                "hpu.clock_mhz",
+                format!(
+                    "{} differs from clock_mhz {}",
+                    self.hpu.clock_mhz, self.clock_mhz
+                ),
+            );
         }
         // The memory map (abi.rs): an L1 cannot exceed the cluster stride,
         // and holds the packet buffer, then per HPU a runtime area and a
         // stack, then the ECTX scratchpads.
         range("l1_size", self.l1_size, 1, abi::L1_CLUSTER_STRIDE)?;
         if self.l1_pkt_buffer < 64 || self.l1_pkt_buffer > self.l1_size {
-            return bad("l1_pkt_buffer", format!("{} must be in 64..=l1_size ({})", self.l1_pkt_buffer, self.l1_size));
+            return bad(
+                "l1_pkt_buffer",
+                format!(
+                    "{} must be in 64..=l1_size ({})",
+                    self.l1_pkt_buffer, self.l1_size
+                ),
+            );
         }
         if self.hpu_stack_size < 256 || self.hpu_stack_size % 16 != 0 {
-            return bad("hpu_stack_size", format!("{} must be >= 256 and a multiple of 16", self.hpu_stack_size));
+            return bad(
+                "hpu_stack_size",
+                format!(
+                    "{} must be >= 256 and a multiple of 16",
+                    self.hpu_stack_size
+                ),
+            );
         }
         if self.l1_layout_bytes() > self.l1_size as u64 {
             let hpus = self.hpus_per_cluster as u64;
-            let room = (self.l1_size as u64).saturating_sub(self.l1_pkt_buffer as u64 + hpus * self.runtime_area() as u64);
+            let room = (self.l1_size as u64)
+                .saturating_sub(self.l1_pkt_buffer as u64 + hpus * self.runtime_area() as u64);
             let max_stack = room / hpus / 16 * 16;
             let sum = format!(
                 "l1_pkt_buffer {} + {} HPUs x (runtime area {} + hpu_stack_size {}) = {} bytes exceed l1_size {}",
@@ -343,14 +407,33 @@ impl NicConfig {
                 self.l1_size
             );
             return if max_stack >= 256 {
-                bad("hpu_stack_size", format!("{sum}: at most {max_stack} with these settings"))
+                bad(
+                    "hpu_stack_size",
+                    format!("{sum}: at most {max_stack} with these settings"),
+                )
             } else {
-                bad("l1_pkt_buffer", format!("{sum}: no room left for 256-byte stacks"))
+                bad(
+                    "l1_pkt_buffer",
+                    format!("{sum}: no room left for 256-byte stacks"),
+                )
             };
         }
-        range("l2_handler_size", self.l2_handler_size, 1, abi::L2_PKT_BASE - abi::L2_HANDLER_BASE)?;
-        range("l2_pkt_size", self.l2_pkt_size, 1, abi::PROG_MEM_BASE - abi::L2_PKT_BASE)?;
-        if self.pkt_slot_size < 64 || self.pkt_slot_size > self.l2_pkt_size || self.pkt_slot_size > self.l1_pkt_buffer {
+        range(
+            "l2_handler_size",
+            self.l2_handler_size,
+            1,
+            abi::L2_PKT_BASE - abi::L2_HANDLER_BASE,
+        )?;
+        range(
+            "l2_pkt_size",
+            self.l2_pkt_size,
+            1,
+            abi::PROG_MEM_BASE - abi::L2_PKT_BASE,
+        )?;
+        if self.pkt_slot_size < 64
+            || self.pkt_slot_size > self.l2_pkt_size
+            || self.pkt_slot_size > self.l1_pkt_buffer
+        {
             return bad(
                 "pkt_slot_size",
                 format!(
@@ -361,22 +444,46 @@ impl NicConfig {
         }
         range("prog_mem_size", self.prog_mem_size, 1, MAX_PROG_MEM)?;
         range("mpqs", self.mpqs, 1, MAX_MPQS)?;
-        range("cluster_task_queue", self.cluster_task_queue, 1, MAX_CLUSTER_TASK_QUEUE)?;
-        range("max_outstanding_cmds", self.max_outstanding_cmds, 1, MAX_OUTSTANDING_CMDS)?;
+        range(
+            "cluster_task_queue",
+            self.cluster_task_queue,
+            1,
+            MAX_CLUSTER_TASK_QUEUE,
+        )?;
+        range(
+            "max_outstanding_cmds",
+            self.max_outstanding_cmds,
+            1,
+            MAX_OUTSTANDING_CMDS,
+        )?;
         range("notify_ring", self.notify_ring, 1, MAX_NOTIFY_RING)?;
         range("quantum_cycles", self.quantum_cycles, 1, MAX_QUANTUM_CYCLES)?;
         range("output_buffer", self.output_buffer, 64, MAX_OUTPUT_BUFFER)?;
-        range("counters_per_ectx", self.counters_per_ectx, 1, MAX_COUNTERS_PER_ECTX)?;
+        range(
+            "counters_per_ectx",
+            self.counters_per_ectx,
+            1,
+            MAX_COUNTERS_PER_ECTX,
+        )?;
         if self.wait_limit_ns == 0 {
             return bad("wait_limit_ns", "must be at least 1 ns".into());
         }
         units::delay_ns("wait_limit_ns", self.wait_limit_ns)?;
         if !(self.max_hpu_share > 0.0 && self.max_hpu_share <= 1.0) {
-            return bad("max_hpu_share", format!("{} must be a fraction in (0, 1]", self.max_hpu_share));
+            return bad(
+                "max_hpu_share",
+                format!("{} must be a fraction in (0, 1]", self.max_hpu_share),
+            );
         }
-        for (field, v) in [("dma_width_bits", self.dma_width_bits), ("interconnect_bits", self.interconnect_bits)] {
+        for (field, v) in [
+            ("dma_width_bits", self.dma_width_bits),
+            ("interconnect_bits", self.interconnect_bits),
+        ] {
             if v < 8 || v % 8 != 0 || v > MAX_BUS_BITS {
-                return bad(field, format!("{v} must be a multiple of 8 in 8..={MAX_BUS_BITS}"));
+                return bad(
+                    field,
+                    format!("{v} must be a multiple of 8 in 8..={MAX_BUS_BITS}"),
+                );
             }
         }
         // Every delay converts to picoseconds without overflow and stays
@@ -397,9 +504,15 @@ impl NicConfig {
         ] {
             units::delay_cycles(field, c as u64, clock)?;
         }
-        for (field, r) in [("line_rate_gbps", self.line_rate_gbps), ("host.bandwidth_gbps", self.host.bandwidth_gbps)] {
+        for (field, r) in [
+            ("line_rate_gbps", self.line_rate_gbps),
+            ("host.bandwidth_gbps", self.host.bandwidth_gbps),
+        ] {
             if !Gbps(r).is_valid() {
-                return bad(field, format!("{r} must be in {}..={} Gbit/s", Gbps::MIN, Gbps::MAX));
+                return bad(
+                    field,
+                    format!("{r} must be in {}..={} Gbit/s", Gbps::MIN, Gbps::MAX),
+                );
             }
         }
         let t = &self.hpu;
@@ -427,7 +540,10 @@ impl NicConfig {
             ("hpu.atomic", t.atomic),
             ("hpu.misaligned_penalty", t.misaligned_penalty),
         ];
-        for (field, v) in extras.into_iter().chain(t.mem_latency.iter().map(|&v| ("hpu.mem_latency", v))) {
+        for (field, v) in extras
+            .into_iter()
+            .chain(t.mem_latency.iter().map(|&v| ("hpu.mem_latency", v)))
+        {
             range(field, v, 0, MAX_INSTR_CYCLES)?;
         }
         Ok(())
@@ -457,11 +573,17 @@ pub const MAX_BUS_BITS: u32 = 8192;
 pub const MAX_INSTR_CYCLES: u32 = 1000;
 
 // All clusters' L1s fit the address map below L2.
-const _: () = assert!(abi::L1_BASE as u64 + MAX_CLUSTERS as u64 * abi::L1_CLUSTER_STRIDE as u64 <= abi::L2_HANDLER_BASE as u64);
+const _: () = assert!(
+    abi::L1_BASE as u64 + MAX_CLUSTERS as u64 * abi::L1_CLUSTER_STRIDE as u64
+        <= abi::L2_HANDLER_BASE as u64
+);
 
 impl From<units::OutOfRange> for ConfigError {
     fn from(e: units::OutOfRange) -> ConfigError {
-        ConfigError::Invalid { field: e.field, reason: format!("{} is out of range (limit: {})", e.value, e.limit) }
+        ConfigError::Invalid {
+            field: e.field,
+            reason: format!("{} is out of range (limit: {})", e.value, e.limit),
+        }
     }
 }
 
@@ -488,24 +610,48 @@ mod tests {
 
     #[test]
     fn toml_overlays_a_profile_and_names_bad_fields() {
-        let c = NicConfig::from_toml("profile = \"fpspin\"\nmpqs = 8\n[hpu]\ndiv = 20\n", "x.toml").unwrap();
+        let c = NicConfig::from_toml(
+            "profile = \"fpspin\"\nmpqs = 8\n[hpu]\ndiv = 20\n",
+            "x.toml",
+        )
+        .unwrap();
         assert_eq!((c.clusters, c.mpqs, c.hpu.div, c.clock_mhz), (2, 8, 20, 40));
-        let e = NicConfig::from_toml("clusters = 0\n", "x.toml").unwrap_err().to_string();
+        let e = NicConfig::from_toml("clusters = 0\n", "x.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("`clusters`"), "{e}");
-        let e = NicConfig::from_toml("clusterz = 3\n", "bad.toml").unwrap_err().to_string();
+        let e = NicConfig::from_toml("clusterz = 3\n", "bad.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("bad.toml") && e.contains("clusterz"), "{e}");
-        let e = NicConfig::from_toml("mpqs = \"many\"\n", "t.toml").unwrap_err().to_string();
+        let e = NicConfig::from_toml("mpqs = \"many\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("t.toml") && e.contains("mpqs"), "{e}");
-        let e = NicConfig::from_toml("profile = \"x\"\n", "t.toml").unwrap_err().to_string();
+        let e = NicConfig::from_toml("profile = \"x\"\n", "t.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("unknown profile"), "{e}");
-        let e = NicConfig::from_toml("l1_size = 40000\n", "t.toml").unwrap_err().to_string();
-        assert!(e.contains("`hpu_stack_size`") && e.contains("at most 768"), "{e}");
-        let e = NicConfig::from_toml("l1_size = 33000\n", "t.toml").unwrap_err().to_string();
-        assert!(e.contains("`l1_pkt_buffer`") && e.contains("no room"), "{e}");
+        let e = NicConfig::from_toml("l1_size = 40000\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`hpu_stack_size`") && e.contains("at most 768"),
+            "{e}"
+        );
+        let e = NicConfig::from_toml("l1_size = 33000\n", "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("`l1_pkt_buffer`") && e.contains("no room"),
+            "{e}"
+        );
     }
 
     fn err(toml: &str) -> String {
-        NicConfig::from_toml(toml, "t.toml").unwrap_err().to_string()
+        NicConfig::from_toml(toml, "t.toml")
+            .unwrap_err()
+            .to_string()
     }
 
     /// The reproductions of issue 10: each was a panic, an abort or a
@@ -514,28 +660,47 @@ mod tests {
     fn absurd_sizes_and_times_name_the_field_and_its_limit() {
         // u32 wrap in the L1 layout sum (was: panic).
         let e = err("l1_pkt_buffer = 4294967040\n");
-        assert!(e.contains("`l1_pkt_buffer`") && e.contains("64..=l1_size (1048576)"), "{e}");
+        assert!(
+            e.contains("`l1_pkt_buffer`") && e.contains("64..=l1_size (1048576)"),
+            "{e}"
+        );
         // 8 x 512 MiB stacks wrapped to a small sum (was: accepted).
         let e = err("hpu_stack_size = 536870912\n");
-        assert!(e.contains("`hpu_stack_size`") && e.contains("at most 126848"), "{e}");
+        assert!(
+            e.contains("`hpu_stack_size`") && e.contains("at most 126848"),
+            "{e}"
+        );
         // 13.6 GB of MPQ state (was: allocation abort).
         let e = err("mpqs = 100000000\n");
         assert!(e.contains("`mpqs`") && e.contains("1..=4096"), "{e}");
         // ns -> ps wrapped to a latency lower than the default.
         let e = err("[host]\nlatency_ns = 9223372036854775807\n");
-        assert!(e.contains("`host.latency_ns`") && e.contains("3600000000000 ns"), "{e}");
+        assert!(
+            e.contains("`host.latency_ns`") && e.contains("3600000000000 ns"),
+            "{e}"
+        );
         let e = err("quantum_cycles = 4294967295\n");
         assert!(e.contains("`quantum_cycles`"), "{e}");
         let e = err("clock_mhz = 1\ndma_latency_cycles = 4294967295\n");
-        assert!(e.contains("`dma_latency_cycles`") && e.contains("3600000000 cycles"), "{e}");
+        assert!(
+            e.contains("`dma_latency_cycles`") && e.contains("3600000000 cycles"),
+            "{e}"
+        );
         let e = err("line_rate_gbps = 1e-300\n");
         assert!(e.contains("`line_rate_gbps`"), "{e}");
         let e = err("[hpu]\ndiv = 4000000000\n");
         assert!(e.contains("`hpu.div`") && e.contains("1..=1000"), "{e}");
         let e = err("l2_pkt_size = 4294967295\n");
-        assert!(e.contains("`l2_pkt_size`") && e.contains("1..=12582912"), "{e}");
+        assert!(
+            e.contains("`l2_pkt_size`") && e.contains("1..=12582912"),
+            "{e}"
+        );
         // The largest accepted values still give a working layout.
-        let c = NicConfig::from_toml("hpu_stack_size = 2896\nmpqs = 4096\n[host]\nlatency_ns = 3600000000000\n", "t.toml").unwrap();
+        let c = NicConfig::from_toml(
+            "hpu_stack_size = 2896\nmpqs = 4096\n[host]\nlatency_ns = 3600000000000\n",
+            "t.toml",
+        )
+        .unwrap();
         assert_eq!(c.l1_scratch_size(), 1048576 - 32768 - 8 * (128 + 2896));
     }
 }

@@ -82,21 +82,40 @@ impl EctxSpec {
     /// API share it. Errors name the field and its limit.
     pub fn validate(&self, cfg: &NicConfig) -> Result<(), EctxError> {
         let ectx = &self.name;
-        let bad = |field: &'static str, reason: String| Err(EctxError::Invalid { ectx: ectx.clone(), field, reason });
+        let bad = |field: &'static str, reason: String| {
+            Err(EctxError::Invalid {
+                ectx: ectx.clone(),
+                field,
+                reason,
+            })
+        };
         if self.name.is_empty() {
             return bad("name", "must not be empty".into());
         }
-        for (sym, which) in [(&self.hh, "header"), (&self.ph, "payload"), (&self.th, "completion")] {
+        for (sym, which) in [
+            (&self.hh, "header"),
+            (&self.ph, "payload"),
+            (&self.th, "completion"),
+        ] {
             if let Some(s) = sym {
                 if !self.image.symbols.contains_key(s) {
-                    return Err(EctxError::UnknownHandler { ectx: ectx.clone(), sym: s.clone(), which, known: handler_symbols(&self.image) });
+                    return Err(EctxError::UnknownHandler {
+                        ectx: ectx.clone(),
+                        sym: s.clone(),
+                        which,
+                        known: handler_symbols(&self.image),
+                    });
                 }
             }
         }
         if self.scratchpad.len() > cfg.clusters as usize {
             return bad(
                 "scratchpad",
-                format!("has {} entries, the NIC has {} clusters (one entry per cluster)", self.scratchpad.len(), cfg.clusters),
+                format!(
+                    "has {} entries, the NIC has {} clusters (one entry per cluster)",
+                    self.scratchpad.len(),
+                    cfg.clusters
+                ),
             );
         }
         let room = cfg.l1_scratch_size();
@@ -108,17 +127,32 @@ impl EctxSpec {
         }
         let (base, size) = self.host_window;
         if size > MAX_HOST_WINDOW {
-            return bad("host window size", format!("{size} exceeds {MAX_HOST_WINDOW} bytes (task_t.host_mem_size is 32-bit)"));
+            return bad(
+                "host window size",
+                format!("{size} exceeds {MAX_HOST_WINDOW} bytes (task_t.host_mem_size is 32-bit)"),
+            );
         }
         if base.checked_add(size).is_none() {
-            return Err(EctxError::HostWindow { ectx: ectx.clone(), base, size });
+            return Err(EctxError::HostWindow {
+                ectx: ectx.clone(),
+                base,
+                size,
+            });
         }
         if self.watchdog == 0 {
             return bad("watchdog", "must be at least 1 instruction".into());
         }
         if self.msg_timeout_ns != 0 {
-            units::delay_ns("msg_timeout_ns", self.msg_timeout_ns)
-                .map_err(|e| EctxError::Invalid { ectx: ectx.clone(), field: e.field, reason: format!("{} is out of range (limit: {}; 0 = never)", e.value, e.limit) })?;
+            units::delay_ns("msg_timeout_ns", self.msg_timeout_ns).map_err(|e| {
+                EctxError::Invalid {
+                    ectx: ectx.clone(),
+                    field: e.field,
+                    reason: format!(
+                        "{} is out of range (limit: {}; 0 = never)",
+                        e.value, e.limit
+                    ),
+                }
+            })?;
         }
         Ok(())
     }
@@ -128,9 +162,22 @@ impl EctxSpec {
 /// named like PsPIN handlers (`*_hh`, `*_ph`, `*_th`), else every public
 /// code symbol.
 pub fn handler_symbols(img: &ElfImage) -> Vec<String> {
-    let code = |a: u32| img.segments.iter().any(|s| s.perm.has(Perm::X) && s.vaddr <= a && (a as u64) < s.end());
-    let public: Vec<&String> = img.symbols.iter().filter(|(n, &a)| code(a) && !n.starts_with(['_', '.', '$'])).map(|(n, _)| n).collect();
-    let named: Vec<String> = public.iter().filter(|n| n.ends_with("_hh") || n.ends_with("_ph") || n.ends_with("_th")).map(|n| n.to_string()).collect();
+    let code = |a: u32| {
+        img.segments
+            .iter()
+            .any(|s| s.perm.has(Perm::X) && s.vaddr <= a && (a as u64) < s.end())
+    };
+    let public: Vec<&String> = img
+        .symbols
+        .iter()
+        .filter(|(n, &a)| code(a) && !n.starts_with(['_', '.', '$']))
+        .map(|(n, _)| n)
+        .collect();
+    let named: Vec<String> = public
+        .iter()
+        .filter(|n| n.ends_with("_hh") || n.ends_with("_ph") || n.ends_with("_th"))
+        .map(|n| n.to_string())
+        .collect();
     if named.is_empty() {
         public.into_iter().take(30).cloned().collect()
     } else {
@@ -154,27 +201,67 @@ pub const DEFAULT_HOST_BASE: u64 = softspin_hpu::abi::HOST_WINDOW_BASE;
 #[derive(Debug, thiserror::Error)]
 pub enum EctxError {
     #[error("ECTX `{ectx}`: image has no symbol `{sym}` (the {which} handler)")]
-    NoHandler { ectx: String, sym: String, which: &'static str },
+    NoHandler {
+        ectx: String,
+        sym: String,
+        which: &'static str,
+    },
     /// As `NoHandler`, from `EctxSpec::validate`, with the image's handler
     /// symbols.
-    #[error("ECTX `{ectx}`: image has no symbol `{sym}` (the {which} handler){}", known_handlers(known))]
-    UnknownHandler { ectx: String, sym: String, which: &'static str, known: Vec<String> },
+    #[error(
+        "ECTX `{ectx}`: image has no symbol `{sym}` (the {which} handler){}",
+        known_handlers(known)
+    )]
+    UnknownHandler {
+        ectx: String,
+        sym: String,
+        which: &'static str,
+        known: Vec<String>,
+    },
     #[error("ECTX `{ectx}`: `{field}` {reason}")]
-    Invalid { ectx: String, field: &'static str, reason: String },
-    #[error("ECTX `{ectx}`: at least one of the header, payload or completion handlers must be given")]
+    Invalid {
+        ectx: String,
+        field: &'static str,
+        reason: String,
+    },
+    #[error(
+        "ECTX `{ectx}`: at least one of the header, payload or completion handlers must be given"
+    )]
     NoHandlers { ectx: String },
     #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} lies outside {region} (0x{rbase:08x}+0x{rsize:x})")]
-    OutOfRegion { ectx: String, what: &'static str, base: u32, size: u32, region: &'static str, rbase: u32, rsize: u32 },
+    OutOfRegion {
+        ectx: String,
+        what: &'static str,
+        base: u32,
+        size: u32,
+        region: &'static str,
+        rbase: u32,
+        rsize: u32,
+    },
     #[error("ECTX `{ectx}`: {what} 0x{base:08x}+0x{size:x} overlaps ECTX `{other}` (link one of the images elsewhere: `softspin build --code-base ADDR --data-base ADDR`)")]
-    Overlap { ectx: String, what: &'static str, base: u32, size: u32, other: String },
+    Overlap {
+        ectx: String,
+        what: &'static str,
+        base: u32,
+        size: u32,
+        other: String,
+    },
     /// The loader rule ([`ElfImage::check_fits`]): code in program memory,
     /// data inside the handler memory.
     #[error("ECTX `{ectx}`: image {source}")]
-    Segment { ectx: String, source: softspin_hpu::ElfError },
+    Segment {
+        ectx: String,
+        source: softspin_hpu::ElfError,
+    },
     #[error("ECTX `{ectx}`: image was built for NB_CLUSTERS={image}, the NIC has {nic} clusters ({})", cluster_hint(*image, *nic))]
     Clusters { ectx: String, image: u32, nic: u32 },
     #[error("ECTX `{ectx}`: scratchpad of {want} bytes on cluster {cluster} does not fit ({free} bytes free)")]
-    Scratchpad { ectx: String, cluster: usize, want: u32, free: u32 },
+    Scratchpad {
+        ectx: String,
+        cluster: usize,
+        want: u32,
+        free: u32,
+    },
     #[error("ECTX `{ectx}`: {msg}")]
     Decode { ectx: String, msg: String },
     #[error("ECTX `{ectx}`: host window of size 0x{size:x} at 0x{base:x} wraps around")]
@@ -248,12 +335,23 @@ impl HandlerKind {
 /// Code and data extents of an image: (code base, code size), (data base,
 /// data end).
 pub(crate) fn extents(img: &ElfImage) -> ((u32, u32), Option<(u32, u32)>) {
-    let code: Vec<_> = img.segments.iter().filter(|s| s.perm.has(Perm::X)).collect();
-    let data: Vec<_> = img.segments.iter().filter(|s| !s.perm.has(Perm::X)).collect();
+    let code: Vec<_> = img
+        .segments
+        .iter()
+        .filter(|s| s.perm.has(Perm::X))
+        .collect();
+    let data: Vec<_> = img
+        .segments
+        .iter()
+        .filter(|s| !s.perm.has(Perm::X))
+        .collect();
     let c0 = code.iter().map(|s| s.vaddr).min().unwrap_or(0);
     let c1 = code.iter().map(|s| s.end()).max().unwrap_or(0) as u32;
     let d = (!data.is_empty()).then(|| {
-        (data.iter().map(|s| s.vaddr).min().unwrap(), data.iter().map(|s| s.end()).max().unwrap() as u32)
+        (
+            data.iter().map(|s| s.vaddr).min().unwrap(),
+            data.iter().map(|s| s.end()).max().unwrap() as u32,
+        )
     });
     ((c0, c1.saturating_sub(c0)), d)
 }
@@ -261,13 +359,21 @@ pub(crate) fn extents(img: &ElfImage) -> ((u32, u32), Option<(u32, u32)>) {
 /// What to do about an image built for another cluster count: name the
 /// profiles of both sides and the flags that pick them.
 fn cluster_hint(image: u32, nic: u32) -> String {
-    let of = |n: u32| ["pspin", "fpspin"].into_iter().find(|p| crate::NicConfig::profile(p).is_some_and(|c| c.clusters == n));
+    let of = |n: u32| {
+        ["pspin", "fpspin"]
+            .into_iter()
+            .find(|p| crate::NicConfig::profile(p).is_some_and(|c| c.clusters == n))
+    };
     let rebuild = match of(nic) {
         Some(p) => format!("rebuild it with `softspin build --profile {p}`"),
-        None => "rebuild it with the NIC's configuration (`softspin build --config FILE`)".to_string(),
+        None => {
+            "rebuild it with the NIC's configuration (`softspin build --config FILE`)".to_string()
+        }
     };
     match of(image) {
-        Some(p) => format!("the image was built with profile `{p}`: run it with `--profile {p}`, or {rebuild}"),
+        Some(p) => format!(
+            "the image was built with profile `{p}`: run it with `--profile {p}`, or {rebuild}"
+        ),
         None => rebuild,
     }
 }

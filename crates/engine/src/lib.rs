@@ -17,5 +17,8 @@ pub mod units;
 
 pub use config::{BufferFull, ConfigError, HostLink, NicConfig};
 pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
-pub use engine::{EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, MessageDone, Notification, OutPacket, SimError, TimelineEvent};
+pub use engine::{
+    EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, MessageDone, Notification,
+    OutPacket, SimError, TimelineEvent,
+};
 pub use stats::Report;

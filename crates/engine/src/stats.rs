@@ -85,7 +85,9 @@ impl Rejected {
     pub fn text(self) -> &'static str {
         match self {
             Rejected::HostDmaWindow => "command rejected: host DMA outside the host window",
-            Rejected::HostWriteWindow => "command rejected: host-direct write outside the host window",
+            Rejected::HostWriteWindow => {
+                "command rejected: host-direct write outside the host window"
+            }
             Rejected::NicAccess => "command rejected: NIC buffer outside the task's memory",
             Rejected::SendTooLarge => "command rejected: send larger than the packet slot",
             Rejected::EmptyDma => "command rejected: zero-length cluster DMA",
@@ -176,7 +178,12 @@ impl Default for LatencyHist {
     fn default() -> Self {
         // Auto-resizing: buckets grow with the largest sample only
         // (logarithmically), not with the number of samples.
-        LatencyHist { hist: hdrhistogram::Histogram::new(3).expect("3 significant digits"), min: u64::MAX, max: 0, sum: 0 }
+        LatencyHist {
+            hist: hdrhistogram::Histogram::new(3).expect("3 significant digits"),
+            min: u64::MAX,
+            max: 0,
+            sum: 0,
+        }
     }
 }
 
@@ -205,7 +212,10 @@ impl LatencyHist {
         for v in self.hist.iter_recorded() {
             seen += v.count_since_last_iteration();
             if seen >= rank {
-                return self.hist.highest_equivalent(v.value_iterated_to()).clamp(self.min, self.max);
+                return self
+                    .hist
+                    .highest_equivalent(v.value_iterated_to())
+                    .clamp(self.min, self.max);
             }
         }
         self.max
@@ -214,7 +224,13 @@ impl LatencyHist {
     pub fn summary_ns(&self) -> LatencyNs {
         let n = self.count();
         if n == 0 {
-            return LatencyNs { min: 0.0, mean: 0.0, p50: 0.0, p99: 0.0, max: 0.0 };
+            return LatencyNs {
+                min: 0.0,
+                mean: 0.0,
+                p50: 0.0,
+                p99: 0.0,
+                max: 0.0,
+            };
         }
         let ns = |ps: u64| ps as f64 / 1000.0;
         LatencyNs {
@@ -253,7 +269,10 @@ impl<T> PerEctx<T> {
 
     /// (id, value) in id order.
     pub fn iter(&self) -> impl Iterator<Item = (usize, &T)> {
-        self.0.iter().enumerate().filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
+        self.0
+            .iter()
+            .enumerate()
+            .filter_map(|(k, v)| v.as_ref().map(|v| (k, v)))
     }
 }
 
@@ -335,7 +354,11 @@ pub struct PendingErrors<T> {
 
 impl<T> Default for PendingErrors<T> {
     fn default() -> Self {
-        PendingErrors { first: Vec::new(), latest: VecDeque::new(), dropped: 0 }
+        PendingErrors {
+            first: Vec::new(),
+            latest: VecDeque::new(),
+            dropped: 0,
+        }
     }
 }
 
@@ -474,10 +497,18 @@ impl Report {
             self.packets, self.packets_in, self.bytes, self.unmatched, self.drops
         );
         if self.backpressure_ns > 0.0 || self.mpq_stall_ns > 0.0 {
-            let _ = writeln!(s, "back-pressure      {:.1} ns (buffer full), {:.1} ns (no free MPQ)", self.backpressure_ns, self.mpq_stall_ns);
+            let _ = writeln!(
+                s,
+                "back-pressure      {:.1} ns (buffer full), {:.1} ns (no free MPQ)",
+                self.backpressure_ns, self.mpq_stall_ns
+            );
         }
         let _ = writeln!(s, "offered load       {:.2} Gbit/s", self.offered_gbps);
-        let _ = writeln!(s, "throughput         {:.2} Gbit/s, {:.2} Mpkt/s", self.throughput_gbps, self.mpps);
+        let _ = writeln!(
+            s,
+            "throughput         {:.2} Gbit/s, {:.2} Mpkt/s",
+            self.throughput_gbps, self.mpps
+        );
         let _ = writeln!(
             s,
             "goodput            {:.2} Gbit/s ({} of {} packets with every handler successful)",
@@ -489,7 +520,12 @@ impl Report {
             "packet latency ns  min {:.1}  mean {:.1}  p50 {:.1}  p99 {:.1}  max {:.1}",
             l.min, l.mean, l.p50, l.p99, l.max
         );
-        let _ = writeln!(s, "HPU utilisation    {:.1} % (at most {} busy at once)", self.hpu_utilization * 100.0, self.hpus_busy_max);
+        let _ = writeln!(
+            s,
+            "HPU utilisation    {:.1} % (at most {} busy at once)",
+            self.hpu_utilization * 100.0,
+            self.hpus_busy_max
+        );
         let _ = writeln!(
             s,
             "commands           {} ({} outbound packets, {} host writes, {} B to host, {} B from host)",
@@ -498,7 +534,16 @@ impl Report {
         let _ = writeln!(
             s,
             "\n{:<28} {:>10} {:>9} {:>9} {:>9} {:>9} {:>8} {:>8} {:>8} {:>8}",
-            "handler", "calls", "cyc min", "cyc mean", "cyc max", "instr", "loads", "stores", "L1", "L2"
+            "handler",
+            "calls",
+            "cyc min",
+            "cyc mean",
+            "cyc max",
+            "instr",
+            "loads",
+            "stores",
+            "L1",
+            "L2"
         );
         for h in &self.handlers {
             let _ = writeln!(
@@ -520,15 +565,29 @@ impl Report {
             let _ = writeln!(s, "\nerrors             none");
         } else {
             for e in &self.errors {
-                let causes: Vec<String> = e.by_cause.iter().map(|(c, n)| format!("{c}: {n}")).collect();
-                let _ = writeln!(s, "\nerrors in `{}`     {} ({})", e.ectx, e.total, causes.join(", "));
+                let causes: Vec<String> = e
+                    .by_cause
+                    .iter()
+                    .map(|(c, n)| format!("{c}: {n}"))
+                    .collect();
+                let _ = writeln!(
+                    s,
+                    "\nerrors in `{}`     {} ({})",
+                    e.ectx,
+                    e.total,
+                    causes.join(", ")
+                );
             }
             for d in self.error_details.iter().take(5) {
                 let _ = writeln!(s, "  {}", d.text());
             }
         }
         for d in &self.output_dropped {
-            let _ = writeln!(s, "output dropped     {} bytes of `{}` ({})", d.bytes, d.ectx, d.cause);
+            let _ = writeln!(
+                s,
+                "output dropped     {} bytes of `{}` ({})",
+                d.bytes, d.ectx, d.cause
+            );
         }
         s
     }
@@ -546,7 +605,11 @@ mod tests {
         let mut q = PendingErrors::default();
         (0..f + 7 + l).for_each(|k| q.push(k));
         let t = q.take();
-        let want: Vec<_> = (0..f).map(Pending::Error).chain([Pending::Dropped(7)]).chain((f + 7..f + 7 + l).map(Pending::Error)).collect();
+        let want: Vec<_> = (0..f)
+            .map(Pending::Error)
+            .chain([Pending::Dropped(7)])
+            .chain((f + 7..f + 7 + l).map(Pending::Error))
+            .collect();
         assert_eq!(t, want);
         assert!(q.take().is_empty(), "taken once");
         // Below the bound nothing is dropped.
@@ -582,17 +645,25 @@ mod tests {
         };
         for n in [1usize, 2, 3, 160, 1001, 50_000] {
             let mut h = LatencyHist::default();
-            let mut v: Vec<u64> = (0..n).map(|_| 1000 + next() % 10u64.pow(1 + (next() % 6) as u32) * 1000).collect();
+            let mut v: Vec<u64> = (0..n)
+                .map(|_| 1000 + next() % 10u64.pow(1 + (next() % 6) as u32) * 1000)
+                .collect();
             for &s in &v {
                 h.record(s);
             }
             v.sort_unstable();
             for p in [0.0, 1.0, 50.0, 99.0, 100.0] {
                 let (got, want) = (h.percentile_ps(p), exact(&v, p));
-                assert!(got >= want && (got - want) as f64 <= want as f64 / 1000.0, "n={n} p{p}: {got} vs {want}");
+                assert!(
+                    got >= want && (got - want) as f64 <= want as f64 / 1000.0,
+                    "n={n} p{p}: {got} vs {want}"
+                );
             }
             let s = h.summary_ns();
-            assert_eq!((s.min, s.max), (v[0] as f64 / 1000.0, v[n - 1] as f64 / 1000.0));
+            assert_eq!(
+                (s.min, s.max),
+                (v[0] as f64 / 1000.0, v[n - 1] as f64 / 1000.0)
+            );
             let mean = v.iter().map(|&s| s as f64).sum::<f64>() / n as f64 / 1000.0;
             assert!((s.mean - mean).abs() < 1e-6 * mean);
         }

@@ -78,7 +78,9 @@ impl Clock {
     /// `None` unless `mhz` divides 10^6, so a cycle is a whole number of
     /// picoseconds (1000 MHz: 1000 ps; FPsPIN's 40 MHz: 25,000 ps).
     pub fn from_mhz(mhz: u32) -> Option<Clock> {
-        (mhz != 0 && 1_000_000 % mhz == 0).then(|| Clock { ps_per_cycle: 1_000_000 / mhz as u64 })
+        (mhz != 0 && 1_000_000 % mhz == 0).then(|| Clock {
+            ps_per_cycle: 1_000_000 / mhz as u64,
+        })
     }
 
     pub fn ps_per_cycle(self) -> u64 {
@@ -122,7 +124,11 @@ pub struct OutOfRange {
 
 impl fmt::Display for OutOfRange {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "`{}` = {} is out of range (limit: {})", self.field, self.value, self.limit)
+        write!(
+            f,
+            "`{}` = {} is out of range (limit: {})",
+            self.field, self.value, self.limit
+        )
     }
 }
 
@@ -132,7 +138,11 @@ impl std::error::Error for OutOfRange {}
 pub fn delay_ns(field: &'static str, ns: u64) -> Result<Ps, OutOfRange> {
     match Ns(ns).to_ps() {
         Some(p) if p <= MAX_DELAY => Ok(p),
-        _ => Err(OutOfRange { field, value: format!("{ns} ns"), limit: format!("at most {} ns (one hour)", MAX_DELAY.max_ns()) }),
+        _ => Err(OutOfRange {
+            field,
+            value: format!("{ns} ns"),
+            limit: format!("at most {} ns (one hour)", MAX_DELAY.max_ns()),
+        }),
     }
 }
 
@@ -143,7 +153,10 @@ pub fn delay_cycles(field: &'static str, c: u64, clock: Clock) -> Result<Ps, Out
         _ => Err(OutOfRange {
             field,
             value: format!("{c} cycles"),
-            limit: format!("at most {} cycles (one hour at this clock)", MAX_DELAY.0 / clock.ps_per_cycle()),
+            limit: format!(
+                "at most {} cycles (one hour at this clock)",
+                MAX_DELAY.0 / clock.ps_per_cycle()
+            ),
         }),
     }
 }
@@ -153,7 +166,14 @@ pub fn delay_cycles(field: &'static str, c: u64, clock: Clock) -> Result<Ps, Out
 pub fn until_ns(field: &'static str, ns: u64) -> Result<Ps, OutOfRange> {
     match Ns(ns).to_ps() {
         Some(p) if p <= HORIZON => Ok(p),
-        _ => Err(OutOfRange { field, value: format!("{ns} ns"), limit: format!("at most {} ns (the simulation horizon, 2^63 ps)", HORIZON.max_ns()) }),
+        _ => Err(OutOfRange {
+            field,
+            value: format!("{ns} ns"),
+            limit: format!(
+                "at most {} ns (the simulation horizon, 2^63 ps)",
+                HORIZON.max_ns()
+            ),
+        }),
     }
 }
 
@@ -166,7 +186,10 @@ mod tests {
         assert_eq!(Ns(7).to_ps(), Some(Ps(7000)));
         // The reproduction of issue 10: 18446744073709552 ns * 1000 wraps.
         assert_eq!(Ns(18_446_744_073_709_552).to_ps(), None);
-        assert_eq!(Ns(u64::MAX / 1000).to_ps(), Some(Ps(u64::MAX / 1000 * 1000)));
+        assert_eq!(
+            Ns(u64::MAX / 1000).to_ps(),
+            Some(Ps(u64::MAX / 1000 * 1000))
+        );
         let c = Clock::from_mhz(40).unwrap();
         assert_eq!(c.ps_per_cycle(), 25_000);
         assert_eq!(c.to_ps(Cycles(3)), Some(Ps(75_000)));
@@ -181,11 +204,21 @@ mod tests {
         // now <= HORIZON and a few thousand delays on top still fit.
         assert!(HORIZON.0.checked_add(2000 * MAX_DELAY.0).is_some());
         assert!(delay_ns("x", MAX_DELAY.max_ns()).is_ok());
-        let e = delay_ns("host.latency_ns", 9_223_372_036_854_775_807).unwrap_err().to_string();
-        assert!(e.contains("host.latency_ns") && e.contains("3600000000000 ns"), "{e}");
+        let e = delay_ns("host.latency_ns", 9_223_372_036_854_775_807)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("host.latency_ns") && e.contains("3600000000000 ns"),
+            "{e}"
+        );
         assert!(until_ns("--until-ns", 18_446_744_073_709_552).is_err());
         assert!(until_ns("--until-ns", HORIZON.max_ns()).is_ok());
-        let e = delay_cycles("quantum_cycles", u64::MAX, Clock::from_mhz(1000).unwrap()).unwrap_err().to_string();
-        assert!(e.contains("quantum_cycles") && e.contains("3600000000000 cycles"), "{e}");
+        let e = delay_cycles("quantum_cycles", u64::MAX, Clock::from_mhz(1000).unwrap())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("quantum_cycles") && e.contains("3600000000000 cycles"),
+            "{e}"
+        );
     }
 }

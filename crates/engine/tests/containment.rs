@@ -35,16 +35,36 @@ fn build(name: &str, code_data: Option<(u32, u32)>) -> PathBuf {
 fn image(second: bool) -> ElfImage {
     static A: OnceLock<PathBuf> = OnceLock::new();
     static B: OnceLock<PathBuf> = OnceLock::new();
-    let p = if second { B.get_or_init(|| build("b", Some((0x1D00_4000, 0x1C10_0000)))) } else { A.get_or_init(|| build("a", None)) };
+    let p = if second {
+        B.get_or_init(|| build("b", Some((0x1D00_4000, 0x1C10_0000))))
+    } else {
+        A.get_or_init(|| build("a", None))
+    };
     ElfImage::load(p).unwrap()
 }
 
 fn packet(port: u16) -> Vec<u8> {
-    build_frame(FrameKind::Ip, 256, [10, 0, 0, 1], [10, 0, 0, 2], 1000, port, |i| i as u8).unwrap()
+    build_frame(
+        FrameKind::Ip,
+        256,
+        [10, 0, 0, 1],
+        [10, 0, 0, 2],
+        1000,
+        port,
+        |i| i as u8,
+    )
+    .unwrap()
 }
 
 fn arrival(t_ps: u64, msg_id: u32, port: u16) -> Arrival {
-    Arrival { time_ps: t_ps, frame: packet(port), msg_id, eom: true, origin: format!("test#{msg_id}").into(), ectx: None }
+    Arrival {
+        time_ps: t_ps,
+        frame: packet(port),
+        msg_id,
+        eom: true,
+        origin: format!("test#{msg_id}").into(),
+        ectx: None,
+    }
 }
 
 /// Install and activate one ECTX with `ph` on the packets to `port`.
@@ -53,7 +73,10 @@ fn tenant(e: &mut Engine, name: &str, ph: &str, port: u16, second: bool) -> Ectx
     s.ph = Some(ph.into());
     s.matching = MatchRule::UdpDstPort(port);
     // Tenants' windows do not overlap: 4 GiB apart.
-    s.host_window = (DEFAULT_HOST_BASE + if second { 1 << 32 } else { 0 }, 1 << 16);
+    s.host_window = (
+        DEFAULT_HOST_BASE + if second { 1 << 32 } else { 0 },
+        1 << 16,
+    );
     let (base, size) = s.host_window;
     let id = e.install(s).unwrap();
     e.add_host_region(base, size as usize).unwrap();
@@ -70,7 +93,11 @@ fn one(cfg: NicConfig, ph: &str) -> (Engine, EctxId) {
 /// Host-direct writes of an ECTX as (slot, value), in time order.
 fn reports(e: &Engine, id: EctxId) -> Vec<(u64, u64)> {
     let base = e.ectx(id).unwrap().spec.host_window.0;
-    e.host_writes().iter().filter(|w| w.ectx == id).map(|w| ((w.addr - base) / 8, w.value)).collect()
+    e.host_writes()
+        .iter()
+        .filter(|w| w.ectx == id)
+        .map(|w| ((w.addr - base) / 8, w.value))
+        .collect()
 }
 
 fn code(v: i32) -> u64 {
@@ -95,11 +122,20 @@ fn output_flood_is_bounded_per_ectx_and_counted() {
     let r = e.report();
     assert_eq!(r.output_dropped.len(), 1);
     assert_eq!(r.output_dropped[0].bytes, written - 4096);
-    assert!(r.text().contains(&format!("output dropped     {} bytes of `a`", written - 4096)), "{}", r.text());
+    assert!(
+        r.text().contains(&format!(
+            "output dropped     {} bytes of `a`",
+            written - 4096
+        )),
+        "{}",
+        r.text()
+    );
     // Records are in NIC-time order and name their message and HPU.
     let recs: Vec<_> = e.output().collect();
     assert!(recs.windows(2).all(|w| w[0].time_ps <= w[1].time_ps));
-    assert!(recs.iter().all(|r| r.ectx == id && r.msg_id < n && (r.hpu as usize) < e.hpu_count()));
+    assert!(recs
+        .iter()
+        .all(|r| r.ectx == id && r.msg_id < n && (r.hpu as usize) < e.hpu_count()));
     // The newest output is kept: the last line is line 199.
     let tail: Vec<u8> = e.drain_output().into_iter().flat_map(|r| r.bytes).collect();
     assert!(tail.ends_with(format!("{:098}\n", 199).as_bytes()));
@@ -118,9 +154,15 @@ fn counter_indices_beyond_the_limit_are_refused_and_counted() {
     assert!(rep.iter().all(|&(_, v)| v == code(err::INVAL)), "{rep:?}");
     // Only the legal index exists.
     assert_eq!(e.counters(id), vec![(3, 50, 10)]);
-    let bad: Vec<_> = e.errors().iter().filter(|x| x.kind == ErrorCause::Rejected(Rejected::CounterIndex)).collect();
+    let bad: Vec<_> = e
+        .errors()
+        .iter()
+        .filter(|x| x.kind == ErrorCause::Rejected(Rejected::CounterIndex))
+        .collect();
     assert_eq!(bad.len(), 10);
-    assert!(bad.iter().all(|x| x.handler.as_deref() == Some("counters_ph") && x.pc.is_some() && x.hpu.is_some()));
+    assert!(bad
+        .iter()
+        .all(|x| x.handler.as_deref() == Some("counters_ph") && x.pc.is_some() && x.hpu.is_some()));
 }
 
 #[test]
@@ -141,9 +183,17 @@ fn a_tenant_cannot_wait_on_another_tenants_notification() {
     let rb = reports(&e, b);
     assert_eq!(rb.len(), 4, "{rb:?}");
     assert!(rb.iter().all(|&(_, v)| v == code(err::NOENT)), "{rb:?}");
-    let theft = e.errors().iter().filter(|x| x.ectx_id == b && x.kind == ErrorCause::Rejected(Rejected::NotifyId)).count();
+    let theft = e
+        .errors()
+        .iter()
+        .filter(|x| x.ectx_id == b && x.kind == ErrorCause::Rejected(Rejected::NotifyId))
+        .count();
     assert_eq!(theft, 4);
-    assert!(e.errors().iter().all(|x| x.ectx_id == b), "A has no error: {:?}", e.errors());
+    assert!(
+        e.errors().iter().all(|x| x.ectx_id == b),
+        "A has no error: {:?}",
+        e.errors()
+    );
 }
 
 #[test]
@@ -157,12 +207,18 @@ fn a_wait_nobody_answers_ends_in_a_wait_timeout() {
     e.run(None, |_| {}).unwrap();
     let r = e.report();
     assert_eq!(r.packets, 100, "every task completed (as failed)");
-    let timeouts: Vec<_> = e.errors().iter().filter(|x| x.kind == ErrorCause::WaitTimeout).collect();
+    let timeouts: Vec<_> = e
+        .errors()
+        .iter()
+        .filter(|x| x.kind == ErrorCause::WaitTimeout)
+        .collect();
     assert_eq!(timeouts.len(), 100);
     assert_eq!(r.errors.iter().map(|x| x.total).sum::<u64>(), 100);
     assert!(r.text().contains("wait timeout: 100"), "{}", r.text());
     // Each ended one wait limit after its wait began (>= arrival + limit).
-    assert!(timeouts.iter().all(|x| x.time_ns >= 50_000 && x.hpu.is_some() && x.ectx_id == id));
+    assert!(timeouts
+        .iter()
+        .all(|x| x.time_ns >= 50_000 && x.hpu.is_some() && x.ectx_id == id));
     // Their notifications died with them: the ring is free again.
     assert!(e.is_idle());
 }
@@ -184,14 +240,23 @@ fn two_tenants(max_hpu_share: f64) -> (Vec<u64>, bool) {
         e.inject(arrival(20_000 + m * 100, m as u32, PORT_B));
     }
     e.run(Some(1_000_000_000), |_| {}).unwrap();
-    let done_b = e.completions().iter().filter(|d| d.ectx == b).map(|d| d.time_ps).collect();
+    let done_b = e
+        .completions()
+        .iter()
+        .filter(|d| d.ectx == b)
+        .map(|d| d.time_ps)
+        .collect();
     (done_b, e.completions().iter().any(|d| d.ectx == a))
 }
 
 #[test]
 fn a_blocked_tenant_cannot_take_every_hpu() {
     let (done_b, a_done) = two_tenants(0.75);
-    assert_eq!(done_b.len(), 32, "B completes all its messages within 1 ms, long before A's waits end");
+    assert_eq!(
+        done_b.len(),
+        32,
+        "B completes all its messages within 1 ms, long before A's waits end"
+    );
     assert!(!a_done, "A's handlers still wait");
     // The check checks: with no share limit A takes all 32 HPUs first and
     // B waits for A's wait limit.
@@ -218,14 +283,27 @@ fn rejected_commands_are_errors_and_the_handler_goes_on() {
     );
     let base = e.ectx(id).unwrap().spec.host_window.0;
     let x = &e.errors()[0];
-    assert_eq!((x.msg_id, x.handler.as_deref(), x.addr), (7, Some("reject_ph"), Some(base + (1 << 16))));
+    assert_eq!(
+        (x.msg_id, x.handler.as_deref(), x.addr),
+        (7, Some("reject_ph"), Some(base + (1 << 16)))
+    );
     assert!(x.pc.is_some_and(|pc| pc >= 0x1D00_0000));
-    assert!(e.report().text().contains("command rejected: host-direct write outside the host window: 1"));
+    assert!(e
+        .report()
+        .text()
+        .contains("command rejected: host-direct write outside the host window: 1"));
 }
 
 #[test]
 fn assert_abort_and_exit_status_are_errors() {
-    for (ph, status, text) in [("assert_ph", 134, Some("Assertion `args->task->pkt_mem_size == 12345' failed.")), ("exit3_ph", 3, None)] {
+    for (ph, status, text) in [
+        (
+            "assert_ph",
+            134,
+            Some("Assertion `args->task->pkt_mem_size == 12345' failed."),
+        ),
+        ("exit3_ph", 3, None),
+    ] {
         let (mut e, _) = one(NicConfig::pspin(), ph);
         e.inject(arrival(0, 1, PORT_A));
         e.run(None, |_| {}).unwrap();
@@ -245,12 +323,18 @@ fn assert_abort_and_exit_status_are_errors() {
 fn message_timeouts_carry_no_sentinels() {
     let (mut e, _) = one(NicConfig::pspin(), "empty_ph");
     // A message whose last packet never comes.
-    e.inject(Arrival { eom: false, ..arrival(0, 42, PORT_A) });
+    e.inject(Arrival {
+        eom: false,
+        ..arrival(0, 42, PORT_A)
+    });
     e.run(None, |_| {}).unwrap();
     let errs = e.errors();
     assert_eq!(errs.len(), 1);
     let x = &errs[0];
-    assert_eq!((x.kind, x.msg_id, x.handler.clone(), x.pc, x.addr, x.hpu), (ErrorCause::MessageTimeout, 42, None, None, None, None));
+    assert_eq!(
+        (x.kind, x.msg_id, x.handler.clone(), x.pc, x.addr, x.hpu),
+        (ErrorCause::MessageTimeout, 42, None, None, None, None)
+    );
     let j = serde_json::to_value(x).unwrap();
     assert_eq!(j["hpu"], serde_json::Value::Null);
     assert_eq!(j["pc"], serde_json::Value::Null);
@@ -275,9 +359,18 @@ fn the_new_limits_are_validated_by_name() {
         let e = c.validate().unwrap_err().to_string();
         assert!(e.contains(field), "{field}: {e}");
     }
-    let t = "output_buffer = 1024\ncounters_per_ectx = 8\nwait_limit_ns = 5000\nmax_hpu_share = 0.5\n";
+    let t =
+        "output_buffer = 1024\ncounters_per_ectx = 8\nwait_limit_ns = 5000\nmax_hpu_share = 0.5\n";
     let c = NicConfig::from_toml(t, "t.toml").unwrap();
-    assert_eq!((c.output_buffer, c.counters_per_ectx, c.wait_limit_ns, c.max_hpu_share), (1024, 8, 5000, 0.5));
+    assert_eq!(
+        (
+            c.output_buffer,
+            c.counters_per_ectx,
+            c.wait_limit_ns,
+            c.max_hpu_share
+        ),
+        (1024, 8, 5000, 0.5)
+    );
 }
 
 /// Issue 24: every service asked for 4 GiB is refused with its cause and
@@ -289,23 +382,49 @@ fn huge_lengths_are_refused_before_allocating() {
     let (mut e, id) = one(NicConfig::pspin(), "huge_len_ph");
     e.inject(arrival(0, 3, PORT_A));
     e.run(None, |_| {}).unwrap();
-    assert_eq!(reports(&e, id), vec![(0, 0x600d)], "the handler went on to its end");
+    assert_eq!(
+        reports(&e, id),
+        vec![(0, 0x600d)],
+        "the handler went on to its end"
+    );
     let errs = e.errors();
     let kinds: Vec<_> = errs.iter().map(|x| x.kind).collect();
     use Rejected::*;
     assert_eq!(
         kinds,
-        [NicAccess, SendTooLarge, SendTooLarge, HostDmaWindow, HostDmaWindow, NicAccess, NotifyTooLong, CounterIndex].map(ErrorCause::Rejected).to_vec()
+        [
+            NicAccess,
+            SendTooLarge,
+            SendTooLarge,
+            HostDmaWindow,
+            HostDmaWindow,
+            NicAccess,
+            NotifyTooLong,
+            CounterIndex
+        ]
+        .map(ErrorCause::Rejected)
+        .to_vec()
     );
     // The packet's NIC address, as the first error names it.
     let pkt = errs[0].addr.unwrap();
     let base = e.ectx(id).unwrap().spec.host_window.0;
     let detail = |k: usize| errs[k].detail.clone().unwrap();
-    assert_eq!(detail(0), format!("cluster DMA source 0x{pkt:08x}+4294967295 bytes"));
-    assert_eq!(detail(3), format!("host range 0x{base:x}+4294967295 bytes; host window 0x{base:x}+0x10000"));
+    assert_eq!(
+        detail(0),
+        format!("cluster DMA source 0x{pkt:08x}+4294967295 bytes")
+    );
+    assert_eq!(
+        detail(3),
+        format!("host range 0x{base:x}+4294967295 bytes; host window 0x{base:x}+0x10000")
+    );
     assert_eq!(errs[5].addr, Some(pkt));
-    assert_eq!(detail(5), format!("write buffer 0x{pkt:08x}+4294967295 bytes"));
-    assert!(errs.iter().all(|x| x.msg_id == 3 && x.handler.as_deref() == Some("huge_len_ph")));
+    assert_eq!(
+        detail(5),
+        format!("write buffer 0x{pkt:08x}+4294967295 bytes")
+    );
+    assert!(errs
+        .iter()
+        .all(|x| x.msg_id == 3 && x.handler.as_deref() == Some("huge_len_ph")));
     assert_eq!(e.report().errors[0].total, 8);
 }
 
@@ -325,13 +444,17 @@ fn commands_are_charged_against_the_watchdog() {
     s.host_window = (DEFAULT_HOST_BASE, CHUNK);
     s.watchdog = WATCHDOG;
     let id = e.install(s).unwrap();
-    e.add_host_region(DEFAULT_HOST_BASE, CHUNK as usize).unwrap();
+    e.add_host_region(DEFAULT_HOST_BASE, CHUNK as usize)
+        .unwrap();
     e.activate(id).unwrap();
     e.inject(arrival(0, 1, PORT_A));
     e.run(None, |_| {}).unwrap();
     let errs = e.errors();
     assert_eq!(errs.len(), 1, "{errs:?}");
-    assert_eq!(errs[0].kind, ErrorCause::Fault(softspin_hpu::FaultKind::Watchdog));
+    assert_eq!(
+        errs[0].kind,
+        ErrorCause::Fault(softspin_hpu::FaultKind::Watchdog)
+    );
     // Each command costs its bytes' charge plus its loop's few
     // instructions: the budget buys at most WATCHDOG / cost commands, and
     // the last one issued may push past it.
@@ -339,8 +462,17 @@ fn commands_are_charged_against_the_watchdog() {
     assert_eq!(per, CHUNK / BYTES_PER_INSTRUCTION);
     let max_cmds = WATCHDOG / per + 1;
     let r = e.report();
-    assert!(r.dma_to_host_bytes <= max_cmds * CHUNK, "{} bytes moved, at most {}", r.dma_to_host_bytes, max_cmds * CHUNK);
-    assert!(r.dma_to_host_bytes >= (WATCHDOG / per - 1) * CHUNK, "the budget was spent on commands: {} bytes", r.dma_to_host_bytes);
+    assert!(
+        r.dma_to_host_bytes <= max_cmds * CHUNK,
+        "{} bytes moved, at most {}",
+        r.dma_to_host_bytes,
+        max_cmds * CHUNK
+    );
+    assert!(
+        r.dma_to_host_bytes >= (WATCHDOG / per - 1) * CHUNK,
+        "the budget was spent on commands: {} bytes",
+        r.dma_to_host_bytes
+    );
     // The error says what the budget went on and names the settings that
     // raise it.
     let charged = r.dma_to_host_bytes / CHUNK * per;

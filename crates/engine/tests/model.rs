@@ -51,13 +51,21 @@ impl Source for ListSource {
 /// `index` (u32 LE), then bytes derived from index.
 fn packet(index: u32, size: usize) -> Vec<u8> {
     let idx = index.to_le_bytes();
-    build_frame(FrameKind::Ip, size, [10, 0, 0, 1], [10, 0, 0, 2], 1000, 9330, |i| {
-        if i < 4 {
-            idx[i]
-        } else {
-            (i as u32 * 13 + index * 7) as u8
-        }
-    })
+    build_frame(
+        FrameKind::Ip,
+        size,
+        [10, 0, 0, 1],
+        [10, 0, 0, 2],
+        1000,
+        9330,
+        |i| {
+            if i < 4 {
+                idx[i]
+            } else {
+                (i as u32 * 13 + index * 7) as u8
+            }
+        },
+    )
     .unwrap()
 }
 
@@ -120,7 +128,10 @@ fn one_64b_packet_per_cycle_is_sustained() {
     let r = run(&mut e, traffic(20_000, 1, 64, 1000));
     assert_eq!((r.packets, r.drops), (20_000, 0));
     assert!(r.mpps > 990.0, "{} Mpps", r.mpps);
-    assert_eq!(r.latency_ns.max, 26.0, "no queueing at one packet per cycle");
+    assert_eq!(
+        r.latency_ns.max, 26.0,
+        "no queueing at one packet per cycle"
+    );
 }
 
 #[test]
@@ -136,7 +147,11 @@ fn handlers_keep_spin_ordering() {
     let mut by_msg: std::collections::BTreeMap<u32, Vec<(String, f64, f64)>> = Default::default();
     for ev in e.timeline().iter().filter(|ev| ev.cat == "handler") {
         let (sym, msg) = ev.name.split_once(" msg ").unwrap();
-        by_msg.entry(msg.parse().unwrap()).or_default().push((sym.to_string(), ev.ts, ev.ts + ev.dur.unwrap()));
+        by_msg.entry(msg.parse().unwrap()).or_default().push((
+            sym.to_string(),
+            ev.ts,
+            ev.ts + ev.dur.unwrap(),
+        ));
     }
     assert_eq!(by_msg.len(), 6);
     let mut overlapped = false;
@@ -146,12 +161,21 @@ fn handlers_keep_spin_ordering() {
         let th: Vec<_> = v.iter().filter(|x| x.0 == "order_th").collect();
         assert_eq!((hh.len(), ph.len(), th.len()), (1, 12, 1), "message {m}");
         for p in &ph {
-            assert!(p.1 >= hh[0].2, "message {m}: payload handler started before the header handler ended");
-            assert!(th[0].1 >= p.2, "message {m}: completion handler started before a payload handler ended");
+            assert!(
+                p.1 >= hh[0].2,
+                "message {m}: payload handler started before the header handler ended"
+            );
+            assert!(
+                th[0].1 >= p.2,
+                "message {m}: completion handler started before a payload handler ended"
+            );
         }
         overlapped |= ph.iter().any(|a| ph.iter().any(|b| a.1 < b.1 && b.1 < a.2));
     }
-    assert!(overlapped, "payload handlers of a message never ran in parallel");
+    assert!(
+        overlapped,
+        "payload handlers of a message never ran in parallel"
+    );
     assert!(r.hpus_busy_max > 1);
 }
 
@@ -178,10 +202,16 @@ fn dma_to_host_is_byte_exact() {
     let mut s = spec(Some("dma_ph"));
     s.host_window = (DEFAULT_HOST_BASE, n as u64 * size as u64);
     // A discrete NIC's PCIe (250 ns one way), not PsPIN's near-ideal testbench host.
-    let cfg = NicConfig { host: HostLink::PCIE4_X16, ..NicConfig::pspin() };
+    let cfg = NicConfig {
+        host: HostLink::PCIE4_X16,
+        ..NicConfig::pspin()
+    };
     let mut e = engine_with(cfg, s);
     let r = run(&mut e, traffic(8, n / 8, size, 500));
-    assert_eq!((r.packets, r.dma_to_host_bytes), (n as u64, n as u64 * size as u64));
+    assert_eq!(
+        (r.packets, r.dma_to_host_bytes),
+        (n as u64, n as u64 * size as u64)
+    );
     let mut host = vec![0u8; n as usize * size];
     assert!(e.host_memory().read(DEFAULT_HOST_BASE, &mut host));
     let want: Vec<u8> = (0..n).flat_map(|k| packet(k, size)).collect();
@@ -204,7 +234,10 @@ fn dma_from_host_then_send() {
         let idx = u32::from_le_bytes(o.frame[28..32].try_into().unwrap_or([0; 4]));
         // The frame is the host block of the packet it answered; find which.
         let k = (0..n as usize).find(|&k| host[k * 64..k * 64 + 64] == o.frame[..]);
-        assert!(k.is_some(), "outbound frame is not a host block (idx field {idx})");
+        assert!(
+            k.is_some(),
+            "outbound frame is not a host block (idx field {idx})"
+        );
     }
 }
 
@@ -216,7 +249,10 @@ fn host_direct_writes() {
     let mut host = vec![0u8; 21 * 8];
     assert!(e.host_memory().read(DEFAULT_HOST_BASE, &mut host));
     for i in 0..21u64 {
-        assert_eq!(u64::from_le_bytes(host[i as usize * 8..][..8].try_into().unwrap()), (i + 1) * 3);
+        assert_eq!(
+            u64::from_le_bytes(host[i as usize * 8..][..8].try_into().unwrap()),
+            (i + 1) * 3
+        );
     }
 }
 
@@ -232,16 +268,32 @@ fn protection_faults_end_only_that_handler() {
     let causes = &r.errors[0].by_cause;
     assert_eq!(causes.get("store access fault"), Some(&4), "{causes:?}");
     assert_eq!(causes.get("illegal instruction"), Some(&4), "{causes:?}");
-    assert_eq!(causes.get("watchdog: instruction budget exhausted"), Some(&4), "{causes:?}");
-    assert_eq!(causes.get("store to read-only memory"), Some(&4), "{causes:?}");
+    assert_eq!(
+        causes.get("watchdog: instruction budget exhausted"),
+        Some(&4),
+        "{causes:?}"
+    );
+    assert_eq!(
+        causes.get("store to read-only memory"),
+        Some(&4),
+        "{causes:?}"
+    );
     // Goodput counts only the 16 packets whose handler succeeded.
     assert_eq!(r.good_packets, 16);
-    assert!((r.goodput_gbps * 2.0 - r.throughput_gbps).abs() < 1e-9, "{} vs {}", r.goodput_gbps, r.throughput_gbps);
+    assert!(
+        (r.goodput_gbps * 2.0 - r.throughput_gbps).abs() < 1e-9,
+        "{} vs {}",
+        r.goodput_gbps,
+        r.throughput_gbps
+    );
     let img = image();
     let ph = img.symbol("fault_ph").unwrap();
     for d in &r.error_details {
         let pc = d.pc.expect("a fault has a pc");
-        assert!(pc >= ph && pc < ph + 0x200, "fault pc 0x{pc:x} outside fault_ph");
+        assert!(
+            pc >= ph && pc < ph + 0x200,
+            "fault pc 0x{pc:x} outside fault_ph"
+        );
     }
     let good = e.read_nic(img.symbol("good_packets").unwrap(), 4).unwrap();
     assert_eq!(u32::from_le_bytes(good.try_into().unwrap()), 16);
@@ -255,7 +307,14 @@ fn task_descriptor_is_private_and_rewritten_per_task() {
     assert_eq!(r.packets, 512);
     assert!(r.errors.is_empty(), "{:?}", r.errors);
     let img = image();
-    let word = |sym: &str| i32::from_le_bytes(e.read_nic(img.symbol(sym).unwrap(), 4).unwrap().try_into().unwrap());
+    let word = |sym: &str| {
+        i32::from_le_bytes(
+            e.read_nic(img.symbol(sym).unwrap(), 4)
+                .unwrap()
+                .try_into()
+                .unwrap(),
+        )
+    };
     assert_eq!((word("task_fresh"), word("task_stale")), (512, 0));
 }
 
@@ -331,14 +390,30 @@ fn two_ectxs_split_traffic_by_port() {
     let mut src = traffic(1, 10, 64, 1000);
     for (k, a) in src.0.iter_mut().enumerate() {
         if k % 2 == 1 {
-            a.frame = build_frame(FrameKind::Ip, 64, [10, 0, 0, 1], [10, 0, 0, 2], 1, 7000, |_| 0).unwrap();
+            a.frame = build_frame(
+                FrameKind::Ip,
+                64,
+                [10, 0, 0, 1],
+                [10, 0, 0, 2],
+                1,
+                7000,
+                |_| 0,
+            )
+            .unwrap();
         }
     }
     let r = run(&mut e, ListSource(src.0.clone()));
     assert_eq!((r.packets, r.unmatched), (5, 5));
     e.activate(ib).unwrap();
     run(&mut e, src);
-    let seen = |img: &ElfImage, e: &Engine| u32::from_le_bytes(e.read_nic(img.symbol("seen").unwrap(), 4).unwrap().try_into().unwrap());
+    let seen = |img: &ElfImage, e: &Engine| {
+        u32::from_le_bytes(
+            e.read_nic(img.symbol("seen").unwrap(), 4)
+                .unwrap()
+                .try_into()
+                .unwrap(),
+        )
+    };
     assert_eq!(seen(&image(), &e), 10);
     assert_eq!(seen(&other, &e), 5);
 }
@@ -346,8 +421,14 @@ fn two_ectxs_split_traffic_by_port() {
 #[test]
 fn install_errors_name_the_problem() {
     let mut e = Engine::new(NicConfig::pspin()).unwrap();
-    let err = e.install(spec(Some("no_such_handler"))).unwrap_err().to_string();
-    assert!(err.contains("no_such_handler") && err.contains("payload"), "{err}");
+    let err = e
+        .install(spec(Some("no_such_handler")))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("no_such_handler") && err.contains("payload"),
+        "{err}"
+    );
     e.install(spec(Some("empty_ph"))).unwrap();
     let mut s = spec(Some("empty_ph"));
     s.name = "again".into();
@@ -355,16 +436,28 @@ fn install_errors_name_the_problem() {
     assert!(err.contains("overlaps ECTX `test`"), "{err}");
     let mut s = spec(Some("empty_ph"));
     s.handler_mem = Some((0x1C3F_FF00, 0x1000));
-    let err = Engine::new(NicConfig::pspin()).unwrap().install(s).unwrap_err().to_string();
+    let err = Engine::new(NicConfig::pspin())
+        .unwrap()
+        .install(s)
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("outside L2 handler memory"), "{err}");
     // An image built for PsPIN's 4 clusters does not fit FPsPIN's 2.
-    let err = Engine::new(NicConfig::fpspin()).unwrap().install(spec(Some("empty_ph"))).unwrap_err().to_string();
+    let err = Engine::new(NicConfig::fpspin())
+        .unwrap()
+        .install(spec(Some("empty_ph")))
+        .unwrap_err()
+        .to_string();
     assert!(err.contains("NB_CLUSTERS=4"), "{err}");
     let fp = ElfImage::load(&build("fpspin", Some(&NicConfig::fpspin()), None)).unwrap();
     // Issue 24: the hint names the image's profile and both flags.
     let mut s = EctxSpec::new("fp", fp.clone());
     s.ph = Some("empty_ph".into());
-    let err = Engine::new(NicConfig::pspin()).unwrap().install(s).unwrap_err().to_string();
+    let err = Engine::new(NicConfig::pspin())
+        .unwrap()
+        .install(s)
+        .unwrap_err()
+        .to_string();
     assert_eq!(
         err,
         "ECTX `fp`: image was built for NB_CLUSTERS=2, the NIC has 4 clusters (the image was built with profile `fpspin`: \
@@ -376,7 +469,11 @@ fn install_errors_name_the_problem() {
     let r = run(&mut e, traffic(1, 4, 64, 100_000));
     assert_eq!(r.packets, 4);
     // Lifecycle errors.
-    assert!(e.activate(0).unwrap_err().to_string().contains("already active"));
+    assert!(e
+        .activate(0)
+        .unwrap_err()
+        .to_string()
+        .contains("already active"));
     assert!(e.uninstall(0).is_err());
     e.deactivate(0).unwrap();
     e.uninstall(0).unwrap();
@@ -390,7 +487,10 @@ fn packet_larger_than_a_slot_is_an_error() {
     let mut e = engine_with(cfg, spec(Some("empty_ph")));
     e.set_source(Box::new(traffic(1, 1, 1500, 100))).unwrap();
     let err = e.run(None, |_| {}).unwrap_err().to_string();
-    assert!(err.contains("test#0") && err.contains("1500 bytes"), "{err}");
+    assert!(
+        err.contains("test#0") && err.contains("1500 bytes"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -412,7 +512,11 @@ fn host_notifications_round_trip() {
         for r in reqs {
             let q = u32::from_le_bytes(r.data[..4].try_into().unwrap()) as u64;
             // The second request of a packet carries the host window address.
-            let answer = if r.host_ref == DEFAULT_HOST_BASE { q * 10 } else { q + 100 };
+            let answer = if r.host_ref == DEFAULT_HOST_BASE {
+                q * 10
+            } else {
+                q + 100
+            };
             e.respond(r.id, answer).unwrap();
             assert!(e.respond(r.id, 0).is_err(), "double answer accepted");
             answered += 1;

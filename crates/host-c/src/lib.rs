@@ -17,12 +17,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use softspin_engine::units::Ns;
-use softspin_netio::rules;
 use softspin_host::{
-    AttachOptions, Mode, NicConfig, Ruleset,
-    Ectx, EctxOptions, Error, ErrorCause, ErrorKind, Event, FaultKind, FrameKind, Rejected, GenConfig, HostBuffer, HostWindow, Image, Nic,
-    Notification, Payload,
+    AttachOptions, Ectx, EctxOptions, Error, ErrorCause, ErrorKind, Event, FaultKind, FrameKind,
+    GenConfig, HostBuffer, HostWindow, Image, Mode, Nic, NicConfig, Notification, Payload,
+    Rejected, Ruleset,
 };
+use softspin_netio::rules;
 
 // ---------------------------------------------------------------------------
 // Error codes
@@ -132,7 +132,9 @@ pub const SS_GDRIVER_SCRATCHPAD_SIZE: u32 = 819200;
 const _: () = {
     use softspin_host::gdriver as g;
     assert!(SS_GDRIVER_EC_MAX == g::EC_MAX && SS_GDRIVER_L2_SIZE == g::L2_SIZE);
-    assert!(SS_GDRIVER_HOST_SIZE == g::HOST_SIZE && SS_GDRIVER_SCRATCHPAD_SIZE == g::SCRATCHPAD_SIZE);
+    assert!(
+        SS_GDRIVER_HOST_SIZE == g::HOST_SIZE && SS_GDRIVER_SCRATCHPAD_SIZE == g::SCRATCHPAD_SIZE
+    );
 };
 
 // ---------------------------------------------------------------------------
@@ -725,7 +727,10 @@ struct Fail {
 type Res = Result<(), Fail>;
 
 fn fail(code: c_int, msg: impl Into<String>) -> Fail {
-    Fail { code, msg: msg.into() }
+    Fail {
+        code,
+        msg: msg.into(),
+    }
 }
 
 fn null(what: &str) -> Fail {
@@ -753,8 +758,14 @@ fn set_last_error(msg: &str) {
 }
 
 fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
-    let what = p.downcast_ref::<&str>().map(|s| s.to_string()).or_else(|| p.downcast_ref::<String>().cloned());
-    format!("internal error (a bug in softspin): {}", what.unwrap_or_else(|| "panic".into()))
+    let what = p
+        .downcast_ref::<&str>()
+        .map(|s| s.to_string())
+        .or_else(|| p.downcast_ref::<String>().cloned());
+    format!(
+        "internal error (a bug in softspin): {}",
+        what.unwrap_or_else(|| "panic".into())
+    )
 }
 
 /// Run an API body: map its error or panic to a code and the thread's message.
@@ -786,7 +797,10 @@ fn with_nic_flag(nic: *mut ss_nic, f: impl FnOnce(&mut NicState, &AtomicBool) ->
         // only reference into the state; ss_stop touches only `stop`.
         let n = unsafe { &mut *outer.state.get() };
         if n.poisoned {
-            return Err(fail(SS_EINTERNAL, "this NIC hit an internal error earlier; close it"));
+            return Err(fail(
+                SS_EINTERNAL,
+                "this NIC hit an internal error earlier; close it",
+            ));
         }
         match catch_unwind(AssertUnwindSafe(|| f(&mut *n, &outer.stop))) {
             Ok(r) => r,
@@ -806,7 +820,9 @@ unsafe fn text<'a>(p: *const c_char, what: &str) -> Result<&'a str, Fail> {
     if p.is_null() {
         return Err(null(what));
     }
-    CStr::from_ptr(p).to_str().map_err(|_| fail(SS_EINVAL, format!("{what} is not UTF-8")))
+    CStr::from_ptr(p)
+        .to_str()
+        .map_err(|_| fail(SS_EINVAL, format!("{what} is not UTF-8")))
 }
 
 unsafe fn opt_text(p: *const c_char, what: &str) -> Result<Option<String>, Fail> {
@@ -822,8 +838,12 @@ unsafe fn opt_text(p: *const c_char, what: &str) -> Result<Option<String>, Fail>
 unsafe fn copy_in(p: *const c_void, len: usize, what: &str) -> Result<Vec<u8>, Fail> {
     let src = bytes(p, len, what)?;
     let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| fail(ss_status::SS_ELIMIT as c_int, format!("{what}: cannot copy {len} bytes")))?;
+    v.try_reserve_exact(len).map_err(|_| {
+        fail(
+            ss_status::SS_ELIMIT as c_int,
+            format!("{what}: cannot copy {len} bytes"),
+        )
+    })?;
     v.extend_from_slice(src);
     Ok(v)
 }
@@ -870,7 +890,10 @@ fn frame_kind(k: u32) -> Result<FrameKind, Fail> {
     match k {
         SS_FRAME_IP => Ok(FrameKind::Ip),
         SS_FRAME_ETH => Ok(FrameKind::Eth),
-        _ => Err(fail(SS_EINVAL, format!("unknown frame kind {k} (SS_FRAME_IP or SS_FRAME_ETH)"))),
+        _ => Err(fail(
+            SS_EINVAL,
+            format!("unknown frame kind {k} (SS_FRAME_IP or SS_FRAME_ETH)"),
+        )),
     }
 }
 
@@ -924,8 +947,24 @@ pub extern "C" fn ss_last_error() -> *const c_char {
 pub extern "C" fn ss_strerror(code: c_int) -> *const c_char {
     use ss_status::*;
     const ALL: [ss_status; 18] = [
-        SS_OK, SS_EINVAL, SS_ECONFIG, SS_EIO, SS_EIMAGE, SS_ESYMBOL, SS_EOVERLAP, SS_ENICMEM, SS_EHOST, SS_ESTATE,
-        SS_ENOECTX, SS_EECTX, SS_ETRAFFIC, SS_ESIM, SS_ELIMIT, SS_EBUILD, SS_ENET, SS_EINTERNAL,
+        SS_OK,
+        SS_EINVAL,
+        SS_ECONFIG,
+        SS_EIO,
+        SS_EIMAGE,
+        SS_ESYMBOL,
+        SS_EOVERLAP,
+        SS_ENICMEM,
+        SS_EHOST,
+        SS_ESTATE,
+        SS_ENOECTX,
+        SS_EECTX,
+        SS_ETRAFFIC,
+        SS_ESIM,
+        SS_ELIMIT,
+        SS_EBUILD,
+        SS_ENET,
+        SS_EINTERNAL,
     ];
     let name = |st: ss_status| -> &'static CStr {
         match st {
@@ -949,7 +988,10 @@ pub extern "C" fn ss_strerror(code: c_int) -> *const c_char {
             SS_EINTERNAL => c"SS_EINTERNAL",
         }
     };
-    let s = ALL.into_iter().find(|&st| st as c_int == code).map_or(c"SS_UNKNOWN", name);
+    let s = ALL
+        .into_iter()
+        .find(|&st| st as c_int == code)
+        .map_or(c"SS_UNKNOWN", name);
     s.as_ptr()
 }
 
@@ -1109,18 +1151,36 @@ pub unsafe extern "C" fn ss_nic_attach(
         let mode = match o.mode {
             SS_MODE_XDP => Mode::Xdp,
             SS_MODE_SOCKET => Mode::Socket,
-            m => return Err(fail(SS_EINVAL, format!("options->mode {m} is neither SS_MODE_XDP (0) nor SS_MODE_SOCKET (1)"))),
+            m => {
+                return Err(fail(
+                    SS_EINVAL,
+                    format!("options->mode {m} is neither SS_MODE_XDP (0) nor SS_MODE_SOCKET (1)"),
+                ))
+            }
         };
-        let config = match (opt_text(o.profile, "options->profile")?, opt_text(o.config_path, "options->config_path")?) {
+        let config = match (
+            opt_text(o.profile, "options->profile")?,
+            opt_text(o.config_path, "options->config_path")?,
+        ) {
             (Some(_), Some(_)) => {
-                return Err(fail(SS_EINVAL, "options->profile and options->config_path are both set (give one)"))
+                return Err(fail(
+                    SS_EINVAL,
+                    "options->profile and options->config_path are both set (give one)",
+                ))
             }
             (Some(p), None) => Some(NicConfig::profile(&p).ok_or(Error::Profile(p))?),
             (None, Some(path)) => Some(softspin_host::load_config(&path)?),
             (None, None) => None,
         };
         let wait_timeout = Duration::from_nanos(o.wait_timeout_ns);
-        let nic = Nic::attach(iface, AttachOptions { mode, config, wait_timeout })?;
+        let nic = Nic::attach(
+            iface,
+            AttachOptions {
+                mode,
+                config,
+                wait_timeout,
+            },
+        )?;
         *out = wrap(nic);
         Ok(())
     })
@@ -1166,15 +1226,21 @@ pub unsafe extern "C" fn ss_stop(nic: *mut ss_nic) -> c_int {
 }
 
 fn live_stats_of(n: &NicState) -> Result<softspin_host::LiveStats, Fail> {
-    n.nic
-        .live_stats()
-        .ok_or_else(|| fail(SS_EINVAL, "this NIC is simulated: no live statistics (open it with ss_nic_attach)"))
+    n.nic.live_stats().ok_or_else(|| {
+        fail(
+            SS_EINVAL,
+            "this NIC is simulated: no live statistics (open it with ss_nic_attach)",
+        )
+    })
 }
 
 /// What a live NIC did on the wire, into `*out_stats`. Errors: SS_EINVAL
 /// (NULL, or a simulated NIC).
 #[no_mangle]
-pub unsafe extern "C" fn ss_get_live_stats(nic: *mut ss_nic, out_stats: *mut ss_live_stats) -> c_int {
+pub unsafe extern "C" fn ss_get_live_stats(
+    nic: *mut ss_nic,
+    out_stats: *mut ss_live_stats,
+) -> c_int {
     with_nic(nic, |n| {
         let o = out(out_stats, "out_stats")?;
         let s = live_stats_of(n)?;
@@ -1210,7 +1276,10 @@ pub unsafe extern "C" fn ss_live_drops(
         *c = causes.len();
         for (i, (name, &v)) in causes.into_iter().take(cap).enumerate() {
             let mut cause = [0 as c_char; SS_DROP_CAUSE_MAX];
-            for (d, b) in cause.iter_mut().zip(name.bytes().take(SS_DROP_CAUSE_MAX - 1)) {
+            for (d, b) in cause
+                .iter_mut()
+                .zip(name.bytes().take(SS_DROP_CAUSE_MAX - 1))
+            {
                 *d = b as c_char;
             }
             out_drops.add(i).write(ss_live_drop { cause, count: v });
@@ -1223,7 +1292,12 @@ pub unsafe extern "C" fn ss_live_drops(
 /// counters and the drops by cause, one per line), copied like
 /// ss_report_text. Errors: SS_EINVAL (NULL, or a simulated NIC).
 #[no_mangle]
-pub unsafe extern "C" fn ss_live_stats_text(nic: *mut ss_nic, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int {
+pub unsafe extern "C" fn ss_live_stats_text(
+    nic: *mut ss_nic,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
     with_nic(nic, |n| {
         let s = live_stats_of(n)?;
         let mut t = format!(
@@ -1309,18 +1383,32 @@ pub unsafe extern "C" fn ss_slmp_send(
             let (p, n) = (*msgs.add(i), *lens.add(i));
             refs.push(match (p.is_null(), n) {
                 (_, 0) => &[][..],
-                (true, _) => return Err(fail(SS_EINVAL, format!("msgs[{i}] is NULL with lens[{i}] = {n}"))),
+                (true, _) => {
+                    return Err(fail(
+                        SS_EINVAL,
+                        format!("msgs[{i}] is NULL with lens[{i}] = {n}"),
+                    ))
+                }
                 (false, _) => std::slice::from_raw_parts(p as *const u8, n),
             });
         }
         let mut o = softspin_host::slmp::SendOptions::default();
         if let Some(c) = opts.as_ref() {
-            o.window = if c.window == 0 { "auto".into() } else { c.window.to_string() };
+            o.window = if c.window == 0 {
+                "auto".into()
+            } else {
+                c.window.to_string()
+            };
             o.sync = match c.sync {
                 SS_SLMP_SYNC_NONE => "none",
                 SS_SLMP_SYNC_MSG => "msg",
                 SS_SLMP_SYNC_ALL => "all",
-                v => return Err(fail(SS_EINVAL, format!("opts->sync = {v}: expected SS_SLMP_SYNC_NONE, _MSG or _ALL"))),
+                v => {
+                    return Err(fail(
+                        SS_EINVAL,
+                        format!("opts->sync = {v}: expected SS_SLMP_SYNC_NONE, _MSG or _ALL"),
+                    ))
+                }
             }
             .into();
             o.segment = c.segment as usize;
@@ -1335,7 +1423,11 @@ pub unsafe extern "C" fn ss_slmp_send(
                 Ok(())
             }
             Err(e) => {
-                if let (softspin_host::Error::Slmp(softspin_slmp::Error::GaveUp { stats, .. }), Some(out)) = (&e, out_stats.as_mut()) {
+                if let (
+                    softspin_host::Error::Slmp(softspin_slmp::Error::GaveUp { stats, .. }),
+                    Some(out),
+                ) = (&e, out_stats.as_mut())
+                {
                     *out = slmp_stats(stats);
                 }
                 Err(e.into())
@@ -1352,7 +1444,11 @@ pub unsafe extern "C" fn ss_slmp_send(
 /// `*out` is an image to release with ss_image_free; on failure NULL.
 /// Errors: SS_EINVAL, SS_EIO (unreadable), SS_EIMAGE (not a handler image).
 #[no_mangle]
-pub unsafe extern "C" fn ss_image_load(nic: *mut ss_nic, path: *const c_char, out: *mut *mut ss_image) -> c_int {
+pub unsafe extern "C" fn ss_image_load(
+    nic: *mut ss_nic,
+    path: *const c_char,
+    out: *mut *mut ss_image,
+) -> c_int {
     with_nic(nic, |n| {
         let out = out.as_mut().ok_or_else(|| null("out"))?;
         *out = std::ptr::null_mut();
@@ -1395,7 +1491,11 @@ pub unsafe extern "C" fn ss_image_free(image: *mut ss_image) -> c_int {
 /// write a global with ss_nic_write at that address. Errors: SS_EINVAL,
 /// SS_ESYMBOL.
 #[no_mangle]
-pub unsafe extern "C" fn ss_image_symbol(image: *const ss_image, name: *const c_char, addr: *mut u32) -> c_int {
+pub unsafe extern "C" fn ss_image_symbol(
+    image: *const ss_image,
+    name: *const c_char,
+    addr: *mut u32,
+) -> c_int {
     guard(|| {
         let image = image.as_ref().ok_or_else(|| null("image"))?;
         let addr = out(addr, "addr")?;
@@ -1423,7 +1523,10 @@ pub unsafe extern "C" fn ss_host_window_create(
     with_nic(nic, |n| {
         let o = out(out_window, "out_window")?;
         let w = n.nic.host_window(size)?;
-        *o = ss_host_window { base: w.base, size: w.size };
+        *o = ss_host_window {
+            base: w.base,
+            size: w.size,
+        };
         Ok(())
     })
 }
@@ -1447,8 +1550,14 @@ pub unsafe extern "C" fn ss_host_lend(
         if buf.is_null() {
             return Err(null("buf"));
         }
-        let w = n.nic.lend(Box::new(Lent { ptr: buf as *mut u8, len }))?;
-        *o = ss_host_window { base: w.base, size: w.size };
+        let w = n.nic.lend(Box::new(Lent {
+            ptr: buf as *mut u8,
+            len,
+        }))?;
+        *o = ss_host_window {
+            base: w.base,
+            size: w.size,
+        };
         Ok(())
     })
 }
@@ -1460,7 +1569,10 @@ pub unsafe extern "C" fn ss_host_lend(
 #[no_mangle]
 pub unsafe extern "C" fn ss_host_unlend(nic: *mut ss_nic, window: ss_host_window) -> c_int {
     with_nic(nic, |n| {
-        drop(n.nic.unlend(HostWindow { base: window.base, size: window.size })?);
+        drop(n.nic.unlend(HostWindow {
+            base: window.base,
+            size: window.size,
+        })?);
         Ok(())
     })
 }
@@ -1468,7 +1580,12 @@ pub unsafe extern "C" fn ss_host_unlend(nic: *mut ss_nic, window: ss_host_window
 /// Copy `len` bytes of host memory at host address `addr` (inside one
 /// window) into `out_buf`. Errors: SS_EINVAL, SS_EHOST (not inside a window).
 #[no_mangle]
-pub unsafe extern "C" fn ss_host_read(nic: *mut ss_nic, addr: u64, out_buf: *mut c_void, len: usize) -> c_int {
+pub unsafe extern "C" fn ss_host_read(
+    nic: *mut ss_nic,
+    addr: u64,
+    out_buf: *mut c_void,
+    len: usize,
+) -> c_int {
     with_nic(nic, |n| {
         if out_buf.is_null() && len > 0 {
             return Err(null("out_buf"));
@@ -1483,11 +1600,19 @@ pub unsafe extern "C" fn ss_host_read(nic: *mut ss_nic, addr: u64, out_buf: *mut
 /// Copy `len` bytes from `data` to host memory at host address `addr`
 /// (inside one window). Errors: SS_EINVAL, SS_EHOST.
 #[no_mangle]
-pub unsafe extern "C" fn ss_host_write(nic: *mut ss_nic, addr: u64, data: *const c_void, len: usize) -> c_int {
+pub unsafe extern "C" fn ss_host_write(
+    nic: *mut ss_nic,
+    addr: u64,
+    data: *const c_void,
+    len: usize,
+) -> c_int {
     with_nic(nic, |n| {
         // No window is longer: refuse before copying.
         if len as u64 > softspin_host::MAX_HOST_WINDOW {
-            return Err(fail(ss_status::SS_EHOST as c_int, format!("host range 0x{addr:x}+{len} is longer than any host window")));
+            return Err(fail(
+                ss_status::SS_EHOST as c_int,
+                format!("host range 0x{addr:x}+{len} is longer than any host window"),
+            ));
         }
         // A copy: `data` may lie in a lent buffer the write borrows mutably.
         Ok(n.nic.host_write(addr, &copy_in(data, len, "data")?)?)
@@ -1550,7 +1675,10 @@ pub unsafe extern "C" fn ss_install(
         } else if o.scratchpad_len > clusters {
             return Err(fail(
                 SS_EINVAL,
-                format!("options->scratchpad_len {} is above the NIC's {clusters} clusters", o.scratchpad_len),
+                format!(
+                    "options->scratchpad_len {} is above the NIC's {clusters} clusters",
+                    o.scratchpad_len
+                ),
             ));
         } else if o.scratchpad.is_null() {
             return Err(null("options->scratchpad"));
@@ -1566,8 +1694,10 @@ pub unsafe extern "C" fn ss_install(
             th: opt_text(o.th, "options->th")?,
             handler_mem_size: (o.handler_mem_size > 0).then_some(o.handler_mem_size),
             handler_mem_addr: (o.handler_mem_addr > 0).then_some(o.handler_mem_addr),
-            host_window: (o.host_window.size > 0)
-                .then_some(HostWindow { base: o.host_window.base, size: o.host_window.size }),
+            host_window: (o.host_window.size > 0).then_some(HostWindow {
+                base: o.host_window.base,
+                size: o.host_window.size,
+            }),
             l1_copy: (o.l1_copy > 0).then_some(o.l1_copy),
             scratchpad,
             watchdog: (o.watchdog > 0).then_some(o.watchdog),
@@ -1588,7 +1718,10 @@ unsafe fn ectx_rules(o: &ss_ectx_options, name: Option<&str>) -> Result<Vec<Rule
         if o.match_specs.is_null() {
             return Err(null("options->match_specs"));
         }
-        for (i, &m) in std::slice::from_raw_parts(o.match_specs, o.match_specs_len).iter().enumerate() {
+        for (i, &m) in std::slice::from_raw_parts(o.match_specs, o.match_specs_len)
+            .iter()
+            .enumerate()
+        {
             let spec = text(m, &format!("options->match_specs[{i}]"))?;
             rules.push(Ruleset::from_spec(spec).map_err(|e| Fail::from(Error::Net(e)))?);
         }
@@ -1630,7 +1763,9 @@ pub unsafe extern "C" fn ss_uninstall(nic: *mut ss_nic, ectx: ss_ectx) -> c_int 
 /// or SS_FRAME_ETH. Errors: SS_EINVAL, SS_ENOECTX.
 #[no_mangle]
 pub unsafe extern "C" fn ss_set_frame_kind(nic: *mut ss_nic, ectx: ss_ectx, kind: u32) -> c_int {
-    with_nic(nic, |n| Ok(n.nic.set_frame_kind(ectx_handle(ectx), frame_kind(kind)?)?))
+    with_nic(nic, |n| {
+        Ok(n.nic.set_frame_kind(ectx_handle(ectx), frame_kind(kind)?)?)
+    })
 }
 
 // ---------------------------------------------------------------------------
@@ -1661,7 +1796,12 @@ pub unsafe extern "C" fn ss_nic_alloc(
 /// Copy `len` bytes of NIC memory at NIC address `addr` into `out_buf`. Errors:
 /// SS_EINVAL, SS_ENICMEM (not NIC memory).
 #[no_mangle]
-pub unsafe extern "C" fn ss_nic_read(nic: *mut ss_nic, addr: u32, out_buf: *mut c_void, len: usize) -> c_int {
+pub unsafe extern "C" fn ss_nic_read(
+    nic: *mut ss_nic,
+    addr: u32,
+    out_buf: *mut c_void,
+    len: usize,
+) -> c_int {
     with_nic(nic, |n| {
         let o = bytes_mut(out_buf, len, "out_buf")?;
         o.copy_from_slice(&n.nic.nic_read(addr, len)?);
@@ -1672,8 +1812,15 @@ pub unsafe extern "C" fn ss_nic_read(nic: *mut ss_nic, addr: u32, out_buf: *mut 
 /// Copy `len` bytes from `data` to NIC memory at NIC address `addr`.
 /// Errors: SS_EINVAL, SS_ENICMEM.
 #[no_mangle]
-pub unsafe extern "C" fn ss_nic_write(nic: *mut ss_nic, addr: u32, data: *const c_void, len: usize) -> c_int {
-    with_nic(nic, |n| Ok(n.nic.nic_write(addr, bytes(data, len, "data")?)?))
+pub unsafe extern "C" fn ss_nic_write(
+    nic: *mut ss_nic,
+    addr: u32,
+    data: *const c_void,
+    len: usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        Ok(n.nic.nic_write(addr, bytes(data, len, "data")?)?)
+    })
 }
 
 /// Store the NIC pointer `target` (a 32-bit NIC address) at `addr`: the
@@ -1714,12 +1861,22 @@ pub unsafe extern "C" fn ss_build_frame(
             return Ok(());
         }
         if cap < size {
-            return Err(fail(SS_EINVAL, format!("a {size}-byte frame does not fit {cap} bytes")));
+            return Err(fail(
+                SS_EINVAL,
+                format!("a {size}-byte frame does not fit {cap} bytes"),
+            ));
         }
         let o = bytes_mut(out_frame, cap, "out_frame")?;
-        let f =
-            softspin_engine::traffic::build_frame(k, size, [10, 0, 0, 1], [10, 0, 0, 2], softspin_engine::traffic::DEFAULT_UDP_PORT, udp_dst_port, |i| p[i])
-                .map_err(|e| Fail::from(Error::Traffic(e)))?;
+        let f = softspin_engine::traffic::build_frame(
+            k,
+            size,
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            softspin_engine::traffic::DEFAULT_UDP_PORT,
+            udp_dst_port,
+            |i| p[i],
+        )
+        .map_err(|e| Fail::from(Error::Traffic(e)))?;
         o[..size].copy_from_slice(&f);
         Ok(())
     })
@@ -1737,7 +1894,10 @@ pub unsafe extern "C" fn ss_send_packet(
     msg_id: u32,
     eom: c_int,
 ) -> c_int {
-    with_nic(nic, |n| Ok(n.nic.send_packet(copy_in(frame, len, "frame")?, msg_id, eom != 0)?))
+    with_nic(nic, |n| {
+        Ok(n.nic
+            .send_packet(copy_in(frame, len, "frame")?, msg_id, eom != 0)?)
+    })
 }
 
 /// Send `len` bytes of `payload` (copied) as message `msg_id` to an ECTX:
@@ -1755,7 +1915,12 @@ pub unsafe extern "C" fn ss_send_message(
     packet_size: usize,
 ) -> c_int {
     with_nic(nic, |n| {
-        Ok(n.nic.send_message(ectx_handle(ectx), msg_id, bytes(payload, len, "payload")?, packet_size)?)
+        Ok(n.nic.send_message(
+            ectx_handle(ectx),
+            msg_id,
+            bytes(payload, len, "payload")?,
+            packet_size,
+        )?)
     })
 }
 
@@ -1772,7 +1937,11 @@ pub unsafe extern "C" fn ss_gen_config_init(g: *mut ss_gen_config) -> c_int {
             size: d.size as u32,
             concurrent: d.concurrent,
             rate_gbps: d.rate_gbps,
-            frame: if d.frame == FrameKind::Eth { SS_FRAME_ETH } else { SS_FRAME_IP },
+            frame: if d.frame == FrameKind::Eth {
+                SS_FRAME_ETH
+            } else {
+                SS_FRAME_IP
+            },
             payload: match d.payload {
                 Payload::Zero => SS_PAYLOAD_ZERO,
                 Payload::Sequence => SS_PAYLOAD_SEQUENCE,
@@ -1795,7 +1964,10 @@ pub unsafe extern "C" fn ss_gen_config_init(g: *mut ss_gen_config) -> c_int {
 /// Feed packets from the synthetic generator (replacing any feed not yet
 /// consumed). Errors: SS_EINVAL, SS_ETRAFFIC (invalid parameter).
 #[no_mangle]
-pub unsafe extern "C" fn ss_feed_generator(nic: *mut ss_nic, config: *const ss_gen_config) -> c_int {
+pub unsafe extern "C" fn ss_feed_generator(
+    nic: *mut ss_nic,
+    config: *const ss_gen_config,
+) -> c_int {
     with_nic(nic, |n| {
         let g = config.as_ref().ok_or_else(|| null("config"))?;
         let payload = match g.payload {
@@ -1827,20 +1999,27 @@ pub unsafe extern "C" fn ss_feed_generator(nic: *mut ss_nic, config: *const ss_g
 /// the message; may also surface later, when running).
 #[no_mangle]
 pub unsafe extern "C" fn ss_feed_trace(nic: *mut ss_nic, path: *const c_char, kind: u32) -> c_int {
-    with_nic(nic, |n| Ok(n.nic.feed_trace(text(path, "path")?, frame_kind(kind)?)?))
+    with_nic(nic, |n| {
+        Ok(n.nic.feed_trace(text(path, "path")?, frame_kind(kind)?)?)
+    })
 }
 
 /// Feed a pcap or pcapng file of Ethernet frames: at its timestamps
 /// (`rate_gbps` 0) or back to back at `rate_gbps`. Errors: SS_EINVAL
 /// (negative rate), SS_EIO, SS_ETRAFFIC.
 #[no_mangle]
-pub unsafe extern "C" fn ss_feed_pcap(nic: *mut ss_nic, path: *const c_char, rate_gbps: f64) -> c_int {
+pub unsafe extern "C" fn ss_feed_pcap(
+    nic: *mut ss_nic,
+    path: *const c_char,
+    rate_gbps: f64,
+) -> c_int {
     with_nic(nic, |n| {
         let path = text(path, "path")?;
         if rate_gbps.is_nan() || rate_gbps < 0.0 {
             return Err(fail(SS_EINVAL, format!("rate {rate_gbps} Gbit/s")));
         }
-        Ok(n.nic.feed_pcap(path, (rate_gbps > 0.0).then_some(rate_gbps))?)
+        Ok(n.nic
+            .feed_pcap(path, (rate_gbps > 0.0).then_some(rate_gbps))?)
     })
 }
 
@@ -1920,9 +2099,12 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
                         (SS_EVENT_HOST_WRITE, w.ectx.0, w.time_ps, w.addr, w.value)
                 }
                 Event::MessageDone(d) => {
-                    (e.kind, e.ectx, e.time_ps, e.msg_id) = (SS_EVENT_MESSAGE_DONE, d.ectx.0, d.time_ps, d.msg_id)
+                    (e.kind, e.ectx, e.time_ps, e.msg_id) =
+                        (SS_EVENT_MESSAGE_DONE, d.ectx.0, d.time_ps, d.msg_id)
                 }
-                Event::ErrorsDropped { count } => (e.kind, e.value) = (SS_EVENT_ERRORS_DROPPED, count),
+                Event::ErrorsDropped { count } => {
+                    (e.kind, e.value) = (SS_EVENT_ERRORS_DROPPED, count)
+                }
                 Event::HandlerError(x) => {
                     let c = |s: String| CString::new(s.replace('\0', "?")).unwrap_or_default();
                     n.held.handler = x.handler.map(c);
@@ -1931,20 +2113,34 @@ pub unsafe extern "C" fn ss_next_event(nic: *mut ss_nic, ev: *mut ss_event) -> c
                     n.held.ectx = c(x.ectx_name);
                     // The engine rounded its ps clock down to ns: back in ps it
                     // is at most that clock, so saturation never happens.
-                    (e.kind, e.ectx, e.time_ps, e.msg_id) =
-                        (SS_EVENT_HANDLER_ERROR, x.ectx.0, Ns(x.time_ns).to_ps_saturating().0, x.msg_id);
-                    e.present = [(x.pc.is_some(), SS_HAS_PC), (x.addr.is_some(), SS_HAS_ADDR), (x.hpu.is_some(), SS_HAS_HPU)]
-                        .iter()
-                        .filter(|(on, _)| *on)
-                        .fold(0, |a, (_, bit)| a | bit);
-                    (e.pc, e.addr, e.hpu) = (x.pc.unwrap_or(0), x.addr.unwrap_or(0), x.hpu.unwrap_or(0));
+                    (e.kind, e.ectx, e.time_ps, e.msg_id) = (
+                        SS_EVENT_HANDLER_ERROR,
+                        x.ectx.0,
+                        Ns(x.time_ns).to_ps_saturating().0,
+                        x.msg_id,
+                    );
+                    e.present = [
+                        (x.pc.is_some(), SS_HAS_PC),
+                        (x.addr.is_some(), SS_HAS_ADDR),
+                        (x.hpu.is_some(), SS_HAS_HPU),
+                    ]
+                    .iter()
+                    .filter(|(on, _)| *on)
+                    .fold(0, |a, (_, bit)| a | bit);
+                    (e.pc, e.addr, e.hpu) =
+                        (x.pc.unwrap_or(0), x.addr.unwrap_or(0), x.hpu.unwrap_or(0));
                     if let ErrorCause::Aborted { status } = x.kind {
                         e.value = status as i64 as u64;
                     }
                     e.error_cause = cause_code(x.kind) as u32;
-                    let ptr = |h: &Option<CString>| h.as_ref().map_or(std::ptr::null(), |h| h.as_ptr());
-                    (e.handler, e.detail, e.cause, e.ectx_name) =
-                        (ptr(&n.held.handler), ptr(&n.held.detail), n.held.cause.as_ptr(), n.held.ectx.as_ptr());
+                    let ptr =
+                        |h: &Option<CString>| h.as_ref().map_or(std::ptr::null(), |h| h.as_ptr());
+                    (e.handler, e.detail, e.cause, e.ectx_name) = (
+                        ptr(&n.held.handler),
+                        ptr(&n.held.detail),
+                        n.held.cause.as_ptr(),
+                        n.held.ectx.as_ptr(),
+                    );
                 }
             }
         }
@@ -2067,8 +2263,15 @@ pub unsafe extern "C" fn ss_get_report(nic: *mut ss_nic, out_report: *mut ss_rep
 /// (may be NULL) gets the full length without the NUL. `buf` may be NULL
 /// when `cap` is 0 (to ask for the length). Errors: SS_EINVAL.
 #[no_mangle]
-pub unsafe extern "C" fn ss_report_text(nic: *mut ss_nic, buf: *mut c_char, cap: usize, len: *mut usize) -> c_int {
-    with_nic(nic, |n| put_text(n.nic.report().text().as_bytes(), buf, cap, len))
+pub unsafe extern "C" fn ss_report_text(
+    nic: *mut ss_nic,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
+    with_nic(nic, |n| {
+        put_text(n.nic.report().text().as_bytes(), buf, cap, len)
+    })
 }
 
 /// Packets admitted to and messages completed by an ECTX. Errors: SS_EINVAL,
@@ -2123,7 +2326,9 @@ pub unsafe extern "C" fn ss_hpu_stdout(
     cap: usize,
     len: *mut usize,
 ) -> c_int {
-    with_nic(nic, |n| put_text(n.nic.hpu_stdout(hpu as usize)?.as_bytes(), buf, cap, len))
+    with_nic(nic, |n| {
+        put_text(n.nic.hpu_stdout(hpu as usize)?.as_bytes(), buf, cap, len)
+    })
 }
 
 #[cfg(test)]
@@ -2134,7 +2339,10 @@ mod tests {
     fn errors_are_values() {
         unsafe {
             let mut nic = std::ptr::null_mut();
-            assert_eq!(ss_open(c"nope".as_ptr(), &mut nic), ss_status::SS_ECONFIG as c_int);
+            assert_eq!(
+                ss_open(c"nope".as_ptr(), &mut nic),
+                ss_status::SS_ECONFIG as c_int
+            );
             assert!(nic.is_null());
             let msg = CStr::from_ptr(ss_last_error()).to_str().unwrap();
             assert!(msg.contains("nope"), "{msg}");
@@ -2142,10 +2350,19 @@ mod tests {
             assert_eq!(ss_open(c"pspin".as_ptr(), &mut nic), SS_OK);
             let mut w = ss_host_window::default();
             let mut buf = [0u8; 16];
-            assert_eq!(ss_host_lend(nic, buf.as_mut_ptr().cast(), buf.len(), &mut w), SS_OK);
-            assert_eq!(ss_host_write(nic, w.base + 8, c"abcdefgh".as_ptr().cast(), 8), SS_OK);
+            assert_eq!(
+                ss_host_lend(nic, buf.as_mut_ptr().cast(), buf.len(), &mut w),
+                SS_OK
+            );
+            assert_eq!(
+                ss_host_write(nic, w.base + 8, c"abcdefgh".as_ptr().cast(), 8),
+                SS_OK
+            );
             assert_eq!(&buf[8..], b"abcdefgh");
-            assert_eq!(ss_host_write(nic, w.base + 9, c"abcdefgh".as_ptr().cast(), 8), ss_status::SS_EHOST as c_int);
+            assert_eq!(
+                ss_host_write(nic, w.base + 9, c"abcdefgh".as_ptr().cast(), 8),
+                ss_status::SS_EHOST as c_int
+            );
             assert_eq!(ss_activate(nic, 7), ss_status::SS_ENOECTX as c_int);
             assert_eq!(ss_close(nic), SS_OK);
         }

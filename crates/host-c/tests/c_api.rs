@@ -18,7 +18,10 @@ fn handlers() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
     ELF.get_or_init(|| {
         let out = tmp("handlers").join("api_handlers.elf");
-        build_handler(&root().join("crates/host-c/tests/handlers/api_handlers.c"), &out);
+        build_handler(
+            &root().join("crates/host-c/tests/handlers/api_handlers.c"),
+            &out,
+        );
         out
     })
     .clone()
@@ -41,11 +44,18 @@ fn pingpong() -> PathBuf {
 
 fn c_flags() -> Vec<String> {
     let inc = root().join("crates/host-c/include");
-    ["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror", "-pedantic"]
-        .iter()
-        .map(|s| s.to_string())
-        .chain([format!("-I{}", inc.display())])
-        .collect()
+    [
+        "-std=c11",
+        "-O1",
+        "-Wall",
+        "-Wextra",
+        "-Werror",
+        "-pedantic",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .chain([format!("-I{}", inc.display())])
+    .collect()
 }
 
 fn run_api_test(exe: &PathBuf, dir: &PathBuf) {
@@ -98,10 +108,32 @@ fn header_compiles_alone() {
     .unwrap();
     let inc = format!("-I{}", root().join("crates/host-c/include").display());
     run(Command::new(cc())
-        .args(["-std=c99", "-pedantic", "-Wall", "-Wextra", "-Werror", "-fsyntax-only", &inc])
+        .args([
+            "-std=c99",
+            "-pedantic",
+            "-Wall",
+            "-Wextra",
+            "-Werror",
+            "-fsyntax-only",
+            &inc,
+        ])
         .arg(&c));
-    if Command::new("c++").arg("--version").output().is_ok_and(|o| o.status.success()) {
-        run(Command::new("c++").args(["-x", "c++", "-std=c++11", "-Wall", "-Werror", "-fsyntax-only", &inc]).arg(&c));
+    if Command::new("c++")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success())
+    {
+        run(Command::new("c++")
+            .args([
+                "-x",
+                "c++",
+                "-std=c++11",
+                "-Wall",
+                "-Werror",
+                "-fsyntax-only",
+                &inc,
+            ])
+            .arg(&c));
     } else {
         eprintln!("no c++ compiler: C++ check of softspin.h skipped");
     }

@@ -48,9 +48,8 @@ const PASSING: &[(&str, i32, &[&str])] = &[
 /// Examples that cannot pass without engine changes (docs/pspin-drivers.md
 /// says why), with the message that shows the reason. Run with `--ignored`
 /// after such a change: an example that now passes moves to PASSING.
-const KNOWN_FAILING: &[(&str, &str)] = &[
-    ("host_direct", "host-direct write outside the host window"),
-];
+const KNOWN_FAILING: &[(&str, &str)] =
+    &[("host_direct", "host-direct write outside the host window")];
 
 /// spcl/pspin where `scripts/third-party.sh --where` finds it (else SKIPPED).
 fn pspin_repo() -> Option<Pinned> {
@@ -64,7 +63,10 @@ fn sdk() -> PathBuf {
     static DONE: OnceLock<PathBuf> = OnceLock::new();
     DONE.get_or_init(|| {
         release_dir();
-        run(Command::new("make").arg("-s").arg("-C").arg(root().join("sdk/pspin")));
+        run(Command::new("make")
+            .arg("-s")
+            .arg("-C")
+            .arg(root().join("sdk/pspin")));
         root().join("build/pspin")
     })
     .clone()
@@ -72,12 +74,24 @@ fn sdk() -> PathBuf {
 
 /// `examples/NAME` of the PsPIN checkout, extracted into a scratch dir.
 fn extract(src: &Pinned, name: &str, dir: &Path) -> PathBuf {
-    let archive =
-        run(Command::new("git").arg("-C").arg(&src.repo).args(["archive", &src.commit, &format!("examples/{name}")]));
-    let mut tar =
-        Command::new("tar").arg("-x").arg("-C").arg(dir).stdin(std::process::Stdio::piped()).spawn().expect("run tar");
+    let archive = run(Command::new("git").arg("-C").arg(&src.repo).args([
+        "archive",
+        &src.commit,
+        &format!("examples/{name}"),
+    ]));
+    let mut tar = Command::new("tar")
+        .arg("-x")
+        .arg("-C")
+        .arg(dir)
+        .stdin(std::process::Stdio::piped())
+        .spawn()
+        .expect("run tar");
     use std::io::Write;
-    tar.stdin.take().unwrap().write_all(&archive.stdout).unwrap();
+    tar.stdin
+        .take()
+        .unwrap()
+        .write_all(&archive.stdout)
+        .unwrap();
     assert!(tar.wait().unwrap().success(), "tar of examples/{name}");
     dir.join("examples").join(name)
 }
@@ -98,14 +112,22 @@ fn build(ex: &Path, pc: &Path) -> Result<PathBuf, String> {
     let name = make_var(ex, "SPIN_APP_NAME");
     std::fs::create_dir_all(ex.join("build")).unwrap();
     let mut b = Command::new(release_dir().join("softspin"));
-    b.current_dir(ex).args(["build", "--profile", "pspin", "-o"]).arg(format!("build/{name}"));
+    b.current_dir(ex)
+        .args(["build", "--profile", "pspin", "-o"])
+        .arg(format!("build/{name}"));
     b.args(make_var(ex, "SPIN_APP_SRCS").split_whitespace());
     let o = b.output().unwrap();
     if !o.status.success() {
-        return Err(format!("softspin build: {}", String::from_utf8_lossy(&o.stderr)));
+        return Err(format!(
+            "softspin build: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
     }
-    let flags =
-        run(Command::new("pkg-config").env("PKG_CONFIG_PATH", pc).args(["--cflags", "--libs", "softspin-pspin"]));
+    let flags = run(Command::new("pkg-config").env("PKG_CONFIG_PATH", pc).args([
+        "--cflags",
+        "--libs",
+        "softspin-pspin",
+    ]));
     let flags = String::from_utf8(flags.stdout).unwrap();
     let o = Command::new("cc")
         .current_dir(ex)
@@ -115,17 +137,28 @@ fn build(ex: &Path, pc: &Path) -> Result<PathBuf, String> {
         .output()
         .unwrap();
     if !o.status.success() {
-        return Err(format!("cc driver.c: {}", String::from_utf8_lossy(&o.stderr)));
+        return Err(format!(
+            "cc driver.c: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ));
     }
     Ok(ex.join("driver_bin"))
 }
 
 fn drive(ex: &Path, args: &[&str]) -> Output {
-    Command::new(ex.join("driver_bin")).current_dir(ex).args(args).output().expect("run the driver")
+    Command::new(ex.join("driver_bin"))
+        .current_dir(ex)
+        .args(args)
+        .output()
+        .expect("run the driver")
 }
 
 fn text(o: &Output) -> String {
-    format!("--- stdout\n{}\n--- stderr\n{}", String::from_utf8_lossy(&o.stdout), String::from_utf8_lossy(&o.stderr))
+    format!(
+        "--- stdout\n{}\n--- stderr\n{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
 }
 
 #[test]
@@ -143,13 +176,23 @@ fn pspin_example_drivers_pass_their_own_check() {
         let o = drive(&ex, &[&["-m", "2", "-p", "8"], extra].concat());
         let out = String::from_utf8_lossy(&o.stdout);
         // Drivers with two ECTXs feed each the -m/-p messages.
-        let sent = if matches!(name, "synthetic" | "aggregate_and_reduce") { 32 } else { 16 };
+        let sent = if matches!(name, "synthetic" | "aggregate_and_reduce") {
+            32
+        } else {
+            16
+        };
         let ok = o.status.code() == Some(status)
-            && out.contains(&format!("[GDRIVER] packets sent {sent}, processed {sent}: OK"))
+            && out.contains(&format!(
+                "[GDRIVER] packets sent {sent}, processed {sent}: OK"
+            ))
             && out.contains("handler errors 0, unmatched 0, dropped 0");
         println!("{name}: {}", if ok { "pass" } else { "FAIL" });
         if !ok {
-            failures.push(format!("{name}: exit {:?} (want {status})\n{}", o.status.code(), text(&o)));
+            failures.push(format!(
+                "{name}: exit {:?} (want {status})\n{}",
+                o.status.code(),
+                text(&o)
+            ));
         }
     }
     std::fs::remove_dir_all(&dir).ok();
@@ -170,15 +213,33 @@ fn gdriver_options_defaults_and_timing() {
     let o = drive(&ex, &[]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
-        out.contains("1 message(s) x 32 packet(s) of 1024 B, 20 ns between packets, 40 ns between messages")
-            && out.contains("[GDRIVER] packets sent 32, processed 32: OK"),
+        out.contains(
+            "1 message(s) x 32 packet(s) of 1024 B, 20 ns between packets, 40 ns between messages"
+        ) && out.contains("[GDRIVER] packets sent 32, processed 32: OK"),
         "defaults:\n{}",
         text(&o)
     );
 
-    let o = drive(&ex, &["--num-messages=3", "-p", "4", "-s", "512", "-d", "100", "-l", "1000"]);
+    let o = drive(
+        &ex,
+        &[
+            "--num-messages=3",
+            "-p",
+            "4",
+            "-s",
+            "512",
+            "-d",
+            "100",
+            "-l",
+            "1000",
+        ],
+    );
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(out.contains("[GDRIVER] packets sent 12, processed 12: OK"), "{}", text(&o));
+    assert!(
+        out.contains("[GDRIVER] packets sent 12, processed 12: OK"),
+        "{}",
+        text(&o)
+    );
     // 3 messages of 4 packets: 3 gaps of 100 ns in each, 1000 ns after the
     // first two; the last packet arrives at 2*1000 + 9*100 ns.
     let sim_ns: f64 = out
@@ -186,14 +247,21 @@ fn gdriver_options_defaults_and_timing() {
         .find_map(|l| l.strip_prefix("simulated time"))
         .and_then(|l| l.trim().trim_end_matches("ns").trim().parse().ok())
         .unwrap_or_else(|| panic!("no simulated time in\n{out}"));
-    assert!((2900.0..2900.0 + 2000.0).contains(&sim_ns), "simulated time {sim_ns} ns, want 2900 ns + latency");
+    assert!(
+        (2900.0..2900.0 + 2000.0).contains(&sim_ns),
+        "simulated time {sim_ns} ns, want 2900 ns + latency"
+    );
 
     // Bad input: the option and its value named, no packet sent.
     for bad in [["-p", "many"], ["-s", "-5"], ["-s", "8"]] {
         let o = drive(&ex, &bad);
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(err.contains("gdriver: --"), "{bad:?}:\n{}", text(&o));
-        assert!(!String::from_utf8_lossy(&o.stdout).contains(": OK"), "{bad:?} passed:\n{}", text(&o));
+        assert!(
+            !String::from_utf8_lossy(&o.stdout).contains(": OK"),
+            "{bad:?} passed:\n{}",
+            text(&o)
+        );
     }
     std::fs::remove_dir_all(&dir).ok();
 }
@@ -245,14 +313,9 @@ fn gdriver_trace_with_wait_lines() {
         "#include <handler.h>\n__handler__ void count_ph(handler_args_t *a) { (void)a; }\n",
     )
     .unwrap();
-    run(Command::new(release_dir().join("softspin")).current_dir(&dir).args([
-        "build",
-        "--profile",
-        "pspin",
-        "h.c",
-        "-o",
-        "build/h",
-    ]));
+    run(Command::new(release_dir().join("softspin"))
+        .current_dir(&dir)
+        .args(["build", "--profile", "pspin", "h.c", "-o", "build/h"]));
     std::fs::write(
         dir.join("driver.c"),
         r#"#include <string.h>
@@ -269,14 +332,23 @@ int main(int argc, char **argv)
 "#,
     )
     .unwrap();
-    let flags =
-        run(Command::new("pkg-config").env("PKG_CONFIG_PATH", &pc).args(["--cflags", "--libs", "softspin-pspin"]));
+    let flags = run(Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", &pc)
+        .args(["--cflags", "--libs", "softspin-pspin"]));
     let flags = String::from_utf8(flags.stdout).unwrap();
-    run(Command::new("cc").current_dir(&dir).arg("driver.c").args(flags.split_whitespace()).args(["-o", "driver_bin"]));
+    run(Command::new("cc")
+        .current_dir(&dir)
+        .arg("driver.c")
+        .args(flags.split_whitespace())
+        .args(["-o", "driver_bin"]));
 
     let trace = |name: &str, body: &str| {
         std::fs::write(dir.join(name), body).unwrap();
-        Command::new(dir.join("driver_bin")).current_dir(&dir).args(["-t", name]).output().unwrap()
+        Command::new(dir.join("driver_bin"))
+            .current_dir(&dir)
+            .args(["-t", name])
+            .output()
+            .unwrap()
     };
     // 3 packets; 1000 ns, then 500 ns, before the second and third.
     let o = trace(
@@ -285,25 +357,40 @@ int main(int argc, char **argv)
          10.0.0.1 10.0.0.9 0 500 0 0\n10.0.0.1 10.0.0.9 256 0 7 1\n",
     );
     let out = String::from_utf8_lossy(&o.stdout);
-    assert!(o.status.success() && out.contains("[GDRIVER] packets sent 3, processed 3: OK"), "{}", text(&o));
+    assert!(
+        o.status.success() && out.contains("[GDRIVER] packets sent 3, processed 3: OK"),
+        "{}",
+        text(&o)
+    );
     let sim_ns: f64 = out
         .lines()
         .find_map(|l| l.strip_prefix("simulated time"))
         .and_then(|l| l.trim().trim_end_matches("ns").trim().parse().ok())
         .unwrap_or_else(|| panic!("no simulated time in\n{out}"));
-    assert!((1500.0..2500.0).contains(&sim_ns), "simulated time {sim_ns} ns, want 1500 ns + latency");
+    assert!(
+        (1500.0..2500.0).contains(&sim_ns),
+        "simulated time {sim_ns} ns, want 1500 ns + latency"
+    );
 
-    let o = trace("stranger.trace", "1 2 512\n10.0.0.1 10.0.0.9 512 0 7 0\n10.0.0.2 10.0.0.9 512 0 7 1\n");
+    let o = trace(
+        "stranger.trace",
+        "1 2 512\n10.0.0.1 10.0.0.9 512 0 7 0\n10.0.0.2 10.0.0.9 512 0 7 1\n",
+    );
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
     assert!(
-        String::from_utf8_lossy(&o.stderr).contains("stranger.trace:3: source 10.0.0.2 matches no ECTX"),
+        String::from_utf8_lossy(&o.stderr)
+            .contains("stranger.trace:3: source 10.0.0.2 matches no ECTX"),
         "{}",
         text(&o)
     );
 
     let o = trace("count.trace", "1 3 512\n10.0.0.1 10.0.0.9 512 0 7 1\n");
     assert_eq!(o.status.code(), Some(4), "{}", text(&o));
-    assert!(String::from_utf8_lossy(&o.stderr).contains("header says 3 lines, found 1"), "{}", text(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("header says 3 lines, found 1"),
+        "{}",
+        text(&o)
+    );
     std::fs::remove_dir_all(&dir).ok();
 }
 
@@ -333,7 +420,14 @@ fn pspinsim_routes_to_ectxs_and_calls_back() {
          spin_host_write(host, *(volatile uint32_t *)t->handler_mem, false); }\n",
     )
     .unwrap();
-    run(Command::new(&ss).current_dir(&dir).args(["build", "--profile", "pspin", "a.c", "-o", "a.elf"]));
+    run(Command::new(&ss).current_dir(&dir).args([
+        "build",
+        "--profile",
+        "pspin",
+        "a.c",
+        "-o",
+        "a.elf",
+    ]));
     run(Command::new(&ss).current_dir(&dir).args([
         "build",
         "--profile",
@@ -401,16 +495,28 @@ int main(int argc, char **argv)
 "#,
     )
     .unwrap();
-    let flags =
-        run(Command::new("pkg-config").env("PKG_CONFIG_PATH", &pc).args(["--cflags", "--libs", "softspin-pspin"]));
+    let flags = run(Command::new("pkg-config")
+        .env("PKG_CONFIG_PATH", &pc)
+        .args(["--cflags", "--libs", "softspin-pspin"]));
     let flags = String::from_utf8(flags.stdout).unwrap();
-    run(Command::new("cc").current_dir(&dir).arg("driver.c").args(flags.split_whitespace()).args(["-o", "driver_bin"]));
-    let o = Command::new(dir.join("driver_bin")).current_dir(&dir).output().unwrap();
+    run(Command::new("cc")
+        .current_dir(&dir)
+        .arg("driver.c")
+        .args(flags.split_whitespace())
+        .args(["-o", "driver_bin"]));
+    let o = Command::new(dir.join("driver_bin"))
+        .current_dir(&dir)
+        .output()
+        .unwrap();
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", text(&o));
     // A's 4 packets come back out, B's 3 each write the word the host put
     // at PsPIN's handler-memory address for B.
-    assert!(out.contains("outs 4 feedbacks 7 nic_writes 1 host_writes 3 value c0ffee11"), "{}", text(&o));
+    assert!(
+        out.contains("outs 4 feedbacks 7 nic_writes 1 host_writes 3 value c0ffee11"),
+        "{}",
+        text(&o)
+    );
     let calls = |h: &str| {
         out.lines()
             .find(|l| l.starts_with(h))
@@ -437,7 +543,10 @@ fn pspin_examples_known_to_fail() {
         let passed = out.contains(": OK") && out.contains("handler errors 0");
         println!("{name}: {}", if passed { "passes now" } else { "fails" });
         if passed || !out.contains(reason) {
-            surprises.push(format!("{name}: passed={passed}, want the failure `{reason}`\n{}", text(&o)));
+            surprises.push(format!(
+                "{name}: passed={passed}, want the failure `{reason}`\n{}",
+                text(&o)
+            ));
         }
     }
     std::fs::remove_dir_all(&dir).ok();

@@ -10,28 +10,93 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyException, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use softspin_host as host;
 use softspin_engine::units::Ps;
+use softspin_host as host;
 use softspin_host::{FrameKind, GenConfig, HostBuffer, Payload};
 
-create_exception!(softspin, Error, PyException, "Base class of every error softspin raises (one subclass per softspin_host::ErrorKind).");
-create_exception!(softspin, InvalidArgumentError, Error, "An argument softspin cannot use (frame kind, packet size, notification id, HPU index...).");
+create_exception!(
+    softspin,
+    Error,
+    PyException,
+    "Base class of every error softspin raises (one subclass per softspin_host::ErrorKind)."
+);
+create_exception!(
+    softspin,
+    InvalidArgumentError,
+    Error,
+    "An argument softspin cannot use (frame kind, packet size, notification id, HPU index...)."
+);
 create_exception!(softspin, LimitError, Error, "A size, length or time beyond a documented limit (the message names the argument and the limit), or host memory that could not be allocated.");
-create_exception!(softspin, ConfigError, Error, "Bad NIC configuration or unknown profile.");
-create_exception!(softspin, IoError, Error, "A file (handler image, configuration, trace, pcap) could not be read.");
+create_exception!(
+    softspin,
+    ConfigError,
+    Error,
+    "Bad NIC configuration or unknown profile."
+);
+create_exception!(
+    softspin,
+    IoError,
+    Error,
+    "A file (handler image, configuration, trace, pcap) could not be read."
+);
 create_exception!(softspin, ImageError, Error, "Not a usable handler image.");
-create_exception!(softspin, SymbolError, Error, "A symbol (or a handler named at install) is not in the image.");
-create_exception!(softspin, OverlapError, Error, "The ECTX's code or handler memory overlaps an installed ECTX.");
-create_exception!(softspin, NicMemoryError, Error, "A NIC address range outside NIC memory, or handler memory exhausted.");
+create_exception!(
+    softspin,
+    SymbolError,
+    Error,
+    "A symbol (or a handler named at install) is not in the image."
+);
+create_exception!(
+    softspin,
+    OverlapError,
+    Error,
+    "The ECTX's code or handler memory overlaps an installed ECTX."
+);
+create_exception!(
+    softspin,
+    NicMemoryError,
+    Error,
+    "A NIC address range outside NIC memory, or handler memory exhausted."
+);
 create_exception!(softspin, HostMemoryError, Error, "A host address range outside every window, a window this NIC did not make, or a buffer that cannot be lent.");
-create_exception!(softspin, StateError, Error, "The ECTX is in the wrong state (already active, not active, messages in flight).");
-create_exception!(softspin, NoEctxError, Error, "No such ECTX on this NIC (never installed, uninstalled, or another NIC's).");
+create_exception!(
+    softspin,
+    StateError,
+    Error,
+    "The ECTX is in the wrong state (already active, not active, messages in flight)."
+);
+create_exception!(
+    softspin,
+    NoEctxError,
+    Error,
+    "No such ECTX on this NIC (never installed, uninstalled, or another NIC's)."
+);
 create_exception!(softspin, EctxError, Error, "Any other install problem (no handler given, image for another cluster count, undecodable code).");
-create_exception!(softspin, TrafficError, Error, "Bad traffic: generator parameter, trace or pcap file.");
-create_exception!(softspin, SimError, Error, "The simulation rejected a packet (too large for a slot, too short).");
-create_exception!(softspin, BuildError, Error, "Compiling or linking a handler image failed (diagnostics went to stderr).");
+create_exception!(
+    softspin,
+    TrafficError,
+    Error,
+    "Bad traffic: generator parameter, trace or pcap file."
+);
+create_exception!(
+    softspin,
+    SimError,
+    Error,
+    "The simulation rejected a packet (too large for a slot, too short)."
+);
+create_exception!(
+    softspin,
+    BuildError,
+    Error,
+    "Compiling or linking a handler image failed (diagnostics went to stderr)."
+);
 create_exception!(softspin, NetError, Error, "The live NIC: no such interface, not permitted (root, or mode='socket'), XDP busy or unsupported, bad rules, socket errors.");
-create_exception!(softspin, ThreadError, Error, "A Nic used from another thread than the one that created it.");
+create_exception!(
+    softspin,
+    ThreadError,
+    Error,
+    "A Nic used from another thread than the one that created it."
+);
 create_exception!(softspin, SlmpGaveUpError, NetError, "The SLMP sender gave up (a segment unacknowledged after its retransmissions, or no ACK for give_up_s); `.stats` holds the statistics up to then.");
 
 /// Every `softspin_host::Error` as the exception of its kind, with its message.
@@ -95,14 +160,17 @@ fn cause_name(c: host::ErrorCause) -> &'static str {
 
 /// `v` as a u32 argument, or a LimitError naming it.
 fn arg_u32(v: u64, what: &str) -> PyResult<u32> {
-    u32::try_from(v).map_err(|_| LimitError::new_err(format!("{what} {v} is above {} (32 bits)", u32::MAX)))
+    u32::try_from(v)
+        .map_err(|_| LimitError::new_err(format!("{what} {v} is above {} (32 bits)", u32::MAX)))
 }
 
 fn frame_kind(s: &str) -> PyResult<FrameKind> {
     match s {
         "ip" => Ok(FrameKind::Ip),
         "eth" => Ok(FrameKind::Eth),
-        _ => Err(InvalidArgumentError::new_err(format!("unknown frame kind `{s}` (known: ip, eth)"))),
+        _ => Err(InvalidArgumentError::new_err(format!(
+            "unknown frame kind `{s}` (known: ip, eth)"
+        ))),
     }
 }
 
@@ -111,13 +179,17 @@ fn bytes_arg(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
     if let Ok(b) = obj.downcast::<PyBytes>() {
         return Ok(b.as_bytes().to_vec());
     }
-    let buf = PyBuffer::<u8>::get(obj)
-        .map_err(|_| PyTypeError::new_err(format!("expected bytes-like data, got {}", type_name(obj))))?;
+    let buf = PyBuffer::<u8>::get(obj).map_err(|_| {
+        PyTypeError::new_err(format!("expected bytes-like data, got {}", type_name(obj)))
+    })?;
     buf.to_vec(obj.py())
 }
 
 fn type_name(obj: &Bound<'_, PyAny>) -> String {
-    obj.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into())
+    obj.get_type()
+        .name()
+        .map(|n| n.to_string())
+        .unwrap_or_else(|_| "?".into())
 }
 
 fn json_to_py(py: Python<'_>, s: &str) -> PyResult<PyObject> {
@@ -156,7 +228,10 @@ impl Image {
 
     /// All symbols as a dict {name: address}.
     fn symbols(&self) -> HashMap<String, u32> {
-        self.inner.symbols().map(|(k, v)| (k.to_string(), v)).collect()
+        self.inner
+            .symbols()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect()
     }
 
     fn __repr__(&self) -> String {
@@ -227,7 +302,13 @@ pub struct OutboundPacket {
 #[pymethods]
 impl OutboundPacket {
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("OutboundPacket(time_ns={}, ectx={:?}, dest={}, len={})", self.time_ns, self.ectx.as_ref().map(|e| e.id), self.dest, self.frame.as_bytes(py).len())
+        format!(
+            "OutboundPacket(time_ns={}, ectx={:?}, dest={}, len={})",
+            self.time_ns,
+            self.ectx.as_ref().map(|e| e.id),
+            self.dest,
+            self.frame.as_bytes(py).len()
+        )
     }
 }
 
@@ -247,7 +328,10 @@ pub struct HostWrite {
 #[pymethods]
 impl HostWrite {
     fn __repr__(&self) -> String {
-        format!("HostWrite(time_ns={}, addr=0x{:x}, value=0x{:x})", self.time_ns, self.addr, self.value)
+        format!(
+            "HostWrite(time_ns={}, addr=0x{:x}, value=0x{:x})",
+            self.time_ns, self.addr, self.value
+        )
     }
 }
 
@@ -265,7 +349,10 @@ pub struct MessageDone {
 #[pymethods]
 impl MessageDone {
     fn __repr__(&self) -> String {
-        format!("MessageDone(time_ns={}, msg_id={})", self.time_ns, self.msg_id)
+        format!(
+            "MessageDone(time_ns={}, msg_id={})",
+            self.time_ns, self.msg_id
+        )
     }
 }
 
@@ -345,7 +432,14 @@ pub struct Notification {
 #[pymethods]
 impl Notification {
     fn __repr__(&self, py: Python<'_>) -> String {
-        format!("Notification(id={}, hpu={}, time_ns={}, data={:?}, host_ref=0x{:x})", self.id, self.hpu, self.time_ns, self.data.as_bytes(py), self.host_ref)
+        format!(
+            "Notification(id={}, hpu={}, time_ns={}, data={:?}, host_ref=0x{:x})",
+            self.id,
+            self.hpu,
+            self.time_ns,
+            self.data.as_bytes(py),
+            self.host_ref
+        )
     }
 }
 
@@ -385,7 +479,10 @@ unsafe impl Sync for Owned {}
 
 impl Owned {
     fn new(nic: host::Nic) -> Owned {
-        Owned { nic: std::mem::ManuallyDrop::new(nic), owner: std::thread::current().id() }
+        Owned {
+            nic: std::mem::ManuallyDrop::new(nic),
+            owner: std::thread::current().id(),
+        }
     }
 
     fn check_thread(&self) -> PyResult<()> {
@@ -452,18 +549,28 @@ impl Nic {
                     _ => return Ok(()),
                 },
             };
-            self.owned.get()?.run_live(Some(slice), &stop).map_err(err)?;
+            self.owned
+                .get()?
+                .run_live(Some(slice), &stop)
+                .map_err(err)?;
             py.check_signals()?;
         }
     }
 
     fn wrap(nic: host::Nic) -> Nic {
-        Nic { owned: Owned::new(nic), uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed), ectxs: HashMap::new() }
+        Nic {
+            owned: Owned::new(nic),
+            uid: NEXT_NIC.fetch_add(1, Ordering::Relaxed),
+            ectxs: HashMap::new(),
+        }
     }
 
     fn handle(&self, e: &Ectx) -> PyResult<host::Ectx> {
         if e.nic != self.uid {
-            return Err(NoEctxError::new_err(format!("ECTX `{}` belongs to another NIC", e.name)));
+            return Err(NoEctxError::new_err(format!(
+                "ECTX `{}` belongs to another NIC",
+                e.name
+            )));
         }
         Ok(host::Ectx(e.id))
     }
@@ -478,16 +585,39 @@ impl Nic {
             let obj = match ev {
                 host::Event::Outbound(o) => Py::new(
                     py,
-                    OutboundPacket { time_ns: ns(o.time_ps), time_ps: o.time_ps, ectx: self.ectx_obj(o.ectx), dest: o.dest, frame: PyBytes::new(py, &o.frame).unbind() },
+                    OutboundPacket {
+                        time_ns: ns(o.time_ps),
+                        time_ps: o.time_ps,
+                        ectx: self.ectx_obj(o.ectx),
+                        dest: o.dest,
+                        frame: PyBytes::new(py, &o.frame).unbind(),
+                    },
                 )?
                 .into_any(),
-                host::Event::HostWrite(w) => {
-                    Py::new(py, HostWrite { time_ns: ns(w.time_ps), time_ps: w.time_ps, ectx: self.ectx_obj(w.ectx), addr: w.addr, value: w.value })?.into_any()
+                host::Event::HostWrite(w) => Py::new(
+                    py,
+                    HostWrite {
+                        time_ns: ns(w.time_ps),
+                        time_ps: w.time_ps,
+                        ectx: self.ectx_obj(w.ectx),
+                        addr: w.addr,
+                        value: w.value,
+                    },
+                )?
+                .into_any(),
+                host::Event::MessageDone(d) => Py::new(
+                    py,
+                    MessageDone {
+                        time_ns: ns(d.time_ps),
+                        time_ps: d.time_ps,
+                        ectx: self.ectx_obj(d.ectx),
+                        msg_id: d.msg_id,
+                    },
+                )?
+                .into_any(),
+                host::Event::ErrorsDropped { count } => {
+                    Py::new(py, ErrorsDropped { count })?.into_any()
                 }
-                host::Event::MessageDone(d) => {
-                    Py::new(py, MessageDone { time_ns: ns(d.time_ps), time_ps: d.time_ps, ectx: self.ectx_obj(d.ectx), msg_id: d.msg_id })?.into_any()
-                }
-                host::Event::ErrorsDropped { count } => Py::new(py, ErrorsDropped { count })?.into_any(),
                 host::Event::HandlerError(h) => Py::new(
                     py,
                     HandlerError {
@@ -529,16 +659,35 @@ impl Nic {
             .collect()
     }
 
-    fn window(&self, py: Python<'_>, w: host::HostWindow, buffer: Option<PyObject>) -> PyResult<Py<HostWindow>> {
-        Py::new(py, HostWindow { base: w.base, size: w.size, buffer, nic: self.uid })
+    fn window(
+        &self,
+        py: Python<'_>,
+        w: host::HostWindow,
+        buffer: Option<PyObject>,
+    ) -> PyResult<Py<HostWindow>> {
+        Py::new(
+            py,
+            HostWindow {
+                base: w.base,
+                size: w.size,
+                buffer,
+                nic: self.uid,
+            },
+        )
     }
 
     /// A window of this NIC.
     fn own_window(&self, w: &HostWindow) -> PyResult<host::HostWindow> {
         if w.nic != self.uid {
-            return Err(HostMemoryError::new_err(format!("host window at 0x{:x} belongs to another NIC", w.base)));
+            return Err(HostMemoryError::new_err(format!(
+                "host window at 0x{:x} belongs to another NIC",
+                w.base
+            )));
         }
-        Ok(host::HostWindow { base: w.base, size: w.size })
+        Ok(host::HostWindow {
+            base: w.base,
+            size: w.size,
+        })
     }
 }
 
@@ -564,21 +713,48 @@ impl Nic {
     /// interface, not permitted, XDP busy or unsupported).
     #[staticmethod]
     #[pyo3(signature = (iface, mode = "xdp", profile = None, config = None, wait_timeout = 10.0))]
-    fn attach(iface: &str, mode: &str, profile: Option<&str>, config: Option<std::path::PathBuf>, wait_timeout: f64) -> PyResult<Nic> {
+    fn attach(
+        iface: &str,
+        mode: &str,
+        profile: Option<&str>,
+        config: Option<std::path::PathBuf>,
+        wait_timeout: f64,
+    ) -> PyResult<Nic> {
         let mode = match mode {
             "xdp" => host::Mode::Xdp,
             "socket" => host::Mode::Socket,
-            m => return Err(InvalidArgumentError::new_err(format!("unknown mode `{m}` (known: xdp, socket)"))),
+            m => {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "unknown mode `{m}` (known: xdp, socket)"
+                )))
+            }
         };
-        let wait_timeout = std::time::Duration::try_from_secs_f64(wait_timeout)
-            .map_err(|_| InvalidArgumentError::new_err(format!("wait_timeout {wait_timeout} s is not a duration (0 or more seconds)")))?;
+        let wait_timeout = std::time::Duration::try_from_secs_f64(wait_timeout).map_err(|_| {
+            InvalidArgumentError::new_err(format!(
+                "wait_timeout {wait_timeout} s is not a duration (0 or more seconds)"
+            ))
+        })?;
         let config = match (profile, config) {
-            (Some(_), Some(_)) => return Err(InvalidArgumentError::new_err("give profile or config, not both")),
-            (Some(p), None) => Some(host::NicConfig::profile(p).ok_or_else(|| err(host::Error::Profile(p.into())))?),
+            (Some(_), Some(_)) => {
+                return Err(InvalidArgumentError::new_err(
+                    "give profile or config, not both",
+                ))
+            }
+            (Some(p), None) => Some(
+                host::NicConfig::profile(p).ok_or_else(|| err(host::Error::Profile(p.into())))?,
+            ),
             (None, Some(path)) => Some(host::load_config(&path).map_err(err)?),
             (None, None) => None,
         };
-        let nic = host::Nic::attach(iface, host::AttachOptions { mode, config, wait_timeout }).map_err(err)?;
+        let nic = host::Nic::attach(
+            iface,
+            host::AttachOptions {
+                mode,
+                config,
+                wait_timeout,
+            },
+        )
+        .map_err(err)?;
         Ok(Nic::wrap(nic))
     }
 
@@ -595,12 +771,17 @@ impl Nic {
     #[pyo3(signature = (duration = None))]
     fn run_live(&mut self, py: Python<'_>, duration: Option<f64>) -> PyResult<()> {
         if !self.owned.get()?.is_live() {
-            return Err(InvalidArgumentError::new_err("this NIC is simulated; open it with Nic.attach(iface) to run it live"));
+            return Err(InvalidArgumentError::new_err(
+                "this NIC is simulated; open it with Nic.attach(iface) to run it live",
+            ));
         }
         let d = duration
             .map(|s| {
-                std::time::Duration::try_from_secs_f64(s)
-                    .map_err(|_| InvalidArgumentError::new_err(format!("duration {s} s is not a duration (0 or more seconds)")))
+                std::time::Duration::try_from_secs_f64(s).map_err(|_| {
+                    InvalidArgumentError::new_err(format!(
+                        "duration {s} s is not a duration (0 or more seconds)"
+                    ))
+                })
             })
             .transpose()?;
         self.live_slices(py, d)
@@ -613,7 +794,9 @@ impl Nic {
     /// (IPv4 fragments) and `wall_s`; None for a
     /// simulated NIC.
     fn live_stats(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let Some(s) = self.owned.get_ref()?.live_stats() else { return Ok(None) };
+        let Some(s) = self.owned.get_ref()?.live_stats() else {
+            return Ok(None);
+        };
         let d = pyo3::types::PyDict::new(py);
         d.set_item("iface", s.iface)?;
         d.set_item("port", s.port)?;
@@ -638,7 +821,8 @@ impl Nic {
 
     /// The NIC configuration as a dict (every field of the model).
     fn config(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = serde_json::to_string(self.owned.get_ref()?.config()).map_err(|e| Error::new_err(e.to_string()))?;
+        let s = serde_json::to_string(self.owned.get_ref()?.config())
+            .map_err(|e| Error::new_err(e.to_string()))?;
         json_to_py(py, &s)
     }
 
@@ -663,12 +847,22 @@ impl Nic {
     /// Load a handler image (an RV32 ELF built by `softspin build`).
     fn load_image(&self, path: std::path::PathBuf) -> PyResult<Image> {
         let inner = self.owned.get_ref()?.load_image(&path).map_err(err)?;
-        Ok(Image { inner, path: Some(path.display().to_string()) })
+        Ok(Image {
+            inner,
+            path: Some(path.display().to_string()),
+        })
     }
 
     /// Load a handler image from the bytes of an ELF file.
     fn image_from_bytes(&self, data: &Bound<'_, PyAny>) -> PyResult<Image> {
-        Ok(Image { inner: self.owned.get_ref()?.image_from_bytes(&bytes_arg(data)?).map_err(err)?, path: None })
+        Ok(Image {
+            inner: self
+                .owned
+                .get_ref()?
+                .image_from_bytes(&bytes_arg(data)?)
+                .map_err(err)?,
+            path: None,
+        })
     }
 
     // -- host memory
@@ -688,13 +882,21 @@ impl Nic {
     /// another thread while the NIC runs.
     fn lend(&mut self, py: Python<'_>, buffer: &Bound<'_, PyAny>) -> PyResult<Py<HostWindow>> {
         let b = PyBuffer::<u8>::get(buffer).map_err(|_| {
-            PyTypeError::new_err(format!("lend() needs a uint8 buffer (numpy.uint8 array, bytearray), got {}", type_name(buffer)))
+            PyTypeError::new_err(format!(
+                "lend() needs a uint8 buffer (numpy.uint8 array, bytearray), got {}",
+                type_name(buffer)
+            ))
         })?;
         if b.readonly() {
-            return Err(HostMemoryError::new_err(format!("cannot lend a read-only {}", type_name(buffer))));
+            return Err(HostMemoryError::new_err(format!(
+                "cannot lend a read-only {}",
+                type_name(buffer)
+            )));
         }
         if !b.is_c_contiguous() {
-            return Err(HostMemoryError::new_err("cannot lend a non-contiguous buffer (use numpy.ascontiguousarray)"));
+            return Err(HostMemoryError::new_err(
+                "cannot lend a non-contiguous buffer (use numpy.ascontiguousarray)",
+            ));
         }
         let w = self.owned.get()?.lend(Box::new(Lent(b))).map_err(err)?;
         self.window(py, w, Some(buffer.clone().unbind()))
@@ -722,13 +924,24 @@ impl Nic {
     }
 
     /// Read `n` bytes of host memory at host address `addr`.
-    fn host_read<'py>(&mut self, py: Python<'py>, addr: u64, n: usize) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.owned.get()?.host_read(addr, n).map_err(err)?))
+    fn host_read<'py>(
+        &mut self,
+        py: Python<'py>,
+        addr: u64,
+        n: usize,
+    ) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(
+            py,
+            &self.owned.get()?.host_read(addr, n).map_err(err)?,
+        ))
     }
 
     /// Write bytes to host memory at host address `addr`.
     fn host_write(&mut self, addr: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.owned.get()?.host_write(addr, &bytes_arg(data)?).map_err(err)
+        self.owned
+            .get()?
+            .host_write(addr, &bytes_arg(data)?)
+            .map_err(err)
     }
 
     // -- ECTX
@@ -790,11 +1003,19 @@ impl Nic {
         let scratchpad = match scratchpad {
             None => Vec::new(),
             Some(s) => match s.extract::<u64>() {
-                Ok(n) => vec![arg_u32(n, "scratchpad")?; self.owned.get()?.config().clusters as usize],
-                Err(_) => s.extract::<Vec<u64>>()?.into_iter().map(|n| arg_u32(n, "scratchpad entry")).collect::<PyResult<_>>()?,
+                Ok(n) => {
+                    vec![arg_u32(n, "scratchpad")?; self.owned.get()?.config().clusters as usize]
+                }
+                Err(_) => s
+                    .extract::<Vec<u64>>()?
+                    .into_iter()
+                    .map(|n| arg_u32(n, "scratchpad entry"))
+                    .collect::<PyResult<_>>()?,
             },
         };
-        let handler_mem_size = handler_mem_size.map(|v| arg_u32(v, "handler_mem_size")).transpose()?;
+        let handler_mem_size = handler_mem_size
+            .map(|v| arg_u32(v, "handler_mem_size"))
+            .transpose()?;
         let l1_copy = l1_copy.map(|v| arg_u32(v, "l1_copy")).transpose()?;
         let opts = host::EctxOptions {
             name: name.clone(),
@@ -802,7 +1023,9 @@ impl Nic {
             ph,
             th,
             handler_mem_size,
-            handler_mem_addr: handler_mem_addr.map(|v| arg_u32(v, "handler_mem_addr")).transpose()?,
+            handler_mem_addr: handler_mem_addr
+                .map(|v| arg_u32(v, "handler_mem_addr"))
+                .transpose()?,
             host_window: host_window.map(|w| self.own_window(&w)).transpose()?,
             l1_copy,
             scratchpad,
@@ -812,7 +1035,11 @@ impl Nic {
             rules: rulesets,
         };
         let h = self.owned.get()?.install(&image.inner, opts).map_err(err)?;
-        let e = Ectx { id: h.0, name: self.owned.get()?.ectx_name(h).map_err(err)?, nic: self.uid };
+        let e = Ectx {
+            id: h.0,
+            name: self.owned.get()?.ectx_name(h).map_err(err)?,
+            nic: self.uid,
+        };
         self.ectxs.insert(h.0, e.clone());
         if let Some(k) = frame {
             self.owned.get()?.set_frame_kind(h, k).map_err(err)?;
@@ -843,7 +1070,10 @@ impl Nic {
     /// layout, default) or "eth" (Ethernet/IPv4/UDP).
     fn set_frame_kind(&mut self, ectx: &Ectx, frame: &str) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.owned.get()?.set_frame_kind(h, frame_kind(frame)?).map_err(err)
+        self.owned
+            .get()?
+            .set_frame_kind(h, frame_kind(frame)?)
+            .map_err(err)
     }
 
     // -- NIC memory
@@ -858,12 +1088,22 @@ impl Nic {
 
     /// Read `n` bytes of NIC memory at NIC address `addr`.
     fn nic_read<'py>(&self, py: Python<'py>, addr: u64, n: usize) -> PyResult<Bound<'py, PyBytes>> {
-        Ok(PyBytes::new(py, &self.owned.get_ref()?.nic_read(arg_u32(addr, "NIC address")?, n).map_err(err)?))
+        Ok(PyBytes::new(
+            py,
+            &self
+                .owned
+                .get_ref()?
+                .nic_read(arg_u32(addr, "NIC address")?, n)
+                .map_err(err)?,
+        ))
     }
 
     /// Write bytes to NIC memory at NIC address `addr`.
     fn nic_write(&mut self, addr: u64, data: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.owned.get()?.nic_write(arg_u32(addr, "NIC address")?, &bytes_arg(data)?).map_err(err)
+        self.owned
+            .get()?
+            .nic_write(arg_u32(addr, "NIC address")?, &bytes_arg(data)?)
+            .map_err(err)
     }
 
     /// Store the 32-bit NIC pointer `target` at NIC address `addr`.
@@ -876,22 +1116,37 @@ impl Nic {
     /// Hand the NIC one packet (a whole frame) of message `msg_id` now.
     #[pyo3(signature = (frame, msg_id = 0, eom = true))]
     fn send_packet(&mut self, frame: &Bound<'_, PyAny>, msg_id: u32, eom: bool) -> PyResult<()> {
-        self.owned.get()?.send_packet(bytes_arg(frame)?, msg_id, eom).map_err(err)
+        self.owned
+            .get()?
+            .send_packet(bytes_arg(frame)?, msg_id, eom)
+            .map_err(err)
     }
 
     /// Send `payload` as message `msg_id` to an ECTX: packets of at most
     /// `packet_size` bytes (headers included) to its UDP port, spaced at the
     /// line rate.
     #[pyo3(signature = (ectx, msg_id, payload, packet_size = 1024))]
-    fn send_message(&mut self, ectx: &Ectx, msg_id: u32, payload: &Bound<'_, PyAny>, packet_size: usize) -> PyResult<()> {
+    fn send_message(
+        &mut self,
+        ectx: &Ectx,
+        msg_id: u32,
+        payload: &Bound<'_, PyAny>,
+        packet_size: usize,
+    ) -> PyResult<()> {
         let h = self.handle(ectx)?;
-        self.owned.get()?.send_message(h, msg_id, &bytes_arg(payload)?, packet_size).map_err(err)
+        self.owned
+            .get()?
+            .send_message(h, msg_id, &bytes_arg(payload)?, packet_size)
+            .map_err(err)
     }
 
     /// Feed a PsPIN-style text trace (`frame`: "ip" or "eth").
     #[pyo3(signature = (path, frame = "ip"))]
     fn feed_trace(&mut self, path: std::path::PathBuf, frame: &str) -> PyResult<()> {
-        self.owned.get()?.feed_trace(path, frame_kind(frame)?).map_err(err)
+        self.owned
+            .get()?
+            .feed_trace(path, frame_kind(frame)?)
+            .map_err(err)
     }
 
     /// Feed a pcap(ng) file of Ethernet frames, at its timestamps or back to
@@ -925,7 +1180,11 @@ impl Nic {
             "zero" => Payload::Zero,
             "seq" => Payload::Sequence,
             "random" => Payload::Random { seed },
-            p => return Err(InvalidArgumentError::new_err(format!("unknown payload `{p}` (known: zero, seq, random)"))),
+            p => {
+                return Err(InvalidArgumentError::new_err(format!(
+                    "unknown payload `{p}` (known: zero, seq, random)"
+                )))
+            }
         };
         let d = GenConfig::default();
         let g = GenConfig {
@@ -973,7 +1232,8 @@ impl Nic {
 
     /// The statistics report as a dict, the same as `softspin sim --json`.
     fn report(&self, py: Python<'_>) -> PyResult<PyObject> {
-        let s = serde_json::to_string(&self.owned.get_ref()?.report()).map_err(|e| Error::new_err(e.to_string()))?;
+        let s = serde_json::to_string(&self.owned.get_ref()?.report())
+            .map_err(|e| Error::new_err(e.to_string()))?;
         json_to_py(py, &s)
     }
 
@@ -984,12 +1244,18 @@ impl Nic {
 
     /// (packets admitted, messages completed) of an ECTX.
     fn ectx_counts(&self, ectx: &Ectx) -> PyResult<(u64, u64)> {
-        self.owned.get_ref()?.ectx_counts(self.handle(ectx)?).map_err(err)
+        self.owned
+            .get_ref()?
+            .ectx_counts(self.handle(ectx)?)
+            .map_err(err)
     }
 
     /// Performance counters pushed by an ECTX's handlers: [(index, sum, count)].
     fn counters(&self, ectx: &Ectx) -> PyResult<Vec<(u32, u64, u64)>> {
-        self.owned.get_ref()?.counters(self.handle(ectx)?).map_err(err)
+        self.owned
+            .get_ref()?
+            .counters(self.handle(ectx)?)
+            .map_err(err)
     }
 
     /// The printf output of HPU `hpu` (global index).
@@ -1020,12 +1286,19 @@ impl Nic {
     /// Iterate over notifications, running the NIC as needed; ends when the
     /// NIC is idle with none pending. Answer each with `respond`.
     fn notifications(slf: Py<Self>) -> NotificationIter {
-        NotificationIter { nic: slf, queue: VecDeque::new() }
+        NotificationIter {
+            nic: slf,
+            queue: VecDeque::new(),
+        }
     }
 
     fn __repr__(&self) -> PyResult<String> {
         let nic = self.owned.get_ref()?;
-        Ok(format!("Nic(profile={:?}, now_ns={})", nic.config().profile, nic.now_ns()))
+        Ok(format!(
+            "Nic(profile={:?}, now_ns={})",
+            nic.config().profile,
+            nic.now_ns()
+        ))
     }
 }
 
@@ -1075,14 +1348,29 @@ fn build(
         Ok(p) => vec![p],
         Err(_) => sources.extract()?,
     };
-    let (mut define, include, cflags) = (define.unwrap_or_default(), include.unwrap_or_default(), cflags.unwrap_or_default());
+    let (mut define, include, cflags) = (
+        define.unwrap_or_default(),
+        include.unwrap_or_default(),
+        cflags.unwrap_or_default(),
+    );
     let mut link_symbols = Vec::new();
     if let Some(p) = profile {
         let cfg = host::NicConfig::profile(p).ok_or_else(|| err(host::Error::Profile(p.into())))?;
         define.splice(0..0, cfg.sdk_defines());
         link_symbols = cfg.memory_map().link_symbols();
     }
-    let o = host::sdk::BuildOptions { sources, output: output.clone(), include, define, bare, cflags, code_base, data_base, link_symbols, verbose };
+    let o = host::sdk::BuildOptions {
+        sources,
+        output: output.clone(),
+        include,
+        define,
+        bare,
+        cflags,
+        code_base,
+        data_base,
+        link_symbols,
+        verbose,
+    };
     host::sdk::build(&o).map_err(err)?;
     Ok(output)
 }
@@ -1117,10 +1405,15 @@ fn slmp_send(
             .try_iter()?
             .map(|m| one(&m?))
             .collect::<PyResult<_>>()
-            .map_err(|e| InvalidArgumentError::new_err(format!("messages: expected a bytes-like object or a list of them ({e})")))?,
+            .map_err(|e| {
+                InvalidArgumentError::new_err(format!(
+                    "messages: expected a bytes-like object or a list of them ({e})"
+                ))
+            })?,
     };
-    let give_up = std::time::Duration::try_from_secs_f64(give_up_s)
-        .map_err(|_| InvalidArgumentError::new_err(format!("give_up_s {give_up_s}: expected seconds > 0")))?;
+    let give_up = std::time::Duration::try_from_secs_f64(give_up_s).map_err(|_| {
+        InvalidArgumentError::new_err(format!("give_up_s {give_up_s}: expected seconds > 0"))
+    })?;
     let opts = host::slmp::SendOptions {
         window: window.into(),
         sync: sync.into(),
@@ -1135,9 +1428,19 @@ fn slmp_send(
     };
     match py.allow_threads(|| host::slmp::send(to, &refs, &opts)) {
         Ok(s) => stats_dict(py, &s),
-        Err(host::Error::Slmp(softspin_slmp::Error::GaveUp { msg_id, index, reason, stats })) => {
+        Err(host::Error::Slmp(softspin_slmp::Error::GaveUp {
+            msg_id,
+            index,
+            reason,
+            stats,
+        })) => {
             let d = stats_dict(py, &stats)?;
-            let e = softspin_slmp::Error::GaveUp { msg_id, index, reason, stats };
+            let e = softspin_slmp::Error::GaveUp {
+                msg_id,
+                index,
+                reason,
+                stats,
+            };
             let exc = SlmpGaveUpError::new_err(e.to_string());
             exc.value(py).setattr("stats", d)?;
             Err(exc)
@@ -1161,7 +1464,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Notification>()?;
     m.add_class::<NotificationIter>()?;
     m.add("Error", py.get_type::<Error>())?;
-    m.add("InvalidArgumentError", py.get_type::<InvalidArgumentError>())?;
+    m.add(
+        "InvalidArgumentError",
+        py.get_type::<InvalidArgumentError>(),
+    )?;
     m.add("LimitError", py.get_type::<LimitError>())?;
     m.add("ConfigError", py.get_type::<ConfigError>())?;
     m.add("IoError", py.get_type::<IoError>())?;

@@ -40,8 +40,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
-pub mod sdk;
 mod live;
+pub mod sdk;
 pub mod slmp;
 
 /// PsPIN's generic driver (`examples/generic_driver/gdriver.c`): the NIC and
@@ -61,14 +61,16 @@ pub mod gdriver {
 pub use live::{AttachOptions, Footprint, LiveStats, Mode, PortStats, Ruleset};
 
 pub use softspin_engine::ectx::HandlerKind;
-pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
-pub use softspin_engine::traffic::{build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError};
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};
-pub use softspin_engine::{BufferFull, EctxId, HostBuffer, NicConfig, TimelineEvent};
-pub use softspin_engine::stats::{PENDING_ERRORS_FIRST, PENDING_ERRORS_LATEST};
 use softspin_engine::stats::Pending;
+pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
+pub use softspin_engine::stats::{PENDING_ERRORS_FIRST, PENDING_ERRORS_LATEST};
+pub use softspin_engine::traffic::{
+    build_frame, Arrival, FrameKind, GenConfig, Payload, Source, TrafficError,
+};
 use softspin_engine::traffic::{Generator, LineClock, PcapSource, TraceSource};
 use softspin_engine::units::{Ns, Ps, HORIZON};
+pub use softspin_engine::{BufferFull, EctxId, HostBuffer, NicConfig, TimelineEvent};
 use softspin_engine::{EctxError, EctxSpec, Engine, MatchRule, SimError};
 pub use softspin_hpu::FaultKind;
 use softspin_hpu::{abi, ElfError, ElfImage};
@@ -208,11 +210,17 @@ impl Error {
                 EctxError::NoHandler { .. } | EctxError::UnknownHandler { .. } => K::Symbol,
                 EctxError::Invalid { .. } => K::Limit,
                 EctxError::Overlap { .. } => K::Overlap,
-                EctxError::OutOfRegion { .. } | EctxError::Segment { .. } | EctxError::Scratchpad { .. } => K::NicMemory,
-                EctxError::AlreadyActive(_) | EctxError::NotActive(_) | EctxError::Busy(_) => K::State,
+                EctxError::OutOfRegion { .. }
+                | EctxError::Segment { .. }
+                | EctxError::Scratchpad { .. } => K::NicMemory,
+                EctxError::AlreadyActive(_) | EctxError::NotActive(_) | EctxError::Busy(_) => {
+                    K::State
+                }
                 EctxError::NoSuchEctx(_) => K::NoEctx,
                 EctxError::HostWindow { .. } => K::HostMemory,
-                EctxError::NoHandlers { .. } | EctxError::Clusters { .. } | EctxError::Decode { .. } => K::Ectx,
+                EctxError::NoHandlers { .. }
+                | EctxError::Clusters { .. }
+                | EctxError::Decode { .. } => K::Ectx,
             },
             Error::Sim(SimError::Traffic(t)) | Error::Traffic(t) => traffic_kind(t),
             Error::Sim(_) => K::Sim,
@@ -244,8 +252,14 @@ impl Image {
     /// First NIC address past the image's data in L2 handler memory (its
     /// start when it has none): where a region of its own may begin.
     pub fn data_end(&self) -> u32 {
-        let data = self.elf.segments.iter().filter(|x| !x.perm.has(softspin_hpu::Perm::X));
-        data.map(|x| u32::try_from(x.end()).unwrap_or(u32::MAX)).max().unwrap_or(abi::L2_HANDLER_BASE)
+        let data = self
+            .elf
+            .segments
+            .iter()
+            .filter(|x| !x.perm.has(softspin_hpu::Perm::X));
+        data.map(|x| u32::try_from(x.end()).unwrap_or(u32::MAX))
+            .max()
+            .unwrap_or(abi::L2_HANDLER_BASE)
     }
 
     /// Address of a symbol (a handler or a global in handler memory).
@@ -387,7 +401,9 @@ pub enum Event {
     /// `PENDING_ERRORS_FIRST` (1000) came between two takes of the events,
     /// and only the first of them and the latest `PENDING_ERRORS_LATEST`
     /// (100) are kept. (The report's counts by cause include them.)
-    ErrorsDropped { count: u64 },
+    ErrorsDropped {
+        count: u64,
+    },
 }
 
 /// One packet for [`Nic::send_packets`]: a whole frame of message `msg_id`;
@@ -450,7 +466,10 @@ pub struct Nic {
 
 impl std::fmt::Debug for Nic {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Nic").field("profile", &self.config().profile).field("now_ps", &self.engine.now_ps()).finish()
+        f.debug_struct("Nic")
+            .field("profile", &self.config().profile)
+            .field("now_ps", &self.engine.now_ps())
+            .finish()
     }
 }
 
@@ -462,7 +481,8 @@ const WINDOW_STRIDE: u64 = softspin_hpu::abi::HOST_WINDOW_STRIDE;
 /// A NIC configuration from a TOML file (see docs/sim.md), validated.
 pub fn load_config(path: impl AsRef<Path>) -> Result<NicConfig> {
     let p = path.as_ref();
-    let text = softspin_input::read_text(p, softspin_input::TEXT_CAP, "NIC configuration").map_err(|e| Error::Io(e.to_string()))?;
+    let text = softspin_input::read_text(p, softspin_input::TEXT_CAP, "NIC configuration")
+        .map_err(|e| Error::Io(e.to_string()))?;
     Ok(NicConfig::from_toml(&text, &p.display().to_string())?)
 }
 
@@ -472,7 +492,11 @@ fn zeroed(size: usize, what: &str) -> Result<Vec<u8>> {
     if size == 0 {
         return Ok(Vec::new());
     }
-    let fail = || Error::Limit(format!("{what}: cannot allocate {size} bytes of host memory"));
+    let fail = || {
+        Error::Limit(format!(
+            "{what}: cannot allocate {size} bytes of host memory"
+        ))
+    };
     let layout = std::alloc::Layout::array::<u8>(size).map_err(|_| fail())?;
     // SAFETY: the layout's size is non-zero.
     let p = unsafe { std::alloc::alloc_zeroed(layout) };
@@ -525,11 +549,15 @@ impl Nic {
 
     /// Load a handler image (an RV32 ELF built by `softspin build`).
     pub fn load_image(&self, path: impl AsRef<Path>) -> Result<Image> {
-        Ok(Image { elf: ElfImage::load(path.as_ref())? })
+        Ok(Image {
+            elf: ElfImage::load(path.as_ref())?,
+        })
     }
 
     pub fn image_from_bytes(&self, elf: &[u8]) -> Result<Image> {
-        Ok(Image { elf: ElfImage::parse(elf)? })
+        Ok(Image {
+            elf: ElfImage::parse(elf)?,
+        })
     }
 
     // -- host memory ------------------------------------------------------------
@@ -581,12 +609,19 @@ impl Nic {
         Ok(s)
     }
 
-    fn add_window(&mut self, buf: Box<dyn HostBuffer>, size: u64, owned: bool) -> Result<HostWindow> {
+    fn add_window(
+        &mut self,
+        buf: Box<dyn HostBuffer>,
+        size: u64,
+        owned: bool,
+    ) -> Result<HostWindow> {
         let base = self.next_window;
         let next = base
             .checked_add(WINDOW_STRIDE)
             .ok_or_else(|| Error::Limit("the host address range for windows is used up".into()))?;
-        self.engine.add_host_buffer(base, buf).map_err(Error::Host)?;
+        self.engine
+            .add_host_buffer(base, buf)
+            .map_err(Error::Host)?;
         self.next_window = next;
         self.windows.insert(base, WindowInfo { size, owned });
         Ok(HostWindow { base, size })
@@ -595,7 +630,10 @@ impl Nic {
     /// Take a lent buffer back (or free a window from `host_window`).
     pub fn unlend(&mut self, w: HostWindow) -> Result<Box<dyn HostBuffer>> {
         self.known_window(w)?;
-        let buf = self.engine.remove_host_buffer(w.base).ok_or_else(|| Error::Host(format!("no host window at 0x{:x}", w.base)))?;
+        let buf = self
+            .engine
+            .remove_host_buffer(w.base)
+            .ok_or_else(|| Error::Host(format!("no host window at 0x{:x}", w.base)))?;
         if let Some(i) = self.windows.remove(&w.base) {
             if i.owned {
                 self.owned_bytes -= i.size;
@@ -618,21 +656,36 @@ impl Nic {
 
     /// The window holding `addr..addr+len`, or an error naming the range.
     fn check_host_range(&self, addr: u64, len: usize) -> Result<()> {
-        let inside = self.windows.range(..=addr).next_back().is_some_and(|(&b, i)| {
-            let off = addr - b;
-            off < i.size && (len as u64) <= i.size - off
-        });
-        if inside || len == 0 && self.windows.range(..=addr).next_back().is_some_and(|(&b, i)| addr - b <= i.size) {
+        let inside = self
+            .windows
+            .range(..=addr)
+            .next_back()
+            .is_some_and(|(&b, i)| {
+                let off = addr - b;
+                off < i.size && (len as u64) <= i.size - off
+            });
+        if inside
+            || len == 0
+                && self
+                    .windows
+                    .range(..=addr)
+                    .next_back()
+                    .is_some_and(|(&b, i)| addr - b <= i.size)
+        {
             return Ok(());
         }
-        Err(Error::Host(format!("host range 0x{addr:x}+{len} is not in a window (it must lie inside one host window)")))
+        Err(Error::Host(format!(
+            "host range 0x{addr:x}+{len} is not in a window (it must lie inside one host window)"
+        )))
     }
 
     pub fn host_read(&mut self, addr: u64, len: usize) -> Result<Vec<u8>> {
         self.check_host_range(addr, len)?;
         let mut v = zeroed(len, "host_read")?;
         if !self.engine.host_memory().read(addr, &mut v) {
-            return Err(Error::Host(format!("host range 0x{addr:x}+{len} is not in a window")));
+            return Err(Error::Host(format!(
+                "host range 0x{addr:x}+{len} is not in a window"
+            )));
         }
         Ok(v)
     }
@@ -640,7 +693,10 @@ impl Nic {
     pub fn host_write(&mut self, addr: u64, data: &[u8]) -> Result<()> {
         self.check_host_range(addr, data.len())?;
         if !self.engine.host_memory().write(addr, data) {
-            return Err(Error::Host(format!("host range 0x{addr:x}+{} is not in a window", data.len())));
+            return Err(Error::Host(format!(
+                "host range 0x{addr:x}+{} is not in a window",
+                data.len()
+            )));
         }
         Ok(())
     }
@@ -659,13 +715,27 @@ impl Nic {
         s.hh = o.hh;
         s.ph = o.ph;
         s.th = o.th;
-        let data = image.elf.segments.iter().filter(|x| !x.perm.has(softspin_hpu::Perm::X));
-        let (d0, d1) = data.fold((u64::MAX, 0u64), |(lo, hi), x| (lo.min(x.vaddr as u64), hi.max(x.end() as u64)));
-        let (d0, d1) = if d0 == u64::MAX { (abi::L2_HANDLER_BASE as u64, abi::L2_HANDLER_BASE as u64) } else { (d0, d1) };
+        let data = image
+            .elf
+            .segments
+            .iter()
+            .filter(|x| !x.perm.has(softspin_hpu::Perm::X));
+        let (d0, d1) = data.fold((u64::MAX, 0u64), |(lo, hi), x| {
+            (lo.min(x.vaddr as u64), hi.max(x.end() as u64))
+        });
+        let (d0, d1) = if d0 == u64::MAX {
+            (abi::L2_HANDLER_BASE as u64, abi::L2_HANDLER_BASE as u64)
+        } else {
+            (d0, d1)
+        };
         let used = (d1 - d0).next_multiple_of(64);
         let size = (o.handler_mem_size.unwrap_or(0) as u64).max(used).max(64);
-        let (Ok(d0), Ok(used), Ok(size), true) = (u32::try_from(d0), u32::try_from(used), u32::try_from(size), d0 + size <= 1 << 32)
-        else {
+        let (Ok(d0), Ok(used), Ok(size), true) = (
+            u32::try_from(d0),
+            u32::try_from(used),
+            u32::try_from(size),
+            d0 + size <= 1 << 32,
+        ) else {
             return Err(Error::Limit(format!(
                 "handler memory of {size} bytes at 0x{d0:x} passes the end of the 32-bit NIC address space (handler_mem_size)"
             )));
@@ -692,7 +762,10 @@ impl Nic {
         if let Some(t) = o.msg_timeout_ns {
             s.msg_timeout_ns = t;
         }
-        s.matching = o.udp_dst_port.map(MatchRule::UdpDstPort).unwrap_or_default();
+        s.matching = o
+            .udp_dst_port
+            .map(MatchRule::UdpDstPort)
+            .unwrap_or_default();
         let mut rules = o.rules;
         if let (true, Some(p)) = (rules.is_empty(), o.udp_dst_port) {
             rules.push(Ruleset::from_spec(&format!("udp:{p}"))?);
@@ -706,7 +779,15 @@ impl Nic {
         self.collect();
         let id = self.engine.install(s)?;
         self.next_ectx += 1;
-        let info = EctxInfo { id, rules, heap, frame: FrameKind::Ip, port: o.udp_dst_port.unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT) };
+        let info = EctxInfo {
+            id,
+            rules,
+            heap,
+            frame: FrameKind::Ip,
+            port: o
+                .udp_dst_port
+                .unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT),
+        };
         self.ectxs.insert(handle, info);
         self.slots.insert(id, Ectx(handle));
         Ok(Ectx(handle))
@@ -719,7 +800,11 @@ impl Nic {
     /// The name an ECTX was installed with.
     pub fn ectx_name(&self, e: Ectx) -> Result<String> {
         let id = self.info(e)?.id;
-        Ok(self.engine.ectx(id).map(|x| x.name().to_string()).unwrap_or_default())
+        Ok(self
+            .engine
+            .ectx(id)
+            .map(|x| x.name().to_string())
+            .unwrap_or_default())
     }
 
     /// Start delivering packets to the ECTX (on a live NIC: its ruleset
@@ -761,10 +846,14 @@ impl Nic {
         let info = self.ectxs.get_mut(&e.0).ok_or(Error::NoEctx(e.0))?;
         let align = align.max(1);
         if !align.is_power_of_two() {
-            return Err(Error::NicMemory(format!("alignment {align} is not a power of two")));
+            return Err(Error::NicMemory(format!(
+                "alignment {align} is not a power of two"
+            )));
         }
         let left = |at: u64| (info.heap.1 as u64).saturating_sub(at);
-        let at = (info.heap.0 as u64).checked_next_multiple_of(align as u64).unwrap_or(u64::MAX);
+        let at = (info.heap.0 as u64)
+            .checked_next_multiple_of(align as u64)
+            .unwrap_or(u64::MAX);
         if at.saturating_add(size as u64) > info.heap.1 as u64 {
             return Err(Error::NicMemory(format!(
                 "{size} bytes (aligned to {align}) do not fit the ECTX's handler memory ({} bytes left; raise handler_mem_size)",
@@ -780,21 +869,28 @@ impl Nic {
     fn nic_range(addr: u32, len: usize) -> Result<u32> {
         match u32::try_from(len) {
             Ok(l) if addr as u64 + l as u64 <= 1 << 32 => Ok(l),
-            _ => Err(Error::NicMemory(format!("0x{addr:08x}+{len} passes the end of the 32-bit NIC address space"))),
+            _ => Err(Error::NicMemory(format!(
+                "0x{addr:08x}+{len} passes the end of the 32-bit NIC address space"
+            ))),
         }
     }
 
     pub fn nic_write(&mut self, addr: u32, data: &[u8]) -> Result<()> {
         Self::nic_range(addr, data.len())?;
         if !self.engine.write_nic(addr, data) {
-            return Err(Error::NicMemory(format!("0x{addr:08x}+{} is not NIC memory", data.len())));
+            return Err(Error::NicMemory(format!(
+                "0x{addr:08x}+{} is not NIC memory",
+                data.len()
+            )));
         }
         Ok(())
     }
 
     pub fn nic_read(&self, addr: u32, len: usize) -> Result<Vec<u8>> {
         Self::nic_range(addr, len)?;
-        self.engine.read_nic(addr, len).ok_or_else(|| Error::NicMemory(format!("0x{addr:08x}+{len} is not NIC memory")))
+        self.engine
+            .read_nic(addr, len)
+            .ok_or_else(|| Error::NicMemory(format!("0x{addr:08x}+{len} is not NIC memory")))
     }
 
     /// Write a NIC pointer (a 32-bit NIC address) at `addr`: the relocation
@@ -808,7 +904,11 @@ impl Nic {
     /// Hand the NIC packets (whole frames), in order, spaced by `pacing`
     /// from now or from the last packet sent before, whichever is later.
     /// Every host-side send goes through here.
-    pub fn send_packets(&mut self, packets: impl IntoIterator<Item = Packet>, pacing: Pacing) -> Result<()> {
+    pub fn send_packets(
+        &mut self,
+        packets: impl IntoIterator<Item = Packet>,
+        pacing: Pacing,
+    ) -> Result<()> {
         let rate = match pacing {
             Pacing::LineRate => self.config().line_rate_gbps,
             Pacing::Gbps(g) => g,
@@ -818,7 +918,11 @@ impl Nic {
         // Refused here, before any is queued, not when the run reaches it.
         let packets: Vec<Packet> = packets.into_iter().collect();
         let slot = self.config().pkt_slot_size as usize;
-        if let Some((i, p)) = packets.iter().enumerate().find(|(_, p)| p.frame.len() > slot) {
+        if let Some((i, p)) = packets
+            .iter()
+            .enumerate()
+            .find(|(_, p)| p.frame.len() > slot)
+        {
             return Err(Error::Limit(format!(
                 "packet {i} (message {}) is {} bytes, above the NIC's packet slot (pkt_slot_size {slot})",
                 p.msg_id,
@@ -831,11 +935,22 @@ impl Nic {
             let t = clock
                 .advance(p.frame.len())
                 .and_then(|d| start.checked_add(d))
-                .ok_or_else(|| Error::Limit(format!("pacing at {rate} Gbit/s runs past the end of NIC time")))?;
+                .ok_or_else(|| {
+                    Error::Limit(format!(
+                        "pacing at {rate} Gbit/s runs past the end of NIC time"
+                    ))
+                })?;
             let k = seq.entry(p.msg_id).or_default();
             let origin = format!("message {} packet {k}", p.msg_id);
             *k += 1;
-            self.engine.inject(Arrival { time_ps: t, frame: p.frame, msg_id: p.msg_id, eom: p.eom, origin: origin.into(), ectx: None });
+            self.engine.inject(Arrival {
+                time_ps: t,
+                frame: p.frame,
+                msg_id: p.msg_id,
+                eom: p.eom,
+                origin: origin.into(),
+                ectx: None,
+            });
         }
         Ok(())
     }
@@ -850,24 +965,48 @@ impl Nic {
     pub fn frame_for(&self, e: Ectx, payload: &[u8]) -> Result<Vec<u8>> {
         let info = self.info(e)?;
         let kind = info.frame;
-        Ok(build_frame(kind, kind.header_len() + payload.len(), [10, 0, 0, 1], [10, 0, 0, 2], 9330, info.port, |i| payload[i])?)
+        Ok(build_frame(
+            kind,
+            kind.header_len() + payload.len(),
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            9330,
+            info.port,
+            |i| payload[i],
+        )?)
     }
 
     /// Send `payload` as message `msg_id` to an ECTX: split into packets of
     /// at most `packet_size` bytes (headers included, at most the NIC's
     /// `pkt_slot_size`) with IP/UDP (or Ethernet) headers to the ECTX's
     /// port, spaced at the line rate.
-    pub fn send_message(&mut self, e: Ectx, msg_id: u32, payload: &[u8], packet_size: usize) -> Result<()> {
+    pub fn send_message(
+        &mut self,
+        e: Ectx,
+        msg_id: u32,
+        payload: &[u8],
+        packet_size: usize,
+    ) -> Result<()> {
         let hdr = self.info(e)?.frame.header_len();
         let slot = self.config().pkt_slot_size as usize;
         if packet_size > slot {
-            return Err(Error::Limit(format!("packet_size {packet_size} is above the NIC's packet slot (pkt_slot_size {slot})")));
+            return Err(Error::Limit(format!(
+                "packet_size {packet_size} is above the NIC's packet slot (pkt_slot_size {slot})"
+            )));
         }
         let room = packet_size
             .checked_sub(hdr)
             .filter(|r| *r > 0)
-            .ok_or_else(|| Error::Invalid(format!("packet_size {packet_size} leaves no room after the {hdr} header bytes")))?;
-        let chunks: Vec<&[u8]> = if payload.is_empty() { vec![&[][..]] } else { payload.chunks(room).collect() };
+            .ok_or_else(|| {
+                Error::Invalid(format!(
+                    "packet_size {packet_size} leaves no room after the {hdr} header bytes"
+                ))
+            })?;
+        let chunks: Vec<&[u8]> = if payload.is_empty() {
+            vec![&[][..]]
+        } else {
+            payload.chunks(room).collect()
+        };
         let payloads: Vec<Vec<u8>> = chunks.into_iter().map(<[u8]>::to_vec).collect();
         self.send_payloads(e, msg_id, &payloads)
     }
@@ -880,7 +1019,13 @@ impl Nic {
         let pkts = payloads
             .iter()
             .enumerate()
-            .map(|(k, p)| Ok(Packet { frame: self.frame_for(e, p)?, msg_id, eom: k + 1 == n }))
+            .map(|(k, p)| {
+                Ok(Packet {
+                    frame: self.frame_for(e, p)?,
+                    msg_id,
+                    eom: k + 1 == n,
+                })
+            })
             .collect::<Result<Vec<_>>>()?;
         self.send_packets(pkts, Pacing::LineRate)
     }
@@ -976,7 +1121,9 @@ impl Nic {
                     continue;
                 }
             };
-            let Some(ectx) = self.handle_of(x.ectx_id) else { continue };
+            let Some(ectx) = self.handle_of(x.ectx_id) else {
+                continue;
+            };
             self.errors.push(HandlerError {
                 ectx,
                 ectx_name: x.ectx,
@@ -992,20 +1139,49 @@ impl Nic {
             });
         }
         for o in out.into_iter().filter(|_| self.keep_events) {
-            let Some(ectx) = self.handle_of(o.ectx) else { continue };
-            self.events.push(Event::Outbound(OutPacket { time_ps: o.time_ps, ectx, dest: o.dest, frame: o.frame }));
+            let Some(ectx) = self.handle_of(o.ectx) else {
+                continue;
+            };
+            self.events.push(Event::Outbound(OutPacket {
+                time_ps: o.time_ps,
+                ectx,
+                dest: o.dest,
+                frame: o.frame,
+            }));
         }
         for w in hw.into_iter().filter(|_| self.keep_events) {
-            let Some(ectx) = self.handle_of(w.ectx) else { continue };
-            self.events.push(Event::HostWrite(HostWrite { time_ps: w.time_ps, ectx, addr: w.addr, value: w.value }));
+            let Some(ectx) = self.handle_of(w.ectx) else {
+                continue;
+            };
+            self.events.push(Event::HostWrite(HostWrite {
+                time_ps: w.time_ps,
+                ectx,
+                addr: w.addr,
+                value: w.value,
+            }));
         }
         for d in done.into_iter().filter(|_| self.keep_events) {
-            let Some(ectx) = self.handle_of(d.ectx) else { continue };
-            self.events.push(Event::MessageDone(MessageDone { time_ps: d.time_ps, ectx, msg_id: d.msg_id }));
+            let Some(ectx) = self.handle_of(d.ectx) else {
+                continue;
+            };
+            self.events.push(Event::MessageDone(MessageDone {
+                time_ps: d.time_ps,
+                ectx,
+                msg_id: d.msg_id,
+            }));
         }
         for n in self.engine.poll_notifications() {
-            let Some(ectx) = self.handle_of(n.ectx) else { continue };
-            self.notes.push(Notification { id: n.id, ectx, hpu: n.hpu, time_ps: n.time_ps, data: n.data, host_ref: n.host_ref });
+            let Some(ectx) = self.handle_of(n.ectx) else {
+                continue;
+            };
+            self.notes.push(Notification {
+                id: n.id,
+                ectx,
+                hpu: n.hpu,
+                time_ps: n.time_ps,
+                data: n.data,
+                host_ref: n.host_ref,
+            });
         }
     }
 
@@ -1080,7 +1256,10 @@ impl Nic {
     /// The printf output of HPU `hpu` (global index).
     pub fn hpu_stdout(&self, hpu: usize) -> Result<String> {
         if hpu >= self.engine.hpu_count() {
-            return Err(Error::Invalid(format!("no HPU {hpu} (the NIC has {})", self.engine.hpu_count())));
+            return Err(Error::Invalid(format!(
+                "no HPU {hpu} (the NIC has {})",
+                self.engine.hpu_count()
+            )));
         }
         Ok(String::from_utf8_lossy(&self.engine.hpu_stdout(hpu)).into_owned())
     }
@@ -1113,7 +1292,10 @@ impl Nic {
     /// Packets handlers sent and not yet taken by `events`, as
     /// (time in ps, frame).
     pub fn kept_outbound(&self) -> impl Iterator<Item = (u64, &[u8])> {
-        self.engine.outbound().iter().map(|o| (o.time_ps, o.frame.as_slice()))
+        self.engine
+            .outbound()
+            .iter()
+            .map(|o| (o.time_ps, o.frame.as_slice()))
     }
 
     /// Record a Chrome trace-event timeline from now on (read it with `timeline`).
@@ -1143,29 +1325,48 @@ impl Nic {
     /// Run until idle (`until_ps`: or this NIC time, which must lie within
     /// `units::HORIZON`), calling `every` between steps with a view of the
     /// NIC (progress, results streamed while the run goes).
-    pub fn run_with(&mut self, until_ps: Option<u64>, mut every: impl FnMut(&mut NicView<'_>)) -> Result<()> {
+    pub fn run_with(
+        &mut self,
+        until_ps: Option<u64>,
+        mut every: impl FnMut(&mut NicView<'_>),
+    ) -> Result<()> {
         if let Some(u) = until_ps.filter(|&u| u > HORIZON.0) {
-            return Err(Error::Limit(format!("run until {u} ps is past the simulation horizon ({} ps)", HORIZON.0)));
+            return Err(Error::Limit(format!(
+                "run until {u} ps is past the simulation horizon ({} ps)",
+                HORIZON.0
+            )));
         }
-        Ok(self.engine.run_with(until_ps, |engine| every(&mut NicView { engine }))?)
+        Ok(self
+            .engine
+            .run_with(until_ps, |engine| every(&mut NicView { engine }))?)
     }
 
     /// The same view of the NIC `run_with` hands its callback, after a run.
     pub fn view(&mut self) -> NicView<'_> {
-        NicView { engine: &mut self.engine }
+        NicView {
+            engine: &mut self.engine,
+        }
     }
 
     /// The host window an ECTX was installed with (size 0: none).
     pub fn ectx_host_window(&self, e: Ectx) -> Result<HostWindow> {
         let id = self.info(e)?.id;
-        let (base, size) = self.engine.ectx(id).map(|x| x.spec.host_window).unwrap_or((0, 0));
+        let (base, size) = self
+            .engine
+            .ectx(id)
+            .map(|x| x.spec.host_window)
+            .unwrap_or((0, 0));
         Ok(HostWindow { base, size })
     }
 
     /// An ECTX's handler memory: (NIC address, size in bytes).
     pub fn ectx_handler_mem(&self, e: Ectx) -> Result<(u32, u32)> {
         let id = self.info(e)?.id;
-        Ok(self.engine.ectx(id).map(|x| x.handler_mem).unwrap_or((0, 0)))
+        Ok(self
+            .engine
+            .ectx(id)
+            .map(|x| x.handler_mem)
+            .unwrap_or((0, 0)))
     }
 }
 

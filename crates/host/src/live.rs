@@ -39,7 +39,11 @@ pub struct AttachOptions {
 
 impl Default for AttachOptions {
     fn default() -> Self {
-        AttachOptions { mode: Mode::Xdp, config: None, wait_timeout: Duration::from_secs(10) }
+        AttachOptions {
+            mode: Mode::Xdp,
+            config: None,
+            wait_timeout: Duration::from_secs(10),
+        }
     }
 }
 
@@ -144,7 +148,9 @@ impl Live {
     }
 
     fn ps_at(&self, t: Instant) -> u64 {
-        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos()).unwrap_or(u64::MAX).saturating_mul(1000)
+        u64::try_from(t.saturating_duration_since(self.epoch).as_nanos())
+            .unwrap_or(u64::MAX)
+            .saturating_mul(1000)
     }
 
     fn count_drop(&mut self, cause: &str) {
@@ -188,7 +194,9 @@ impl Nic {
     /// install order (the first that matches a frame wins), as FPsPIN's
     /// `fpspin_init` programs the matching engine last.
     pub(crate) fn reprogram_matcher(&mut self) -> Result<()> {
-        let Some(live) = self.live.as_mut() else { return Ok(()) };
+        let Some(live) = self.live.as_mut() else {
+            return Ok(());
+        };
         let mut order: Vec<(&u32, &crate::EctxInfo)> = self.ectxs.iter().collect();
         order.sort_by_key(|(h, _)| **h);
         let mut rules = Vec::new();
@@ -256,12 +264,23 @@ impl Nic {
             });
             let ectx = Some(route.0);
             let time_ps = live.ps_at(f.at);
-            self.engine.inject(Arrival { time_ps, frame: f.frame, msg_id, eom: f.eom, origin: "".into(), ectx });
+            self.engine.inject(Arrival {
+                time_ps,
+                frame: f.frame,
+                msg_id,
+                eom: f.eom,
+                origin: "".into(),
+                ectx,
+            });
         }
         live.rx = rx;
         // Nothing came and nothing was waited for: the clock has barely
         // moved since t0 (a busy-polling NIC steps like this all the time).
-        let t = if taken == 0 && wait.is_zero() { t0 } else { Instant::now() };
+        let t = if taken == 0 && wait.is_zero() {
+            t0
+        } else {
+            Instant::now()
+        };
         live.last_now = t;
         let target = live.ps_at(t).max(self.engine.now_ps());
         // Up to the wall clock in slices of NIC time, for at most STEP_WALL:
@@ -302,7 +321,12 @@ impl Nic {
 
     /// [`Nic::run_live`], calling `every` after each step (drain events,
     /// answer notifications, print progress).
-    pub fn run_live_with(&mut self, d: Option<Duration>, stop: &AtomicBool, mut every: impl FnMut(&mut Nic)) -> Result<()> {
+    pub fn run_live_with(
+        &mut self,
+        d: Option<Duration>,
+        stop: &AtomicBool,
+        mut every: impl FnMut(&mut Nic),
+    ) -> Result<()> {
         self.require_live()?;
         let end = d.map(|d| Instant::now() + d);
         while !stop.load(Ordering::Relaxed) {
@@ -324,7 +348,9 @@ impl Nic {
     fn require_live(&self) -> Result<()> {
         match self.live {
             Some(_) => Ok(()),
-            None => Err(Error::Invalid("this NIC is simulated; attach it to an interface first (Nic::attach)".into())),
+            None => Err(Error::Invalid(
+                "this NIC is simulated; attach it to an interface first (Nic::attach)".into(),
+            )),
         }
     }
 
@@ -338,7 +364,9 @@ impl Nic {
             let taken = self.live_step(Duration::ZERO, budget.min(RX_BATCH))?;
             budget -= taken;
             let live = self.live.as_ref().expect("live");
-            if self.engine.is_idle() && (taken == 0 || budget == 0) || end.is_some_and(|e| live.last_now >= e) {
+            if self.engine.is_idle() && (taken == 0 || budget == 0)
+                || end.is_some_and(|e| live.last_now >= e)
+            {
                 return Ok(());
             }
             // Only timers left: sleep until the next is due.
@@ -371,7 +399,12 @@ impl Nic {
             // their queued datagrams with them.
             self.discard_rings()?;
         }
-        self.live.as_mut().expect("live").port.set_rulesets(&[]).map_err(net)?;
+        self.live
+            .as_mut()
+            .expect("live")
+            .port
+            .set_rulesets(&[])
+            .map_err(net)?;
         self.live_until_idle(Some(end))?;
         self.discard_rings()
     }
@@ -383,7 +416,9 @@ impl Nic {
         // Bounded: the rings hold at most this many, and nothing new
         // matches once the rulesets are gone.
         for _ in 0..UNTIL_IDLE_FRAMES {
-            live.port.recv(&mut rx, RX_BATCH, Duration::ZERO).map_err(net)?;
+            live.port
+                .recv(&mut rx, RX_BATCH, Duration::ZERO)
+                .map_err(net)?;
             if rx.is_empty() {
                 break;
             }
@@ -398,14 +433,20 @@ impl Nic {
 
     /// Live: wait (at most `wait_timeout`) until a notification arrives.
     pub(crate) fn live_wait_notifications(&mut self) -> Result<Vec<crate::Notification>> {
-        let timeout = self.live.as_ref().map(|l| l.wait_timeout).unwrap_or_default();
+        let timeout = self
+            .live
+            .as_ref()
+            .map(|l| l.wait_timeout)
+            .unwrap_or_default();
         let end = Instant::now() + timeout;
         loop {
             let n = self.poll_notifications();
             if !n.is_empty() {
                 return Ok(n);
             }
-            let Some(left) = end.checked_duration_since(Instant::now()) else { return Ok(n) };
+            let Some(left) = end.checked_duration_since(Instant::now()) else {
+                return Ok(n);
+            };
             self.live_step(left, RX_BATCH)?;
         }
     }
@@ -435,7 +476,11 @@ impl Nic {
 
     /// What this NIC holds right now (see [`Footprint`]).
     pub fn footprint(&self) -> Footprint {
-        Footprint { events: self.events.len(), notifications: self.notes.len(), packets_held: self.engine.packets_held() }
+        Footprint {
+            events: self.events.len(),
+            notifications: self.notes.len(),
+            packets_held: self.engine.packets_held(),
+        }
     }
 
     /// The rulesets an ECTX was installed with.

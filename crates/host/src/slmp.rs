@@ -41,7 +41,11 @@ impl SendOptions {
             "none" => SyncMode::None,
             "msg" => SyncMode::Msg,
             "all" => SyncMode::All,
-            s => return Err(Error::Invalid(format!("sync `{s}`: expected none, msg or all"))),
+            s => {
+                return Err(Error::Invalid(format!(
+                    "sync `{s}`: expected none, msg or all"
+                )))
+            }
         };
         let window = softspin_slmp::args::parse_window(&self.window).map_err(Error::Invalid)?;
         let cfg = SenderConfig {

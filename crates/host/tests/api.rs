@@ -20,7 +20,10 @@ fn handler() -> PathBuf {
 }
 
 fn opts(ph: &str) -> EctxOptions {
-    EctxOptions { ph: Some(ph.into()), ..Default::default() }
+    EctxOptions {
+        ph: Some(ph.into()),
+        ..Default::default()
+    }
 }
 
 #[test]
@@ -28,7 +31,15 @@ fn messages_reach_host_memory_and_events_report_them() {
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
     let w = nic.host_window(64 * 1024).unwrap();
-    let e = nic.install(&img, EctxOptions { host_window: Some(w), ..opts("echo_ph") }).unwrap();
+    let e = nic
+        .install(
+            &img,
+            EctxOptions {
+                host_window: Some(w),
+                ..opts("echo_ph")
+            },
+        )
+        .unwrap();
     nic.activate(e).unwrap();
     let payload: Vec<u8> = (0..5000u32).map(|i| (i * 7) as u8).collect();
     nic.send_message(e, 42, &payload, 1024).unwrap();
@@ -36,11 +47,22 @@ fn messages_reach_host_memory_and_events_report_them() {
     let ev = nic.events();
     let echoed: Vec<u8> = ev
         .iter()
-        .filter_map(|x| if let Event::Outbound(o) = x { Some(o.frame[28..].to_vec()) } else { None })
+        .filter_map(|x| {
+            if let Event::Outbound(o) = x {
+                Some(o.frame[28..].to_vec())
+            } else {
+                None
+            }
+        })
         .flatten()
         .collect();
-    assert_eq!(echoed, payload, "the echoed payloads, in order, are the message");
-    assert!(ev.iter().any(|x| matches!(x, Event::MessageDone(d) if d.msg_id == 42)));
+    assert_eq!(
+        echoed, payload,
+        "the echoed payloads, in order, are the message"
+    );
+    assert!(ev
+        .iter()
+        .any(|x| matches!(x, Event::MessageDone(d) if d.msg_id == 42)));
     assert!(nic.events().is_empty(), "events are delivered once");
     let packets = payload.len().div_ceil(1024 - 28) as u64;
     assert_eq!(nic.ectx_counts(e).unwrap(), (packets, 1));
@@ -51,7 +73,15 @@ fn messages_reach_host_memory_and_events_report_them() {
 fn nic_memory_allocation_and_pointers() {
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
-    let e = nic.install(&img, EctxOptions { handler_mem_size: Some(4096), ..opts("empty_ph") }).unwrap();
+    let e = nic
+        .install(
+            &img,
+            EctxOptions {
+                handler_mem_size: Some(4096),
+                ..opts("empty_ph")
+            },
+        )
+        .unwrap();
     let a = nic.nic_alloc(e, 100, 16).unwrap();
     let b = nic.nic_alloc(e, 8, 8).unwrap();
     assert_eq!(a % 16, 0);
@@ -61,7 +91,10 @@ fn nic_memory_allocation_and_pointers() {
     let p = u32::from_le_bytes(nic.nic_read(b, 4).unwrap().try_into().unwrap());
     assert_eq!(nic.nic_read(p, 5).unwrap(), b"hello");
     let err = nic.nic_alloc(e, 1 << 20, 4).unwrap_err();
-    assert!(matches!(err, Error::NicMemory(_)) && err.to_string().contains("handler_mem_size"), "{err}");
+    assert!(
+        matches!(err, Error::NicMemory(_)) && err.to_string().contains("handler_mem_size"),
+        "{err}"
+    );
     assert!(nic.nic_alloc(e, 4, 3).is_err());
     assert!(nic.nic_read(0x0000_1000, 4).is_err());
 }
@@ -71,21 +104,37 @@ fn every_error_path_is_a_value() {
     assert!(matches!(Nic::open("nope"), Err(Error::Profile(_))));
     let mut nic = Nic::open("pspin").unwrap();
     // Bad images.
-    assert!(matches!(nic.load_image("/no/such/file.elf"), Err(Error::Image(_))));
-    assert!(matches!(nic.image_from_bytes(b"not an elf"), Err(Error::Image(_))));
+    assert!(matches!(
+        nic.load_image("/no/such/file.elf"),
+        Err(Error::Image(_))
+    ));
+    assert!(matches!(
+        nic.image_from_bytes(b"not an elf"),
+        Err(Error::Image(_))
+    ));
     let img = nic.load_image(handler()).unwrap();
     assert!(img.symbol("no_such").is_err());
     // Unknown handler symbol.
     let err = nic.install(&img, opts("no_such_ph")).unwrap_err();
-    assert!(matches!(err, Error::Ectx(_)) && err.to_string().contains("no_such_ph"), "{err}");
+    assert!(
+        matches!(err, Error::Ectx(_)) && err.to_string().contains("no_such_ph"),
+        "{err}"
+    );
     // Overlapping memory: the same image twice.
     let e = nic.install(&img, opts("empty_ph")).unwrap();
     let err = nic.install(&img, opts("empty_ph")).unwrap_err();
     assert!(err.to_string().contains("overlaps"), "{err}");
     // Double activate, then use after uninstall.
     nic.activate(e).unwrap();
-    assert!(nic.activate(e).unwrap_err().to_string().contains("already active"));
-    assert!(nic.uninstall(e).is_err(), "an active ECTX cannot be uninstalled");
+    assert!(nic
+        .activate(e)
+        .unwrap_err()
+        .to_string()
+        .contains("already active"));
+    assert!(
+        nic.uninstall(e).is_err(),
+        "an active ECTX cannot be uninstalled"
+    );
     nic.deactivate(e).unwrap();
     nic.uninstall(e).unwrap();
     assert!(matches!(nic.activate(e), Err(Error::NoEctx(_))));
@@ -100,7 +149,10 @@ fn every_error_path_is_a_value() {
     let e2 = nic.install(&img, opts("empty_ph")).unwrap();
     nic.activate(e2).unwrap();
     let e = nic.send_packet(vec![0; 5000], 1, true).unwrap_err();
-    assert!(matches!(e, Error::Limit(_)) && e.to_string().contains("pkt_slot_size"), "{e}");
+    assert!(
+        matches!(e, Error::Limit(_)) && e.to_string().contains("pkt_slot_size"),
+        "{e}"
+    );
     nic.run_until_idle().unwrap();
     assert_eq!(nic.report().packets_in, 0);
     // Bad build input.
@@ -113,7 +165,15 @@ fn lent_buffers_are_used_in_place_and_given_back() {
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
     let w = nic.lend(Box::new(vec![0u8; 4096])).unwrap();
-    let e = nic.install(&img, EctxOptions { host_window: Some(w), ..opts("hostwrite_ph") }).unwrap();
+    let e = nic
+        .install(
+            &img,
+            EctxOptions {
+                host_window: Some(w),
+                ..opts("hostwrite_ph")
+            },
+        )
+        .unwrap();
     nic.activate(e).unwrap();
     // hostwrite_ph writes (index + 1) * 3 at slot `index` (u32 after the header).
     for i in 0..4u32 {
@@ -128,7 +188,10 @@ fn lent_buffers_are_used_in_place_and_given_back() {
     let mut buf = nic.unlend(w).unwrap();
     let bytes = buf.bytes();
     for i in 0..4usize {
-        assert_eq!(u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap()), (i as u64 + 1) * 3);
+        assert_eq!(
+            u64::from_le_bytes(bytes[i * 8..i * 8 + 8].try_into().unwrap()),
+            (i as u64 + 1) * 3
+        );
     }
     assert!(nic.unlend(w).is_err());
 }
@@ -143,8 +206,17 @@ fn successive_messages_follow_each_other_at_line_rate() {
     nic.send_message(e, 1, &payload, 1024).unwrap();
     nic.send_message(e, 2, &payload, 1024).unwrap();
     nic.run_until_idle().unwrap();
-    let times: Vec<u64> =
-        nic.events().iter().filter_map(|x| if let Event::Outbound(o) = x { Some(o.time_ps) } else { None }).collect();
+    let times: Vec<u64> = nic
+        .events()
+        .iter()
+        .filter_map(|x| {
+            if let Event::Outbound(o) = x {
+                Some(o.time_ps)
+            } else {
+                None
+            }
+        })
+        .collect();
     assert_eq!(times.len(), 16);
     // 16 packets of 1024 B at 400 Gbit/s take 16 x 20.48 ns to arrive: the
     // second message starts after the first, not at the same instant.

@@ -27,10 +27,22 @@ fn handler() -> PathBuf {
 #[test]
 fn every_handler_error_becomes_an_event() {
     const ROUND: u32 = 600;
-    assert!(3 * ROUND as usize > MAX_ERRORS_KEPT + ROUND as usize, "the rounds must pass the kept details");
+    assert!(
+        3 * ROUND as usize > MAX_ERRORS_KEPT + ROUND as usize,
+        "the rounds must pass the kept details"
+    );
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
-    let e = nic.install(&img, EctxOptions { ph: Some("store_fault_ph".into()), name: Some("faulty".into()), ..Default::default() }).unwrap();
+    let e = nic
+        .install(
+            &img,
+            EctxOptions {
+                ph: Some("store_fault_ph".into()),
+                name: Some("faulty".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     nic.activate(e).unwrap();
     let mut total = 0;
     for round in 0..3 {
@@ -44,7 +56,11 @@ fn every_handler_error_becomes_an_event() {
             .into_iter()
             .filter_map(|x| match x {
                 Event::HandlerError(h) => {
-                    assert_eq!((h.ectx, h.ectx_name.as_str(), h.addr), (e, "faulty", Some(0x40)), "{h:?}");
+                    assert_eq!(
+                        (h.ectx, h.ectx_name.as_str(), h.addr),
+                        (e, "faulty", Some(0x40)),
+                        "{h:?}"
+                    );
                     Some(h.msg_id)
                 }
                 _ => None,
@@ -52,13 +68,20 @@ fn every_handler_error_becomes_an_event() {
             .collect();
         ids.sort();
         assert_eq!(ids.len(), ROUND as usize, "round {round}: error events");
-        assert_eq!(ids, (first..first + ROUND).collect::<Vec<_>>(), "round {round}");
+        assert_eq!(
+            ids,
+            (first..first + ROUND).collect::<Vec<_>>(),
+            "round {round}"
+        );
         total += ids.len();
     }
     assert_eq!(total, 3 * ROUND as usize);
     // The counts by cause are complete too.
     let r = nic.report();
-    assert_eq!(r.errors.iter().map(|x| x.total).sum::<u64>(), 3 * ROUND as u64);
+    assert_eq!(
+        r.errors.iter().map(|x| x.total).sum::<u64>(),
+        3 * ROUND as u64
+    );
 }
 
 /// Left untaken, errors are bounded: the first PENDING_ERRORS_FIRST and the
@@ -70,7 +93,15 @@ fn errors_left_untaken_are_bounded_and_their_drop_is_an_event() {
     let n = (PENDING_ERRORS_FIRST + 400 + PENDING_ERRORS_LATEST) as u32;
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
-    let e = nic.install(&img, EctxOptions { ph: Some("store_fault_ph".into()), ..Default::default() }).unwrap();
+    let e = nic
+        .install(
+            &img,
+            EctxOptions {
+                ph: Some("store_fault_ph".into()),
+                ..Default::default()
+            },
+        )
+        .unwrap();
     nic.activate(e).unwrap();
     // Sent and run in slices, the host taking no event in between.
     for m in 0..n {
@@ -81,10 +112,29 @@ fn errors_left_untaken_are_bounded_and_their_drop_is_an_event() {
     }
     nic.run_until_idle().unwrap();
     let ev = nic.events();
-    let gap = ev.iter().position(|x| matches!(x, Event::ErrorsDropped { .. })).expect("an ErrorsDropped event");
+    let gap = ev
+        .iter()
+        .position(|x| matches!(x, Event::ErrorsDropped { .. }))
+        .expect("an ErrorsDropped event");
     assert_eq!(ev[gap], Event::ErrorsDropped { count: 400 });
-    let ids = |xs: &[Event]| -> Vec<u32> { xs.iter().filter_map(|x| if let Event::HandlerError(h) = x { Some(h.msg_id) } else { None }).collect() };
-    assert_eq!(ids(&ev[..gap]), (0..PENDING_ERRORS_FIRST as u32).collect::<Vec<_>>());
-    assert_eq!(ids(&ev[gap + 1..]), (n - PENDING_ERRORS_LATEST as u32..n).collect::<Vec<_>>());
+    let ids = |xs: &[Event]| -> Vec<u32> {
+        xs.iter()
+            .filter_map(|x| {
+                if let Event::HandlerError(h) = x {
+                    Some(h.msg_id)
+                } else {
+                    None
+                }
+            })
+            .collect()
+    };
+    assert_eq!(
+        ids(&ev[..gap]),
+        (0..PENDING_ERRORS_FIRST as u32).collect::<Vec<_>>()
+    );
+    assert_eq!(
+        ids(&ev[gap + 1..]),
+        (n - PENDING_ERRORS_LATEST as u32..n).collect::<Vec<_>>()
+    );
     assert_eq!(nic.report().errors[0].total, n as u64);
 }

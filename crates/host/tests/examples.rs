@@ -18,7 +18,11 @@ fn notify_delivers_every_request_and_response() {
         }
     }
     assert_eq!(o.requests, want);
-    assert!(o.max_in_flight > notify::KEYS as usize, "requests never overlapped: {}", o.max_in_flight);
+    assert!(
+        o.max_in_flight > notify::KEYS as usize,
+        "requests never overlapped: {}",
+        o.max_in_flight
+    );
     // Every packet's slot holds the sum of the answers to its keys.
     assert_eq!(o.host_writes, (notify::MESSAGES * notify::PACKETS) as u64);
     for m in 0..notify::MESSAGES {

@@ -43,7 +43,9 @@ fn one_image_two_ectxs_each_counts_its_own_packets() {
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
     let a = nic.install(&img, opts("a", Some(HMEM), 9001)).unwrap();
-    let b = nic.install(&img, opts("b", Some(HMEM + 4096), 9002)).unwrap();
+    let b = nic
+        .install(&img, opts("b", Some(HMEM + 4096), 9002))
+        .unwrap();
     nic.activate(a).unwrap();
     nic.activate(b).unwrap();
     // 5 packets for a, 3 for b (64-byte payload per packet).
@@ -54,7 +56,11 @@ fn one_image_two_ectxs_each_counts_its_own_packets() {
     assert_eq!(nic.ectx_handler_mem(b).unwrap(), (HMEM + 4096, 4096));
     assert_eq!((word(&nic, HMEM), word(&nic, HMEM + 4096)), (5, 3));
     let shared = img.symbol("all_packets").unwrap();
-    assert_eq!(word(&nic, shared), 8, "the image's data is one copy for both ECTXs");
+    assert_eq!(
+        word(&nic, shared),
+        8,
+        "the image's data is one copy for both ECTXs"
+    );
 }
 
 #[test]
@@ -63,15 +69,23 @@ fn real_overlaps_are_refused_naming_both_ectxs() {
     let img = nic.load_image(handler()).unwrap();
     nic.install(&img, opts("first", Some(HMEM), 9001)).unwrap();
     // Handler memory over another ECTX's handler memory.
-    let e = nic.install(&img, opts("second", Some(HMEM + 64), 9002)).unwrap_err();
+    let e = nic
+        .install(&img, opts("second", Some(HMEM + 64), 9002))
+        .unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Overlap, "{e}");
     let m = e.to_string();
-    assert!(m.contains("`second`") && m.contains("`first`") && m.contains("handler memory"), "{m}");
+    assert!(
+        m.contains("`second`") && m.contains("`first`") && m.contains("handler memory"),
+        "{m}"
+    );
     // softspin's own layout (handler memory = the image's data) for the same
     // image is refused: its handler memory would be `first`'s shared data.
     let e = nic.install(&img, opts("fourth", None, 9004)).unwrap_err();
     assert_eq!(e.kind(), ErrorKind::Overlap, "{e}");
-    assert!(e.to_string().contains("`fourth`") && e.to_string().contains("`first`"), "{e}");
+    assert!(
+        e.to_string().contains("`fourth`") && e.to_string().contains("`first`"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -79,6 +93,8 @@ fn handler_memory_over_its_own_image_data_is_refused() {
     let mut nic = Nic::open("pspin").unwrap();
     let img = nic.load_image(handler()).unwrap();
     let data = img.symbol("all_packets").unwrap() & !63;
-    let e = nic.install(&img, opts("self", Some(data), 9001)).unwrap_err();
+    let e = nic
+        .install(&img, opts("self", Some(data), 9001))
+        .unwrap_err();
     assert!(e.to_string().contains("the image's own data"), "{e}");
 }

@@ -209,11 +209,20 @@ impl HandlerArgs {
     pub const HPU_ID: u32 = 12;
     /// `sizeof(handler_args_t)`.
     pub const SIZE: u32 = 16;
-    pub const FIELDS: [(&'static str, u32); 4] =
-        [("task", Self::TASK), ("hpu_gid", Self::HPU_GID), ("cluster_id", Self::CLUSTER_ID), ("hpu_id", Self::HPU_ID)];
+    pub const FIELDS: [(&'static str, u32); 4] = [
+        ("task", Self::TASK),
+        ("hpu_gid", Self::HPU_GID),
+        ("cluster_id", Self::CLUSTER_ID),
+        ("hpu_id", Self::HPU_ID),
+    ];
 
     pub fn encode(&self, out: &mut [u8]) {
-        for (at, v) in [(Self::TASK, self.task), (Self::HPU_GID, self.hpu_gid), (Self::CLUSTER_ID, self.cluster_id), (Self::HPU_ID, self.hpu_id)] {
+        for (at, v) in [
+            (Self::TASK, self.task),
+            (Self::HPU_GID, self.hpu_gid),
+            (Self::CLUSTER_ID, self.cluster_id),
+            (Self::HPU_ID, self.hpu_id),
+        ] {
             put_u32(out, at, v);
         }
     }

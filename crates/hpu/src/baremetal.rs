@@ -23,7 +23,11 @@ pub const RAM_BASE: u32 = 0x8000_0000;
 /// Far more than the ISA tests and Embench need, and small enough that a
 /// loaded program stays well inside a 1 GB address-space limit.
 pub const RAM_SIZE: u32 = 128 << 20;
-pub const RAM: Region = Region { name: "bare-metal RAM", base: RAM_BASE, size: RAM_SIZE };
+pub const RAM: Region = Region {
+    name: "bare-metal RAM",
+    base: RAM_BASE,
+    size: RAM_SIZE,
+};
 
 /// Settings of a bare-metal run.
 #[derive(Clone, Debug)]
@@ -84,16 +88,28 @@ impl BareMetal {
         for s in &image.segments {
             let b = MemBlock::new(s.memsz as usize);
             b.write(0, &s.data);
-            hpu.mem.map(s.vaddr, s.memsz, &b, 0, s.perm, MemClass::Ideal)?;
+            hpu.mem
+                .map(s.vaddr, s.memsz, &b, 0, s.perm, MemClass::Ideal)?;
             blocks.push((s.vaddr, b));
         }
         let stack = MemBlock::new(cfg.stack_size as usize);
-        hpu.mem.map(cfg.stack_top.wrapping_sub(cfg.stack_size), cfg.stack_size, &stack, 0, Perm::RW, MemClass::Ideal)?;
+        hpu.mem.map(
+            cfg.stack_top.wrapping_sub(cfg.stack_size),
+            cfg.stack_size,
+            &stack,
+            0,
+            Perm::RW,
+            MemClass::Ideal,
+        )?;
         blocks.push((cfg.stack_top.wrapping_sub(cfg.stack_size), stack));
         let program = Arc::new(Program::decode(&image.code_ranges(), &cfg.timing)?);
         hpu.start_call(image.entry, cfg.stack_top, &[]);
         hpu.instret_limit = cfg.max_instructions;
-        Ok(BareMetal { hpu, program, blocks })
+        Ok(BareMetal {
+            hpu,
+            program,
+            blocks,
+        })
     }
 
     /// Run to the end, sending the program's output to `out`.
@@ -109,7 +125,11 @@ impl BareMetal {
         self.run_by(out, |hpu, rt| hpu.run_jit(&program, jit, rt, u64::MAX))
     }
 
-    fn run_by<W: Write>(&mut self, out: W, mut slice: impl FnMut(&mut Hpu, &mut BareRuntime<W>) -> Stop) -> Outcome {
+    fn run_by<W: Write>(
+        &mut self,
+        out: W,
+        mut slice: impl FnMut(&mut Hpu, &mut BareRuntime<W>) -> Stop,
+    ) -> Outcome {
         let mut rt = BareRuntime { out };
         let stop = loop {
             match slice(&mut self.hpu, &mut rt) {
@@ -126,7 +146,11 @@ impl BareMetal {
             }
         };
         let _ = rt.out.flush();
-        Outcome { stop, instructions: self.hpu.instret, cycles: self.hpu.cycles }
+        Outcome {
+            stop,
+            instructions: self.hpu.instret,
+            cycles: self.hpu.cycles,
+        }
     }
 }
 

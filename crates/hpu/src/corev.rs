@@ -113,7 +113,13 @@ pub fn decode(raw: u32, pc: u32) -> Option<Inst> {
             1 => i(CvShPi, 0, rs1, rs2, imm_s),
             2 => i(CvSwPi, 0, rs1, rs2, imm_s),
             3 => {
-                let unary = |op| if rs2 == 0 { Some(i(op, rd, rs1, 0, 0)) } else { None };
+                let unary = |op| {
+                    if rs2 == 0 {
+                        Some(i(op, rd, rs1, 0, 0))
+                    } else {
+                        None
+                    }
+                };
                 let rr = |op| i(op, rd, rs1, rs2, 0);
                 // Stores name their third register rs3 (bits 11:7): kept in imm.
                 let st = |op| i(op, 0, rs1, rs2, rd as i32);
@@ -202,8 +208,9 @@ pub fn class(op: Op) -> Class {
     }
     match op {
         CvBeqImm | CvBneImm => Class::Branch,
-        CvMac | CvMsu | CvMulsN | CvMulhhsN | CvMulsRN | CvMulhhsRN | CvMulUN | CvMulhhUN | CvMulURN | CvMulhhURN
-        | CvMacsN | CvMachhsN | CvMacsRN | CvMachhsRN | CvMacUN | CvMachhUN | CvMacURN | CvMachhURN => Class::Mul,
+        CvMac | CvMsu | CvMulsN | CvMulhhsN | CvMulsRN | CvMulhhsRN | CvMulUN | CvMulhhUN
+        | CvMulURN | CvMulhhURN | CvMacsN | CvMachhsN | CvMacsRN | CvMachhsRN | CvMacUN
+        | CvMachhUN | CvMacURN | CvMachhURN => Class::Mul,
         _ => Class::Alu,
     }
 }
@@ -216,11 +223,12 @@ pub fn reads(i: &Inst) -> [Option<u8>; 3] {
     // which no load writes, so it never matches a hazard.
     let d = Some(i.rd);
     match i.op {
-        CvLbPi | CvLhPi | CvLwPi | CvLbuPi | CvLhuPi | CvAbs | CvExths | CvExthz | CvExtbs | CvExtbz | CvClip
-        | CvClipu | CvBeqImm | CvBneImm => [a, None, None],
+        CvLbPi | CvLhPi | CvLwPi | CvLbuPi | CvLhuPi | CvAbs | CvExths | CvExthz | CvExtbs
+        | CvExtbz | CvClip | CvClipu | CvBeqImm | CvBneImm => [a, None, None],
         CvSbPr | CvShPr | CvSwPr | CvSbRr | CvShRr | CvSwRr => [a, b, Some(i.imm as u8)],
-        CvAddNr | CvAddUNr | CvAddRNr | CvAddURNr | CvSubNr | CvSubUNr | CvSubRNr | CvSubURNr | CvMac | CvMsu
-        | CvMacsN | CvMachhsN | CvMacsRN | CvMachhsRN | CvMacUN | CvMachhUN | CvMacURN | CvMachhURN => [a, b, d],
+        CvAddNr | CvAddUNr | CvAddRNr | CvAddURNr | CvSubNr | CvSubUNr | CvSubRNr | CvSubURNr
+        | CvMac | CvMsu | CvMacsN | CvMachhsN | CvMacsRN | CvMachhsRN | CvMacUN | CvMachhUN
+        | CvMacURN | CvMachhURN => [a, b, d],
         _ => [a, b, None],
     }
 }
@@ -328,10 +336,16 @@ pub fn fmt(i: &Inst, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
     match i.op {
         CvAbs | CvExths | CvExthz | CvExtbs | CvExtbz => write!(f, "{m} {rd}, {rs1}"),
         CvClip | CvClipu => write!(f, "{m} {rd}, {rs1}, {imm}"),
-        CvBeqImm | CvBneImm => write!(f, "{m} {rs1}, {}, 0x{:x}", Hex(sext(i.rs2 as u32, 5)), i.imm as u32),
-        CvAddN | CvAddUN | CvAddRN | CvAddURN | CvSubN | CvSubUN | CvSubRN | CvSubURN | CvMulsN | CvMulhhsN
-        | CvMulsRN | CvMulhhsRN | CvMulUN | CvMulhhUN | CvMulURN | CvMulhhURN | CvMacsN | CvMachhsN | CvMacsRN
-        | CvMachhsRN | CvMacUN | CvMachhUN | CvMacURN | CvMachhURN => write!(f, "{m} {rd}, {rs1}, {rs2}, {imm}"),
+        CvBeqImm | CvBneImm => write!(
+            f,
+            "{m} {rs1}, {}, 0x{:x}",
+            Hex(sext(i.rs2 as u32, 5)),
+            i.imm as u32
+        ),
+        CvAddN | CvAddUN | CvAddRN | CvAddURN | CvSubN | CvSubUN | CvSubRN | CvSubURN | CvMulsN
+        | CvMulhhsN | CvMulsRN | CvMulhhsRN | CvMulUN | CvMulhhUN | CvMulURN | CvMulhhURN
+        | CvMacsN | CvMachhsN | CvMacsRN | CvMachhsRN | CvMacUN | CvMachhUN | CvMacURN
+        | CvMachhURN => write!(f, "{m} {rd}, {rs1}, {rs2}, {imm}"),
         _ => write!(f, "{m} {rd}, {rs1}, {rs2}"),
     }
 }
@@ -364,7 +378,8 @@ fn clip_hi(is2: u32) -> i32 {
 /// Whether `op` is one of the ALU and MAC operations [`alu`] computes (they
 /// are declared together in `Op`, around the two immediate branches).
 pub fn is_alu(op: Op) -> bool {
-    (Op::CvAbs as u8..=Op::CvMachhURN as u8).contains(&(op as u8)) && !matches!(op, Op::CvBeqImm | Op::CvBneImm)
+    (Op::CvAbs as u8..=Op::CvMachhURN as u8).contains(&(op as u8))
+        && !matches!(op, Op::CvBeqImm | Op::CvBneImm)
 }
 
 /// Result of a CORE-V ALU or MAC operation on rs1 = `a`, rs2 = `b`, the old
@@ -434,20 +449,64 @@ pub fn alu(op: Op, a: u32, b: u32, d: u32, imm: u32) -> u32 {
         CvMsu => d.wrapping_sub(a.wrapping_mul(b)),
         CvMulsN => norm(lo_s(a).wrapping_mul(lo_s(b)), imm, true),
         CvMulhhsN => norm(hi_s(a).wrapping_mul(hi_s(b)), imm, true),
-        CvMulsRN => norm(lo_s(a).wrapping_mul(lo_s(b)).wrapping_add(round(imm)), imm, true),
-        CvMulhhsRN => norm(hi_s(a).wrapping_mul(hi_s(b)).wrapping_add(round(imm)), imm, true),
+        CvMulsRN => norm(
+            lo_s(a).wrapping_mul(lo_s(b)).wrapping_add(round(imm)),
+            imm,
+            true,
+        ),
+        CvMulhhsRN => norm(
+            hi_s(a).wrapping_mul(hi_s(b)).wrapping_add(round(imm)),
+            imm,
+            true,
+        ),
         CvMulUN => norm(lo_u(a).wrapping_mul(lo_u(b)), imm, false),
         CvMulhhUN => norm(hi_u(a).wrapping_mul(hi_u(b)), imm, false),
-        CvMulURN => norm(lo_u(a).wrapping_mul(lo_u(b)).wrapping_add(round(imm)), imm, false),
-        CvMulhhURN => norm(hi_u(a).wrapping_mul(hi_u(b)).wrapping_add(round(imm)), imm, false),
+        CvMulURN => norm(
+            lo_u(a).wrapping_mul(lo_u(b)).wrapping_add(round(imm)),
+            imm,
+            false,
+        ),
+        CvMulhhURN => norm(
+            hi_u(a).wrapping_mul(hi_u(b)).wrapping_add(round(imm)),
+            imm,
+            false,
+        ),
         CvMacsN => norm(lo_s(a).wrapping_mul(lo_s(b)).wrapping_add(d), imm, true),
         CvMachhsN => norm(hi_s(a).wrapping_mul(hi_s(b)).wrapping_add(d), imm, true),
-        CvMacsRN => norm(lo_s(a).wrapping_mul(lo_s(b)).wrapping_add(d).wrapping_add(round(imm)), imm, true),
-        CvMachhsRN => norm(hi_s(a).wrapping_mul(hi_s(b)).wrapping_add(d).wrapping_add(round(imm)), imm, true),
+        CvMacsRN => norm(
+            lo_s(a)
+                .wrapping_mul(lo_s(b))
+                .wrapping_add(d)
+                .wrapping_add(round(imm)),
+            imm,
+            true,
+        ),
+        CvMachhsRN => norm(
+            hi_s(a)
+                .wrapping_mul(hi_s(b))
+                .wrapping_add(d)
+                .wrapping_add(round(imm)),
+            imm,
+            true,
+        ),
         CvMacUN => norm(lo_u(a).wrapping_mul(lo_u(b)).wrapping_add(d), imm, false),
         CvMachhUN => norm(hi_u(a).wrapping_mul(hi_u(b)).wrapping_add(d), imm, false),
-        CvMacURN => norm(lo_u(a).wrapping_mul(lo_u(b)).wrapping_add(d).wrapping_add(round(imm)), imm, false),
-        CvMachhURN => norm(hi_u(a).wrapping_mul(hi_u(b)).wrapping_add(d).wrapping_add(round(imm)), imm, false),
+        CvMacURN => norm(
+            lo_u(a)
+                .wrapping_mul(lo_u(b))
+                .wrapping_add(d)
+                .wrapping_add(round(imm)),
+            imm,
+            false,
+        ),
+        CvMachhURN => norm(
+            hi_u(a)
+                .wrapping_mul(hi_u(b))
+                .wrapping_add(d)
+                .wrapping_add(round(imm)),
+            imm,
+            false,
+        ),
         _ => 0,
     }
 }
@@ -482,8 +541,14 @@ mod tests {
             assert_eq!(crate::isa::decode32(*w, 0).to_string(), *s, "{w:08x}");
         }
         // cv.beqimm a0, -16, 8 at 0x100; cv.bneimm a0, 15, -8
-        assert_eq!(crate::isa::decode32(0x0105_640B, 0x100).to_string(), "cv.beqimm a0, -0x10, 0x108");
-        assert_eq!(crate::isa::decode32(0xFEF5_7C8B, 0x100).to_string(), "cv.bneimm a0, 0xf, 0xf8");
+        assert_eq!(
+            crate::isa::decode32(0x0105_640B, 0x100).to_string(),
+            "cv.beqimm a0, -0x10, 0x108"
+        );
+        assert_eq!(
+            crate::isa::decode32(0xFEF5_7C8B, 0x100).to_string(),
+            "cv.bneimm a0, 0xf, 0xf8"
+        );
     }
 
     #[test]

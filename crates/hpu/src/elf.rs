@@ -68,7 +68,13 @@ pub enum ElfError {
     #[error("segment at 0x{vaddr:08x} (size 0x{memsz:x}) wraps past the 32-bit address space")]
     SegmentWraps { vaddr: u32, memsz: u32 },
     #[error("segment at 0x{vaddr:08x} (size 0x{memsz:x}) does not fit {region} 0x{base:08x}..0x{end:08x}", end = *base as u64 + *size as u64)]
-    OutsideRegion { vaddr: u32, memsz: u32, region: &'static str, base: u32, size: u32 },
+    OutsideRegion {
+        vaddr: u32,
+        memsz: u32,
+        region: &'static str,
+        base: u32,
+        size: u32,
+    },
     #[error("segments at 0x{a:08x} and 0x{b:08x} overlap")]
     Overlap { a: u32, b: u32 },
     #[error("symbol `{0}` not found in the image")]
@@ -101,10 +107,15 @@ impl ElfImage {
             return Err(ElfError::WrongTarget("big-endian".into()));
         }
         if hdr.e_machine(e) != elf::EM_RISCV {
-            return Err(ElfError::WrongTarget(format!("e_machine={}", hdr.e_machine(e))));
+            return Err(ElfError::WrongTarget(format!(
+                "e_machine={}",
+                hdr.e_machine(e)
+            )));
         }
         if hdr.e_type(e) != elf::ET_EXEC {
-            return Err(ElfError::WrongTarget("not an executable (ET_EXEC); link the object first".into()));
+            return Err(ElfError::WrongTarget(
+                "not an executable (ET_EXEC); link the object first".into(),
+            ));
         }
         let mut segments = Vec::new();
         for ph in hdr.program_headers(e, data).map_err(perr)? {
@@ -113,12 +124,18 @@ impl ElfImage {
             }
             let (vaddr, memsz, filesz) = (ph.p_vaddr(e), ph.p_memsz(e), ph.p_filesz(e));
             if filesz > memsz {
-                return Err(ElfError::BadSegment { vaddr, filesz, memsz });
+                return Err(ElfError::BadSegment {
+                    vaddr,
+                    filesz,
+                    memsz,
+                });
             }
             if vaddr as u64 + memsz as u64 > 1 << 32 {
                 return Err(ElfError::SegmentWraps { vaddr, memsz });
             }
-            let bytes = ph.data(e, data).map_err(|_| ElfError::Parse(format!("segment at 0x{vaddr:08x} lies outside the file")))?;
+            let bytes = ph.data(e, data).map_err(|_| {
+                ElfError::Parse(format!("segment at 0x{vaddr:08x} lies outside the file"))
+            })?;
             let f = ph.p_flags(e);
             let mut perm = Perm(0);
             if f & elf::PF_R != 0 {
@@ -130,7 +147,12 @@ impl ElfImage {
             if f & elf::PF_X != 0 {
                 perm = perm | Perm::X;
             }
-            segments.push(Segment { vaddr, memsz, data: bytes.to_vec(), perm });
+            segments.push(Segment {
+                vaddr,
+                memsz,
+                data: bytes.to_vec(),
+                perm,
+            });
         }
         if segments.is_empty() {
             return Err(ElfError::NoSegments);
@@ -138,7 +160,10 @@ impl ElfImage {
         segments.sort_by_key(|s| s.vaddr);
         for w in segments.windows(2) {
             if w[0].end() > w[1].vaddr as u64 {
-                return Err(ElfError::Overlap { a: w[0].vaddr, b: w[1].vaddr });
+                return Err(ElfError::Overlap {
+                    a: w[0].vaddr,
+                    b: w[1].vaddr,
+                });
             }
         }
         let file = object::File::parse(data).map_err(perr)?;
@@ -154,9 +179,16 @@ impl ElfImage {
         // Handler images have entry 0 (they are called by symbol); any entry
         // must still be a fetchable address.
         if entry & 1 != 0 {
-            return Err(ElfError::OddCode { what: "entry point".into(), addr: entry });
+            return Err(ElfError::OddCode {
+                what: "entry point".into(),
+                addr: entry,
+            });
         }
-        Ok(ElfImage { entry, segments, symbols })
+        Ok(ElfImage {
+            entry,
+            segments,
+            symbols,
+        })
     }
 
     /// The loader rule, one for every memory map (the NIC's, the bare-metal
@@ -166,7 +198,13 @@ impl ElfImage {
         for s in &self.segments {
             let r = region_of(s);
             if !r.holds(s.vaddr, s.memsz) {
-                return Err(ElfError::OutsideRegion { vaddr: s.vaddr, memsz: s.memsz, region: r.name, base: r.base, size: r.size });
+                return Err(ElfError::OutsideRegion {
+                    vaddr: s.vaddr,
+                    memsz: s.memsz,
+                    region: r.name,
+                    base: r.base,
+                    size: r.size,
+                });
             }
         }
         Ok(())
@@ -177,11 +215,19 @@ impl ElfImage {
     /// error ("entry point", "handler `foo_ph`").
     pub fn check_code_addr(&self, what: &str, addr: u32) -> Result<u32, ElfError> {
         if addr & 1 != 0 {
-            return Err(ElfError::OddCode { what: what.into(), addr });
+            return Err(ElfError::OddCode {
+                what: what.into(),
+                addr,
+            });
         }
-        let inside = self.segments.iter().any(|s| s.perm.has(Perm::X) && addr >= s.vaddr && ((addr - s.vaddr) as usize) < s.data.len());
+        let inside = self.segments.iter().any(|s| {
+            s.perm.has(Perm::X) && addr >= s.vaddr && ((addr - s.vaddr) as usize) < s.data.len()
+        });
         if !inside {
-            return Err(ElfError::NotCode { what: what.into(), addr });
+            return Err(ElfError::NotCode {
+                what: what.into(),
+                addr,
+            });
         }
         Ok(addr)
     }
@@ -194,11 +240,18 @@ impl ElfImage {
     }
 
     pub fn symbol(&self, name: &str) -> Result<u32, ElfError> {
-        self.symbols.get(name).copied().ok_or_else(|| ElfError::NoSymbol(name.to_string()))
+        self.symbols
+            .get(name)
+            .copied()
+            .ok_or_else(|| ElfError::NoSymbol(name.to_string()))
     }
 
     /// Executable segments as `(address, initialised bytes)`, for decoding.
     pub fn code_ranges(&self) -> Vec<(u32, &[u8])> {
-        self.segments.iter().filter(|s| s.perm.has(Perm::X)).map(|s| (s.vaddr, &s.data[..])).collect()
+        self.segments
+            .iter()
+            .filter(|s| s.perm.has(Perm::X))
+            .map(|s| (s.vaddr, &s.data[..]))
+            .collect()
     }
 }

@@ -245,8 +245,9 @@ pub struct Hpu {
 
 /// Register ABI names, for diagnostics.
 pub const REG_NAMES: [&str; 32] = [
-    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2",
-    "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4",
+    "a5", "a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4",
+    "t5", "t6",
 ];
 
 /// Default return address: not 2-byte aligned code can never live there, and
@@ -315,14 +316,25 @@ impl Hpu {
     /// reaches `until_cycles` (checked at block boundaries, so a slice may
     /// overrun by at most one block).
     #[inline]
-    pub fn run<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64) -> Stop {
+    pub fn run<R: Runtime + ?Sized>(
+        &mut self,
+        prog: &Program,
+        rt: &mut R,
+        until_cycles: u64,
+    ) -> Stop {
         self.run_in(prog, rt, until_cycles, &mut Interpreted)
     }
 
     /// [`Hpu::run`], entering `jit`'s compiled code where it has some
     /// (same counts, cycles and faults; `jit` must be `prog`'s).
     #[cfg(feature = "jit")]
-    pub fn run_jit<R: Runtime + ?Sized>(&mut self, prog: &Program, jit: &mut crate::jit::Jit, rt: &mut R, until_cycles: u64) -> Stop {
+    pub fn run_jit<R: Runtime + ?Sized>(
+        &mut self,
+        prog: &Program,
+        jit: &mut crate::jit::Jit,
+        rt: &mut R,
+        until_cycles: u64,
+    ) -> Stop {
         // A JIT indexes its slots by `prog`'s: another program's would run
         // out of range. Checked in release builds too; such a JIT is
         // refused and the slice is interpreted.
@@ -333,7 +345,13 @@ impl Hpu {
         self.run_in(prog, rt, until_cycles, jit)
     }
 
-    fn run_in<R: Runtime + ?Sized, N: Native>(&mut self, prog: &Program, rt: &mut R, until_cycles: u64, native: &mut N) -> Stop {
+    fn run_in<R: Runtime + ?Sized, N: Native>(
+        &mut self,
+        prog: &Program,
+        rt: &mut R,
+        until_cycles: u64,
+        native: &mut N,
+    ) -> Stop {
         // Execution walks a pointer over the slots (`ip`); the slot index
         // is computed only where a side table needs it (`idx!`).
         let code = &prog.code[..];
@@ -407,7 +425,9 @@ impl Hpu {
         // watchdog and the instruction half themselves.
         const FLUSH_CYCLES: u64 = 1 << 30;
         let lim_for = |cyc: u64, ins: u64, limit: u64| -> u32 {
-            let bound = until_cycles.min(cyc.saturating_add(limit.saturating_sub(ins))).min(cyc.saturating_add(FLUSH_CYCLES));
+            let bound = until_cycles
+                .min(cyc.saturating_add(limit.saturating_sub(ins)))
+                .min(cyc.saturating_add(FLUSH_CYCLES));
             bound.saturating_sub(cyc) as u32
         };
         let mut lim = lim_for(cyc0, ins0, self.instret_limit);
@@ -444,7 +464,11 @@ impl Hpu {
                         if pc == self.return_addr {
                             return Stop::Returned;
                         }
-                        return Stop::Fault(Fault { kind: FaultKind::FetchAccess, pc, addr: pc });
+                        return Stop::Fault(Fault {
+                            kind: FaultKind::FetchAccess,
+                            pc,
+                            addr: pc,
+                        });
                     }
                 }
             }};
@@ -462,7 +486,11 @@ impl Hpu {
                 self.pc = prog.pcs[idx!()];
                 (cyc0, ins0, acc) = (self.cycles, self.instret, 0);
                 if ins0 >= self.instret_limit {
-                    return Stop::Fault(Fault { kind: FaultKind::Watchdog, pc: self.pc, addr: 0 });
+                    return Stop::Fault(Fault {
+                        kind: FaultKind::Watchdog,
+                        pc: self.pc,
+                        addr: 0,
+                    });
                 }
                 if cyc0 >= until_cycles {
                     return Stop::SliceEnd;
@@ -480,7 +508,11 @@ impl Hpu {
                     sync!();
                     let fpc = prog.pcs[idx!()];
                     self.pc = fpc;
-                    return Stop::Fault(Fault { kind: $kind, pc: fpc, addr: $addr });
+                    return Stop::Fault(Fault {
+                        kind: $kind,
+                        pc: fpc,
+                        addr: $addr,
+                    });
                 }};
             }
             macro_rules! mem {
@@ -550,7 +582,11 @@ impl Hpu {
                         ip = at!(v as usize);
                         fault!(cx.fault, cx.fault_addr)
                     }
-                    ip = at!(if r & EXIT_PC != 0 { enter!(v) } else { v as usize });
+                    ip = at!(if r & EXIT_PC != 0 {
+                        enter!(v)
+                    } else {
+                        v as usize
+                    });
                     continue 'block;
                 }
             }
@@ -627,7 +663,11 @@ impl Hpu {
                                 } else {
                                     acc += taken;
                                 }
-                                ip = at!(if target != NO_TARGET { target as usize } else { enter!(prog.insts[idx!()].imm as u32) });
+                                ip = at!(if target != NO_TARGET {
+                                    target as usize
+                                } else {
+                                    enter!(prog.insts[idx!()].imm as u32)
+                                });
                             } else {
                                 if hw {
                                     acc += hw_setup;
@@ -642,7 +682,9 @@ impl Hpu {
                 // A load or store from `rs1`, or from `$base` where the
                 // caller knows the register's value (`li_abs!`).
                 macro_rules! lw {
-                    () => { lw!(rs1!()) };
+                    () => {
+                        lw!(rs1!())
+                    };
                     ($base:expr) => {{
                         let p = mem!(($base).wrapping_add(imm), 4, Perm::R, false);
                         // SAFETY: xlate checked 4 bytes.
@@ -650,7 +692,9 @@ impl Hpu {
                     }};
                 }
                 macro_rules! sw {
-                    () => { sw!(rs1!()) };
+                    () => {
+                        sw!(rs1!())
+                    };
                     ($base:expr) => {{
                         let p = mem!(($base).wrapping_add(imm), 4, Perm::W, true);
                         // SAFETY: xlate checked 4 bytes.
@@ -658,7 +702,9 @@ impl Hpu {
                     }};
                 }
                 macro_rules! lbu {
-                    () => { lbu!(rs1!()) };
+                    () => {
+                        lbu!(rs1!())
+                    };
                     ($base:expr) => {{
                         let p = mem!(($base).wrapping_add(imm), 1, Perm::R, false);
                         // SAFETY: xlate checked 1 byte.
@@ -666,7 +712,9 @@ impl Hpu {
                     }};
                 }
                 macro_rules! sb {
-                    () => { sb!(rs1!()) };
+                    () => {
+                        sb!(rs1!())
+                    };
                     ($base:expr) => {{
                         let p = mem!(($base).wrapping_add(imm), 1, Perm::W, true);
                         // SAFETY: xlate checked 1 byte.
@@ -674,17 +722,53 @@ impl Hpu {
                     }};
                 }
                 macro_rules! addi {
-                    () => { addi!(rs1!()) };
-                    ($base:expr) => { rd!(($base).wrapping_add(imm)) };
+                    () => {
+                        addi!(rs1!())
+                    };
+                    ($base:expr) => {
+                        rd!(($base).wrapping_add(imm))
+                    };
                 }
-                macro_rules! add { () => { rd!(rs1!().wrapping_add(rs2!())) }; }
-                macro_rules! li { () => { rd!(imm) }; }
-                macro_rules! mul { () => { rd!(rs1!().wrapping_mul(rs2!())) }; }
-                macro_rules! slli { () => { rd!(rs1!() << (imm & 31)) }; }
-                macro_rules! srli { () => { rd!(rs1!() >> (imm & 31)) }; }
-                macro_rules! andi { () => { rd!(rs1!() & imm) }; }
-                macro_rules! or { () => { rd!(rs1!() | rs2!()) }; }
-                macro_rules! and { () => { rd!(rs1!() & rs2!()) }; }
+                macro_rules! add {
+                    () => {
+                        rd!(rs1!().wrapping_add(rs2!()))
+                    };
+                }
+                macro_rules! li {
+                    () => {
+                        rd!(imm)
+                    };
+                }
+                macro_rules! mul {
+                    () => {
+                        rd!(rs1!().wrapping_mul(rs2!()))
+                    };
+                }
+                macro_rules! slli {
+                    () => {
+                        rd!(rs1!() << (imm & 31))
+                    };
+                }
+                macro_rules! srli {
+                    () => {
+                        rd!(rs1!() >> (imm & 31))
+                    };
+                }
+                macro_rules! andi {
+                    () => {
+                        rd!(rs1!() & imm)
+                    };
+                }
+                macro_rules! or {
+                    () => {
+                        rd!(rs1!() | rs2!())
+                    };
+                }
+                macro_rules! and {
+                    () => {
+                        rd!(rs1!() & rs2!())
+                    };
+                }
                 macro_rules! lh {
                     () => {{
                         let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
@@ -695,7 +779,9 @@ impl Hpu {
                 // Through a small direct-mapped cache of target -> slot (see
                 // `ret_cache`); a miss goes through the parcel map.
                 macro_rules! jalr {
-                    () => { jalr!(rs1!()) };
+                    () => {
+                        jalr!(rs1!())
+                    };
                     ($base:expr) => {{
                         let t = ($base).wrapping_add(imm) & !1;
                         if i.rd != REG_SINK {
@@ -711,11 +797,31 @@ impl Hpu {
                         });
                     }};
                 }
-                macro_rules! xor { () => { rd!(rs1!() ^ rs2!()) }; }
-                macro_rules! bne { () => { branch!(rs1!() != rs2!()) }; }
-                macro_rules! blt { () => { branch!((rs1!() as i32) < (rs2!() as i32)) }; }
-                macro_rules! bltu { () => { branch!(rs1!() < rs2!()) }; }
-                macro_rules! bge { () => { branch!((rs1!() as i32) >= (rs2!() as i32)) }; }
+                macro_rules! xor {
+                    () => {
+                        rd!(rs1!() ^ rs2!())
+                    };
+                }
+                macro_rules! bne {
+                    () => {
+                        branch!(rs1!() != rs2!())
+                    };
+                }
+                macro_rules! blt {
+                    () => {
+                        branch!((rs1!() as i32) < (rs2!() as i32))
+                    };
+                }
+                macro_rules! bltu {
+                    () => {
+                        branch!(rs1!() < rs2!())
+                    };
+                }
+                macro_rules! bge {
+                    () => {
+                        branch!((rs1!() as i32) >= (rs2!() as i32))
+                    };
+                }
                 // Superinstruction: the first half, then on to the second in
                 // the next slot, which is then the current one (so its faults,
                 // pc and charge roll-back are its own).
@@ -831,7 +937,11 @@ impl Hpu {
                     Op::CvBneImm => branch!(rs1!() != sext(i.rs2 as u32, 5) as u32),
                     Op::Jal => {
                         rd!(prog.insts[idx!()].next);
-                        go!(at!(if i.imm as u32 != NO_TARGET { i.imm as u32 as usize } else { enter!(prog.insts[idx!()].imm as u32) }));
+                        go!(at!(if i.imm as u32 != NO_TARGET {
+                            i.imm as u32 as usize
+                        } else {
+                            enter!(prog.insts[idx!()].imm as u32)
+                        }));
                     }
                     Op::Jalr => jalr!(),
                     Op::Lb => {
@@ -871,16 +981,26 @@ impl Hpu {
                     Op::And => and!(),
                     Op::Mul => mul!(),
                     Op::Mulh => rd!(((rs1!() as i32 as i64 * rs2!() as i32 as i64) >> 32) as u32),
-                    Op::Mulhsu => rd!(((rs1!() as i32 as i64).wrapping_mul(rs2!() as i64) >> 32) as u32),
+                    Op::Mulhsu => {
+                        rd!(((rs1!() as i32 as i64).wrapping_mul(rs2!() as i64) >> 32) as u32)
+                    }
                     Op::Mulhu => rd!(((rs1!() as u64 * rs2!() as u64) >> 32) as u32),
                     Op::Div => {
                         let (a, b) = (rs1!() as i32, rs2!() as i32);
-                        rd!(if b == 0 { u32::MAX } else { a.wrapping_div(b) as u32 })
+                        rd!(if b == 0 {
+                            u32::MAX
+                        } else {
+                            a.wrapping_div(b) as u32
+                        })
                     }
                     Op::Divu => rd!(rs1!().checked_div(rs2!()).unwrap_or(u32::MAX)),
                     Op::Rem => {
                         let (a, b) = (rs1!() as i32, rs2!() as i32);
-                        rd!(if b == 0 { a as u32 } else { a.wrapping_rem(b) as u32 })
+                        rd!(if b == 0 {
+                            a as u32
+                        } else {
+                            a.wrapping_rem(b) as u32
+                        })
                     }
                     Op::Remu => rd!(rs1!().checked_rem(rs2!()).unwrap_or(rs1!())),
                     Op::Fence => {}
@@ -906,12 +1026,21 @@ impl Hpu {
                         // changed it since the LR (value-based reservation).
                         let ok = match self.reservation.take() {
                             // SAFETY: aligned pointer into a live block.
-                            Some((ra, v)) if ra == a => unsafe { atomic_at(p) }.compare_exchange(v, new, SEQ, SEQ).is_ok(),
+                            Some((ra, v)) if ra == a => unsafe { atomic_at(p) }
+                                .compare_exchange(v, new, SEQ, SEQ)
+                                .is_ok(),
                             _ => false,
                         };
                         rd!((!ok) as u32);
                     }
-                    Op::AmoSwap | Op::AmoAdd | Op::AmoXor | Op::AmoAnd | Op::AmoOr | Op::AmoMin | Op::AmoMax | Op::AmoMinu
+                    Op::AmoSwap
+                    | Op::AmoAdd
+                    | Op::AmoXor
+                    | Op::AmoAnd
+                    | Op::AmoOr
+                    | Op::AmoMin
+                    | Op::AmoMax
+                    | Op::AmoMinu
                     | Op::AmoMaxu => {
                         let a = rs1!();
                         match self.mem.amo(a, i.op, rs2!()) {
@@ -993,7 +1122,8 @@ impl Hpu {
                     | Op::CvLwRr
                     | Op::CvLbuRr
                     | Op::CvLhuRr => {
-                        let (w, signed, mode) = corev::load_form(i.op).unwrap_or((4, false, Mode::RegReg));
+                        let (w, signed, mode) =
+                            corev::load_form(i.op).unwrap_or((4, false, Mode::RegReg));
                         let base = rs1!();
                         let (a, new_base) = match mode {
                             Mode::PostImm => (base, base.wrapping_add(imm)),

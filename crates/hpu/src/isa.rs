@@ -298,7 +298,10 @@ impl Op {
     /// Conditional branches (base and CORE-V), whose `imm` is the target.
     pub fn is_branch(self) -> bool {
         use Op::*;
-        matches!(self, Beq | Bne | Blt | Bge | Bltu | Bgeu | CvBeqImm | CvBneImm)
+        matches!(
+            self,
+            Beq | Bne | Blt | Bge | Bltu | Bgeu | CvBeqImm | CvBneImm
+        )
     }
 }
 
@@ -323,22 +326,54 @@ pub const NO_TARGET: u32 = u32::MAX;
 
 impl Inst {
     pub const fn new(op: Op, rd: u8, rs1: u8, rs2: u8, imm: i32) -> Inst {
-        Inst { imm, target: NO_TARGET, next: 0, op, rd: if rd == 0 { REG_SINK } else { rd }, rs1, rs2 }
+        Inst {
+            imm,
+            target: NO_TARGET,
+            next: 0,
+            op,
+            rd: if rd == 0 { REG_SINK } else { rd },
+            rs1,
+            rs2,
+        }
     }
 
     fn illegal(raw: u32) -> Inst {
-        Inst { imm: raw as i32, target: NO_TARGET, next: 0, op: Op::Illegal, rd: REG_SINK, rs1: 0, rs2: 0 }
+        Inst {
+            imm: raw as i32,
+            target: NO_TARGET,
+            next: 0,
+            op: Op::Illegal,
+            rd: REG_SINK,
+            rs1: 0,
+            rs2: 0,
+        }
     }
 
     /// Fetch fault (end of an executable range).
     pub fn no_exec() -> Inst {
-        Inst { imm: 0, target: NO_TARGET, next: 0, op: Op::NoExec, rd: REG_SINK, rs1: 0, rs2: 0 }
+        Inst {
+            imm: 0,
+            target: NO_TARGET,
+            next: 0,
+            op: Op::NoExec,
+            rd: REG_SINK,
+            rs1: 0,
+            rs2: 0,
+        }
     }
 
     /// Continue at `target` (ends an out-of-line run that rejoins the main
     /// instruction stream).
     pub fn goto(target: u32) -> Inst {
-        Inst { imm: target as i32, target: NO_TARGET, next: target, op: Op::Goto, rd: REG_SINK, rs1: 0, rs2: 0 }
+        Inst {
+            imm: target as i32,
+            target: NO_TARGET,
+            next: target,
+            op: Op::Goto,
+            rd: REG_SINK,
+            rs1: 0,
+            rs2: 0,
+        }
     }
 
     /// Source registers this instruction reads (for the load-use hazard).
@@ -346,12 +381,15 @@ impl Inst {
     pub fn reads(&self) -> [Option<u8>; 3] {
         use Op::*;
         match self.op {
-            Li | Jal | Fence | Ecall | Ebreak | CsrRead | Illegal | NoExec | Goto => [None, None, None],
+            Li | Jal | Fence | Ecall | Ebreak | CsrRead | Illegal | NoExec | Goto => {
+                [None, None, None]
+            }
             Jalr | Lb | Lh | Lw | Lbu | Lhu | Addi | Slti | Sltiu | Xori | Ori | Andi | Slli
             | Srli | Srai | LrW => [Some(self.rs1), None, None],
-            Beq | Bne | Blt | Bge | Bltu | Bgeu | Sb | Sh | Sw | Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or
-            | And | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | ScW | AmoSwap | AmoAdd | AmoXor
-            | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => [Some(self.rs1), Some(self.rs2), None],
+            Beq | Bne | Blt | Bge | Bltu | Bgeu | Sb | Sh | Sw | Add | Sub | Sll | Slt | Sltu
+            | Xor | Srl | Sra | Or | And | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem
+            | Remu | ScW | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax
+            | AmoMinu | AmoMaxu => [Some(self.rs1), Some(self.rs2), None],
             _ => crate::corev::reads(self),
         }
     }
@@ -368,8 +406,9 @@ impl Inst {
 
 /// ABI register names (x0..x31), as disassemblers print them.
 pub const REG_NAMES: [&str; 32] = [
-    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4", "a5", "a6", "a7", "s2",
-    "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4", "t5", "t6",
+    "zero", "ra", "sp", "gp", "tp", "t0", "t1", "t2", "s0", "s1", "a0", "a1", "a2", "a3", "a4",
+    "a5", "a6", "a7", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9", "s10", "s11", "t3", "t4",
+    "t5", "t6",
 ];
 
 pub(crate) fn reg_name(r: u8) -> &'static str {
@@ -464,15 +503,20 @@ impl std::fmt::Display for Inst {
             Li => write!(f, "{m} {rd}, 0x{:x}", imm as u32),
             Jal => write!(f, "{m} {rd}, 0x{:x}", imm as u32),
             Jalr | Lb | Lh | Lw | Lbu | Lhu => write!(f, "{m} {rd}, {imm}({rs1})"),
-            Beq | Bne | Blt | Bge | Bltu | Bgeu => write!(f, "{m} {rs1}, {rs2}, 0x{:x}", imm as u32),
+            Beq | Bne | Blt | Bge | Bltu | Bgeu => {
+                write!(f, "{m} {rs1}, {rs2}, 0x{:x}", imm as u32)
+            }
             Sb | Sh | Sw => write!(f, "{m} {rs2}, {imm}({rs1})"),
-            Addi | Slti | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai => write!(f, "{m} {rd}, {rs1}, {imm}"),
-            Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And | Mul | Mulh | Mulhsu | Mulhu | Div | Divu
-            | Rem | Remu => write!(f, "{m} {rd}, {rs1}, {rs2}"),
+            Addi | Slti | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai => {
+                write!(f, "{m} {rd}, {rs1}, {imm}")
+            }
+            Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And | Mul | Mulh | Mulhsu
+            | Mulhu | Div | Divu | Rem | Remu => write!(f, "{m} {rd}, {rs1}, {rs2}"),
             Fence | Ecall | Ebreak | NoExec => f.write_str(m),
             CsrRead => write!(f, "{m} {rd}, 0x{:03x}", imm as u32),
             LrW => write!(f, "{m} {rd}, ({rs1})"),
-            ScW | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => {
+            ScW | AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu
+            | AmoMaxu => {
                 write!(f, "{m} {rd}, {rs2}, ({rs1})")
             }
             Illegal => write!(f, "{m} 0x{:x}", imm as u32),
@@ -527,12 +571,18 @@ pub fn decode32(raw: u32, pc: u32) -> Inst {
     let imm_i = (raw as i32) >> 20;
     let imm_s = sext((bits(raw, 31, 25) << 5) | bits(raw, 11, 7), 12);
     let imm_b = sext(
-        (bits(raw, 31, 31) << 12) | (bits(raw, 7, 7) << 11) | (bits(raw, 30, 25) << 5) | (bits(raw, 11, 8) << 1),
+        (bits(raw, 31, 31) << 12)
+            | (bits(raw, 7, 7) << 11)
+            | (bits(raw, 30, 25) << 5)
+            | (bits(raw, 11, 8) << 1),
         13,
     );
     let imm_u = (raw & 0xFFFF_F000) as i32;
     let imm_j = sext(
-        (bits(raw, 31, 31) << 20) | (bits(raw, 19, 12) << 12) | (bits(raw, 20, 20) << 11) | (bits(raw, 30, 21) << 1),
+        (bits(raw, 31, 31) << 20)
+            | (bits(raw, 19, 12) << 12)
+            | (bits(raw, 20, 20) << 11)
+            | (bits(raw, 30, 21) << 1),
         21,
     );
     let ill = Inst::illegal(raw);
@@ -667,7 +717,9 @@ pub fn decode16(raw: u16, pc: u32) -> Inst {
     use Op::*;
     let x = raw as u32;
     let ill = Inst::illegal(x);
-    let c = |op, rd: u32, rs1: u32, rs2: u32, imm: i32| Inst::new(op, rd as u8, rs1 as u8, rs2 as u8, imm);
+    let c = |op, rd: u32, rs1: u32, rs2: u32, imm: i32| {
+        Inst::new(op, rd as u8, rs1 as u8, rs2 as u8, imm)
+    };
     let f3 = bits(x, 15, 13);
     let rd_full = bits(x, 11, 7);
     let rs2_full = bits(x, 6, 2);
@@ -676,7 +728,10 @@ pub fn decode16(raw: u16, pc: u32) -> Inst {
     let imm6 = sext((bits(x, 12, 12) << 5) | bits(x, 6, 2), 6);
     match (x & 3, f3) {
         (0, 0) => {
-            let nzuimm = (bits(x, 12, 11) << 4) | (bits(x, 10, 7) << 6) | (bits(x, 6, 6) << 2) | (bits(x, 5, 5) << 3);
+            let nzuimm = (bits(x, 12, 11) << 4)
+                | (bits(x, 10, 7) << 6)
+                | (bits(x, 6, 6) << 2)
+                | (bits(x, 5, 5) << 3);
             if nzuimm == 0 {
                 return ill; // includes the all-zero parcel, defined illegal
             }

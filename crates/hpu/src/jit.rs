@@ -79,12 +79,17 @@ impl Jit {
         flags.set("opt_level", "none").expect("cranelift flag");
         // The translator's output is checked by the differential tests;
         // verifying every block again at run time costs compile time.
-        flags.set("enable_verifier", "false").expect("cranelift flag");
+        flags
+            .set("enable_verifier", "false")
+            .expect("cranelift flag");
         let isa = cranelift_native::builder()
             .expect("host machine supported by cranelift")
             .finish(settings::Flags::new(flags))
             .expect("cranelift isa");
-        let module = std::mem::ManuallyDrop::new(JITModule::new(JITBuilder::with_isa(isa, default_libcall_names())));
+        let module = std::mem::ManuallyDrop::new(JITModule::new(JITBuilder::with_isa(
+            isa,
+            default_libcall_names(),
+        )));
         let cctx = module.make_context();
         Jit {
             program: prog.id,
@@ -232,10 +237,62 @@ fn supported(op: Op) -> bool {
     use Op::*;
     matches!(
         op,
-        Li | Jal | Jalr | Beq | Bne | Blt | Bge | Bltu | Bgeu | Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw | Addi | Slti
-            | Sltiu | Xori | Ori | Andi | Slli | Srli | Srai | Add | Sub | Sll | Slt | Sltu | Xor | Srl | Sra | Or | And
-            | Mul | Mulh | Mulhsu | Mulhu | Div | Divu | Rem | Remu | Fence | Goto | CvBeqImm | CvBneImm | AmoSwap
-            | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu
+        Li | Jal
+            | Jalr
+            | Beq
+            | Bne
+            | Blt
+            | Bge
+            | Bltu
+            | Bgeu
+            | Lb
+            | Lh
+            | Lw
+            | Lbu
+            | Lhu
+            | Sb
+            | Sh
+            | Sw
+            | Addi
+            | Slti
+            | Sltiu
+            | Xori
+            | Ori
+            | Andi
+            | Slli
+            | Srli
+            | Srai
+            | Add
+            | Sub
+            | Sll
+            | Slt
+            | Sltu
+            | Xor
+            | Srl
+            | Sra
+            | Or
+            | And
+            | Mul
+            | Mulh
+            | Mulhsu
+            | Mulhu
+            | Div
+            | Divu
+            | Rem
+            | Remu
+            | Fence
+            | Goto
+            | CvBeqImm
+            | CvBneImm
+            | AmoSwap
+            | AmoAdd
+            | AmoXor
+            | AmoAnd
+            | AmoOr
+            | AmoMin
+            | AmoMax
+            | AmoMinu
+            | AmoMaxu
     ) || crate::corev::load_form(op).is_some()
         || crate::corev::store_form(op).is_some()
         || crate::corev::is_alu(op)
@@ -292,17 +349,28 @@ fn way_offset(w: usize) -> i32 {
 const TRUSTED: MemFlagsData = MemFlagsData::trusted();
 
 impl<'a> Translator<'a> {
-    fn new(mut b: FunctionBuilder<'a>, ptr: cranelift_codegen::ir::Type, prog: &'a Program, timing: (u32, u32)) -> Translator<'a> {
+    fn new(
+        mut b: FunctionBuilder<'a>,
+        ptr: cranelift_codegen::ir::Type,
+        prog: &'a Program,
+        timing: (u32, u32),
+    ) -> Translator<'a> {
         let (taken_penalty, hw_setup) = timing;
         let entry = b.create_block();
         b.append_block_params_for_function_params(entry);
         b.switch_to_block(entry);
         b.seal_block(entry);
         let cx = b.block_params(entry)[0];
-        let regs = b.ins().load(ptr, TRUSTED, cx, offset_of!(NativeCtx, regs) as i32);
-        let mem = b.ins().load(ptr, TRUSTED, cx, offset_of!(NativeCtx, mem) as i32);
+        let regs = b
+            .ins()
+            .load(ptr, TRUSTED, cx, offset_of!(NativeCtx, regs) as i32);
+        let mem = b
+            .ins()
+            .load(ptr, TRUSTED, cx, offset_of!(NativeCtx, mem) as i32);
         let acc = b.declare_var(I64);
-        let a = b.ins().load(I64, TRUSTED, cx, offset_of!(NativeCtx, acc) as i32);
+        let a = b
+            .ins()
+            .load(I64, TRUSTED, cx, offset_of!(NativeCtx, acc) as i32);
         b.def_var(acc, a);
         let taken = b.declare_var(I64);
         let zero = b.ins().iconst(I64, 0);
@@ -323,7 +391,28 @@ impl<'a> Translator<'a> {
         let sig_alu = b.import_signature(alu);
         let exit = b.create_block();
         let sig_store = b.import_signature(store);
-        Translator { b, prog, ptr, cx, regs, mem, acc, hits: [None; WAYS], taken, headers: Default::default(), lim: None, exit, vars: [None; 32], dirty: [false; 32], sig_load, sig_store, sig_amo, sig_alu, taken_penalty, hw_setup }
+        Translator {
+            b,
+            prog,
+            ptr,
+            cx,
+            regs,
+            mem,
+            acc,
+            hits: [None; WAYS],
+            taken,
+            headers: Default::default(),
+            lim: None,
+            exit,
+            vars: [None; 32],
+            dirty: [false; 32],
+            sig_load,
+            sig_store,
+            sig_amo,
+            sig_alu,
+            taken_penalty,
+            hw_setup,
+        }
     }
 
     fn c32(&mut self, v: u32) -> Value {
@@ -357,7 +446,10 @@ impl<'a> Translator<'a> {
         if r == 0 || r >= 32 {
             return;
         }
-        debug_assert!(self.vars[r].is_some() || self.lim.is_none(), "x{r} was not loaded on entry");
+        debug_assert!(
+            self.vars[r].is_some() || self.lim.is_none(),
+            "x{r} was not loaded on entry"
+        );
         let v = *self.vars[r].get_or_insert_with(|| self.b.declare_var(I32));
         self.b.def_var(v, x);
         self.dirty[r] = true;
@@ -374,9 +466,15 @@ impl<'a> Translator<'a> {
         match self.hits[w] {
             Some(v) => v,
             None => {
-                debug_assert!(self.lim.is_none(), "way {w}'s hits were not loaded on entry");
+                debug_assert!(
+                    self.lim.is_none(),
+                    "way {w}'s hits were not loaded on entry"
+                );
                 let v = self.b.declare_var(I64);
-                let x = self.b.ins().load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
+                let x = self
+                    .b
+                    .ins()
+                    .load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
                 self.b.def_var(v, x);
                 self.hits[w] = Some(v);
                 v
@@ -388,22 +486,32 @@ impl<'a> Translator<'a> {
     /// an exit).
     fn spill(&mut self) {
         let a = self.b.use_var(self.acc);
-        self.b.ins().store(TRUSTED, a, self.cx, offset_of!(NativeCtx, acc) as i32);
+        self.b
+            .ins()
+            .store(TRUSTED, a, self.cx, offset_of!(NativeCtx, acc) as i32);
         for w in 0..WAYS {
             if let Some(v) = self.hits[w] {
                 let x = self.b.use_var(v);
-                self.b.ins().store(TRUSTED, x, self.mem, way_offset(w) + hl::HITS as i32);
+                self.b
+                    .ins()
+                    .store(TRUSTED, x, self.mem, way_offset(w) + hl::HITS as i32);
             }
         }
     }
 
     /// Read them back after a helper call.
     fn reload(&mut self) {
-        let a = self.b.ins().load(I64, TRUSTED, self.cx, offset_of!(NativeCtx, acc) as i32);
+        let a = self
+            .b
+            .ins()
+            .load(I64, TRUSTED, self.cx, offset_of!(NativeCtx, acc) as i32);
         self.b.def_var(self.acc, a);
         for w in 0..WAYS {
             if let Some(v) = self.hits[w] {
-                let x = self.b.ins().load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
+                let x = self
+                    .b
+                    .ins()
+                    .load(I64, TRUSTED, self.mem, way_offset(w) + hl::HITS as i32);
                 self.b.def_var(v, x);
             }
         }
@@ -442,7 +550,13 @@ impl<'a> Translator<'a> {
     }
 
     /// Call a memory helper; on a fault, leave with the faulting slot.
-    fn call_mem(&mut self, slot: usize, helper: usize, sig: cranelift_codegen::ir::SigRef, args: &[Value]) -> Value {
+    fn call_mem(
+        &mut self,
+        slot: usize,
+        helper: usize,
+        sig: cranelift_codegen::ir::SigRef,
+        args: &[Value],
+    ) -> Value {
         let f = self.b.ins().iconst(self.ptr, helper as i64);
         let mut all = vec![self.cx];
         all.extend_from_slice(args);
@@ -485,7 +599,11 @@ impl<'a> Translator<'a> {
         // The hit counters of the ways its accesses test (a region entered
         // and left often pays for each).
         use crate::isa::Class;
-        let classes = || blocks.iter().flat_map(|&(first, end)| (first..=end).map(|s| self.prog.insts[s].op.class()));
+        let classes = || {
+            blocks
+                .iter()
+                .flat_map(|&(first, end)| (first..=end).map(|s| self.prog.insts[s].op.class()))
+        };
         let loads = classes().any(|c| c == Class::Load);
         // AMOs test the store way.
         let stores = classes().any(|c| matches!(c, Class::Store | Class::Atomic));
@@ -494,7 +612,10 @@ impl<'a> Translator<'a> {
                 self.hits(w);
             }
         }
-        let lim = self.b.ins().load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
+        let lim = self
+            .b
+            .ins()
+            .load(I32, TRUSTED, self.cx, offset_of!(NativeCtx, lim) as i32);
         self.lim = Some(lim);
         for &(first, _) in blocks {
             let h = self.b.create_block();
@@ -601,16 +722,28 @@ impl<'a> Translator<'a> {
             Div | Rem | Divu | Remu => self.divide(i.op, i.rd, i.rs1, i.rs2),
             Fence => {}
             Lb | Lh | Lw | Lbu | Lhu | Sb | Sh | Sw => self.mem_op(s, i),
-            AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => self.amo_op(s, i),
-            op if crate::corev::load_form(op).is_some() || crate::corev::store_form(op).is_some() => self.mem_op(s, i),
+            AmoSwap | AmoAdd | AmoXor | AmoAnd | AmoOr | AmoMin | AmoMax | AmoMinu | AmoMaxu => {
+                self.amo_op(s, i)
+            }
+            op if crate::corev::load_form(op).is_some()
+                || crate::corev::store_form(op).is_some() =>
+            {
+                self.mem_op(s, i)
+            }
             op if crate::corev::is_alu(op) => {
                 // Through `corev::alu` itself (one definition of each), the
                 // old rd being the accumulator.
                 let (a, b, d) = (self.read(i.rs1), self.read(i.rs2), self.read(i.rd));
-                let f = self.b.ins().iconst(self.ptr, cv_alu as *const () as usize as i64);
+                let f = self
+                    .b
+                    .ins()
+                    .iconst(self.ptr, cv_alu as *const () as usize as i64);
                 let opv = self.c32(op as u8 as u32);
                 let immv = self.c32(imm);
-                let call = self.b.ins().call_indirect(self.sig_alu, f, &[opv, a, b, d, immv]);
+                let call = self
+                    .b
+                    .ins()
+                    .call_indirect(self.sig_alu, f, &[opv, a, b, d, immv]);
                 let x = self.b.inst_results(call)[0];
                 self.write(i.rd, x);
             }
@@ -625,7 +758,11 @@ impl<'a> Translator<'a> {
                 };
                 let a = self.read(i.rs1);
                 // CORE-V's immediate branches keep a 5-bit immediate in rs2.
-                let b = if matches!(i.op, CvBeqImm | CvBneImm) { self.c32(sext(i.rs2 as u32, 5) as u32) } else { self.read(i.rs2) };
+                let b = if matches!(i.op, CvBeqImm | CvBneImm) {
+                    self.c32(sext(i.rs2 as u32, 5) as u32)
+                } else {
+                    self.read(i.rs2)
+                };
                 let taken = self.b.ins().icmp(cc, a, b);
                 let hw_loop = self.prog.hw_loop.get(end) == Some(&true);
                 let (t_blk, f_blk) = (self.b.create_block(), self.b.create_block());
@@ -640,13 +777,23 @@ impl<'a> Translator<'a> {
                     // it (`lim` = 0, as the interpreter sets it).
                     let acc = self.b.use_var(self.acc);
                     let ins = self.b.ins().ushr_imm_u(acc, 32);
-                    let stop = self.b.ins().load(I64, TRUSTED, self.cx, offset_of!(NativeCtx, hw_stop) as i32);
-                    let over = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, ins, stop);
+                    let stop = self.b.ins().load(
+                        I64,
+                        TRUSTED,
+                        self.cx,
+                        offset_of!(NativeCtx, hw_stop) as i32,
+                    );
+                    let over = self
+                        .b
+                        .ins()
+                        .icmp(IntCC::UnsignedGreaterThanOrEqual, ins, stop);
                     let (halt, go) = (self.b.create_block(), self.b.create_block());
                     self.b.ins().brif(over, halt, &[], go, &[]);
                     self.b.switch_to_block(halt);
                     let zero = self.c32(0);
-                    self.b.ins().store(TRUSTED, zero, self.cx, offset_of!(NativeCtx, lim) as i32);
+                    self.b
+                        .ins()
+                        .store(TRUSTED, zero, self.cx, offset_of!(NativeCtx, lim) as i32);
                     self.leave_const(i.target as u64);
                     self.b.switch_to_block(go);
                 } else {
@@ -686,16 +833,29 @@ impl<'a> Translator<'a> {
     /// The aligned hit test of way `w` for `len` bytes at `a` (as
     /// `AddressSpace::hit_aligned`, with the way's limits at `lim2_at` and
     /// `lim4_at`): the offset into the way's window, and whether it hits.
-    fn way_test(&mut self, w: usize, a: Value, len: u32, lim2_at: usize, lim4_at: usize) -> (Value, Value) {
+    fn way_test(
+        &mut self,
+        w: usize,
+        a: Value,
+        len: u32,
+        lim2_at: usize,
+        lim4_at: usize,
+    ) -> (Value, Value) {
         let way = way_offset(w);
-        let base = self.b.ins().load(I32, TRUSTED, self.mem, way + hl::BASE as i32);
+        let base = self
+            .b
+            .ins()
+            .load(I32, TRUSTED, self.mem, way + hl::BASE as i32);
         let o = self.b.ins().isub(a, base);
         let (test, lim_at) = match len {
             1 => (o, hl::SIZE),
             2 => (self.b.ins().rotr_imm_u(o, 1), lim2_at),
             _ => (self.b.ins().rotr_imm_u(o, 2), lim4_at),
         };
-        let lim = self.b.ins().load(I32, TRUSTED, self.mem, way + lim_at as i32);
+        let lim = self
+            .b
+            .ins()
+            .load(I32, TRUSTED, self.mem, way + lim_at as i32);
         (o, self.b.ins().icmp(IntCC::UnsignedLessThan, test, lim))
     }
 
@@ -707,10 +867,16 @@ impl<'a> Translator<'a> {
         let hits = self.b.use_var(hits_var);
         let hits = self.b.ins().iadd_imm_u(hits, 1);
         self.b.def_var(hits_var, hits);
-        let host = self.b.ins().load(self.ptr, TRUSTED, self.mem, way + hl::HOST as i32);
+        let host = self
+            .b
+            .ins()
+            .load(self.ptr, TRUSTED, self.mem, way + hl::HOST as i32);
         let o64 = self.b.ins().uextend(self.ptr, o);
         let p = self.b.ins().iadd(host, o64);
-        let lat = self.b.ins().load(I32, TRUSTED, self.mem, way + hl::LATENCY as i32);
+        let lat = self
+            .b
+            .ins()
+            .load(I32, TRUSTED, self.mem, way + hl::LATENCY as i32);
         let lat = self.b.ins().uextend(I64, lat);
         self.add_acc(lat);
         p
@@ -747,7 +913,11 @@ impl<'a> Translator<'a> {
             None | Some(Mode::PostImm) => {
                 let imm = self.c32(i.imm as u32);
                 let sum = self.b.ins().iadd(base, imm);
-                if mode.is_none() { (sum, None) } else { (base, Some(sum)) }
+                if mode.is_none() {
+                    (sum, None)
+                } else {
+                    (base, Some(sum))
+                }
             }
             Some(Mode::PostReg) => {
                 let r = self.read(reg);
@@ -808,8 +978,16 @@ impl<'a> Translator<'a> {
             (true, 2, _) => st_h as *const () as usize,
             (true, _, _) => st_w as *const () as usize,
         };
-        let r = if store { self.call_mem(s, helper, self.sig_store, &[a, v]) } else { self.call_mem(s, helper, self.sig_load, &[a]) };
-        let y = if store { v } else { self.b.ins().ireduce(I32, r) };
+        let r = if store {
+            self.call_mem(s, helper, self.sig_store, &[a, v])
+        } else {
+            self.call_mem(s, helper, self.sig_load, &[a])
+        };
+        let y = if store {
+            v
+        } else {
+            self.b.ins().ireduce(I32, r)
+        };
         self.b.ins().jump(join, &[y.into()]);
         self.b.seal_block(join);
         self.b.switch_to_block(join);
@@ -833,10 +1011,17 @@ impl<'a> Translator<'a> {
         let (a, v) = (self.read(i.rs1), self.read(i.rs2));
         // The store way's AMO limit (`amo4`) for a 4-byte access.
         let (o, fits) = self.way_test(1, a, 4, hl::LIM2, hl::AMO4);
-        let atomic = self.b.ins().uload8(I32, TRUSTED, self.mem, hl::ATOMIC_AMOS as i32);
+        let atomic = self
+            .b
+            .ins()
+            .uload8(I32, TRUSTED, self.mem, hl::ATOMIC_AMOS as i32);
         let plain = self.b.ins().icmp_imm_u(IntCC::Equal, atomic, 0);
         let inline = self.b.ins().band(fits, plain);
-        let (hit, miss, join) = (self.b.create_block(), self.b.create_block(), self.b.create_block());
+        let (hit, miss, join) = (
+            self.b.create_block(),
+            self.b.create_block(),
+            self.b.create_block(),
+        );
         self.b.append_block_param(join, I32);
         self.b.ins().brif(inline, hit, &[], miss, &[]);
         self.b.seal_block(hit);
@@ -883,7 +1068,10 @@ impl<'a> Translator<'a> {
         let signed = matches!(op, Op::Div | Op::Rem);
         let mut bad = zero;
         if signed {
-            let min = self.b.ins().icmp_imm_u(IntCC::Equal, a, i32::MIN as u32 as i64);
+            let min = self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::Equal, a, i32::MIN as u32 as i64);
             let m1 = self.b.ins().icmp_imm_u(IntCC::Equal, b, u32::MAX as i64);
             let ovf = self.b.ins().band(min, m1);
             bad = self.b.ins().bor(zero, ovf);
@@ -895,7 +1083,11 @@ impl<'a> Translator<'a> {
             Op::Divu => self.b.ins().udiv(a, d),
             _ => self.b.ins().urem(a, d),
         };
-        let by_zero = if matches!(op, Op::Div | Op::Divu) { self.c32(u32::MAX) } else { a };
+        let by_zero = if matches!(op, Op::Div | Op::Divu) {
+            self.c32(u32::MAX)
+        } else {
+            a
+        };
         let x = self.b.ins().select(zero, by_zero, q);
         self.write(rd, x);
     }
@@ -910,7 +1102,11 @@ unsafe fn access(cx: *mut NativeCtx, a: u32, len: u32, store: bool) -> Option<*m
     let cx = unsafe { &mut *cx };
     let mem = unsafe { &mut *cx.mem };
     let perm = if store { Perm::W } else { Perm::R };
-    let fast = if store { mem.store_aligned(a, len) } else { mem.load_aligned(a, len) };
+    let fast = if store {
+        mem.store_aligned(a, len)
+    } else {
+        mem.load_aligned(a, len)
+    };
     let (p, lat) = match fast {
         Some(r) => r,
         None => match mem.xlate(a, len, perm) {
@@ -974,7 +1170,13 @@ store_helper!(st_w, 4, u32);
 /// `FAULT`, through `AddressSpace::amo` as the interpreter's `amo!`.
 unsafe extern "C" fn amo(cx: *mut NativeCtx, op: u32, a: u32, v: u32) -> u64 {
     // SAFETY: as in `access`; `op` comes from a real `Op` (repr(u8)).
-    let (c, mem, op) = unsafe { (&mut *cx, &mut *(*cx).mem, std::mem::transmute::<u8, Op>(op as u8)) };
+    let (c, mem, op) = unsafe {
+        (
+            &mut *cx,
+            &mut *(*cx).mem,
+            std::mem::transmute::<u8, Op>(op as u8),
+        )
+    };
     match mem.amo(a, op, v) {
         Ok((old, lat)) => {
             c.acc += lat as u64;

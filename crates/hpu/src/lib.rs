@@ -25,7 +25,7 @@ pub mod mem;
 pub mod program;
 pub mod timing;
 
-pub use elf::{ElfImage, ElfError, Segment};
+pub use elf::{ElfError, ElfImage, Segment};
 pub use hpu::{Ecall, Fault, FaultKind, Hpu, Runtime, Stop};
 pub use mem::{AddressSpace, MemBlock, Perm};
 pub use program::Program;

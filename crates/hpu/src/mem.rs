@@ -47,7 +47,13 @@ impl std::ops::BitOr for Perm {
 impl std::fmt::Display for Perm {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let c = |p: Perm, ch| if self.has(p) { ch } else { '-' };
-        write!(f, "{}{}{}", c(Perm::R, 'r'), c(Perm::W, 'w'), c(Perm::X, 'x'))
+        write!(
+            f,
+            "{}{}{}",
+            c(Perm::R, 'r'),
+            c(Perm::W, 'w'),
+            c(Perm::X, 'x')
+        )
     }
 }
 
@@ -74,7 +80,6 @@ pub struct MemBlock {
     words: usize,
 }
 
-
 impl MemBlock {
     /// A zeroed block of `len` bytes.
     pub fn new(len: usize) -> Arc<MemBlock> {
@@ -95,14 +100,22 @@ impl MemBlock {
     /// Copy bytes out of the block (host side). Panics on a bad range, which
     /// is a bug in the embedding, not a guest error.
     pub fn read(&self, offset: usize, out: &mut [u8]) {
-        assert!(offset.checked_add(out.len()).is_some_and(|e| e <= self.len), "MemBlock::read out of range");
+        assert!(
+            offset.checked_add(out.len()).is_some_and(|e| e <= self.len),
+            "MemBlock::read out of range"
+        );
         // SAFETY: range checked above.
         unsafe { std::ptr::copy_nonoverlapping(self.ptr.add(offset), out.as_mut_ptr(), out.len()) }
     }
 
     /// Copy bytes into the block (host side).
     pub fn write(&self, offset: usize, data: &[u8]) {
-        assert!(offset.checked_add(data.len()).is_some_and(|e| e <= self.len), "MemBlock::write out of range");
+        assert!(
+            offset
+                .checked_add(data.len())
+                .is_some_and(|e| e <= self.len),
+            "MemBlock::write out of range"
+        );
         // SAFETY: range checked above.
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) }
     }
@@ -111,15 +124,24 @@ impl MemBlock {
     /// DMA between blocks, e.g. L2 to L1, without a buffer in between). The
     /// ranges may overlap when `dst` is this block.
     pub fn copy_to(&self, offset: usize, dst: &MemBlock, dst_offset: usize, len: usize) {
-        assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "MemBlock::copy_to source out of range");
-        assert!(dst_offset.checked_add(len).is_some_and(|e| e <= dst.len), "MemBlock::copy_to destination out of range");
+        assert!(
+            offset.checked_add(len).is_some_and(|e| e <= self.len),
+            "MemBlock::copy_to source out of range"
+        );
+        assert!(
+            dst_offset.checked_add(len).is_some_and(|e| e <= dst.len),
+            "MemBlock::copy_to destination out of range"
+        );
         // SAFETY: both ranges checked above; `copy` allows overlap.
         unsafe { std::ptr::copy(self.ptr.add(offset), dst.ptr.add(dst_offset), len) }
     }
 
     /// Zero a range (host side).
     pub fn fill(&self, offset: usize, len: usize, byte: u8) {
-        assert!(offset.checked_add(len).is_some_and(|e| e <= self.len), "MemBlock::fill out of range");
+        assert!(
+            offset.checked_add(len).is_some_and(|e| e <= self.len),
+            "MemBlock::fill out of range"
+        );
         // SAFETY: range checked above.
         unsafe { std::ptr::write_bytes(self.ptr.add(offset), byte, len) }
     }
@@ -135,7 +157,10 @@ impl Drop for MemBlock {
     fn drop(&mut self) {
         // SAFETY: reconstructs the boxed slice leaked in `new`.
         unsafe {
-            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(self.ptr as *mut u64, self.words)));
+            drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
+                self.ptr as *mut u64,
+                self.words,
+            )));
         }
     }
 }
@@ -158,8 +183,23 @@ pub struct Window {
 }
 
 impl Window {
-    fn new(base: u32, size: u32, host: *mut u8, latency: u32, perm: Perm, class: MemClass) -> Window {
-        Window { base, size, host, latency, perm, class, region: (base, base as u64 + size as u64) }
+    fn new(
+        base: u32,
+        size: u32,
+        host: *mut u8,
+        latency: u32,
+        perm: Perm,
+        class: MemClass,
+    ) -> Window {
+        Window {
+            base,
+            size,
+            host,
+            latency,
+            perm,
+            class,
+            region: (base, base as u64 + size as u64),
+        }
     }
 
     fn overlaps(&self, base: u32, size: u32) -> bool {
@@ -224,13 +264,39 @@ struct Hot {
     hits: u64,
 }
 
-const COLD: Hot = Hot { base: 0, size: 0, lim2: 0, lim4: 0, amo4: 0, host: std::ptr::null_mut(), latency: 0, win: 0, hits: 0 };
+const COLD: Hot = Hot {
+    base: 0,
+    size: 0,
+    lim2: 0,
+    lim4: 0,
+    amo4: 0,
+    host: std::ptr::null_mut(),
+    latency: 0,
+    win: 0,
+    hits: 0,
+};
 
 impl Hot {
     fn of(w: &Window, win: usize) -> Hot {
-        let lim = |k: u32| if w.base.trailing_zeros() >= k { w.size >> k } else { 0 };
+        let lim = |k: u32| {
+            if w.base.trailing_zeros() >= k {
+                w.size >> k
+            } else {
+                0
+            }
+        };
         let amo4 = if w.perm.has(Perm::RW) { lim(2) } else { 0 };
-        Hot { base: w.base, size: w.size, lim2: lim(1), lim4: lim(2), amo4, host: w.host, latency: w.latency, win: win as u32, hits: 1 }
+        Hot {
+            base: w.base,
+            size: w.size,
+            lim2: lim(1),
+            lim4: lim(2),
+            amo4,
+            host: w.host,
+            latency: w.latency,
+            win: win as u32,
+            hits: 1,
+        }
     }
 }
 
@@ -256,7 +322,8 @@ pub(crate) mod hot_layout {
     use std::mem::{offset_of, size_of};
     pub const LOAD: usize = offset_of!(AddressSpace, hot) + super::HOT_LOAD * size_of::<Hot>();
     pub const STORE: usize = offset_of!(AddressSpace, hot) + super::HOT_STORE * size_of::<Hot>();
-    pub const LOAD_OLD: usize = offset_of!(AddressSpace, hot) + super::HOT_LOAD_OLD * size_of::<Hot>();
+    pub const LOAD_OLD: usize =
+        offset_of!(AddressSpace, hot) + super::HOT_LOAD_OLD * size_of::<Hot>();
     pub const BASE: usize = offset_of!(Hot, base);
     pub const SIZE: usize = offset_of!(Hot, size);
     pub const LIM2: usize = offset_of!(Hot, lim2);
@@ -289,12 +356,16 @@ pub struct AddressSpace {
     atomic_amos: bool,
 }
 
-
 /// Error from [`AddressSpace::map`].
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum MapError {
     #[error("window 0x{base:08x}+0x{size:x} exceeds its backing block ({block} bytes at offset {offset})")]
-    OutOfBlock { base: u32, size: u32, offset: usize, block: usize },
+    OutOfBlock {
+        base: u32,
+        size: u32,
+        offset: usize,
+        block: usize,
+    },
     #[error("window 0x{base:08x}+0x{size:x} wraps around the 32-bit address space")]
     Wraps { base: u32, size: u32 },
     #[error("window 0x{base:08x}+0x{size:x} overlaps window 0x{other:08x}")]
@@ -331,14 +402,21 @@ impl AddressSpace {
     /// way's AMO fast path or a read-write translation, then the
     /// read-modify-write. The old value and the access latency.
     #[inline(always)]
-    pub(crate) fn amo(&mut self, addr: u32, op: crate::isa::Op, src: u32) -> Result<(u32, u32), crate::hpu::FaultKind> {
+    pub(crate) fn amo(
+        &mut self,
+        addr: u32,
+        op: crate::isa::Op,
+        src: u32,
+    ) -> Result<(u32, u32), crate::hpu::FaultKind> {
         use crate::hpu::FaultKind;
         if addr & 3 != 0 {
             return Err(FaultKind::Misaligned);
         }
         let (p, lat) = match self.amo_aligned(addr) {
             Some(r) => r,
-            None => self.xlate(addr, 4, Perm::RW).map_err(|e| FaultKind::of_access(e, true))?,
+            None => self
+                .xlate(addr, 4, Perm::RW)
+                .map_err(|e| FaultKind::of_access(e, true))?,
         };
         let new = |v| crate::hpu::amo_value(op, v, src);
         let old = if self.atomic_amos {
@@ -400,8 +478,17 @@ impl AddressSpace {
     /// interpreter derives its load and store totals from these.
     #[inline]
     pub(crate) fn served(&self) -> (u64, u64) {
-        let h = |k: usize| if self.hot[k].size > 0 { self.hot[k].hits } else { 0 };
-        (self.served[0] + h(HOT_LOAD) + h(HOT_LOAD_OLD), self.served[1] + h(HOT_STORE) + h(HOT_STORE_OLD))
+        let h = |k: usize| {
+            if self.hot[k].size > 0 {
+                self.hot[k].hits
+            } else {
+                0
+            }
+        };
+        (
+            self.served[0] + h(HOT_LOAD) + h(HOT_LOAD_OLD),
+            self.served[1] + h(HOT_STORE) + h(HOT_STORE_OLD),
+        )
     }
 
     /// Remove every window (keeps the allocation-free table).
@@ -424,8 +511,16 @@ impl AddressSpace {
         perm: Perm,
         class: MemClass,
     ) -> Result<(), MapError> {
-        if offset.checked_add(size as usize).is_none_or(|e| e > block.len()) {
-            return Err(MapError::OutOfBlock { base, size, offset, block: block.len() });
+        if offset
+            .checked_add(size as usize)
+            .is_none_or(|e| e > block.len())
+        {
+            return Err(MapError::OutOfBlock {
+                base,
+                size,
+                offset,
+                block: block.len(),
+            });
         }
         if size > 0 && base.checked_add(size - 1).is_none() {
             return Err(MapError::Wraps { base, size });
@@ -456,8 +551,16 @@ impl AddressSpace {
         class: MemClass,
     ) -> Result<(), MapError> {
         assert!(i < self.n, "remap of a window that is not mapped");
-        if offset.checked_add(size as usize).is_none_or(|e| e > block.len()) {
-            return Err(MapError::OutOfBlock { base, size, offset, block: block.len() });
+        if offset
+            .checked_add(size as usize)
+            .is_none_or(|e| e > block.len())
+        {
+            return Err(MapError::OutOfBlock {
+                base,
+                size,
+                offset,
+                block: block.len(),
+            });
         }
         if size > 0 && base.checked_add(size - 1).is_none() {
             return Err(MapError::Wraps { base, size });
@@ -480,7 +583,10 @@ impl AddressSpace {
         if inside {
             self.win[i].region = region;
         }
-        if !self.owners[i].as_ref().is_some_and(|o| Arc::ptr_eq(o, block)) {
+        if !self.owners[i]
+            .as_ref()
+            .is_some_and(|o| Arc::ptr_eq(o, block))
+        {
             self.owners[i] = Some(block.clone());
         }
         Ok(())
@@ -498,7 +604,11 @@ impl AddressSpace {
         }
         let w = self.win[i];
         if w.base < base || w.base as u64 + w.size as u64 > end {
-            return Err(MapError::Overlap { base, size, other: w.base });
+            return Err(MapError::Overlap {
+                base,
+                size,
+                other: w.base,
+            });
         }
         self.check_overlap(Some(i), base, size)?;
         self.win[i].region = (base, end);
@@ -507,8 +617,17 @@ impl AddressSpace {
 
     /// `[base, base+size)` overlaps no window's kept range but `except`'s.
     fn check_overlap(&self, except: Option<usize>, base: u32, size: u32) -> Result<(), MapError> {
-        match self.windows().iter().enumerate().find(|(k, w)| Some(*k) != except && w.overlaps(base, size)) {
-            Some((_, o)) => Err(MapError::Overlap { base, size, other: o.base }),
+        match self
+            .windows()
+            .iter()
+            .enumerate()
+            .find(|(k, w)| Some(*k) != except && w.overlaps(base, size))
+        {
+            Some((_, o)) => Err(MapError::Overlap {
+                base,
+                size,
+                other: o.base,
+            }),
             None => Ok(()),
         }
     }
@@ -572,7 +691,12 @@ impl AddressSpace {
     /// Translate a guest access of `len` bytes needing `need` (AMOs need
     /// read and write: they go through the store cache and check both).
     #[inline(always)]
-    pub fn xlate(&mut self, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+    pub fn xlate(
+        &mut self,
+        addr: u32,
+        len: u32,
+        need: Perm,
+    ) -> Result<(*mut u8, u32), AccessError> {
         if need == Perm::R {
             self.xlate_load(addr, len)
         } else if need == Perm::W {
@@ -658,7 +782,13 @@ impl AddressSpace {
     /// Find the window, check it, and make it cache `k`'s entry when it
     /// grants what that cache serves.
     #[inline(never)]
-    fn xlate_slow(&mut self, k: usize, addr: u32, len: u32, need: Perm) -> Result<(*mut u8, u32), AccessError> {
+    fn xlate_slow(
+        &mut self,
+        k: usize,
+        addr: u32,
+        len: u32,
+        need: Perm,
+    ) -> Result<(*mut u8, u32), AccessError> {
         for i in 0..self.n {
             let w = self.win[i];
             let off = addr.wrapping_sub(w.base);
@@ -672,7 +802,11 @@ impl AddressSpace {
                 let serves = if k == HOT_LOAD { Perm::R } else { Perm::W };
                 if w.perm.has(serves) {
                     // The first way's window moves to the second.
-                    let out = if k == HOT_LOAD { HOT_LOAD_OLD } else { HOT_STORE_OLD };
+                    let out = if k == HOT_LOAD {
+                        HOT_LOAD_OLD
+                    } else {
+                        HOT_STORE_OLD
+                    };
                     self.evict(out);
                     if out != k {
                         self.hot[out] = self.hot[k];
@@ -773,9 +907,16 @@ mod tests {
         let t = TimingModel::default();
         let mut a = AddressSpace::new(&t);
         let b = MemBlock::new(4096);
-        a.map(0x1000, 4096, &b, 0, Perm::RW, MemClass::L1Local).unwrap();
-        assert!(matches!(a.map(0x1800, 16, &b, 0, Perm::RW, MemClass::L2), Err(MapError::Overlap { .. })));
-        assert!(matches!(a.map(0x9000, 4097, &b, 0, Perm::RW, MemClass::L2), Err(MapError::OutOfBlock { .. })));
+        a.map(0x1000, 4096, &b, 0, Perm::RW, MemClass::L1Local)
+            .unwrap();
+        assert!(matches!(
+            a.map(0x1800, 16, &b, 0, Perm::RW, MemClass::L2),
+            Err(MapError::Overlap { .. })
+        ));
+        assert!(matches!(
+            a.map(0x9000, 4097, &b, 0, Perm::RW, MemClass::L2),
+            Err(MapError::OutOfBlock { .. })
+        ));
         a.write_u32(0x1ffc, 0xdeadbeef).unwrap();
         assert_eq!(a.read_u32(0x1ffc), Ok(0xdeadbeef));
         assert_eq!(a.read_u32(0x1ffe), Err(AccessError::Unmapped));
@@ -843,12 +984,18 @@ mod tests {
             a.xlate_store(0x1000 + 4 * k, 4).unwrap();
             a.xlate_store(0x2000 + 4 * k, 4).unwrap();
         }
-        assert!(a.store_aligned(0x2000, 4).is_some(), "the latest window is the fast way's");
+        assert!(
+            a.store_aligned(0x2000, 4).is_some(),
+            "the latest window is the fast way's"
+        );
         assert!(a.store_aligned(0x1000, 4).is_none());
         a.xlate_store(0x1004, 4).unwrap(); // from the second way: they trade places
         assert!(a.store_aligned(0x1008, 4).is_some());
         let c = a.counts().by_class;
-        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (6, 5)); // the fast-path hits count too
+        assert_eq!(
+            (c[MemClass::L1Local as usize], c[MemClass::L2 as usize]),
+            (6, 5)
+        ); // the fast-path hits count too
         assert_eq!(a.served(), (0, 11));
     }
 
@@ -857,20 +1004,42 @@ mod tests {
     #[test]
     fn reserve_keeps_a_range_for_one_window() {
         let (mut a, b) = two_windows(Perm::RW);
-        assert!(matches!(a.reserve(0, 0x1000, 0x1001), Err(MapError::Overlap { other: 0x2000, .. })));
-        assert!(matches!(a.reserve(0, 0x1004, 64), Err(MapError::Overlap { .. })), "must contain the window");
-        assert!(matches!(a.reserve(0, 0xffff_f000, 0x2000), Err(MapError::Wraps { .. })));
+        assert!(matches!(
+            a.reserve(0, 0x1000, 0x1001),
+            Err(MapError::Overlap { other: 0x2000, .. })
+        ));
+        assert!(
+            matches!(a.reserve(0, 0x1004, 64), Err(MapError::Overlap { .. })),
+            "must contain the window"
+        );
+        assert!(matches!(
+            a.reserve(0, 0xffff_f000, 0x2000),
+            Err(MapError::Wraps { .. })
+        ));
         a.reserve(0, 0x1000, 64).unwrap();
-        assert!(matches!(a.map(0x1030, 4, &b, 0, Perm::RW, MemClass::L2), Err(MapError::Overlap { other: 0x1000, .. })));
+        assert!(matches!(
+            a.map(0x1030, 4, &b, 0, Perm::RW, MemClass::L2),
+            Err(MapError::Overlap { other: 0x1000, .. })
+        ));
         a.xlate_store(0x2000, 4).unwrap();
         a.xlate_load(0x2004, 4).unwrap();
-        a.remap(0, 0x1020, 32, &b, 32, Perm::RW, MemClass::L1Local).unwrap();
-        assert!(a.store_aligned(0x2008, 4).is_some() && a.load_aligned(0x200c, 4).is_some(), "window 1's caches stay");
+        a.remap(0, 0x1020, 32, &b, 32, Perm::RW, MemClass::L1Local)
+            .unwrap();
+        assert!(
+            a.store_aligned(0x2008, 4).is_some() && a.load_aligned(0x200c, 4).is_some(),
+            "window 1's caches stay"
+        );
         assert!(a.xlate_load(0x1000, 4).is_err() && a.xlate_load(0x103c, 4).is_ok());
         // Outside its range a remap is checked again.
-        assert!(matches!(a.remap(0, 0x1ff0, 32, &b, 0, Perm::RW, MemClass::L1Local), Err(MapError::Overlap { other: 0x2000, .. })));
+        assert!(matches!(
+            a.remap(0, 0x1ff0, 32, &b, 0, Perm::RW, MemClass::L1Local),
+            Err(MapError::Overlap { other: 0x2000, .. })
+        ));
         let c = a.counts().by_class;
-        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 4));
+        assert_eq!(
+            (c[MemClass::L1Local as usize], c[MemClass::L2 as usize]),
+            (1, 4)
+        );
     }
 
     /// AMOs go through the store cache only where its window is readable
@@ -879,15 +1048,27 @@ mod tests {
     fn amos_use_the_store_cache_only_with_both_permissions() {
         let (mut a, _b) = two_windows(Perm::W);
         a.xlate_store(0x1000, 4).unwrap(); // the store cache holds the write-only window
-        assert!(a.amo_aligned(0x1004).is_none(), "no AMO fast path in a write-only window");
+        assert!(
+            a.amo_aligned(0x1004).is_none(),
+            "no AMO fast path in a write-only window"
+        );
         assert_eq!(a.xlate(0x1004, 4, Perm::RW), Err(AccessError::Denied));
         for k in 0..3 {
             a.xlate(0x2000 + 4 * k, 4, Perm::RW).unwrap();
         }
-        assert!(a.store_aligned(0x200c, 4).is_some(), "the AMOs' window is cached");
-        assert!(a.amo_aligned(0x2008).is_some() && a.amo_aligned(0x2006).is_none(), "aligned AMOs only");
+        assert!(
+            a.store_aligned(0x200c, 4).is_some(),
+            "the AMOs' window is cached"
+        );
+        assert!(
+            a.amo_aligned(0x2008).is_some() && a.amo_aligned(0x2006).is_none(),
+            "aligned AMOs only"
+        );
         let c = a.counts().by_class;
-        assert_eq!((c[MemClass::L1Local as usize], c[MemClass::L2 as usize]), (1, 5));
+        assert_eq!(
+            (c[MemClass::L1Local as usize], c[MemClass::L2 as usize]),
+            (1, 5)
+        );
         assert_eq!(a.served(), (0, 6));
     }
 }

@@ -36,7 +36,9 @@ pub(crate) struct Charge {
 
 impl Charge {
     fn of(c: BlockCost) -> Charge {
-        Charge { acc: c.cycles as u64 | (c.insts as u64) << 32 }
+        Charge {
+            acc: c.cycles as u64 | (c.insts as u64) << 32,
+        }
     }
 }
 
@@ -120,11 +122,18 @@ impl Program {
     /// Decode executable ranges `(address, bytes)`. Everything else is not
     /// executable.
     pub fn decode(ranges: &[(u32, &[u8])], timing: &TimingModel) -> Result<Program, ProgramError> {
-        let mut ranges: Vec<(u32, &[u8])> =
-            ranges.iter().filter(|(_, b)| b.len() >= 2).map(|(a, b)| (*a, &b[..b.len() & !1])).collect();
+        let mut ranges: Vec<(u32, &[u8])> = ranges
+            .iter()
+            .filter(|(_, b)| b.len() >= 2)
+            .map(|(a, b)| (*a, &b[..b.len() & !1]))
+            .collect();
         ranges.sort_by_key(|r| r.0);
         let lo = ranges.first().ok_or(ProgramError::Empty)?.0;
-        let hi = ranges.iter().map(|(a, b)| *a as u64 + b.len() as u64).max().unwrap();
+        let hi = ranges
+            .iter()
+            .map(|(a, b)| *a as u64 + b.len() as u64)
+            .max()
+            .unwrap();
         if let Some((a, _)) = ranges.iter().find(|(a, _)| a % 2 != 0) {
             return Err(ProgramError::Misaligned(*a));
         }
@@ -197,7 +206,11 @@ impl Program {
                     break;
                 }
             }
-            let stop = if k < parcels && code[k].is_some() { Inst::goto(pc_of(k)) } else { Inst::no_exec() };
+            let stop = if k < parcels && code[k].is_some() {
+                Inst::goto(pc_of(k))
+            } else {
+                Inst::no_exec()
+            };
             insts.push(stop);
             pcs.push(pc_of(k));
         }
@@ -239,14 +252,23 @@ impl Program {
             // interpreter's watchdog bound relies on it), except what a
             // hardware loop does for free (the interpreter checks the
             // watchdog at every hardware-loop iteration instead).
-            let mut c = if cls == Class::None || free[s] { 0 } else { timing.base_cost(cls).max(1) };
+            let mut c = if cls == Class::None || free[s] {
+                0
+            } else {
+                timing.base_cost(cls).max(1)
+            };
             let n = !matches!(i.op, Op::NoExec | Op::Goto) as u32;
             // AMOs count as a load and a store; LR as a load, SC as a store.
             let atomic = cls == Class::Atomic;
             let ld = (cls == Class::Load) as u16 + (atomic && i.op != Op::ScW) as u16;
             let st = (cls == Class::Store) as u16 + (atomic && i.op != Op::LrW) as u16;
             if i.op.ends_block() {
-                cost[s] = BlockCost { insts: n, cycles: c, loads: ld, stores: st };
+                cost[s] = BlockCost {
+                    insts: n,
+                    cycles: c,
+                    loads: ld,
+                    stores: st,
+                };
                 continue;
             }
             // Not a terminator, so slot s+1 exists and is in the same block.
@@ -270,11 +292,24 @@ impl Program {
                 // A hardware loop's closing branch has no direct target
                 // here: it takes the interpreter's slow branch path.
                 let imm = if i.op == Op::Jal || i.op.is_branch() {
-                    (if hw_loop.get(s) == Some(&true) { NO_SLOT } else { i.target }) as i32
+                    (if hw_loop.get(s) == Some(&true) {
+                        NO_SLOT
+                    } else {
+                        i.target
+                    }) as i32
                 } else {
                     i.imm
                 };
-                Slot { inst: SlotInst { imm, op: i.op, rd: i.rd, rs1: i.rs1, rs2: i.rs2 }, charge: Charge::of(cost[s]) }
+                Slot {
+                    inst: SlotInst {
+                        imm,
+                        op: i.op,
+                        rd: i.rd,
+                        rs1: i.rs1,
+                        rs2: i.rs2,
+                    },
+                    charge: Charge::of(cost[s]),
+                }
             })
             .collect();
         // Group, left to right, what `fuse3` and `fuse` know (a triple
@@ -306,7 +341,17 @@ impl Program {
         }
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let id = NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        Ok(Program { id, base: lo, len: (parcels * 2) as u32, insts, code, cost, entry, pcs, hw_loop })
+        Ok(Program {
+            id,
+            base: lo,
+            len: (parcels * 2) as u32,
+            insts,
+            code,
+            cost,
+            entry,
+            pcs,
+            hw_loop,
+        })
     }
 
     pub fn base(&self) -> u32 {
@@ -453,30 +498,47 @@ fn fuse3(a: Op, b: Op, c: Op) -> Option<Op> {
 fn find_hw_loop(insts: &[Inst], s: usize) -> Option<Option<usize>> {
     let b = insts[s];
     let t = b.target as usize;
-    if !b.op.is_branch() || b.target == NO_SLOT || t >= s || insts[t..s].iter().any(|i| i.op.ends_block()) {
+    if !b.op.is_branch()
+        || b.target == NO_SLOT
+        || t >= s
+        || insts[t..s].iter().any(|i| i.op.ends_block())
+    {
         return None;
     }
     let body = t..s;
     // Registers an instruction writes: rd, and rs1 for post-increments.
     use crate::corev::{load_form, store_form, Mode};
-    let mode = |i: &Inst| load_form(i.op).map(|f| f.2).or(store_form(i.op).map(|f| f.1));
+    let mode = |i: &Inst| {
+        load_form(i.op)
+            .map(|f| f.2)
+            .or(store_form(i.op).map(|f| f.1))
+    };
     let writes = |i: &Inst, r: u8| {
-        i.writes() == Some(r) || (matches!(mode(i), Some(Mode::PostImm | Mode::PostReg)) && i.rs1 == r)
+        i.writes() == Some(r)
+            || (matches!(mode(i), Some(Mode::PostImm | Mode::PostReg)) && i.rs1 == r)
     };
     let operands: Vec<u8> = match b.op {
         Op::CvBeqImm | Op::CvBneImm => vec![b.rs1],
         _ => vec![b.rs1, b.rs2],
     };
-    let written: Vec<u8> = operands.iter().copied().filter(|&r| r != 0 && body.clone().any(|k| writes(&insts[k], r))).collect();
+    let written: Vec<u8> = operands
+        .iter()
+        .copied()
+        .filter(|&r| r != 0 && body.clone().any(|k| writes(&insts[k], r)))
+        .collect();
     let [ind] = written[..] else { return None };
     let updates: Vec<usize> = body.clone().filter(|&k| writes(&insts[k], ind)).collect();
     let [u] = updates[..] else { return None };
     let step = &insts[u];
     let is_addi = step.op == Op::Addi && step.rs1 == ind && step.writes() == Some(ind);
-    if !(is_addi || (mode(step) == Some(Mode::PostImm) && step.rs1 == ind && step.writes() != Some(ind))) {
+    if !(is_addi
+        || (mode(step) == Some(Mode::PostImm) && step.rs1 == ind && step.writes() != Some(ind)))
+    {
         return None;
     }
-    let read_elsewhere = body.clone().any(|k| k != u && insts[k].reads().contains(&Some(ind)));
+    let read_elsewhere = body
+        .clone()
+        .any(|k| k != u && insts[k].reads().contains(&Some(ind)));
     let counter = (is_addi && !read_elsewhere).then_some(u);
     let kept = body.len() - counter.is_some() as usize;
     (kept >= 1).then_some(counter)
@@ -496,8 +558,24 @@ mod tests {
         let code = words(&[0x0005_A503, 0x0015_0513, 0x0000_0063]);
         let p = Program::decode(&[(0x100, &code)], &TimingModel::default()).unwrap();
         // lw (1 + 1 stall) + addi 1 + beq 1
-        assert_eq!(p.cost_at(0x100), Some(BlockCost { insts: 3, cycles: 4, loads: 1, stores: 0 }));
-        assert_eq!(p.cost_at(0x104), Some(BlockCost { insts: 2, cycles: 2, loads: 0, stores: 0 }));
+        assert_eq!(
+            p.cost_at(0x100),
+            Some(BlockCost {
+                insts: 3,
+                cycles: 4,
+                loads: 1,
+                stores: 0
+            })
+        );
+        assert_eq!(
+            p.cost_at(0x104),
+            Some(BlockCost {
+                insts: 2,
+                cycles: 2,
+                loads: 0,
+                stores: 0
+            })
+        );
         assert_eq!(p.inst_at(0x10c), None);
     }
 
@@ -517,7 +595,7 @@ mod tests {
         let code = words(&[0x0001_0013, 0x0010_0073]);
         let p = Program::decode(&[(0x0, &code)], &TimingModel::default()).unwrap();
         assert_eq!(p.inst_at(0x2).unwrap().op, Op::Addi); // c.nop
-        // c.nop, then the side run rejoins the main stream at 0x4 with a Goto
+                                                          // c.nop, then the side run rejoins the main stream at 0x4 with a Goto
         assert_eq!(p.cost_at(0x2).unwrap().insts, 1);
         let s = p.slot(0x2).unwrap();
         assert_eq!(p.insts[s + 1], Inst::goto(0x4));

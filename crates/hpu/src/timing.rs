@@ -34,8 +34,13 @@ pub enum MemClass {
 pub const MEM_CLASSES: usize = 5;
 
 impl MemClass {
-    pub const ALL: [MemClass; MEM_CLASSES] =
-        [MemClass::L1Local, MemClass::L1Remote, MemClass::L2, MemClass::ProgMem, MemClass::Ideal];
+    pub const ALL: [MemClass; MEM_CLASSES] = [
+        MemClass::L1Local,
+        MemClass::L1Remote,
+        MemClass::L2,
+        MemClass::ProgMem,
+        MemClass::Ideal,
+    ];
 
     pub fn name(self) -> &'static str {
         match self {
@@ -55,7 +60,11 @@ pub const FPSPIN_CLOCK_MHZ: u32 = 40;
 
 /// The configurable timing table. All values are in core clock cycles.
 #[derive(Clone, Debug, PartialEq)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(default, deny_unknown_fields))]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(default, deny_unknown_fields)
+)]
 pub struct TimingModel {
     /// Core clock in MHz (PsPIN closes timing at 1 GHz, seed 001 §4.1).
     pub clock_mhz: u32,

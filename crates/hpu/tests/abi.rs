@@ -13,7 +13,10 @@ use softspin_hpu::abi::{self, HandlerArgs, MemoryMap, TaskDescriptor, TaskLayout
 use softspin_sdk::{build, sdk_dir, BuildOptions, Toolchain};
 
 fn header() -> HashMap<String, i64> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../sdk/include/softspin_abi.h");
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../sdk/include/softspin_abi.h"
+    );
     let text = std::fs::read_to_string(path).expect("read softspin_abi.h");
     let mut m = HashMap::new();
     for line in text.lines() {
@@ -21,9 +24,18 @@ fn header() -> HashMap<String, i64> {
         if w.next() != Some("#define") {
             continue;
         }
-        let (Some(name), Some(val)) = (w.next(), w.next()) else { continue };
-        let v = val.trim_start_matches('(').trim_end_matches(')').trim_end_matches(['u', 'l']);
-        let parsed = if let Some(h) = v.strip_prefix("0x") { i64::from_str_radix(h, 16) } else { v.parse() };
+        let (Some(name), Some(val)) = (w.next(), w.next()) else {
+            continue;
+        };
+        let v = val
+            .trim_start_matches('(')
+            .trim_end_matches(')')
+            .trim_end_matches(['u', 'l']);
+        let parsed = if let Some(h) = v.strip_prefix("0x") {
+            i64::from_str_radix(h, 16)
+        } else {
+            v.parse()
+        };
         if let Ok(x) = parsed {
             m.insert(name.to_string(), x);
         }
@@ -41,7 +53,10 @@ fn rust_abi_matches_the_c_header() {
         ("SOFTSPIN_L2_PKT_BASE", abi::L2_PKT_BASE as i64),
         ("SOFTSPIN_PROG_MEM_BASE", abi::PROG_MEM_BASE as i64),
         ("SOFTSPIN_HOST_WINDOW_BASE", abi::HOST_WINDOW_BASE as i64),
-        ("SOFTSPIN_HOST_WINDOW_STRIDE", abi::HOST_WINDOW_STRIDE as i64),
+        (
+            "SOFTSPIN_HOST_WINDOW_STRIDE",
+            abi::HOST_WINDOW_STRIDE as i64,
+        ),
         ("SOFTSPIN_SYS_WRITE", abi::sys::WRITE as i64),
         ("SOFTSPIN_SYS_EXIT", abi::sys::EXIT as i64),
         ("SOFTSPIN_SYS_DMA", abi::sys::DMA as i64),
@@ -66,7 +81,13 @@ fn rust_abi_matches_the_c_header() {
         assert_eq!(h.get(*name), Some(v), "{name}");
     }
     let services = h.keys().filter(|k| k.starts_with("SOFTSPIN_SYS_")).count();
-    assert_eq!(services, want.iter().filter(|(n, _)| n.starts_with("SOFTSPIN_SYS_")).count(), "a service was added to the header but not to abi.rs");
+    assert_eq!(
+        services,
+        want.iter()
+            .filter(|(n, _)| n.starts_with("SOFTSPIN_SYS_"))
+            .count(),
+        "a service was added to the header but not to abi.rs"
+    );
 }
 
 fn scratch_dir(name: &str) -> PathBuf {
@@ -94,7 +115,9 @@ fn task_layout_matches_clang_offsetof_and_sizeof() {
     for n in CLUSTER_COUNTS {
         let l = TaskLayout::new(n);
         let mut c = String::from("#include <handler.h>\n#include <stddef.h>\n");
-        let mut check = |expr: String, v: u32| c += &format!("_Static_assert({expr} == {v}, \"{expr} is not {v} (Rust)\");\n");
+        let mut check = |expr: String, v: u32| {
+            c += &format!("_Static_assert({expr} == {v}, \"{expr} is not {v} (Rust)\");\n")
+        };
         check("sizeof(task_t)".into(), l.size());
         for (f, off) in l.fields() {
             check(format!("offsetof(task_t, {f})"), off);
@@ -107,8 +130,16 @@ fn task_layout_matches_clang_offsetof_and_sizeof() {
         }
         let src = dir.join(format!("layout{n}.c"));
         std::fs::write(&src, &c).unwrap();
-        let out = clang(n).arg("-fsyntax-only").arg(&src).output().expect("run clang-19");
-        assert!(out.status.success(), "NB_CLUSTERS={n}:\n{}", String::from_utf8_lossy(&out.stderr));
+        let out = clang(n)
+            .arg("-fsyntax-only")
+            .arg(&src)
+            .output()
+            .expect("run clang-19");
+        assert!(
+            out.status.success(),
+            "NB_CLUSTERS={n}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
     }
     let _ = std::fs::remove_dir_all(dir);
 }
@@ -134,7 +165,12 @@ fn task_descriptor_encodes_as_clang_lays_out_task_t() {
         for k in 0..n as usize {
             d.scratchpad[k] = (0x1010_0000 + k as u32 * 0x10, 0x6600 + k as u32);
         }
-        let list = |f: &dyn Fn(usize) -> u32| (0..n as usize).map(|k| format!("{:#x}", f(k))).collect::<Vec<_>>().join(", ");
+        let list = |f: &dyn Fn(usize) -> u32| {
+            (0..n as usize)
+                .map(|k| format!("{:#x}", f(k)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let src = format!(
             "#include <handler.h>\n\
              __attribute__((used)) const task_t ref_task = {{\n\
@@ -160,14 +196,34 @@ fn task_descriptor_encodes_as_clang_lays_out_task_t() {
         let c = dir.join(format!("ref{n}.c"));
         let o = dir.join(format!("ref{n}.o"));
         std::fs::write(&c, src).unwrap();
-        let out = clang(n).arg("-c").arg(&c).arg("-o").arg(&o).output().expect("run clang-19");
-        assert!(out.status.success(), "NB_CLUSTERS={n}:\n{}", String::from_utf8_lossy(&out.stderr));
+        let out = clang(n)
+            .arg("-c")
+            .arg(&c)
+            .arg("-o")
+            .arg(&o)
+            .output()
+            .expect("run clang-19");
+        assert!(
+            out.status.success(),
+            "NB_CLUSTERS={n}:\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
 
         let mut want = vec![0u8; TaskLayout::new(n).size() as usize];
         d.encode(n, &mut want);
-        assert_eq!(object_bytes(&o, "ref_task"), want, "task_t, NB_CLUSTERS={n}");
+        assert_eq!(
+            object_bytes(&o, "ref_task"),
+            want,
+            "task_t, NB_CLUSTERS={n}"
+        );
         let mut want = [0u8; HandlerArgs::SIZE as usize];
-        HandlerArgs { task: 0x1000_8000, hpu_gid: 33, cluster_id: 2, hpu_id: 7 }.encode(&mut want);
+        HandlerArgs {
+            task: 0x1000_8000,
+            hpu_gid: 33,
+            cluster_id: 2,
+            hpu_id: 7,
+        }
+        .encode(&mut want);
         assert_eq!(object_bytes(&o, "ref_args"), want, "handler_args_t");
     }
     let _ = std::fs::remove_dir_all(dir);
@@ -177,7 +233,10 @@ fn task_descriptor_encodes_as_clang_lays_out_task_t() {
 fn object_bytes(obj: &Path, name: &str) -> Vec<u8> {
     let data = std::fs::read(obj).unwrap();
     let f = object::File::parse(&*data).unwrap();
-    let sym = f.symbols().find(|s| s.name() == Ok(name)).unwrap_or_else(|| panic!("{name} not in {}", obj.display()));
+    let sym = f
+        .symbols()
+        .find(|s| s.name() == Ok(name))
+        .unwrap_or_else(|| panic!("{name} not in {}", obj.display()));
     let sec = f.section_by_index(sym.section_index().unwrap()).unwrap();
     let bytes = sec.data().unwrap();
     bytes[sym.address() as usize..(sym.address() + sym.size()) as usize].to_vec()
@@ -201,7 +260,12 @@ fn handler_ld_has_no_region_literal() {
             assert!(allowed.contains(&tok), "handler.ld has the literal `{tok}`: region bases and sizes must be --defsym symbols");
         }
     }
-    for name in ["SOFTSPIN_PROG_MEM_BASE", "SOFTSPIN_PROG_MEM_SIZE", "SOFTSPIN_L2_HANDLER_BASE", "SOFTSPIN_L2_HANDLER_SIZE"] {
+    for name in [
+        "SOFTSPIN_PROG_MEM_BASE",
+        "SOFTSPIN_PROG_MEM_SIZE",
+        "SOFTSPIN_L2_HANDLER_BASE",
+        "SOFTSPIN_L2_HANDLER_SIZE",
+    ] {
         assert!(code.contains(name), "handler.ld does not read {name}");
     }
 }
@@ -211,7 +275,10 @@ fn handler_ld_has_no_region_literal() {
 fn profile_map(name: &str) -> MemoryMap {
     let text = std::fs::read_to_string(sdk_dir().unwrap().join(format!("link/{name}.ld"))).unwrap();
     let get = |sym: &str| {
-        let line = text.lines().find(|l| l.starts_with(&format!("{sym} = "))).unwrap_or_else(|| panic!("{name}.ld: no {sym}"));
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{sym} = ")))
+            .unwrap_or_else(|| panic!("{name}.ld: no {sym}"));
         let v = line.split('=').nth(1).unwrap().trim().trim_end_matches(';');
         u32::from_str_radix(v.trim_start_matches("0x"), 16).unwrap()
     };
@@ -231,7 +298,9 @@ fn profile_map(name: &str) -> MemoryMap {
 fn symbols(elf: &Path) -> HashMap<String, u64> {
     let data = std::fs::read(elf).unwrap();
     let f = object::File::parse(&*data).unwrap();
-    f.symbols().filter_map(|s| Some((s.name().ok()?.to_string(), s.address()))).collect()
+    f.symbols()
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address())))
+        .collect()
 }
 
 /// Both profiles' maps reach the image: regions where the map puts them,
@@ -251,15 +320,25 @@ fn images_link_where_the_memory_map_says() {
         .unwrap();
         let s = symbols(&out);
         assert_eq!(s["__text_start"], abi::PROG_MEM_BASE as u64, "{name}");
-        assert_eq!(s["__l2_handler_data_start"], abi::L2_HANDLER_BASE as u64, "{name}");
+        assert_eq!(
+            s["__l2_handler_data_start"],
+            abi::L2_HANDLER_BASE as u64,
+            "{name}"
+        );
         assert_eq!(s["__prog_mem_size"], map.prog_mem_size as u64, "{name}");
         assert_eq!(s["__l2_handler_size"], map.l2_handler_size as u64, "{name}");
         for (sym, v) in map.link_symbols() {
             assert_eq!(s[&sym], v as u64, "{name}: {sym}");
         }
         // 256 bytes of program memory cannot hold the handler (with printf).
-        let tiny = MemoryMap { prog_mem_size: 256, ..map };
-        let r = build(&BuildOptions { link_symbols: tiny.link_symbols(), ..BuildOptions::handler(&[&src], dir.join("tiny.elf")) });
+        let tiny = MemoryMap {
+            prog_mem_size: 256,
+            ..map
+        };
+        let r = build(&BuildOptions {
+            link_symbols: tiny.link_symbols(),
+            ..BuildOptions::handler(&[&src], dir.join("tiny.elf"))
+        });
         assert!(r.is_err(), "{name}: a 256-byte program memory linked");
     }
     let _ = std::fs::remove_dir_all(dir);

@@ -80,20 +80,38 @@ fn objdump(words: &[u32]) -> HashMap<u32, (String, String)> {
     let (raw, elf) = (dir.join("code.bin"), dir.join("code.elf"));
     std::fs::write(&raw, &bin).unwrap();
     let run = |cmd: &mut Command| {
-        let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh installs llvm-19)"));
-        assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let o = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh installs llvm-19)"));
+        assert!(
+            o.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         o.stdout
     };
     run(Command::new("llvm-objcopy-19")
-        .args(["-I", "binary", "-O", "elf32-littleriscv", "--rename-section=.data=.text,code,alloc"])
+        .args([
+            "-I",
+            "binary",
+            "-O",
+            "elf32-littleriscv",
+            "--rename-section=.data=.text,code,alloc",
+        ])
         .arg(&raw)
         .arg(&elf));
-    let out = run(Command::new("llvm-objdump-19").args(["-d", &format!("--mattr={MATTR}"), "-M", "no-aliases"]).arg(&elf));
+    let out = run(Command::new("llvm-objdump-19")
+        .args(["-d", &format!("--mattr={MATTR}"), "-M", "no-aliases"])
+        .arg(&elf));
     let _ = std::fs::remove_dir_all(&dir);
     let mut m = HashMap::new();
     for line in String::from_utf8(out).unwrap().lines() {
-        let Some((addr, rest)) = line.split_once(':') else { continue };
-        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else { continue };
+        let Some((addr, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
         let mut f = rest.split('\t').skip(1);
         let mn = f.next().unwrap_or("").trim().to_string();
         let ops = f.next().unwrap_or("").trim().to_string();
@@ -113,7 +131,11 @@ fn normalise(mn: &str, ops: &str) -> Option<String> {
 }
 
 /// Where our verdict may differ from objdump's, and why.
-fn allowed_difference(_w: u32, _ours: &Option<String>, _theirs: &Option<String>) -> Option<&'static str> {
+fn allowed_difference(
+    _w: u32,
+    _ours: &Option<String>,
+    _theirs: &Option<String>,
+) -> Option<&'static str> {
     None
 }
 
@@ -139,7 +161,10 @@ fn corev_decoder_agrees_with_llvm_objdump_19() {
         } else {
             illegal += 1;
         }
-        let (mn, ops) = reference.get(&pc).cloned().unwrap_or_else(|| ("<missing>".into(), String::new()));
+        let (mn, ops) = reference
+            .get(&pc)
+            .cloned()
+            .unwrap_or_else(|| ("<missing>".into(), String::new()));
         let theirs = normalise(&mn, &ops);
         if ours == theirs {
             continue;
@@ -150,17 +175,38 @@ fn corev_decoder_agrees_with_llvm_objdump_19() {
         }
         nfail += 1;
         let kind = by_kind
-            .entry((ours.as_deref().map_or("illegal", |s| s.split(' ').next().unwrap()).to_string(), mn.clone()))
+            .entry((
+                ours.as_deref()
+                    .map_or("illegal", |s| s.split(' ').next().unwrap())
+                    .to_string(),
+                mn.clone(),
+            ))
             .or_insert(0);
         *kind += 1;
         if *kind <= 3 {
-            let _ = writeln!(failures, "{w:08x} @0x{pc:x}: ours {ours:?}, objdump {theirs:?}");
+            let _ = writeln!(
+                failures,
+                "{w:08x} @0x{pc:x}: ours {ours:?}, objdump {theirs:?}"
+            );
         }
     }
-    eprintln!("{} encodings: {legal} legal, {illegal} illegal; allowed differences: {allowed:?}", words.len());
+    eprintln!(
+        "{} encodings: {legal} legal, {illegal} illegal; allowed differences: {allowed:?}",
+        words.len()
+    );
     eprintln!("mnemonics decoded: {seen:?}");
-    assert!(nfail == 0, "{nfail} mismatches with llvm-objdump-19 by kind {by_kind:?}, examples:\n{failures}");
+    assert!(
+        nfail == 0,
+        "{nfail} mismatches with llvm-objdump-19 by kind {by_kind:?}, examples:\n{failures}"
+    );
     // 8 load/store mnemonics + 31 ALU + 2 branches + 18 MAC.
-    assert_eq!(seen.len(), 59, "some CORE-V instruction was never decoded: {seen:?}");
-    assert!(legal > 20_000 && illegal > 20_000, "{legal} legal, {illegal} illegal");
+    assert_eq!(
+        seen.len(),
+        59,
+        "some CORE-V instruction was never decoded: {seen:?}"
+    );
+    assert!(
+        legal > 20_000 && illegal > 20_000,
+        "{legal} legal, {illegal} illegal"
+    );
 }

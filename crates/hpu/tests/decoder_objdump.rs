@@ -66,7 +66,9 @@ fn items() -> Vec<Item> {
     for csr in 0..4096u32 {
         for f3 in 0..8u32 {
             v.push(Item::W(csr << 20 | f3 << 12 | 0x73));
-            v.push(Item::W(csr << 20 | (rng.next() & 0xF8F80) | f3 << 12 | 0x73));
+            v.push(Item::W(
+                csr << 20 | (rng.next() & 0xF8F80) | f3 << 12 | 0x73,
+            ));
         }
     }
     // AMO: every funct5 x aq/rl x funct3, with rs2 zero and random.
@@ -74,7 +76,9 @@ fn items() -> Vec<Item> {
         for f3 in 0..8u32 {
             let regs = rng.next() & 0x000F_8F80;
             v.push(Item::W(f7 << 25 | regs | f3 << 12 | 0x2F));
-            v.push(Item::W(f7 << 25 | (rng.next() & 0x01F0_0000) | regs | f3 << 12 | 0x2F));
+            v.push(Item::W(
+                f7 << 25 | (rng.next() & 0x01F0_0000) | regs | f3 << 12 | 0x2F,
+            ));
         }
     }
     v
@@ -98,21 +102,39 @@ fn objdump(items: &[Item]) -> HashMap<u32, (String, String)> {
     std::fs::write(&raw, &bin).unwrap();
     // Wrap the raw bytes in an ELF whose only section is executable code.
     let run = |cmd: &mut Command| {
-        let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh --tests installs llvm-14)"));
-        assert!(o.status.success(), "{cmd:?}: {}", String::from_utf8_lossy(&o.stderr));
+        let o = cmd
+            .output()
+            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh --tests installs llvm-14)"));
+        assert!(
+            o.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         o.stdout
     };
     run(Command::new("llvm-objcopy-14")
-        .args(["-I", "binary", "-O", "elf32-littleriscv", "--rename-section=.data=.text,code,alloc"])
+        .args([
+            "-I",
+            "binary",
+            "-O",
+            "elf32-littleriscv",
+            "--rename-section=.data=.text,code,alloc",
+        ])
         .arg(&raw)
         .arg(&elf));
-    let out = run(Command::new("llvm-objdump-14").args(["-d", "--mattr=+m,+a,+c", "-M", "no-aliases"]).arg(&elf));
+    let out = run(Command::new("llvm-objdump-14")
+        .args(["-d", "--mattr=+m,+a,+c", "-M", "no-aliases"])
+        .arg(&elf));
     let _ = std::fs::remove_dir_all(&dir);
     let mut m = HashMap::new();
     for line in String::from_utf8(out).unwrap().lines() {
         // "      54: 2e 85        \tc.mv\ta0, a1"
-        let Some((addr, rest)) = line.split_once(':') else { continue };
-        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else { continue };
+        let Some((addr, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else {
+            continue;
+        };
         let mut f = rest.split('\t').skip(1);
         let mn = f.next().unwrap_or("").trim().to_string();
         let ops = f.next().unwrap_or("").trim().to_string();
@@ -128,15 +150,28 @@ fn reg_num(name: &str) -> Option<u32> {
 /// CSR names objdump prints for the user counters (their numbers are the
 /// Zicntr spec's), and any other name or number.
 fn csr_num(name: &str) -> Option<u32> {
-    let fixed = [("cycle", 0xC00), ("time", 0xC01), ("instret", 0xC02), ("cycleh", 0xC80), ("timeh", 0xC81), ("instreth", 0xC82)];
+    let fixed = [
+        ("cycle", 0xC00),
+        ("time", 0xC01),
+        ("instret", 0xC02),
+        ("cycleh", 0xC80),
+        ("timeh", 0xC81),
+        ("instreth", 0xC82),
+    ];
     if let Some((_, n)) = fixed.iter().find(|(s, _)| *s == name) {
         return Some(*n);
     }
     if let Some(k) = name.strip_prefix("hpmcounter") {
         let (k, hi) = k.strip_suffix('h').map_or((k, 0), |k| (k, 0x80));
-        return k.parse::<u32>().ok().filter(|k| (3..32).contains(k)).map(|k| 0xC00 + hi + k);
+        return k
+            .parse::<u32>()
+            .ok()
+            .filter(|k| (3..32).contains(k))
+            .map(|k| 0xC00 + hi + k);
     }
-    name.strip_prefix("0x").and_then(|h| u32::from_str_radix(h, 16).ok()).or_else(|| name.parse().ok())
+    name.strip_prefix("0x")
+        .and_then(|h| u32::from_str_radix(h, 16).ok())
+        .or_else(|| name.parse().ok())
 }
 
 /// The Zicntr counters (cycle, time, instret, hpmcounter3..31 and the high
@@ -154,20 +189,38 @@ fn target(s: &str) -> String {
 /// "not an instruction" (`<unknown>`, c.unimp). Err for forms this test does
 /// not know (a test bug, reported as a failure).
 fn normalise(pc: u32, mn: &str, ops: &str) -> Result<Option<String>, String> {
-    let o: Vec<&str> = if ops.is_empty() { vec![] } else { ops.split(", ").collect() };
-    let arg = |k: usize| o.get(k).copied().ok_or_else(|| format!("{mn} {ops}: missing operand {k}"));
-    let int = |s: &str| s.parse::<i64>().map_err(|_| format!("{mn} {ops}: bad number {s:?}"));
+    let o: Vec<&str> = if ops.is_empty() {
+        vec![]
+    } else {
+        ops.split(", ").collect()
+    };
+    let arg = |k: usize| {
+        o.get(k)
+            .copied()
+            .ok_or_else(|| format!("{mn} {ops}: missing operand {k}"))
+    };
+    let int = |s: &str| {
+        s.parse::<i64>()
+            .map_err(|_| format!("{mn} {ops}: bad number {s:?}"))
+    };
     let s = match mn {
         // `unimp` is CSRRW x0, cycle, x0: defined illegal.
         "<unknown>" | "c.unimp" | "unimp" => return Ok(None),
         "lui" => format!("li {}, 0x{:x}", arg(0)?, (int(arg(1)?)? as u32) << 12),
-        "auipc" => format!("li {}, 0x{:x}", arg(0)?, pc.wrapping_add((int(arg(1)?)? as u32) << 12)),
+        "auipc" => format!(
+            "li {}, 0x{:x}",
+            arg(0)?,
+            pc.wrapping_add((int(arg(1)?)? as u32) << 12)
+        ),
         "jal" => format!("jal {}, {}", arg(0)?, target(arg(1)?)),
-        "beq" | "bne" | "blt" | "bge" | "bltu" | "bgeu" => format!("{mn} {}, {}, {}", arg(0)?, arg(1)?, target(arg(2)?)),
+        "beq" | "bne" | "blt" | "bge" | "bltu" | "bgeu" => {
+            format!("{mn} {}, {}, {}", arg(0)?, arg(1)?, target(arg(2)?))
+        }
         "fence" | "fence.tso" | "fence.i" => "fence".into(),
         "csrrs" | "csrrc" | "csrrsi" | "csrrci" | "csrrw" | "csrrwi" => {
             // Reads: set/clear with x0 / zero immediate. Anything else writes.
-            let reads = !mn.ends_with('w') && !mn.ends_with("wi") && matches!(arg(2)?, "zero" | "0");
+            let reads =
+                !mn.ends_with('w') && !mn.ends_with("wi") && matches!(arg(2)?, "zero" | "0");
             match csr_num(arg(1)?) {
                 Some(n) if reads && is_user_counter(n) => format!("csrr {}, 0x{n:03x}", arg(0)?),
                 _ => format!("csr-other {mn} {ops}"),
@@ -176,7 +229,10 @@ fn normalise(pc: u32, mn: &str, ops: &str) -> Result<Option<String>, String> {
         // aq/rl order this hart's accesses; one in-order HPU per hart
         // satisfies them trivially, so the decoded form does not keep them.
         m if m.starts_with("amo") || m.starts_with("lr.w") || m.starts_with("sc.w") => {
-            let base = m.trim_end_matches(".aqrl").trim_end_matches(".aq").trim_end_matches(".rl");
+            let base = m
+                .trim_end_matches(".aqrl")
+                .trim_end_matches(".aq")
+                .trim_end_matches(".rl");
             format!("{base} {ops}")
         }
         // F/D instructions (LLVM 14 decodes a few even without +f).
@@ -197,15 +253,23 @@ fn normalise(pc: u32, mn: &str, ops: &str) -> Result<Option<String>, String> {
         "c.beqz" => format!("beq {}, zero, {}", arg(0)?, target(arg(1)?)),
         "c.bnez" => format!("bne {}, zero, {}", arg(0)?, target(arg(1)?)),
         "c.mv" => format!("add {}, zero, {}", arg(0)?, arg(1)?),
-        "c.add" | "c.sub" | "c.xor" | "c.or" | "c.and" => format!("{} {2}, {2}, {}", &mn[2..], arg(1)?, arg(0)?),
-        "c.slli" | "c.srli" | "c.srai" | "c.andi" => format!("{} {2}, {2}, {}", &mn[2..], arg(1)?, arg(0)?),
+        "c.add" | "c.sub" | "c.xor" | "c.or" | "c.and" => {
+            format!("{} {2}, {2}, {}", &mn[2..], arg(1)?, arg(0)?)
+        }
+        "c.slli" | "c.srli" | "c.srai" | "c.andi" => {
+            format!("{} {2}, {2}, {}", &mn[2..], arg(1)?, arg(0)?)
+        }
         // RV128's 64-bit shifts; on RV32 these encodings are shifts by 0.
-        "c.slli64" | "c.srli64" | "c.srai64" => format!("{} {1}, {1}, 0", &mn[2..mn.len() - 2], arg(0)?),
+        "c.slli64" | "c.srli64" | "c.srai64" => {
+            format!("{} {1}, {1}, 0", &mn[2..mn.len() - 2], arg(0)?)
+        }
         "c.ebreak" => "ebreak".into(),
         _ => {
             // Base instructions print as ours already; check the names exist.
             for r in &o {
-                let r = r.rsplit_once('(').map_or(*r, |(_, b)| b.trim_end_matches(')'));
+                let r = r
+                    .rsplit_once('(')
+                    .map_or(*r, |(_, b)| b.trim_end_matches(')'));
                 if reg_num(r).is_none() && r.parse::<i64>().is_err() {
                     return Err(format!("unknown operand {r:?} in `{mn} {ops}`"));
                 }
@@ -217,11 +281,25 @@ fn normalise(pc: u32, mn: &str, ops: &str) -> Result<Option<String>, String> {
 }
 
 /// Privileged instructions objdump knows; user-mode handlers may not run them.
-const PRIVILEGED: &[&str] = &["mret", "sret", "uret", "dret", "wfi", "sfence.vma", "hfence.vvma", "hfence.gvma"];
+const PRIVILEGED: &[&str] = &[
+    "mret",
+    "sret",
+    "uret",
+    "dret",
+    "wfi",
+    "sfence.vma",
+    "hfence.vvma",
+    "hfence.gvma",
+];
 
 /// Where our verdict may differ from objdump's, and why. Anything else is a
 /// decoder bug.
-fn allowed_difference(it: Item, ours: &Option<String>, theirs: &Option<String>, their_mn: &str) -> Option<&'static str> {
+fn allowed_difference(
+    it: Item,
+    ours: &Option<String>,
+    theirs: &Option<String>,
+    their_mn: &str,
+) -> Option<&'static str> {
     let ours_illegal = ours.is_none();
     match it {
         Item::W(w) => {
@@ -238,7 +316,11 @@ fn allowed_difference(it: Item, ours: &Option<String>, theirs: &Option<String>, 
             if ours_illegal && PRIVILEGED.contains(&their_mn) {
                 return Some("privileged instruction: illegal in user mode");
             }
-            if ours_illegal && theirs.as_deref().is_some_and(|t| t.starts_with("csr-other")) {
+            if ours_illegal
+                && theirs
+                    .as_deref()
+                    .is_some_and(|t| t.starts_with("csr-other"))
+            {
                 return Some("CSR access other than reading a user counter: illegal in user mode");
             }
             if ours_illegal && matches!(their_mn, "slli" | "srli" | "srai") && shamt_ge_32(theirs) {
@@ -246,7 +328,11 @@ fn allowed_difference(it: Item, ours: &Option<String>, theirs: &Option<String>, 
                 // reserved"; LLVM 14 decodes them as RV64 shifts.
                 return Some("RV32 shift with shamt[5] = 1");
             }
-            if op == 0x0F && (f3 == 0 || f3 == 1) && theirs.is_none() && ours.as_deref() == Some("fence") {
+            if op == 0x0F
+                && (f3 == 0 || f3 == 1)
+                && theirs.is_none()
+                && ours.as_deref() == Some("fence")
+            {
                 // RISC-V unprivileged spec, FENCE/FENCE.I: the reserved fields
                 // (rs1, rd, unused fm/imm bits) "shall be ignored" by base
                 // implementations; LLVM rejects non-zero ones.
@@ -257,10 +343,16 @@ fn allowed_difference(it: Item, ours: &Option<String>, theirs: &Option<String>, 
         Item::C(p) => {
             // C.LUI with nzimm = 0 is reserved (RVC spec); LLVM 14 decodes it
             // as `c.lui rd, 0`.
-            if ours_illegal && their_mn == "c.lui" && theirs.as_deref().is_some_and(|t| t.ends_with(", 0x0")) {
+            if ours_illegal
+                && their_mn == "c.lui"
+                && theirs.as_deref().is_some_and(|t| t.ends_with(", 0x0"))
+            {
                 return Some("reserved C.LUI with zero immediate");
             }
-            if ours_illegal && matches!(their_mn, "c.slli" | "c.srli" | "c.srai") && shamt_ge_32(theirs) {
+            if ours_illegal
+                && matches!(their_mn, "c.slli" | "c.srli" | "c.srai")
+                && shamt_ge_32(theirs)
+            {
                 // RVC: "for RV32C, shamt[5] must be zero; the code points
                 // with shamt[5] = 1 are designated for custom extensions".
                 let _ = p;
@@ -273,7 +365,11 @@ fn allowed_difference(it: Item, ours: &Option<String>, theirs: &Option<String>, 
 
 /// The shift amount (last operand) of a normalised shift is 32 or more.
 fn shamt_ge_32(theirs: &Option<String>) -> bool {
-    theirs.as_deref().and_then(|t| t.rsplit(", ").next()).and_then(|n| n.parse::<u32>().ok()).is_some_and(|n| n >= 32)
+    theirs
+        .as_deref()
+        .and_then(|t| t.rsplit(", ").next())
+        .and_then(|n| n.parse::<u32>().ok())
+        .is_some_and(|n| n >= 32)
 }
 
 #[test]
@@ -293,13 +389,19 @@ fn decoder_agrees_with_llvm_objdump() {
             Item::W(w) => (decode32(w, pc), format!("{w:08x}")),
         };
         let ours = (inst.op != softspin_hpu::isa::Op::Illegal).then(|| inst.to_string());
-        let (mn, ops) = reference.get(&pc).cloned().unwrap_or_else(|| ("<missing>".into(), String::new()));
+        let (mn, ops) = reference
+            .get(&pc)
+            .cloned()
+            .unwrap_or_else(|| ("<missing>".into(), String::new()));
         let theirs = match normalise(pc, &mn, &ops) {
             Ok(t) => t,
             Err(e) => {
                 nfail += 1;
                 if nfail <= 40 {
-                    let _ = writeln!(failures, "{raw} @0x{pc:x}: cannot read objdump's `{mn} {ops}`: {e}");
+                    let _ = writeln!(
+                        failures,
+                        "{raw} @0x{pc:x}: cannot read objdump's `{mn} {ops}`: {e}"
+                    );
                 }
                 continue;
             }
@@ -317,14 +419,33 @@ fn decoder_agrees_with_llvm_objdump() {
             continue;
         }
         nfail += 1;
-        let kind = by_kind.entry((ours.as_deref().map_or("illegal", |s| s.split(' ').next().unwrap()).to_string(), mn.clone())).or_insert(0);
+        let kind = by_kind
+            .entry((
+                ours.as_deref()
+                    .map_or("illegal", |s| s.split(' ').next().unwrap())
+                    .to_string(),
+                mn.clone(),
+            ))
+            .or_insert(0);
         *kind += 1;
         if *kind <= 3 {
-            let _ = writeln!(failures, "{raw} @0x{pc:x}: ours {ours:?}, objdump {theirs:?} (`{mn} {ops}`)");
+            let _ = writeln!(
+                failures,
+                "{raw} @0x{pc:x}: ours {ours:?}, objdump {theirs:?} (`{mn} {ops}`)"
+            );
         }
     }
-    eprintln!("{} encodings: {legal} legal, {illegal} illegal for us; allowed differences: {allowed:?}", items.len());
-    assert!(nfail == 0, "{nfail} mismatches with llvm-objdump-14 by kind {by_kind:?}, examples:\n{failures}");
+    eprintln!(
+        "{} encodings: {legal} legal, {illegal} illegal for us; allowed differences: {allowed:?}",
+        items.len()
+    );
+    assert!(
+        nfail == 0,
+        "{nfail} mismatches with llvm-objdump-14 by kind {by_kind:?}, examples:\n{failures}"
+    );
     // The sweep must reach both verdicts in quantity, or it checks nothing.
-    assert!(legal > 50_000 && illegal > 100_000, "{legal} legal, {illegal} illegal");
+    assert!(
+        legal > 50_000 && illegal > 100_000,
+        "{legal} legal, {illegal} illegal"
+    );
 }

@@ -9,7 +9,10 @@ use softspin_hpu::hpu::Stop;
 use softspin_hpu::{FaultKind, TimingModel};
 
 fn timing(hw: bool) -> TimingModel {
-    TimingModel { hw_loops: hw, ..TimingModel::default() }
+    TimingModel {
+        hw_loops: hw,
+        ..TimingModel::default()
+    }
 }
 
 const A0: u32 = 10;
@@ -41,7 +44,10 @@ fn cycles(body: &[u32]) -> (u64, u64, u64) {
         (m.hpu.cycles, m.hpu.instret)
     };
     let ((off, i_off), (on, i_on)) = (run_with(false), run_with(true));
-    assert_eq!(i_off, i_on, "instruction counts are the binary's, with or without the option");
+    assert_eq!(
+        i_off, i_on,
+        "instruction counts are the binary's, with or without the option"
+    );
     (off, on, i_off)
 }
 
@@ -49,7 +55,12 @@ fn cycles(body: &[u32]) -> (u64, u64, u64) {
 fn counted_loop_drops_branch_and_counter() {
     // a0 = 10; loop: a2 += a1; a0 -= 1; bne a0, zero, loop
     let n = 10u64;
-    let (off, on, _) = cycles(&[addi(A0, 0, n as i32), add(A2, A2, A1), addi(A0, A0, -1), bne(A0, 0, -8)]);
+    let (off, on, _) = cycles(&[
+        addi(A0, 0, n as i32),
+        add(A2, A2, A1),
+        addi(A0, A0, -1),
+        bne(A0, 0, -8),
+    ]);
     // Off: per iteration add 1 + addi 1 + bne 1, +2 when taken (n-1 times).
     // On: per iteration add 1 only; the setup (1 cycle) at the exit.
     assert_eq!(off - on, n * 2 + (n - 1) * 2 - 1);
@@ -70,13 +81,27 @@ fn pointer_loop_keeps_its_post_increment() {
 #[test]
 fn loops_the_compiler_would_not_convert_cost_the_same() {
     // The bound a1 changes in the body: no trip count at the entry.
-    let not_counted = [addi(A0, 0, 6), addi(A1, A1, 1), addi(A0, A0, -1), bne(A0, A1, -8)];
+    let not_counted = [
+        addi(A0, 0, 6),
+        addi(A1, A1, 1),
+        addi(A0, A0, -1),
+        bne(A0, A1, -8),
+    ];
     // The induction variable is written twice.
-    let twice = [addi(A0, 0, 8), addi(A0, A0, -1), addi(A0, A0, -1), bne(A0, 0, -8)];
+    let twice = [
+        addi(A0, 0, 8),
+        addi(A0, A0, -1),
+        addi(A0, A0, -1),
+        bne(A0, 0, -8),
+    ];
     // Loaded, not stepped by a constant.
     let mut loaded = li(A3, DATA);
     loaded.extend([lw(A0, A3, 0), bne(A0, A1, -4)]);
-    for (name, body) in [("not counted", &not_counted[..]), ("twice", &twice[..]), ("loaded", &loaded[..])] {
+    for (name, body) in [
+        ("not counted", &not_counted[..]),
+        ("twice", &twice[..]),
+        ("loaded", &loaded[..]),
+    ] {
         let (off, on, _) = cycles(body);
         assert_eq!(off, on, "{name}");
     }
@@ -86,7 +111,12 @@ fn loops_the_compiler_would_not_convert_cost_the_same() {
 fn counter_read_in_the_body_is_kept() {
     // loop: a2 += a0; a0 -= 1; bne a0, zero, loop (a0 is data as well)
     let n = 6u64;
-    let (off, on, _) = cycles(&[addi(A0, 0, n as i32), add(A2, A2, A0), addi(A0, A0, -1), bne(A0, 0, -8)]);
+    let (off, on, _) = cycles(&[
+        addi(A0, 0, n as i32),
+        add(A2, A2, A0),
+        addi(A0, A0, -1),
+        bne(A0, 0, -8),
+    ]);
     // Only the branch goes: n x 1 + (n-1) x 2, less the setup.
     assert_eq!(off - on, n + (n - 1) * 2 - 1);
 }
@@ -104,5 +134,9 @@ fn watchdog_stops_a_long_hardware_loop() {
         other => panic!("expected the watchdog, got {other:?}"),
     }
     // Stopped within one iteration of the budget.
-    assert!(m.hpu.instret >= 1000 && m.hpu.instret < 1000 + 3, "{}", m.hpu.instret);
+    assert!(
+        m.hpu.instret >= 1000 && m.hpu.instret < 1000 + 3,
+        "{}",
+        m.hpu.instret
+    );
 }

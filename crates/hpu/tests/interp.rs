@@ -9,7 +9,18 @@ use softspin_hpu::hpu::{FaultKind, Stop};
 use softspin_hpu::TimingModel;
 
 const EDGES: [u32; 12] = [
-    0, 1, 2, 0xffff_ffff, 0x8000_0000, 0x7fff_ffff, 0x8000_0001, 0xffff_fffe, 31, 32, 0x1234_5678, 0xdead_beef,
+    0,
+    1,
+    2,
+    0xffff_ffff,
+    0x8000_0000,
+    0x7fff_ffff,
+    0x8000_0001,
+    0xffff_fffe,
+    31,
+    32,
+    0x1234_5678,
+    0xdead_beef,
 ];
 
 /// Run `op rd=7, rs1=5, rs2=6` over every pair of `EDGES`, storing each result
@@ -26,7 +37,9 @@ fn rr_results(f7: u32, f3: u32) -> Vec<u32> {
         }
     }
     let m = run(&w);
-    (0..EDGES.len() * EDGES.len()).map(|k| u32::from_le_bytes(m.data.to_vec(k * 4, 4).try_into().unwrap())).collect()
+    (0..EDGES.len() * EDGES.len())
+        .map(|k| u32::from_le_bytes(m.data.to_vec(k * 4, 4).try_into().unwrap()))
+        .collect()
 }
 
 fn check_rr(name: &str, f7: u32, f3: u32, f: impl Fn(u32, u32) -> u32) {
@@ -123,11 +136,11 @@ fn rv32i_register_immediate() {
 #[test]
 fn lui_auipc_and_x0() {
     let w = vec![
-        u(0xABCDE000, 5, 0x37),   // lui t0
-        u(0x00001000, 6, 0x17),   // auipc t1, 1  (at CODE+4)
-        addi(0, 0, 123),          // write to x0 is dropped
-        r(0, 5, 5, 0, 0, 0x33),   // add x0, t0, t0
-        addi(7, 0, 0),            // t2 = x0
+        u(0xABCDE000, 5, 0x37), // lui t0
+        u(0x00001000, 6, 0x17), // auipc t1, 1  (at CODE+4)
+        addi(0, 0, 123),        // write to x0 is dropped
+        r(0, 5, 5, 0, 0, 0x33), // add x0, t0, t0
+        addi(7, 0, 0),          // t2 = x0
     ];
     let m = run(&w);
     assert_eq!(m.x(5), 0xABCD_E000);
@@ -162,7 +175,13 @@ fn loads_stores_sign_and_zero_extension() {
 #[test]
 fn branches_taken_and_not_taken() {
     // For each branch op and operand pair: t2 = 1 if taken else 0.
-    let pairs = [(1u32, 2u32), (2, 1), (5, 5), (0xffff_ffff, 1), (1, 0xffff_ffff)];
+    let pairs = [
+        (1u32, 2u32),
+        (2, 1),
+        (5, 5),
+        (0xffff_ffff, 1),
+        (1, 0xffff_ffff),
+    ];
     let ops: [(u32, fn(u32, u32) -> bool); 6] = [
         (0, |a, b| a == b),
         (1, |a, b| a != b),
@@ -187,13 +206,13 @@ fn branches_taken_and_not_taken() {
 #[test]
 fn jal_and_jalr_link_and_target() {
     let w = vec![
-        j(8, 1),                  // 0x1000: jal ra, +8 -> 0x1008
-        addi(5, 0, 99),           // 0x1004: skipped
-        addi(6, 0, 7),            // 0x1008
-        u(0, 7, 0x17),            // 0x100c: auipc t2, 0 -> 0x100c
-        i(13, 7, 0, 9, 0x67),     // 0x1010: jalr s1, 13(t2) -> (0x1019 & !1) = 0x1018
-        addi(5, 0, 98),           // 0x1014: skipped
-        addi(10, 0, 0),           // 0x1018
+        j(8, 1),              // 0x1000: jal ra, +8 -> 0x1008
+        addi(5, 0, 99),       // 0x1004: skipped
+        addi(6, 0, 7),        // 0x1008
+        u(0, 7, 0x17),        // 0x100c: auipc t2, 0 -> 0x100c
+        i(13, 7, 0, 9, 0x67), // 0x1010: jalr s1, 13(t2) -> (0x1019 & !1) = 0x1018
+        addi(5, 0, 98),       // 0x1014: skipped
+        addi(10, 0, 0),       // 0x1018
     ];
     let m = run(&w);
     assert_eq!(m.x(1), CODE + 4);
@@ -256,8 +275,16 @@ fn counters_are_exact() {
     w.push(0xC000_26F3); // csrr a3, cycle
     w.push(0xC010_2773); // csrr a4, time
     let m = run(&w);
-    assert_eq!(m.x(11) - m.x(10), 11, "instret counts the first csrr and the 10 addi");
-    assert_eq!(m.x(13) - m.x(12), 1, "back-to-back cycle reads differ by one csrr");
+    assert_eq!(
+        m.x(11) - m.x(10),
+        11,
+        "instret counts the first csrr and the 10 addi"
+    );
+    assert_eq!(
+        m.x(13) - m.x(12),
+        1,
+        "back-to-back cycle reads differ by one csrr"
+    );
     // 1 GHz default clock: time (ns) == cycles.
     assert_eq!(m.x(14), m.x(13) + 1);
 }
@@ -295,14 +322,21 @@ fn every_fault_kind_is_reported_with_pc_and_address() {
 
     let mut w = li(5, 0x4000_0000);
     w.push(s(4, 0, 5, 2, 0x23));
-    assert_eq!(fault_of(&w), (FaultKind::StoreAccess, CODE + 8, 0x4000_0004));
+    assert_eq!(
+        fault_of(&w),
+        (FaultKind::StoreAccess, CODE + 8, 0x4000_0004)
+    );
 
     let mut w = li(5, RO);
     w.push(s(0, 0, 5, 2, 0x23));
     assert_eq!(fault_of(&w), (FaultKind::StoreDenied, CODE + 8, RO));
 
     // Store into code (mapped r-x).
-    let w = vec![s(0, 0, 0, 2, 0x23) | 0, u(CODE, 5, 0x37), s(0, 0, 5, 2, 0x23)];
+    let w = vec![
+        s(0, 0, 0, 2, 0x23) | 0,
+        u(CODE, 5, 0x37),
+        s(0, 0, 5, 2, 0x23),
+    ];
     assert_eq!(fault_of(&w[1..]), (FaultKind::StoreDenied, CODE + 4, CODE));
 
     // Execute data.
@@ -319,11 +353,20 @@ fn every_fault_kind_is_reported_with_pc_and_address() {
     w.push(amo(0x00, 6, 0, 5));
     assert_eq!(fault_of(&w), (FaultKind::Misaligned, CODE + 8, DATA + 2));
 
-    assert_eq!(fault_of(&[0xFFFF_FFFF]), (FaultKind::IllegalInstruction, CODE, 0xFFFF_FFFF));
+    assert_eq!(
+        fault_of(&[0xFFFF_FFFF]),
+        (FaultKind::IllegalInstruction, CODE, 0xFFFF_FFFF)
+    );
     assert_eq!(fault_of(&[0xC005_1073]).0, FaultKind::IllegalInstruction); // csrw cycle
     assert_eq!(fault_of(&[0x3020_0073]).0, FaultKind::IllegalInstruction); // mret
-    assert_eq!(fault_of(&[addi(5, 0, 1), ebreak()]), (FaultKind::Breakpoint, CODE + 4, 0));
-    assert_eq!(fault_of(&[addi(17, 0, 1234), ecall()]), (FaultKind::UnknownService, CODE + 4, 1234));
+    assert_eq!(
+        fault_of(&[addi(5, 0, 1), ebreak()]),
+        (FaultKind::Breakpoint, CODE + 4, 0)
+    );
+    assert_eq!(
+        fault_of(&[addi(17, 0, 1234), ecall()]),
+        (FaultKind::UnknownService, CODE + 4, 1234)
+    );
 }
 
 #[test]
@@ -390,7 +433,10 @@ fn slices_resume_to_the_same_result() {
     };
     assert!(matches!(st, Stop::Exit(_)));
     assert!(slices > 100);
-    assert_eq!((m.x(6), m.hpu.instret, m.hpu.cycles), (whole.x(6), whole.hpu.instret, whole.hpu.cycles));
+    assert_eq!(
+        (m.x(6), m.hpu.instret, m.hpu.cycles),
+        (whole.x(6), whole.hpu.instret, whole.hpu.cycles)
+    );
 }
 
 #[test]
@@ -431,7 +477,12 @@ fn timing_model_charges_hazards_penalties_and_latency() {
     assert_eq!(m.hpu.cycles, (base + t.mem_latency[2]) as u64);
 
     // Taken branch, mulh and div.
-    let w = vec![b(8, 0, 0, 0), addi(5, 0, 1), r(1, 6, 5, 1, 7, 0x33), r(1, 6, 5, 4, 7, 0x33)];
+    let w = vec![
+        b(8, 0, 0, 0),
+        addi(5, 0, 1),
+        r(1, 6, 5, 1, 7, 0x33),
+        r(1, 6, 5, 4, 7, 0x33),
+    ];
     let m = run(&w);
     let want = t.branch + t.branch_taken_penalty + t.mulh + t.div + t.alu + t.ecall;
     assert_eq!(m.hpu.cycles, want as u64);
@@ -461,7 +512,9 @@ fn hpus_on_several_threads_share_one_program() {
             std::thread::spawn(move || {
                 let data = MemBlock::new(DATA_SIZE as usize);
                 let mut hpu = Hpu::new(&t);
-                hpu.mem.map(DATA, DATA_SIZE, &data, 0, Perm::RW, MemClass::L2).unwrap();
+                hpu.mem
+                    .map(DATA, DATA_SIZE, &data, 0, Perm::RW, MemClass::L2)
+                    .unwrap();
                 hpu.start_call(CODE, 0, &[]);
                 let st = hpu.run(&prog, &mut TestRt, u64::MAX);
                 let sum = u32::from_le_bytes(data.to_vec(0, 4).try_into().unwrap());
@@ -485,7 +538,10 @@ fn a_fault_in_the_second_half_of_a_superinstruction_is_its_own() {
     let lw = w.len() as u32 - 2;
     let mut m = Machine::new(&w);
     match m.run() {
-        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 4 * lw, 0x4000_0000)),
+        Stop::Fault(f) => assert_eq!(
+            (f.kind, f.pc, f.addr),
+            (FaultKind::LoadAccess, CODE + 4 * lw, 0x4000_0000)
+        ),
         s => panic!("expected a fault, got {s:?}"),
     }
     assert_eq!(m.hpu.instret, lw as u64);
@@ -508,9 +564,14 @@ fn lui_and_auipc_pairs_add_their_immediates() {
     w.extend([lui(7, DATA), i(at(0x10) & 0xfff, 7, 4, 8, 0x03)]); // lbu x8, 0x10(x7)
     w.extend([lui(9, DATA), i(at(0x20) & 0xfff, 9, 2, 9, 0x03)]); // lw x9, 0x20(x9): rd is the base
     w.extend([lui(10, DATA), addi(11, 10, 0x44)]); // a global's address
-    // auipc + jalr: a call 12 bytes on from the auipc, over one instruction.
+                                                   // auipc + jalr: a call 12 bytes on from the auipc, over one instruction.
     let call = CODE + 4 * w.len() as u32;
-    w.extend([u(0, 12, 0x17), i(12, 12, 0, 1, 0x67), addi(13, 0, 9), addi(14, 0, 3)]);
+    w.extend([
+        u(0, 12, 0x17),
+        i(12, 12, 0, 1, 0x67),
+        addi(13, 0, 9),
+        addi(14, 0, 3),
+    ]);
     let m = run(&w);
     assert_eq!(m.data.to_vec(0x10, 1), [0x5a]);
     assert_eq!(m.data.to_vec(0x20, 4), DATA.to_le_bytes());
@@ -518,11 +579,19 @@ fn lui_and_auipc_pairs_add_their_immediates() {
     assert_eq!((m.x(10), m.x(11)), (DATA, DATA + 0x44));
     assert_eq!((m.x(12), m.x(1), m.x(13), m.x(14)), (call, call + 8, 0, 3));
 
-    let mut w = vec![addi(7, 0, 1), lui(5, 0x4000_0000), i(8, 5, 2, 6, 0x03), addi(7, 0, 2)];
+    let mut w = vec![
+        addi(7, 0, 1),
+        lui(5, 0x4000_0000),
+        i(8, 5, 2, 6, 0x03),
+        addi(7, 0, 2),
+    ];
     w.extend(exit());
     let mut m = Machine::new(&w);
     match m.run() {
-        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 8, 0x4000_0008)),
+        Stop::Fault(f) => assert_eq!(
+            (f.kind, f.pc, f.addr),
+            (FaultKind::LoadAccess, CODE + 8, 0x4000_0008)
+        ),
         s => panic!("expected a fault, got {s:?}"),
     }
     assert_eq!((m.hpu.instret, m.x(5), m.x(7)), (2, 0x4000_0000, 1));
@@ -534,7 +603,15 @@ fn returns_land_at_their_own_call_site_when_sites_share_a_cache_entry() {
     // (the same entry of the interpreter's 8-entry jalr cache).
     let mut w = vec![addi(12, 0, 3)];
     let l = w.len();
-    w.extend([0, addi(11, 11, 1), addi(0, 0, 0), addi(0, 0, 0), 0, addi(11, 11, 10), addi(12, 12, -1)]);
+    w.extend([
+        0,
+        addi(11, 11, 1),
+        addi(0, 0, 0),
+        addi(0, 0, 0),
+        0,
+        addi(11, 11, 10),
+        addi(12, 12, -1),
+    ]);
     w.push(b(-4 * (w.len() - l) as i32, 0, 12, 1)); // bne x12, x0, loop
     w.extend(exit());
     let f = w.len();
@@ -569,7 +646,9 @@ fn loads_and_stores_count_retired_accesses_only() {
     w.extend(exit());
 
     let mut m = Machine::new(&w);
-    assert!(matches!(m.run(), Stop::Fault(f) if f.kind == FaultKind::StoreDenied && f.pc == CODE + 4 * faulting));
+    assert!(
+        matches!(m.run(), Stop::Fault(f) if f.kind == FaultKind::StoreDenied && f.pc == CODE + 4 * faulting)
+    );
     assert_eq!((m.hpu.loads, m.hpu.stores), (5, 4));
     let one = (m.hpu.instret, m.hpu.cycles, m.hpu.mem.counts());
 
@@ -599,7 +678,10 @@ fn triples_fault_and_branch_from_their_own_slots() {
     w.push(b(8, 7, 6, 1)); // bne x6, x7, +8
     let mut m = Machine::new(&w);
     match m.run() {
-        Stop::Fault(f) => assert_eq!((f.kind, f.pc, f.addr), (FaultKind::LoadAccess, CODE + 4 * (first + 1), 0x4000_0000)),
+        Stop::Fault(f) => assert_eq!(
+            (f.kind, f.pc, f.addr),
+            (FaultKind::LoadAccess, CODE + 4 * (first + 1), 0x4000_0000)
+        ),
         s => panic!("expected a fault, got {s:?}"),
     }
     assert_eq!((m.hpu.instret, m.hpu.loads), (first as u64 + 1, 1));
@@ -619,7 +701,11 @@ fn triples_fault_and_branch_from_their_own_slots() {
         m.data.write(0, &word0.to_le_bytes());
         m.data.write(4, &5u32.to_le_bytes());
         assert!(matches!(m.run(), Stop::Exit(_)));
-        assert_eq!((m.x(10), m.x(11), m.hpu.taken_branches), (!taken as u32, 1, taken as u64), "{into_middle} {word0}");
+        assert_eq!(
+            (m.x(10), m.x(11), m.hpu.taken_branches),
+            (!taken as u32, 1, taken as u64),
+            "{into_middle} {word0}"
+        );
         assert_eq!(m.hpu.loads, 2 - into_middle as u64);
     }
 }

@@ -56,7 +56,18 @@ fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
     }
     w.push(match g.below(10) {
         0..=2 => {
-            let (f7, f3) = [(0, 0), (0x20, 0), (0, 1), (0, 2), (0, 3), (0, 4), (0, 5), (0x20, 5), (0, 6), (0, 7)][g.below(10) as usize];
+            let (f7, f3) = [
+                (0, 0),
+                (0x20, 0),
+                (0, 1),
+                (0, 2),
+                (0, 3),
+                (0, 4),
+                (0, 5),
+                (0x20, 5),
+                (0, 6),
+                (0, 7),
+            ][g.below(10) as usize];
             r(f7, rs(g), rs(g), f3, rd, OP)
         }
         3 => r(1, rs(g), rs(g), g.below(8) as u32, rd, OP),
@@ -76,7 +87,13 @@ fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
             // base that faults.
             let f3 = [0, 1, 2, 4, 5][g.below(5) as usize];
             if faults && g.below(40) == 0 {
-                i(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, rs(g), f3, rd, LOAD)
+                i(
+                    g.below(DATA_SIZE as u64 - 4) as i32 % 2048,
+                    rs(g),
+                    f3,
+                    rd,
+                    LOAD,
+                )
             } else if g.below(4) == 0 {
                 i(g.below(0x100 - 4) as i32, 9, f3, rd, LOAD)
             } else {
@@ -85,7 +102,13 @@ fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
         }
         _ => {
             let base = if faults && g.below(40) == 0 { 9 } else { 8 };
-            s(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, rs(g), base, g.below(3) as u32, STORE)
+            s(
+                g.below(DATA_SIZE as u64 - 4) as i32 % 2048,
+                rs(g),
+                base,
+                g.below(3) as u32,
+                STORE,
+            )
         }
     });
 }
@@ -178,7 +201,11 @@ fn compare(seed: u64, slice: u64) {
     let mut jit = Jit::new(&b.prog, &TimingModel::default()).compile_after(1);
     let sb = run(&mut b, Some(&mut jit), slice);
     assert!(jit.compiled > 0, "seed {seed}: nothing was compiled");
-    assert_eq!(state(&a, sa), state(&b, sb), "seed {seed}, slices of {slice} cycles");
+    assert_eq!(
+        state(&a, sa),
+        state(&b, sb),
+        "seed {seed}, slices of {slice} cycles"
+    );
 }
 
 #[test]
@@ -216,7 +243,6 @@ fn the_watchdog_stops_a_compiled_loop_at_the_same_instruction() {
     assert!(matches!(sa, Stop::Fault(f) if f.kind == softspin_hpu::FaultKind::Watchdog));
     assert_eq!(state(&a, sa), state(&b, sb));
 }
-
 
 /// Issue 24: a JIT built for one program and handed another is refused (the
 /// slice is interpreted), in release builds too; it used to index the other

@@ -76,32 +76,61 @@ fn assemble(body: &str) -> Vec<u8> {
     let dir = std::env::temp_dir().join(format!("softspin-pins-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let key = format!("{:016x}", fnv(body));
-    let (s, o, bin) = (dir.join(format!("{key}.s")), dir.join(format!("{key}.o")), dir.join(format!("{key}.bin")));
+    let (s, o, bin) = (
+        dir.join(format!("{key}.s")),
+        dir.join(format!("{key}.o")),
+        dir.join(format!("{key}.bin")),
+    );
     std::fs::write(&s, format!("{body}\nli a7,93\necall\n")).unwrap();
     let mc = Command::new("llvm-mc-19")
-        .args(["-triple=riscv32", "-mattr=+m,+a,+zicsr,+zicntr,+xcvmem,+xcvalu,+xcvbi,+xcvmac,-relax,-c", "-filetype=obj"])
+        .args([
+            "-triple=riscv32",
+            "-mattr=+m,+a,+zicsr,+zicntr,+xcvmem,+xcvalu,+xcvbi,+xcvmac,-relax,-c",
+            "-filetype=obj",
+        ])
         .arg(&s)
         .arg("-o")
         .arg(&o)
         .output()
         .expect("run llvm-mc-19 (scripts/setup.sh installs llvm-19)");
-    assert!(mc.status.success(), "llvm-mc-19 on {body:?}: {}", String::from_utf8_lossy(&mc.stderr));
-    let cp = Command::new("llvm-objcopy-19").args(["-O", "binary", "--only-section=.text"]).arg(&o).arg(&bin).output().unwrap();
-    assert!(cp.status.success(), "llvm-objcopy-19: {}", String::from_utf8_lossy(&cp.stderr));
+    assert!(
+        mc.status.success(),
+        "llvm-mc-19 on {body:?}: {}",
+        String::from_utf8_lossy(&mc.stderr)
+    );
+    let cp = Command::new("llvm-objcopy-19")
+        .args(["-O", "binary", "--only-section=.text"])
+        .arg(&o)
+        .arg(&bin)
+        .output()
+        .unwrap();
+    assert!(
+        cp.status.success(),
+        "llvm-objcopy-19: {}",
+        String::from_utf8_lossy(&cp.stderr)
+    );
     std::fs::read(&bin).unwrap()
 }
 
 fn fnv(s: &str) -> u64 {
-    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ b as u64).wrapping_mul(0x100_0000_01b3))
+    s.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ b as u64).wrapping_mul(0x100_0000_01b3)
+    })
 }
 
 /// Cycles of `code` on one HPU with timing `t` (it must exit cleanly).
 fn cycles(code: &[u8], t: &TimingModel) -> u64 {
     let mut m = Machine::from_bytes(code, t.clone());
     let remote = MemBlock::new(0x100);
-    m.hpu.mem.map(L1_REMOTE, 0x100, &remote, 0, Perm::RW, MemClass::L1Remote).unwrap();
+    m.hpu
+        .mem
+        .map(L1_REMOTE, 0x100, &remote, 0, Perm::RW, MemClass::L1Remote)
+        .unwrap();
     let ideal = MemBlock::new(0x100);
-    m.hpu.mem.map(IDEAL, 0x100, &ideal, 0, Perm::RW, MemClass::Ideal).unwrap();
+    m.hpu
+        .mem
+        .map(IDEAL, 0x100, &ideal, 0, Perm::RW, MemClass::Ideal)
+        .unwrap();
     let st = m.run();
     assert!(matches!(st, Stop::Exit(_)), "kernel did not exit: {st:?}");
     m.hpu.cycles
@@ -110,7 +139,11 @@ fn cycles(code: &[u8], t: &TimingModel) -> u64 {
 /// Every pin assembled, once for all tests (they share the scratch files).
 fn assembled() -> &'static [(&'static str, Vec<u8>, u64)] {
     static K: std::sync::OnceLock<Vec<(&str, Vec<u8>, u64)>> = std::sync::OnceLock::new();
-    K.get_or_init(|| PINS.iter().map(|&(name, body, want)| (name, assemble(body), want)).collect())
+    K.get_or_init(|| {
+        PINS.iter()
+            .map(|&(name, body, want)| (name, assemble(body), want))
+            .collect()
+    })
 }
 
 #[test]
@@ -147,11 +180,21 @@ fn every_table_entry_is_pinned() {
         ("ecall", |t| t.ecall += 1),
         ("atomic", |t| t.atomic += 1),
         ("misaligned_penalty", |t| t.misaligned_penalty += 1),
-        ("mem_latency[l1]", |t| t.mem_latency[MemClass::L1Local as usize] += 1),
-        ("mem_latency[l1_remote]", |t| t.mem_latency[MemClass::L1Remote as usize] += 1),
-        ("mem_latency[l2]", |t| t.mem_latency[MemClass::L2 as usize] += 1),
-        ("mem_latency[prog_mem]", |t| t.mem_latency[MemClass::ProgMem as usize] += 1),
-        ("mem_latency[ideal]", |t| t.mem_latency[MemClass::Ideal as usize] += 1),
+        ("mem_latency[l1]", |t| {
+            t.mem_latency[MemClass::L1Local as usize] += 1
+        }),
+        ("mem_latency[l1_remote]", |t| {
+            t.mem_latency[MemClass::L1Remote as usize] += 1
+        }),
+        ("mem_latency[l2]", |t| {
+            t.mem_latency[MemClass::L2 as usize] += 1
+        }),
+        ("mem_latency[prog_mem]", |t| {
+            t.mem_latency[MemClass::ProgMem as usize] += 1
+        }),
+        ("mem_latency[ideal]", |t| {
+            t.mem_latency[MemClass::Ideal as usize] += 1
+        }),
         ("hw_loops", |t| t.hw_loops = !t.hw_loops),
     ];
     let kernels = assembled();
@@ -162,11 +205,16 @@ fn every_table_entry_is_pinned() {
             let mut t = base.clone();
             poke(&mut t);
             assert_ne!(t, base);
-            kernels.iter().all(|(_, code, _)| cycles(code, &t) == cycles(code, &base))
+            kernels
+                .iter()
+                .all(|(_, code, _)| cycles(code, &t) == cycles(code, &base))
         })
         .map(|(name, _)| *name)
         .collect();
-    assert!(unpinned.is_empty(), "no pin notices a change of {unpinned:?}");
+    assert!(
+        unpinned.is_empty(),
+        "no pin notices a change of {unpinned:?}"
+    );
 }
 
 #[test]
@@ -175,15 +223,37 @@ fn clocks_convert_cycles_as_documented() {
     assert_eq!(TimingModel::default().clock_mhz, 1000);
     assert_eq!(TimingModel::default().cycles_to_ns(1234), 1234);
     // FPsPIN at 40 MHz (seed 000 Table 6.2): 1 cycle = 25 ns.
-    let f = TimingModel { clock_mhz: softspin_hpu::timing::FPSPIN_CLOCK_MHZ, ..TimingModel::default() };
+    let f = TimingModel {
+        clock_mhz: softspin_hpu::timing::FPSPIN_CLOCK_MHZ,
+        ..TimingModel::default()
+    };
     assert_eq!(f.cycles_to_ns(1234), 1234 * 25);
     // Around the 64-bit fast path's limit (cycles * 1000 overflowing), the
     // same quotient as in 128 bits, and saturation where that overflows.
-    let slow = |m: &TimingModel, c: u64| u64::try_from(c as u128 * 1000 / m.clock_mhz.max(1) as u128).unwrap_or(u64::MAX);
-    let three = TimingModel { clock_mhz: 3, ..TimingModel::default() };
+    let slow = |m: &TimingModel, c: u64| {
+        u64::try_from(c as u128 * 1000 / m.clock_mhz.max(1) as u128).unwrap_or(u64::MAX)
+    };
+    let three = TimingModel {
+        clock_mhz: 3,
+        ..TimingModel::default()
+    };
     for m in [&TimingModel::default(), &f, &three] {
-        for c in [0, 1, 999, u64::MAX / 1000 - 1, u64::MAX / 1000, u64::MAX / 1000 + 1, u64::MAX / 7, u64::MAX] {
-            assert_eq!(m.cycles_to_ns(c), slow(m, c), "{c} cycles at {} MHz", m.clock_mhz);
+        for c in [
+            0,
+            1,
+            999,
+            u64::MAX / 1000 - 1,
+            u64::MAX / 1000,
+            u64::MAX / 1000 + 1,
+            u64::MAX / 7,
+            u64::MAX,
+        ] {
+            assert_eq!(
+                m.cycles_to_ns(c),
+                slow(m, c),
+                "{c} cycles at {} MHz",
+                m.clock_mhz
+            );
         }
     }
     assert_eq!(TimingModel::default().cycles_to_ns(u64::MAX), u64::MAX);

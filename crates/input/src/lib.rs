@@ -21,11 +21,23 @@ pub const LINE_CAP: u64 = 64 << 10;
 #[derive(Debug, thiserror::Error)]
 pub enum InputError {
     #[error("cannot read {path}: {source}")]
-    Io { path: String, source: std::io::Error },
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
     #[error("{path}: larger than {cap} bytes, the most a {what} can be")]
-    TooLarge { path: String, what: String, cap: u64 },
+    TooLarge {
+        path: String,
+        what: String,
+        cap: u64,
+    },
     #[error("{path}: out of memory after {read} bytes (a {what} may have up to {cap})")]
-    NoMemory { path: String, what: String, cap: u64, read: usize },
+    NoMemory {
+        path: String,
+        what: String,
+        cap: u64,
+        read: usize,
+    },
     #[error("{path}: not UTF-8 text")]
     NotText { path: String },
 }
@@ -35,7 +47,11 @@ pub enum InputError {
 pub fn read(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, InputError> {
     let p = || path.display().to_string();
     let io = |source| InputError::Io { path: p(), source };
-    let too_large = || InputError::TooLarge { path: p(), what: what.to_string(), cap };
+    let too_large = || InputError::TooLarge {
+        path: p(),
+        what: what.to_string(),
+        cap,
+    };
     let f = File::open(path).map_err(io)?;
     let meta = f.metadata().map_err(io)?;
     // A regular file says its size: refuse a big one without reading it.
@@ -45,10 +61,16 @@ pub fn read(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, InputError> {
     }
     let hint = if meta.is_file() { meta.len() } else { 0 };
     let mut data = Vec::new();
-    data.try_reserve_exact(hint.min(cap) as usize + 1).map_err(|_| too_large())?;
+    data.try_reserve_exact(hint.min(cap) as usize + 1)
+        .map_err(|_| too_large())?;
     match f.take(cap + 1).read_to_end(&mut data) {
         Err(e) if e.kind() == std::io::ErrorKind::OutOfMemory => {
-            return Err(InputError::NoMemory { path: p(), what: what.to_string(), cap, read: data.len() })
+            return Err(InputError::NoMemory {
+                path: p(),
+                what: what.to_string(),
+                cap,
+                read: data.len(),
+            })
         }
         r => r.map_err(io)?,
     };
@@ -60,16 +82,25 @@ pub fn read(path: &Path, cap: u64, what: &str) -> Result<Vec<u8>, InputError> {
 
 /// [`read`] for text files.
 pub fn read_text(path: &Path, cap: u64, what: &str) -> Result<String, InputError> {
-    String::from_utf8(read(path, cap, what)?).map_err(|_| InputError::NotText { path: path.display().to_string() })
+    String::from_utf8(read(path, cap, what)?).map_err(|_| InputError::NotText {
+        path: path.display().to_string(),
+    })
 }
 
 /// Read one line (through its `\n`) into `buf`, at most `cap` bytes with
 /// the `\n`: `Ok(0)` at the end, the byte count otherwise, and an
 /// `InvalidData` error for a longer line.
-pub fn read_line<R: BufRead>(reader: &mut R, buf: &mut Vec<u8>, cap: u64) -> std::io::Result<usize> {
+pub fn read_line<R: BufRead>(
+    reader: &mut R,
+    buf: &mut Vec<u8>,
+    cap: u64,
+) -> std::io::Result<usize> {
     let n = reader.by_ref().take(cap + 1).read_until(b'\n', buf)?;
     if n as u64 > cap {
-        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, format!("line longer than {cap} bytes")));
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("line longer than {cap} bytes"),
+        ));
     }
     Ok(n)
 }
@@ -81,7 +112,10 @@ mod tests {
     #[test]
     fn dev_zero_stops_at_the_cap() {
         let e = read(Path::new("/dev/zero"), 1000, "test input").unwrap_err();
-        assert_eq!(e.to_string(), "/dev/zero: larger than 1000 bytes, the most a test input can be");
+        assert_eq!(
+            e.to_string(),
+            "/dev/zero: larger than 1000 bytes, the most a test input can be"
+        );
     }
 
     #[test]
@@ -89,7 +123,10 @@ mod tests {
         let d = std::env::temp_dir().join(format!("softspin-input-{}", std::process::id()));
         std::fs::write(&d, [7u8; 100]).unwrap();
         assert_eq!(read(&d, 100, "x").unwrap(), vec![7u8; 100]);
-        assert!(matches!(read(&d, 99, "x"), Err(InputError::TooLarge { cap: 99, .. })));
+        assert!(matches!(
+            read(&d, 99, "x"),
+            Err(InputError::TooLarge { cap: 99, .. })
+        ));
         std::fs::remove_file(&d).unwrap();
     }
 

@@ -18,9 +18,9 @@ pub mod xdp;
 pub mod xsk;
 
 pub use port::{open_port, Mode, Port, PortStats, RxFrame};
+pub use rules::{MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, Verdict};
 pub use socket::SocketPort;
 pub use xsk::{XdpPort, XskConfig};
-pub use rules::{MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, Verdict};
 
 /// Errors of the packet I/O layer; each says what to do about it.
 #[derive(Debug, thiserror::Error)]
@@ -35,7 +35,13 @@ pub enum NetError {
     /// The interface's frames would not fit an AF_XDP frame (the kernel
     /// would refuse the attach, or drop such frames silently).
     #[error("interface `{iface}` has MTU {mtu}, more than the {limit} bytes an AF_XDP frame takes ({frame_size}-byte frame less the kernel's {headroom}-byte XDP headroom and the 14-byte Ethernet header); lower it (ip link set dev {iface} mtu {limit}) or use --mode socket")]
-    MtuTooLarge { iface: String, mtu: u32, limit: u32, frame_size: u32, headroom: u32 },
+    MtuTooLarge {
+        iface: String,
+        mtu: u32,
+        limit: u32,
+        frame_size: u32,
+        headroom: u32,
+    },
     /// The kernel or interface cannot do what XDP mode needs.
     #[error("{0} (use --mode socket)")]
     Unsupported(String),
@@ -43,7 +49,10 @@ pub enum NetError {
     #[error("rules: {0}")]
     Rules(String),
     #[error("{what}: {source}")]
-    Io { what: String, source: std::io::Error },
+    Io {
+        what: String,
+        source: std::io::Error,
+    },
 }
 
 impl NetError {

@@ -113,7 +113,14 @@ pub(crate) fn poll_fds(fds: &[std::os::fd::RawFd], timeout: Duration) -> std::io
         tv_nsec: timeout.subsec_nanos() as libc::c_long,
     };
     // SAFETY: pfds is a live array of pfds.len() pollfd; ts outlives the call.
-    let n = unsafe { libc::ppoll(pfds.as_mut_ptr(), pfds.len() as libc::nfds_t, &ts, std::ptr::null()) };
+    let n = unsafe {
+        libc::ppoll(
+            pfds.as_mut_ptr(),
+            pfds.len() as libc::nfds_t,
+            &ts,
+            std::ptr::null(),
+        )
+    };
     if n < 0 {
         let e = std::io::Error::last_os_error();
         return if e.raw_os_error() == Some(libc::EINTR) {

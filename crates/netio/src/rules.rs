@@ -374,7 +374,11 @@ pub fn validate_rulesets(rulesets: &[Ruleset]) -> Result<(), NetError> {
 /// first fragment carries its UDP header, so the live NIC counts fragments
 /// apart, matched or not.
 pub fn is_ipv4_fragment(frame: &[u8]) -> bool {
-    let be16 = |at: u32| frame.get(at as usize..at as usize + 2).map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])));
+    let be16 = |at: u32| {
+        frame
+            .get(at as usize..at as usize + 2)
+            .map(|b| u32::from(u16::from_be_bytes([b[0], b[1]])))
+    };
     be16(abi::ETHERTYPE_OFFSET) == Some(abi::ETHERTYPE_IPV4)
         && be16(abi::IPV4_FRAGMENT_OFFSET).is_some_and(|f| f & abi::IPV4_FRAGMENT_MASK != 0)
 }
@@ -468,7 +472,10 @@ pub fn for_ectx(all: Vec<Ruleset>, name: Option<&str>) -> Result<Vec<Ruleset>, N
         return Ok(all);
     }
     let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
-    let mine: Vec<Ruleset> = all.into_iter().filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name).collect();
+    let mine: Vec<Ruleset> = all
+        .into_iter()
+        .filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name)
+        .collect();
     if mine.is_empty() {
         return Err(NetError::Rules(format!(
             "no ruleset is for ECTX `{}` (their ectx fields name {})",
@@ -555,10 +562,14 @@ pub fn parse_rules(text: &str) -> Result<Vec<Ruleset>, NetError> {
 /// Reads and parses a rules file; errors name the file.
 pub fn load_rules(path: impl AsRef<Path>) -> Result<Vec<Ruleset>, NetError> {
     let path = path.as_ref();
-    let text = softspin_input::read_text(path, softspin_input::TEXT_CAP, "rules file").map_err(|e| match e {
-        softspin_input::InputError::Io { source, .. } => NetError::io(format!("rules file {}", path.display()), source),
-        e => NetError::Rules(e.to_string()),
-    })?;
+    let text = softspin_input::read_text(path, softspin_input::TEXT_CAP, "rules file").map_err(
+        |e| match e {
+            softspin_input::InputError::Io { source, .. } => {
+                NetError::io(format!("rules file {}", path.display()), source)
+            }
+            e => NetError::Rules(e.to_string()),
+        },
+    )?;
     parse_rules(&text).map_err(|e| match e {
         NetError::Rules(m) => NetError::Rules(format!("{}: {m}", path.display())),
         e => e,

@@ -374,7 +374,10 @@ impl XdpPort {
             *self.drops.entry("matcher_disagrees".into()).or_default() += disagree;
         }
         if changed > 0 {
-            *self.drops.entry("rules_changed_in_flight".into()).or_default() += changed;
+            *self
+                .drops
+                .entry("rules_changed_in_flight".into())
+                .or_default() += changed;
         }
         if invalid > 0 {
             *self.drops.entry("rx_invalid_desc".into()).or_default() += invalid;
@@ -404,11 +407,21 @@ pub fn max_mtu(frame_size: u32) -> u32 {
 /// larger frames without a count.
 fn check_mtu(iface: &str, frame_size: u32) -> Result<(), NetError> {
     let path = format!("/sys/class/net/{iface}/mtu");
-    let text = std::fs::read_to_string(&path).map_err(|e| NetError::io(format!("{iface}: reading its MTU ({path})"), e))?;
-    let mtu: u32 = text.trim().parse().map_err(|_| NetError::Unsupported(format!("{iface}: unreadable MTU `{}`", text.trim())))?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| NetError::io(format!("{iface}: reading its MTU ({path})"), e))?;
+    let mtu: u32 = text
+        .trim()
+        .parse()
+        .map_err(|_| NetError::Unsupported(format!("{iface}: unreadable MTU `{}`", text.trim())))?;
     let limit = max_mtu(frame_size);
     if mtu > limit {
-        return Err(NetError::MtuTooLarge { iface: iface.to_string(), mtu, limit, frame_size, headroom: XDP_PACKET_HEADROOM });
+        return Err(NetError::MtuTooLarge {
+            iface: iface.to_string(),
+            mtu,
+            limit,
+            frame_size,
+            headroom: XDP_PACKET_HEADROOM,
+        });
     }
     Ok(())
 }

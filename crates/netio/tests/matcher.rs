@@ -4,8 +4,8 @@
 
 use proptest::prelude::*;
 use softspin_netio::rules::{
-    is_ipv4_fragment, load_rules, parse_rules, MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, MAX_RULESETS,
-    MAX_UNITS,
+    is_ipv4_fragment, load_rules, parse_rules, MatchUnit, Matcher, MsgIdField, Ruleset,
+    RulesetMode, MAX_RULESETS, MAX_UNITS,
 };
 use softspin_netio::xdp::{XdpMatcher, ETH_HLEN};
 use softspin_netio::NetError;

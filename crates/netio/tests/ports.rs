@@ -177,7 +177,15 @@ fn socket_mode_loopback_udp_both_ways() {
 
     // A frame to the port's own UDP port (a handler that echoes without
     // swapping) would come back in forever: dropped and counted instead.
-    let own = udp_frame([0; 6], [0; 6], Ipv4Addr::LOCALHOST, Ipv4Addr::LOCALHOST, cport, p, b"loop");
+    let own = udp_frame(
+        [0; 6],
+        [0; 6],
+        Ipv4Addr::LOCALHOST,
+        Ipv4Addr::LOCALHOST,
+        cport,
+        p,
+        b"loop",
+    );
     port.send(&own).unwrap();
     let s = port.stats();
     assert_eq!(s.tx_frames, 1);

@@ -35,7 +35,10 @@ pub fn sdk_dir() -> Result<PathBuf> {
         if d.join("toolchain.txt").is_file() {
             return Ok(d);
         }
-        return Err(Error(format!("SOFTSPIN_SDK={} holds no toolchain.txt", d.display())));
+        return Err(Error(format!(
+            "SOFTSPIN_SDK={} holds no toolchain.txt",
+            d.display()
+        )));
     }
     let mut cands = Vec::new();
     if let Ok(exe) = std::env::current_exe() {
@@ -46,7 +49,9 @@ pub fn sdk_dir() -> Result<PathBuf> {
         .into_iter()
         .find(|c| c.join("toolchain.txt").is_file())
         .map(|c| c.canonicalize().unwrap_or(c))
-        .ok_or_else(|| Error("cannot find the softspin SDK (sdk/toolchain.txt); set SOFTSPIN_SDK".into()))
+        .ok_or_else(|| {
+            Error("cannot find the softspin SDK (sdk/toolchain.txt); set SOFTSPIN_SDK".into())
+        })
 }
 
 /// Parsed `sdk/toolchain.txt`, for one ISA choice.
@@ -73,19 +78,29 @@ impl Toolchain {
     /// the default one.
     pub fn load_isa(sdk: &Path, isa: Option<&str>) -> Result<Toolchain> {
         let path = sdk.join("toolchain.txt");
-        let text = std::fs::read_to_string(&path).map_err(|e| Error(format!("{}: {e}", path.display())))?;
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| Error(format!("{}: {e}", path.display())))?;
         let sdk_s = sdk.display().to_string();
         let get = |key: &str| -> Result<Vec<String>> {
             let line = text
                 .lines()
                 .find_map(|l| l.strip_prefix(key).and_then(|r| r.strip_prefix(':')))
                 .ok_or_else(|| Error(format!("{}: missing `{key}:` line", path.display())))?;
-            Ok(line.split_whitespace().map(|w| w.replace("{sdk}", &sdk_s)).collect())
+            Ok(line
+                .split_whitespace()
+                .map(|w| w.replace("{sdk}", &sdk_s))
+                .collect())
         };
         let one = |v: Vec<String>| v.into_iter().next().unwrap_or_default();
         let rel = |v: Vec<String>| v.into_iter().map(|f| sdk.join(f)).collect::<Vec<_>>();
-        let known: Vec<&str> =
-            text.lines().filter_map(|l| l.strip_prefix("isa-")?.split_once(':').map(|(n, _)| n.trim())).collect();
+        let known: Vec<&str> = text
+            .lines()
+            .filter_map(|l| {
+                l.strip_prefix("isa-")?
+                    .split_once(':')
+                    .map(|(n, _)| n.trim())
+            })
+            .collect();
         let name = match isa {
             Some(n) => n.to_string(),
             None => one(get("isa")?),
@@ -99,7 +114,10 @@ impl Toolchain {
         }
         let spec = get(&format!("isa-{name}"))?;
         let [cc, ld, march] = <[String; 3]>::try_from(spec).map_err(|v| {
-            Error(format!("{}: `isa-{name}:` needs CC LD -march=..., got {v:?}", path.display()))
+            Error(format!(
+                "{}: `isa-{name}:` needs CC LD -march=..., got {v:?}",
+                path.display()
+            ))
         })?;
         let mut cflags = get("cflags")?;
         cflags.push(march);
@@ -162,7 +180,9 @@ fn run(cmd: &mut Command, verbose: bool, what: &str) -> Result<()> {
     if verbose {
         eprintln!("+ {cmd:?}");
     }
-    let st = cmd.status().map_err(|e| Error(format!("running {what}: {e}")))?;
+    let st = cmd
+        .status()
+        .map_err(|e| Error(format!("running {what}: {e}")))?;
     if !st.success() {
         return Err(Error(format!("{what} failed")));
     }
@@ -196,7 +216,11 @@ pub fn build_isa(o: &BuildOptions, isa: Option<&str>) -> Result<()> {
 }
 
 fn build_in(o: &BuildOptions, sdk: &Path, tc: &Toolchain, tmp: &Path) -> Result<()> {
-    let runtime = if o.bare { &tc.runtime_bare } else { &tc.runtime_handler };
+    let runtime = if o.bare {
+        &tc.runtime_bare
+    } else {
+        &tc.runtime_handler
+    };
     let mut objs = Vec::new();
     for (k, src) in o.sources.iter().chain(runtime.iter()).enumerate() {
         let stem = src.file_stem().and_then(|s| s.to_str()).unwrap_or("src");
@@ -222,7 +246,11 @@ fn build_in(o: &BuildOptions, sdk: &Path, tc: &Toolchain, tmp: &Path) -> Result<
         // against the symbols of scripts read so far (lld-14 took any order).
         cmd.arg(sdk.join(DEFAULT_MEMORY_MAP));
     }
-    cmd.args(if o.bare { &tc.ldflags_bare } else { &tc.ldflags_handler });
+    cmd.args(if o.bare {
+        &tc.ldflags_bare
+    } else {
+        &tc.ldflags_handler
+    });
     if !o.bare {
         for (name, v) in &o.link_symbols {
             cmd.arg(format!("--defsym={name}=0x{v:x}"));

@@ -12,11 +12,17 @@ use softspin_hpu::abi;
 use softspin_sdk::{build, sdk_dir, BuildOptions};
 
 fn profiles() -> [(&'static str, NicConfig); 2] {
-    [("pspin", NicConfig::pspin()), ("fpspin", NicConfig::fpspin())]
+    [
+        ("pspin", NicConfig::pspin()),
+        ("fpspin", NicConfig::fpspin()),
+    ]
 }
 
 fn out_dir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-sdk-profiles-{}-{name}", std::process::id()));
+    let d = std::env::temp_dir().join(format!(
+        "softspin-sdk-profiles-{}-{name}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&d).unwrap();
     d
 }
@@ -31,7 +37,12 @@ fn profile_linker_scripts_are_generated_from_the_config() {
             std::fs::write(&path, &want).unwrap();
         }
         let have = std::fs::read_to_string(&path).unwrap_or_default();
-        assert_eq!(have, want, "{} is stale: rerun this test with SOFTSPIN_BLESS=1", path.display());
+        assert_eq!(
+            have,
+            want,
+            "{} is stale: rerun this test with SOFTSPIN_BLESS=1",
+            path.display()
+        );
     }
 }
 
@@ -43,19 +54,29 @@ fn handler_src() -> PathBuf {
 fn symbols(path: &Path) -> HashMap<String, u32> {
     let data = std::fs::read(path).unwrap();
     let file = object::File::parse(&*data).unwrap();
-    file.symbols().filter_map(|s| Some((s.name().ok()?.to_string(), s.address() as u32))).collect()
+    file.symbols()
+        .filter_map(|s| Some((s.name().ok()?.to_string(), s.address() as u32)))
+        .collect()
 }
 
 fn check_regions(elf: &Path, cfg: &NicConfig, what: &str) {
     let syms = symbols(elf);
-    let sym = |n: &str| *syms.get(n).unwrap_or_else(|| panic!("{what}: no symbol {n}"));
+    let sym = |n: &str| {
+        *syms
+            .get(n)
+            .unwrap_or_else(|| panic!("{what}: no symbol {n}"))
+    };
     assert_eq!(sym("__prog_mem_size"), cfg.prog_mem_size, "{what}");
     assert_eq!(sym("__l2_handler_size"), cfg.l2_handler_size, "{what}");
     assert_eq!(sym("SOFTSPIN_L2_PKT_SIZE"), cfg.l2_pkt_size, "{what}");
     assert_eq!(sym("SOFTSPIN_L1_SIZE"), cfg.l1_size, "{what}");
     assert_eq!(sym("__prog_mem_base"), abi::PROG_MEM_BASE, "{what}");
     assert_eq!(sym("__text_start"), abi::PROG_MEM_BASE, "{what}");
-    assert_eq!(sym("__l2_handler_data_start"), abi::L2_HANDLER_BASE, "{what}");
+    assert_eq!(
+        sym("__l2_handler_data_start"),
+        abi::L2_HANDLER_BASE,
+        "{what}"
+    );
 }
 
 #[test]
@@ -98,7 +119,9 @@ fn data_larger_than_the_profiles_handler_memory_does_not_link() {
             ..BuildOptions::handler(&[&src], out)
         })
     };
-    try_link(&NicConfig::pspin(), &dir.join("p.elf")).expect("2 MiB of data fits PsPIN's L2 handler memory");
-    try_link(&NicConfig::fpspin(), &dir.join("f.elf")).expect_err("2 MiB of data must not fit FPsPIN's 1 MiB");
+    try_link(&NicConfig::pspin(), &dir.join("p.elf"))
+        .expect("2 MiB of data fits PsPIN's L2 handler memory");
+    try_link(&NicConfig::fpspin(), &dir.join("f.elf"))
+        .expect_err("2 MiB of data must not fit FPsPIN's 1 MiB");
     let _ = std::fs::remove_dir_all(dir);
 }

@@ -54,9 +54,18 @@ mod tests {
 
     #[test]
     fn peers() {
-        assert_eq!(resolve_peer("10.0.0.1").unwrap(), "10.0.0.1:9330".parse().unwrap());
-        assert_eq!(resolve_peer("10.0.0.1:7").unwrap(), "10.0.0.1:7".parse().unwrap());
-        assert_eq!(resolve_peer("[::1]").unwrap(), "[::1]:9330".parse().unwrap());
+        assert_eq!(
+            resolve_peer("10.0.0.1").unwrap(),
+            "10.0.0.1:9330".parse().unwrap()
+        );
+        assert_eq!(
+            resolve_peer("10.0.0.1:7").unwrap(),
+            "10.0.0.1:7".parse().unwrap()
+        );
+        assert_eq!(
+            resolve_peer("[::1]").unwrap(),
+            "[::1]:9330".parse().unwrap()
+        );
         assert!(resolve_peer("no such host.invalid").is_err());
     }
 }

@@ -270,7 +270,10 @@ impl Sender {
                 index,
                 reason,
                 // Not delivered: no goodput to report.
-                stats: Box::new(Stats { goodput_bps: 0.0, ..stats }),
+                stats: Box::new(Stats {
+                    goodput_bps: 0.0,
+                    ..stats
+                }),
             }),
             Err(e) => Err(e),
         }

@@ -39,28 +39,28 @@ pub const SUITE: &[(&str, Run, Base)] = &[
 ];
 
 // The examples' host programs: one module per `examples/NAME/host.rs`.
-#[path = "../../../examples/aggregate/host.rs"]
-pub mod aggregate;
-#[path = "../../../examples/histogram/host.rs"]
-pub mod histogram;
-#[path = "../../../examples/filtering/host.rs"]
-pub mod filtering;
-#[path = "../../../examples/empty/host.rs"]
-pub mod empty;
-#[path = "../../../examples/reduce/host.rs"]
-pub mod reduce;
 #[path = "../../../examples/accumulate/host.rs"]
 pub mod accumulate;
+#[path = "../../../examples/aggregate/host.rs"]
+pub mod aggregate;
 #[path = "../../../examples/broadcast_fwd/host.rs"]
 pub mod broadcast_fwd;
-#[path = "../../../examples/pspin_compat/host.rs"]
-pub mod pspin_compat;
+#[path = "../../../examples/empty/host.rs"]
+pub mod empty;
+#[path = "../../../examples/filtering/host.rs"]
+pub mod filtering;
+#[path = "../../../examples/histogram/host.rs"]
+pub mod histogram;
 #[path = "../../../examples/kvstore/host.rs"]
 pub mod kvstore;
-#[path = "../../../examples/strided_ddt/host.rs"]
-pub mod strided_ddt;
+#[path = "../../../examples/pspin_compat/host.rs"]
+pub mod pspin_compat;
 #[path = "../../../examples/raid_parity/host.rs"]
 pub mod raid_parity;
+#[path = "../../../examples/reduce/host.rs"]
+pub mod reduce;
+#[path = "../../../examples/strided_ddt/host.rs"]
+pub mod strided_ddt;
 
 /// Where and how big to run.
 pub struct Ctx {
@@ -93,13 +93,21 @@ impl Ctx {
 
     /// Handlers built for `isa` (`rv32imac`, `corev`) instead of the default.
     pub fn with_isa(quick: bool, isa: Option<&str>) -> anyhow::Result<Ctx> {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize()?;
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .canonicalize()?;
         // One directory per Ctx, so that several can live at once (tests).
         static NEXT: AtomicUsize = AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, Ordering::Relaxed);
         let work = std::env::temp_dir().join(format!("softspin-suite-{}-{n}", std::process::id()));
         std::fs::create_dir_all(&work)?;
-        Ok(Ctx { root, work, quick, isa: isa.map(str::to_string), built: Mutex::new(Vec::new()) })
+        Ok(Ctx {
+            root,
+            work,
+            quick,
+            isa: isa.map(str::to_string),
+            built: Mutex::new(Vec::new()),
+        })
     }
 
     /// The NIC every example runs on: PsPIN, with back-pressure instead of
@@ -120,9 +128,13 @@ impl Ctx {
             Some((_, p)) => p.clone(),
             None => {
                 let out = self.work.join(format!("{name}-{}.elf", built.len()));
-                let mut o = BuildOptions::handler(&[self.root.join("examples").join(name).join("handler.c")], &out);
+                let mut o = BuildOptions::handler(
+                    &[self.root.join("examples").join(name).join("handler.c")],
+                    &out,
+                );
                 o.define = defines.iter().map(|d| d.to_string()).collect();
-                build_isa(&o, self.isa.as_deref()).with_context(|| format!("building examples/{name}/handler.c"))?;
+                build_isa(&o, self.isa.as_deref())
+                    .with_context(|| format!("building examples/{name}/handler.c"))?;
                 built.push((key, out.clone()));
                 out
             }
@@ -161,7 +173,12 @@ pub fn offset_packets(msg: &[u8], packet_size: usize) -> Vec<Vec<u8>> {
 
 /// Run `work` over `items` on `threads` host threads (static partition, as
 /// in seed 001 §4.3) and return the Gbit/s it sustained.
-pub fn host_throughput<T: Sync>(items: &[T], bytes: u64, threads: usize, work: impl Fn(&T) + Sync) -> f64 {
+pub fn host_throughput<T: Sync>(
+    items: &[T],
+    bytes: u64,
+    threads: usize,
+    work: impl Fn(&T) + Sync,
+) -> f64 {
     host_throughput_local(items, bytes, threads, || (), |_, x| work(x)).0
 }
 
@@ -190,7 +207,10 @@ pub fn host_throughput_local<T: Sync, S: Send>(
             .collect();
         handles.into_iter().map(|h| h.join().unwrap()).collect()
     });
-    (bytes as f64 * 8.0 / t0.elapsed().as_secs_f64() / 1e9, states)
+    (
+        bytes as f64 * 8.0 / t0.elapsed().as_secs_f64() / 1e9,
+        states,
+    )
 }
 
 /// Little-endian u32 words as bytes.
@@ -199,7 +219,9 @@ pub fn words_to_bytes(w: &[u32]) -> Vec<u8> {
 }
 
 pub fn bytes_to_words(b: &[u8]) -> Vec<u32> {
-    b.chunks_exact(4).map(|c| u32::from_le_bytes(c.try_into().unwrap())).collect()
+    b.chunks_exact(4)
+        .map(|c| u32::from_le_bytes(c.try_into().unwrap()))
+        .collect()
 }
 
 /// A small deterministic generator for workloads (xorshift64*).
@@ -221,12 +243,23 @@ impl Rng {
 }
 
 /// Check helper: Err with a message naming the first difference.
-pub fn same<T: PartialEq + std::fmt::Debug>(what: &str, got: &[T], want: &[T]) -> Result<(), String> {
+pub fn same<T: PartialEq + std::fmt::Debug>(
+    what: &str,
+    got: &[T],
+    want: &[T],
+) -> Result<(), String> {
     if got.len() != want.len() {
-        return Err(format!("{what}: {} items, expected {}", got.len(), want.len()));
+        return Err(format!(
+            "{what}: {} items, expected {}",
+            got.len(),
+            want.len()
+        ));
     }
     match got.iter().zip(want).position(|(a, b)| a != b) {
         None => Ok(()),
-        Some(i) => Err(format!("{what}[{i}] = {:?}, expected {:?}", got[i], want[i])),
+        Some(i) => Err(format!(
+            "{what}[{i}] = {:?}, expected {:?}",
+            got[i], want[i]
+        )),
     }
 }

@@ -32,7 +32,14 @@ struct Args {
 }
 
 fn main() -> anyhow::Result<()> {
-    let Args { examples: only, sizes, quick, json, isa, no_baseline } = Args::parse();
+    let Args {
+        examples: only,
+        sizes,
+        quick,
+        json,
+        isa,
+        no_baseline,
+    } = Args::parse();
     if let Some(bad) = only.iter().find(|o| !SUITE.iter().any(|(n, _, _)| n == o)) {
         let names: Vec<&str> = SUITE.iter().map(|(n, _, _)| *n).collect();
         anyhow::bail!("no example {bad:?}; the suite has {}", names.join(", "));
@@ -52,9 +59,21 @@ fn main() -> anyhow::Result<()> {
         }
         for &size in &sizes {
             let o = run(&ctx, size)?;
-            let b = if no_baseline { softspin_suite::Baseline { gbps: 0.0, threads: 0 } } else { base(&ctx, size)? };
+            let b = if no_baseline {
+                softspin_suite::Baseline {
+                    gbps: 0.0,
+                    threads: 0,
+                }
+            } else {
+                base(&ctx, size)?
+            };
             let r = &o.report;
-            let cycles: f64 = r.handlers.iter().map(|h| h.cycles_mean * h.invocations as f64).sum::<f64>() / r.packets.max(1) as f64;
+            let cycles: f64 = r
+                .handlers
+                .iter()
+                .map(|h| h.cycles_mean * h.invocations as f64)
+                .sum::<f64>()
+                / r.packets.max(1) as f64;
             if o.verified.is_err() {
                 failed += 1;
             }

@@ -9,15 +9,32 @@
 use softspin_suite::{Ctx, SUITE};
 
 fn check(name: &str) {
-    let (_, run, _) = SUITE.iter().find(|(n, _, _)| *n == name).expect("example in SUITE");
+    let (_, run, _) = SUITE
+        .iter()
+        .find(|(n, _, _)| *n == name)
+        .expect("example in SUITE");
     for isa in ["rv32imac", "corev"] {
         let ctx = Ctx::with_isa(true, Some(isa)).unwrap();
         for size in [64, 512, 1024] {
             let o = run(&ctx, size).unwrap();
-            assert!(o.verified.is_ok(), "{name} ({isa}) at {size} B: {:?}", o.verified);
-            assert_eq!(o.report.drops, 0, "{name} ({isa}) at {size} B dropped packets");
-            assert!(o.report.errors.is_empty(), "{name} ({isa}) at {size} B: handler errors {:?}", o.report.error_details);
-            assert!(o.report.packets > 0, "{name} ({isa}) at {size} B processed no packet");
+            assert!(
+                o.verified.is_ok(),
+                "{name} ({isa}) at {size} B: {:?}",
+                o.verified
+            );
+            assert_eq!(
+                o.report.drops, 0,
+                "{name} ({isa}) at {size} B dropped packets"
+            );
+            assert!(
+                o.report.errors.is_empty(),
+                "{name} ({isa}) at {size} B: handler errors {:?}",
+                o.report.error_details
+            );
+            assert!(
+                o.report.packets > 0,
+                "{name} ({isa}) at {size} B processed no packet"
+            );
         }
     }
 }

@@ -455,7 +455,9 @@ fn captured_slmp_after_the_link_dissects() {
     if Command::new("tshark").arg("--version").output().is_err()
         || Command::new("tcpdump").arg("--version").output().is_err()
     {
-        eprintln!("skipping capture test: tshark or tcpdump not installed (scripts/setup.sh --tests)");
+        eprintln!(
+            "skipping capture test: tshark or tcpdump not installed (scripts/setup.sh --tests)"
+        );
         return;
     }
     let Some(link) = Link::up("capture", 4) else {

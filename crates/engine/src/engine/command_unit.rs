@@ -7,12 +7,26 @@ use crate::stats::{ErrorCause, Rejected};
 
 pub(super) enum Effect {
     None,
-    Nic { addr: u32, data: Vec<u8> },
+    Nic {
+        addr: u32,
+        data: Vec<u8>,
+    },
     /// `direct`: a host-direct write's (value, message id), for the
     /// HostWrite event and the message's record.
-    HostWrite { addr: u64, data: Vec<u8>, direct: Option<(u64, u32)> },
-    FromHost { host: u64, nic: u32, len: u32 },
-    Send { dest: u32, data: Vec<u8> },
+    HostWrite {
+        addr: u64,
+        data: Vec<u8>,
+        direct: Option<(u64, u32)>,
+    },
+    FromHost {
+        host: u64,
+        nic: u32,
+        len: u32,
+    },
+    Send {
+        dest: u32,
+        data: Vec<u8>,
+    },
 }
 
 pub(super) struct Cmd {
@@ -27,9 +41,15 @@ impl Engine {
     pub(super) fn on_cmd_done(&mut self, h: usize, id: u32) {
         let now = self.core.now;
         let Slot { hpu, ctl, .. } = &mut self.hpus[h];
-        let Some(k) = ctl.cmds.iter().position(|c| c.id == id) else { return };
+        let Some(k) = ctl.cmds.iter().position(|c| c.id == id) else {
+            return;
+        };
         let cmd = ctl.cmds.remove(k);
-        let ectx = self.core.tasks[ctl.task.unwrap()].as_ref().unwrap().her.ectx;
+        let ectx = self.core.tasks[ctl.task.unwrap()]
+            .as_ref()
+            .unwrap()
+            .her
+            .ectx;
         apply_effect(&mut self.core, ectx, cmd.effect, now);
         if self.core.timeline.is_some() {
             self.core.timeline(TimelineEvent {
@@ -43,14 +63,17 @@ impl Engine {
                 args: None,
             });
         }
-        let resume = |hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, a0: u32| resume(hpu, ctl, core, &[a0]);
+        let resume = |hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, a0: u32| {
+            resume(hpu, ctl, core, &[a0])
+        };
         if let Some((mut deferred, _)) = ctl.deferred.take() {
             // A command that waited for a free slot is issued now.
             let d = deferred.done_ps.saturating_sub(deferred.issue_ps);
             deferred.issue_ps = now;
             deferred.done_ps = now + d;
             let id = deferred.id;
-            self.core.at(deferred.done_ps, Ev::CmdDone { hpu: h as u32, id });
+            self.core
+                .at(deferred.done_ps, Ev::CmdDone { hpu: h as u32, id });
             ctl.cmds.push(deferred);
             resume(hpu, ctl, &mut self.core, id);
         } else if ctl.wait == Some(id) {
@@ -77,7 +100,12 @@ pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64)
                 c.stats.host_writes += 1;
                 c.record_host_write(ectx, msg, addr, v);
                 if c.keep_outbound {
-                    c.host_writes.push(HostWrite { time_ps: now, ectx, addr, value: v });
+                    c.host_writes.push(HostWrite {
+                        time_ps: now,
+                        ectx,
+                        addr,
+                        value: v,
+                    });
                 }
             }
         }
@@ -92,7 +120,12 @@ pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64)
             c.stats.outbound_packets += 1;
             c.stats.outbound_bytes += data.len() as u64;
             if c.keep_outbound {
-                c.outbound.push(OutPacket { time_ps: now, ectx, dest, frame: data });
+                c.outbound.push(OutPacket {
+                    time_ps: now,
+                    ectx,
+                    dest,
+                    frame: data,
+                });
             }
         }
     }
@@ -171,17 +204,35 @@ impl CommandUnit<'_> {
     }
 
     /// Issue a command; returns its id, or suspends if all slots are busy.
-    pub(super) fn issue(&mut self, hpu: &mut Hpu, kind: &'static str, done_ps: u64, effect: Effect) -> Ecall {
+    pub(super) fn issue(
+        &mut self,
+        hpu: &mut Hpu,
+        kind: &'static str,
+        done_ps: u64,
+        effect: Effect,
+    ) -> Ecall {
         let now = self.now(hpu);
         let id = self.ctl.next_cmd;
         self.ctl.next_cmd = self.ctl.next_cmd.wrapping_add(1).max(1);
         self.core.stats.commands += 1;
-        let cmd = Cmd { id, done_ps, effect, kind, issue_ps: now };
+        let cmd = Cmd {
+            id,
+            done_ps,
+            effect,
+            kind,
+            issue_ps: now,
+        };
         if self.ctl.cmds.len() >= self.core.cfg.max_outstanding_cmds as usize {
             self.ctl.deferred = Some((cmd, now));
             return Ecall::Suspend;
         }
-        self.core.at(done_ps, Ev::CmdDone { hpu: self.ctl.gid as u32, id });
+        self.core.at(
+            done_ps,
+            Ev::CmdDone {
+                hpu: self.ctl.gid as u32,
+                id,
+            },
+        );
         self.ctl.cmds.push(cmd);
         hpu.set_reg(abi::A0, id);
         Ecall::Continue
@@ -226,23 +277,68 @@ impl CommandUnit<'_> {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Command {
     /// `write(fd, buf, len)`: printf output.
-    Write { fd: u32, buf: u32, len: u32 },
+    Write {
+        fd: u32,
+        buf: u32,
+        len: u32,
+    },
     /// `exit(status)`; `reason` points at a NUL-terminated text (0: none),
     /// which the SDK's `assert` passes.
-    Exit { status: i32, reason: u32 },
+    Exit {
+        status: i32,
+        reason: u32,
+    },
     /// Cluster DMA between L1 and L2.
-    ClusterDma { src: u32, dst: u32, len: u32 },
-    Send { data: u32, len: u32 },
-    RdmaPut { dest: u32, data: u32, len: u32 },
-    DmaToHost { host: u64, nic: u32, len: u32, event: bool },
-    DmaFromHost { host: u64, nic: u32, len: u32 },
-    WriteToHost { host: u64, value: u64 },
-    CmdWait { id: u32 },
-    CmdTest { id: u32 },
-    PushCounter { index: u32, value: u32 },
-    NotifyPost { data: u32, len: u32, host_ref: u64 },
-    NotifyWait { id: u32 },
-    NotifyTest { id: u32 },
+    ClusterDma {
+        src: u32,
+        dst: u32,
+        len: u32,
+    },
+    Send {
+        data: u32,
+        len: u32,
+    },
+    RdmaPut {
+        dest: u32,
+        data: u32,
+        len: u32,
+    },
+    DmaToHost {
+        host: u64,
+        nic: u32,
+        len: u32,
+        event: bool,
+    },
+    DmaFromHost {
+        host: u64,
+        nic: u32,
+        len: u32,
+    },
+    WriteToHost {
+        host: u64,
+        value: u64,
+    },
+    CmdWait {
+        id: u32,
+    },
+    CmdTest {
+        id: u32,
+    },
+    PushCounter {
+        index: u32,
+        value: u32,
+    },
+    NotifyPost {
+        data: u32,
+        len: u32,
+        host_ref: u64,
+    },
+    NotifyWait {
+        id: u32,
+    },
+    NotifyTest {
+        id: u32,
+    },
 }
 
 impl Command {
@@ -251,18 +347,55 @@ impl Command {
         let a = |k: usize| hpu.reg(abi::A0 + k);
         let wide = |lo: usize| (a(lo + 1) as u64) << 32 | a(lo) as u64;
         Some(match hpu.reg(abi::A7) {
-            sys::WRITE => Command::Write { fd: a(0), buf: a(1), len: a(2) },
-            sys::EXIT => Command::Exit { status: a(0) as i32, reason: a(1) },
-            sys::DMA => Command::ClusterDma { src: a(0), dst: a(1), len: a(2) },
-            sys::SEND_PACKET => Command::Send { data: a(0), len: a(1) },
-            sys::RDMA_PUT => Command::RdmaPut { dest: a(0), data: a(1), len: a(2) },
-            sys::DMA_TO_HOST => Command::DmaToHost { host: wide(0), nic: a(2), len: a(3), event: a(4) != 0 },
-            sys::DMA_FROM_HOST => Command::DmaFromHost { host: wide(0), nic: a(2), len: a(3) },
-            sys::WRITE_TO_HOST => Command::WriteToHost { host: wide(0), value: wide(2) },
+            sys::WRITE => Command::Write {
+                fd: a(0),
+                buf: a(1),
+                len: a(2),
+            },
+            sys::EXIT => Command::Exit {
+                status: a(0) as i32,
+                reason: a(1),
+            },
+            sys::DMA => Command::ClusterDma {
+                src: a(0),
+                dst: a(1),
+                len: a(2),
+            },
+            sys::SEND_PACKET => Command::Send {
+                data: a(0),
+                len: a(1),
+            },
+            sys::RDMA_PUT => Command::RdmaPut {
+                dest: a(0),
+                data: a(1),
+                len: a(2),
+            },
+            sys::DMA_TO_HOST => Command::DmaToHost {
+                host: wide(0),
+                nic: a(2),
+                len: a(3),
+                event: a(4) != 0,
+            },
+            sys::DMA_FROM_HOST => Command::DmaFromHost {
+                host: wide(0),
+                nic: a(2),
+                len: a(3),
+            },
+            sys::WRITE_TO_HOST => Command::WriteToHost {
+                host: wide(0),
+                value: wide(2),
+            },
             sys::CMD_WAIT => Command::CmdWait { id: a(0) },
             sys::CMD_TEST => Command::CmdTest { id: a(0) },
-            sys::PUSH_COUNTER => Command::PushCounter { index: a(0), value: a(1) },
-            sys::NOTIFY_POST => Command::NotifyPost { data: a(0), len: a(1), host_ref: wide(2) },
+            sys::PUSH_COUNTER => Command::PushCounter {
+                index: a(0),
+                value: a(1),
+            },
+            sys::NOTIFY_POST => Command::NotifyPost {
+                data: a(0),
+                len: a(1),
+                host_ref: wide(2),
+            },
             sys::NOTIFY_WAIT => Command::NotifyWait { id: a(0) },
             sys::NOTIFY_TEST => Command::NotifyTest { id: a(0) },
             _ => return None,
@@ -280,7 +413,13 @@ fn ret(hpu: &mut Hpu, v: i32) -> Ecall {
 fn c_string(hpu: &Hpu, addr: u32) -> String {
     let mut v = Vec::new();
     let mut b = [0u8];
-    while v.len() < 200 && hpu.mem.read_bytes(addr.wrapping_add(v.len() as u32), &mut b).is_ok() && b[0] != 0 {
+    while v.len() < 200
+        && hpu
+            .mem
+            .read_bytes(addr.wrapping_add(v.len() as u32), &mut b)
+            .is_ok()
+        && b[0] != 0
+    {
         v.push(b[0]);
     }
     String::from_utf8_lossy(&v).trim_end().to_string()
@@ -334,20 +473,41 @@ impl CommandUnit<'_> {
             }
             Command::Write { fd, buf, len } => {
                 if fd != 1 && fd != 2 {
-                    return self.reject(hpu, now, Rejected::BadFd, err::INVAL, None, format!("fd {fd}"));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::BadFd,
+                        err::INVAL,
+                        None,
+                        format!("fd {fd}"),
+                    );
                 }
                 // One write holds at most one ring's worth; the ring keeps
                 // the newest `output_buffer` bytes of the ECTX.
                 let cap = self.core.cfg.output_buffer;
                 let keep = len.min(cap);
                 let Some(bytes) = read(hpu, buf.wrapping_add(len - keep), keep) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(buf as u64), nic_range("write buffer", buf, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NicAccess,
+                        err::ACCESS,
+                        Some(buf as u64),
+                        nic_range("write buffer", buf, len),
+                    );
                 };
                 self.charge(hpu, keep as u64);
                 let (ectx, msg_id) = (self.ectx, self.msg_id());
-                let rec = OutputRecord { time_ps: now, ectx, msg_id, hpu: self.ctl.gid as u32, bytes };
+                let rec = OutputRecord {
+                    time_ps: now,
+                    ectx,
+                    msg_id,
+                    hpu: self.ctl.gid as u32,
+                    bytes,
+                };
                 let c = &mut *self.core;
-                let dropped = (len - keep) as u64 + c.outputs.entry(ectx).or_default().push(rec, cap as usize);
+                let dropped = (len - keep) as u64
+                    + c.outputs.entry(ectx).or_default().push(rec, cap as usize);
                 if dropped > 0 {
                     *c.stats.output_dropped.entry(ectx).or_default() += dropped;
                 }
@@ -355,13 +515,34 @@ impl CommandUnit<'_> {
             }
             Command::ClusterDma { src, dst, len } => {
                 if len == 0 {
-                    return self.reject(hpu, now, Rejected::EmptyDma, err::INVAL, Some(src as u64), "length 0".into());
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::EmptyDma,
+                        err::INVAL,
+                        Some(src as u64),
+                        "length 0".into(),
+                    );
                 }
                 let Some(data) = read(hpu, src, len) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(src as u64), nic_range("cluster DMA source", src, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NicAccess,
+                        err::ACCESS,
+                        Some(src as u64),
+                        nic_range("cluster DMA source", src, len),
+                    );
                 };
                 if hpu.mem.check(dst, len, Perm::W).is_err() {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(dst as u64), nic_range("cluster DMA destination", dst, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NicAccess,
+                        err::ACCESS,
+                        Some(dst as u64),
+                        nic_range("cluster DMA destination", dst, len),
+                    );
                 }
                 self.charge(hpu, len as u64);
                 let c = &mut *self.core;
@@ -369,45 +550,109 @@ impl CommandUnit<'_> {
                 let beats = (len as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
                 let start = now.max(c.clusters[cl].dma_free_at).max(c.ic_free_at);
                 c.clusters[cl].dma_free_at = start + beats * c.ppc;
-                c.ic_free_at = start + (len as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
+                c.ic_free_at =
+                    start + (len as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
                 let done = start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc;
                 self.issue(hpu, "cluster dma", done, Effect::Nic { addr: dst, data })
             }
             Command::Send { data, len } => self.send(hpu, now, 0, data, len),
             Command::RdmaPut { dest, data, len } => self.send(hpu, now, dest, data, len),
-            Command::DmaToHost { host, nic, len, event: _ } => {
+            Command::DmaToHost {
+                host,
+                nic,
+                len,
+                event: _,
+            } => {
                 // generate_event: host notifications are the notify commands.
                 if !self.host_ok(host, len) {
-                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(host, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::HostDmaWindow,
+                        err::ACCESS,
+                        Some(host),
+                        self.window_text(host, len),
+                    );
                 }
                 let Some(data) = read(hpu, nic, len) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), nic_range("host DMA source", nic, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NicAccess,
+                        err::ACCESS,
+                        Some(nic as u64),
+                        nic_range("host DMA source", nic, len),
+                    );
                 };
                 self.charge(hpu, len as u64);
                 self.core.stats.dma_to_host_bytes += len as u64;
                 let done = self.pcie(now, len);
-                self.issue(hpu, "dma to host", done, Effect::HostWrite { addr: host, data, direct: None })
+                self.issue(
+                    hpu,
+                    "dma to host",
+                    done,
+                    Effect::HostWrite {
+                        addr: host,
+                        data,
+                        direct: None,
+                    },
+                )
             }
             Command::DmaFromHost { host, nic, len } => {
                 if !self.host_ok(host, len) {
-                    return self.reject(hpu, now, Rejected::HostDmaWindow, err::ACCESS, Some(host), self.window_text(host, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::HostDmaWindow,
+                        err::ACCESS,
+                        Some(host),
+                        self.window_text(host, len),
+                    );
                 }
                 if hpu.mem.check(nic, len, Perm::W).is_err() {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(nic as u64), nic_range("host DMA destination", nic, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NicAccess,
+                        err::ACCESS,
+                        Some(nic as u64),
+                        nic_range("host DMA destination", nic, len),
+                    );
                 }
                 self.charge(hpu, len as u64);
                 self.core.stats.dma_from_host_bytes += len as u64;
                 // A read: the request crosses PCIe, then the data comes back.
                 let done = self.pcie(now, len) + self.core.ns(self.core.cfg.host.latency_ns);
-                self.issue(hpu, "dma from host", done, Effect::FromHost { host, nic, len })
+                self.issue(
+                    hpu,
+                    "dma from host",
+                    done,
+                    Effect::FromHost { host, nic, len },
+                )
             }
             Command::WriteToHost { host, value } => {
                 if !self.host_ok(host, 8) {
-                    return self.reject(hpu, now, Rejected::HostWriteWindow, err::ACCESS, Some(host), self.window_text(host, 8));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::HostWriteWindow,
+                        err::ACCESS,
+                        Some(host),
+                        self.window_text(host, 8),
+                    );
                 }
                 self.charge(hpu, 8);
                 let done = self.pcie(now, 8);
-                self.issue(hpu, "host write", done, Effect::HostWrite { addr: host, data: value.to_le_bytes().to_vec(), direct: Some((value, self.msg_id())) })
+                self.issue(
+                    hpu,
+                    "host write",
+                    done,
+                    Effect::HostWrite {
+                        addr: host,
+                        data: value.to_le_bytes().to_vec(),
+                        direct: Some((value, self.msg_id())),
+                    },
+                )
             }
             Command::CmdWait { id } => {
                 if self.settle(hpu, id) {
@@ -420,28 +665,66 @@ impl CommandUnit<'_> {
                 let done = self.settle(hpu, id);
                 ret(hpu, done as i32)
             }
-            Command::NotifyPost { data, len, host_ref } => {
+            Command::NotifyPost {
+                data,
+                len,
+                host_ref,
+            } => {
                 if len > 64 {
-                    return self.reject(hpu, now, Rejected::NotifyTooLong, err::INVAL, None, format!("{len} bytes"));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NotifyTooLong,
+                        err::INVAL,
+                        None,
+                        format!("{len} bytes"),
+                    );
                 }
                 let Some(bytes) = read(hpu, data, len) else {
-                    return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), nic_range("notification", data, len));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::NicAccess,
+                        err::ACCESS,
+                        Some(data as u64),
+                        nic_range("notification", data, len),
+                    );
                 };
                 self.charge(hpu, len as u64);
                 let c = &mut *self.core;
                 let ectx = self.ectx;
-                let open = c.notify.values().filter(|n| n.ectx == ectx && !n.answered).count();
+                let open = c
+                    .notify
+                    .values()
+                    .filter(|n| n.ectx == ectx && !n.answered)
+                    .count();
                 if open >= c.cfg.notify_ring as usize {
                     return ret(hpu, err::BUSY);
                 }
                 let id = c.next_notify;
                 c.next_notify = c.next_notify.wrapping_add(1).max(1);
-                c.notify.insert(id, NotifyState { ectx, hpu: self.ctl.gid, gen: self.ctl.gen, answered: false, response: None });
+                c.notify.insert(
+                    id,
+                    NotifyState {
+                        ectx,
+                        hpu: self.ctl.gid,
+                        gen: self.ctl.gen,
+                        answered: false,
+                        response: None,
+                    },
+                );
                 self.ctl.notifies += 1;
                 // The request is a DMA write into the host's ring.
                 let t = self.pcie(now, len + 16);
                 let c = &mut *self.core;
-                c.notify_q.push_back(Notification { id, ectx, hpu: self.ctl.gid as u32, time_ps: t, data: bytes, host_ref });
+                c.notify_q.push_back(Notification {
+                    id,
+                    ectx,
+                    hpu: self.ctl.gid as u32,
+                    time_ps: t,
+                    data: bytes,
+                    host_ref,
+                });
                 c.at(t, Ev::NotifyVisible);
                 ret(hpu, id as i32)
             }
@@ -466,13 +749,27 @@ impl CommandUnit<'_> {
                         }
                         None => ret(hpu, 0),
                     },
-                    _ => self.reject(hpu, now, Rejected::NotifyId, err::NOENT, None, format!("id {id}")),
+                    _ => self.reject(
+                        hpu,
+                        now,
+                        Rejected::NotifyId,
+                        err::NOENT,
+                        None,
+                        format!("id {id}"),
+                    ),
                 }
             }
             Command::PushCounter { index, value } => {
                 let limit = self.core.cfg.counters_per_ectx;
                 if index >= limit {
-                    return self.reject(hpu, now, Rejected::CounterIndex, err::INVAL, None, format!("index {index}, counters_per_ectx = {limit}"));
+                    return self.reject(
+                        hpu,
+                        now,
+                        Rejected::CounterIndex,
+                        err::INVAL,
+                        None,
+                        format!("index {index}, counters_per_ectx = {limit}"),
+                    );
                 }
                 let e = self.core.counters.entry((self.ectx, index)).or_default();
                 e.0 += value as u64;
@@ -484,18 +781,45 @@ impl CommandUnit<'_> {
 
     /// The message of the task on this HPU.
     fn msg_id(&self) -> u32 {
-        self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()).map_or(0, |t| t.her.msg_id)
+        self.ctl
+            .task
+            .and_then(|t| self.core.tasks[t].as_ref())
+            .map_or(0, |t| t.her.msg_id)
     }
 
     /// Refuse a command: the handler gets `code` in a0 and goes on; the
     /// refusal is an error with its cause, the handler, pc and message.
     #[allow(clippy::too_many_arguments)]
-    fn reject(&mut self, hpu: &mut Hpu, now: u64, why: Rejected, code: i32, addr: Option<u64>, detail: String) -> Ecall {
+    fn reject(
+        &mut self,
+        hpu: &mut Hpu,
+        now: u64,
+        why: Rejected,
+        code: i32,
+        addr: Option<u64>,
+        detail: String,
+    ) -> Ecall {
         let (ectx, msg_id) = (self.ectx, self.msg_id());
-        let kind = self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()).map_or(HandlerKind::Payload, |t| t.kind);
+        let kind = self
+            .ctl
+            .task
+            .and_then(|t| self.core.tasks[t].as_ref())
+            .map_or(HandlerKind::Payload, |t| t.kind);
         let handler = self.core.ectx(ectx).spec_symbol(kind);
-        let site = Site { handler, pc: hpu.pc, hpu: self.ctl.gid as u32 };
-        self.core.record_error(now, ectx, msg_id, ErrorCause::Rejected(why), Some(site), addr, Some(detail));
+        let site = Site {
+            handler,
+            pc: hpu.pc,
+            hpu: self.ctl.gid as u32,
+        };
+        self.core.record_error(
+            now,
+            ectx,
+            msg_id,
+            ErrorCause::Rejected(why),
+            Some(site),
+            addr,
+            Some(detail),
+        );
         if let Some(t) = self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()) {
             self.core.slots[t.her.slot as usize].failed = true;
         }
@@ -514,10 +838,24 @@ impl CommandUnit<'_> {
     fn send(&mut self, hpu: &mut Hpu, now: u64, dest: u32, data: u32, len: u32) -> Ecall {
         let slot = self.core.cfg.pkt_slot_size;
         if len > slot {
-            return self.reject(hpu, now, Rejected::SendTooLarge, err::INVAL, Some(data as u64), format!("{len} bytes, pkt_slot_size = {slot}"));
+            return self.reject(
+                hpu,
+                now,
+                Rejected::SendTooLarge,
+                err::INVAL,
+                Some(data as u64),
+                format!("{len} bytes, pkt_slot_size = {slot}"),
+            );
         }
         let Some(bytes) = read(hpu, data, len) else {
-            return self.reject(hpu, now, Rejected::NicAccess, err::ACCESS, Some(data as u64), nic_range("send buffer", data, len));
+            return self.reject(
+                hpu,
+                now,
+                Rejected::NicAccess,
+                err::ACCESS,
+                Some(data as u64),
+                nic_range("send buffer", data, len),
+            );
         };
         self.charge(hpu, len as u64);
         let c = &mut *self.core;

@@ -178,7 +178,10 @@ impl EventQueue {
     }
 
     pub(super) fn iter(&self) -> impl Iterator<Item = &Event> {
-        self.now[self.head..].iter().chain(self.ring.iter().flatten()).chain(self.far.iter().map(|Reverse(e)| e))
+        self.now[self.head..]
+            .iter()
+            .chain(self.ring.iter().flatten())
+            .chain(self.far.iter().map(|Reverse(e)| e))
     }
 
     /// The first occupied ring slot after the current bucket's (the ring
@@ -270,13 +273,25 @@ mod tests {
                 };
                 // Now and then a time before the current bucket (a run
                 // stopped at `until` moved `now` back behind it).
-                let t = if round % 997 == 0 { now.saturating_sub(3000) } else { now + ahead };
+                let t = if round % 997 == 0 {
+                    now.saturating_sub(3000)
+                } else {
+                    now + ahead
+                };
                 seq += 1;
-                let e = Event { time: t, seq, ev: Ev::Schedule };
+                let e = Event {
+                    time: t,
+                    seq,
+                    ev: Ev::Schedule,
+                };
                 q.push(e);
                 heap.push(Reverse(e));
             } else {
-                assert_eq!(q.peek().map(|e| e.key()), heap.peek().map(|Reverse(e)| e.key()), "round {round}");
+                assert_eq!(
+                    q.peek().map(|e| e.key()),
+                    heap.peek().map(|Reverse(e)| e.key()),
+                    "round {round}"
+                );
                 let a = q.pop().map(|e| e.key());
                 let b = heap.pop().map(|Reverse(e)| e.key());
                 assert_eq!(a, b, "round {round}");

@@ -73,16 +73,24 @@ impl Engine {
     }
 
     /// Lend the NIC `buf` as host memory at host address `base`.
-    pub fn add_host_buffer(&mut self, base: u64, mut buf: Box<dyn HostBuffer>) -> Result<(), String> {
+    pub fn add_host_buffer(
+        &mut self,
+        base: u64,
+        mut buf: Box<dyn HostBuffer>,
+    ) -> Result<(), String> {
         let size = buf.bytes().len() as u64;
         let regions = (&mut *self.core.host as &mut dyn std::any::Any)
             .downcast_mut::<HostRegions>()
             .ok_or("the engine's host memory is not HostRegions")?;
-        let end = base.checked_add(size).ok_or_else(|| format!("host region at 0x{base:x} wraps around"))?;
+        let end = base
+            .checked_add(size)
+            .ok_or_else(|| format!("host region at 0x{base:x} wraps around"))?;
         for (b, r) in regions.regions.iter_mut() {
             let e = *b + r.bytes().len() as u64;
             if base < e && *b < end {
-                return Err(format!("host region 0x{base:x}+0x{size:x} overlaps the one at 0x{b:x}"));
+                return Err(format!(
+                    "host region 0x{base:x}+0x{size:x} overlaps the one at 0x{b:x}"
+                ));
             }
         }
         regions.regions.push((base, buf));
@@ -91,7 +99,8 @@ impl Engine {
 
     /// Take back the host buffer registered at `base`.
     pub fn remove_host_buffer(&mut self, base: u64) -> Option<Box<dyn HostBuffer>> {
-        let regions = (&mut *self.core.host as &mut dyn std::any::Any).downcast_mut::<HostRegions>()?;
+        let regions =
+            (&mut *self.core.host as &mut dyn std::any::Any).downcast_mut::<HostRegions>()?;
         let k = regions.regions.iter().position(|r| r.0 == base)?;
         Some(regions.regions.remove(k).1)
     }

@@ -62,9 +62,14 @@ pub(super) enum End {
     Returned,
     Fault(Fault),
     /// `exit(status != 0)`, `abort()` or a failed `assert` at `pc`.
-    Aborted { status: i32, pc: u32 },
+    Aborted {
+        status: i32,
+        pc: u32,
+    },
     /// A wait outlasted `wait_limit_ns` (the `ecall` at `pc`).
-    WaitTimeout { pc: u32 },
+    WaitTimeout {
+        pc: u32,
+    },
 }
 
 pub(super) struct Slot {
@@ -88,10 +93,17 @@ impl Engine {
         let Slot { hpu, ctl, program } = &mut self.hpus[h];
         let prog = program.as_deref().expect("start_task set the program");
         // Don't run ahead of the event being processed.
-        let behind = self.core.now.saturating_sub(ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc);
+        let behind = self
+            .core
+            .now
+            .saturating_sub(ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc);
         hpu.cycles += behind / self.core.ppc;
         let until = hpu.cycles + quantum;
-        let mut svc = CommandUnit { core: &mut self.core, ctl, ectx };
+        let mut svc = CommandUnit {
+            core: &mut self.core,
+            ctl,
+            ectx,
+        };
         #[cfg(feature = "jit")]
         let stop = match &mut self.jits {
             Some(jits) => {
@@ -100,8 +112,12 @@ impl Engine {
                 }
                 let arc = program.as_ref().expect("start_task set the program");
                 // A new JIT when the ECTX's program is not the one compiled.
-                if !jits[ectx].as_ref().is_some_and(|(p, _)| Arc::ptr_eq(p, arc)) {
-                    let jit = softspin_hpu::jit::Jit::new(prog, hpu.timing()).compile_after(self.jit_after);
+                if !jits[ectx]
+                    .as_ref()
+                    .is_some_and(|(p, _)| Arc::ptr_eq(p, arc))
+                {
+                    let jit = softspin_hpu::jit::Jit::new(prog, hpu.timing())
+                        .compile_after(self.jit_after);
                     jits[ectx] = Some((arc.clone(), jit));
                 }
                 let (_, jit) = jits[ectx].as_mut().unwrap();
@@ -130,7 +146,14 @@ impl Engine {
             }
             Stop::Returned | Stop::Exit(0) => self.handler_end(h, local, End::Returned),
             // The pc after the exit `ecall` (4 bytes: there is no compressed ecall).
-            Stop::Exit(status) => self.handler_end(h, local, End::Aborted { status, pc: self.hpus[h].hpu.pc.wrapping_sub(4) }),
+            Stop::Exit(status) => self.handler_end(
+                h,
+                local,
+                End::Aborted {
+                    status,
+                    pc: self.hpus[h].hpu.pc.wrapping_sub(4),
+                },
+            ),
             Stop::Fault(f) => self.handler_end(h, local, End::Fault(f)),
         }
     }
@@ -169,7 +192,10 @@ impl Engine {
     /// waits for an HPU of its own cluster.
     pub(super) fn share_allows(&self, e: EctxId, cl: Option<usize>) -> bool {
         let c = &self.core;
-        let others_busy = c.ectxs.iter().enumerate().any(|(k, x)| k != e && x.as_ref().is_some_and(|x| x.active || x.open_messages > 0));
+        let others_busy =
+            c.ectxs.iter().enumerate().any(|(k, x)| {
+                k != e && x.as_ref().is_some_and(|x| x.active || x.open_messages > 0)
+            });
         if !others_busy {
             return true;
         }
@@ -184,7 +210,12 @@ impl Engine {
                 let limit = ((per as f64 * share) as usize).max(1);
                 let held = self.hpus[cl * per..(cl + 1) * per]
                     .iter()
-                    .filter(|s| s.ctl.task.and_then(|t| c.tasks[t].as_ref()).is_some_and(|t| t.her.ectx == e))
+                    .filter(|s| {
+                        s.ctl
+                            .task
+                            .and_then(|t| c.tasks[t].as_ref())
+                            .is_some_and(|t| t.her.ectx == e)
+                    })
                     .count();
                 held < limit
             }
@@ -217,18 +248,42 @@ impl Engine {
             counts[2] - slot.ctl.mem0[2] + counts[3] - slot.ctl.mem0[3],
         ];
         let acc = &mut self.core.stats.handlers.entry(ectx)[kind as usize];
-        acc.add(cyc, slot.hpu.instret - slot.ctl.i0, slot.hpu.loads - slot.ctl.ld0, slot.hpu.stores - slot.ctl.st0, mem);
+        acc.add(
+            cyc,
+            slot.hpu.instret - slot.ctl.i0,
+            slot.hpu.loads - slot.ctl.ld0,
+            slot.hpu.stores - slot.ctl.st0,
+            mem,
+        );
         // The handler's name only where an error or the timeline needs it
         // (not a string per task).
-        let site = |core: &Core, pc: u32| Some(Site { handler: core.ectx(ectx).spec_symbol(kind), pc, hpu: h as u32 });
+        let site = |core: &Core, pc: u32| {
+            Some(Site {
+                handler: core.ectx(ectx).spec_symbol(kind),
+                pc,
+                hpu: h as u32,
+            })
+        };
         let fault = match end {
             End::Returned => None,
             End::Fault(f) => {
                 self.core.stats.handlers.entry(ectx)[kind as usize].faults += 1;
                 // Stack overflow / missing scratchpad hints (scheduler.rs).
-                let detail = if f.kind == softspin_hpu::FaultKind::Watchdog { Some(self.watchdog_detail(h, ectx)) } else { self.fault_detail(h, ectx, &f) };
+                let detail = if f.kind == softspin_hpu::FaultKind::Watchdog {
+                    Some(self.watchdog_detail(h, ectx))
+                } else {
+                    self.fault_detail(h, ectx, &f)
+                };
                 let site = site(&self.core, f.pc);
-                self.core.record_error(t, ectx, msg_id, ErrorCause::Fault(f.kind), site, Some(f.addr as u64), detail);
+                self.core.record_error(
+                    t,
+                    ectx,
+                    msg_id,
+                    ErrorCause::Fault(f.kind),
+                    site,
+                    Some(f.addr as u64),
+                    detail,
+                );
                 Some(f.to_string())
             }
             End::Aborted { status, pc } => {
@@ -237,13 +292,29 @@ impl Engine {
                     None => format!("status {status}"),
                 };
                 let site = site(&self.core, pc);
-                self.core.record_error(t, ectx, msg_id, ErrorCause::Aborted { status }, site, None, Some(detail.clone()));
+                self.core.record_error(
+                    t,
+                    ectx,
+                    msg_id,
+                    ErrorCause::Aborted { status },
+                    site,
+                    None,
+                    Some(detail.clone()),
+                );
                 Some(format!("aborted, {detail}"))
             }
             End::WaitTimeout { pc } => {
                 let limit = self.core.cfg.wait_limit_ns;
                 let site = site(&self.core, pc);
-                self.core.record_error(t, ectx, msg_id, ErrorCause::WaitTimeout, site, None, Some(format!("waited {limit} ns (wait_limit_ns)")));
+                self.core.record_error(
+                    t,
+                    ectx,
+                    msg_id,
+                    ErrorCause::WaitTimeout,
+                    site,
+                    None,
+                    Some(format!("waited {limit} ns (wait_limit_ns)")),
+                );
                 Some("wait timeout".to_string())
             }
         };
@@ -284,7 +355,9 @@ impl Engine {
         if ctl.notifies > 0 {
             // Requests the task never collected die with it.
             let gen = ctl.gen;
-            self.core.notify.retain(|_, n| !(n.hpu == h && n.gen == gen));
+            self.core
+                .notify
+                .retain(|_, n| !(n.hpu == h && n.gen == gen));
             ctl.notifies = 0;
         }
         ctl.gen += 1;
@@ -366,5 +439,11 @@ pub(super) fn resume(hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, results: 
     }
     ctl.state = HpuState::Running;
     let t = ctl.t0 + (hpu.cycles - ctl.c0) * core.ppc;
-    core.at(t, Ev::HpuRun { hpu: ctl.gid as u32, gen: ctl.gen });
+    core.at(
+        t,
+        Ev::HpuRun {
+            hpu: ctl.gid as u32,
+            gen: ctl.gen,
+        },
+    );
 }

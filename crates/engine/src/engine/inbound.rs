@@ -47,7 +47,9 @@ impl Engine {
         if c.pending.is_some() {
             return Ok(());
         }
-        let Some(src) = c.source.as_mut() else { return Ok(()) };
+        let Some(src) = c.source.as_mut() else {
+            return Ok(());
+        };
         match src.next_arrival()? {
             Some(a) => {
                 let t = (a.time_ps + c.delay_ps).max(c.now);
@@ -62,7 +64,13 @@ impl Engine {
     pub(super) fn match_ectx(&self, a: &Arrival) -> Option<EctxId> {
         if let Some(id) = a.ectx {
             // Chosen by a matching engine in front of the NIC (live rulesets).
-            return self.core.ectxs.get(id).and_then(Option::as_ref).filter(|e| e.active).map(|_| id);
+            return self
+                .core
+                .ectxs
+                .get(id)
+                .and_then(Option::as_ref)
+                .filter(|e| e.active)
+                .map(|_| id);
         }
         let mut port: Option<Option<u16>> = None;
         for (id, e) in self.core.ectxs.iter().enumerate() {
@@ -85,7 +93,9 @@ impl Engine {
     }
 
     pub(super) fn on_arrival(&mut self) -> Result<(), SimError> {
-        let Some(a) = self.core.pending.take() else { return Ok(()) };
+        let Some(a) = self.core.pending.take() else {
+            return Ok(());
+        };
         self.accept(a)?;
         // With back-pressure on, the source waits until the buffer drains.
         if self.core.blocked.is_empty() {
@@ -98,7 +108,11 @@ impl Engine {
         let c = &mut self.core;
         let len = a.frame.len();
         if len > c.cfg.pkt_slot_size as usize {
-            return Err(SimError::PacketTooLarge { origin: a.origin.into_owned(), len, slot: c.cfg.pkt_slot_size });
+            return Err(SimError::PacketTooLarge {
+                origin: a.origin.into_owned(),
+                len,
+                slot: c.cfg.pkt_slot_size,
+            });
         }
         c.stats.packets_in += 1;
         c.stats.bytes_in += len as u64;
@@ -145,8 +159,20 @@ impl Engine {
         let off = slot * c.cfg.pkt_slot_size;
         c.l2_pkt.write(off as usize, &a.frame);
         c.recycle(a.frame);
-        let her = Her { slot, len: len as u32, msg_id: a.msg_id, ectx, eom: a.eom };
-        c.slots[slot as usize] = SlotState { refs: 0, arrival_ps: now, len: len as u32, aborted: false, failed: false };
+        let her = Her {
+            slot,
+            len: len as u32,
+            msg_id: a.msg_id,
+            ectx,
+            eom: a.eom,
+        };
+        c.slots[slot as usize] = SlotState {
+            refs: 0,
+            arrival_ps: now,
+            len: len as u32,
+            aborted: false,
+            failed: false,
+        };
         c.stats.ectx_packets.entry(ectx).0 += 1;
         self.enqueue_her(her);
         true
@@ -200,7 +226,11 @@ impl Engine {
     pub(super) fn drop_refs(&mut self, slot: u32, n: u32, now: u64) {
         let c = &mut self.core;
         let s = &mut c.slots[slot as usize];
-        debug_assert!(s.refs >= n || (s.refs == 0 && n == 1), "slot {slot}: refs {} - {n}", s.refs);
+        debug_assert!(
+            s.refs >= n || (s.refs == 0 && n == 1),
+            "slot {slot}: refs {} - {n}",
+            s.refs
+        );
         s.refs = s.refs.saturating_sub(n);
         if s.refs > 0 {
             return;
@@ -238,7 +268,9 @@ pub(super) fn udp_dst_port(f: &[u8]) -> Option<u16> {
                     if ip.protocol() != IpProtocol::Udp {
                         return None;
                     }
-                    return udp::Packet::new_checked(ip.payload()).ok().map(|u| u.dst_port());
+                    return udp::Packet::new_checked(ip.payload())
+                        .ok()
+                        .map(|u| u.dst_port());
                 }
             }
         }
@@ -259,12 +291,24 @@ mod tests {
         // Source 10.0.0.8 makes a PsPIN datagram read 0x0800 at bytes 12-13,
         // as if it were an Ethernet/IPv4 frame: it must still match as PsPIN.
         for kind in [FrameKind::Eth, FrameKind::Ip] {
-            let f = build_frame(kind, 100, [10, 0, 0, 8], [10, 0, 0, 2], 1, 4000, |i| i as u8).unwrap();
+            let f = build_frame(kind, 100, [10, 0, 0, 8], [10, 0, 0, 2], 1, 4000, |i| {
+                i as u8
+            })
+            .unwrap();
             assert_eq!(udp_dst_port(&f), Some(4000), "{kind}");
             // Shorter than its IP total length: no port (the bytes past it are not the datagram).
             assert_eq!(udp_dst_port(&f[..99]), None, "{kind}");
         }
-        let mut icmp = build_frame(FrameKind::Eth, 100, [10, 0, 0, 1], [10, 0, 0, 2], 1, 4000, |_| 0).unwrap();
+        let mut icmp = build_frame(
+            FrameKind::Eth,
+            100,
+            [10, 0, 0, 1],
+            [10, 0, 0, 2],
+            1,
+            4000,
+            |_| 0,
+        )
+        .unwrap();
         icmp[23] = 1; // IP protocol: ICMP
         assert_eq!(udp_dst_port(&icmp), None);
         assert_eq!(udp_dst_port(&[]), None);

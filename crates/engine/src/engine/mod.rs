@@ -32,8 +32,8 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use softspin_hpu::abi::{self, err, sys};
-use softspin_hpu::hpu::{Ecall, Fault, Hpu, Runtime, Stop};
 use softspin_hpu::elf::Region;
+use softspin_hpu::hpu::{Ecall, Fault, Hpu, Runtime, Stop};
 use softspin_hpu::{ElfImage, MemBlock, MemClass, Perm, Program};
 
 use crate::config::{BufferFull, NicConfig};
@@ -49,8 +49,8 @@ use self::inbound::*;
 use self::mpq::*;
 use self::scheduler::*;
 
-pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
 pub use self::command_unit::{command_cost, Command, OutputRecord, BYTES_PER_INSTRUCTION};
+pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
 pub use self::mpq::{MessageRecord, MAX_RECORD_ITEMS};
 pub use self::notify::Notification;
 use self::notify::NotifyState;
@@ -105,7 +105,11 @@ pub enum SimError {
     #[error(transparent)]
     Traffic(#[from] TrafficError),
     #[error("{origin}: packet of {len} bytes exceeds the {slot}-byte packet buffer slot (pkt_slot_size)")]
-    PacketTooLarge { origin: String, len: usize, slot: u32 },
+    PacketTooLarge {
+        origin: String,
+        len: usize,
+        slot: u32,
+    },
     #[error("{origin}: packet of {len} bytes is too short to match (needs IPv4/UDP headers)")]
     PacketTooShort { origin: String, len: usize },
 }
@@ -144,20 +148,37 @@ type FastHash = std::hash::BuildHasherDefault<MulHasher>;
 enum Ev {
     Arrival,
     Schedule,
-    TaskReady { task: u32 },
-    HpuRun { hpu: u32, gen: u64 },
-    CmdDone { hpu: u32, id: u32 },
-    Completion { task: u32 },
+    TaskReady {
+        task: u32,
+    },
+    HpuRun {
+        hpu: u32,
+        gen: u64,
+    },
+    CmdDone {
+        hpu: u32,
+        id: u32,
+    },
+    Completion {
+        task: u32,
+    },
     /// The earliest message deadline is due.
     TimeoutCheck,
     Inject,
     Unblock,
-    HpuFree { hpu: u32, gen: u64 },
+    HpuFree {
+        hpu: u32,
+        gen: u64,
+    },
     /// A notification reached host memory (only advances time).
     NotifyVisible,
-    NotifyResponse { id: u32 },
+    NotifyResponse {
+        id: u32,
+    },
     /// An HPU's wait limit (`HpuCtl::wait_deadline`); one armed per HPU.
-    WaitLimit { hpu: u32 },
+    WaitLimit {
+        hpu: u32,
+    },
 }
 
 /// Everything but the HPUs (so services can borrow it while an HPU runs).
@@ -268,7 +289,11 @@ impl Core {
             return;
         }
         self.seq += 1;
-        self.events.push(Event { time, seq: self.seq, ev });
+        self.events.push(Event {
+            time,
+            seq: self.seq,
+            ev,
+        });
     }
 
     /// ns -> ps, checked. Every delay that reaches the engine passed
@@ -323,19 +348,49 @@ impl Core {
     /// MAX_ERRORS_KEPT). `site` is the handler, pc and HPU where it
     /// happened; message-level errors have none.
     #[allow(clippy::too_many_arguments)]
-    fn record_error(&mut self, time_ps: u64, ectx: EctxId, msg_id: u32, kind: stats::ErrorCause, site: Option<Site>, addr: Option<u64>, detail: Option<String>) {
+    fn record_error(
+        &mut self,
+        time_ps: u64,
+        ectx: EctxId,
+        msg_id: u32,
+        kind: stats::ErrorCause,
+        site: Option<Site>,
+        addr: Option<u64>,
+        detail: Option<String>,
+    ) {
         let cause = kind.text();
         let name = self.ectx(ectx).name().to_string();
-        *self.stats.errors_by_ectx.entry(ectx).or_default().entry(cause.to_string()).or_default() += 1;
+        *self
+            .stats
+            .errors_by_ectx
+            .entry(ectx)
+            .or_default()
+            .entry(cause.to_string())
+            .or_default() += 1;
         // Kept in detail up to MAX_ERRORS_KEPT, in the message's record
         // when the message log is on, and for the embedder's next drain.
-        if self.stats.errors.len() < MAX_ERRORS_KEPT || self.msg_log.is_some() || self.new_errors.is_some() {
+        if self.stats.errors.len() < MAX_ERRORS_KEPT
+            || self.msg_log.is_some()
+            || self.new_errors.is_some()
+        {
             let time_ns = Ps(time_ps).to_ns().0;
             let (handler, pc, hpu) = match site {
                 Some(s) => (Some(s.handler), Some(s.pc), Some(s.hpu)),
                 None => (None, None, None),
             };
-            let e = HandlerError { ectx: name, ectx_id: ectx, msg_id, handler, kind, cause: cause.to_string(), detail, pc, addr, time_ns, hpu };
+            let e = HandlerError {
+                ectx: name,
+                ectx_id: ectx,
+                msg_id,
+                handler,
+                kind,
+                cause: cause.to_string(),
+                detail,
+                pc,
+                addr,
+                time_ns,
+                hpu,
+            };
             self.record_message_error(&e);
             if let Some(q) = &mut self.new_errors {
                 q.push(e.clone());
@@ -407,7 +462,9 @@ impl Engine {
             seq: 0,
             events: EventQueue::new(),
             immediate: VecDeque::new(),
-            l1: (0..cfg.clusters).map(|_| MemBlock::new(cfg.l1_size as usize)).collect(),
+            l1: (0..cfg.clusters)
+                .map(|_| MemBlock::new(cfg.l1_size as usize))
+                .collect(),
             l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
             l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
             prog_mem: MemBlock::new(cfg.prog_mem_size as usize),
@@ -442,7 +499,15 @@ impl Engine {
             sched_blocked: false,
             clusters,
             free_slots: (0..nslots).rev().collect(),
-            slots: (0..nslots).map(|_| SlotState { refs: 0, arrival_ps: 0, len: 0, aborted: false, failed: false }).collect(),
+            slots: (0..nslots)
+                .map(|_| SlotState {
+                    refs: 0,
+                    arrival_ps: 0,
+                    len: 0,
+                    aborted: false,
+                    failed: false,
+                })
+                .collect(),
             tasks: Vec::new(),
             free_tasks: Vec::new(),
             host: Box::new(HostRegions::default()),
@@ -556,7 +621,11 @@ impl Engine {
             let n = v.len();
             std::mem::replace(v, Vec::with_capacity(n))
         }
-        (take(&mut c.outbound), take(&mut c.host_writes), take(&mut c.completions))
+        (
+            take(&mut c.outbound),
+            take(&mut c.host_writes),
+            take(&mut c.completions),
+        )
     }
 
     /// An emptied frame vector from a packet that was injected and is now
@@ -567,19 +636,32 @@ impl Engine {
 
     /// Packets admitted and messages completed per ECTX.
     pub fn ectx_counts(&self, id: EctxId) -> (u64, u64) {
-        self.core.stats.ectx_packets.get(id).copied().unwrap_or_default()
+        self.core
+            .stats
+            .ectx_packets
+            .get(id)
+            .copied()
+            .unwrap_or_default()
     }
 
     /// printf output of one HPU (global id), as far as the ECTXs' output
     /// rings still hold it.
     pub fn hpu_stdout(&self, gid: usize) -> Vec<u8> {
-        self.output().filter(|r| r.hpu as usize == gid).flat_map(|r| r.bytes.iter().copied()).collect()
+        self.output()
+            .filter(|r| r.hpu as usize == gid)
+            .flat_map(|r| r.bytes.iter().copied())
+            .collect()
     }
 
     /// Handler output still held (each ECTX keeps its newest
     /// `output_buffer` bytes), in NIC-time order: one record per `write`.
     pub fn output(&self) -> impl Iterator<Item = &OutputRecord> {
-        let mut v: Vec<&OutputRecord> = self.core.outputs.values().flat_map(|r| r.records.iter()).collect();
+        let mut v: Vec<&OutputRecord> = self
+            .core
+            .outputs
+            .values()
+            .flat_map(|r| r.records.iter())
+            .collect();
         // Stable: writes of one instant keep their order.
         v.sort_by_key(|r| (r.time_ps, r.ectx));
         v.into_iter()
@@ -589,14 +671,24 @@ impl Engine {
     /// Only output written before now is complete: HPUs run ahead in
     /// quanta, so call it after `run` returns.
     pub fn drain_output(&mut self) -> Vec<OutputRecord> {
-        let mut v: Vec<OutputRecord> = self.core.outputs.values_mut().flat_map(|r| r.take()).collect();
+        let mut v: Vec<OutputRecord> = self
+            .core
+            .outputs
+            .values_mut()
+            .flat_map(|r| r.take())
+            .collect();
         v.sort_by_key(|r| (r.time_ps, r.ectx));
         v
     }
 
     /// Bytes of handler output an ECTX lost to its full ring.
     pub fn output_dropped(&self, id: EctxId) -> u64 {
-        self.core.stats.output_dropped.get(&id).copied().unwrap_or(0)
+        self.core
+            .stats
+            .output_dropped
+            .get(&id)
+            .copied()
+            .unwrap_or(0)
     }
 
     pub fn hpu_count(&self) -> usize {
@@ -606,7 +698,13 @@ impl Engine {
     /// FPsPIN-style performance counters pushed by an ECTX's handlers:
     /// (index, sum, count).
     pub fn counters(&self, ectx: EctxId) -> Vec<(u32, u64, u64)> {
-        let mut v: Vec<_> = self.core.counters.iter().filter(|(k, _)| k.0 == ectx).map(|(k, v)| (k.1, v.0, v.1)).collect();
+        let mut v: Vec<_> = self
+            .core
+            .counters
+            .iter()
+            .filter(|(k, _)| k.0 == ectx)
+            .map(|(k, v)| (k.1, v.0, v.1))
+            .collect();
         v.sort();
         v
     }
@@ -630,7 +728,11 @@ impl Engine {
     /// taken at least every [`stats::PENDING_ERRORS_FIRST`] errors; past
     /// that, the first and the latest, and how many between were dropped.
     pub fn drain_errors(&mut self) -> Vec<stats::Pending<HandlerError>> {
-        self.core.new_errors.as_mut().map(stats::PendingErrors::take).unwrap_or_default()
+        self.core
+            .new_errors
+            .as_mut()
+            .map(stats::PendingErrors::take)
+            .unwrap_or_default()
     }
 
     /// Install an ECTX: place its code and data, check its handlers and its
@@ -642,17 +744,34 @@ impl Engine {
         let name = spec.name.clone();
         // Errors, statistics and records name ECTXs: a name must say which.
         if c.ectxs.iter().flatten().any(|e| e.name() == name) {
-            return Err(EctxError::Invalid { ectx: name, field: "name", reason: "is already used by an installed ECTX; every ECTX needs its own name".into() });
+            return Err(EctxError::Invalid {
+                ectx: name,
+                field: "name",
+                reason: "is already used by an installed ECTX; every ECTX needs its own name"
+                    .into(),
+            });
         }
         let mut entries = [None; 3];
-        let handlers = [(&spec.hh, "header", "hh"), (&spec.ph, "payload", "ph"), (&spec.th, "completion", "th")];
+        let handlers = [
+            (&spec.hh, "header", "hh"),
+            (&spec.ph, "payload", "ph"),
+            (&spec.th, "completion", "th"),
+        ];
         for (k, (sym, which, field)) in handlers.into_iter().enumerate() {
             if let Some(s) = sym {
                 // A handler must start at code: an odd address or one outside
                 // the executable segments would run garbage, not fault.
                 let a = spec.image.code_symbol(s).map_err(|e| match e {
-                    softspin_hpu::elf::ElfError::NoSymbol(_) => EctxError::NoHandler { ectx: name.clone(), sym: s.clone(), which },
-                    e => EctxError::Invalid { ectx: name.clone(), field, reason: format!("(the {which} handler): {e}") },
+                    softspin_hpu::elf::ElfError::NoSymbol(_) => EctxError::NoHandler {
+                        ectx: name.clone(),
+                        sym: s.clone(),
+                        which,
+                    },
+                    e => EctxError::Invalid {
+                        ectx: name.clone(),
+                        field,
+                        reason: format!("(the {which} handler): {e}"),
+                    },
                 })?;
                 entries[k] = Some(a);
             }
@@ -663,18 +782,32 @@ impl Engine {
         if let Some(addr) = spec.image.symbols.get("__softspin_nb_clusters") {
             let v = spec.image.segments.iter().find_map(|s| {
                 let off = addr.checked_sub(s.vaddr)? as usize;
-                s.data.get(off..off + 4).map(|b| u32::from_le_bytes(b.try_into().unwrap()))
+                s.data
+                    .get(off..off + 4)
+                    .map(|b| u32::from_le_bytes(b.try_into().unwrap()))
             });
             if let Some(v) = v {
                 if v != cfg.clusters {
-                    return Err(EctxError::Clusters { ectx: name, image: v, nic: cfg.clusters });
+                    return Err(EctxError::Clusters {
+                        ectx: name,
+                        image: v,
+                        nic: cfg.clusters,
+                    });
                 }
             }
         }
         let (code, data) = extents(&spec.image);
         let within = |what, base: u32, size: u32, region, rbase: u32, rsize: u32| {
             if base < rbase || base as u64 + size as u64 > rbase as u64 + rsize as u64 {
-                Err(EctxError::OutOfRegion { ectx: name.clone(), what, base, size, region, rbase, rsize })
+                Err(EctxError::OutOfRegion {
+                    ectx: name.clone(),
+                    what,
+                    base,
+                    size,
+                    region,
+                    rbase,
+                    rsize,
+                })
             } else {
                 Ok(())
             }
@@ -685,7 +818,14 @@ impl Engine {
             (None, Some((d0, d1))) => (d0, (d1 - d0).next_multiple_of(64)),
             (None, None) => (abi::L2_HANDLER_BASE, 64),
         };
-        within("handler memory", hm.0, hm.1, "L2 handler memory", abi::L2_HANDLER_BASE, cfg.l2_handler_size)?;
+        within(
+            "handler memory",
+            hm.0,
+            hm.1,
+            "L2 handler memory",
+            abi::L2_HANDLER_BASE,
+            cfg.l2_handler_size,
+        )?;
         // PsPIN's layout: the image's data is a region of its own.
         let image_data = match (spec.separate_handler_mem, data) {
             (true, Some((d0, d1))) => {
@@ -693,11 +833,20 @@ impl Engine {
                     return Err(EctxError::Invalid {
                         ectx: name,
                         field: "handler_mem",
-                        reason: "must be given when handler memory is separate from the image's data".into(),
+                        reason:
+                            "must be given when handler memory is separate from the image's data"
+                                .into(),
                     });
                 }
                 let d = (d0, (d1 - d0).next_multiple_of(64));
-                within("image data", d.0, d.1, "L2 handler memory", abi::L2_HANDLER_BASE, cfg.l2_handler_size)?;
+                within(
+                    "image data",
+                    d.0,
+                    d.1,
+                    "L2 handler memory",
+                    abi::L2_HANDLER_BASE,
+                    cfg.l2_handler_size,
+                )?;
                 if hm.0 < d.0 + d.1 && d.0 < hm.0 + hm.1 {
                     return Err(EctxError::Invalid {
                         ectx: name,
@@ -710,52 +859,110 @@ impl Engine {
             _ => None,
         };
         let data_region = image_data.unwrap_or(hm);
-        let prog = Region { name: "program memory", base: abi::PROG_MEM_BASE, size: cfg.prog_mem_size };
-        let data_mem = Region { name: "the ECTX's handler memory", base: data_region.0, size: data_region.1 };
+        let prog = Region {
+            name: "program memory",
+            base: abi::PROG_MEM_BASE,
+            size: cfg.prog_mem_size,
+        };
+        let data_mem = Region {
+            name: "the ECTX's handler memory",
+            base: data_region.0,
+            size: data_region.1,
+        };
         spec.image
             .check_fits(|s| if s.perm.has(Perm::X) { prog } else { data_mem })
-            .map_err(|source| EctxError::Segment { ectx: name.clone(), source })?;
+            .map_err(|source| EctxError::Segment {
+                ectx: name.clone(),
+                source,
+            })?;
         if spec.host_window.0.checked_add(spec.host_window.1).is_none() {
-            return Err(EctxError::HostWindow { ectx: name, base: spec.host_window.0, size: spec.host_window.1 });
+            return Err(EctxError::HostWindow {
+                ectx: name,
+                base: spec.host_window.0,
+                size: spec.host_window.1,
+            });
         }
         let overlaps = |a: (u32, u32), b: (u32, u32)| a.0 < b.0 + b.1 && b.0 < a.0 + a.1;
         let mut data_shared = false;
         for other in c.ectxs.iter().flatten() {
             if overlaps(hm, other.handler_mem) {
-                return Err(EctxError::Overlap { ectx: name, what: "handler memory", base: hm.0, size: hm.1, other: other.name().into() });
+                return Err(EctxError::Overlap {
+                    ectx: name,
+                    what: "handler memory",
+                    base: hm.0,
+                    size: hm.1,
+                    other: other.name().into(),
+                });
             }
             if let Some(od) = other.image_data {
                 if overlaps(hm, od) {
-                    return Err(EctxError::Overlap { ectx: name, what: "handler memory (on the other's image data)", base: hm.0, size: hm.1, other: other.name().into() });
+                    return Err(EctxError::Overlap {
+                        ectx: name,
+                        what: "handler memory (on the other's image data)",
+                        base: hm.0,
+                        size: hm.1,
+                        other: other.name().into(),
+                    });
                 }
             }
             if let Some(d) = image_data {
                 if overlaps(d, other.handler_mem) {
-                    return Err(EctxError::Overlap { ectx: name, what: "image data", base: d.0, size: d.1, other: other.name().into() });
+                    return Err(EctxError::Overlap {
+                        ectx: name,
+                        what: "image data",
+                        base: d.0,
+                        size: d.1,
+                        other: other.name().into(),
+                    });
                 }
                 // Shared data is fine only if it is the very same image data.
                 if let Some(od) = other.image_data {
                     if overlaps(d, od) {
                         if d != od || !same_data(&spec.image, &other.spec.image) {
-                            return Err(EctxError::Overlap { ectx: name, what: "image data", base: d.0, size: d.1, other: other.name().into() });
+                            return Err(EctxError::Overlap {
+                                ectx: name,
+                                what: "image data",
+                                base: d.0,
+                                size: d.1,
+                                other: other.name().into(),
+                            });
                         }
                         data_shared = true;
                     }
                 }
             }
             // Shared code is fine only if it is the very same code.
-            if overlaps(code, other.code) && (code != other.code || !same_code(&spec.image, &other.spec.image)) {
-                return Err(EctxError::Overlap { ectx: name, what: "code", base: code.0, size: code.1, other: other.name().into() });
+            if overlaps(code, other.code)
+                && (code != other.code || !same_code(&spec.image, &other.spec.image))
+            {
+                return Err(EctxError::Overlap {
+                    ectx: name,
+                    what: "code",
+                    base: code.0,
+                    size: code.1,
+                    other: other.name().into(),
+                });
             }
         }
         // Scratchpads: first fit in each cluster's scratchpad area.
         let mut scratch = Vec::new();
         for cl in 0..cfg.clusters as usize {
-            let want = spec.scratchpad.get(cl).copied().unwrap_or(0).next_multiple_of(64);
+            let want = spec
+                .scratchpad
+                .get(cl)
+                .copied()
+                .unwrap_or(0)
+                .next_multiple_of(64);
             let lo = abi::L1_BASE + cl as u32 * abi::L1_CLUSTER_STRIDE + cfg.l1_scratch_base();
             let hi = abi::L1_BASE + cl as u32 * abi::L1_CLUSTER_STRIDE + cfg.l1_size;
-            let mut taken: Vec<(u32, u32)> =
-                c.ectxs.iter().flatten().map(|e| e.scratch[cl]).filter(|s| s.size > 0).map(|s| (s.addr, s.size)).collect();
+            let mut taken: Vec<(u32, u32)> = c
+                .ectxs
+                .iter()
+                .flatten()
+                .map(|e| e.scratch[cl])
+                .filter(|s| s.size > 0)
+                .map(|s| (s.addr, s.size))
+                .collect();
             taken.sort();
             let mut at = lo;
             for (a, s) in taken {
@@ -765,36 +972,59 @@ impl Engine {
                 at = at.max(a + s);
             }
             if want > 0 && at + want > hi {
-                return Err(EctxError::Scratchpad { ectx: name, cluster: cl, want, free: hi.saturating_sub(at) });
+                return Err(EctxError::Scratchpad {
+                    ectx: name,
+                    cluster: cl,
+                    want,
+                    free: hi.saturating_sub(at),
+                });
             }
-            scratch.push(Scratch { addr: if want > 0 { at } else { 0 }, size: want });
+            scratch.push(Scratch {
+                addr: if want > 0 { at } else { 0 },
+                size: want,
+            });
         }
-        let program = Program::decode(&spec.image.code_ranges(), &cfg.hpu)
-            .map_err(|e| EctxError::Decode { ectx: name.clone(), msg: e.to_string() })?;
+        let program = Program::decode(&spec.image.code_ranges(), &cfg.hpu).map_err(|e| {
+            EctxError::Decode {
+                ectx: name.clone(),
+                msg: e.to_string(),
+            }
+        })?;
         // Load: code into program memory, data into handler memory (zeroed
         // first, so .bss and the rest of the region start at 0).
         let c = &mut self.core;
-        c.l2_handler.fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
+        c.l2_handler
+            .fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
         if let (Some(d), false) = (image_data, data_shared) {
-            c.l2_handler.fill((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize, 0);
+            c.l2_handler
+                .fill((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize, 0);
         }
         for s in &spec.image.segments {
             if s.perm.has(Perm::X) {
-                c.prog_mem.write((s.vaddr - abi::PROG_MEM_BASE) as usize, &s.data);
+                c.prog_mem
+                    .write((s.vaddr - abi::PROG_MEM_BASE) as usize, &s.data);
             } else if data_shared {
                 // Installed once: the other ECTXs' data state is kept.
             } else {
-                c.l2_handler.write((s.vaddr - abi::L2_HANDLER_BASE) as usize, &s.data);
+                c.l2_handler
+                    .write((s.vaddr - abi::L2_HANDLER_BASE) as usize, &s.data);
             }
         }
         for (cl, s) in scratch.iter().enumerate() {
             if s.size > 0 {
-                c.l1[cl].fill((s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize, s.size as usize, 0);
+                c.l1[cl].fill(
+                    (s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize,
+                    s.size as usize,
+                    0,
+                );
             }
         }
         // Install rejects windows task_t cannot describe (EctxSpec::validate).
         let (hb, hs) = spec.host_window;
-        debug_assert!(hs <= crate::ectx::MAX_HOST_WINDOW, "host window of {hs} bytes passed validation");
+        debug_assert!(
+            hs <= crate::ectx::MAX_HOST_WINDOW,
+            "host window of {hs} bytes passed validation"
+        );
         let mut desc = abi::TaskDescriptor {
             handler_mem: hm.0,
             handler_mem_size: hm.1,
@@ -807,7 +1037,19 @@ impl Engine {
         }
         let mut task_t = vec![0; abi::TaskLayout::new(c.cfg.clusters).size() as usize];
         desc.encode_ectx_fields(c.cfg.clusters, &mut task_t);
-        let e = Ectx { spec, program: Arc::new(program), entries, handler_mem: hm, image_data, code, scratch, task_t, active: false, open_messages: 0, tasks: 0 };
+        let e = Ectx {
+            spec,
+            program: Arc::new(program),
+            entries,
+            handler_mem: hm,
+            image_data,
+            code,
+            scratch,
+            task_t,
+            active: false,
+            open_messages: 0,
+            tasks: 0,
+        };
         let id = match c.ectxs.iter().position(|e| e.is_none()) {
             Some(i) => i,
             None => {
@@ -826,7 +1068,11 @@ impl Engine {
     }
 
     fn ectx_mut(&mut self, id: EctxId) -> Result<&mut Ectx, EctxError> {
-        self.core.ectxs.get_mut(id).and_then(|e| e.as_mut()).ok_or(EctxError::NoSuchEctx(id))
+        self.core
+            .ectxs
+            .get_mut(id)
+            .and_then(|e| e.as_mut())
+            .ok_or(EctxError::NoSuchEctx(id))
     }
 
     pub fn activate(&mut self, id: EctxId) -> Result<(), EctxError> {
@@ -885,14 +1131,22 @@ impl Engine {
     /// Run until no event is left (all traffic processed, the NIC idle) or
     /// virtual time reaches `until_ps`. `progress` is called now and then
     /// with the packets processed so far.
-    pub fn run(&mut self, until_ps: Option<u64>, mut progress: impl FnMut(u64)) -> Result<(), SimError> {
+    pub fn run(
+        &mut self,
+        until_ps: Option<u64>,
+        mut progress: impl FnMut(u64),
+    ) -> Result<(), SimError> {
         self.run_with(until_ps, |e| progress(e.core.stats.packets_done))
     }
 
     /// [`Engine::run`], calling `every` with the engine now and then (every
     /// 65536 events) and at the end, so a caller can drain outputs while
     /// the run goes on and keep memory bounded.
-    pub fn run_with(&mut self, until_ps: Option<u64>, mut every: impl FnMut(&mut Engine)) -> Result<(), SimError> {
+    pub fn run_with(
+        &mut self,
+        until_ps: Option<u64>,
+        mut every: impl FnMut(&mut Engine),
+    ) -> Result<(), SimError> {
         let mut n = 0u64;
         let mut progressed = false;
         loop {
@@ -947,7 +1201,10 @@ impl Engine {
                 && progressed
                 && self.core.pause_for_host
                 && matches!(e.ev, Ev::WaitLimit { .. } | Ev::TimeoutCheck)
-                && self.hpus.iter().any(|s| s.ctl.state == HpuState::Blocked && s.ctl.wait_notify.is_some())
+                && self
+                    .hpus
+                    .iter()
+                    .any(|s| s.ctl.state == HpuState::Blocked && s.ctl.wait_notify.is_some())
             {
                 every(self);
                 return Ok(());
@@ -1043,14 +1300,27 @@ impl Engine {
         let span = s.last_done_ps.saturating_sub(first);
         let sim_ps = c.now.max(s.last_done_ps);
         let busy: u64 = self.hpus.iter().map(|h| h.ctl.busy_ps).sum();
-        const KINDS: [HandlerKind; 3] = [HandlerKind::Header, HandlerKind::Payload, HandlerKind::Completion];
+        const KINDS: [HandlerKind; 3] = [
+            HandlerKind::Header,
+            HandlerKind::Payload,
+            HandlerKind::Completion,
+        ];
         let handlers = s
             .handlers
             .iter()
-            .flat_map(|(e, by_kind)| KINDS.iter().zip(by_kind).filter(|(_, a)| a.invocations > 0).map(move |(k, a)| (e, k, a)))
+            .flat_map(|(e, by_kind)| {
+                KINDS
+                    .iter()
+                    .zip(by_kind)
+                    .filter(|(_, a)| a.invocations > 0)
+                    .map(move |(k, a)| (e, k, a))
+            })
             .map(|(e, k, a)| {
                 let n = a.invocations.max(1) as f64;
-                let ectx = self.ectx(e).map(|x| x.name().to_string()).unwrap_or_default();
+                let ectx = self
+                    .ectx(e)
+                    .map(|x| x.name().to_string())
+                    .unwrap_or_default();
                 let sym = self.ectx(e).map(|x| x.spec_symbol(*k)).unwrap_or_default();
                 stats::HandlerReport {
                     name: format!("{ectx}:{sym}"),
@@ -1074,7 +1344,10 @@ impl Engine {
             .errors_by_ectx
             .iter()
             .map(|(e, m)| stats::EctxErrors {
-                ectx: self.ectx(*e).map(|x| x.name().to_string()).unwrap_or_default(),
+                ectx: self
+                    .ectx(*e)
+                    .map(|x| x.name().to_string())
+                    .unwrap_or_default(),
                 total: m.values().sum(),
                 by_cause: m.clone(),
             })
@@ -1140,14 +1413,22 @@ impl Ectx {
 /// Same data segments (address and initial bytes): the same image's data.
 fn same_data(a: &ElfImage, b: &ElfImage) -> bool {
     let data = |i: &ElfImage| -> Vec<(u32, u32, Vec<u8>)> {
-        i.segments.iter().filter(|s| !s.perm.has(Perm::X)).map(|s| (s.vaddr, s.memsz, s.data.clone())).collect()
+        i.segments
+            .iter()
+            .filter(|s| !s.perm.has(Perm::X))
+            .map(|s| (s.vaddr, s.memsz, s.data.clone()))
+            .collect()
     };
     data(a) == data(b)
 }
 
 fn same_code(a: &ElfImage, b: &ElfImage) -> bool {
     let code = |i: &ElfImage| -> Vec<(u32, Vec<u8>)> {
-        i.segments.iter().filter(|s| s.perm.has(Perm::X)).map(|s| (s.vaddr, s.data.clone())).collect()
+        i.segments
+            .iter()
+            .filter(|s| s.perm.has(Perm::X))
+            .map(|s| (s.vaddr, s.data.clone()))
+            .collect()
     };
     code(a) == code(b)
 }

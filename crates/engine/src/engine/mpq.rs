@@ -76,7 +76,11 @@ impl Core {
     /// The open message of (`ectx`, `msg_id`), to attach an error or a host
     /// write to its record; `None` when the message log is off or the
     /// message already ended.
-    pub(super) fn message_record(&mut self, ectx: EctxId, msg_id: u32) -> Option<&mut MessageRecord> {
+    pub(super) fn message_record(
+        &mut self,
+        ectx: EctxId,
+        msg_id: u32,
+    ) -> Option<&mut MessageRecord> {
         if self.msg_log.is_none() {
             return None;
         }
@@ -112,13 +116,23 @@ impl Engine {
 
     /// Take the records of messages ended so far, in the order they ended.
     pub fn drain_message_log(&mut self) -> Vec<MessageRecord> {
-        self.core.msg_log.as_mut().map(std::mem::take).unwrap_or_default()
+        self.core
+            .msg_log
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// Records of the messages still open (no completion), e.g. when a run
     /// ended at `until_ps`.
     pub fn open_message_records(&self) -> Vec<MessageRecord> {
-        let mut v: Vec<MessageRecord> = self.core.mpqs.iter().filter(|q| q.active).map(|q| q.rec.clone()).collect();
+        let mut v: Vec<MessageRecord> = self
+            .core
+            .mpqs
+            .iter()
+            .filter(|q| q.active)
+            .map(|q| q.rec.clone())
+            .collect();
         v.sort_by_key(|r| (r.first_arrival_ps, r.msg_id));
         v
     }
@@ -220,7 +234,11 @@ impl Engine {
                 q.gen += 1;
                 q.ectx = her.ectx;
                 q.msg_id = her.msg_id;
-                q.hh = if has_hh { HhState::Pending } else { HhState::Done };
+                q.hh = if has_hh {
+                    HhState::Pending
+                } else {
+                    HhState::Done
+                };
                 q.queue.clear();
                 q.first = None;
                 q.ph_inflight = 0;
@@ -228,7 +246,12 @@ impl Engine {
                 q.th_started = false;
                 q.timer = None;
                 let arrival = c.slots[her.slot as usize].arrival_ps;
-                q.rec = MessageRecord { ectx: her.ectx, msg_id: her.msg_id, first_arrival_ps: arrival, ..Default::default() };
+                q.rec = MessageRecord {
+                    ectx: her.ectx,
+                    msg_id: her.msg_id,
+                    first_arrival_ps: arrival,
+                    ..Default::default()
+                };
                 c.msg_map.insert(key, m);
                 m
             }
@@ -238,7 +261,11 @@ impl Engine {
         rec.last_arrival_ps = arrival;
         rec.packets += 1;
         let e = c.ectx(her.ectx);
-        let (has_hh, has_ph, has_th) = (e.entries[0].is_some(), e.entries[1].is_some(), e.entries[2].is_some());
+        let (has_hh, has_ph, has_th) = (
+            e.entries[0].is_some(),
+            e.entries[1].is_some(),
+            e.entries[2].is_some(),
+        );
         let timeout = e.spec.msg_timeout_ns;
         let q = &mut c.mpqs[m];
         let first = q.hh == HhState::Pending && q.first.is_none();
@@ -305,7 +332,12 @@ impl Engine {
     pub(super) fn maybe_finish_message(&mut self, m: usize) {
         let c = &self.core;
         let q = &c.mpqs[m];
-        if !q.active || q.eom.is_none() || q.hh != HhState::Done || !q.queue.is_empty() || q.ph_inflight > 0 {
+        if !q.active
+            || q.eom.is_none()
+            || q.hh != HhState::Done
+            || !q.queue.is_empty()
+            || q.ph_inflight > 0
+        {
             return;
         }
         if c.ectx(q.ectx).entries[2].is_some() {
@@ -328,7 +360,11 @@ impl Engine {
         if completed {
             c.stats.ectx_packets.entry(ectx).1 += 1;
             if c.keep_outbound {
-                c.completions.push(MessageDone { time_ps: c.now, ectx, msg_id: key.1 });
+                c.completions.push(MessageDone {
+                    time_ps: c.now,
+                    ectx,
+                    msg_id: key.1,
+                });
             }
         }
         if let Some(log) = &mut c.msg_log {
@@ -385,7 +421,15 @@ impl Engine {
                 self.core.slots[h.slot as usize].aborted = true;
                 self.release_ref(h.slot, now);
             }
-            self.core.record_error(now, ectx, msg, crate::stats::ErrorCause::MessageTimeout, None, None, None);
+            self.core.record_error(
+                now,
+                ectx,
+                msg,
+                crate::stats::ErrorCause::MessageTimeout,
+                None,
+                None,
+                None,
+            );
             self.free_mpq(m, false);
         }
         self.core.arm_timer();

@@ -31,8 +31,12 @@ impl Engine {
 
     pub(super) fn on_notify_response(&mut self, id: u32) {
         let c = &mut self.core;
-        let Some(value) = c.pending_responses.remove(&id) else { return };
-        let Some(st) = c.notify.get_mut(&id) else { return };
+        let Some(value) = c.pending_responses.remove(&id) else {
+            return;
+        };
+        let Some(st) = c.notify.get_mut(&id) else {
+            return;
+        };
         st.response = Some(value);
         let (h, gen) = (st.hpu, st.gen);
         let Slot { hpu, ctl, .. } = &mut self.hpus[h];

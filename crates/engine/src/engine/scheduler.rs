@@ -37,7 +37,10 @@ pub(super) struct Granules {
 impl Granules {
     pub(super) fn new(bytes: u32) -> Granules {
         let len = (bytes / 64) as usize;
-        Granules { used: vec![0; len.div_ceil(64)], len }
+        Granules {
+            used: vec![0; len.div_ceil(64)],
+            len,
+        }
     }
 
     /// The first granule at or after `g` whose bit is `in_use` (`len` if none).
@@ -98,8 +101,12 @@ const _: () = assert!(crate::config::MAX_CLUSTERS <= 64);
 pub(super) fn hpu_stack(cfg: &NicConfig, h: usize) -> (u32, u32) {
     let cl = (h / cfg.hpus_per_cluster as usize) as u32;
     let hid = (h % cfg.hpus_per_cluster as usize) as u32;
-    let off = cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid * cfg.hpu_stack_size;
-    (abi::L1_BASE + cl * abi::L1_CLUSTER_STRIDE + off, cfg.hpu_stack_size)
+    let off =
+        cfg.l1_pkt_buffer + cfg.hpus_per_cluster * cfg.runtime_area() + hid * cfg.hpu_stack_size;
+    (
+        abi::L1_BASE + cl * abi::L1_CLUSTER_STRIDE + off,
+        cfg.hpu_stack_size,
+    )
 }
 
 impl Engine {
@@ -123,7 +130,9 @@ impl Engine {
         // at once cannot help: a completion or new work kicks again.
         let mut held_back = false;
         for _ in 0..n {
-            let Some(m) = self.core.ready.pop_front() else { break };
+            let Some(m) = self.core.ready.pop_front() else {
+                break;
+            };
             self.core.mpqs[m].in_ready = false;
             if !self.runnable(m) {
                 continue;
@@ -190,13 +199,18 @@ impl Engine {
             let k = if tried == 0 {
                 home
             } else {
-                (0..n).filter(|&k| tried & (1 << k) == 0).min_by_key(|&k| (c.clusters[k].pending, k)).unwrap()
+                (0..n)
+                    .filter(|&k| tried & (1 << k) == 0)
+                    .min_by_key(|&k| (c.clusters[k].pending, k))
+                    .unwrap()
             };
             tried |= 1 << k;
             if c.clusters[k].pending >= cap {
                 continue;
             }
-            let Some(off) = c.clusters[k].l1_alloc.alloc(copy.max(1)) else { continue };
+            let Some(off) = c.clusters[k].l1_alloc.alloc(copy.max(1)) else {
+                continue;
+            };
             c.clusters[k].pending += 1;
             // HER -> cluster, then the cluster DMA copies the packet head
             // to L1 (pipelined: width bytes per cycle after a fixed latency).
@@ -204,9 +218,21 @@ impl Engine {
             let beats = (copy as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
             let start = arrive.max(c.clusters[k].dma_free_at).max(c.ic_free_at);
             c.clusters[k].dma_free_at = start + beats * c.ppc;
-            c.ic_free_at = start + (copy as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
-            let ready = if copy == 0 { arrive } else { start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc };
-            let task = Task { kind, her, mpq, mpq_gen: c.mpqs[mpq].gen, cluster: k, l1: (off, copy) };
+            c.ic_free_at =
+                start + (copy as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
+            let ready = if copy == 0 {
+                arrive
+            } else {
+                start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc
+            };
+            let task = Task {
+                kind,
+                her,
+                mpq,
+                mpq_gen: c.mpqs[mpq].gen,
+                cluster: k,
+                l1: (off, copy),
+            };
             let id = match c.free_tasks.pop() {
                 Some(i) => {
                     c.tasks[i] = Some(task);
@@ -230,7 +256,12 @@ impl Engine {
         let task = c.tasks[t].as_ref().unwrap();
         let (cl, (off, len), slot) = (task.cluster, task.l1, task.her.slot);
         // The copy lands in L1 now.
-        c.l2_pkt.copy_to((slot * c.cfg.pkt_slot_size) as usize, &c.l1[cl], off as usize, len as usize);
+        c.l2_pkt.copy_to(
+            (slot * c.cfg.pkt_slot_size) as usize,
+            &c.l1[cl],
+            off as usize,
+            len as usize,
+        );
         c.clusters[cl].queue.push_back(t);
         self.assign(cl);
     }
@@ -278,11 +309,25 @@ impl Engine {
         // fixed 1 KiB guard missed a 2 KiB array). The gap below the stack
         // down to the next window is unmapped, so any access there
         // overflowed too, whatever SP says.
-        let gap_floor = hpu.mem.windows().iter().map(|w| w.base as u64 + w.size as u64).filter(|&end| end <= bottom as u64).max().unwrap_or(0) as u32;
-        let mem_fault = matches!(f.kind, K::LoadAccess | K::StoreAccess | K::LoadDenied | K::StoreDenied | K::Misaligned);
+        let gap_floor = hpu
+            .mem
+            .windows()
+            .iter()
+            .map(|w| w.base as u64 + w.size as u64)
+            .filter(|&end| end <= bottom as u64)
+            .max()
+            .unwrap_or(0) as u32;
+        let mem_fault = matches!(
+            f.kind,
+            K::LoadAccess | K::StoreAccess | K::LoadDenied | K::StoreDenied | K::Misaligned
+        );
         let in_gap = mem_fault && f.addr < bottom && f.addr >= gap_floor;
         if (sp < bottom && f.kind != K::Watchdog) || in_gap {
-            let (what, at) = if mem_fault && f.addr < bottom { ("the access at", f.addr) } else { ("SP", sp) };
+            let (what, at) = if mem_fault && f.addr < bottom {
+                ("the access at", f.addr)
+            } else {
+                ("SP", sp)
+            };
             return Some(format!(
                 "stack overflow: HPU stack is {size} bytes (hpu_stack_size / --stack-size), {what} 0x{at:08x} is {} bytes below it",
                 bottom - at
@@ -301,7 +346,10 @@ impl Engine {
                 K::LoadAccess | K::LoadDenied => "load from",
                 _ => "access at",
             };
-            let mut s = format!("{what} address 0x{:08x}, near NULL: nothing is mapped there (a NULL pointer)", f.addr);
+            let mut s = format!(
+                "{what} address 0x{:08x}, near NULL: nothing is mapped there (a NULL pointer)",
+                f.addr
+            );
             if e.scratch.get(cl).is_none_or(|s| s.size == 0) {
                 s += &format!(
                     "; if it is task->scratchpad[{cl}]: ECTX `{}` has no scratchpad on cluster {cl}, give it one with --scratchpad (scenario: scratchpad = [...])",
@@ -344,8 +392,13 @@ impl Engine {
             ..Default::default()
         };
         desc.encode_task_fields(cfg.clusters, &mut d);
-        abi::HandlerArgs { task: task_addr, hpu_gid: h as u32, cluster_id: cl as u32, hpu_id: hid as u32 }
-            .encode(&mut d[args_off as usize..]);
+        abi::HandlerArgs {
+            task: task_addr,
+            hpu_gid: h as u32,
+            cluster_id: cl as u32,
+            hpu_id: hid as u32,
+        }
+        .encode(&mut d[args_off as usize..]);
         c.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
 
         // The task's view of memory (PsPIN sets the PMP the same way). The
@@ -359,8 +412,10 @@ impl Engine {
         let l2_off = (l2_pkt - abi::L2_PKT_BASE) as usize;
         let plen = task.her.len.max(1);
         let ok = if slot.ctl.mapped_ectx == Some(task.her.ectx) {
-            m.remap(0, pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
-                && m.remap(1, l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+            m.remap(0, pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local)
+                .is_ok()
+                && m.remap(1, l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2)
+                    .is_ok()
         } else {
             m.clear();
             slot.ctl.mapped_ectx = Some(task.her.ectx);
@@ -402,7 +457,11 @@ impl Engine {
         let now = c.now;
         let start = now + c.cycles(c.cfg.assign_cycles as u64) + c.ns(c.cfg.invoke_ns);
         let hpu = &mut slot.hpu;
-        hpu.start_call(entry, l1base + stack_off + cfg.hpu_stack_size, &[task_addr + args_off]);
+        hpu.start_call(
+            entry,
+            l1base + stack_off + cfg.hpu_stack_size,
+            &[task_addr + args_off],
+        );
         hpu.instret_limit = hpu.instret.saturating_add(e.spec.watchdog);
         let ctl = &mut slot.ctl;
         ctl.state = HpuState::Running;
@@ -418,7 +477,10 @@ impl Engine {
         ctl.busy_since = now;
         ctl.wait = None;
         ctl.wait_notify = None;
-        hpu.time_base_ns = Ps(start).to_ns().0.saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
+        hpu.time_base_ns = Ps(start)
+            .to_ns()
+            .0
+            .saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
         c.busy_now += 1;
         c.busy_max = c.busy_max.max(c.busy_now);
         let gen = ctl.gen;
@@ -458,7 +520,10 @@ mod tests {
     fn same_offsets_as_first_fit_over_bools() {
         let mut rng = 0x9e37_79b9_7f4a_7c15u64;
         for bytes in [64 * 64, 100 * 64, 131 * 64, 64] {
-            let (mut g, mut r) = (Granules::new(bytes), Reference(vec![false; (bytes / 64) as usize]));
+            let (mut g, mut r) = (
+                Granules::new(bytes),
+                Reference(vec![false; (bytes / 64) as usize]),
+            );
             let mut live: Vec<(u32, u32)> = Vec::new();
             for _ in 0..20_000 {
                 rng ^= rng << 13;

@@ -19,7 +19,9 @@ impl FrameKind {
     pub fn header_len(self) -> usize {
         match self {
             FrameKind::Ip => wire::pspin::HEADER_LEN,
-            FrameKind::Eth => wire::ETHERNET_HEADER_LEN + wire::IPV4_HEADER_LEN + wire::UDP_HEADER_LEN,
+            FrameKind::Eth => {
+                wire::ETHERNET_HEADER_LEN + wire::IPV4_HEADER_LEN + wire::UDP_HEADER_LEN
+            }
         }
     }
 }
@@ -77,9 +79,20 @@ pub fn build_frame(
                 dst_addr: wire::EthernetAddress(ETH_DST_MAC),
                 ethertype: wire::EtherType::Ipv4,
             };
-            let ip = wire::ipv4::Repr::new(src, dst, wire::IpProtocol::Udp, wire::UDP_HEADER_LEN + payload_len);
-            let udp = wire::udp::Repr { src_port: sport, dst_port: dport };
-            let (ip_at, udp_at) = (wire::ETHERNET_HEADER_LEN, wire::ETHERNET_HEADER_LEN + wire::IPV4_HEADER_LEN);
+            let ip = wire::ipv4::Repr::new(
+                src,
+                dst,
+                wire::IpProtocol::Udp,
+                wire::UDP_HEADER_LEN + payload_len,
+            );
+            let udp = wire::udp::Repr {
+                src_port: sport,
+                dst_port: dport,
+            };
+            let (ip_at, udp_at) = (
+                wire::ETHERNET_HEADER_LEN,
+                wire::ETHERNET_HEADER_LEN + wire::IPV4_HEADER_LEN,
+            );
             eth.emit(&mut wire::ethernet::Packet::new_unchecked(&mut f[..]))
                 .and_then(|()| ip.emit(&mut wire::ipv4::Packet::new_unchecked(&mut f[ip_at..])))
                 .and_then(|()| {
@@ -88,12 +101,21 @@ pub fn build_frame(
                 })
         }
         FrameKind::Ip => {
-            let r = wire::pspin::Repr { src_addr: src, dst_addr: dst, src_port: sport, dst_port: dport, payload_len };
+            let r = wire::pspin::Repr {
+                src_addr: src,
+                dst_addr: dst,
+                src_port: sport,
+                dst_port: dport,
+                payload_len,
+            };
             r.emit(&mut wire::pspin::Packet::new_unchecked(&mut f[..]))
         }
     };
     // Unreachable after the size check; an error rather than a panic all the same.
-    emitted.map_err(|e| TrafficError::Param { param: "size", msg: e.to_string() })?;
+    emitted.map_err(|e| TrafficError::Param {
+        param: "size",
+        msg: e.to_string(),
+    })?;
     for (i, b) in f[hlen..].iter_mut().enumerate() {
         *b = payload(i);
     }

@@ -194,7 +194,15 @@ impl Generator {
             ));
         }
         let inflight = cfg.concurrent.min(cfg.messages);
-        let mut headers = build_frame(cfg.frame, cfg.size, cfg.src_ip, cfg.dst_ip, cfg.udp_src_port, cfg.udp_dst_port, |_| 0)?;
+        let mut headers = build_frame(
+            cfg.frame,
+            cfg.size,
+            cfg.src_ip,
+            cfg.dst_ip,
+            cfg.udp_src_port,
+            cfg.udp_dst_port,
+            |_| 0,
+        )?;
         headers.truncate(cfg.frame.header_len());
         Ok(Generator {
             headers,
@@ -463,7 +471,11 @@ mod tests {
     /// `Payload::fill` (the generator's) writes what `byte` and `filler` give.
     #[test]
     fn fill_agrees_with_byte_and_filler() {
-        for p in [Payload::Zero, Payload::Sequence, Payload::Random { seed: 7 }] {
+        for p in [
+            Payload::Zero,
+            Payload::Sequence,
+            Payload::Random { seed: 7 },
+        ] {
             for seq in [0, 1, 37, 1 << 40] {
                 for len in [0, 1, 7, 8, 9, 300, 1500] {
                     let mut out = vec![0xa5; len];

@@ -100,11 +100,11 @@ use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption
 use pcap_file::pcapng::{Block, PcapNgReader};
 use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 
+use self::frame::*;
 pub use self::frame::{build_frame, FrameKind};
 pub use self::generator::{GenConfig, Generator, Payload};
 pub use self::pcap::{write_pcap, PcapSink, PcapSource};
 pub use self::trace::TraceSource;
-use self::frame::*;
 
 /// UDP port used by trace frames (and the generator's default): SLMP's.
 pub const DEFAULT_UDP_PORT: u16 = softspin_wire::slmp::UDP_PORT;

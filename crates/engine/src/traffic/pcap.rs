@@ -318,43 +318,68 @@ impl PcapSink {
             });
         };
         let header = PcapHeader {
-        version_major: 2,
-        version_minor: 4,
-        ts_correction: 0,
-        ts_accuracy: 0,
-        snaplen,
-        datalink: match kind {
-            FrameKind::Eth => DataLink::ETHERNET,
-            FrameKind::Ip => DataLink::RAW,
-        },
-        ts_resolution: TsResolution::NanoSecond,
-        endianness: Endianness::native(),
-    };
-        let w = PcapWriter::with_header(BufWriter::new(f), header).map_err(|e| Self::err(&file, e, None))?;
+            version_major: 2,
+            version_minor: 4,
+            ts_correction: 0,
+            ts_accuracy: 0,
+            snaplen,
+            datalink: match kind {
+                FrameKind::Eth => DataLink::ETHERNET,
+                FrameKind::Ip => DataLink::RAW,
+            },
+            ts_resolution: TsResolution::NanoSecond,
+            endianness: Endianness::native(),
+        };
+        let w = PcapWriter::with_header(BufWriter::new(f), header)
+            .map_err(|e| Self::err(&file, e, None))?;
         Ok(PcapSink { w, file, index: 0 })
     }
 
     fn err(file: &str, e: PcapError, index: Option<u64>) -> TrafficError {
         match (e, index) {
-            (PcapError::IoError(source), _) => TrafficError::Io { file: file.to_string(), op: "write pcap", source },
-            (other, Some(index)) => TrafficError::PcapPacket { file: file.to_string(), index, msg: other.to_string() },
-            (other, None) => TrafficError::PcapFile { file: file.to_string(), msg: other.to_string() },
+            (PcapError::IoError(source), _) => TrafficError::Io {
+                file: file.to_string(),
+                op: "write pcap",
+                source,
+            },
+            (other, Some(index)) => TrafficError::PcapPacket {
+                file: file.to_string(),
+                index,
+                msg: other.to_string(),
+            },
+            (other, None) => TrafficError::PcapFile {
+                file: file.to_string(),
+                msg: other.to_string(),
+            },
         }
     }
 
     /// Append one packet, sent at `time_ps`.
     pub fn write(&mut self, time_ps: u64, data: &[u8]) -> Result<(), TrafficError> {
-        let pkt = PcapPacket::new(Duration::from_nanos(crate::units::Ps(time_ps).to_ns().0), data.len() as u32, data);
+        let pkt = PcapPacket::new(
+            Duration::from_nanos(crate::units::Ps(time_ps).to_ns().0),
+            data.len() as u32,
+            data,
+        );
         let index = self.index;
         self.index += 1;
-        self.w.write_packet(&pkt).map_err(|e| Self::err(&self.file, e, Some(index)))?;
+        self.w
+            .write_packet(&pkt)
+            .map_err(|e| Self::err(&self.file, e, Some(index)))?;
         Ok(())
     }
 
     /// Flush and close.
     pub fn finish(self) -> Result<(), TrafficError> {
         let file = self.file;
-        self.w.into_writer().flush().map_err(|source| TrafficError::Io { file, op: "write pcap", source })
+        self.w
+            .into_writer()
+            .flush()
+            .map_err(|source| TrafficError::Io {
+                file,
+                op: "write pcap",
+                source,
+            })
     }
 }
 

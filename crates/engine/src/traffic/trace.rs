@@ -64,7 +64,9 @@ impl TraceSource {
             .parse()
             .map_err(|_| format!("bad `size` {:?}: expected a decimal byte count", f[2]))?;
         if let Some((_, max)) = self.header.filter(|&(_, max)| size > max) {
-            return Err(format!("`size` {size} is above the header's MAX_SIZE {max}"));
+            return Err(format!(
+                "`size` {size} is above the header's MAX_SIZE {max}"
+            ));
         }
         // Size 0: a wait line (PsPIN), no packet.
         if let Some(m) = frame_size_problem(self.kind, size).filter(|_| size > 0) {
@@ -102,7 +104,9 @@ pub(super) struct TraceLine {
 
 /// PsPIN's header `SOURCES PACKETS MAX_SIZE`: (PACKETS, MAX_SIZE).
 fn parse_header(f: &[&str]) -> Result<(u64, usize), String> {
-    let n = |k: usize, name: &str| f[k].parse::<u64>().map_err(|_| format!("bad header `{name}` {:?}: expected a decimal count (header: `SOURCES PACKETS MAX_SIZE`)", f[k]));
+    let n = |k: usize, name: &str| {
+        f[k].parse::<u64>().map_err(|_| format!("bad header `{name}` {:?}: expected a decimal count (header: `SOURCES PACKETS MAX_SIZE`)", f[k]))
+    };
     let (_sources, packets, max) = (n(0, "SOURCES")?, n(1, "PACKETS")?, n(2, "MAX_SIZE")?);
     Ok((packets, usize::try_from(max).unwrap_or(usize::MAX)))
 }
@@ -180,14 +184,19 @@ impl TraceSource {
     fn next_inner(&mut self) -> Result<Option<Arrival>, TrafficError> {
         loop {
             self.buf.clear();
-            let n = softspin_input::read_line(&mut self.reader, &mut self.buf, softspin_input::LINE_CAP);
+            let n = softspin_input::read_line(
+                &mut self.reader,
+                &mut self.buf,
+                softspin_input::LINE_CAP,
+            );
             self.line_no += 1;
             match n {
                 Ok(0) => {
                     return match self.header {
-                        Some((want, _)) if want != self.lines => {
-                            Err(self.err(format!("the header announces {want} lines, the trace has {}", self.lines)))
-                        }
+                        Some((want, _)) if want != self.lines => Err(self.err(format!(
+                            "the header announces {want} lines, the trace has {}",
+                            self.lines
+                        ))),
                         _ => Ok(None),
                     };
                 }
@@ -328,13 +337,21 @@ mod tests {
         let d = scratch("tracepspin");
         // Header: 1 source, 4 lines, packets of at most 1024 B; the size-0
         // line adds its 100 ns to the gap before the next packet.
-        let p = write_trace(&d, "p.trace", "1 4 1024\n1 2 64 10 0 0\n1 2 0 100 0 0\n1 2 64 10 0 1\n1 2 1024 0 1 1\n");
+        let p = write_trace(
+            &d,
+            "p.trace",
+            "1 4 1024\n1 2 64 10 0 0\n1 2 0 100 0 0\n1 2 64 10 0 1\n1 2 1024 0 1 1\n",
+        );
         let a = drain(&mut TraceSource::open(&p, FrameKind::Ip).unwrap());
         let got: Vec<(u64, usize)> = a.iter().map(|x| (x.time_ps, x.frame.len())).collect();
         assert_eq!(got, vec![(10_000, 64), (120_000, 64), (120_000, 1024)]);
         // The header is checked: line count and largest size.
         let mut errs = Vec::new();
-        for (name, text) in [("count", "1 5 1024\n1 2 64 10 0 1\n"), ("max", "1 1 100\n1 2 200 10 0 1\n"), ("hdr", "1 x 100\n")] {
+        for (name, text) in [
+            ("count", "1 5 1024\n1 2 64 10 0 1\n"),
+            ("max", "1 1 100\n1 2 200 10 0 1\n"),
+            ("hdr", "1 x 100\n"),
+        ] {
             let p = write_trace(&d, name, text);
             let mut t = TraceSource::open(&p, FrameKind::Ip).unwrap();
             let e = loop {
@@ -346,8 +363,16 @@ mod tests {
             };
             errs.push(e);
         }
-        assert!(errs[0].contains("announces 5 lines, the trace has 1"), "{}", errs[0]);
-        assert!(errs[1].contains("above the header's MAX_SIZE 100"), "{}", errs[1]);
+        assert!(
+            errs[0].contains("announces 5 lines, the trace has 1"),
+            "{}",
+            errs[0]
+        );
+        assert!(
+            errs[1].contains("above the header's MAX_SIZE 100"),
+            "{}",
+            errs[1]
+        );
         assert!(errs[2].contains("bad header `PACKETS`"), "{}", errs[2]);
         let _ = std::fs::remove_dir_all(&d);
     }

@@ -7,7 +7,10 @@ use std::process::{Command, Output};
 use std::sync::OnceLock;
 
 pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().unwrap()
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
 }
 
 /// target/release, with libsoftspin and the `softspin` CLI up to date
@@ -17,11 +20,22 @@ pub fn release_dir() -> PathBuf {
     static DONE: OnceLock<PathBuf> = OnceLock::new();
     DONE.get_or_init(|| {
         let o = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "softspin-c", "-p", "softspin-cli"])
+            .args([
+                "build",
+                "--release",
+                "-p",
+                "softspin-c",
+                "-p",
+                "softspin-cli",
+            ])
             .current_dir(root())
             .output()
             .expect("run cargo");
-        assert!(o.status.success(), "cargo build --release failed:\n{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success(),
+            "cargo build --release failed:\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
         root().join("target/release")
     })
     .clone()
@@ -49,7 +63,11 @@ pub fn run(cmd: &mut Command) -> Output {
 
 /// Build a handler image with `softspin build`.
 pub fn build_handler(src: &Path, out: &Path) {
-    run(Command::new(release_dir().join("softspin")).arg("build").arg(src).arg("-o").arg(out));
+    run(Command::new(release_dir().join("softspin"))
+        .arg("build")
+        .arg(src)
+        .arg("-o")
+        .arg(out));
 }
 
 /// A git repository holding the pinned commit of third-party sources, and
@@ -69,7 +87,10 @@ pub fn third_party(name: &str) -> Option<Pinned> {
         .expect("run scripts/third-party.sh");
     let out = String::from_utf8_lossy(&o.stdout);
     match out.trim_end().split_once('\t') {
-        Some((repo, commit)) if o.status.success() => Some(Pinned { repo: repo.into(), commit: commit.into() }),
+        Some((repo, commit)) if o.status.success() => Some(Pinned {
+            repo: repo.into(),
+            commit: commit.into(),
+        }),
         _ => {
             println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
             None

@@ -25,14 +25,26 @@ pub fn s(imm: i32, rs2: u32, rs1: u32, f3: u32, op: u32) -> u32 {
 }
 pub fn b(imm: i32, rs2: u32, rs1: u32, f3: u32) -> u32 {
     let m = imm as u32;
-    (m >> 12 & 1) << 31 | (m >> 5 & 0x3f) << 25 | rs2 << 20 | rs1 << 15 | f3 << 12 | (m >> 1 & 0xf) << 8 | (m >> 11 & 1) << 7 | 0x63
+    (m >> 12 & 1) << 31
+        | (m >> 5 & 0x3f) << 25
+        | rs2 << 20
+        | rs1 << 15
+        | f3 << 12
+        | (m >> 1 & 0xf) << 8
+        | (m >> 11 & 1) << 7
+        | 0x63
 }
 pub fn u(imm: u32, rd: u32, op: u32) -> u32 {
     imm & 0xffff_f000 | rd << 7 | op
 }
 pub fn j(imm: i32, rd: u32) -> u32 {
     let m = imm as u32;
-    (m >> 20 & 1) << 31 | (m >> 1 & 0x3ff) << 21 | (m >> 11 & 1) << 20 | (m >> 12 & 0xff) << 12 | rd << 7 | 0x6f
+    (m >> 20 & 1) << 31
+        | (m >> 1 & 0x3ff) << 21
+        | (m >> 11 & 1) << 20
+        | (m >> 12 & 0xff) << 12
+        | rd << 7
+        | 0x6f
 }
 
 pub fn addi(rd: u32, rs1: u32, imm: i32) -> u32 {
@@ -90,15 +102,35 @@ impl Machine {
         let mut hpu = Hpu::new(&t);
         let cb = MemBlock::new(code.len());
         cb.write(0, code);
-        hpu.mem.map(CODE, code.len() as u32, &cb, 0, Perm::RX, MemClass::ProgMem).unwrap();
+        hpu.mem
+            .map(CODE, code.len() as u32, &cb, 0, Perm::RX, MemClass::ProgMem)
+            .unwrap();
         let data = MemBlock::new(DATA_SIZE as usize);
-        hpu.mem.map(DATA, DATA_SIZE, &data, 0, Perm::RW, MemClass::L1Local).unwrap();
+        hpu.mem
+            .map(DATA, DATA_SIZE, &data, 0, Perm::RW, MemClass::L1Local)
+            .unwrap();
         let ro = MemBlock::new(0x100);
-        hpu.mem.map(RO, 0x100, &ro, 0, Perm::R, MemClass::L2).unwrap();
+        hpu.mem
+            .map(RO, 0x100, &ro, 0, Perm::R, MemClass::L2)
+            .unwrap();
         let stack = MemBlock::new(0x1000);
-        hpu.mem.map(STACK_TOP - 0x1000, 0x1000, &stack, 0, Perm::RW, MemClass::L1Local).unwrap();
+        hpu.mem
+            .map(
+                STACK_TOP - 0x1000,
+                0x1000,
+                &stack,
+                0,
+                Perm::RW,
+                MemClass::L1Local,
+            )
+            .unwrap();
         hpu.start_call(CODE, STACK_TOP, &[]);
-        Machine { hpu, prog, data, ro }
+        Machine {
+            hpu,
+            prog,
+            data,
+            ro,
+        }
     }
 
     pub fn run(&mut self) -> Stop {
