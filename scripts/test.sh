@@ -26,6 +26,12 @@ logged() {
 echo "== third-party sources (scripts/third-party.sh; their tests say SKIPPED without them)"
 scripts/third-party.sh || echo "third-party sources missing: the tests that read them will be skipped"
 
+echo "== style and lint gates: cargo fmt --check, clippy -D warnings (the workspace lint table), rust-version"
+cargo fmt --all --check
+cargo clippy --release --workspace --all-targets -- -D warnings
+cargo clippy --release -p softspin-hpu -p softspin-engine -p softspin-cli --all-targets --features jit -- -D warnings
+python3 scripts/check-msrv.py
+
 echo "== ISA suite sources are up to date with tests/isa/gen.py"
 tmp=$(mktemp -d)
 cp -r tests/isa "$tmp/isa"
@@ -56,8 +62,17 @@ logged "validation.py --check" python3 scripts/validation.py --check
 echo "== docs/benchmarks.md's simulated figures are what this build gives (scripts/benchmarks.py --check)"
 python3 scripts/benchmarks.py --check
 
-echo "== cargo test, checked profile (overflow checks, debug assertions)"
-logged "cargo test --profile checked" cargo test --profile checked --workspace -- --show-output
+# The overflow-checked run repeats what exercises our arithmetic (the ISA,
+# the engine, wire formats, SLMP, the matcher, the host API, the CLI's sim
+# and reproduction cases); not the tests whose time is wall-clock waiting on
+# a wire or a peer (live NIC, SLMP over namespaces, the lossy link, the
+# socket/XDP ports) nor the C and Python layers over the same host API.
+echo "== cargo test, checked profile (overflow checks, debug assertions): the model, not the wire"
+logged "cargo test --profile checked" cargo test --profile checked --workspace \
+    --exclude softspin-cli --exclude softspin-c --exclude softspin-py --exclude softspin-lossy --exclude softspin-netio -- --show-output
+logged "cargo test --profile checked (cli)" cargo test --profile checked -p softspin-cli \
+    --bins --test sim --test reproductions --test cli_results --test build_profile -- --show-output
+logged "cargo test --profile checked (netio)" cargo test --profile checked -p softspin-netio --lib --test matcher -- --show-output
 
 echo "== Python host API and examples (pytest)"
 logged pytest .venv/bin/python -m pytest -q -rs crates/host-py/tests examples/ping_pong examples/copy_to_host examples/slmp_recv examples/slmp_ddt

@@ -169,6 +169,8 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 
 /// Host memory shared by the baseline's threads (accesses under the locks).
 struct Mem(*mut u8);
+// SAFETY: every access goes through the lock table (one lock per stripe), so
+// no two threads touch the same bytes at once.
 unsafe impl Sync for Mem {}
 
 /// The same read-modify-writes on host threads, with the same lock table.

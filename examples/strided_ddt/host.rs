@@ -62,6 +62,8 @@ pub fn run(ctx: &Ctx, packet_size: usize) -> anyhow::Result<Outcome> {
 /// Destination memory shared by the baseline's threads (they write
 /// disjoint ranges).
 struct Dst(*mut u8);
+// SAFETY: the threads write disjoint ranges and nothing reads until they
+// are joined.
 unsafe impl Sync for Dst {}
 
 /// The same scatter as memcpys on host threads over the packets in memory.

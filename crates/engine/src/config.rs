@@ -383,7 +383,7 @@ impl NicConfig {
                 ),
             );
         }
-        if self.hpu_stack_size < 256 || self.hpu_stack_size % 16 != 0 {
+        if self.hpu_stack_size < 256 || !self.hpu_stack_size.is_multiple_of(16) {
             return bad(
                 "hpu_stack_size",
                 format!(

@@ -345,7 +345,8 @@ fn message_timeouts_carry_no_sentinels() {
 
 #[test]
 fn the_new_limits_are_validated_by_name() {
-    let bad: [(&str, fn(&mut NicConfig)); 6] = [
+    type Spoil = fn(&mut NicConfig);
+    let bad: [(&str, Spoil); 6] = [
         ("output_buffer", |c| c.output_buffer = 0),
         ("counters_per_ectx", |c| c.counters_per_ectx = 0),
         ("counters_per_ectx", |c| c.counters_per_ectx = u32::MAX),

@@ -2337,6 +2337,7 @@ mod tests {
 
     #[test]
     fn errors_are_values() {
+        // SAFETY: `nic` is a valid out-pointer and the name a C string.
         unsafe {
             let mut nic = std::ptr::null_mut();
             assert_eq!(
@@ -2370,6 +2371,8 @@ mod tests {
 
     #[test]
     fn a_panic_is_a_code_and_poisons_the_nic() {
+        // SAFETY: `nic` comes from ss_open and is closed once; the error
+        // string is read before the next call on this thread.
         unsafe {
             let mut nic = std::ptr::null_mut();
             assert_eq!(ss_open(c"pspin".as_ptr(), &mut nic), SS_OK);

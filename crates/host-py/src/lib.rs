@@ -451,8 +451,9 @@ struct Lent(PyBuffer<u8>);
 
 impl HostBuffer for Lent {
     fn bytes(&mut self) -> &mut [u8] {
-        // Checked writable and C-contiguous when lent; the export pins it. The
-        // engine only touches it while the GIL is held by a Nic call.
+        // SAFETY: checked writable and C-contiguous when lent; the export
+        // pins it. The engine only touches it while the GIL is held by a Nic
+        // call.
         unsafe { std::slice::from_raw_parts_mut(self.0.buf_ptr() as *mut u8, self.0.len_bytes()) }
     }
 }
@@ -1386,6 +1387,8 @@ fn build(
 /// when it gives up, InvalidArgumentError for bad settings. The GIL is
 /// released while sending.
 #[pyfunction]
+// Python keyword arguments, one Rust parameter each.
+#[allow(clippy::too_many_arguments)]
 #[pyo3(signature = (to, messages, *, window = "auto", sync = "all", segment = None, give_up_s = 10.0, first_msg_id = 1))]
 fn slmp_send(
     py: Python<'_>,

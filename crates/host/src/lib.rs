@@ -721,7 +721,7 @@ impl Nic {
             .iter()
             .filter(|x| !x.perm.has(softspin_hpu::Perm::X));
         let (d0, d1) = data.fold((u64::MAX, 0u64), |(lo, hi), x| {
-            (lo.min(x.vaddr as u64), hi.max(x.end() as u64))
+            (lo.min(x.vaddr as u64), hi.max(x.end()))
         });
         let (d0, d1) = if d0 == u64::MAX {
             (abi::L2_HANDLER_BASE as u64, abi::L2_HANDLER_BASE as u64)

@@ -262,9 +262,7 @@ fn every_error_has_a_kind() {
             ..GenConfig::default()
         })
         .unwrap_err());
-    see(build(&BuildOptions::handler(&["/no/such.c"], "/tmp/x.elf"))
-        .map_err(softspin_host::Error::from)
-        .unwrap_err());
+    see(build(&BuildOptions::handler(&["/no/such.c"], "/tmp/x.elf")).unwrap_err());
     // Refused at the call (Limit); a generator's packet too large for a
     // slot surfaces from the run (Sim).
     see(nic.send_packet(vec![0; 5000], 1, true).unwrap_err());

@@ -1100,6 +1100,7 @@ impl<'a> Translator<'a> {
 unsafe fn access(cx: *mut NativeCtx, a: u32, len: u32, store: bool) -> Option<*mut u8> {
     // SAFETY: the interpreter passes a live context whose `mem` it owns.
     let cx = unsafe { &mut *cx };
+    // SAFETY: as above; `mem` is not aliased while native code runs.
     let mem = unsafe { &mut *cx.mem };
     let perm = if store { Perm::W } else { Perm::R };
     let fast = if store {
@@ -1133,8 +1134,9 @@ macro_rules! load_helper {
     ($name:ident, $len:expr, $t:ty) => {
         /// A load for native code: the value (extended to 32 bits) or `FAULT`.
         unsafe extern "C" fn $name(cx: *mut NativeCtx, a: u32) -> u64 {
-            // SAFETY: `access` checked $len bytes at `p`.
+            // SAFETY: native code passes its own live context.
             match unsafe { access(cx, a, $len, false) } {
+                // SAFETY: `access` checked $len bytes at `p`.
                 Some(p) => (unsafe { (p as *const $t).read_unaligned() }) as i32 as u32 as u64,
                 None => FAULT,
             }
@@ -1151,9 +1153,10 @@ macro_rules! store_helper {
     ($name:ident, $len:expr, $t:ty) => {
         /// A store for native code: 0 or `FAULT`.
         unsafe extern "C" fn $name(cx: *mut NativeCtx, a: u32, v: u32) -> u64 {
-            // SAFETY: `access` checked $len bytes at `p`.
+            // SAFETY: native code passes its own live context.
             match unsafe { access(cx, a, $len, true) } {
                 Some(p) => {
+                    // SAFETY: `access` checked $len bytes at `p`.
                     unsafe { (p as *mut $t).write_unaligned(v as $t) };
                     0
                 }

@@ -86,6 +86,10 @@ impl MemBlock {
         let words = len.div_ceil(8).max(1);
         let buf: Box<[u64]> = vec![0u64; words].into_boxed_slice();
         let ptr = Box::into_raw(buf) as *mut u64 as *mut u8;
+        // Arc although MemBlock is neither Send nor Sync: only its
+        // reference count is wanted (the engine shares blocks among HPU
+        // address spaces on one thread); Rc would do the same.
+        #[allow(clippy::arc_with_non_send_sync)]
         Arc::new(MemBlock { ptr, len, words })
     }
 

@@ -217,7 +217,7 @@ impl Program {
         // Direct targets of JAL and branches.
         let slot_of = |pc: u32| -> u32 {
             let off = pc.wrapping_sub(lo) as usize / 2;
-            if pc % 2 == 0 && pc >= lo && off < parcels {
+            if pc.is_multiple_of(2) && pc >= lo && off < parcels {
                 entry[off]
             } else {
                 NO_SLOT

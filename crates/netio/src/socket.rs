@@ -156,6 +156,8 @@ impl SocketPort {
     fn recv_one(&mut self, idx: usize) -> Result<Option<Vec<u8>>, NetError> {
         let fd = self.sockets[idx].fd.as_raw_fd();
         let port = self.sockets[idx].port;
+        // SAFETY: sockaddr_in and msghdr are plain C structs; all zeroes is
+        // a valid value of each.
         let mut peer: libc::sockaddr_in = unsafe { std::mem::zeroed() };
         let mut iov = libc::iovec {
             iov_base: self.buf.as_mut_ptr().cast(),
@@ -163,6 +165,7 @@ impl SocketPort {
         };
         // Room for one in_pktinfo control message (u64 for alignment).
         let mut cbuf = [0u64; 16];
+        // SAFETY: as for `peer`.
         let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
         msg.msg_name = (&mut peer as *mut libc::sockaddr_in).cast();
         msg.msg_namelen = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
@@ -513,9 +516,9 @@ fn setsockopt_int(
 pub fn iface_info(iface: &str) -> Result<([u8; 6], Vec<Ipv4Addr>), NetError> {
     let name = CString::new(iface)
         .map_err(|_| NetError::NoSuchInterface(iface.escape_debug().to_string()))?;
-    // SAFETY: name is a valid C string.
     if iface.is_empty()
         || iface.len() >= libc::IFNAMSIZ
+        // SAFETY: name is a valid C string.
         || unsafe { libc::if_nametoindex(name.as_ptr()) } == 0
     {
         return Err(NetError::NoSuchInterface(iface.to_string()));

@@ -493,7 +493,7 @@ fn pspin_layout_is_the_wire_layout_in_host_order() {
         swapped[10..12].copy_from_slice(&c.to_be_bytes());
         assert_eq!(&ps[..28], &swapped[..]);
     }
-    let mut ps = vec![0u8; 40];
+    let mut ps = [0u8; 40];
     pspin::Repr {
         src_addr: src,
         dst_addr: dst,
