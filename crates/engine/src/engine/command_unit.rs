@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::stats::{ErrorCause, Rejected};
+use crate::units::Ns;
 
 pub(super) enum Effect {
     None,
@@ -45,12 +46,8 @@ impl Engine {
             return;
         };
         let cmd = ctl.cmds.remove(k);
-        let ectx = self.core.tasks[ctl.task.unwrap()]
-            .as_ref()
-            .unwrap()
-            .her
-            .ectx;
-        apply_effect(&mut self.core, ectx, cmd.effect, now);
+        let ectx = self.sched.task(ctl.task.unwrap()).her.ectx;
+        apply_effect(&mut self.core, &mut self.mpq, ectx, cmd.effect, now);
         if self.core.timeline.is_some() {
             self.core.timeline(TimelineEvent {
                 name: cmd.kind.to_string(),
@@ -86,11 +83,19 @@ impl Engine {
     }
 }
 
-pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64) {
+/// A command's effect when it completes: NIC memory written, host memory
+/// written or read, a frame sent (and the timed outputs the embedder takes).
+pub(super) fn apply_effect(
+    c: &mut Core,
+    mpq: &mut MpqEngine,
+    ectx: EctxId,
+    effect: Effect,
+    now: u64,
+) {
     match effect {
         Effect::None => {}
         Effect::Nic { addr, data } => {
-            if let Some((b, o)) = c.nic_block(addr, data.len() as u32) {
+            if let Some((b, o)) = c.mem.block(addr, data.len() as u32) {
                 b.write(o, &data);
             }
         }
@@ -98,35 +103,31 @@ pub(super) fn apply_effect(c: &mut Core, ectx: EctxId, effect: Effect, now: u64)
             c.host.write(addr, &data);
             if let Some((v, msg)) = direct {
                 c.stats.host_writes += 1;
-                c.record_host_write(ectx, msg, addr, v);
-                if c.keep_outbound {
-                    c.host_writes.push(HostWrite {
-                        time_ps: now,
-                        ectx,
-                        addr,
-                        value: v,
-                    });
-                }
+                mpq.record_host_write(ectx, msg, addr, v);
+                c.outputs.host_write(HostWrite {
+                    time_ps: now,
+                    ectx,
+                    addr,
+                    value: v,
+                });
             }
         }
         Effect::FromHost { host, nic, len } => {
             let mut buf = vec![0; len as usize];
             c.host.read(host, &mut buf);
-            if let Some((b, o)) = c.nic_block(nic, len) {
+            if let Some((b, o)) = c.mem.block(nic, len) {
                 b.write(o, &buf);
             }
         }
         Effect::Send { dest, data } => {
             c.stats.outbound_packets += 1;
             c.stats.outbound_bytes += data.len() as u64;
-            if c.keep_outbound {
-                c.outbound.push(OutPacket {
-                    time_ps: now,
-                    ectx,
-                    dest,
-                    frame: data,
-                });
-            }
+            c.outputs.sent(OutPacket {
+                time_ps: now,
+                ectx,
+                dest,
+                frame: data,
+            });
         }
     }
 }
@@ -186,16 +187,148 @@ impl OutputRing {
     }
 }
 
-/// Runtime services for one HPU while it runs (the command unit).
-pub(super) struct CommandUnit<'a> {
+/// When the command unit's shared paths are free: the NIC's outbound link,
+/// PCIe to the host, the L2<->L1 interconnect and each cluster's DMA
+/// engine. A transfer starts when its path is free and holds it for its
+/// serialisation time, so back-to-back commands queue behind each other.
+pub(super) struct Links {
+    out_free_at: u64,
+    pcie_free_at: u64,
+    /// The L2<->L1 interconnect shared by all clusters.
+    ic_free_at: u64,
+    /// Per cluster: its DMA engine (L2 -> L1 copies and handlers' cluster DMA).
+    dma_free_at: Vec<u64>,
+}
+
+impl Links {
+    pub(super) fn new(cfg: &NicConfig) -> Links {
+        Links {
+            out_free_at: 0,
+            pcie_free_at: 0,
+            ic_free_at: 0,
+            dma_free_at: vec![0; cfg.clusters as usize],
+        }
+    }
+
+    /// A frame of `len` bytes leaves at line rate: when its last byte is out.
+    pub(super) fn nic_send(&mut self, cfg: &NicConfig, now: u64, len: u32) -> u64 {
+        let start = now.max(self.out_free_at);
+        self.out_free_at = start + Core::wire_ps(len as u64, cfg.line_rate_gbps);
+        self.out_free_at
+    }
+
+    /// `len` bytes cross PCIe to the host: when they are there (their
+    /// serialisation at the host bandwidth, then the host latency).
+    pub(super) fn pcie(&mut self, cfg: &NicConfig, now: u64, len: u32) -> u64 {
+        let start = now.max(self.pcie_free_at);
+        self.pcie_free_at = start + Core::wire_ps(len as u64, cfg.host.bandwidth_gbps);
+        self.pcie_free_at + Ns(cfg.host.latency_ns).to_ps_saturating().0
+    }
+
+    /// A cluster DMA of `len` bytes for cluster `cl`, asked for at `from`:
+    /// pipelined, `dma_width_bits` per cycle after `dma_latency_cycles`,
+    /// sharing the interconnect. Returns (start, done).
+    pub(super) fn cluster_dma(
+        &mut self,
+        cfg: &NicConfig,
+        ppc: u64,
+        cl: usize,
+        from: u64,
+        len: u32,
+    ) -> (u64, u64) {
+        let beats = (len as u64).div_ceil(cfg.dma_width_bits as u64 / 8);
+        let start = from.max(self.dma_free_at[cl]).max(self.ic_free_at);
+        self.dma_free_at[cl] = start + beats * ppc;
+        self.ic_free_at = start + (len as u64).div_ceil(cfg.interconnect_bits as u64 / 8) * ppc;
+        (start, start + (beats + cfg.dma_latency_cycles as u64) * ppc)
+    }
+}
+
+/// The command unit's state: link availability, FPsPIN-style counters
+/// and each ECTX's handler-output ring.
+pub(super) struct CommandUnit {
+    pub(super) links: Links,
+    counters: HashMap<(EctxId, u32), (u64, u64)>,
+    /// Handler output per ECTX, each a bounded ring (`output_buffer`).
+    outputs: HashMap<EctxId, OutputRing>,
+}
+
+impl CommandUnit {
+    pub(super) fn new(cfg: &NicConfig) -> CommandUnit {
+        CommandUnit {
+            links: Links::new(cfg),
+            counters: HashMap::new(),
+            outputs: HashMap::new(),
+        }
+    }
+
+    /// A reused ECTX slot starts with no counters and no output.
+    pub(super) fn forget_ectx(&mut self, id: EctxId) {
+        self.counters.retain(|k, _| k.0 != id);
+        self.outputs.remove(&id);
+    }
+
+    /// Add `value` to counter `index` of `ectx`.
+    pub(super) fn push_counter(&mut self, ectx: EctxId, index: u32, value: u32) {
+        let e = self.counters.entry((ectx, index)).or_default();
+        e.0 += value as u64;
+        e.1 += 1;
+    }
+
+    /// (index, sum, count) of an ECTX's counters, by index.
+    pub(super) fn counters(&self, ectx: EctxId) -> Vec<(u32, u64, u64)> {
+        let mut v: Vec<_> = self
+            .counters
+            .iter()
+            .filter(|(k, _)| k.0 == ectx)
+            .map(|(k, v)| (k.1, v.0, v.1))
+            .collect();
+        v.sort();
+        v
+    }
+
+    /// Keep a handler's output in its ECTX's ring of `cap` bytes; returns
+    /// the bytes dropped.
+    pub(super) fn write_output(&mut self, r: OutputRecord, cap: usize) -> u64 {
+        self.outputs.entry(r.ectx).or_default().push(r, cap)
+    }
+
+    /// Output still held, in NIC-time order.
+    pub(super) fn output(&self) -> Vec<&OutputRecord> {
+        let mut v: Vec<&OutputRecord> = self
+            .outputs
+            .values()
+            .flat_map(|r| r.records.iter())
+            .collect();
+        // Stable: writes of one instant keep their order.
+        v.sort_by_key(|r| (r.time_ps, r.ectx));
+        v
+    }
+
+    pub(super) fn drain_output(&mut self) -> Vec<OutputRecord> {
+        let mut v: Vec<OutputRecord> = self.outputs.values_mut().flat_map(|r| r.take()).collect();
+        v.sort_by_key(|r| (r.time_ps, r.ectx));
+        v
+    }
+}
+
+/// Runtime services for one HPU while it runs: the command unit, with
+/// the blocks a command reaches (notifications, message records, the
+/// packet's slot, the task table).
+pub(super) struct Services<'a> {
     pub(super) core: &'a mut Core,
+    pub(super) cu: &'a mut CommandUnit,
+    pub(super) notify: &'a mut Notifier,
+    pub(super) sched: &'a Scheduler,
+    pub(super) pkt: &'a mut PacketBuffer,
+    pub(super) mpq: &'a mut MpqEngine,
     pub(super) ctl: &'a mut HpuCtl,
     pub(super) ectx: EctxId,
 }
 
-impl CommandUnit<'_> {
+impl Services<'_> {
     pub(super) fn now(&self, hpu: &Hpu) -> u64 {
-        self.ctl.t0 + (hpu.cycles - self.ctl.c0) * self.core.ppc
+        self.ctl.local_ps(hpu, self.core.ppc)
     }
 
     pub(super) fn host_ok(&self, addr: u64, len: u32) -> bool {
@@ -247,7 +380,7 @@ impl CommandUnit<'_> {
             Some(c) if c.done_ps <= now => {
                 let e = std::mem::replace(&mut c.effect, Effect::None);
                 let t = c.done_ps;
-                apply_effect(self.core, self.ectx, e, t);
+                apply_effect(self.core, self.mpq, self.ectx, e, t);
                 true
             }
             Some(_) => false,
@@ -264,10 +397,7 @@ impl CommandUnit<'_> {
     }
 
     pub(super) fn pcie(&mut self, now: u64, len: u32) -> u64 {
-        let c = &mut *self.core;
-        let start = now.max(c.pcie_free_at);
-        c.pcie_free_at = start + Core::wire_ps(len as u64, c.cfg.host.bandwidth_gbps);
-        c.pcie_free_at + c.ns(c.cfg.host.latency_ns)
+        self.cu.links.pcie(&self.core.cfg, now, len)
     }
 }
 
@@ -451,7 +581,7 @@ pub fn command_cost(bytes: u64) -> u64 {
     bytes.div_ceil(BYTES_PER_INSTRUCTION)
 }
 
-impl Runtime for CommandUnit<'_> {
+impl Runtime for Services<'_> {
     fn ecall(&mut self, hpu: &mut Hpu) -> Ecall {
         match Command::decode(hpu) {
             Some(cmd) => self.execute(hpu, cmd),
@@ -460,7 +590,7 @@ impl Runtime for CommandUnit<'_> {
     }
 }
 
-impl CommandUnit<'_> {
+impl Services<'_> {
     /// Carry out one decoded command for the handler on `hpu`.
     pub(super) fn execute(&mut self, hpu: &mut Hpu, cmd: Command) -> Ecall {
         let now = self.now(hpu);
@@ -505,11 +635,9 @@ impl CommandUnit<'_> {
                     hpu: self.ctl.gid as u32,
                     bytes,
                 };
-                let c = &mut *self.core;
-                let dropped = (len - keep) as u64
-                    + c.outputs.entry(ectx).or_default().push(rec, cap as usize);
+                let dropped = (len - keep) as u64 + self.cu.write_output(rec, cap as usize);
                 if dropped > 0 {
-                    *c.stats.output_dropped.entry(ectx).or_default() += dropped;
+                    *self.core.stats.output_dropped.entry(ectx).or_default() += dropped;
                 }
                 ret(hpu, len as i32)
             }
@@ -545,14 +673,11 @@ impl CommandUnit<'_> {
                     );
                 }
                 self.charge(hpu, len as u64);
-                let c = &mut *self.core;
-                let cl = self.ctl.cluster;
-                let beats = (len as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
-                let start = now.max(c.clusters[cl].dma_free_at).max(c.ic_free_at);
-                c.clusters[cl].dma_free_at = start + beats * c.ppc;
-                c.ic_free_at =
-                    start + (len as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
-                let done = start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc;
+                let c = &*self.core;
+                let (_, done) =
+                    self.cu
+                        .links
+                        .cluster_dma(&c.cfg, c.ppc, self.ctl.cluster, now, len);
                 self.issue(hpu, "cluster dma", done, Effect::Nic { addr: dst, data })
             }
             Command::Send { data, len } => self.send(hpu, now, 0, data, len),
@@ -691,33 +816,15 @@ impl CommandUnit<'_> {
                     );
                 };
                 self.charge(hpu, len as u64);
-                let c = &mut *self.core;
                 let ectx = self.ectx;
-                let open = c
-                    .notify
-                    .values()
-                    .filter(|n| n.ectx == ectx && !n.answered)
-                    .count();
-                if open >= c.cfg.notify_ring as usize {
+                let ring = self.core.cfg.notify_ring;
+                let Some(id) = self.notify.post(ectx, self.ctl.gid, self.ctl.gen, ring) else {
                     return ret(hpu, err::BUSY);
-                }
-                let id = c.next_notify;
-                c.next_notify = c.next_notify.wrapping_add(1).max(1);
-                c.notify.insert(
-                    id,
-                    NotifyState {
-                        ectx,
-                        hpu: self.ctl.gid,
-                        gen: self.ctl.gen,
-                        answered: false,
-                        response: None,
-                    },
-                );
+                };
                 self.ctl.notifies += 1;
                 // The request is a DMA write into the host's ring.
                 let t = self.pcie(now, len + 16);
-                let c = &mut *self.core;
-                c.notify_q.push_back(Notification {
+                self.notify.publish(Notification {
                     id,
                     ectx,
                     hpu: self.ctl.gid as u32,
@@ -725,7 +832,7 @@ impl CommandUnit<'_> {
                     data: bytes,
                     host_ref,
                 });
-                c.at(t, Ev::NotifyVisible);
+                self.core.at(t, Ev::NotifyVisible);
                 ret(hpu, id as i32)
             }
             // Both give the answer in a1 (low) and a2 (high); a0 is the
@@ -734,10 +841,10 @@ impl CommandUnit<'_> {
             Command::NotifyWait { id } | Command::NotifyTest { id } => {
                 let wait = matches!(cmd, Command::NotifyWait { .. });
                 let (ectx, gid, gen) = (self.ectx, self.ctl.gid, self.ctl.gen);
-                match self.core.notify.get(&id) {
-                    Some(n) if n.ectx == ectx && n.hpu == gid && n.gen == gen => match n.response {
+                match self.notify.owned_by(id, ectx, gid, gen) {
+                    Some(response) => match response {
                         Some(v) => {
-                            self.core.notify.remove(&id);
+                            self.notify.remove(id);
                             self.ctl.notifies = self.ctl.notifies.saturating_sub(1);
                             hpu.set_reg(abi::A1, v as u32);
                             hpu.set_reg(abi::A2, (v >> 32) as u32);
@@ -749,7 +856,7 @@ impl CommandUnit<'_> {
                         }
                         None => ret(hpu, 0),
                     },
-                    _ => self.reject(
+                    None => self.reject(
                         hpu,
                         now,
                         Rejected::NotifyId,
@@ -771,9 +878,7 @@ impl CommandUnit<'_> {
                         format!("index {index}, counters_per_ectx = {limit}"),
                     );
                 }
-                let e = self.core.counters.entry((self.ectx, index)).or_default();
-                e.0 += value as u64;
-                e.1 += 1;
+                self.cu.push_counter(self.ectx, index, value);
                 ret(hpu, 0)
             }
         }
@@ -781,9 +886,8 @@ impl CommandUnit<'_> {
 
     /// The message of the task on this HPU.
     fn msg_id(&self) -> u32 {
-        self.ctl
-            .task
-            .and_then(|t| self.core.tasks[t].as_ref())
+        self.sched
+            .task_of(self.ctl.task)
             .map_or(0, |t| t.her.msg_id)
     }
 
@@ -801,9 +905,8 @@ impl CommandUnit<'_> {
     ) -> Ecall {
         let (ectx, msg_id) = (self.ectx, self.msg_id());
         let kind = self
-            .ctl
-            .task
-            .and_then(|t| self.core.tasks[t].as_ref())
+            .sched
+            .task_of(self.ctl.task)
             .map_or(HandlerKind::Payload, |t| t.kind);
         let handler = self.core.ectx(ectx).spec_symbol(kind);
         let site = Site {
@@ -812,6 +915,7 @@ impl CommandUnit<'_> {
             hpu: self.ctl.gid as u32,
         };
         self.core.record_error(
+            self.mpq,
             now,
             ectx,
             msg_id,
@@ -820,8 +924,8 @@ impl CommandUnit<'_> {
             addr,
             Some(detail),
         );
-        if let Some(t) = self.ctl.task.and_then(|t| self.core.tasks[t].as_ref()) {
-            self.core.slots[t.her.slot as usize].failed = true;
+        if let Some(t) = self.sched.task_of(self.ctl.task) {
+            self.pkt.mark_failed(t.her.slot);
         }
         ret(hpu, code)
     }
@@ -858,10 +962,7 @@ impl CommandUnit<'_> {
             );
         };
         self.charge(hpu, len as u64);
-        let c = &mut *self.core;
-        let start = now.max(c.out_free_at);
-        c.out_free_at = start + Core::wire_ps(len as u64, c.cfg.line_rate_gbps);
-        let done = c.out_free_at;
+        let done = self.cu.links.nic_send(&self.core.cfg, now, len);
         self.issue(hpu, "nic send", done, Effect::Send { dest, data: bytes })
     }
 }

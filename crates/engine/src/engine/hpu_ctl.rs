@@ -57,6 +57,43 @@ pub(super) struct HpuCtl {
     pub(super) exit_reason: Option<String>,
 }
 
+impl HpuCtl {
+    /// HPU `gid` of cluster `cluster`, idle, before its first task.
+    pub(super) fn new(gid: usize, cluster: usize) -> HpuCtl {
+        HpuCtl {
+            gid,
+            cluster,
+            state: HpuState::Idle,
+            task: None,
+            gen: 0,
+            t0: 0,
+            c0: 0,
+            i0: 0,
+            charged: 0,
+            ld0: 0,
+            st0: 0,
+            mem0: [0; 5],
+            busy_since: 0,
+            busy_ps: 0,
+            cmds: Vec::new(),
+            next_cmd: 1,
+            wait: None,
+            wait_notify: None,
+            deferred: None,
+            mapped_ectx: None,
+            wait_deadline: 0,
+            limit_armed: false,
+            notifies: 0,
+            exit_reason: None,
+        }
+    }
+
+    /// The HPU's local NIC time: task start plus the cycles run since.
+    pub(super) fn local_ps(&self, hpu: &Hpu, ppc: u64) -> u64 {
+        self.t0 + (hpu.cycles - self.c0) * ppc
+    }
+}
+
 /// How a handler ended.
 pub(super) enum End {
     Returned,
@@ -81,14 +118,25 @@ pub(super) struct Slot {
     pub(super) program: Option<Arc<Program>>,
 }
 
+impl Slot {
+    /// HPU `gid` of cluster `cluster` (`hpu` configured by the caller).
+    pub(super) fn new(hpu: Hpu, gid: usize, cluster: usize) -> Slot {
+        Slot {
+            hpu,
+            ctl: HpuCtl::new(gid, cluster),
+            program: None,
+        }
+    }
+}
+
 impl Engine {
     pub(super) fn local_ps(core: &Core, slot: &Slot) -> u64 {
-        slot.ctl.t0 + (slot.hpu.cycles - slot.ctl.c0) * core.ppc
+        slot.ctl.local_ps(&slot.hpu, core.ppc)
     }
 
     pub(super) fn run_hpu(&mut self, h: usize) {
         let t = self.hpus[h].ctl.task.unwrap();
-        let ectx = self.core.tasks[t].as_ref().unwrap().her.ectx;
+        let ectx = self.sched.task(t).her.ectx;
         let quantum = self.core.cfg.quantum_cycles as u64;
         let Slot { hpu, ctl, program } = &mut self.hpus[h];
         let prog = program.as_deref().expect("start_task set the program");
@@ -99,8 +147,13 @@ impl Engine {
             .saturating_sub(ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc);
         hpu.cycles += behind / self.core.ppc;
         let until = hpu.cycles + quantum;
-        let mut svc = CommandUnit {
+        let mut svc = Services {
             core: &mut self.core,
+            cu: &mut self.cu,
+            notify: &mut self.notify,
+            sched: &self.sched,
+            pkt: &mut self.pkt,
+            mpq: &mut self.mpq,
             ctl,
             ectx,
         };
@@ -182,46 +235,6 @@ impl Engine {
         self.handler_end(h, t, End::WaitTimeout { pc });
     }
 
-    /// HPU share (`max_hpu_share`): may ECTX `e` take one more task (at the
-    /// dispatcher) or HPU (in cluster `cl`)? Limited while another ECTX is
-    /// active or has messages in progress, so a lone tenant uses the whole
-    /// NIC. Handlers are not preempted, so the reserve must exist before
-    /// the other tenant's packets come. The dispatcher limit keeps one
-    /// tenant's queued tasks from filling the clusters' queues; the
-    /// per-cluster limit keeps HPUs free in every cluster, since a task
-    /// waits for an HPU of its own cluster.
-    pub(super) fn share_allows(&self, e: EctxId, cl: Option<usize>) -> bool {
-        let c = &self.core;
-        let others_busy =
-            c.ectxs.iter().enumerate().any(|(k, x)| {
-                k != e && x.as_ref().is_some_and(|x| x.active || x.open_messages > 0)
-            });
-        if !others_busy {
-            return true;
-        }
-        let share = c.cfg.max_hpu_share;
-        match cl {
-            None => {
-                let limit = ((c.cfg.hpus() as f64 * share) as u64).max(1);
-                (c.ectx(e).tasks as u64) < limit
-            }
-            Some(cl) => {
-                let per = c.cfg.hpus_per_cluster as usize;
-                let limit = ((per as f64 * share) as usize).max(1);
-                let held = self.hpus[cl * per..(cl + 1) * per]
-                    .iter()
-                    .filter(|s| {
-                        s.ctl
-                            .task
-                            .and_then(|t| c.tasks[t].as_ref())
-                            .is_some_and(|t| t.her.ectx == e)
-                    })
-                    .count();
-                held < limit
-            }
-        }
-    }
-
     /// What a watchdog fault spent its budget on, and the settings that
     /// raise it (`HandlerError::detail`).
     fn watchdog_detail(&self, h: usize, ectx: EctxId) -> String {
@@ -237,7 +250,7 @@ impl Engine {
     /// wait) at local time `t`.
     pub(super) fn handler_end(&mut self, h: usize, t: u64, end: End) {
         let tid = self.hpus[h].ctl.task.unwrap();
-        let task = self.core.tasks[tid].as_ref().unwrap();
+        let task = self.sched.task(tid);
         let (ectx, kind, msg_id) = (task.her.ectx, task.kind, task.her.msg_id);
         let slot = &self.hpus[h];
         let counts = slot.hpu.mem.counts().by_class;
@@ -276,6 +289,7 @@ impl Engine {
                 };
                 let site = site(&self.core, f.pc);
                 self.core.record_error(
+                    &mut self.mpq,
                     t,
                     ectx,
                     msg_id,
@@ -293,6 +307,7 @@ impl Engine {
                 };
                 let site = site(&self.core, pc);
                 self.core.record_error(
+                    &mut self.mpq,
                     t,
                     ectx,
                     msg_id,
@@ -307,6 +322,7 @@ impl Engine {
                 let limit = self.core.cfg.wait_limit_ns;
                 let site = site(&self.core, pc);
                 self.core.record_error(
+                    &mut self.mpq,
                     t,
                     ectx,
                     msg_id,
@@ -319,8 +335,8 @@ impl Engine {
             }
         };
         if fault.is_some() {
-            let slot = self.core.tasks[tid].as_ref().unwrap().her.slot;
-            self.core.slots[slot as usize].failed = true;
+            let slot = self.sched.task(tid).her.slot;
+            self.pkt.mark_failed(slot);
         }
         if self.core.timeline.is_some() {
             let start = self.hpus[h].ctl.t0;
@@ -354,10 +370,7 @@ impl Engine {
         let ctl = &mut self.hpus[h].ctl;
         if ctl.notifies > 0 {
             // Requests the task never collected die with it.
-            let gen = ctl.gen;
-            self.core
-                .notify
-                .retain(|_, n| !(n.hpu == h && n.gen == gen));
+            self.notify.purge(h, ctl.gen);
             ctl.notifies = 0;
         }
         ctl.gen += 1;
@@ -375,23 +388,17 @@ impl Engine {
         ctl.busy_ps += now - ctl.busy_since;
         c.busy_now -= 1;
         let cl = ctl.cluster;
-        // Completion notification: one per cycle per cluster, then one per
-        // cycle across clusters (round-robin arbiters, seed 001 §3.2.2).
-        let cluster = &mut c.clusters[cl];
-        let t_cl = now.max(cluster.fb_free_at);
-        cluster.fb_free_at = t_cl + c.ppc;
-        let task = c.tasks[tid].as_ref().unwrap();
-        cluster.l1_alloc.free(task.l1.0, task.l1.1.max(1));
-        c.sched_blocked = false;
+        // Completion notification: through the cluster's arbiter, then on
+        // to the MPQ engine.
+        let t_cl = self.sched.hpu_free(cl, h, tid, now, c.ppc);
         let done = t_cl + c.ns(c.cfg.completion_ns);
         c.at(done, Ev::Completion { task: tid as u32 });
         // The freed HPU takes the next queued task of its cluster.
-        c.clusters[cl].free_hpus.push_back(h);
         self.assign(cl);
         if self.core.ectxs.len() > 1 {
             // The HPU share may have held tasks back in other clusters
             // while this task's ECTX had work; they may start now.
-            for k in (0..self.core.clusters.len()).filter(|&k| k != cl) {
+            for k in (0..self.sched.clusters()).filter(|&k| k != cl) {
                 self.assign(k);
             }
         }
@@ -399,30 +406,69 @@ impl Engine {
     }
 
     pub(super) fn on_completion(&mut self, tid: usize) {
-        let task = self.core.tasks[tid].take().unwrap();
-        self.core.free_tasks.push(tid);
+        let task = self.sched.complete(tid);
         if let Some(e) = self.core.ectxs[task.her.ectx].as_mut() {
             e.tasks -= 1;
         }
-        let now = self.core.now;
         let m = task.mpq;
-        let live = self.core.mpqs[m].active && self.core.mpqs[m].gen == task.mpq_gen;
-        self.release_ref(task.her.slot, now);
+        let live = self.mpq.task_done(m, task.mpq_gen, task.kind);
+        self.release_ref(task.her.slot);
         if live {
-            let q = &mut self.core.mpqs[m];
-            match task.kind {
-                HandlerKind::Header => q.hh = HhState::Done,
-                HandlerKind::Payload => q.ph_inflight -= 1,
-                HandlerKind::Completion => {
-                    self.free_mpq(m, true);
-                    self.kick_scheduler();
-                    return;
-                }
+            if task.kind == HandlerKind::Completion {
+                self.free_mpq(m, true);
+                self.kick_scheduler();
+                return;
             }
             self.mark_ready(m);
             self.maybe_finish_message(m);
         }
         self.kick_scheduler();
+    }
+}
+
+/// HPU share (`max_hpu_share`): may ECTX `e` take one more task (at the
+/// dispatcher) or HPU (in cluster `cl`)? Limited while another ECTX is
+/// active or has messages in progress, so a lone tenant uses the whole
+/// NIC. Handlers are not preempted, so the reserve must exist before
+/// the other tenant's packets come. The dispatcher limit keeps one
+/// tenant's queued tasks from filling the clusters' queues; the
+/// per-cluster limit keeps HPUs free in every cluster, since a task
+/// waits for an HPU of its own cluster.
+pub(super) fn share_allows(
+    c: &Core,
+    sched: &Scheduler,
+    hpus: &[Slot],
+    e: EctxId,
+    cl: Option<usize>,
+) -> bool {
+    let others_busy = c
+        .ectxs
+        .iter()
+        .enumerate()
+        .any(|(k, x)| k != e && x.as_ref().is_some_and(|x| x.active || x.open_messages > 0));
+    if !others_busy {
+        return true;
+    }
+    let share = c.cfg.max_hpu_share;
+    match cl {
+        None => {
+            let limit = ((c.cfg.hpus() as f64 * share) as u64).max(1);
+            (c.ectx(e).tasks as u64) < limit
+        }
+        Some(cl) => {
+            let per = c.cfg.hpus_per_cluster as usize;
+            let limit = ((per as f64 * share) as usize).max(1);
+            let held = hpus[cl * per..(cl + 1) * per]
+                .iter()
+                .filter(|s| {
+                    s.ctl
+                        .task
+                        .and_then(|t| sched.task_of(Some(t)))
+                        .is_some_and(|t| t.her.ectx == e)
+                })
+                .count();
+            held < limit
+        }
     }
 }
 

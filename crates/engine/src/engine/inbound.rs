@@ -7,21 +7,82 @@ use super::*;
 
 /// References to a packet slot still outstanding (tasks yet to complete).
 pub(super) struct SlotState {
-    pub(super) refs: u32,
-    pub(super) arrival_ps: u64,
-    pub(super) len: u32,
+    refs: u32,
+    arrival_ps: u64,
+    len: u32,
     /// Its message was reset: freeing the slot does not count as processed.
-    pub(super) aborted: bool,
+    aborted: bool,
     /// A handler on it failed (fault, abort, wait timeout, rejected
     /// command): processed, but not goodput.
-    pub(super) failed: bool,
+    failed: bool,
 }
 
 /// Injected frames' vectors kept for reuse at most (a burst's worth; the
 /// host takes them back at every step).
 const MAX_SPARE_FRAMES: usize = 256;
 
-impl Core {
+/// What became of a packet offered to the packet buffer.
+pub(super) enum Admit {
+    /// In a slot: its HER goes to the MPQ engine.
+    Her(Her),
+    /// Unmatched or dropped (buffer full, `BufferFull::Drop`).
+    Gone,
+    /// Waiting for a slot (back-pressure), at the head of the waiting line
+    /// or its tail.
+    Blocked,
+}
+
+/// The inbound engine and the L2 packet buffer: where packets come from
+/// (a traffic source or the host), the slots they occupy until their last
+/// task completes, and the packets waiting for a slot.
+pub(super) struct PacketBuffer {
+    slots: Vec<SlotState>,
+    free_slots: Vec<u32>,
+    source: Option<Box<dyn Source>>,
+    /// Frames of injected packets, copied into the packet buffer, kept for
+    /// the host to refill (`Engine::take_spare_frame`) when no source
+    /// takes them back: the live NIC then allocates no vector per frame.
+    spare_frames: Vec<Vec<u8>>,
+    /// Arrival waiting in the event queue or for a packet slot.
+    pending: Option<Arrival>,
+    /// Host-injected packets, each with an `Ev::Inject` queued.
+    injected: VecDeque<Arrival>,
+    last_inject_ps: u64,
+    unblock_queued: bool,
+    /// Packets waiting for a packet-buffer slot (back-pressure).
+    blocked: VecDeque<Arrival>,
+    blocked_since: Option<u64>,
+    /// Back-pressure so far: the source's packets arrive this much later.
+    delay_ps: u64,
+}
+
+impl PacketBuffer {
+    /// `l2_pkt_size / pkt_slot_size` empty slots, the lowest handed out first.
+    pub(super) fn new(cfg: &NicConfig) -> PacketBuffer {
+        let nslots = cfg.l2_pkt_size / cfg.pkt_slot_size;
+        PacketBuffer {
+            slots: (0..nslots)
+                .map(|_| SlotState {
+                    refs: 0,
+                    arrival_ps: 0,
+                    len: 0,
+                    aborted: false,
+                    failed: false,
+                })
+                .collect(),
+            free_slots: (0..nslots).rev().collect(),
+            source: None,
+            spare_frames: Vec::new(),
+            pending: None,
+            injected: VecDeque::new(),
+            last_inject_ps: 0,
+            unblock_queued: false,
+            blocked: VecDeque::new(),
+            blocked_since: None,
+            delay_ps: 0,
+        }
+    }
+
     /// A frame is in the packet buffer (or lost): its vector goes back to
     /// the traffic source for a later packet.
     fn recycle(&mut self, mut frame: Vec<u8>) {
@@ -32,80 +93,47 @@ impl Core {
             self.spare_frames.push(frame);
         }
     }
-}
 
-impl Engine {
-    /// Feed packets from `source` (replacing any previous source).
-    pub fn set_source(&mut self, source: Box<dyn Source>) -> Result<(), SimError> {
-        self.core.source = Some(source);
-        self.core.pending = None;
-        self.pull_arrival()
+    pub(super) fn take_spare_frame(&mut self) -> Option<Vec<u8>> {
+        self.spare_frames.pop()
     }
 
-    pub(super) fn pull_arrival(&mut self) -> Result<(), SimError> {
-        let c = &mut self.core;
-        if c.pending.is_some() {
+    pub(super) fn set_source(&mut self, source: Box<dyn Source>) {
+        self.source = Some(source);
+        self.pending = None;
+    }
+
+    /// Queue the source's next packet (one at a time: `Ev::Arrival`).
+    pub(super) fn pull_arrival(&mut self, c: &mut Core) -> Result<(), SimError> {
+        if self.pending.is_some() {
             return Ok(());
         }
-        let Some(src) = c.source.as_mut() else {
+        let Some(src) = self.source.as_mut() else {
             return Ok(());
         };
         match src.next_arrival()? {
             Some(a) => {
-                let t = (a.time_ps + c.delay_ps).max(c.now);
-                c.pending = Some(a);
+                let t = (a.time_ps + self.delay_ps).max(c.now);
+                self.pending = Some(a);
                 c.at(t, Ev::Arrival);
             }
-            None => c.source = None,
+            None => self.source = None,
         }
         Ok(())
     }
 
-    pub(super) fn match_ectx(&self, a: &Arrival) -> Option<EctxId> {
-        if let Some(id) = a.ectx {
-            // Chosen by a matching engine in front of the NIC (live rulesets).
-            return self
-                .core
-                .ectxs
-                .get(id)
-                .and_then(Option::as_ref)
-                .filter(|e| e.active)
-                .map(|_| id);
-        }
-        let mut port: Option<Option<u16>> = None;
-        for (id, e) in self.core.ectxs.iter().enumerate() {
-            let Some(e) = e else { continue };
-            if !e.active {
-                continue;
-            }
-            let hit = match e.spec.matching {
-                MatchRule::All => true,
-                MatchRule::UdpDstPort(p) => {
-                    let dport = *port.get_or_insert_with(|| udp_dst_port(&a.frame));
-                    dport == Some(p)
-                }
-            };
-            if hit {
-                return Some(id);
-            }
-        }
-        None
+    pub(super) fn take_pending(&mut self) -> Option<Arrival> {
+        self.pending.take()
     }
 
-    pub(super) fn on_arrival(&mut self) -> Result<(), SimError> {
-        let Some(a) = self.core.pending.take() else {
-            return Ok(());
-        };
-        self.accept(a)?;
-        // With back-pressure on, the source waits until the buffer drains.
-        if self.core.blocked.is_empty() {
-            self.pull_arrival()?;
-        }
-        Ok(())
+    /// Packets wait for a slot (back-pressure): the source waits too.
+    pub(super) fn is_blocked(&self) -> bool {
+        !self.blocked.is_empty()
     }
 
-    pub(super) fn accept(&mut self, a: Arrival) -> Result<(), SimError> {
-        let c = &mut self.core;
+    /// Count a packet in; `Some`: it may take a slot now (`admit`), `None`:
+    /// it waits behind the packets already waiting.
+    pub(super) fn accept(&mut self, c: &mut Core, a: Arrival) -> Result<Option<Arrival>, SimError> {
         let len = a.frame.len();
         if len > c.cfg.pkt_slot_size as usize {
             return Err(SimError::PacketTooLarge {
@@ -119,54 +147,45 @@ impl Engine {
         c.stats.first_arrival_ps.get_or_insert(c.now);
         c.stats.last_arrival_ps = c.now;
         c.stats.last_arrival_len = len as u64;
-        if !c.blocked.is_empty() {
-            c.blocked.push_back(a); // behind the packets already waiting
-            return Ok(());
+        if !self.blocked.is_empty() {
+            self.blocked.push_back(a); // behind the packets already waiting
+            return Ok(None);
         }
-        self.admit(a, false);
-        Ok(())
+        Ok(Some(a))
     }
 
-    /// Match a packet and give it a packet-buffer slot. Returns false if it
-    /// had to wait for a slot (back-pressure); it is then queued.
-    pub(super) fn admit(&mut self, a: Arrival, front: bool) -> bool {
-        let Some(ectx) = self.match_ectx(&a) else {
-            self.core.stats.unmatched += 1;
-            self.core.recycle(a.frame);
-            return true;
+    /// Match a packet and give it a packet-buffer slot, or queue it for one
+    /// (back-pressure; at the front when it came from the front).
+    pub(super) fn admit(&mut self, c: &mut Core, a: Arrival, front: bool) -> Admit {
+        let Some(ectx) = match_ectx(&c.ectxs, &a) else {
+            c.stats.unmatched += 1;
+            self.recycle(a.frame);
+            return Admit::Gone;
         };
-        let c = &mut self.core;
         let now = c.now;
-        let Some(slot) = c.free_slots.pop() else {
+        let Some(slot) = self.free_slots.pop() else {
             match c.cfg.buffer_full {
                 BufferFull::Drop => {
                     c.stats.drops += 1;
-                    c.recycle(a.frame);
+                    self.recycle(a.frame);
                 }
                 BufferFull::Backpressure => {
-                    c.blocked_since.get_or_insert(now);
+                    self.blocked_since.get_or_insert(now);
                     if front {
-                        c.blocked.push_front(a);
+                        self.blocked.push_front(a);
                     } else {
-                        c.blocked.push_back(a);
+                        self.blocked.push_back(a);
                     }
-                    return false;
+                    return Admit::Blocked;
                 }
             }
-            return true;
+            return Admit::Gone;
         };
         let len = a.frame.len();
         let off = slot * c.cfg.pkt_slot_size;
-        c.l2_pkt.write(off as usize, &a.frame);
-        c.recycle(a.frame);
-        let her = Her {
-            slot,
-            len: len as u32,
-            msg_id: a.msg_id,
-            ectx,
-            eom: a.eom,
-        };
-        c.slots[slot as usize] = SlotState {
+        c.mem.l2_pkt.write(off as usize, &a.frame);
+        self.recycle(a.frame);
+        self.slots[slot as usize] = SlotState {
             refs: 0,
             arrival_ps: now,
             len: len as u32,
@@ -174,58 +193,80 @@ impl Engine {
             failed: false,
         };
         c.stats.ectx_packets.entry(ectx).0 += 1;
-        self.enqueue_her(her);
-        true
+        Admit::Her(Her {
+            slot,
+            len: len as u32,
+            msg_id: a.msg_id,
+            ectx,
+            eom: a.eom,
+        })
     }
 
-    /// Slots freed: let waiting packets in, in order.
-    pub(super) fn on_unblock(&mut self) -> Result<(), SimError> {
-        while let Some(a) = self.core.blocked.pop_front() {
-            if !self.admit(a, true) {
-                return Ok(());
-            }
-        }
-        let c = &mut self.core;
-        if let Some(since) = c.blocked_since.take() {
+    /// The queued `Ev::Unblock` is due: a later release queues another.
+    pub(super) fn unblock_due(&mut self) {
+        self.unblock_queued = false;
+    }
+
+    /// The oldest packet waiting for a slot.
+    pub(super) fn next_blocked(&mut self) -> Option<Arrival> {
+        self.blocked.pop_front()
+    }
+
+    /// Every waiting packet got a slot: the back-pressure time is counted
+    /// and delays the source's later packets.
+    pub(super) fn unblocked(&mut self, c: &mut Core) {
+        if let Some(since) = self.blocked_since.take() {
             c.stats.backpressure_ps += c.now - since;
-            c.delay_ps += c.now - since;
-        }
-        self.pull_arrival()
-    }
-
-    pub(super) fn on_inject(&mut self) -> Result<(), SimError> {
-        match self.core.injected.pop_front() {
-            Some(a) => self.accept(a),
-            None => Ok(()),
+            self.delay_ps += c.now - since;
         }
     }
 
-    /// The earliest time a packet injected now would arrive: now, or after
-    /// the last packet injected, whichever is later.
-    pub fn next_inject_ps(&self) -> u64 {
-        self.core.now.max(self.core.last_inject_ps)
-    }
-
-    /// Hand a packet to the NIC from the host side (single packets and
-    /// messages of the host API). It arrives at `a.time_ps` or now,
-    /// whichever is later, and after every packet injected before it.
-    pub fn inject(&mut self, mut a: Arrival) {
-        let c = &mut self.core;
-        a.time_ps = a.time_ps.max(c.now).max(c.last_inject_ps);
-        c.last_inject_ps = a.time_ps;
+    /// Hand a packet in from the host side: it arrives at `a.time_ps` or
+    /// now, whichever is later, and after every packet injected before it.
+    pub(super) fn inject(&mut self, c: &mut Core, mut a: Arrival) {
+        a.time_ps = a.time_ps.max(c.now).max(self.last_inject_ps);
+        self.last_inject_ps = a.time_ps;
         let t = a.time_ps;
-        c.injected.push_back(a);
+        self.injected.push_back(a);
         c.at(t, Ev::Inject);
     }
 
-    /// Drop one task's reference to a packet slot; the last one frees it.
-    pub(super) fn release_ref(&mut self, slot: u32, now: u64) {
-        self.drop_refs(slot, 1, now);
+    pub(super) fn next_injected(&mut self) -> Option<Arrival> {
+        self.injected.pop_front()
     }
 
-    pub(super) fn drop_refs(&mut self, slot: u32, n: u32, now: u64) {
-        let c = &mut self.core;
-        let s = &mut c.slots[slot as usize];
+    pub(super) fn next_inject_ps(&self, now: u64) -> u64 {
+        now.max(self.last_inject_ps)
+    }
+
+    /// Injected but not arrived, waiting for a slot, or in a slot.
+    pub(super) fn held(&self) -> u64 {
+        (self.injected.len() + self.blocked.len() + self.slots.len() - self.free_slots.len()) as u64
+    }
+
+    pub(super) fn arrival_ps(&self, slot: u32) -> u64 {
+        self.slots[slot as usize].arrival_ps
+    }
+
+    /// The tasks that will hold the slot (header, payload, completion).
+    pub(super) fn set_refs(&mut self, slot: u32, refs: u32) {
+        self.slots[slot as usize].refs = refs;
+    }
+
+    pub(super) fn mark_failed(&mut self, slot: u32) {
+        self.slots[slot as usize].failed = true;
+    }
+
+    pub(super) fn mark_aborted(&mut self, slot: u32) {
+        self.slots[slot as usize].aborted = true;
+    }
+
+    /// Drop `n` task references to a slot; the last one frees it (counted
+    /// as processed unless its message was reset) and lets a packet held
+    /// by back-pressure in.
+    pub(super) fn release(&mut self, c: &mut Core, slot: u32, n: u32) {
+        let now = c.now;
+        let s = &mut self.slots[slot as usize];
         debug_assert!(
             s.refs >= n || (s.refs == 0 && n == 1),
             "slot {slot}: refs {} - {n}",
@@ -245,12 +286,121 @@ impl Engine {
             }
             c.stats.last_done_ps = c.stats.last_done_ps.max(now);
         }
-        c.free_slots.push(slot);
+        self.free_slots.push(slot);
         // A packet held by back-pressure can come in now.
-        if !c.blocked.is_empty() && !c.unblock_queued {
-            c.unblock_queued = true;
+        if !self.blocked.is_empty() && !self.unblock_queued {
+            self.unblock_queued = true;
             c.at(now, Ev::Unblock);
         }
+    }
+}
+
+/// The active ECTX a packet belongs to: the one a matching engine in front
+/// of the NIC chose, else the first (in install order) whose rule matches.
+pub(super) fn match_ectx(ectxs: &[Option<Ectx>], a: &Arrival) -> Option<EctxId> {
+    if let Some(id) = a.ectx {
+        // Chosen by a matching engine in front of the NIC (live rulesets).
+        return ectxs
+            .get(id)
+            .and_then(Option::as_ref)
+            .filter(|e| e.active)
+            .map(|_| id);
+    }
+    let mut port: Option<Option<u16>> = None;
+    for (id, e) in ectxs.iter().enumerate() {
+        let Some(e) = e else { continue };
+        if !e.active {
+            continue;
+        }
+        let hit = match e.spec.matching {
+            MatchRule::All => true,
+            MatchRule::UdpDstPort(p) => {
+                let dport = *port.get_or_insert_with(|| udp_dst_port(&a.frame));
+                dport == Some(p)
+            }
+        };
+        if hit {
+            return Some(id);
+        }
+    }
+    None
+}
+
+impl Engine {
+    /// Feed packets from `source` (replacing any previous source).
+    pub fn set_source(&mut self, source: Box<dyn Source>) -> Result<(), SimError> {
+        self.pkt.set_source(source);
+        self.pkt.pull_arrival(&mut self.core)
+    }
+
+    pub(super) fn on_arrival(&mut self) -> Result<(), SimError> {
+        let Some(a) = self.pkt.take_pending() else {
+            return Ok(());
+        };
+        self.accept(a)?;
+        // With back-pressure on, the source waits until the buffer drains.
+        if !self.pkt.is_blocked() {
+            self.pkt.pull_arrival(&mut self.core)?;
+        }
+        Ok(())
+    }
+
+    fn accept(&mut self, a: Arrival) -> Result<(), SimError> {
+        if let Some(a) = self.pkt.accept(&mut self.core, a)? {
+            self.admit(a, false);
+        }
+        Ok(())
+    }
+
+    /// Give a packet a slot and its HER to the MPQ engine. Returns false if
+    /// it had to wait for a slot (back-pressure); it is then queued.
+    fn admit(&mut self, a: Arrival, front: bool) -> bool {
+        match self.pkt.admit(&mut self.core, a, front) {
+            Admit::Her(her) => {
+                self.enqueue_her(her);
+                true
+            }
+            Admit::Gone => true,
+            Admit::Blocked => false,
+        }
+    }
+
+    /// Slots freed: let waiting packets in, in order.
+    pub(super) fn on_unblock(&mut self) -> Result<(), SimError> {
+        self.pkt.unblock_due();
+        while let Some(a) = self.pkt.next_blocked() {
+            if !self.admit(a, true) {
+                return Ok(());
+            }
+        }
+        self.pkt.unblocked(&mut self.core);
+        self.pkt.pull_arrival(&mut self.core)
+    }
+
+    pub(super) fn on_inject(&mut self) -> Result<(), SimError> {
+        match self.pkt.next_injected() {
+            Some(a) => self.accept(a),
+            None => Ok(()),
+        }
+    }
+
+    /// The earliest time a packet injected now would arrive: now, or after
+    /// the last packet injected, whichever is later.
+    pub fn next_inject_ps(&self) -> u64 {
+        self.pkt.next_inject_ps(self.core.now)
+    }
+
+    /// Feed an arrival (embedding API, see the crate docs): a frame, its
+    /// message, and optionally the ECTX a matching engine in front of the
+    /// NIC chose. It arrives at `a.time_ps` or now, whichever is later, and
+    /// after every packet injected before it.
+    pub fn inject(&mut self, a: Arrival) {
+        self.pkt.inject(&mut self.core, a);
+    }
+
+    /// Drop one task's reference to a packet slot; the last one frees it.
+    pub(super) fn release_ref(&mut self, slot: u32) {
+        self.pkt.release(&mut self.core, slot, 1);
     }
 }
 

@@ -53,7 +53,7 @@ pub use self::command_unit::{command_cost, Command, OutputRecord, BYTES_PER_INST
 pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
 pub use self::mpq::{MessageRecord, MAX_RECORD_ITEMS};
 pub use self::notify::Notification;
-use self::notify::NotifyState;
+use self::notify::Notifier;
 
 pub type EctxId = usize;
 
@@ -181,7 +181,14 @@ enum Ev {
     },
 }
 
-/// Everything but the HPUs (so services can borrow it while an HPU runs).
+/// The context every block shares, passed by reference: configuration,
+/// the clock and event queue (each block pushes its events here, so the
+/// (time, seq) order is one), the NIC memories (several blocks read and
+/// write them, as the hardware's blocks share L1/L2), the installed ECTXs,
+/// statistics, the timed outputs (three blocks produce them, the embedder
+/// takes them in one place) and the timeline. Block state lives in the
+/// blocks ([`inbound`], [`mpq`], [`scheduler`], [`hpu_ctl`],
+/// [`command_unit`], [`notify`]).
 struct Core {
     cfg: NicConfig,
     ppc: u64,
@@ -189,74 +196,100 @@ struct Core {
     seq: u64,
     events: EventQueue,
     immediate: VecDeque<Ev>,
-    l1: Vec<Arc<MemBlock>>,
-    l2_handler: Arc<MemBlock>,
-    l2_pkt: Arc<MemBlock>,
-    prog_mem: Arc<MemBlock>,
+    mem: NicMemory,
     ectxs: Vec<Option<Ectx>>,
-    mpqs: Vec<Mpq>,
-    free_mpqs: Vec<usize>,
-    msg_map: HashMap<(EctxId, u32), usize, FastHash>,
-    mpq_wait: MpqWait,
-    mpq_wait_since: Option<u64>,
-    /// Message deadlines (deadline, MPQ), checked lazily: an entry is only
-    /// re-examined when due, so packets do not touch the set.
-    timers: BTreeSet<(u64, usize)>,
-    timer_at: Option<u64>,
-    ready: VecDeque<usize>,
-    sched_free_at: u64,
-    sched_queued: bool,
-    /// The dispatcher found no cluster with room; a task leaving a cluster
-    /// unblocks it.
-    sched_blocked: bool,
-    clusters: Vec<Cluster>,
-    free_slots: Vec<u32>,
-    slots: Vec<SlotState>,
-    tasks: Vec<Option<Task>>,
-    free_tasks: Vec<usize>,
     host: Box<dyn HostMemory>,
-    out_free_at: u64,
-    pcie_free_at: u64,
-    /// The L2<->L1 interconnect shared by all clusters.
-    ic_free_at: u64,
-    source: Option<Box<dyn Source>>,
-    /// Frames of injected packets, copied into the packet buffer, kept for
-    /// the host to refill (`Engine::take_spare_frame`) when no source
-    /// takes them back: the live NIC then allocates no vector per frame.
-    spare_frames: Vec<Vec<u8>>,
-    /// Arrival waiting in the event queue or for a packet slot.
-    pending: Option<Arrival>,
-    /// Host-injected packets, each with an `Ev::Inject` queued.
-    injected: VecDeque<Arrival>,
-    last_inject_ps: u64,
-    unblock_queued: bool,
-    /// Packets waiting for a packet-buffer slot (back-pressure).
-    blocked: VecDeque<Arrival>,
-    blocked_since: Option<u64>,
-    delay_ps: u64,
     stats: Stats,
+    /// HPUs busy now and at most (the report's `hpus_busy_max`).
     busy_now: u32,
     busy_max: u32,
-    counters: HashMap<(EctxId, u32), (u64, u64)>,
-    /// Handler output per ECTX, each a bounded ring (`output_buffer`).
-    outputs: HashMap<EctxId, OutputRing>,
-    outbound: Vec<OutPacket>,
-    host_writes: Vec<HostWrite>,
-    completions: Vec<MessageDone>,
-    notify_q: VecDeque<Notification>,
-    notify: HashMap<u32, NotifyState, FastHash>,
-    pending_responses: HashMap<u32, u64, FastHash>,
-    next_notify: u32,
-    keep_outbound: bool,
+    outputs: Outputs,
     /// `run(None)` returns before a host wait's limit (`Engine::pause_for_host`).
     pause_for_host: bool,
-    /// Records of ended messages (`Engine::enable_message_log`).
-    msg_log: Option<Vec<MessageRecord>>,
     timeline: Option<Vec<TimelineEvent>>,
     /// The errors since the embedder's last `drain_errors`
     /// (`Engine::hand_over_errors`), beyond the report's first
     /// MAX_ERRORS_KEPT; bounded (`PendingErrors`).
     new_errors: Option<stats::PendingErrors<HandlerError>>,
+}
+
+/// The NIC's memories: each cluster's L1, L2 handler and packet memory,
+/// program memory.
+struct NicMemory {
+    l1: Vec<Arc<MemBlock>>,
+    l2_handler: Arc<MemBlock>,
+    l2_pkt: Arc<MemBlock>,
+    prog_mem: Arc<MemBlock>,
+}
+
+impl NicMemory {
+    fn new(cfg: &NicConfig) -> NicMemory {
+        NicMemory {
+            l1: (0..cfg.clusters)
+                .map(|_| MemBlock::new(cfg.l1_size as usize))
+                .collect(),
+            l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
+            l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
+            prog_mem: MemBlock::new(cfg.prog_mem_size as usize),
+        }
+    }
+
+    /// Block and offset of a NIC address range, for engine-side accesses.
+    /// (Each region is as large as its block: the configuration's size.)
+    fn block(&self, addr: u32, len: u32) -> Option<(Arc<MemBlock>, usize)> {
+        let inside = |base: u32, b: &Arc<MemBlock>| {
+            let size = b.len() as u32;
+            let off = addr.wrapping_sub(base);
+            (off < size && size - off >= len).then(|| (b.clone(), off as usize))
+        };
+        for (k, l1) in self.l1.iter().enumerate() {
+            if let Some(r) = inside(abi::L1_BASE + k as u32 * abi::L1_CLUSTER_STRIDE, l1) {
+                return Some(r);
+            }
+        }
+        inside(abi::L2_HANDLER_BASE, &self.l2_handler)
+            .or_else(|| inside(abi::L2_PKT_BASE, &self.l2_pkt))
+            .or_else(|| inside(abi::PROG_MEM_BASE, &self.prog_mem))
+    }
+}
+
+/// What handlers produced for the embedder, each stamped with its NIC
+/// time: frames sent, host-direct writes, completed messages (kept while
+/// `keep` is on; `Engine::drain_outputs` takes them).
+struct Outputs {
+    keep: bool,
+    sent: Vec<OutPacket>,
+    host_writes: Vec<HostWrite>,
+    completions: Vec<MessageDone>,
+}
+
+impl Outputs {
+    fn new() -> Outputs {
+        Outputs {
+            keep: true,
+            sent: Vec::new(),
+            host_writes: Vec::new(),
+            completions: Vec::new(),
+        }
+    }
+
+    fn sent(&mut self, p: OutPacket) {
+        if self.keep {
+            self.sent.push(p);
+        }
+    }
+
+    fn host_write(&mut self, w: HostWrite) {
+        if self.keep {
+            self.host_writes.push(w);
+        }
+    }
+
+    fn completion(&mut self, d: MessageDone) {
+        if self.keep {
+            self.completions.push(d);
+        }
+    }
 }
 
 /// Where a handler error happened.
@@ -266,9 +299,21 @@ struct Site {
     hpu: u32,
 }
 
-/// The NIC model.
+/// The NIC model: the shared context and one value per PsPIN block.
 pub struct Engine {
     core: Core,
+    /// Inbound engine and L2 packet buffer.
+    pkt: PacketBuffer,
+    /// MPQ engine.
+    mpq: MpqEngine,
+    /// Task dispatcher and cluster schedulers.
+    sched: Scheduler,
+    /// Command unit (links, counters, output rings).
+    cu: CommandUnit,
+    /// Host notifications.
+    notify: Notifier,
+    /// The HPUs with their control state, apart from the blocks so a
+    /// running HPU's services can borrow the blocks.
     hpus: Vec<Slot>,
     /// With `enable_jit`: per ECTX, the JIT for the program its HPUs run
     /// (replaced when the ECTX's program changes).
@@ -317,27 +362,6 @@ impl Core {
         crate::traffic::wire_time_ps(bytes as usize, gbps).unwrap_or(u64::MAX)
     }
 
-    /// Block and offset of a NIC address range, for engine-side accesses.
-    fn nic_block(&self, addr: u32, len: u32) -> Option<(Arc<MemBlock>, usize)> {
-        let c = &self.cfg;
-        let inside = |base: u32, size: u32| {
-            let off = addr.wrapping_sub(base);
-            (off < size && size - off >= len).then_some(off as usize)
-        };
-        for (k, l1) in self.l1.iter().enumerate() {
-            if let Some(o) = inside(abi::L1_BASE + k as u32 * abi::L1_CLUSTER_STRIDE, c.l1_size) {
-                return Some((l1.clone(), o));
-            }
-        }
-        if let Some(o) = inside(abi::L2_HANDLER_BASE, c.l2_handler_size) {
-            return Some((self.l2_handler.clone(), o));
-        }
-        if let Some(o) = inside(abi::L2_PKT_BASE, c.l2_pkt_size) {
-            return Some((self.l2_pkt.clone(), o));
-        }
-        inside(abi::PROG_MEM_BASE, c.prog_mem_size).map(|o| (self.prog_mem.clone(), o))
-    }
-
     fn timeline(&mut self, e: TimelineEvent) {
         if let Some(t) = &mut self.timeline {
             t.push(e);
@@ -350,6 +374,7 @@ impl Core {
     #[allow(clippy::too_many_arguments)]
     fn record_error(
         &mut self,
+        mpq: &mut MpqEngine,
         time_ps: u64,
         ectx: EctxId,
         msg_id: u32,
@@ -369,10 +394,7 @@ impl Core {
             .or_default() += 1;
         // Kept in detail up to MAX_ERRORS_KEPT, in the message's record
         // when the message log is on, and for the embedder's next drain.
-        if self.stats.errors.len() < MAX_ERRORS_KEPT
-            || self.msg_log.is_some()
-            || self.new_errors.is_some()
-        {
+        if self.stats.errors.len() < MAX_ERRORS_KEPT || mpq.logging() || self.new_errors.is_some() {
             let time_ns = Ps(time_ps).to_ns().0;
             let (handler, pc, hpu) = match site {
                 Some(s) => (Some(s.handler), Some(s.pc), Some(s.hpu)),
@@ -391,7 +413,7 @@ impl Core {
                 time_ns,
                 hpu,
             };
-            self.record_message_error(&e);
+            mpq.record_error(&e);
             if let Some(q) = &mut self.new_errors {
                 q.push(e.clone());
             }
@@ -406,143 +428,38 @@ impl Engine {
     pub fn new(cfg: NicConfig) -> Result<Engine, crate::config::ConfigError> {
         cfg.validate()?;
         let ppc = cfg.ps_per_cycle();
-        let mut hpus = Vec::new();
-        let mut clusters = Vec::new();
-        for c in 0..cfg.clusters as usize {
-            let mut free = VecDeque::new();
-            for h in 0..cfg.hpus_per_cluster as usize {
-                let gid = c * cfg.hpus_per_cluster as usize + h;
-                free.push_back(gid);
+        let hpus = (0..cfg.hpus() as usize)
+            .map(|gid| {
                 let mut hpu = Hpu::new(&cfg.hpu);
                 hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
-                hpus.push(Slot {
-                    hpu,
-                    program: None,
-                    ctl: HpuCtl {
-                        gid,
-                        cluster: c,
-                        state: HpuState::Idle,
-                        task: None,
-                        gen: 0,
-                        t0: 0,
-                        c0: 0,
-                        i0: 0,
-                        charged: 0,
-                        ld0: 0,
-                        st0: 0,
-                        mem0: [0; 5],
-                        busy_since: 0,
-                        busy_ps: 0,
-                        cmds: Vec::new(),
-                        next_cmd: 1,
-                        wait: None,
-                        wait_notify: None,
-                        deferred: None,
-                        mapped_ectx: None,
-                        wait_deadline: 0,
-                        limit_armed: false,
-                        notifies: 0,
-                        exit_reason: None,
-                    },
-                });
-            }
-            clusters.push(Cluster {
-                dma_free_at: 0,
-                queue: VecDeque::new(),
-                pending: 0,
-                l1_alloc: Granules::new(cfg.l1_pkt_buffer),
-                free_hpus: free,
-                fb_free_at: 0,
-            });
-        }
-        let nslots = cfg.l2_pkt_size / cfg.pkt_slot_size;
+                Slot::new(hpu, gid, gid / cfg.hpus_per_cluster as usize)
+            })
+            .collect();
         let core = Core {
             ppc,
             now: 0,
             seq: 0,
             events: EventQueue::new(),
             immediate: VecDeque::new(),
-            l1: (0..cfg.clusters)
-                .map(|_| MemBlock::new(cfg.l1_size as usize))
-                .collect(),
-            l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
-            l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
-            prog_mem: MemBlock::new(cfg.prog_mem_size as usize),
+            mem: NicMemory::new(&cfg),
             ectxs: Vec::new(),
-            mpqs: (0..cfg.mpqs)
-                .map(|_| Mpq {
-                    active: false,
-                    gen: 0,
-                    ectx: 0,
-                    msg_id: 0,
-                    hh: HhState::Done,
-                    queue: VecDeque::new(),
-                    first: None,
-                    ph_inflight: 0,
-                    eom: None,
-                    th_started: false,
-                    in_ready: false,
-                    last_activity: 0,
-                    timer: None,
-                    rec: MessageRecord::default(),
-                })
-                .collect(),
-            free_mpqs: (0..cfg.mpqs as usize).rev().collect(),
-            msg_map: HashMap::default(),
-            mpq_wait: MpqWait::default(),
-            mpq_wait_since: None,
-            timers: BTreeSet::new(),
-            timer_at: None,
-            ready: VecDeque::new(),
-            sched_free_at: 0,
-            sched_queued: false,
-            sched_blocked: false,
-            clusters,
-            free_slots: (0..nslots).rev().collect(),
-            slots: (0..nslots)
-                .map(|_| SlotState {
-                    refs: 0,
-                    arrival_ps: 0,
-                    len: 0,
-                    aborted: false,
-                    failed: false,
-                })
-                .collect(),
-            tasks: Vec::new(),
-            free_tasks: Vec::new(),
             host: Box::new(HostRegions::default()),
-            out_free_at: 0,
-            pcie_free_at: 0,
-            ic_free_at: 0,
-            source: None,
-            spare_frames: Vec::new(),
-            pending: None,
-            injected: VecDeque::new(),
-            last_inject_ps: 0,
-            unblock_queued: false,
-            blocked: VecDeque::new(),
-            blocked_since: None,
-            delay_ps: 0,
             stats: Stats::default(),
             busy_now: 0,
             busy_max: 0,
-            counters: HashMap::new(),
-            outputs: HashMap::new(),
-            outbound: Vec::new(),
-            host_writes: Vec::new(),
-            completions: Vec::new(),
-            notify_q: VecDeque::new(),
-            notify: HashMap::default(),
-            pending_responses: HashMap::default(),
-            next_notify: 1,
-            keep_outbound: true,
+            outputs: Outputs::new(),
             pause_for_host: false,
-            msg_log: None,
             timeline: None,
             new_errors: None,
             cfg,
         };
+        let cfg = &core.cfg;
         Ok(Engine {
+            pkt: PacketBuffer::new(cfg),
+            mpq: MpqEngine::new(cfg.mpqs),
+            sched: Scheduler::new(cfg),
+            cu: CommandUnit::new(cfg),
+            notify: Notifier::new(),
             core,
             hpus,
             #[cfg(feature = "jit")]
@@ -591,26 +508,26 @@ impl Engine {
 
     /// Keep outbound packets and host writes in memory (default on).
     pub fn keep_outputs(&mut self, keep: bool) {
-        self.core.keep_outbound = keep;
+        self.core.outputs.keep = keep;
     }
 
     pub fn outbound(&self) -> &[OutPacket] {
-        &self.core.outbound
+        &self.core.outputs.sent
     }
 
     pub fn host_writes(&self) -> &[HostWrite] {
-        &self.core.host_writes
+        &self.core.outputs.host_writes
     }
 
     /// Messages completed so far (kept with `keep_outputs(true)`).
     pub fn completions(&self) -> &[MessageDone] {
-        &self.core.completions
+        &self.core.outputs.completions
     }
 
     /// Take (and forget) the recorded outputs: outbound packets, host
     /// writes, completed messages. The host API drains them this way.
     pub fn drain_outputs(&mut self) -> (Vec<OutPacket>, Vec<HostWrite>, Vec<MessageDone>) {
-        let c = &mut self.core;
+        let c = &mut self.core.outputs;
         // Each comes back as large as it was: the next batch is likely as
         // big (the live NIC drains at every step), and one allocation beats
         // growing from empty, copying at every doubling.
@@ -622,7 +539,7 @@ impl Engine {
             std::mem::replace(v, Vec::with_capacity(n))
         }
         (
-            take(&mut c.outbound),
+            take(&mut c.sent),
             take(&mut c.host_writes),
             take(&mut c.completions),
         )
@@ -631,7 +548,7 @@ impl Engine {
     /// An emptied frame vector from a packet that was injected and is now
     /// in the packet buffer (or lost), for the host's next frame.
     pub fn take_spare_frame(&mut self) -> Option<Vec<u8>> {
-        self.core.spare_frames.pop()
+        self.pkt.take_spare_frame()
     }
 
     /// Packets admitted and messages completed per ECTX.
@@ -656,29 +573,14 @@ impl Engine {
     /// Handler output still held (each ECTX keeps its newest
     /// `output_buffer` bytes), in NIC-time order: one record per `write`.
     pub fn output(&self) -> impl Iterator<Item = &OutputRecord> {
-        let mut v: Vec<&OutputRecord> = self
-            .core
-            .outputs
-            .values()
-            .flat_map(|r| r.records.iter())
-            .collect();
-        // Stable: writes of one instant keep their order.
-        v.sort_by_key(|r| (r.time_ps, r.ectx));
-        v.into_iter()
+        self.cu.output().into_iter()
     }
 
     /// Take (and forget) the handler output held so far, in NIC-time order.
     /// Only output written before now is complete: HPUs run ahead in
     /// quanta, so call it after `run` returns.
     pub fn drain_output(&mut self) -> Vec<OutputRecord> {
-        let mut v: Vec<OutputRecord> = self
-            .core
-            .outputs
-            .values_mut()
-            .flat_map(|r| r.take())
-            .collect();
-        v.sort_by_key(|r| (r.time_ps, r.ectx));
-        v
+        self.cu.drain_output()
     }
 
     /// Bytes of handler output an ECTX lost to its full ring.
@@ -698,15 +600,7 @@ impl Engine {
     /// FPsPIN-style performance counters pushed by an ECTX's handlers:
     /// (index, sum, count).
     pub fn counters(&self, ectx: EctxId) -> Vec<(u32, u64, u64)> {
-        let mut v: Vec<_> = self
-            .core
-            .counters
-            .iter()
-            .filter(|(k, _)| k.0 == ectx)
-            .map(|(k, v)| (k.1, v.0, v.1))
-            .collect();
-        v.sort();
-        v
+        self.cu.counters(ectx)
     }
 
     /// The first MAX_ERRORS_KEPT handler errors (the report's details;
@@ -993,26 +887,30 @@ impl Engine {
         // Load: code into program memory, data into handler memory (zeroed
         // first, so .bss and the rest of the region start at 0).
         let c = &mut self.core;
-        c.l2_handler
+        c.mem
+            .l2_handler
             .fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
         if let (Some(d), false) = (image_data, data_shared) {
-            c.l2_handler
+            c.mem
+                .l2_handler
                 .fill((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize, 0);
         }
         for s in &spec.image.segments {
             if s.perm.has(Perm::X) {
-                c.prog_mem
+                c.mem
+                    .prog_mem
                     .write((s.vaddr - abi::PROG_MEM_BASE) as usize, &s.data);
             } else if data_shared {
                 // Installed once: the other ECTXs' data state is kept.
             } else {
-                c.l2_handler
+                c.mem
+                    .l2_handler
                     .write((s.vaddr - abi::L2_HANDLER_BASE) as usize, &s.data);
             }
         }
         for (cl, s) in scratch.iter().enumerate() {
             if s.size > 0 {
-                c.l1[cl].fill(
+                c.mem.l1[cl].fill(
                     (s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize,
                     s.size as usize,
                     0,
@@ -1061,8 +959,7 @@ impl Engine {
         // A reused slot starts with fresh per-ECTX statistics.
         c.stats.ectx_packets.remove(id);
         c.stats.errors_by_ectx.remove(&id);
-        c.counters.retain(|k, _| k.0 != id);
-        c.outputs.remove(&id);
+        self.cu.forget_ectx(id);
         c.stats.output_dropped.remove(&id);
         Ok(id)
     }
@@ -1113,13 +1010,13 @@ impl Engine {
 
     /// Read NIC memory (any region) by NIC address.
     pub fn read_nic(&self, addr: u32, len: usize) -> Option<Vec<u8>> {
-        let (b, o) = self.core.nic_block(addr, len as u32)?;
+        let (b, o) = self.core.mem.block(addr, len as u32)?;
         Some(b.to_vec(o, len))
     }
 
     /// Write NIC memory by NIC address (host-side initialisation).
     pub fn write_nic(&mut self, addr: u32, data: &[u8]) -> bool {
-        match self.core.nic_block(addr, data.len() as u32) {
+        match self.core.mem.block(addr, data.len() as u32) {
             Some((b, o)) => {
                 b.write(o, data);
                 true
@@ -1164,12 +1061,9 @@ impl Engine {
             // advance time.
             if let Ev::TimeoutCheck = e.ev {
                 let t = e.time;
-                if self.core.timers.first().is_none_or(|f| f.0 > t) {
+                if self.mpq.nothing_due(t) {
                     self.core.events.pop();
-                    if self.core.timer_at == Some(t) {
-                        self.core.timer_at = None;
-                        self.core.arm_timer();
-                    }
+                    self.mpq.check_dropped(&mut self.core, t);
                     continue;
                 }
             }
@@ -1229,10 +1123,7 @@ impl Engine {
     fn step(&mut self, ev: Ev) -> Result<(), SimError> {
         match ev {
             Ev::Arrival => self.on_arrival()?,
-            Ev::Schedule => {
-                self.core.sched_queued = false;
-                self.schedule();
-            }
+            Ev::Schedule => self.schedule(),
             Ev::TaskReady { task } => self.on_task_ready(task as usize),
             Ev::HpuRun { hpu, gen } => {
                 let hpu = hpu as usize;
@@ -1253,10 +1144,7 @@ impl Engine {
             Ev::NotifyVisible => {}
             Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::WaitLimit { hpu } => self.on_wait_limit(hpu as usize),
-            Ev::Unblock => {
-                self.core.unblock_queued = false;
-                self.on_unblock()?
-            }
+            Ev::Unblock => self.on_unblock()?,
         }
         Ok(())
     }
@@ -1283,8 +1171,7 @@ impl Engine {
     /// arrived, waiting for a packet-buffer slot, or in the packet buffer.
     /// A live NIC stopped at its deadline counts these as unprocessed.
     pub fn packets_held(&self) -> u64 {
-        let c = &self.core;
-        (c.injected.len() + c.blocked.len() + c.slots.len() - c.free_slots.len()) as u64
+        self.pkt.held()
     }
 
     /// Raw statistics so far.

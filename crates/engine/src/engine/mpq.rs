@@ -72,84 +72,6 @@ pub struct MessageRecord {
     pub host_writes_total: u64,
 }
 
-impl Core {
-    /// The open message of (`ectx`, `msg_id`), to attach an error or a host
-    /// write to its record; `None` when the message log is off or the
-    /// message already ended.
-    pub(super) fn message_record(
-        &mut self,
-        ectx: EctxId,
-        msg_id: u32,
-    ) -> Option<&mut MessageRecord> {
-        if self.msg_log.is_none() {
-            return None;
-        }
-        let m = *self.msg_map.get(&(ectx, msg_id))?;
-        Some(&mut self.mpqs[m].rec)
-    }
-
-    pub(super) fn record_host_write(&mut self, ectx: EctxId, msg_id: u32, addr: u64, value: u64) {
-        if let Some(r) = self.message_record(ectx, msg_id) {
-            r.host_writes_total += 1;
-            if r.host_writes.len() < MAX_RECORD_ITEMS {
-                r.host_writes.push((addr, value));
-            }
-        }
-    }
-
-    pub(super) fn record_message_error(&mut self, e: &HandlerError) {
-        if let Some(r) = self.message_record(e.ectx_id, e.msg_id) {
-            r.errors_total += 1;
-            if r.errors.len() < MAX_RECORD_ITEMS {
-                r.errors.push(e.clone());
-            }
-        }
-    }
-}
-
-impl Engine {
-    /// Keep a [`MessageRecord`] for every message that ends (completes or is
-    /// reset), to be taken with [`Engine::drain_message_log`].
-    pub fn enable_message_log(&mut self) {
-        self.core.msg_log.get_or_insert_with(Vec::new);
-    }
-
-    /// Take the records of messages ended so far, in the order they ended.
-    pub fn drain_message_log(&mut self) -> Vec<MessageRecord> {
-        self.core
-            .msg_log
-            .as_mut()
-            .map(std::mem::take)
-            .unwrap_or_default()
-    }
-
-    /// Records of the messages still open (no completion), e.g. when a run
-    /// ended at `until_ps`.
-    pub fn open_message_records(&self) -> Vec<MessageRecord> {
-        let mut v: Vec<MessageRecord> = self
-            .core
-            .mpqs
-            .iter()
-            .filter(|q| q.active)
-            .map(|q| q.rec.clone())
-            .collect();
-        v.sort_by_key(|r| (r.first_arrival_ps, r.msg_id));
-        v
-    }
-}
-
-impl Core {
-    /// Make sure a TimeoutCheck event is queued for the earliest deadline.
-    pub(super) fn arm_timer(&mut self) {
-        if let Some(&(d, _)) = self.timers.first() {
-            if self.timer_at.is_none_or(|t| d < t) {
-                self.timer_at = Some(d);
-                self.at(d, Ev::TimeoutCheck);
-            }
-        }
-    }
-}
-
 /// HERs waiting for a free MPQ, by message: messages in the order of their
 /// first waiting HER, each with its HERs in arrival order. Freeing an MPQ
 /// hands the oldest waiting message all its HERs at once, in time
@@ -198,38 +120,107 @@ impl MpqWait {
     }
 }
 
-impl Engine {
-    /// Give a HER to its message's MPQ (allocating one for a new message);
-    /// without a free MPQ it waits, behind earlier waiting messages.
-    pub(super) fn enqueue_her(&mut self, her: Her) {
-        let c = &mut self.core;
-        let open = c.msg_map.get(&(her.ectx, her.msg_id)).copied();
-        if open.is_none() && (!c.mpq_wait.is_empty() || c.free_mpqs.is_empty()) {
-            c.mpq_wait_since.get_or_insert(c.now);
-            c.mpq_wait.push(her);
-            return;
+/// The MPQ engine: one MPQ per open message, the HERs waiting for a free
+/// MPQ, message deadlines, the ready queue the scheduler takes tasks from
+/// (round-robin), and the records of ended messages.
+pub(super) struct MpqEngine {
+    mpqs: Vec<Mpq>,
+    free: Vec<usize>,
+    msg_map: HashMap<(EctxId, u32), usize, FastHash>,
+    wait: MpqWait,
+    wait_since: Option<u64>,
+    /// Message deadlines (deadline, MPQ), checked lazily: an entry is only
+    /// re-examined when due, so packets do not touch the set.
+    timers: BTreeSet<(u64, usize)>,
+    timer_at: Option<u64>,
+    /// Messages with a task to issue, round-robin.
+    ready: VecDeque<usize>,
+    /// Records of ended messages (`Engine::enable_message_log`).
+    log: Option<Vec<MessageRecord>>,
+}
+
+/// A message the MPQ engine reset (its deadline passed, seed 001 §3.2.3).
+pub(super) struct Expired {
+    pub(super) mpq: usize,
+    pub(super) ectx: EctxId,
+    pub(super) msg_id: u32,
+    /// HERs never issued: they give up their packet references.
+    pub(super) held: Vec<Her>,
+}
+
+impl MpqEngine {
+    /// `n` free MPQs, the lowest handed out first.
+    pub(super) fn new(n: u32) -> MpqEngine {
+        MpqEngine {
+            mpqs: (0..n)
+                .map(|_| Mpq {
+                    active: false,
+                    gen: 0,
+                    ectx: 0,
+                    msg_id: 0,
+                    hh: HhState::Done,
+                    queue: VecDeque::new(),
+                    first: None,
+                    ph_inflight: 0,
+                    eom: None,
+                    th_started: false,
+                    in_ready: false,
+                    last_activity: 0,
+                    timer: None,
+                    rec: MessageRecord::default(),
+                })
+                .collect(),
+            free: (0..n as usize).rev().collect(),
+            msg_map: HashMap::default(),
+            wait: MpqWait::default(),
+            wait_since: None,
+            timers: BTreeSet::new(),
+            timer_at: None,
+            ready: VecDeque::new(),
+            log: None,
         }
-        self.enqueue_her_in(her, open);
     }
 
-    pub(super) fn enqueue_her_now(&mut self, her: Her) {
-        let open = self.core.msg_map.get(&(her.ectx, her.msg_id)).copied();
-        self.enqueue_her_in(her, open);
+    pub(super) fn mpq(&self, m: usize) -> &Mpq {
+        &self.mpqs[m]
     }
 
-    /// `enqueue_her_now` with the message's MPQ looked up already (`open`:
-    /// the MPQ of the open message, if it has one).
-    fn enqueue_her_in(&mut self, her: Her, open: Option<usize>) {
-        let c = &mut self.core;
+    /// The MPQ of an open message.
+    pub(super) fn open(&self, ectx: EctxId, msg_id: u32) -> Option<usize> {
+        self.msg_map.get(&(ectx, msg_id)).copied()
+    }
+
+    /// Park a HER of a new message when no MPQ is free (or older messages
+    /// wait for one already); false: it can have an MPQ now.
+    pub(super) fn park(&mut self, her: Her, open: Option<usize>, now: u64) -> bool {
+        if open.is_none() && (!self.wait.is_empty() || self.free.is_empty()) {
+            self.wait_since.get_or_insert(now);
+            self.wait.push(her);
+            return true;
+        }
+        false
+    }
+
+    /// Put a HER in its message's MPQ (`open`), or open one for it; returns
+    /// the MPQ and how many tasks will reference the packet (header handler
+    /// for a first packet, payload handler, completion handler for the last).
+    /// Arms the message's deadline.
+    pub(super) fn add(
+        &mut self,
+        c: &mut Core,
+        her: Her,
+        open: Option<usize>,
+        arrival_ps: u64,
+    ) -> (usize, u32) {
         let key = (her.ectx, her.msg_id);
         let m = match open {
             Some(m) => m,
             None => {
-                let m = c.free_mpqs.pop().expect("caller checked for a free MPQ");
+                let m = self.free.pop().expect("caller checked for a free MPQ");
                 let e = c.ectxs[her.ectx].as_mut().unwrap();
                 e.open_messages += 1;
                 let has_hh = e.entries[0].is_some();
-                let q = &mut c.mpqs[m];
+                let q = &mut self.mpqs[m];
                 q.active = true;
                 q.gen += 1;
                 q.ectx = her.ectx;
@@ -245,20 +236,18 @@ impl Engine {
                 q.eom = None;
                 q.th_started = false;
                 q.timer = None;
-                let arrival = c.slots[her.slot as usize].arrival_ps;
                 q.rec = MessageRecord {
                     ectx: her.ectx,
                     msg_id: her.msg_id,
-                    first_arrival_ps: arrival,
+                    first_arrival_ps: arrival_ps,
                     ..Default::default()
                 };
-                c.msg_map.insert(key, m);
+                self.msg_map.insert(key, m);
                 m
             }
         };
-        let arrival = c.slots[her.slot as usize].arrival_ps;
-        let rec = &mut c.mpqs[m].rec;
-        rec.last_arrival_ps = arrival;
+        let rec = &mut self.mpqs[m].rec;
+        rec.last_arrival_ps = arrival_ps;
         rec.packets += 1;
         let e = c.ectx(her.ectx);
         let (has_hh, has_ph, has_th) = (
@@ -267,10 +256,9 @@ impl Engine {
             e.entries[2].is_some(),
         );
         let timeout = e.spec.msg_timeout_ns;
-        let q = &mut c.mpqs[m];
+        let q = &mut self.mpqs[m];
         let first = q.hh == HhState::Pending && q.first.is_none();
         let refs = (first && has_hh) as u32 + has_ph as u32 + (her.eom && has_th) as u32;
-        c.slots[her.slot as usize].refs = refs;
         if first {
             q.first = Some(her);
         }
@@ -284,123 +272,215 @@ impl Engine {
         if timeout > 0 && q.timer.is_none() {
             let d = c.now + crate::units::Ns(timeout).to_ps_saturating().0;
             q.timer = Some(d);
-            c.timers.insert((d, m));
-            c.arm_timer();
+            self.timers.insert((d, m));
+            self.arm_timer(c);
         }
-        if refs == 0 {
-            self.release_ref(her.slot, self.core.now);
-        }
-        self.mark_ready(m);
-        self.maybe_finish_message(m);
+        (m, refs)
     }
 
-    pub(super) fn runnable(&self, m: usize) -> bool {
-        let c = &self.core;
-        let q = &c.mpqs[m];
+    /// sPIN's ordering: the header handler alone and first, then payload
+    /// handlers (in parallel), the completion handler last.
+    pub(super) fn runnable(&self, m: usize, ectxs: &[Option<Ectx>]) -> bool {
+        let q = &self.mpqs[m];
         if !q.active {
             return false;
         }
         match q.hh {
             HhState::Pending => q.first.is_some(),
             HhState::Running => false,
-            HhState::Done => !q.queue.is_empty() || self.th_ready(m),
+            HhState::Done => !q.queue.is_empty() || self.th_ready(m, ectxs),
         }
     }
 
-    pub(super) fn th_ready(&self, m: usize) -> bool {
-        let c = &self.core;
-        let q = &c.mpqs[m];
+    fn th_ready(&self, m: usize, ectxs: &[Option<Ectx>]) -> bool {
+        let q = &self.mpqs[m];
         q.hh == HhState::Done
             && q.eom.is_some()
             && q.queue.is_empty()
             && q.ph_inflight == 0
             && !q.th_started
-            && c.ectx(q.ectx).entries[2].is_some()
+            && ectxs[q.ectx].as_ref().expect("live ECTX").entries[2].is_some()
     }
 
-    pub(super) fn mark_ready(&mut self, m: usize) {
-        if !self.core.mpqs[m].in_ready && self.runnable(m) {
-            self.core.mpqs[m].in_ready = true;
-            self.core.ready.push_back(m);
+    /// Put a runnable message in the ready queue (once).
+    pub(super) fn mark_ready(&mut self, m: usize, ectxs: &[Option<Ectx>]) {
+        if !self.mpqs[m].in_ready && self.runnable(m, ectxs) {
+            self.mpqs[m].in_ready = true;
+            self.ready.push_back(m);
         }
-        self.kick_scheduler();
+    }
+
+    pub(super) fn has_ready(&self) -> bool {
+        !self.ready.is_empty()
+    }
+
+    pub(super) fn ready_len(&self) -> usize {
+        self.ready.len()
+    }
+
+    /// The next message in round-robin order, out of the ready queue.
+    pub(super) fn pop_ready(&mut self) -> Option<usize> {
+        let m = self.ready.pop_front()?;
+        self.mpqs[m].in_ready = false;
+        Some(m)
+    }
+
+    /// Back in the ready queue: at its end (its turn passed) or its front
+    /// (no cluster could take its task; it goes first next time).
+    pub(super) fn requeue(&mut self, m: usize, front: bool) {
+        self.mpqs[m].in_ready = true;
+        if front {
+            self.ready.push_front(m);
+        } else {
+            self.ready.push_back(m);
+        }
+    }
+
+    /// The task a runnable message issues next.
+    pub(super) fn next_task(&self, m: usize) -> (HandlerKind, Her) {
+        let q = &self.mpqs[m];
+        match q.hh {
+            HhState::Pending => (HandlerKind::Header, q.first.unwrap()),
+            _ if !q.queue.is_empty() => (HandlerKind::Payload, *q.queue.front().unwrap()),
+            _ => (HandlerKind::Completion, q.eom.unwrap()),
+        }
+    }
+
+    /// The task `next_task` named went to a cluster.
+    pub(super) fn issued(&mut self, m: usize, kind: HandlerKind) {
+        let q = &mut self.mpqs[m];
+        match kind {
+            HandlerKind::Header => {
+                q.hh = HhState::Running;
+                q.first = None;
+            }
+            HandlerKind::Payload => {
+                q.queue.pop_front();
+                q.ph_inflight += 1;
+            }
+            HandlerKind::Completion => q.th_started = true,
+        }
+    }
+
+    /// A task of MPQ `m` (of generation `gen`) completed; false if the
+    /// message was reset meanwhile (the MPQ may serve another by now).
+    pub(super) fn task_done(&mut self, m: usize, gen: u64, kind: HandlerKind) -> bool {
+        let q = &mut self.mpqs[m];
+        if !(q.active && q.gen == gen) {
+            return false;
+        }
+        match kind {
+            HandlerKind::Header => q.hh = HhState::Done,
+            HandlerKind::Payload => q.ph_inflight -= 1,
+            HandlerKind::Completion => {}
+        }
+        true
     }
 
     /// A message without a completion handler is done when its last packet
-    /// was seen and every handler of it finished: free its MPQ. (With a
-    /// completion handler, that handler's completion frees it.)
-    pub(super) fn maybe_finish_message(&mut self, m: usize) {
-        let c = &self.core;
-        let q = &c.mpqs[m];
+    /// was seen and every handler of it finished. (With a completion
+    /// handler, that handler's completion ends it.)
+    pub(super) fn finished(&self, m: usize, ectxs: &[Option<Ectx>]) -> bool {
+        let q = &self.mpqs[m];
         if !q.active
             || q.eom.is_none()
             || q.hh != HhState::Done
             || !q.queue.is_empty()
             || q.ph_inflight > 0
         {
-            return;
+            return false;
         }
-        if c.ectx(q.ectx).entries[2].is_some() {
-            return;
-        }
-        self.free_mpq(m, true);
+        ectxs[q.ectx].as_ref().expect("live ECTX").entries[2].is_none()
     }
 
-    pub(super) fn free_mpq(&mut self, m: usize, completed: bool) {
-        let c = &mut self.core;
-        let q = &mut c.mpqs[m];
+    /// Free MPQ `m`: the message ended (`completed`) or was reset. Returns
+    /// the HERs of the oldest message waiting for an MPQ, which gets it
+    /// now (the caller enqueues them, then gives the queue back).
+    pub(super) fn free(
+        &mut self,
+        c: &mut Core,
+        m: usize,
+        completed: bool,
+    ) -> Option<VecDeque<Her>> {
+        let q = &mut self.mpqs[m];
         if let Some(d) = q.timer.take() {
-            c.timers.remove(&(d, m));
+            self.timers.remove(&(d, m));
         }
         q.active = false;
         q.gen += 1;
         let key = (q.ectx, q.msg_id);
         let ectx = q.ectx;
-        c.msg_map.remove(&key);
+        self.msg_map.remove(&key);
         if completed {
             c.stats.ectx_packets.entry(ectx).1 += 1;
-            if c.keep_outbound {
-                c.completions.push(MessageDone {
-                    time_ps: c.now,
-                    ectx,
-                    msg_id: key.1,
-                });
-            }
+            c.outputs.completion(MessageDone {
+                time_ps: c.now,
+                ectx,
+                msg_id: key.1,
+            });
         }
-        if let Some(log) = &mut c.msg_log {
-            let mut rec = std::mem::take(&mut c.mpqs[m].rec);
+        if let Some(log) = &mut self.log {
+            let mut rec = std::mem::take(&mut self.mpqs[m].rec);
             rec.completion_ps = completed.then_some(c.now);
             log.push(rec);
         }
         if let Some(e) = c.ectxs[ectx].as_mut() {
             e.open_messages -= 1;
         }
-        c.free_mpqs.push(m);
-        // The oldest waiting message gets the queue, with all its packets.
-        if let Some(mut hers) = c.mpq_wait.pop_message() {
-            if c.mpq_wait.is_empty() {
-                if let Some(s) = c.mpq_wait_since.take() {
-                    c.stats.mpq_stall_ps += c.now - s;
-                }
+        self.free.push(m);
+        let hers = self.wait.pop_message()?;
+        if self.wait.is_empty() {
+            if let Some(s) = self.wait_since.take() {
+                c.stats.mpq_stall_ps += c.now - s;
             }
-            for x in hers.drain(..) {
-                self.enqueue_her_now(x);
+        }
+        Some(hers)
+    }
+
+    /// Take back a queue `free` returned, once emptied.
+    pub(super) fn give_back(&mut self, q: VecDeque<Her>) {
+        self.wait.give_back(q);
+    }
+
+    /// Make sure a TimeoutCheck event is queued for the earliest deadline.
+    pub(super) fn arm_timer(&mut self, c: &mut Core) {
+        if let Some(&(d, _)) = self.timers.first() {
+            if self.timer_at.is_none_or(|t| d < t) {
+                self.timer_at = Some(d);
+                c.at(d, Ev::TimeoutCheck);
             }
-            self.core.mpq_wait.give_back(hers);
         }
     }
 
-    pub(super) fn on_timeout_check(&mut self) {
-        let now = self.core.now;
-        self.core.timer_at = None;
-        while let Some(&(d, m)) = self.core.timers.first() {
+    /// Nothing is due at `t` (the message of the deadline ended): a
+    /// TimeoutCheck then is dropped without advancing time.
+    pub(super) fn nothing_due(&self, t: u64) -> bool {
+        self.timers.first().is_none_or(|f| f.0 > t)
+    }
+
+    /// A TimeoutCheck at `t` was dropped: re-arm for the next deadline.
+    pub(super) fn check_dropped(&mut self, c: &mut Core, t: u64) {
+        if self.timer_at == Some(t) {
+            self.timer_at = None;
+            self.arm_timer(c);
+        }
+    }
+
+    /// A TimeoutCheck is being processed.
+    pub(super) fn check_due(&mut self) {
+        self.timer_at = None;
+    }
+
+    /// The next message whose deadline passed by `now` without its last
+    /// packet; deadlines of messages active since move on.
+    pub(super) fn next_expired(&mut self, c: &Core, now: u64) -> Option<Expired> {
+        while let Some(&(d, m)) = self.timers.first() {
             if d > now {
                 break;
             }
-            let c = &mut self.core;
-            c.timers.pop_first();
-            let timeout = c.ns(c.ectx(c.mpqs[m].ectx).spec.msg_timeout_ns);
-            let q = &mut c.mpqs[m];
+            self.timers.pop_first();
+            let timeout = c.ns(c.ectx(self.mpqs[m].ectx).spec.msg_timeout_ns);
+            let q = &mut self.mpqs[m];
             q.timer = None;
             if q.eom.is_some() {
                 continue; // complete, just still being processed
@@ -408,30 +488,158 @@ impl Engine {
             if q.last_activity + timeout > now {
                 let d = q.last_activity + timeout;
                 q.timer = Some(d);
-                c.timers.insert((d, m));
+                self.timers.insert((d, m));
                 continue;
             }
+            let held: Vec<Her> = q.queue.drain(..).chain(q.first.take()).collect();
+            return Some(Expired {
+                mpq: m,
+                ectx: q.ectx,
+                msg_id: q.msg_id,
+                held,
+            });
+        }
+        None
+    }
+
+    pub(super) fn enable_log(&mut self) {
+        self.log.get_or_insert_with(Vec::new);
+    }
+
+    pub(super) fn logging(&self) -> bool {
+        self.log.is_some()
+    }
+
+    pub(super) fn drain_log(&mut self) -> Vec<MessageRecord> {
+        self.log.as_mut().map(std::mem::take).unwrap_or_default()
+    }
+
+    pub(super) fn open_records(&self) -> Vec<MessageRecord> {
+        let mut v: Vec<MessageRecord> = self
+            .mpqs
+            .iter()
+            .filter(|q| q.active)
+            .map(|q| q.rec.clone())
+            .collect();
+        v.sort_by_key(|r| (r.first_arrival_ps, r.msg_id));
+        v
+    }
+
+    /// The open message of (`ectx`, `msg_id`), to attach an error or a host
+    /// write to its record; `None` when the message log is off or the
+    /// message already ended.
+    fn message_record(&mut self, ectx: EctxId, msg_id: u32) -> Option<&mut MessageRecord> {
+        if self.log.is_none() {
+            return None;
+        }
+        let m = *self.msg_map.get(&(ectx, msg_id))?;
+        Some(&mut self.mpqs[m].rec)
+    }
+
+    pub(super) fn record_host_write(&mut self, ectx: EctxId, msg_id: u32, addr: u64, value: u64) {
+        if let Some(r) = self.message_record(ectx, msg_id) {
+            r.host_writes_total += 1;
+            if r.host_writes.len() < MAX_RECORD_ITEMS {
+                r.host_writes.push((addr, value));
+            }
+        }
+    }
+
+    pub(super) fn record_error(&mut self, e: &HandlerError) {
+        if let Some(r) = self.message_record(e.ectx_id, e.msg_id) {
+            r.errors_total += 1;
+            if r.errors.len() < MAX_RECORD_ITEMS {
+                r.errors.push(e.clone());
+            }
+        }
+    }
+}
+
+impl Engine {
+    /// Keep a [`MessageRecord`] for every message that ends (completes or is
+    /// reset), to be taken with [`Engine::drain_message_log`].
+    pub fn enable_message_log(&mut self) {
+        self.mpq.enable_log();
+    }
+
+    /// Take the records of messages ended so far, in the order they ended.
+    pub fn drain_message_log(&mut self) -> Vec<MessageRecord> {
+        self.mpq.drain_log()
+    }
+
+    /// Records of the messages still open (no completion), e.g. when a run
+    /// ended at `until_ps`.
+    pub fn open_message_records(&self) -> Vec<MessageRecord> {
+        self.mpq.open_records()
+    }
+
+    /// Give a HER to its message's MPQ (allocating one for a new message);
+    /// without a free MPQ it waits, behind earlier waiting messages.
+    pub(super) fn enqueue_her(&mut self, her: Her) {
+        let open = self.mpq.open(her.ectx, her.msg_id);
+        if self.mpq.park(her, open, self.core.now) {
+            return;
+        }
+        self.enqueue_her_in(her, open);
+    }
+
+    fn enqueue_her_in(&mut self, her: Her, open: Option<usize>) {
+        let arrival = self.pkt.arrival_ps(her.slot);
+        let (m, refs) = self.mpq.add(&mut self.core, her, open, arrival);
+        self.pkt.set_refs(her.slot, refs);
+        if refs == 0 {
+            self.release_ref(her.slot);
+        }
+        self.mark_ready(m);
+        self.maybe_finish_message(m);
+    }
+
+    pub(super) fn mark_ready(&mut self, m: usize) {
+        self.mpq.mark_ready(m, &self.core.ectxs);
+        self.kick_scheduler();
+    }
+
+    pub(super) fn maybe_finish_message(&mut self, m: usize) {
+        if self.mpq.finished(m, &self.core.ectxs) {
+            self.free_mpq(m, true);
+        }
+    }
+
+    pub(super) fn free_mpq(&mut self, m: usize, completed: bool) {
+        // The oldest waiting message gets the queue, with all its packets.
+        if let Some(mut hers) = self.mpq.free(&mut self.core, m, completed) {
+            for x in hers.drain(..) {
+                let open = self.mpq.open(x.ectx, x.msg_id);
+                self.enqueue_her_in(x, open);
+            }
+            self.mpq.give_back(hers);
+        }
+    }
+
+    pub(super) fn on_timeout_check(&mut self) {
+        let now = self.core.now;
+        self.mpq.check_due();
+        while let Some(x) = self.mpq.next_expired(&self.core, now) {
             // The end of the message never came: reset the MPQ (seed 001
             // §3.2.3). Tasks not yet issued give up their packet references;
             // tasks in flight finish normally.
-            let held: Vec<Her> = q.queue.drain(..).chain(q.first.take()).collect();
-            let (ectx, msg) = (q.ectx, q.msg_id);
-            c.stats.message_timeouts += 1;
-            for h in held {
-                self.core.slots[h.slot as usize].aborted = true;
-                self.release_ref(h.slot, now);
+            self.core.stats.message_timeouts += 1;
+            for h in x.held {
+                self.pkt.mark_aborted(h.slot);
+                self.release_ref(h.slot);
             }
             self.core.record_error(
+                &mut self.mpq,
                 now,
-                ectx,
-                msg,
+                x.ectx,
+                x.msg_id,
                 crate::stats::ErrorCause::MessageTimeout,
                 None,
                 None,
                 None,
             );
-            self.free_mpq(m, false);
+            self.free_mpq(x.mpq, false);
         }
-        self.core.arm_timer();
+        self.mpq.arm_timer(&mut self.core);
     }
 }

@@ -4,24 +4,72 @@
 
 use super::*;
 
-impl Engine {
-    /// Notifications that reached the host by now, oldest first.
-    pub fn poll_notifications(&mut self) -> Vec<Notification> {
-        let c = &mut self.core;
-        let n = c.notify_q.iter().take_while(|x| x.time_ps <= c.now).count();
-        c.notify_q.drain(..n).collect()
+/// Host notifications: posted requests (owned by the task that posted
+/// them), the host's view of them (visible from their time on), and
+/// answers on their way back.
+pub(super) struct Notifier {
+    /// Notifications on their way to or in the host's ring, oldest first.
+    queue: VecDeque<Notification>,
+    states: HashMap<u32, NotifyState, FastHash>,
+    /// Answers crossing PCIe (one `Ev::NotifyResponse` each).
+    responses: HashMap<u32, u64, FastHash>,
+    next_id: u32,
+}
+
+impl Notifier {
+    pub(super) fn new() -> Notifier {
+        Notifier {
+            queue: VecDeque::new(),
+            states: HashMap::default(),
+            responses: HashMap::default(),
+            next_id: 1,
+        }
     }
 
-    /// Answer a notification; the handler sees `value` one PCIe latency
-    /// later. Frees its ring slot.
-    pub fn respond(&mut self, id: u32, value: u64) -> Result<(), String> {
-        let c = &mut self.core;
-        match c.notify.get_mut(&id) {
+    /// Post a request of task (`hpu`, `gen`) of `ectx`: its id, or `None`
+    /// when the ECTX has `ring` unanswered requests already.
+    pub(super) fn post(&mut self, ectx: EctxId, hpu: usize, gen: u64, ring: u32) -> Option<u32> {
+        let open = self
+            .states
+            .values()
+            .filter(|n| n.ectx == ectx && !n.answered)
+            .count();
+        if open >= ring as usize {
+            return None;
+        }
+        let id = self.next_id;
+        self.next_id = self.next_id.wrapping_add(1).max(1);
+        self.states.insert(
+            id,
+            NotifyState {
+                ectx,
+                hpu,
+                gen,
+                answered: false,
+                response: None,
+            },
+        );
+        Some(id)
+    }
+
+    /// The posted request as the host will see it (from `n.time_ps` on).
+    pub(super) fn publish(&mut self, n: Notification) {
+        self.queue.push_back(n);
+    }
+
+    /// Notifications visible to the host by `now`, oldest first.
+    pub(super) fn poll(&mut self, now: u64) -> Vec<Notification> {
+        let n = self.queue.iter().take_while(|x| x.time_ps <= now).count();
+        self.queue.drain(..n).collect()
+    }
+
+    /// The host answers `id`: true if it may (posted, not answered yet);
+    /// the answer reaches the NIC with `deliver`.
+    pub(super) fn answer(&mut self, id: u32, value: u64) -> Result<(), String> {
+        match self.states.get_mut(&id) {
             Some(st) if !st.answered => {
                 st.answered = true;
-                let t = c.now + c.ns(c.cfg.host.latency_ns);
-                c.pending_responses.insert(id, value);
-                c.at(t, Ev::NotifyResponse { id });
+                self.responses.insert(id, value);
                 Ok(())
             }
             Some(_) => Err(format!("notification {id} was already answered")),
@@ -29,25 +77,75 @@ impl Engine {
         }
     }
 
-    pub(super) fn on_notify_response(&mut self, id: u32) {
-        let c = &mut self.core;
-        let Some(value) = c.pending_responses.remove(&id) else {
-            return;
-        };
-        let Some(st) = c.notify.get_mut(&id) else {
-            return;
-        };
+    /// An answer arrived: (value, HPU, task generation) of the request
+    /// it answers, if that request still exists.
+    pub(super) fn deliver(&mut self, id: u32) -> Option<(u64, usize, u64)> {
+        let value = self.responses.remove(&id)?;
+        let st = self.states.get_mut(&id)?;
         st.response = Some(value);
-        let (h, gen) = (st.hpu, st.gen);
+        Some((value, st.hpu, st.gen))
+    }
+
+    /// The answer (if any yet) of request `id` when task (`hpu`, `gen`)
+    /// of `ectx` posted it; `None`: no such request of that task.
+    pub(super) fn owned_by(
+        &self,
+        id: u32,
+        ectx: EctxId,
+        hpu: usize,
+        gen: u64,
+    ) -> Option<Option<u64>> {
+        self.states
+            .get(&id)
+            .filter(|n| n.ectx == ectx && n.hpu == hpu && n.gen == gen)
+            .map(|n| n.response)
+    }
+
+    /// The request was collected (or its task is gone).
+    pub(super) fn remove(&mut self, id: u32) {
+        self.states.remove(&id);
+    }
+
+    /// Task (`hpu`, `gen`) ended: requests it never collected die with it.
+    pub(super) fn purge(&mut self, hpu: usize, gen: u64) {
+        self.states.retain(|_, n| !(n.hpu == hpu && n.gen == gen));
+    }
+}
+
+impl Engine {
+    /// Notifications that reached the host by now, oldest first.
+    pub fn poll_notifications(&mut self) -> Vec<Notification> {
+        self.notify.poll(self.core.now)
+    }
+
+    /// Answer a notification; the handler sees `value` one PCIe latency
+    /// later. Frees its ring slot.
+    pub fn respond(&mut self, id: u32, value: u64) -> Result<(), String> {
+        self.notify.answer(id, value)?;
+        let c = &mut self.core;
+        let t = c.now + c.ns(c.cfg.host.latency_ns);
+        c.at(t, Ev::NotifyResponse { id });
+        Ok(())
+    }
+
+    pub(super) fn on_notify_response(&mut self, id: u32) {
+        let Some((value, h, gen)) = self.notify.deliver(id) else {
+            return;
+        };
         let Slot { hpu, ctl, .. } = &mut self.hpus[h];
         if ctl.gen == gen && ctl.state == HpuState::Blocked && ctl.wait_notify == Some(id) {
             ctl.wait_notify = None;
             ctl.notifies = ctl.notifies.saturating_sub(1);
-            c.notify.remove(&id);
+            self.notify.remove(id);
             // spin_notify_wait: status 0, the answer in a1 (low) / a2 (high).
-            resume(hpu, ctl, c, &[0, value as u32, (value >> 32) as u32]);
+            resume(
+                hpu,
+                ctl,
+                &mut self.core,
+                &[0, value as u32, (value >> 32) as u32],
+            );
         } else if ctl.gen != gen {
-            c.notify.remove(&id); // its task is gone
+            self.notify.remove(id); // its task is gone
         }
     }
 }
@@ -68,10 +166,10 @@ pub struct Notification {
 
 /// A posted request: owned by the task that posted it (ECTX, HPU and the
 /// HPU's task generation); only that task may wait on or test it.
-pub(super) struct NotifyState {
-    pub(super) ectx: EctxId,
-    pub(super) hpu: usize,
-    pub(super) gen: u64,
-    pub(super) answered: bool,
-    pub(super) response: Option<u64>,
+struct NotifyState {
+    ectx: EctxId,
+    hpu: usize,
+    gen: u64,
+    answered: bool,
+    response: Option<u64>,
 }

@@ -13,15 +13,195 @@ pub(super) struct Task {
     pub(super) l1: (u32, u32),
 }
 
-pub(super) struct Cluster {
-    pub(super) dma_free_at: u64,
+/// A cluster as the scheduler sees it: its task queue, L1 packet buffer
+/// and free HPUs.
+struct Cluster {
     /// Tasks in L1 waiting for an HPU.
-    pub(super) queue: VecDeque<usize>,
+    queue: VecDeque<usize>,
     /// Tasks accepted and not yet on an HPU (in DMA or queued).
-    pub(super) pending: u32,
-    pub(super) l1_alloc: Granules,
-    pub(super) free_hpus: VecDeque<usize>,
-    pub(super) fb_free_at: u64,
+    pending: u32,
+    l1_alloc: Granules,
+    free_hpus: VecDeque<usize>,
+    /// The cluster's completion-feedback arbiter is free from then.
+    fb_free_at: u64,
+}
+
+/// The task dispatcher and the cluster schedulers: tasks (HERs on their
+/// way to or on an HPU), each cluster's queue, L1 packet buffer and free
+/// HPUs, and the dispatcher's one-task-per-cycle pace.
+pub(super) struct Scheduler {
+    free_at: u64,
+    queued: bool,
+    /// No cluster had room; a task leaving a cluster unblocks it.
+    blocked: bool,
+    clusters: Vec<Cluster>,
+    tasks: Vec<Option<Task>>,
+    free_tasks: Vec<usize>,
+}
+
+impl Scheduler {
+    /// Every cluster empty, its HPUs (global ids, cluster by cluster) free.
+    pub(super) fn new(cfg: &NicConfig) -> Scheduler {
+        let per = cfg.hpus_per_cluster as usize;
+        Scheduler {
+            free_at: 0,
+            queued: false,
+            blocked: false,
+            clusters: (0..cfg.clusters as usize)
+                .map(|c| Cluster {
+                    queue: VecDeque::new(),
+                    pending: 0,
+                    l1_alloc: Granules::new(cfg.l1_pkt_buffer),
+                    free_hpus: (c * per..(c + 1) * per).collect(),
+                    fb_free_at: 0,
+                })
+                .collect(),
+            tasks: Vec::new(),
+            free_tasks: Vec::new(),
+        }
+    }
+
+    /// Queue a Schedule event (at most one) if messages are ready and the
+    /// dispatcher is not blocked; not before the dispatcher is free.
+    pub(super) fn kick(&mut self, c: &mut Core, ready: bool) {
+        if !self.queued && !self.blocked && ready {
+            self.queued = true;
+            let t = c.now.max(self.free_at);
+            c.at(t, Ev::Schedule);
+        }
+    }
+
+    /// The queued Schedule event is due.
+    pub(super) fn schedule_due(&mut self) {
+        self.queued = false;
+    }
+
+    /// The dispatcher is busy until then (one task per cycle).
+    pub(super) fn free_at(&self) -> u64 {
+        self.free_at
+    }
+
+    pub(super) fn issued_until(&mut self, t: u64) {
+        self.free_at = t;
+    }
+
+    pub(super) fn block(&mut self) {
+        self.blocked = true;
+    }
+
+    /// The cluster for a task of message `msg_id` copying `copy` bytes to
+    /// L1: the home cluster (message id mod clusters) if it has room (a
+    /// queue entry below `cap` and L1 space), else the least loaded one
+    /// with room (fewest pending tasks, then lowest index). Takes the queue
+    /// entry and the L1 space; returns the cluster and the L1 offset.
+    pub(super) fn choose_cluster(
+        &mut self,
+        msg_id: u32,
+        copy: u32,
+        cap: u32,
+    ) -> Option<(usize, u32)> {
+        let n = self.clusters.len();
+        let home = msg_id as usize % n;
+        // Home first, then the others by (pending tasks, index), picked one
+        // at a time (no per-task vector; a cluster that cannot take the task
+        // leaves the loads unchanged, so the order is that of a sort).
+        let mut tried = 0u64;
+        for _ in 0..n {
+            let k = if tried == 0 {
+                home
+            } else {
+                (0..n)
+                    .filter(|&k| tried & (1 << k) == 0)
+                    .min_by_key(|&k| (self.clusters[k].pending, k))
+                    .unwrap()
+            };
+            tried |= 1 << k;
+            if self.clusters[k].pending >= cap {
+                continue;
+            }
+            let Some(off) = self.clusters[k].l1_alloc.alloc(copy.max(1)) else {
+                continue;
+            };
+            self.clusters[k].pending += 1;
+            return Some((k, off));
+        }
+        None
+    }
+
+    /// Keep a task; returns its id.
+    pub(super) fn add_task(&mut self, task: Task) -> usize {
+        match self.free_tasks.pop() {
+            Some(i) => {
+                self.tasks[i] = Some(task);
+                i
+            }
+            None => {
+                self.tasks.push(Some(task));
+                self.tasks.len() - 1
+            }
+        }
+    }
+
+    pub(super) fn task(&self, t: usize) -> &Task {
+        self.tasks[t].as_ref().expect("live task")
+    }
+
+    /// The task on an HPU, if any.
+    pub(super) fn task_of(&self, t: Option<usize>) -> Option<&Task> {
+        t.and_then(|t| self.tasks[t].as_ref())
+    }
+
+    /// The task's head is in L1: it waits for an HPU of its cluster.
+    pub(super) fn queue_task(&mut self, cl: usize, t: usize) {
+        self.clusters[cl].queue.push_back(t);
+    }
+
+    /// The position in cluster `cl`'s queue of the next task to start:
+    /// the first one `allowed` lets start (the HPU share), if an HPU is free.
+    pub(super) fn peek_start(&self, cl: usize, allowed: impl Fn(&Task) -> bool) -> Option<usize> {
+        let cluster = &self.clusters[cl];
+        if cluster.queue.is_empty() || cluster.free_hpus.is_empty() {
+            return None;
+        }
+        (0..cluster.queue.len()).find(|&k| allowed(self.task(cluster.queue[k])))
+    }
+
+    /// Take the task at `k` of cluster `cl`'s queue (`peek_start`) and the
+    /// HPU free longest: (HPU, task).
+    pub(super) fn take_start(&mut self, cl: usize, k: usize) -> (usize, usize) {
+        let cluster = &mut self.clusters[cl];
+        let t = cluster.queue.remove(k).unwrap();
+        let h = cluster.free_hpus.pop_front().unwrap();
+        cluster.pending -= 1;
+        self.blocked = false;
+        (h, t)
+    }
+
+    /// HPU `h` of cluster `cl` finished task `tid`: its L1 space and the
+    /// HPU are free. The completion notification takes one cycle per
+    /// cluster, then one across clusters (round-robin arbiters, seed 001
+    /// §3.2.2): returns when the cluster's arbiter passed it on.
+    pub(super) fn hpu_free(&mut self, cl: usize, h: usize, tid: usize, now: u64, ppc: u64) -> u64 {
+        let task = self.tasks[tid].as_ref().unwrap();
+        let cluster = &mut self.clusters[cl];
+        let t_cl = now.max(cluster.fb_free_at);
+        cluster.fb_free_at = t_cl + ppc;
+        cluster.l1_alloc.free(task.l1.0, task.l1.1.max(1));
+        self.blocked = false;
+        cluster.free_hpus.push_back(h);
+        t_cl
+    }
+
+    /// The task's completion reached the MPQ engine: forget it.
+    pub(super) fn complete(&mut self, tid: usize) -> Task {
+        let task = self.tasks[tid].take().unwrap();
+        self.free_tasks.push(tid);
+        task
+    }
+
+    pub(super) fn clusters(&self) -> usize {
+        self.clusters.len()
+    }
 }
 
 /// A bitmap allocator of 64-byte granules (the L1 packet buffer): first
@@ -111,70 +291,52 @@ pub(super) fn hpu_stack(cfg: &NicConfig, h: usize) -> (u32, u32) {
 
 impl Engine {
     pub(super) fn kick_scheduler(&mut self) {
-        let c = &mut self.core;
-        if !c.sched_queued && !c.sched_blocked && !c.ready.is_empty() {
-            c.sched_queued = true;
-            let t = c.now.max(c.sched_free_at);
-            c.at(t, Ev::Schedule);
-        }
+        self.sched.kick(&mut self.core, self.mpq.has_ready());
     }
 
     pub(super) fn schedule(&mut self) {
+        self.sched.schedule_due();
         let now = self.core.now;
-        if now < self.core.sched_free_at {
+        if now < self.sched.free_at() {
             self.kick_scheduler();
             return;
         }
-        let n = self.core.ready.len();
+        let n = self.mpq.ready_len();
         // Messages held back by the HPU share stay ready, but retrying them
         // at once cannot help: a completion or new work kicks again.
         let mut held_back = false;
         for _ in 0..n {
-            let Some(m) = self.core.ready.pop_front() else {
+            let Some(m) = self.mpq.pop_ready() else {
                 break;
             };
-            self.core.mpqs[m].in_ready = false;
-            if !self.runnable(m) {
+            if !self.mpq.runnable(m, &self.core.ectxs) {
                 continue;
             }
-            if !self.share_allows(self.core.mpqs[m].ectx, None) {
-                self.core.mpqs[m].in_ready = true;
-                self.core.ready.push_back(m);
+            if !share_allows(
+                &self.core,
+                &self.sched,
+                &self.hpus,
+                self.mpq.mpq(m).ectx,
+                None,
+            ) {
+                self.mpq.requeue(m, false);
                 held_back = true;
                 continue;
             }
-            let q = &self.core.mpqs[m];
-            let (kind, her) = match q.hh {
-                HhState::Pending => (HandlerKind::Header, q.first.unwrap()),
-                _ if !q.queue.is_empty() => (HandlerKind::Payload, *q.queue.front().unwrap()),
-                _ => (HandlerKind::Completion, q.eom.unwrap()),
-            };
+            let (kind, her) = self.mpq.next_task(m);
             if !self.dispatch(kind, her, m) {
                 // No cluster can take it: the dispatcher blocks until a task
                 // leaves a cluster.
-                self.core.mpqs[m].in_ready = true;
-                self.core.ready.push_front(m);
-                self.core.sched_blocked = true;
+                self.mpq.requeue(m, true);
+                self.sched.block();
                 return;
             }
-            let q = &mut self.core.mpqs[m];
-            match kind {
-                HandlerKind::Header => {
-                    q.hh = HhState::Running;
-                    q.first = None;
-                }
-                HandlerKind::Payload => {
-                    q.queue.pop_front();
-                    q.ph_inflight += 1;
-                }
-                HandlerKind::Completion => q.th_started = true,
-            }
-            if self.runnable(m) {
-                self.core.mpqs[m].in_ready = true;
-                self.core.ready.push_back(m);
+            self.mpq.issued(m, kind);
+            if self.mpq.runnable(m, &self.core.ectxs) {
+                self.mpq.requeue(m, false);
             }
             // One task per cycle.
-            self.core.sched_free_at = now + self.core.ppc;
+            self.sched.issued_until(now + self.core.ppc);
             held_back = false;
             break;
         }
@@ -183,110 +345,64 @@ impl Engine {
         }
     }
 
-    /// Send a task to a cluster: the home cluster (message id mod clusters)
-    /// if it has room, else the least loaded one with room.
+    /// Send a task to a cluster (`Scheduler::choose_cluster`); the cluster
+    /// DMA then copies the packet head L2 -> L1.
     pub(super) fn dispatch(&mut self, kind: HandlerKind, her: Her, mpq: usize) -> bool {
         let c = &mut self.core;
         let copy = her.len.min(c.ectx(her.ectx).spec.l1_copy);
-        let n = c.clusters.len();
-        let home = her.msg_id as usize % n;
-        let cap = c.cfg.cluster_task_queue;
-        // Home first, then the others by (pending tasks, index), picked one
-        // at a time (no per-task vector; a cluster that cannot take the task
-        // leaves the loads unchanged, so the order is that of a sort).
-        let mut tried = 0u64;
-        for _ in 0..n {
-            let k = if tried == 0 {
-                home
-            } else {
-                (0..n)
-                    .filter(|&k| tried & (1 << k) == 0)
-                    .min_by_key(|&k| (c.clusters[k].pending, k))
-                    .unwrap()
-            };
-            tried |= 1 << k;
-            if c.clusters[k].pending >= cap {
-                continue;
-            }
-            let Some(off) = c.clusters[k].l1_alloc.alloc(copy.max(1)) else {
-                continue;
-            };
-            c.clusters[k].pending += 1;
-            // HER -> cluster, then the cluster DMA copies the packet head
-            // to L1 (pipelined: width bytes per cycle after a fixed latency).
-            let arrive = c.now + c.ns(c.cfg.to_cluster_ns);
-            let beats = (copy as u64).div_ceil(c.cfg.dma_width_bits as u64 / 8);
-            let start = arrive.max(c.clusters[k].dma_free_at).max(c.ic_free_at);
-            c.clusters[k].dma_free_at = start + beats * c.ppc;
-            c.ic_free_at =
-                start + (copy as u64).div_ceil(c.cfg.interconnect_bits as u64 / 8) * c.ppc;
-            let ready = if copy == 0 {
-                arrive
-            } else {
-                start + (beats + c.cfg.dma_latency_cycles as u64) * c.ppc
-            };
-            let task = Task {
-                kind,
-                her,
-                mpq,
-                mpq_gen: c.mpqs[mpq].gen,
-                cluster: k,
-                l1: (off, copy),
-            };
-            let id = match c.free_tasks.pop() {
-                Some(i) => {
-                    c.tasks[i] = Some(task);
-                    i
-                }
-                None => {
-                    c.tasks.push(Some(task));
-                    c.tasks.len() - 1
-                }
-            };
-            c.stats.tasks += 1;
-            c.ectxs[her.ectx].as_mut().unwrap().tasks += 1;
-            c.at(ready, Ev::TaskReady { task: id as u32 });
-            return true;
-        }
-        false
+        let Some((k, off)) = self
+            .sched
+            .choose_cluster(her.msg_id, copy, c.cfg.cluster_task_queue)
+        else {
+            return false;
+        };
+        // HER -> cluster, then the cluster DMA copies the packet head
+        // to L1 (pipelined: width bytes per cycle after a fixed latency).
+        let arrive = c.now + c.ns(c.cfg.to_cluster_ns);
+        let (_, done) = self.cu.links.cluster_dma(&c.cfg, c.ppc, k, arrive, copy);
+        let ready = if copy == 0 { arrive } else { done };
+        let task = Task {
+            kind,
+            her,
+            mpq,
+            mpq_gen: self.mpq.mpq(mpq).gen,
+            cluster: k,
+            l1: (off, copy),
+        };
+        let id = self.sched.add_task(task);
+        c.stats.tasks += 1;
+        c.ectxs[her.ectx].as_mut().unwrap().tasks += 1;
+        c.at(ready, Ev::TaskReady { task: id as u32 });
+        true
     }
 
     pub(super) fn on_task_ready(&mut self, t: usize) {
         let c = &mut self.core;
-        let task = c.tasks[t].as_ref().unwrap();
+        let task = self.sched.task(t);
         let (cl, (off, len), slot) = (task.cluster, task.l1, task.her.slot);
         // The copy lands in L1 now.
-        c.l2_pkt.copy_to(
+        c.mem.l2_pkt.copy_to(
             (slot * c.cfg.pkt_slot_size) as usize,
-            &c.l1[cl],
+            &c.mem.l1[cl],
             off as usize,
             len as usize,
         );
-        c.clusters[cl].queue.push_back(t);
+        self.sched.queue_task(cl, t);
         self.assign(cl);
     }
 
     /// Start queued tasks of cluster `cl` on its free HPUs.
     pub(super) fn assign(&mut self, cl: usize) {
         loop {
-            let c = &mut self.core;
-            let cluster = &mut c.clusters[cl];
-            if cluster.queue.is_empty() || cluster.free_hpus.is_empty() {
-                return;
-            }
-            // The first queued task whose ECTX is within its HPU share here.
-            let Some(k) = (0..self.core.clusters[cl].queue.len()).find(|&k| {
-                let t = self.core.clusters[cl].queue[k];
-                self.share_allows(self.core.tasks[t].as_ref().unwrap().her.ectx, Some(cl))
-            }) else {
-                return;
-            };
-            let c = &mut self.core;
-            let cluster = &mut c.clusters[cl];
-            let t = cluster.queue.remove(k).unwrap();
-            let h = cluster.free_hpus.pop_front().unwrap();
-            cluster.pending -= 1;
-            c.sched_blocked = false;
+            let (core, hpus) = (&self.core, &self.hpus);
+            // `share_allows` reads the scheduler's tasks: the candidate is
+            // found first, then taken.
+            let sched = &self.sched;
+            let pick = sched.peek_start(cl, |t| {
+                share_allows(core, sched, hpus, t.her.ectx, Some(cl))
+            });
+            let Some(k) = pick else { return };
+            let (h, t) = self.sched.take_start(cl, k);
             self.start_task(h, t);
             self.kick_scheduler();
         }
@@ -365,7 +481,7 @@ impl Engine {
     pub(super) fn start_task(&mut self, h: usize, t: usize) {
         let c = &mut self.core;
         let cfg = &c.cfg;
-        let task = c.tasks[t].as_ref().unwrap();
+        let task = self.sched.task(t);
         let e = c.ectxs[task.her.ectx].as_ref().unwrap();
         let cl = task.cluster;
         let hid = h % cfg.hpus_per_cluster as usize;
@@ -399,14 +515,14 @@ impl Engine {
             hpu_id: hid as u32,
         }
         .encode(&mut d[args_off as usize..]);
-        c.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
+        c.mem.l1[cl].write(rt_off as usize, &d[..args_off as usize + 16]);
 
         // The task's view of memory (PsPIN sets the PMP the same way). The
         // ECTX's windows stay from the HPU's previous task when it ran the
         // same ECTX; windows 0 and 1 (the packet in L1 and L2) change.
         let slot = &mut self.hpus[h];
         let m = &mut slot.hpu.mem;
-        let l1 = &c.l1[cl];
+        let l1 = &c.mem.l1[cl];
         let copy = task.l1.1.max(1);
         let l1_off = task.l1.0 as usize;
         let l2_off = (l2_pkt - abi::L2_PKT_BASE) as usize;
@@ -414,8 +530,16 @@ impl Engine {
         let ok = if slot.ctl.mapped_ectx == Some(task.her.ectx) {
             m.remap(0, pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local)
                 .is_ok()
-                && m.remap(1, l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2)
-                    .is_ok()
+                && m.remap(
+                    1,
+                    l2_pkt,
+                    plen,
+                    &c.mem.l2_pkt,
+                    l2_off,
+                    Perm::RW,
+                    MemClass::L2,
+                )
+                .is_ok()
         } else {
             m.clear();
             slot.ctl.mapped_ectx = Some(task.her.ectx);
@@ -424,8 +548,8 @@ impl Engine {
             // for themselves: later tasks move them there unchecked.
             m.map(pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local).is_ok()
                 && m.reserve(0, l1base, cfg.l1_pkt_buffer).is_ok()
-                && m.map(l2_pkt, plen, &c.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
-                && m.reserve(1, abi::L2_PKT_BASE, c.l2_pkt.len() as u32).is_ok()
+                && m.map(l2_pkt, plen, &c.mem.l2_pkt, l2_off, Perm::RW, MemClass::L2).is_ok()
+                && m.reserve(1, abi::L2_PKT_BASE, c.mem.l2_pkt.len() as u32).is_ok()
                 && m.map(l1base + stack_off, cfg.hpu_stack_size, l1, stack_off as usize, Perm::RW, MemClass::L1Local).is_ok()
                 // Writable as in PsPIN, where task_t sits in the HPU's L1 with
                 // no protection: PsPIN's aggregate_global `amo_add`s into it.
@@ -434,7 +558,7 @@ impl Engine {
                 && m.map(
                     e.handler_mem.0,
                     e.handler_mem.1,
-                    &c.l2_handler,
+                    &c.mem.l2_handler,
                     (e.handler_mem.0 - abi::L2_HANDLER_BASE) as usize,
                     Perm::RW,
                     MemClass::L2,
@@ -442,13 +566,13 @@ impl Engine {
                 .is_ok()
                 // PsPIN's layout: the image's data, shared with its other ECTXs.
                 && e.image_data.is_none_or(|d| {
-                    m.map(d.0, d.1, &c.l2_handler, (d.0 - abi::L2_HANDLER_BASE) as usize, Perm::RW, MemClass::L2).is_ok()
+                    m.map(d.0, d.1, &c.mem.l2_handler, (d.0 - abi::L2_HANDLER_BASE) as usize, Perm::RW, MemClass::L2).is_ok()
                 })
-                && m.map(e.code.0, e.code.1.max(2), &c.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
+                && m.map(e.code.0, e.code.1.max(2), &c.mem.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
                 && e.scratch.iter().enumerate().filter(|(_, s)| s.size > 0).all(|(k, s)| {
                     let class = if k == cl { MemClass::L1Local } else { MemClass::L1Remote };
                     let off = (s.addr - abi::L1_BASE - k as u32 * abi::L1_CLUSTER_STRIDE) as usize;
-                    m.map(s.addr, s.size, &c.l1[k], off, Perm::RW, class).is_ok()
+                    m.map(s.addr, s.size, &c.mem.l1[k], off, Perm::RW, class).is_ok()
                 })
         };
         debug_assert!(ok, "task windows are disjoint by construction");
