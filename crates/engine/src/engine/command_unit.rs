@@ -966,3 +966,98 @@ impl Services<'_> {
         self.issue(hpu, "nic send", done, Effect::Send { dest, data: bytes })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::HostLink;
+
+    /// 1 GHz, 400 Gbit/s line, PCIe at 100 Gbit/s and 250 ns, 64-byte DMA
+    /// beats, a 32-byte interconnect, 10 cycles of DMA latency.
+    fn cfg() -> NicConfig {
+        NicConfig {
+            line_rate_gbps: 400.0,
+            host: HostLink {
+                latency_ns: 250,
+                bandwidth_gbps: 100.0,
+            },
+            dma_width_bits: 512,
+            interconnect_bits: 256,
+            dma_latency_cycles: 10,
+            ..NicConfig::default()
+        }
+    }
+
+    #[test]
+    fn nic_sends_serialise_at_line_rate_and_queue_back_to_back() {
+        let cfg = cfg();
+        let mut l = Links::new(&cfg);
+        // 1000 bytes = 8000 bits at 400 Gbit/s: 20 ns.
+        assert_eq!(l.nic_send(&cfg, 0, 1000), 20_000);
+        // Issued at the same time: it starts when the first is out.
+        assert_eq!(l.nic_send(&cfg, 0, 1000), 40_000);
+        // Issued after the link went idle: from its own issue time.
+        assert_eq!(l.nic_send(&cfg, 100_000, 500), 110_000);
+    }
+
+    #[test]
+    fn pcie_adds_serialisation_and_latency() {
+        let cfg = cfg();
+        let mut l = Links::new(&cfg);
+        // 1000 bytes at 100 Gbit/s: 80 ns on the link, then 250 ns.
+        assert_eq!(l.pcie(&cfg, 0, 1000), 80_000 + 250_000);
+        // The second waits for the link, not for the first's latency.
+        assert_eq!(l.pcie(&cfg, 0, 1000), 160_000 + 250_000);
+        // NIC sends do not share PCIe.
+        assert_eq!(l.nic_send(&cfg, 0, 1000), 20_000);
+    }
+
+    #[test]
+    fn cluster_dma_is_pipelined_and_shares_the_interconnect() {
+        let cfg = cfg();
+        let ppc = cfg.ps_per_cycle();
+        assert_eq!(ppc, 1000);
+        let mut l = Links::new(&cfg);
+        // 640 bytes: 10 beats of 64 bytes, done after 10 + 10 cycles; it
+        // holds its DMA engine 10 cycles and the interconnect 640 / 32 = 20.
+        assert_eq!(l.cluster_dma(&cfg, ppc, 0, 0, 640), (0, 20_000));
+        // Same cluster, same time: behind the interconnect (20 cycles).
+        assert_eq!(l.cluster_dma(&cfg, ppc, 0, 0, 640), (20_000, 40_000));
+        // Another cluster too: the interconnect is shared.
+        assert_eq!(
+            l.cluster_dma(&cfg, ppc, 1, 0, 64),
+            (40_000, 40_000 + 11_000)
+        );
+        // Later than every path is free: no wait.
+        assert_eq!(l.cluster_dma(&cfg, ppc, 2, 100_000, 1), (100_000, 111_000));
+    }
+
+    #[test]
+    fn output_rings_keep_the_newest_bytes_per_ectx() {
+        let mut cu = CommandUnit::new(&cfg());
+        let rec = |ectx, t, n: usize| OutputRecord {
+            time_ps: t,
+            ectx,
+            msg_id: 0,
+            hpu: 0,
+            bytes: vec![t as u8; n],
+        };
+        assert_eq!(cu.write_output(rec(0, 1, 6), 10), 0);
+        assert_eq!(cu.write_output(rec(1, 2, 6), 10), 0, "rings are per ECTX");
+        // 6 + 6 > 10: the oldest 2 bytes of ECTX 0 go.
+        assert_eq!(cu.write_output(rec(0, 3, 6), 10), 2);
+        let got: Vec<(u64, usize)> = cu
+            .output()
+            .iter()
+            .map(|r| (r.time_ps, r.bytes.len()))
+            .collect();
+        assert_eq!(got, [(1, 4), (2, 6), (3, 6)]);
+        cu.push_counter(0, 3, 5);
+        cu.push_counter(0, 3, 7);
+        cu.push_counter(1, 0, 1);
+        assert_eq!(cu.counters(0), [(3, 12, 2)]);
+        cu.forget_ectx(0);
+        assert!(cu.counters(0).is_empty());
+        assert_eq!(cu.drain_output().len(), 1);
+    }
+}

@@ -493,3 +493,40 @@ pub(super) fn resume(hpu: &mut Hpu, ctl: &mut HpuCtl, core: &mut Core, results: 
         },
     );
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{core, drain_events};
+    use super::*;
+
+    #[test]
+    fn local_time_and_resume_after_a_stall() {
+        let mut c = core(NicConfig::default());
+        let ppc = c.ppc;
+        assert_eq!(ppc, 1000, "PsPIN's 1 GHz");
+        let mut hpu = Hpu::new(&c.cfg.hpu);
+        let mut ctl = HpuCtl::new(9, 1);
+        // Started at 1 us with the HPU's cycle counter at 40; 5 cycles run.
+        ctl.t0 = 1_000_000;
+        ctl.c0 = 40;
+        hpu.cycles = 45;
+        ctl.state = HpuState::Blocked;
+        ctl.gen = 3;
+        assert_eq!(ctl.local_ps(&hpu, ppc), 1_005_000);
+        // The service answers at 1.0105 us: the HPU stalled until then,
+        // rounded up to whole cycles (6), and runs on from there.
+        c.now = 1_010_500;
+        resume(&mut hpu, &mut ctl, &mut c, &[7, 8]);
+        assert_eq!(hpu.cycles, 51);
+        assert_eq!((hpu.reg(abi::A0), hpu.reg(abi::A0 + 1)), (7, 8));
+        assert_eq!(ctl.state, HpuState::Running);
+        assert_eq!(
+            drain_events(&mut c),
+            [(1_011_000, "HpuRun { hpu: 9, gen: 3 }".to_string())]
+        );
+        // Answered before its local time: no stall.
+        c.now = 0;
+        resume(&mut hpu, &mut ctl, &mut c, &[]);
+        assert_eq!(hpu.cycles, 51);
+    }
+}

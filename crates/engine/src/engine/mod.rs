@@ -325,6 +325,28 @@ pub struct Engine {
 }
 
 impl Core {
+    /// Time 0, no event, no ECTX, memories zeroed.
+    fn new(cfg: NicConfig) -> Core {
+        Core {
+            ppc: cfg.ps_per_cycle(),
+            now: 0,
+            seq: 0,
+            events: EventQueue::new(),
+            immediate: VecDeque::new(),
+            mem: NicMemory::new(&cfg),
+            ectxs: Vec::new(),
+            host: Box::new(HostRegions::default()),
+            stats: Stats::default(),
+            busy_now: 0,
+            busy_max: 0,
+            outputs: Outputs::new(),
+            pause_for_host: false,
+            timeline: None,
+            new_errors: None,
+            cfg,
+        }
+    }
+
     fn at(&mut self, time: u64, ev: Ev) {
         // Events for the current instant skip the heap: they come after
         // every queued event of this instant (those have smaller sequence
@@ -427,7 +449,6 @@ impl Core {
 impl Engine {
     pub fn new(cfg: NicConfig) -> Result<Engine, crate::config::ConfigError> {
         cfg.validate()?;
-        let ppc = cfg.ps_per_cycle();
         let hpus = (0..cfg.hpus() as usize)
             .map(|gid| {
                 let mut hpu = Hpu::new(&cfg.hpu);
@@ -435,24 +456,7 @@ impl Engine {
                 Slot::new(hpu, gid, gid / cfg.hpus_per_cluster as usize)
             })
             .collect();
-        let core = Core {
-            ppc,
-            now: 0,
-            seq: 0,
-            events: EventQueue::new(),
-            immediate: VecDeque::new(),
-            mem: NicMemory::new(&cfg),
-            ectxs: Vec::new(),
-            host: Box::new(HostRegions::default()),
-            stats: Stats::default(),
-            busy_now: 0,
-            busy_max: 0,
-            outputs: Outputs::new(),
-            pause_for_host: false,
-            timeline: None,
-            new_errors: None,
-            cfg,
-        };
+        let core = Core::new(cfg);
         let cfg = &core.cfg;
         Ok(Engine {
             pkt: PacketBuffer::new(cfg),
@@ -1318,4 +1322,65 @@ fn same_code(a: &ElfImage, b: &ElfImage) -> bool {
             .collect()
     };
     code(a) == code(b)
+}
+
+/// Helpers for the blocks' unit tests: a shared context, ECTXs without an
+/// image, and the events the blocks pushed.
+#[cfg(test)]
+mod test_util {
+    use super::*;
+
+    pub(super) fn core(cfg: NicConfig) -> Core {
+        cfg.validate().expect("test configuration");
+        Core::new(cfg)
+    }
+
+    /// An active ECTX with the handlers `kinds` says (header, payload,
+    /// completion), matching every packet; it runs nothing (the blocks'
+    /// tests do not start HPUs).
+    pub(super) fn ectx(kinds: [bool; 3], msg_timeout_ns: u64) -> Ectx {
+        let image = ElfImage {
+            entry: 0,
+            segments: Vec::new(),
+            symbols: Default::default(),
+        };
+        let mut spec = EctxSpec::new("test", image);
+        spec.msg_timeout_ns = msg_timeout_ns;
+        // One `ret` (jalr x0, 0(ra)): a program must have code.
+        let ret = 0x0000_8067u32.to_le_bytes();
+        let program = Program::decode(&[(abi::PROG_MEM_BASE, &ret[..])], &Default::default())
+            .expect("a one-instruction program");
+        Ectx {
+            spec,
+            program: Arc::new(program),
+            entries: kinds.map(|k| k.then_some(abi::PROG_MEM_BASE)),
+            handler_mem: (abi::L2_HANDLER_BASE, 64),
+            image_data: None,
+            code: (abi::PROG_MEM_BASE, 4),
+            scratch: Vec::new(),
+            task_t: Vec::new(),
+            active: true,
+            open_messages: 0,
+            tasks: 0,
+        }
+    }
+
+    /// The events pushed so far, in the order the engine would handle
+    /// them, as (time, event name); the clock moves to each.
+    pub(super) fn drain_events(c: &mut Core) -> Vec<(u64, String)> {
+        let mut v = Vec::new();
+        loop {
+            let next = c.events.peek().copied();
+            if next.is_none_or(|e| e.time != c.now) {
+                if let Some(ev) = c.immediate.pop_front() {
+                    v.push((c.now, format!("{ev:?}")));
+                    continue;
+                }
+            }
+            let Some(e) = c.events.pop() else { break };
+            c.now = e.time;
+            v.push((e.time, format!("{:?}", e.ev)));
+        }
+        v
+    }
 }

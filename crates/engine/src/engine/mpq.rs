@@ -643,3 +643,172 @@ impl Engine {
         self.mpq.arm_timer(&mut self.core);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::test_util::{core, drain_events, ectx};
+    use super::*;
+
+    fn her(slot: u32, msg_id: u32, eom: bool) -> Her {
+        Her {
+            slot,
+            len: 64,
+            msg_id,
+            ectx: 0,
+            eom,
+        }
+    }
+
+    /// Add a HER as the engine does (an MPQ must be free or open).
+    fn add(q: &mut MpqEngine, c: &mut Core, h: Her) -> (usize, u32) {
+        let open = q.open(h.ectx, h.msg_id);
+        assert!(!q.park(h, open, c.now), "an MPQ is free");
+        q.add(c, h, open, c.now)
+    }
+
+    /// Issue `m`'s next task as the dispatcher does; returns its kind and packet.
+    fn issue(q: &mut MpqEngine, m: usize) -> (HandlerKind, u32) {
+        let (kind, h) = q.next_task(m);
+        q.issued(m, kind);
+        (kind, h.slot)
+    }
+
+    #[test]
+    fn header_alone_and_first_payloads_in_parallel_completion_last() {
+        let mut c = core(NicConfig::default());
+        c.ectxs.push(Some(ectx([true, true, true], 0)));
+        let mut q = MpqEngine::new(4);
+        // Three packets: the first is referenced by the header and payload
+        // handlers, the middle by its payload handler, the last by its
+        // payload and the completion handler.
+        let (m, r0) = add(&mut q, &mut c, her(0, 7, false));
+        assert_eq!(r0, 2);
+        assert_eq!(add(&mut q, &mut c, her(1, 7, false)), (m, 1));
+        assert_eq!(add(&mut q, &mut c, her(2, 7, true)), (m, 2));
+        assert_eq!(c.ectx(0).open_messages, 1);
+        let gen = q.mpq(m).gen;
+
+        assert!(q.runnable(m, &c.ectxs));
+        assert_eq!(issue(&mut q, m), (HandlerKind::Header, 0));
+        // Alone: nothing else runs while the header handler does.
+        assert!(!q.runnable(m, &c.ectxs));
+        assert!(q.task_done(m, gen, HandlerKind::Header));
+        // Payload handlers one after the other without waiting for each other.
+        for slot in 0..3 {
+            assert!(q.runnable(m, &c.ectxs));
+            assert_eq!(issue(&mut q, m), (HandlerKind::Payload, slot));
+        }
+        // The completion handler waits for every payload handler.
+        assert!(!q.runnable(m, &c.ectxs));
+        for k in 0..3 {
+            assert!(q.task_done(m, gen, HandlerKind::Payload));
+            assert_eq!(q.runnable(m, &c.ectxs), k == 2, "after payload {k}");
+        }
+        assert_eq!(issue(&mut q, m), (HandlerKind::Completion, 2));
+        assert!(!q.runnable(m, &c.ectxs));
+        // With a completion handler, only its completion ends the message.
+        assert!(!q.finished(m, &c.ectxs));
+        assert!(q.free(&mut c, m, true).is_none());
+        assert_eq!(q.open(0, 7), None);
+        assert_eq!(c.ectx(0).open_messages, 0);
+        assert_eq!(c.outputs.completions.len(), 1);
+        // A task of the ended message completing late changes nothing.
+        assert!(!q.task_done(m, gen, HandlerKind::Payload));
+    }
+
+    #[test]
+    fn payload_only_message_finishes_when_its_last_handler_does() {
+        let mut c = core(NicConfig::default());
+        c.ectxs.push(Some(ectx([false, true, false], 0)));
+        let mut q = MpqEngine::new(1);
+        let (m, r) = add(&mut q, &mut c, her(0, 3, true));
+        assert_eq!(r, 1);
+        let gen = q.mpq(m).gen;
+        assert_eq!(issue(&mut q, m), (HandlerKind::Payload, 0));
+        assert!(!q.finished(m, &c.ectxs));
+        q.task_done(m, gen, HandlerKind::Payload);
+        assert!(q.finished(m, &c.ectxs));
+    }
+
+    #[test]
+    fn ready_queue_is_round_robin_among_messages() {
+        let mut c = core(NicConfig::default());
+        c.ectxs.push(Some(ectx([false, true, false], 0)));
+        let mut q = MpqEngine::new(4);
+        // Messages 10, 11, 12 with 3, 1 and 2 packets, all arrived.
+        let mut slot = 0;
+        for (msg, n) in [(10, 3), (11, 1), (12, 2)] {
+            for k in 0..n {
+                let (m, _) = add(&mut q, &mut c, her(slot, msg, k == n - 1));
+                q.mark_ready(m, &c.ectxs);
+                slot += 1;
+            }
+        }
+        // The dispatcher's loop: one task per turn, the message goes to the
+        // back while it has more.
+        let mut order = Vec::new();
+        while let Some(m) = q.pop_ready() {
+            let (_, h) = q.next_task(m);
+            order.push(h.msg_id);
+            q.issued(m, HandlerKind::Payload);
+            if q.runnable(m, &c.ectxs) {
+                q.requeue(m, false);
+            }
+        }
+        assert_eq!(order, [10, 11, 12, 10, 12, 10]);
+    }
+
+    #[test]
+    fn new_messages_wait_for_a_free_mpq_in_arrival_order() {
+        let mut c = core(NicConfig::default());
+        c.ectxs.push(Some(ectx([false, true, false], 0)));
+        let mut q = MpqEngine::new(1);
+        let (m, _) = add(&mut q, &mut c, her(0, 1, true));
+        // Messages 2 then 3 wait; 2's second packet waits with it.
+        c.now = 1000;
+        for (slot, msg, eom) in [(1, 2, false), (2, 3, true), (3, 2, true)] {
+            let h = her(slot, msg, eom);
+            assert!(q.park(h, q.open(0, msg), c.now));
+        }
+        c.now = 5000;
+        let hers = q.free(&mut c, m, true).expect("message 2 gets the MPQ");
+        let got: Vec<(u32, u32)> = hers.iter().map(|h| (h.msg_id, h.slot)).collect();
+        assert_eq!(got, [(2, 1), (2, 3)]);
+        // Message 3 still waits: the stall is not over yet.
+        assert_eq!(c.stats.mpq_stall_ps, 0);
+        q.give_back(hers);
+        let (m2, _) = q.add(&mut c, her(1, 2, false), None, 1000);
+        c.now = 9000;
+        let hers = q.free(&mut c, m2, true).expect("then message 3");
+        assert_eq!(hers.iter().map(|h| h.msg_id).collect::<Vec<_>>(), [3]);
+        assert_eq!(c.stats.mpq_stall_ps, 9000 - 1000);
+    }
+
+    #[test]
+    fn an_idle_message_is_reset_at_its_deadline() {
+        let timeout_ns = 500;
+        let mut c = core(NicConfig::default());
+        c.ectxs.push(Some(ectx([true, true, false], timeout_ns)));
+        let mut q = MpqEngine::new(2);
+        c.now = 1_000;
+        let (m, _) = add(&mut q, &mut c, her(0, 4, false));
+        // Activity at 1.2 us moves the deadline (checked lazily, at the old one).
+        c.now = 1_200;
+        add(&mut q, &mut c, her(1, 4, false));
+        let deadline = 1_000 + timeout_ns * 1000;
+        let events = drain_events(&mut c);
+        assert_eq!(events, [(deadline, "TimeoutCheck".to_string())]);
+        q.check_due();
+        assert!(q.next_expired(&c, deadline).is_none(), "moved on");
+        q.arm_timer(&mut c);
+        let later = 1_200 + timeout_ns * 1000;
+        assert_eq!(drain_events(&mut c), [(later, "TimeoutCheck".to_string())]);
+        q.check_due();
+        let x = q.next_expired(&c, later).expect("expired");
+        assert_eq!((x.mpq, x.msg_id), (m, 4));
+        // Its packets not yet issued: both payloads and the header's packet.
+        let mut held: Vec<u32> = x.held.iter().map(|h| h.slot).collect();
+        held.sort();
+        assert_eq!(held, [0, 0, 1]);
+    }
+}

@@ -173,3 +173,53 @@ struct NotifyState {
     answered: bool,
     response: Option<u64>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_ring_limit_and_answers() {
+        let mut n = Notifier::new();
+        // Ids count from 1 (0 is never an id); a ring of 2 per ECTX.
+        assert_eq!(n.post(0, 3, 1, 2), Some(1));
+        assert_eq!(n.post(0, 3, 1, 2), Some(2));
+        assert_eq!(n.post(0, 4, 1, 2), None, "ECTX 0's ring is full");
+        assert_eq!(n.post(1, 4, 1, 2), Some(3), "another ECTX has its own");
+        // Only the posting task (ECTX, HPU, generation) sees a request.
+        assert_eq!(n.owned_by(1, 0, 3, 1), Some(None));
+        assert_eq!(n.owned_by(1, 0, 3, 2), None);
+        assert_eq!(n.owned_by(1, 1, 3, 1), None);
+        // An answer frees its ring slot at once; it is delivered later.
+        assert_eq!(n.answer(1, 0xdead_beef_0000_0001), Ok(()));
+        assert!(n.answer(1, 5).unwrap_err().contains("already answered"));
+        assert!(n.answer(9, 5).unwrap_err().contains("no notification 9"));
+        assert_eq!(n.post(0, 4, 1, 2), Some(4));
+        assert_eq!(n.owned_by(1, 0, 3, 1), Some(None));
+        assert_eq!(n.deliver(1), Some((0xdead_beef_0000_0001, 3, 1)));
+        assert_eq!(n.owned_by(1, 0, 3, 1), Some(Some(0xdead_beef_0000_0001)));
+        assert_eq!(n.deliver(1), None, "delivered once");
+        // A task that ends takes its uncollected requests with it.
+        n.purge(3, 1);
+        assert_eq!(n.owned_by(2, 0, 3, 1), None);
+        assert_eq!(n.owned_by(4, 0, 4, 1), Some(None));
+    }
+
+    #[test]
+    fn the_host_sees_notifications_from_their_time_on() {
+        let mut n = Notifier::new();
+        for (id, t) in [(1, 100), (2, 200)] {
+            n.publish(Notification {
+                id,
+                ectx: 0,
+                hpu: 0,
+                time_ps: t,
+                data: vec![],
+                host_ref: 0,
+            });
+        }
+        assert!(n.poll(99).is_empty());
+        assert_eq!(n.poll(150).iter().map(|x| x.id).collect::<Vec<_>>(), [1]);
+        assert_eq!(n.poll(1000).iter().map(|x| x.id).collect::<Vec<_>>(), [2]);
+    }
+}

@@ -613,6 +613,89 @@ impl Engine {
 }
 
 #[cfg(test)]
+mod dispatch_tests {
+    use super::*;
+
+    fn task(msg_id: u32, slot: u32) -> Task {
+        Task {
+            kind: HandlerKind::Payload,
+            her: Her {
+                slot,
+                len: 64,
+                msg_id,
+                ectx: 0,
+                eom: true,
+            },
+            mpq: 0,
+            mpq_gen: 0,
+            cluster: 0,
+            l1: (0, 64),
+        }
+    }
+
+    #[test]
+    fn home_cluster_first_then_the_least_loaded() {
+        let cfg = NicConfig::default();
+        assert_eq!(cfg.clusters, 4);
+        let mut s = Scheduler::new(&cfg);
+        let cap = 2;
+        // Message 5's home is cluster 5 mod 4 = 1, until its queue is full.
+        assert_eq!(s.choose_cluster(5, 64, cap), Some((1, 0)));
+        assert_eq!(s.choose_cluster(5, 64, cap), Some((1, 64)));
+        // Then the least loaded (fewest pending tasks), lowest index first.
+        let picks: Vec<usize> = (0..5)
+            .map(|_| s.choose_cluster(5, 64, cap).unwrap().0)
+            .collect();
+        assert_eq!(picks, [0, 2, 3, 0, 2]);
+        assert_eq!(s.choose_cluster(5, 64, cap).map(|p| p.0), Some(3));
+        // Every queue full: the dispatcher must wait.
+        assert_eq!(s.choose_cluster(9, 64, cap), None);
+    }
+
+    #[test]
+    fn a_cluster_without_l1_space_is_passed_over() {
+        let cfg = NicConfig::default();
+        let mut s = Scheduler::new(&cfg);
+        // Message 2's home takes a copy filling its whole L1 packet buffer.
+        assert_eq!(s.choose_cluster(2, cfg.l1_pkt_buffer, 20), Some((2, 0)));
+        // Room in its queue, none in its L1: the least loaded other one.
+        assert_eq!(s.choose_cluster(2, 64, 20), Some((0, 0)));
+        // A copy larger than any L1 packet buffer fits nowhere.
+        assert_eq!(s.choose_cluster(1, cfg.l1_pkt_buffer + 64, 20), None);
+    }
+
+    #[test]
+    fn tasks_start_on_the_longest_free_hpu_and_give_it_back() {
+        let cfg = NicConfig::default();
+        let per = cfg.hpus_per_cluster as usize;
+        let mut s = Scheduler::new(&cfg);
+        let (cl, _) = s.choose_cluster(1, 64, 20).unwrap();
+        let t0 = s.add_task(task(1, 0));
+        let (_, _) = s.choose_cluster(1, 64, 20).unwrap();
+        let t1 = s.add_task(task(1, 1));
+        s.queue_task(cl, t0);
+        s.queue_task(cl, t1);
+        // The HPU share may hold the first back: the next allowed one goes.
+        assert_eq!(s.peek_start(cl, |t| t.her.slot == 1), Some(1));
+        assert_eq!(s.take_start(cl, 1), (cl * per, t1));
+        let k = s.peek_start(cl, |_| true).unwrap();
+        assert_eq!(s.take_start(cl, k), (cl * per + 1, t0));
+        // HPU 0 of the cluster comes back after every other free one.
+        let ppc = cfg.ps_per_cycle();
+        assert_eq!(s.hpu_free(cl, cl * per, t1, 5_000, ppc), 5_000);
+        // The cluster's completion arbiter passes one per cycle.
+        assert_eq!(s.hpu_free(cl, cl * per + 1, t0, 5_000, ppc), 5_000 + ppc);
+        assert_eq!(s.complete(t1).her.slot, 1);
+        // A freed task id is reused.
+        assert_eq!(s.add_task(task(2, 2)), t1);
+        let (_, _) = s.choose_cluster(1, 64, 20).unwrap();
+        s.queue_task(cl, t1);
+        let k = s.peek_start(cl, |_| true).unwrap();
+        assert_eq!(s.take_start(cl, k), (cl * per + 2, t1));
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::Granules;
 
