@@ -299,6 +299,10 @@ struct Site {
     hpu: u32,
 }
 
+/// The JIT of one ECTX and the program it compiles.
+#[cfg(feature = "jit")]
+type EctxJit = (Arc<Program>, softspin_hpu::jit::Jit);
+
 /// The NIC model: the shared context and one value per PsPIN block.
 pub struct Engine {
     core: Core,
@@ -318,7 +322,7 @@ pub struct Engine {
     /// With `enable_jit`: per ECTX, the JIT for the program its HPUs run
     /// (replaced when the ECTX's program changes).
     #[cfg(feature = "jit")]
-    jits: Option<Vec<Option<(Arc<Program>, softspin_hpu::jit::Jit)>>>,
+    jits: Option<Vec<Option<EctxJit>>>,
     /// Their compile threshold (`Jit::compile_after`).
     #[cfg(feature = "jit")]
     jit_after: u16,
@@ -371,7 +375,7 @@ impl Core {
     }
 
     fn cycles(&self, c: u64) -> u64 {
-        c.checked_mul(self.ppc).unwrap_or(u64::MAX)
+        c.saturating_mul(self.ppc)
     }
 
     fn ectx(&self, id: EctxId) -> &Ectx {
@@ -449,7 +453,7 @@ impl Core {
 impl Engine {
     pub fn new(cfg: NicConfig) -> Result<Engine, crate::config::ConfigError> {
         cfg.validate()?;
-        let hpus = (0..cfg.hpus() as usize)
+        let hpus = (0..cfg.hpus())
             .map(|gid| {
                 let mut hpu = Hpu::new(&cfg.hpu);
                 hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
@@ -1112,7 +1116,7 @@ impl Engine {
             self.core.now = e.time;
             self.step(e.ev)?;
             n += 1;
-            if n % 65536 == 0 {
+            if n.is_multiple_of(65536) {
                 every(self);
             }
         }

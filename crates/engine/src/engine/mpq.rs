@@ -529,9 +529,7 @@ impl MpqEngine {
     /// write to its record; `None` when the message log is off or the
     /// message already ended.
     fn message_record(&mut self, ectx: EctxId, msg_id: u32) -> Option<&mut MessageRecord> {
-        if self.log.is_none() {
-            return None;
-        }
+        self.log.as_ref()?;
         let m = *self.msg_map.get(&(ectx, msg_id))?;
         Some(&mut self.mpqs[m].rec)
     }

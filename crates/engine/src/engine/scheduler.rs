@@ -736,7 +736,7 @@ mod tests {
                 rng ^= rng << 13;
                 rng ^= rng >> 7;
                 rng ^= rng << 17;
-                if rng % 3 != 0 || live.is_empty() {
+                if !rng.is_multiple_of(3) || live.is_empty() {
                     let size = (rng >> 16) as u32 % 2100;
                     let (a, b) = (g.alloc(size), r.alloc(size));
                     assert_eq!(a, b, "alloc {size}");
