@@ -12,7 +12,9 @@
 //! The engine runs in bounded slices of wall time, so a slow handler cannot
 //! keep the NIC from its deadline or a stop signal; what it has not
 //! processed by then is counted as unprocessed.
-//! Frames handlers send go out through the same port.
+//! Frames handlers send go out through the same port. The engine is driven
+//! only through its embedding API (`softspin_engine::Engine`, "Embedding"):
+//! `inject`, `run_until`, `next_event_ps`, the sent frames, spare frames.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -292,7 +294,7 @@ impl Nic {
                 Some(e) if e < target => target.min(e.saturating_add(SLICE_PS)),
                 _ => target,
             };
-            self.engine.run(Some(until), |_| {})?;
+            self.engine.run_until(until)?;
             if until >= target || Instant::now() >= give_up {
                 break;
             }

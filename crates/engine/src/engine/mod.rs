@@ -304,6 +304,86 @@ struct Site {
 type EctxJit = (Arc<Program>, softspin_hpu::jit::Jit);
 
 /// The NIC model: the shared context and one value per PsPIN block.
+///
+/// # Embedding
+///
+/// What drives an engine from outside (the CLI's `sim` through a
+/// [`Source`], the live NIC, a network of NICs, a network simulator) is
+/// this small API; virtual time is in picoseconds and only moves when the
+/// caller runs the engine:
+///
+/// - [`Engine::inject`] feeds an arrival: a frame, its message, and
+///   optionally the ECTX a matching engine in front of the NIC chose, at a
+///   given time (not before now, and after the packets injected before it);
+/// - [`Engine::run_until`] processes every event due up to a time, and the
+///   clock is then at that time; [`Engine::now_ps`] tells where it is;
+/// - [`Engine::next_event_ps`] says when the next event is due (`None`: the
+///   NIC waits for input), so a caller can sleep or advance other
+///   components until then; [`Engine::is_idle`] (nothing to do until new
+///   input) and [`Engine::packets_held`] (packets not finished) tell a
+///   caller stopping whether work is left;
+/// - [`Engine::drain_outputs`] takes what handlers produced, each stamped
+///   with its NIC time: sent frames ([`OutPacket`]), host-direct writes,
+///   completed messages ([`Engine::outbound`] reads the sent frames without
+///   taking them); [`Engine::drain_errors`] takes handler errors (after
+///   [`Engine::hand_over_errors`]); [`Engine::take_spare_frame`] returns an
+///   injected frame's emptied vector for reuse.
+///
+/// Outputs produced by `run_until(t)` are stamped at most `t`, so a caller
+/// that advances several engines in step can hand one's frames to another
+/// at their time. Two NICs wired back to back, the first echoing every
+/// packet, the second consuming it:
+///
+/// ```
+/// use softspin_engine::traffic::{build_frame, Arrival, FrameKind};
+/// use softspin_engine::{EctxSpec, Engine, NicConfig};
+/// use softspin_hpu::ElfImage;
+///
+/// // A handler image with an echo and a sink (built as `softspin build` does).
+/// let dir = std::env::temp_dir().join(format!("softspin-embed-{}", std::process::id()));
+/// std::fs::create_dir_all(&dir)?;
+/// let (src, elf) = (dir.join("h.c"), dir.join("h.elf"));
+/// std::fs::write(&src, "#include <spin.h>\n\
+///     __handler__ void echo_ph(handler_args_t *a) {\n\
+///         spin_send_packet(a->task->pkt_mem, a->task->pkt_mem_size, NULL);\n\
+///     }\n\
+///     __handler__ void sink_ph(handler_args_t *a) { (void)a; }\n")?;
+/// softspin_sdk::build(&softspin_sdk::BuildOptions::handler(&[&src], &elf))?;
+/// let image = ElfImage::load(&elf)?;
+/// let nic = |name: &str, ph: &str| -> Result<Engine, Box<dyn std::error::Error>> {
+///     let mut e = Engine::new(NicConfig::default())?;
+///     let mut spec = EctxSpec::new(name, image.clone());
+///     spec.ph = Some(ph.into());
+///     let id = e.install(spec)?;
+///     e.activate(id)?;
+///     Ok(e)
+/// };
+/// let (mut a, mut b) = (nic("echo", "echo_ph")?, nic("sink", "sink_ph")?);
+///
+/// let frame = build_frame(FrameKind::Ip, 256, [10, 0, 0, 1], [10, 0, 0, 2], 1, 9000, |i| i as u8)?;
+/// let arrival = |time_ps, frame| Arrival {
+///     time_ps, frame, msg_id: 7, eom: true, origin: "example".into(), ectx: None,
+/// };
+/// a.inject(arrival(1_000, frame.clone()));
+/// // Step both to the earlier of their next events; what `a` sent by then
+/// // reaches `b` at its NIC time (no wire delay here).
+/// let mut sent_at = None;
+/// while let Some(t) = [a.next_event_ps(), b.next_event_ps()].into_iter().flatten().min() {
+///     a.run_until(t)?;
+///     for p in a.drain_outputs().0 {
+///         sent_at = Some(p.time_ps);
+///         b.inject(arrival(p.time_ps, p.frame));
+///     }
+///     b.run_until(t)?;
+/// }
+/// let sent_at = sent_at.expect("the echo handler sent the packet");
+/// let (_, _, done) = b.drain_outputs();
+/// assert_eq!(done.len(), 1, "b completed the message");
+/// assert!(sent_at > 1_000 && done[0].time_ps > sent_at);
+/// assert_eq!(b.stats().bytes_done, frame.len() as u64);
+/// # std::fs::remove_dir_all(&dir).ok();
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 pub struct Engine {
     core: Core,
     /// Inbound engine and L2 packet buffer.
@@ -1031,6 +1111,12 @@ impl Engine {
             }
             None => false,
         }
+    }
+
+    /// Process every event due up to `until_ps`; the clock is then at
+    /// `until_ps` (embedding API, see [`Engine`]).
+    pub fn run_until(&mut self, until_ps: u64) -> Result<(), SimError> {
+        self.run_with(Some(until_ps), |_| {})
     }
 
     /// Run until no event is left (all traffic processed, the NIC idle) or
