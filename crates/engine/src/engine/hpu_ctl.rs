@@ -134,7 +134,16 @@ impl Engine {
         slot.ctl.local_ps(&slot.hpu, core.ppc)
     }
 
-    pub(super) fn run_hpu(&mut self, h: usize) {
+    /// `Ev::HpuRun`: run the HPU's next quantum, unless its task moved on
+    /// (another generation) or it stopped running (a wait, its end).
+    pub(super) fn on_hpu_run(&mut self, h: usize, gen: u64) {
+        let ctl = &self.hpus[h].ctl;
+        if ctl.gen == gen && ctl.state == HpuState::Running {
+            self.run_hpu(h);
+        }
+    }
+
+    fn run_hpu(&mut self, h: usize) {
         let t = self.hpus[h].ctl.task.unwrap();
         let ectx = self.sched.task(t).her.ectx;
         let quantum = self.core.cfg.quantum_cycles as u64;
@@ -379,7 +388,12 @@ impl Engine {
         self.core.at(free_at, Ev::HpuFree { hpu: h as u32, gen });
     }
 
-    pub(super) fn on_hpu_free(&mut self, h: usize) {
+    /// `Ev::HpuFree`: the doorbell store of task generation `gen` is done.
+    pub(super) fn on_hpu_free(&mut self, h: usize, gen: u64) {
+        let ctl = &self.hpus[h].ctl;
+        if ctl.gen != gen || ctl.state != HpuState::Closing {
+            return;
+        }
         let c = &mut self.core;
         let now = c.now;
         let ctl = &mut self.hpus[h].ctl;

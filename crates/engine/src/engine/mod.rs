@@ -14,10 +14,15 @@
 //! Virtual time is in picoseconds. Everything is deterministic: events are
 //! ordered by (time, sequence number).
 //!
-//! The model is split along PsPIN's blocks: [`inbound`] (NIC inbound
-//! engine), [`mpq`] (HERs and the MPQ engine), [`scheduler`] (task dispatcher
-//! and cluster schedulers), [`hpu_ctl`] (HPU control), [`command_unit`],
-//! [`notify`] (host notifications) and [`host_mem`] (host memory).
+//! The model is split along PsPIN's blocks, each a type that owns its state
+//! (and is unit-tested alone): [`inbound`] (`PacketBuffer`: the NIC inbound
+//! engine and L2 packet buffer), [`mpq`] (`MpqEngine`: HERs and MPQs),
+//! [`scheduler`] (`Scheduler`: task dispatcher and cluster schedulers),
+//! [`hpu_ctl`] (`HpuCtl`: HPU control), [`command_unit`] (`CommandUnit`,
+//! `Links`), [`notify`] (`Notifier`: host notifications) and [`host_mem`]
+//! (host memory). They share a small context (`Core`) holding what several
+//! need, and push events into its one queue; [`Engine`]'s methods route
+//! events to blocks and pass what one returns to the next.
 
 mod command_unit;
 mod events;
@@ -1219,22 +1224,12 @@ impl Engine {
             Ev::Arrival => self.on_arrival()?,
             Ev::Schedule => self.schedule(),
             Ev::TaskReady { task } => self.on_task_ready(task as usize),
-            Ev::HpuRun { hpu, gen } => {
-                let hpu = hpu as usize;
-                if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Running {
-                    self.run_hpu(hpu);
-                }
-            }
+            Ev::HpuRun { hpu, gen } => self.on_hpu_run(hpu as usize, gen),
             Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu as usize, id),
             Ev::Completion { task } => self.on_completion(task as usize),
             Ev::TimeoutCheck => self.on_timeout_check(),
             Ev::Inject => self.on_inject()?,
-            Ev::HpuFree { hpu, gen } => {
-                let hpu = hpu as usize;
-                if self.hpus[hpu].ctl.gen == gen && self.hpus[hpu].ctl.state == HpuState::Closing {
-                    self.on_hpu_free(hpu);
-                }
-            }
+            Ev::HpuFree { hpu, gen } => self.on_hpu_free(hpu as usize, gen),
             Ev::NotifyVisible => {}
             Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::WaitLimit { hpu } => self.on_wait_limit(hpu as usize),
