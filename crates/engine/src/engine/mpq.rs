@@ -25,25 +25,25 @@ pub(super) enum HhState {
 
 /// A message processing queue (seed 001 §3.2.1).
 pub(super) struct Mpq {
-    pub(super) active: bool,
+    active: bool,
     pub(super) gen: u64,
     pub(super) ectx: EctxId,
-    pub(super) msg_id: u32,
-    pub(super) hh: HhState,
+    msg_id: u32,
+    hh: HhState,
     /// HERs waiting for their payload handler.
-    pub(super) queue: VecDeque<Her>,
+    queue: VecDeque<Her>,
     /// The first packet, held for the header handler.
-    pub(super) first: Option<Her>,
-    pub(super) ph_inflight: u32,
-    pub(super) eom: Option<Her>,
-    pub(super) th_started: bool,
-    pub(super) in_ready: bool,
-    pub(super) last_activity: u64,
-    /// This MPQ's entry in `Core::timers`.
-    pub(super) timer: Option<u64>,
+    first: Option<Her>,
+    ph_inflight: u32,
+    eom: Option<Her>,
+    th_started: bool,
+    in_ready: bool,
+    last_activity: u64,
+    /// This MPQ's deadline in `MpqEngine::timers`.
+    timer: Option<u64>,
     /// What the message's record will say (arrivals always; errors and
     /// host writes only with the message log on).
-    pub(super) rec: MessageRecord,
+    rec: MessageRecord,
 }
 
 /// Most errors and host writes a message record lists (the totals count
