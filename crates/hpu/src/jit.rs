@@ -67,20 +67,52 @@ pub struct Jit {
     /// Regions compiled, and entries refused (left interpreted).
     pub compiled: u64,
     pub refused: u64,
+    /// Regions Cranelift failed to compile, as "slot N: error" (each also
+    /// counted in `refused` and left interpreted). With the verifier on, a
+    /// translator bug lands here: the tests require it empty.
+    pub errors: Vec<String>,
+}
+
+/// Settings of a [`Jit`], fixed when it is built (as wasmtime's `Config`).
+#[derive(Clone, Copy, Debug)]
+pub struct JitOptions {
+    /// Run Cranelift's IR verifier on every region before compiling it (as
+    /// wasmtime's `cranelift_debug_verifier`), so a translator bug is a
+    /// compile error in [`Jit::errors`] rather than wrong native code. It
+    /// costs compile time: on by default in builds with debug assertions
+    /// (debug, `checked`), off in release; the JIT tests turn it on.
+    pub verifier: bool,
+}
+
+// Not derivable: `false` only in builds without debug assertions.
+#[allow(clippy::derivable_impls)]
+impl Default for JitOptions {
+    fn default() -> Self {
+        JitOptions {
+            verifier: cfg!(debug_assertions),
+        }
+    }
 }
 
 impl Jit {
     /// A JIT for `prog`'s blocks (and no other program's), decoded with
-    /// `timing` (the model of the HPUs that run it).
+    /// `timing` (the model of the HPUs that run it), with the default
+    /// [`JitOptions`].
     pub fn new(prog: &Program, timing: &TimingModel) -> Jit {
+        Self::with_options(prog, timing, JitOptions::default())
+    }
+
+    /// [`Jit::new`] with `options`.
+    pub fn with_options(prog: &Program, timing: &TimingModel, options: JitOptions) -> Jit {
         let mut flags = settings::builder();
         // "speed" (egraph optimisation) made blocks both slower to compile
         // and, on matmult, slower to run (docs/perf-interpreter.md).
         flags.set("opt_level", "none").expect("cranelift flag");
-        // The translator's output is checked by the differential tests;
-        // verifying every block again at run time costs compile time.
         flags
-            .set("enable_verifier", "false")
+            .set(
+                "enable_verifier",
+                if options.verifier { "true" } else { "false" },
+            )
             .expect("cranelift flag");
         let isa = cranelift_native::builder()
             .expect("host machine supported by cranelift")
@@ -102,7 +134,14 @@ impl Jit {
             hot: crate::JIT_COMPILE_AFTER,
             compiled: 0,
             refused: 0,
+            errors: Vec::new(),
         }
+    }
+
+    /// Whether Cranelift verifies each region before compiling it (read
+    /// back from the code generator's own flags, not from the options).
+    pub fn verifier(&self) -> bool {
+        self.module.isa().flags().enable_verifier()
     }
 
     /// Compile a region at its entry's `entries`-th use instead (at least
@@ -200,28 +239,50 @@ impl Jit {
 
     fn compile(&mut self, prog: &Program, s0: usize) -> Option<NativeFn> {
         let region = Self::region(prog, s0)?;
+        let costs = (self.taken_penalty, self.hw_setup);
+        let frontend = self.module.target_config();
+        match self.define(|b, ptr| {
+            let mut t = Translator::new(b, ptr, prog, costs);
+            t.region(&region);
+            t.b.finalize(frontend);
+        }) {
+            Ok(f) => Some(f),
+            Err(e) => {
+                self.errors.push(format!("slot {s0}: {e}"));
+                None
+            }
+        }
+    }
+
+    /// Build a function of `NativeFn`'s signature with `build` (which
+    /// finalizes its builder) and compile it.
+    fn define(
+        &mut self,
+        build: impl FnOnce(FunctionBuilder<'_>, cranelift_codegen::ir::Type),
+    ) -> Result<NativeFn, String> {
         let ptr = self.module.target_config().pointer_type();
         let mut sig = self.module.make_signature();
         sig.params.push(AbiParam::new(ptr));
         sig.returns.push(AbiParam::new(I64));
-        let id = self.module.declare_anonymous_function(&sig).ok()?;
+        let id = self
+            .module
+            .declare_anonymous_function(&sig)
+            .map_err(|e| e.to_string())?;
         self.cctx.func.signature = sig;
-        let frontend = self.module.target_config();
-        {
-            let b = FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx);
-            let mut t = Translator::new(b, ptr, prog, (self.taken_penalty, self.hw_setup));
-            t.region(&region);
-            t.b.finalize(frontend);
-        }
-        let ok = self.module.define_function(id, &mut self.cctx).is_ok();
+        build(
+            FunctionBuilder::new(&mut self.cctx.func, &mut self.fctx),
+            ptr,
+        );
+        let defined = self.module.define_function(id, &mut self.cctx);
         self.module.clear_context(&mut self.cctx);
-        if !ok {
-            return None;
-        }
-        self.module.finalize_definitions().ok()?;
+        // `{:?}`: the verifier's messages are in the error's detail.
+        defined.map_err(|e| format!("{e:?}"))?;
+        self.module
+            .finalize_definitions()
+            .map_err(|e| e.to_string())?;
         let code = self.module.get_finalized_function(id);
         // SAFETY: the function was built with `NativeFn`'s signature.
-        Some(unsafe { std::mem::transmute::<*const u8, NativeFn>(code) })
+        Ok(unsafe { std::mem::transmute::<*const u8, NativeFn>(code) })
     }
 }
 
@@ -1191,5 +1252,39 @@ unsafe extern "C" fn amo(cx: *mut NativeCtx, op: u32, a: u32, v: u32) -> u64 {
             c.fault_addr = a;
             FAULT
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A function that returns an `i32` where `NativeFn` returns an `i64`:
+    /// what a translator bug looks like.
+    fn define_ill_typed(jit: &mut Jit) -> Result<NativeFn, String> {
+        let frontend = jit.module.target_config();
+        jit.define(|mut b, _| {
+            let block = b.create_block();
+            b.append_block_params_for_function_params(block);
+            b.switch_to_block(block);
+            b.seal_block(block);
+            let v = b.ins().iconst(I32, 0);
+            b.ins().return_(&[v]);
+            b.finalize(frontend);
+        })
+    }
+
+    /// The verifier option reaches Cranelift, and its verdict reaches
+    /// `define`'s caller (the sabotage that shows the tests' check checks).
+    #[test]
+    fn the_verifier_rejects_ill_typed_code() {
+        let timing = TimingModel::default();
+        let prog = Program::decode(&[(0x1000, &[0x13, 0, 0, 0])], &timing).unwrap();
+        let mut jit = Jit::with_options(&prog, &timing, JitOptions { verifier: true });
+        assert!(jit.verifier());
+        let err = define_ill_typed(&mut jit).expect_err("the verifier accepted ill-typed code");
+        assert!(err.contains("Verifier"), "{err}");
+        let off = Jit::with_options(&prog, &timing, JitOptions { verifier: false });
+        assert!(!off.verifier());
     }
 }
