@@ -23,6 +23,14 @@ logged() {
     "$@" 2>&1 | python3 scripts/skips.py filter "$skips" "$label"
 }
 
+echo "== softspin-host builds without the live NIC (feature live off): no clang, no libbpf"
+# A clang-19 that fails comes first on PATH: the build must not run it.
+noclang=$(mktemp -d)
+printf '#!/bin/sh\necho "clang-19 ran, but a build without the live feature needs no clang" >&2\nexit 1\n' >"$noclang/clang-19"
+chmod +x "$noclang/clang-19"
+PATH="$noclang:$PATH" cargo check -p softspin-host --no-default-features
+rm -rf "$noclang"
+
 echo "== third-party sources (scripts/third-party.sh; their tests say SKIPPED without them)"
 scripts/third-party.sh || echo "third-party sources missing: the tests that read them will be skipped"
 

@@ -40,6 +40,11 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
+mod footprint;
+#[cfg(feature = "live")]
+mod live;
+#[cfg(not(feature = "live"))]
+#[path = "live_off.rs"]
 mod live;
 pub mod sdk;
 pub mod slmp;
@@ -58,7 +63,10 @@ pub mod gdriver {
     pub const SCRATCHPAD_SIZE: u32 = 800 << 10;
 }
 
-pub use live::{AttachOptions, Footprint, LiveStats, Mode, PortStats, Ruleset};
+pub use footprint::Footprint;
+#[cfg(feature = "live")]
+pub use live::{AttachOptions, LiveStats, Mode, PortStats};
+pub use softspin_netio::Ruleset;
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};

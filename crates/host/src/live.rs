@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use softspin_engine::traffic::Arrival;
 use softspin_engine::EctxId;
-pub use softspin_netio::{Mode, PortStats, Ruleset};
+pub use softspin_netio::{Mode, PortStats};
 use softspin_netio::{NetError, Port, RxFrame};
 
-use crate::{Ectx, Error, Nic, NicConfig, Result};
+use crate::{Error, Nic, NicConfig, Result};
 
 /// How to attach a NIC to an interface.
 #[derive(Clone, Debug)]
@@ -71,29 +71,6 @@ pub struct LiveStats {
     /// port's rings when matching stopped.
     pub unprocessed: u64,
     pub wall_s: f64,
-}
-
-/// What a live NIC holds between steps, each of which must stay bounded
-/// however long it runs (a flood test checks their peaks).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Footprint {
-    /// Events taken from the engine and not yet read ([`Nic::events`]).
-    pub events: usize,
-    /// Notifications not yet read (bounded by `notify_ring` per ECTX).
-    pub notifications: usize,
-    /// Packets the engine holds ([`softspin_engine::Engine::packets_held`]).
-    pub packets_held: u64,
-}
-
-impl Footprint {
-    /// The larger of each figure.
-    pub fn max(self, o: Footprint) -> Footprint {
-        Footprint {
-            events: self.events.max(o.events),
-            notifications: self.notifications.max(o.notifications),
-            packets_held: self.packets_held.max(o.packets_held),
-        }
-    }
 }
 
 pub(crate) struct Live {
@@ -185,11 +162,6 @@ impl Nic {
             left_in_rings: 0,
         });
         Ok(nic)
-    }
-
-    /// Whether this NIC is attached to an interface.
-    pub fn is_live(&self) -> bool {
-        self.live.is_some()
     }
 
     /// Program the port's matcher with the rulesets of the active ECTXs, in
@@ -474,19 +446,5 @@ impl Nic {
             unprocessed: self.engine.packets_held() + live.left_in_rings,
             wall_s: live.epoch.elapsed().as_secs_f64(),
         })
-    }
-
-    /// What this NIC holds right now (see [`Footprint`]).
-    pub fn footprint(&self) -> Footprint {
-        Footprint {
-            events: self.events.len(),
-            notifications: self.notes.len(),
-            packets_held: self.engine.packets_held(),
-        }
-    }
-
-    /// The rulesets an ECTX was installed with.
-    pub fn ectx_rules(&self, e: Ectx) -> Result<Vec<Ruleset>> {
-        Ok(self.info(e)?.rules.clone())
     }
 }

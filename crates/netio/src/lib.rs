@@ -10,16 +10,27 @@
 //! * [`xsk`]: AF_XDP sockets (UMEM, fill/completion/RX/TX rings).
 //! * [`socket`]: the fallback without XDP: UDP sockets on the rules' ports.
 //! * [`port`]: the [`Port`] both modes implement for the live NIC.
+//!
+//! All but [`rules`] need the feature `live` (default on): the XDP program
+//! is built with clang and libbpf's headers, which the pure part does not
+//! need (`default-features = false`).
 
+#[cfg(feature = "live")]
 pub mod port;
 pub mod rules;
+#[cfg(feature = "live")]
 pub mod socket;
+#[cfg(feature = "live")]
 pub mod xdp;
+#[cfg(feature = "live")]
 pub mod xsk;
 
+#[cfg(feature = "live")]
 pub use port::{open_port, Mode, Port, PortStats, RxFrame};
 pub use rules::{MatchUnit, Matcher, MsgIdField, Ruleset, RulesetMode, Verdict};
+#[cfg(feature = "live")]
 pub use socket::SocketPort;
+#[cfg(feature = "live")]
 pub use xsk::{XdpPort, XskConfig};
 
 /// Errors of the packet I/O layer; each says what to do about it.
