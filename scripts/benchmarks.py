@@ -4,6 +4,14 @@ the handler suite at several packet sizes.
 
     make benchmarks        (or: .venv/bin/python scripts/benchmarks.py)
     python3 scripts/benchmarks.py --check   (CI: fail if the simulated figures are stale)
+    python3 scripts/benchmarks.py --figures (rewrite the figures blocks only)
+
+Figures blocks: other pages (docs/*.md, README.md, examples/*/README.md)
+quote a program's output between `<!-- figures: COMMAND -->` and
+`<!-- /figures -->` as an indented code block; --check runs each COMMAND
+(from the repository root, through bash) and fails if its output differs,
+--figures writes it there. Keep them cheap (seconds) and deterministic (the
+model's figures, never wall-clock ones).
 
 Runs `target/release/softspin-suite --json --sizes 64,512,1024,2048`, plots
 throughput against packet size, handler cycles per packet, HPU utilisation
@@ -205,8 +213,59 @@ def simulated_only(md):
     return re.sub(r"filtering: [\d.]+ Gbit/s on \d+ host threads", "filtering: (host) on host threads", md)
 
 
+FIGURES = re.compile(r"(<!-- figures: (.+?) -->\n)(.*?)(<!-- /figures -->)", re.S)
+
+
+def figure_pages():
+    import glob
+    pages = glob.glob(os.path.join(ROOT, "docs", "*.md")) + glob.glob(os.path.join(ROOT, "examples", "*", "README.md"))
+    return sorted(pages + [os.path.join(ROOT, "README.md")])
+
+
+def figures_output(cmd):
+    r = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True)
+    if r.returncode != 0:
+        sys.exit(f"figures command failed (exit {r.returncode}): {cmd}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
+    lines = [line.rstrip() for line in r.stdout.rstrip().splitlines()]
+    return "\n" + "".join(("    " + line if line else "") + "\n" for line in lines) + "\n"
+
+
+def figures(write):
+    """Check (or rewrite) every figures block; returns the stale ones."""
+    stale = []
+    for page in figure_pages():
+        with open(page) as f:
+            text = f.read()
+        rel = os.path.relpath(page, ROOT)
+
+        def fresh(m):
+            body = figures_output(m.group(2))
+            if body != m.group(3):
+                stale.append(f"{rel}: {m.group(2)}")
+                if not write:
+                    import difflib
+                    print("\n".join(difflib.unified_diff(m.group(3).splitlines(), body.splitlines(),
+                                                         rel, "this build", lineterm="", n=0)))
+            return m.group(1) + body + m.group(4)
+
+        new = FIGURES.sub(fresh, text)
+        if write and new != text:
+            with open(page, "w") as f:
+                f.write(new)
+    return stale
+
+
 def main():
     check = "--check" in sys.argv[1:]
+    if "--figures" in sys.argv[1:]:
+        stale = figures(write=True)
+        print(f"rewrote {len(stale)} figures blocks" + "".join(f"\n  {s}" for s in stale))
+        return
+    if check:
+        stale = figures(write=False)
+        if stale:
+            sys.exit("figures blocks are stale: run scripts/benchmarks.py --figures and commit\n  " + "\n  ".join(stale))
+        print("figures blocks: up to date")
     rows = run_suite(baseline=not check)
     names = []
     for x in rows:
