@@ -8,50 +8,22 @@ use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+#[path = "build/bpf_include.rs"]
+mod bpf_include;
+
 /// The system's C headers.
 const SYSTEM_INCLUDE: &str = "/usr/include";
-/// Headers match.bpf.c includes that come from the system rather than
-/// bpf/: the kernel's UAPI (linux/bpf.h pulls asm/types.h, which Debian
-/// keeps under a multiarch directory) and libbpf's helpers.
-const ASM_HEADER: &str = "asm/types.h";
-const LIBBPF_HEADER: &str = "bpf/bpf_helpers.h";
 
-/// Debian's multiarch triple for a Rust target (arch, os, env), for the
-/// targets whose kernels run XDP.
-fn multiarch(arch: &str, os: &str, env: &str) -> Option<String> {
-    if os != "linux" {
-        return None;
-    }
-    let cpu = match arch {
-        "x86_64" => "x86_64",
-        "x86" => "i386",
-        "aarch64" => "aarch64",
-        "riscv64" => "riscv64",
-        "powerpc64" => "powerpc64le",
-        "s390x" => "s390x",
-        "loongarch64" => "loongarch64",
-        "arm" => return Some("arm-linux-gnueabihf".into()),
-        _ => return None,
-    };
-    Some(format!(
-        "{cpu}-linux-{}",
-        if env.is_empty() { "gnu" } else { env }
-    ))
-}
-
-/// The directory to add with `-I` so `asm/types.h` is found for the target:
-/// Debian's multiarch directory (from the target, or from `gcc
-/// -print-multiarch` when building for this machine), or none when the
-/// system keeps it directly in /usr/include (Fedora, Arch). An error names
-/// the places looked at and the package that provides it.
-fn asm_include_dir() -> Result<Option<PathBuf>, String> {
+/// `-I` directories for the XDP matcher: the target's multiarch directory
+/// (from its arch and os, or `gcc -print-multiarch` when building for this
+/// machine), if that is where asm/ lives.
+fn bpf_includes() -> Result<Vec<PathBuf>, String> {
     let var = |k: &str| env::var(k).unwrap_or_default();
-    let (arch, os, tenv) = (
-        var("CARGO_CFG_TARGET_ARCH"),
-        var("CARGO_CFG_TARGET_OS"),
-        var("CARGO_CFG_TARGET_ENV"),
-    );
-    let mut triples: Vec<String> = multiarch(&arch, &os, &tenv).into_iter().collect();
+    let (arch, os) = (var("CARGO_CFG_TARGET_ARCH"), var("CARGO_CFG_TARGET_OS"));
+    let mut triples: Vec<String> = bpf_include::multiarch(&arch, &os)
+        .into_iter()
+        .map(String::from)
+        .collect();
     if var("HOST") == var("TARGET") {
         if let Ok(o) = Command::new("gcc").arg("-print-multiarch").output() {
             let t = String::from_utf8_lossy(&o.stdout).trim().to_string();
@@ -61,23 +33,9 @@ fn asm_include_dir() -> Result<Option<PathBuf>, String> {
         }
     }
     let root = Path::new(SYSTEM_INCLUDE);
-    let mut looked = Vec::new();
-    for t in &triples {
-        let dir = root.join(t);
-        if dir.join(ASM_HEADER).is_file() {
-            return Ok(Some(dir));
-        }
-        looked.push(dir.join(ASM_HEADER));
-    }
-    if root.join(ASM_HEADER).is_file() {
-        return Ok(None);
-    }
-    looked.push(root.join(ASM_HEADER));
-    let looked: Vec<String> = looked.iter().map(|p| p.display().to_string()).collect();
-    Err(format!(
-        "building the XDP matcher for {arch}-{os}-{tenv} needs the kernel's {ASM_HEADER} (package linux-libc-dev; scripts/setup.sh installs it); looked for {}. Build without the live NIC (`--no-default-features` on softspin-host) to do without it",
-        looked.join(", ")
-    ))
+    let asm = bpf_include::asm_include_dir(root, &triples, &var("TARGET"))?;
+    bpf_include::check_libbpf(root)?;
+    Ok(asm.into_iter().collect())
 }
 
 fn main() {
@@ -88,6 +46,7 @@ fn main() {
     println!("cargo:rerun-if-changed={}", abi.display());
     println!("cargo:rerun-if-changed={}", prog.display());
     println!("cargo:rerun-if-changed=build.rs");
+    println!("cargo:rerun-if-changed=build/bpf_include.rs");
 
     // match_abi.h -> match_abi.rs
     let header =
@@ -119,16 +78,8 @@ fn main() {
         return;
     }
     // match.bpf.c -> match.bpf.o
-    // clang searches /usr/include itself: only the multiarch directory is added.
-    let includes: Vec<PathBuf> = asm_include_dir()
-        .unwrap_or_else(|e| panic!("{e}"))
-        .into_iter()
-        .collect();
-    if !Path::new(SYSTEM_INCLUDE).join(LIBBPF_HEADER).is_file() {
-        panic!(
-            "building the XDP matcher needs libbpf's {LIBBPF_HEADER} (package libbpf-dev; scripts/setup.sh installs it); not in {SYSTEM_INCLUDE}. Build without the live NIC (`--no-default-features` on softspin-host) to do without it"
-        );
-    }
+    // clang searches /usr/include itself: only a multiarch directory is added.
+    let includes = bpf_includes().unwrap_or_else(|e| panic!("{e}"));
     let obj = out.join("match.bpf.o");
     let clang = "clang-19";
     let status = Command::new(clang)
