@@ -8,7 +8,8 @@ the handler suite at several packet sizes.
 
 Figures blocks: other pages (docs/*.md, README.md, examples/*/README.md)
 quote a program's output between `<!-- figures: COMMAND -->` and
-`<!-- /figures -->` as an indented code block; --check runs each COMMAND
+`<!-- /figures -->` as an indented code block (`<!-- figures-md: COMMAND -->`:
+as Markdown, e.g. a table); --check runs each COMMAND
 (from the repository root, through bash) and fails if its output differs,
 --figures writes it there. Keep them cheap (seconds) and deterministic (the
 model's figures, never wall-clock ones).
@@ -213,7 +214,7 @@ def simulated_only(md):
     return re.sub(r"filtering: [\d.]+ Gbit/s on \d+ host threads", "filtering: (host) on host threads", md)
 
 
-FIGURES = re.compile(r"(<!-- figures: (.+?) -->\n)(.*?)(<!-- /figures -->)", re.S)
+FIGURES = re.compile(r"(<!-- figures(-md)?: (.+?) -->\n)(.*?)(<!-- /figures -->)", re.S)
 
 
 def figure_pages():
@@ -222,12 +223,13 @@ def figure_pages():
     return sorted(pages + [os.path.join(ROOT, "README.md")])
 
 
-def figures_output(cmd):
+def figures_output(cmd, markdown):
     r = subprocess.run(["bash", "-c", cmd], cwd=ROOT, capture_output=True, text=True)
     if r.returncode != 0:
         sys.exit(f"figures command failed (exit {r.returncode}): {cmd}\n{r.stdout[-2000:]}\n{r.stderr[-2000:]}")
     lines = [line.rstrip() for line in r.stdout.rstrip().splitlines()]
-    return "\n" + "".join(("    " + line if line else "") + "\n" for line in lines) + "\n"
+    indent = "" if markdown else "    "
+    return "\n" + "".join((indent + line if line else "") + "\n" for line in lines) + "\n"
 
 
 def figures(write):
@@ -239,14 +241,15 @@ def figures(write):
         rel = os.path.relpath(page, ROOT)
 
         def fresh(m):
-            body = figures_output(m.group(2))
-            if body != m.group(3):
-                stale.append(f"{rel}: {m.group(2)}")
+            cmd, old = m.group(3), m.group(4)
+            body = figures_output(cmd, markdown=bool(m.group(2)))
+            if body != old:
+                stale.append(f"{rel}: {cmd}")
                 if not write:
                     import difflib
-                    print("\n".join(difflib.unified_diff(m.group(3).splitlines(), body.splitlines(),
+                    print("\n".join(difflib.unified_diff(old.splitlines(), body.splitlines(),
                                                          rel, "this build", lineterm="", n=0)))
-            return m.group(1) + body + m.group(4)
+            return m.group(1) + body + m.group(5)
 
         new = FIGURES.sub(fresh, text)
         if write and new != text:
