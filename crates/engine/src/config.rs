@@ -322,12 +322,18 @@ impl NicConfig {
         }
     }
 
-    /// `-D` flags that make the SDK match this configuration.
+    /// `-D` flags that make the SDK match this configuration. A
+    /// configuration equal to its named profile also records that name in
+    /// the image ([`PROFILE_SYMBOL`], read back by [`image_profile`]).
     pub fn sdk_defines(&self) -> Vec<String> {
-        vec![
+        let mut d = vec![
             format!("NB_CLUSTERS={}", self.clusters),
             format!("NB_CORES={}", self.hpus_per_cluster),
-        ]
+        ];
+        if NicConfig::profile(&self.profile).as_ref() == Some(self) {
+            d.push(format!("SOFTSPIN_PROFILE_NAME={}", self.profile));
+        }
+        d
     }
 
     /// Check every field against the model's limits; the first problem is
@@ -596,6 +602,23 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
             }
         }
     }
+}
+
+/// The image symbol naming the profile an image was built for
+/// (`sdk/src/libc.c`, from `SOFTSPIN_PROFILE_NAME` of [`NicConfig::sdk_defines`]).
+pub const PROFILE_SYMBOL: &str = "__softspin_profile";
+
+/// The profile `img` records it was built for (`softspin build --profile`),
+/// if it records one that is known.
+pub fn image_profile(img: &softspin_hpu::ElfImage) -> Option<String> {
+    let addr = *img.symbols.get(PROFILE_SYMBOL)?;
+    let bytes = img.segments.iter().find_map(|s| {
+        let off = addr.checked_sub(s.vaddr)? as usize;
+        s.data.get(off..).filter(|b| !b.is_empty())
+    })?;
+    let name = &bytes[..bytes.iter().position(|&b| b == 0)?];
+    let name = std::str::from_utf8(name).ok()?;
+    NicConfig::profile(name).map(|_| name.to_string())
 }
 
 #[cfg(test)]
