@@ -38,8 +38,9 @@ pub struct SimArgs {
     #[arg(long, help = profile_help(HelpFor::Rate))]
     rate: Option<f64>,
     /// Frames start at the IP header (PsPIN's host-order layout) or the
-    /// Ethernet header (FPsPIN, wire format) [default: the frame kind of
-    /// the profile the image was built for (`softspin build --profile`), else ip].
+    /// Ethernet header (FPsPIN, wire format) [default: the profile's: ip
+    /// for pspin, eth for fpspin; the profile is the image's if it records
+    /// one (`softspin build --profile`)].
     #[arg(long, value_enum)]
     frame: Option<Frame>,
     /// Generator: messages in flight at once (their packets interleave round-robin).
@@ -248,7 +249,12 @@ fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, Path
 fn plan_sim(a: &SimArgs) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>, FrameKind)> {
     let (mut cfg, mut planned) = plan(&a.ectx, "pspin")?;
     let Some((built, img)) = recorded_profile(&planned)? else {
-        return Ok((cfg, planned, a.frame.map_or(FrameKind::Ip, Into::into)));
+        // A configuration's frames are its base profile's.
+        let frame = a.frame.map_or_else(
+            || FrameKind::of_profile(&cfg.profile).unwrap_or(FrameKind::Ip),
+            Into::into,
+        );
+        return Ok((cfg, planned, frame));
     };
     let img = img.display();
     match (&a.ectx.profile, &a.ectx.config) {

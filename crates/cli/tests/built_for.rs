@@ -149,3 +149,24 @@ fn images_built_without_a_profile_keep_the_pspin_defaults() {
     assert_eq!(json(&o)["outbound_packets"], 5);
     let _ = std::fs::remove_dir_all(d);
 }
+
+#[test]
+fn a_configuration_takes_its_base_profiles_frames() {
+    let d = dir("config");
+    let toml = d.join("nic.toml");
+    // Not equal to the profile, so the image records nothing.
+    std::fs::write(&toml, "profile = \"fpspin\"\nhpu_stack_size = 2048\n").unwrap();
+    let toml = toml.to_str().unwrap();
+    let src = d.join("echo.c");
+    std::fs::write(&src, UDP_ETH_ECHO).unwrap();
+    let img = d.join("echo.elf");
+    let img = img.to_str().unwrap();
+    let o = softspin(&["build", "--config", toml, src.to_str().unwrap(), "-o", img]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let o = sim(img, &["--config", toml]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let r = json(&o);
+    assert_eq!(r["profile"], "fpspin");
+    assert_eq!(r["outbound_packets"], 5, "{r}");
+    let _ = std::fs::remove_dir_all(d);
+}
