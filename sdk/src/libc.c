@@ -14,6 +14,17 @@
 #include <string.h>
 #include "softspin_ecall.h"
 
+/* The NIC profile the image was built for, when built for exactly one
+ * (`softspin build --profile NAME` passes -DSOFTSPIN_PROFILE_NAME=NAME,
+ * NicConfig::sdk_defines): `softspin sim` runs the image with that profile
+ * and its frame kind unless told otherwise. In the runtime, so every image
+ * has it whichever headers its sources include. */
+#ifdef SOFTSPIN_PROFILE_NAME
+#define SS_STR_(x) #x
+#define SS_STR(x) SS_STR_(x)
+__attribute__((used)) const char __softspin_profile[] = SS_STR(SOFTSPIN_PROFILE_NAME);
+#endif
+
 /* Word accesses through a may_alias type so they can view any object. */
 typedef uint32_t __attribute__((__may_alias__)) word_t;
 

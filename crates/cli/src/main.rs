@@ -6,6 +6,7 @@ use clap::{Parser, Subcommand};
 
 mod build;
 mod isa;
+mod new;
 mod nic;
 mod results;
 mod sim;
@@ -43,6 +44,9 @@ enum Cmd {
     },
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
+    /// Start a handler project: a directory with a handler, a Makefile, a
+    /// test pcap and a Python check that passes as written (docs/first-handler.md).
+    New(new::NewArgs),
 }
 
 fn main() -> ExitCode {
@@ -53,6 +57,7 @@ fn main() -> ExitCode {
         Cmd::Sim(a) => sim::main(*a),
         Cmd::Nic(a) => nic::main(*a),
         Cmd::Slmp { cmd } => slmp::main(cmd),
+        Cmd::New(a) => new::main(a),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

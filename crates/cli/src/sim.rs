@@ -37,9 +37,12 @@ pub struct SimArgs {
     /// Generator: line rate in Gbit/s (see `profile_help`).
     #[arg(long, help = profile_help(HelpFor::Rate))]
     rate: Option<f64>,
-    /// Frames start at the IP header (PsPIN's host-order layout) or the Ethernet header (FPsPIN, wire format).
-    #[arg(long, value_enum, default_value = "ip")]
-    frame: Frame,
+    /// Frames start at the IP header (PsPIN's host-order layout) or the
+    /// Ethernet header (FPsPIN, wire format) [default: the profile's: ip
+    /// for pspin, eth for fpspin; the profile is the image's if it records
+    /// one (`softspin build --profile`)].
+    #[arg(long, value_enum)]
+    frame: Option<Frame>,
     /// Generator: messages in flight at once (their packets interleave round-robin).
     #[arg(long, default_value_t = 1)]
     concurrent: u32,
@@ -208,6 +211,87 @@ fn profile_help(what: HelpFor) -> String {
 enum Frame {
     Ip,
     Eth,
+}
+
+impl From<Frame> for FrameKind {
+    fn from(f: Frame) -> FrameKind {
+        match f {
+            Frame::Ip => FrameKind::Ip,
+            Frame::Eth => FrameKind::Eth,
+        }
+    }
+}
+
+/// The profile the planned images record (`softspin build --profile`) and
+/// the first image recording it; images that record none are left out.
+fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, PathBuf)>> {
+    let mut found: Option<(String, PathBuf)> = None;
+    for p in plan {
+        let Some(name) = softspin_engine::config::image_profile(&load_image(&p.image)?) else {
+            continue;
+        };
+        match &found {
+            Some((f, img)) if *f != name => bail!(
+                "{} was built for profile `{f}` and {} for `{name}`: build them for one profile",
+                img.display(),
+                p.image.display()
+            ),
+            Some(_) => {}
+            None => found = Some((name, p.image.clone())),
+        }
+    }
+    Ok(found)
+}
+
+/// The NIC, ECTXs and frame kind of a run: the profile and frame kind the
+/// images record when the flags name none, an error naming the flags when
+/// they contradict it (its handlers could not parse the frames they get).
+fn plan_sim(a: &SimArgs) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>, FrameKind)> {
+    let (mut cfg, mut planned) = plan(&a.ectx, "pspin")?;
+    let Some((built, img)) = recorded_profile(&planned)? else {
+        // A configuration's frames are its base profile's.
+        let frame = a.frame.map_or_else(
+            || FrameKind::of_profile(&cfg.profile).unwrap_or(FrameKind::Ip),
+            Into::into,
+        );
+        return Ok((cfg, planned, frame));
+    };
+    let img = img.display();
+    match (&a.ectx.profile, &a.ectx.config) {
+        (None, None) => (cfg, planned) = plan(&a.ectx, &built)?,
+        (Some(p), _) if *p != built => bail!(
+            "{img} was built for profile `{built}` (softspin build --profile {built}); \
+             run it without --profile or with --profile {built}, or rebuild it with --profile {p}"
+        ),
+        _ => {}
+    }
+    let want = FrameKind::of_profile(&built).expect("image_profile returns known profiles");
+    let (got, flag) = match (a.frame, &a.pcap) {
+        (_, Some(_)) => (FrameKind::Eth, "--pcap (Ethernet frames)".to_string()),
+        (Some(f), None) => (f.into(), format!("--frame {}", frame_flag(f.into()))),
+        (None, None) => (want, String::new()),
+    };
+    if got != want {
+        bail!(
+            "{img} was built for profile `{built}`, whose handlers take {want} frames, \
+             but {flag} gives them {got} frames they cannot parse: use --frame {} \
+             (or drop --frame), or rebuild it with softspin build --profile {}",
+            frame_flag(want),
+            ["pspin", "fpspin"]
+                .into_iter()
+                .find(|p| FrameKind::of_profile(p) == Some(got))
+                .unwrap_or("pspin")
+        );
+    }
+    Ok((cfg, planned, got))
+}
+
+/// The `--frame` value of a frame kind.
+fn frame_flag(k: FrameKind) -> &'static str {
+    match k {
+        FrameKind::Ip => "ip",
+        FrameKind::Eth => "eth",
+    }
 }
 
 #[derive(Clone, Copy, clap::ValueEnum)]
@@ -409,7 +493,7 @@ pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<
 }
 
 pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, plan) = plan(&a.ectx, "pspin")?;
+    let (cfg, plan, frame) = plan_sim(&a)?;
     if let Some(p) = plan.iter().find(|p| !p.matches.is_empty()) {
         bail!(
             "ECTX `{}`: `match` selects frames on a live NIC (softspin nic); in sim, ECTXs take packets by udp_dst_port",
@@ -434,10 +518,6 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
             Gbps::MAX
         );
     }
-    let frame = match a.frame {
-        Frame::Ip => FrameKind::Ip,
-        Frame::Eth => FrameKind::Eth,
-    };
     let total = if let Some(t) = &a.trace {
         feed(&mut nic, Box::new(TraceSource::open(t, frame)?))?
     } else if let Some(p) = &a.pcap {

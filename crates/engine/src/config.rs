@@ -322,12 +322,18 @@ impl NicConfig {
         }
     }
 
-    /// `-D` flags that make the SDK match this configuration.
+    /// `-D` flags that make the SDK match this configuration. A
+    /// configuration equal to its named profile also records that name in
+    /// the image ([`PROFILE_SYMBOL`], read back by [`image_profile`]).
     pub fn sdk_defines(&self) -> Vec<String> {
-        vec![
+        let mut d = vec![
             format!("NB_CLUSTERS={}", self.clusters),
             format!("NB_CORES={}", self.hpus_per_cluster),
-        ]
+        ];
+        if NicConfig::profile(&self.profile).as_ref() == Some(self) {
+            d.push(format!("SOFTSPIN_PROFILE_NAME={}", self.profile));
+        }
+        d
     }
 
     /// Check every field against the model's limits; the first problem is
@@ -598,9 +604,88 @@ fn merge(base: &mut toml::Table, over: toml::Table) {
     }
 }
 
+/// The image symbol naming the profile an image was built for
+/// (`sdk/src/libc.c`, from `SOFTSPIN_PROFILE_NAME` of [`NicConfig::sdk_defines`]).
+pub const PROFILE_SYMBOL: &str = "__softspin_profile";
+
+/// The profile `img` records it was built for (`softspin build --profile`),
+/// if it records one that is known.
+pub fn image_profile(img: &softspin_hpu::ElfImage) -> Option<String> {
+    let addr = *img.symbols.get(PROFILE_SYMBOL)?;
+    let bytes = img.segments.iter().find_map(|s| {
+        let off = addr.checked_sub(s.vaddr)? as usize;
+        s.data.get(off..).filter(|b| !b.is_empty())
+    })?;
+    let name = &bytes[..bytes.iter().position(|&b| b == 0)?];
+    let name = std::str::from_utf8(name).ok()?;
+    NicConfig::profile(name).map(|_| name.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `image_profile` on what a hostile image may hold at the symbol: no
+    /// NUL, an unknown name, bytes that are not UTF-8, an address in no
+    /// segment or past a segment's data. Only a known name comes back.
+    #[test]
+    fn image_profile_reads_only_known_names() {
+        use softspin_hpu::{ElfImage, Perm, Segment};
+        let img = |at: u32, data: &[u8]| ElfImage {
+            entry: 0,
+            segments: vec![
+                Segment {
+                    vaddr: 0x100,
+                    memsz: 8,
+                    data: vec![1; 8],
+                    perm: Perm::R,
+                },
+                Segment {
+                    vaddr: 0x1000,
+                    memsz: 0x100,
+                    data: data.to_vec(),
+                    perm: Perm::R,
+                },
+            ],
+            symbols: [(PROFILE_SYMBOL.to_string(), at)].into(),
+        };
+        assert_eq!(
+            image_profile(&img(0x1000, b"fpspin\0")),
+            Some("fpspin".into())
+        );
+        assert_eq!(
+            image_profile(&img(0x1004, b"xxxxpspin\0")),
+            Some("pspin".into())
+        );
+        assert_eq!(image_profile(&img(0x1000, b"fpspin")), None);
+        assert_eq!(image_profile(&img(0x1000, b"other\0")), None);
+        assert_eq!(image_profile(&img(0x1000, b"\xff\xfe\0")), None);
+        assert_eq!(image_profile(&img(0x1010, b"pspin\0")), None);
+        assert_eq!(image_profile(&img(0x50, b"pspin\0")), None);
+        assert_eq!(image_profile(&img(u32::MAX, b"pspin\0")), None);
+    }
+
+    /// A configuration equal to its named profile records the name; one
+    /// that differs does not (sim cannot rebuild it from the name).
+    #[test]
+    fn sdk_defines_record_only_unchanged_profiles() {
+        let rec = |c: &NicConfig| {
+            c.sdk_defines()
+                .into_iter()
+                .find(|d| d.starts_with("SOFTSPIN_PROFILE_NAME="))
+        };
+        assert_eq!(
+            rec(&NicConfig::fpspin()).as_deref(),
+            Some("SOFTSPIN_PROFILE_NAME=fpspin")
+        );
+        assert_eq!(
+            rec(&NicConfig::pspin()).as_deref(),
+            Some("SOFTSPIN_PROFILE_NAME=pspin")
+        );
+        let mut c = NicConfig::pspin();
+        c.hpu_stack_size *= 2;
+        assert_eq!(rec(&c), None);
+    }
 
     #[test]
     fn profiles_are_valid() {

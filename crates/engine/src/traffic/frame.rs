@@ -15,6 +15,16 @@ pub enum FrameKind {
 }
 
 impl FrameKind {
+    /// The frames a profile's handlers take: PsPIN's host-order IP-first
+    /// layout, FPsPIN's Ethernet frames off the wire (seed 000 §3.2).
+    pub fn of_profile(profile: &str) -> Option<FrameKind> {
+        match profile {
+            "pspin" => Some(FrameKind::Ip),
+            "fpspin" => Some(FrameKind::Eth),
+            _ => None,
+        }
+    }
+
     /// Bytes of headers before the UDP payload.
     pub fn header_len(self) -> usize {
         match self {
