@@ -41,12 +41,13 @@ pub fn skip(why: impl Display) {
     println!("SKIPPED: {why}");
 }
 
-/// True when running as root; otherwise says SKIPPED (`what needs root`)
-/// and returns false, so a test starts `if !needs_root("...") { return; }`.
-pub fn needs_root(what: &str) -> bool {
+/// True when running as root; otherwise says `SKIPPED: WHAT needs root
+/// (BECAUSE)` and returns false: a test starts
+/// `if !needs_root("...", "...") { return; }`.
+pub fn needs_root(what: &str, because: &str) -> bool {
     let root = is_root();
     if !root {
-        skip(format_args!("{what} needs root"));
+        skip(format_args!("{what} needs root ({because})"));
     }
     root
 }
@@ -58,6 +59,14 @@ pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("softspin-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
     d
+}
+
+/// As `scratch`, emptied first: for a step that must not see an earlier
+/// run's files.
+pub fn fresh_scratch(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("softspin-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    scratch(name)
 }
 
 /// Status, stdout and stderr of a finished command, for assertion messages.

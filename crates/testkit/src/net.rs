@@ -8,6 +8,7 @@
 
 use std::fs::File;
 use std::os::fd::AsRawFd;
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::thread::JoinHandle;
 
@@ -21,6 +22,7 @@ pub struct Topo {
     script: &'static str,
     prefix: String,
     net: String,
+    lossy_bin: PathBuf,
 }
 
 impl Topo {
@@ -58,6 +60,7 @@ impl Topo {
             script,
             prefix: unique_prefix(tag, longest_if.len()),
             net: net.into(),
+            lossy_bin: root().join("target/release/softspin-lossy"),
         };
         let mut c = t.cmd(&["up"]);
         c.envs(env.iter().copied());
@@ -69,6 +72,13 @@ impl Topo {
             String::from_utf8_lossy(&o.stderr)
         );
         t
+    }
+
+    /// The forwarder `fwd` runs (default: the release build's); the lossy
+    /// link's own tests name the binary cargo built for them.
+    pub fn with_lossy_bin(mut self, bin: impl Into<PathBuf>) -> Topo {
+        self.lossy_bin = bin.into();
+        self
     }
 
     /// The prefix of every name of this topology.
@@ -117,7 +127,7 @@ impl Topo {
         c.args(args)
             .env("SS_NS_PREFIX", &self.prefix)
             .env("SS_NET", &self.net)
-            .env("SS_LOSSY_BIN", root().join("target/release/softspin-lossy"));
+            .env("SS_LOSSY_BIN", &self.lossy_bin);
         c
     }
 
@@ -234,7 +244,7 @@ mod tests {
     /// test panics while holding it.
     #[test]
     fn pair_is_created_and_removed() {
-        if !crate::needs_root("the namespace guard test") {
+        if !crate::needs_root("the namespace guard test", "network namespaces") {
             return;
         }
         let names = || {
