@@ -7,7 +7,7 @@
 //! - SDK handler-side calls on the NIC model (`isa handler` and the engine),
 //!   checked against values computed here.
 
-use softspin_testkit::{describe, fresh_scratch, root};
+use softspin_testkit::{describe, fresh_scratch, root, third_party, Pinned};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -223,24 +223,14 @@ fn embench_programs_agree_across_isas() {
         "picojpeg",
         "statemate",
     ];
-    let o = Command::new(root().join("scripts/third-party.sh"))
-        .args(["--where", "embench"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let Some((repo, commit)) = stdout
-        .trim_end()
-        .split_once('\t')
-        .filter(|_| o.status.success())
-    else {
-        println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+    let Some(Pinned { repo, commit }) = third_party("embench") else {
         return;
     };
     let tree = fresh_scratch("test-embench");
     let archive = Command::new("git")
         .arg("-C")
-        .arg(repo)
-        .args(["archive", commit, "src", "support"])
+        .arg(&repo)
+        .args(["archive", &commit, "src", "support"])
         .output()
         .unwrap();
     assert!(

@@ -13,20 +13,7 @@ use common::*;
 use softspin_hpu::hpu::Stop;
 use softspin_hpu::jit::Jit;
 use softspin_hpu::TimingModel;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+use softspin_testkit::Rng;
 
 const OP: u32 = 0x33;
 const OP_IMM: u32 = 0x13;
@@ -116,13 +103,13 @@ fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
 /// prologue; outer: li x20,n; inner: body; addi x20,-1; bne inner;
 /// jal func; addi x21,-1; bne outer; exit; func: body; jalr x1.
 fn random_program(seed: u64) -> Vec<u32> {
-    let mut g = Rng(seed | 1);
+    let mut g = Rng::new(seed);
     let faults = seed.is_multiple_of(4);
     let mut w = Vec::new();
     w.extend(li(8, DATA));
     w.extend(li(9, RO));
     for rd in 11..20 {
-        w.extend(li(rd, g.next() as u32));
+        w.extend(li(rd, g.next_u32()));
     }
     w.extend(li(21, 3));
     let outer = w.len();
@@ -183,9 +170,8 @@ fn run(m: &mut Machine, mut jit: Option<&mut Jit>, slice: u64) -> Stop {
 /// (so loads see both signs).
 fn machine(seed: u64) -> Machine {
     let m = Machine::new(&random_program(seed));
-    let mut g = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let bytes: Vec<u8> = (0..DATA_SIZE).map(|_| g.next() as u8).collect();
-    m.data.write(0, &bytes);
+    // A stream apart from the program's.
+    m.data.write(0, &Rng::new(!seed).bytes(DATA_SIZE as usize));
     m
 }
 

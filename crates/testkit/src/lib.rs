@@ -86,6 +86,34 @@ pub fn run(cmd: &mut Command) -> Output {
     o
 }
 
+/// A git repository holding the pinned commit of third-party sources, and
+/// that commit.
+pub struct Pinned {
+    pub repo: PathBuf,
+    pub commit: String,
+}
+
+/// Third-party sources NAME (pspin, fpspin, embench) where
+/// `scripts/third-party.sh --where` finds them; None, having said SKIPPED
+/// and how to get them, when they are nowhere.
+pub fn third_party(name: &str) -> Option<Pinned> {
+    let o = Command::new(root().join("scripts/third-party.sh"))
+        .args(["--where", name])
+        .output()
+        .expect("run scripts/third-party.sh");
+    let out = String::from_utf8_lossy(&o.stdout);
+    match out.trim_end().split_once('\t') {
+        Some((repo, commit)) if o.status.success() => Some(Pinned {
+            repo: repo.into(),
+            commit: commit.into(),
+        }),
+        _ => {
+            skip(String::from_utf8_lossy(&o.stderr).trim_end());
+            None
+        }
+    }
+}
+
 /// The Internet checksum (RFC 1071) of `b`: written here apart from
 /// `softspin-wire` and the SDK, so tests check those against it.
 pub fn csum(b: &[u8]) -> u16 {

@@ -3,18 +3,10 @@
 //! must agree on port, flag bits and field layout. Skips with a message when
 //! tshark is missing (scripts/setup.sh installs it).
 
+use softspin_testkit::{pcap, root, scratch, skip};
 use softspin_wire::slmp::{self, Flags};
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .canonicalize()
-        .unwrap()
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::time::Duration;
 
 /// Ethernet + IPv4 + UDP (checksum 0: none, legal in IPv4) around `udp_payload`.
 fn frame(dport: u16, udp_payload: &[u8]) -> Vec<u8> {
@@ -46,34 +38,10 @@ fn slmp_frame(flags: Flags, msg_id: u32, offset: u32, payload_len: usize) -> Vec
     frame(slmp::UDP_PORT, &buf)
 }
 
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    // Classic pcap, microsecond timestamps, LINKTYPE_ETHERNET.
-    let mut out = Vec::new();
-    for v in [
-        0xa1b2_c3d4u32.to_le_bytes().to_vec(),
-        2u16.to_le_bytes().to_vec(),
-        4u16.to_le_bytes().to_vec(),
-    ] {
-        out.extend_from_slice(&v);
-    }
-    for v in [0u32, 0, 65535, 1] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    for (i, f) in frames.iter().enumerate() {
-        for v in [1u32, i as u32, f.len() as u32, f.len() as u32] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(f);
-    }
-    out
-}
-
 #[test]
 fn tshark_shows_slmp_fields() {
     if Command::new("tshark").arg("--version").output().is_err() {
-        eprintln!(
-            "skipping SLMP dissector test: tshark not installed (scripts/setup.sh installs it)"
-        );
+        skip("SLMP dissector test: tshark not installed (scripts/setup.sh installs it)");
         return;
     }
     let syn = Flags::SYN;
@@ -109,10 +77,9 @@ fn tshark_shows_slmp_fields() {
         &[0x40, 0, 0, 0, 0, 7, 0, 0, 0, 0],
     ));
     frames.push(frame(slmp::UDP_PORT, &[0x40, 0, 0, 0, 0]));
-    let dir = std::env::temp_dir().join(format!("softspin-dissector-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("dissector");
     let cap = dir.join("slmp.pcap");
-    std::fs::write(&cap, pcap(&frames)).unwrap();
+    pcap::write(&cap, &frames, Duration::from_micros(1));
 
     let lua = root().join("tools/wireshark/slmp.lua");
     let fields = [
