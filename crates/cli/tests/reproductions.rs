@@ -4,8 +4,9 @@
 //! address-space limit (`ulimit -v`) and a wall-clock limit. A case passes
 //! when the process ends by itself with the documented status (never 101 =
 //! Rust panic, 134 = abort, a signal or a timeout) and its output names the
-//! field, argument or cause. Handlers: tests/handlers/repro_handlers.c; C
-//! host program: tests/host/repro_host.c.
+//! field, argument or cause. Handlers: tests/handlers/repro_handlers.c and
+//! crates/engine/tests/handlers/issue24.c; C host program:
+//! tests/host/repro_host.c.
 
 use softspin_testkit::{root, scratch};
 use std::io::Read;
@@ -175,15 +176,16 @@ fn softspin(args: &[&str]) -> Run {
     limited(&cli(), args)
 }
 
-/// repro_handlers.c built by `softspin build` (once per test process).
+/// repro_handlers.c with the engine tests' issue24.c, built by `softspin
+/// build` (once per test process).
 fn image() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
         let out = scratch("repro").join("repro_handlers.elf");
-        let src = root().join("crates/cli/tests/handlers/repro_handlers.c");
         let o = Command::new(cli())
             .arg("build")
-            .arg(&src)
+            .arg(root().join("crates/cli/tests/handlers/repro_handlers.c"))
+            .arg(root().join("crates/engine/tests/handlers/issue24.c"))
             .arg("-o")
             .arg(&out)
             .output()
@@ -834,7 +836,7 @@ fn huge_command_lengths_are_handler_errors() {
     sim("huge_len_ph", &["--size", "64"]).expect(
         &[3],
         &[
-            "7 handler errors",
+            "8 handler errors",
             "cluster dma source 0x10000000+4294967295 bytes",
             "send larger than the packet slot (4294967295 bytes",
             "host range 0x7f0000000000+4294967295 bytes",

@@ -2,7 +2,8 @@
  * Handlers for crates/cli/tests/reproductions.rs (issue 10, "Done when"):
  * each one misbehaves the way a reproduction in the issue did, so the test
  * can check that `softspin sim` / `isa handler` contain it under a 1 GB
- * address-space limit and say why it failed.
+ * address-space limit and say why it failed. Issue 24's huge_len_ph and
+ * dma_loop_ph come from crates/engine/tests/handlers/issue24.c.
  */
 #include <spin.h>
 #include <spin_notify.h>
@@ -68,29 +69,3 @@ __handler__ void outside_ph(handler_args_t *args)
     spin_write_to_host(host_base(t) + t->host_mem_size, 1, NULL);
 }
 
-/* Issue 24: every service asked for a 4 GiB length, starting with
- * softspin_ecall3(SOFTSPIN_SYS_DMA, pkt, pkt, 0xFFFFFFFF), which allocated
- * 4 GiB before checking the range. */
-__handler__ void huge_len_ph(handler_args_t *args)
-{
-    task_t *t = args->task;
-    uint32_t pkt = (uint32_t)t->pkt_mem, big = 0xFFFFFFFFu;
-    uint64_t h = host_base(t);
-    softspin_ecall3(SOFTSPIN_SYS_DMA, pkt, pkt, big);
-    softspin_ecall2(SOFTSPIN_SYS_SEND_PACKET, pkt, big);
-    softspin_ecall3(SOFTSPIN_SYS_RDMA_PUT, 0, pkt, big);
-    softspin_ecall5(SOFTSPIN_SYS_DMA_TO_HOST, (uint32_t)h, (uint32_t)(h >> 32), pkt, big, 0);
-    softspin_ecall4(SOFTSPIN_SYS_DMA_FROM_HOST, (uint32_t)h, (uint32_t)(h >> 32), pkt, big);
-    softspin_ecall3(SOFTSPIN_SYS_WRITE, 1, pkt, big);
-    softspin_ecall4(SOFTSPIN_SYS_NOTIFY_POST, pkt, big, 0, 0);
-}
-
-/* Issue 24: 64 KiB host DMA writes in a loop (~1 s of host CPU per packet
- * when only instructions counted against the watchdog). */
-static uint8_t dma_src[64 << 10];
-__handler__ void dma_loop_ph(handler_args_t *args)
-{
-    uint64_t h = host_base(args->task);
-    for (;;)
-        softspin_ecall5(SOFTSPIN_SYS_DMA_TO_HOST, (uint32_t)h, (uint32_t)(h >> 32), (uint32_t)dma_src, sizeof dma_src, 0);
-}
