@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 
 use softspin_testkit::slmp_receiver::{Impairment, ReferenceReceiver};
-use softspin_testkit::{describe, scratch, Rng};
+use softspin_testkit::{describe, scratch, skip, Rng};
 
 fn softspin(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
@@ -176,7 +176,7 @@ fn default_port_is_9330() {
     let Ok(rx) =
         ReferenceReceiver::spawn_on("127.0.0.1:9330".parse().unwrap(), Impairment::default())
     else {
-        eprintln!("127.0.0.1:9330 is taken; skipped");
+        skip("default_port_is_9330: 127.0.0.1:9330 is taken");
         return;
     };
     let (path, data) = file("port.bin", 5_000);

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use common::{build_handler, release_dir};
-use softspin_testkit::{root, run, scratch};
+use softspin_testkit::{root, run, scratch, skip};
 
 fn cc() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
@@ -136,6 +136,6 @@ fn header_compiles_alone() {
             ])
             .arg(&c));
     } else {
-        eprintln!("no c++ compiler: C++ check of softspin.h skipped");
+        skip("C++ check of softspin.h: no c++ compiler");
     }
 }

@@ -12,10 +12,11 @@ pub mod slmp_receiver;
 
 pub use rng::Rng;
 
+use std::collections::BTreeMap;
 use std::fmt::Display;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 /// The repository's top directory (canonical: a crate may be reached
 /// through a link).
@@ -59,6 +60,25 @@ pub fn scratch(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("softspin-{name}-{}", std::process::id()));
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
     d
+}
+
+/// The handler image of `srcs` (paths from the repository root) built with
+/// the SDK's defaults into `scratch("handlers")/NAME.elf`, once per test
+/// process and name (tests of one binary share it; the lock keeps them from
+/// reading a half-written image).
+pub fn handler_image(name: &str, srcs: &[&str]) -> PathBuf {
+    static BUILT: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut built = BUILT.lock().unwrap_or_else(|p| p.into_inner());
+    built
+        .entry(name.to_string())
+        .or_insert_with(|| {
+            let out = scratch("handlers").join(format!("{name}.elf"));
+            let srcs: Vec<PathBuf> = srcs.iter().map(|s| root().join(s)).collect();
+            softspin_sdk::build(&softspin_sdk::BuildOptions::handler(&srcs, &out))
+                .unwrap_or_else(|e| panic!("building {srcs:?}: {e}"));
+            out
+        })
+        .clone()
 }
 
 /// As `scratch`, emptied first: for a step that must not see an earlier
