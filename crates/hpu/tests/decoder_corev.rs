@@ -23,7 +23,7 @@ const MATTR: &str = "+xcvmem,+xcvalu,+xcvbi,+xcvmac";
 const CUSTOM: [u32; 4] = [0x0B, 0x2B, 0x5B, 0x7B];
 
 fn words() -> Vec<u32> {
-    let mut rng = Rng::new(0xc0_4e_5eed);
+    let mut rng = Rng::new(0xc04e_5eed);
     let mut v = Vec::new();
     for &op in &CUSTOM {
         // funct3 x funct7, three random register/immediate fillings each.

@@ -28,7 +28,7 @@ enum Item {
 }
 
 fn items() -> Vec<Item> {
-    let mut rng = Rng::new(0x5eed_0f_5b1b);
+    let mut rng = Rng::new(0x005e_ed0f_5b1b);
     let mut v = Vec::new();
     // All parcels. A parcel with low bits 11 starts a 32-bit instruction:
     // pair it with a random high half.
