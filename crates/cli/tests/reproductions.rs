@@ -5,7 +5,7 @@
 //! when the process ends by itself with the documented status (never 101 =
 //! Rust panic, 134 = abort, a signal or a timeout) and its output names the
 //! field, argument or cause. Handlers: tests/handlers/repro_handlers.c and
-//! crates/engine/tests/handlers/issue24.c; C host program:
+//! crates/engine/tests/handlers/misbehave.c; C host program:
 //! tests/host/repro_host.c.
 
 use softspin_testkit::{root, scratch};
@@ -176,7 +176,7 @@ fn softspin(args: &[&str]) -> Run {
     limited(&cli(), args)
 }
 
-/// repro_handlers.c with the engine tests' issue24.c, built by `softspin
+/// repro_handlers.c with the engine tests' misbehave.c, built by `softspin
 /// build` (once per test process).
 fn image() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
@@ -185,7 +185,7 @@ fn image() -> &'static str {
         let o = Command::new(cli())
             .arg("build")
             .arg(root().join("crates/cli/tests/handlers/repro_handlers.c"))
-            .arg(root().join("crates/engine/tests/handlers/issue24.c"))
+            .arg(root().join("crates/engine/tests/handlers/misbehave.c"))
             .arg("-o")
             .arg(&out)
             .output()

@@ -20,13 +20,13 @@ const PORT_B: u16 = 7000;
 fn build(name: &str, code_data: Option<(u32, u32)>) -> PathBuf {
     let out = softspin_testkit::scratch("containment").join(format!("{name}.elf"));
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/handlers");
-    let srcs = [dir.join("containment.c"), dir.join("issue24.c")];
+    let srcs = [dir.join("containment.c"), dir.join("misbehave.c")];
     let mut o = softspin_sdk::BuildOptions::handler(&srcs, &out);
     if let Some((code, data)) = code_data {
         o.code_base = Some(code);
         o.data_base = Some(data);
     }
-    softspin_sdk::build(&o).expect("building tests/handlers/containment.c and issue24.c");
+    softspin_sdk::build(&o).expect("building tests/handlers/containment.c and misbehave.c");
     out
 }
 

@@ -2,8 +2,9 @@
  * Handlers for crates/cli/tests/reproductions.rs (issue 10, "Done when"):
  * each one misbehaves the way a reproduction in the issue did, so the test
  * can check that `softspin sim` / `isa handler` contain it under a 1 GB
- * address-space limit and say why it failed. Issue 24's huge_len_ph and
- * dma_loop_ph come from crates/engine/tests/handlers/issue24.c.
+ * address-space limit and say why it failed. The handlers the engine's
+ * containment tests use too come from crates/engine/tests/handlers/
+ * misbehave.c.
  */
 #include <spin.h>
 #include <spin_notify.h>
@@ -14,9 +15,6 @@ static inline uint64_t host_base(const task_t *t)
 {
     return ((uint64_t)t->host_mem_high << 32) | t->host_mem_low;
 }
-
-/* Does nothing: the long-run memory case. */
-__handler__ void empty_ph(handler_args_t *args) { (void)args; }
 
 /* One line, for --stdout. */
 __handler__ void hello_ph(handler_args_t *args) { printf("hello from msg %u\n", (unsigned)args->task->flow_id); }
@@ -44,22 +42,6 @@ __handler__ void counter_flood_ph(handler_args_t *args)
     (void)args;
     for (uint32_t i = 0; i < 100000; i++)
         softspin_ecall2(SOFTSPIN_SYS_PUSH_COUNTER, i, 1);
-}
-
-/* Ask the host and wait for an answer nobody gives. */
-__handler__ void wait_forever_ph(handler_args_t *args)
-{
-    (void)args;
-    spin_notify_t req;
-    uint64_t v;
-    if (spin_notify("?", 1, 0, &req) == 0)
-        spin_notify_wait(req, &v);
-}
-
-/* An assert that fails. */
-__handler__ void assert_ph(handler_args_t *args)
-{
-    assert(args->task->pkt_mem_size == 12345);
 }
 
 /* A host-direct write just past the window: the NIC must reject it. */

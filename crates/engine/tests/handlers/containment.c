@@ -2,8 +2,8 @@
  * Handlers for crates/engine/tests/containment.rs: each misbehaves in one
  * way a NIC must contain (floods, theft, endless waits, rejected commands,
  * aborts) and reports what it saw through host-direct writes, which the
- * test reads from the outside. Issue 24's huge_len_ph and dma_loop_ph are
- * in issue24.c, shared with the CLI's reproductions.
+ * test reads from the outside. The handlers the CLI's reproductions
+ * misbehave with too are in misbehave.c.
  */
 #include <spin.h>
 #include <spin_notify.h>
@@ -73,16 +73,6 @@ __handler__ void thief_ph(handler_args_t *args)
     }
 }
 
-/* Ask the host and wait for an answer that never comes. */
-__handler__ void wait_forever_ph(handler_args_t *args)
-{
-    (void)args;
-    spin_notify_t req;
-    uint64_t v;
-    if (spin_notify("?", 1, 0, &req) == 0)
-        spin_notify_wait(req, &v);
-}
-
 /* Commands the NIC must refuse; each result code goes to host slot k. */
 __handler__ void reject_ph(handler_args_t *args)
 {
@@ -99,16 +89,9 @@ __handler__ void reject_ph(handler_args_t *args)
     report(t, 3, 0x600d); /* it went on */
 }
 
-__handler__ void assert_ph(handler_args_t *args)
-{
-    assert(args->task->pkt_mem_size == 12345);
-}
-
 __handler__ void exit3_ph(handler_args_t *args)
 {
     (void)args;
     exit(3);
 }
-
-__handler__ void empty_ph(handler_args_t *args) { (void)args; }
 
