@@ -7,7 +7,7 @@
 //! - SDK handler-side calls on the NIC model (`isa handler` and the engine),
 //!   checked against values computed here.
 
-use softspin_testkit::{describe, fresh_scratch, root, third_party, Pinned};
+use softspin_testkit::{describe, fresh_scratch, root, third_party};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -223,35 +223,11 @@ fn embench_programs_agree_across_isas() {
         "picojpeg",
         "statemate",
     ];
-    let Some(Pinned { repo, commit }) = third_party("embench") else {
+    let Some(embench) = third_party("embench") else {
         return;
     };
     let tree = fresh_scratch("test-embench");
-    let archive = Command::new("git")
-        .arg("-C")
-        .arg(&repo)
-        .args(["archive", &commit, "src", "support"])
-        .output()
-        .unwrap();
-    assert!(
-        archive.status.success(),
-        "git archive of Embench-IoT: {}",
-        String::from_utf8_lossy(&archive.stderr)
-    );
-    let mut tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(&tree)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    tar.stdin
-        .take()
-        .unwrap()
-        .write_all(&archive.stdout)
-        .unwrap();
-    assert!(tar.wait().unwrap().success(), "tar -x of Embench-IoT");
+    embench.extract(&["src", "support"], &tree);
     let (sup, board) = (
         tree.join("support"),
         root().join("bench/embench/boardsupport.c"),

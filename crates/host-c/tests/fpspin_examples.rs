@@ -53,25 +53,7 @@ fn extract(src: &Pinned, dir: &Path) -> PathBuf {
         format!("{EX}/datatypes/include"),
         format!("{EX}/datatypes/host"),
     ];
-    let archive = run(Command::new("git")
-        .arg("-C")
-        .arg(&src.repo)
-        .args(["archive", &src.commit])
-        .args(&paths));
-    let mut tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("run tar");
-    use std::io::Write;
-    tar.stdin
-        .take()
-        .unwrap()
-        .write_all(&archive.stdout)
-        .unwrap();
-    assert!(tar.wait().unwrap().success(), "tar -x failed");
+    src.extract(&paths, dir);
     dir.join(EX)
 }
 

@@ -58,25 +58,7 @@ fn pspin_repo() -> Option<Pinned> {
 
 /// `examples/NAME` of the PsPIN checkout, extracted into a scratch dir.
 fn extract(src: &Pinned, name: &str, dir: &Path) -> PathBuf {
-    let archive = run(Command::new("git").arg("-C").arg(&src.repo).args([
-        "archive",
-        &src.commit,
-        &format!("examples/{name}"),
-    ]));
-    let mut tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(dir)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("run tar");
-    use std::io::Write;
-    tar.stdin
-        .take()
-        .unwrap()
-        .write_all(&archive.stdout)
-        .unwrap();
-    assert!(tar.wait().unwrap().success(), "tar of examples/{name}");
+    src.extract(&[format!("examples/{name}")], dir);
     dir.join("examples").join(name)
 }
 

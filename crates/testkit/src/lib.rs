@@ -113,6 +113,37 @@ pub struct Pinned {
     pub commit: String,
 }
 
+impl Pinned {
+    /// `paths` of the pinned commit (`git archive | tar -x`) into `dir`.
+    pub fn extract<S: AsRef<std::ffi::OsStr>>(&self, paths: &[S], dir: &Path) {
+        use std::io::Write;
+        let archive = run(Command::new("git")
+            .arg("-C")
+            .arg(&self.repo)
+            .args(["archive", &self.commit])
+            .args(paths));
+        let mut tar = Command::new("tar")
+            .arg("-x")
+            .arg("-C")
+            .arg(dir)
+            .stdin(std::process::Stdio::piped())
+            .spawn()
+            .expect("run tar");
+        tar.stdin
+            .take()
+            .expect("tar's stdin")
+            .write_all(&archive.stdout)
+            .expect("feed tar");
+        let st = tar.wait().expect("wait for tar");
+        assert!(
+            st.success(),
+            "tar -x of {} into {}: {st}",
+            self.repo.display(),
+            dir.display()
+        );
+    }
+}
+
 /// Third-party sources NAME (pspin, fpspin, embench) where
 /// `scripts/third-party.sh --where` finds them; None, having said SKIPPED
 /// and how to get them, when they are nowhere.
