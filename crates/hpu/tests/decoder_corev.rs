@@ -14,7 +14,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::process::Command;
+
+mod llvm;
 
 use softspin_hpu::isa::{decode32, Op};
 use softspin_testkit::Rng;
@@ -65,48 +66,7 @@ fn words() -> Vec<u32> {
 /// objdump's (mnemonic, operands) for each address.
 fn objdump(words: &[u32]) -> HashMap<u32, (String, String)> {
     let bin: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let dir = softspin_testkit::scratch("decoder-corev");
-    let (raw, elf) = (dir.join("code.bin"), dir.join("code.elf"));
-    std::fs::write(&raw, &bin).unwrap();
-    let run = |cmd: &mut Command| {
-        let o = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh installs llvm-19)"));
-        assert!(
-            o.status.success(),
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o.stdout
-    };
-    run(Command::new("llvm-objcopy-19")
-        .args([
-            "-I",
-            "binary",
-            "-O",
-            "elf32-littleriscv",
-            "--rename-section=.data=.text,code,alloc",
-        ])
-        .arg(&raw)
-        .arg(&elf));
-    let out = run(Command::new("llvm-objdump-19")
-        .args(["-d", &format!("--mattr={MATTR}"), "-M", "no-aliases"])
-        .arg(&elf));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut m = HashMap::new();
-    for line in String::from_utf8(out).unwrap().lines() {
-        let Some((addr, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else {
-            continue;
-        };
-        let mut f = rest.split('\t').skip(1);
-        let mn = f.next().unwrap_or("").trim().to_string();
-        let ops = f.next().unwrap_or("").trim().to_string();
-        m.insert(addr, (mn, ops));
-    }
-    m
+    llvm::objdump("decoder-corev", &bin, 19, MATTR)
 }
 
 /// objdump's text as ours: None for "not an instruction"; branch targets

@@ -14,7 +14,8 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::process::Command;
+
+mod llvm;
 
 use softspin_hpu::isa::{decode16, decode32, REG_NAMES};
 use softspin_testkit::Rng;
@@ -86,50 +87,7 @@ fn objdump(items: &[Item]) -> HashMap<u32, (String, String)> {
             Item::W(w) => bin.extend(w.to_le_bytes()),
         }
     }
-    let dir = softspin_testkit::scratch("decoder-objdump");
-    let (raw, elf) = (dir.join("code.bin"), dir.join("code.elf"));
-    std::fs::write(&raw, &bin).unwrap();
-    // Wrap the raw bytes in an ELF whose only section is executable code.
-    let run = |cmd: &mut Command| {
-        let o = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh --tests installs llvm-14)"));
-        assert!(
-            o.status.success(),
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o.stdout
-    };
-    run(Command::new("llvm-objcopy-14")
-        .args([
-            "-I",
-            "binary",
-            "-O",
-            "elf32-littleriscv",
-            "--rename-section=.data=.text,code,alloc",
-        ])
-        .arg(&raw)
-        .arg(&elf));
-    let out = run(Command::new("llvm-objdump-14")
-        .args(["-d", "--mattr=+m,+a,+c", "-M", "no-aliases"])
-        .arg(&elf));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut m = HashMap::new();
-    for line in String::from_utf8(out).unwrap().lines() {
-        // "      54: 2e 85        \tc.mv\ta0, a1"
-        let Some((addr, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else {
-            continue;
-        };
-        let mut f = rest.split('\t').skip(1);
-        let mn = f.next().unwrap_or("").trim().to_string();
-        let ops = f.next().unwrap_or("").trim().to_string();
-        m.insert(addr, (mn, ops));
-    }
-    m
+    llvm::objdump("decoder-objdump", &bin, 14, "+m,+a,+c")
 }
 
 fn reg_num(name: &str) -> Option<u32> {
