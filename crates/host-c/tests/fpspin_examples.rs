@@ -20,6 +20,7 @@ use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use common::{release_dir, sdk};
+use softspin_testkit::frame::Frame;
 use softspin_testkit::net::Topo;
 use softspin_testkit::{csum, needs_root, pcap, run, scratch, third_party, Pinned};
 
@@ -105,26 +106,20 @@ fn build_handler(ex: &Path, name: &str, extra: &[&str], out: &Path) {
 
 // ---- frames and their expected replies, computed independently ----
 
-const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
-const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
-const IP_A: [u8; 4] = [10, 0, 0, 1];
-const IP_B: [u8; 4] = [10, 0, 0, 2];
+/// The peer (A) to the NIC (B): every request's addresses and fields.
+fn to_nic() -> Frame {
+    Frame {
+        src_mac: [0x02, 0, 0, 0, 0, 0x0a],
+        dst_mac: [0x02, 0, 0, 0, 0, 0x0b],
+        src_ip: [10, 0, 0, 1],
+        dst_ip: [10, 0, 0, 2],
+        ident: 0x1234,
+        ..Frame::default()
+    }
+}
 
 fn eth_ip(proto: u8, l4: &[u8]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend(MAC_B); // to the NIC
-    f.extend(MAC_A);
-    f.extend([0x08, 0x00]);
-    let mut ip = vec![0x45, 0];
-    ip.extend(((20 + l4.len()) as u16).to_be_bytes());
-    ip.extend([0x12, 0x34, 0x40, 0x00, 64, proto, 0, 0]);
-    ip.extend(IP_A);
-    ip.extend(IP_B);
-    let c = csum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend(ip);
-    f.extend(l4);
-    f
+    to_nic().ipv4(proto, l4)
 }
 
 /// How far apart the frames of the input pcaps are.
@@ -165,13 +160,13 @@ fn swap_eth_ip(r: &mut [u8]) {
 }
 
 fn udp(sport: u16, dport: u16, body: &[u8]) -> Vec<u8> {
-    let mut u = Vec::new();
-    u.extend(sport.to_be_bytes());
-    u.extend(dport.to_be_bytes());
-    u.extend(((8 + body.len()) as u16).to_be_bytes());
-    u.extend([0xab, 0xcd]); // a checksum the echo must carry (or zero, host path)
-    u.extend(body);
-    eth_ip(17, &u)
+    Frame {
+        sport,
+        dport,
+        udp_checksum: 0xabcd, // one the echo must carry (or zero, host path)
+        ..to_nic()
+    }
+    .udp(body)
 }
 
 /// UDP echo: MAC, IP addresses and ports swapped, all else as received.

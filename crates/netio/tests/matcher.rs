@@ -9,6 +9,7 @@ use softspin_netio::rules::{
 };
 use softspin_netio::xdp::{XdpMatcher, ETH_HLEN};
 use softspin_netio::NetError;
+use softspin_testkit::frame::Frame;
 use softspin_testkit::needs_root;
 use softspin_testkit::net::{in_netns, Topo};
 
@@ -16,22 +17,15 @@ const XDP_PASS: u32 = 2;
 
 /// An Ethernet/IPv4/UDP frame built byte by byte (independent of softspin-wire).
 fn udp_frame(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0u8; 42];
-    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
-    f[12] = 0x08; // EtherType IPv4
-    f[14] = 0x45;
-    let ip_len = (20 + 8 + payload.len()) as u16;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64; // TTL
-    f[23] = 17; // UDP
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    f[34..36].copy_from_slice(&sport.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    f[38..40].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    f.extend_from_slice(payload);
-    f
+    Frame {
+        src_mac: [0x02, 0, 0, 0, 0, 2],
+        dst_mac: [0x02, 0, 0, 0, 0, 1],
+        sport,
+        dport,
+        flags_frag: 0,
+        ..Frame::default()
+    }
+    .udp(payload)
 }
 
 fn icmp_frame() -> Vec<u8> {

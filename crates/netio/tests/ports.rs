@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use softspin_netio::socket::SocketPort;
 use softspin_netio::{NetError, Port, Ruleset, RxFrame};
+use softspin_testkit::frame::Frame;
 use softspin_testkit::net::Topo;
 use softspin_testkit::{csum, is_root, needs_root};
 
@@ -23,27 +24,17 @@ fn udp_frame(
     dport: u16,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst_mac);
-    f.extend_from_slice(&src_mac);
-    f.extend_from_slice(&[0x08, 0x00]);
-    let total = (20 + 8 + payload.len()) as u16;
-    let mut ip = [0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&src.octets());
-    ip[16..20].copy_from_slice(&dst.octets());
-    let c = csum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(payload);
-    f
+    Frame {
+        src_mac,
+        dst_mac,
+        src_ip: src.octets(),
+        dst_ip: dst.octets(),
+        sport,
+        dport,
+        flags_frag: 0,
+        ..Frame::default()
+    }
+    .udp(payload)
 }
 
 /// (src, dst, sport, dport, payload) of an Ethernet/IPv4/UDP frame, read by

@@ -1,10 +1,12 @@
 //! What softspin's tests share, defined once: the repository root, whether
 //! the test runs as root, the `SKIPPED:` line `scripts/skips.py` collects,
-//! scratch directories, commands that must succeed, a seeded RNG (`rng`),
+//! scratch directories, commands that must succeed, third-party sources,
+//! handler images, a seeded RNG (`rng`), frames built by hand (`frame`),
 //! guards for the network namespaces of the live tests (`net`), pcap files
 //! (`pcap`), the Internet checksum (`csum`) and the reference SLMP receiver
 //! (`slmp_receiver`). A dev-dependency only: nothing here ships.
 
+pub mod frame;
 pub mod net;
 pub mod pcap;
 pub mod rng;

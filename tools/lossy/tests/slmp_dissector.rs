@@ -3,6 +3,7 @@
 //! must agree on port, flag bits and field layout. Skips with a message when
 //! tshark is missing (scripts/setup.sh installs it).
 
+use softspin_testkit::frame::Frame;
 use softspin_testkit::{pcap, root, scratch, skip};
 use softspin_wire::slmp::{self, Flags};
 use std::process::Command;
@@ -10,20 +11,16 @@ use std::time::Duration;
 
 /// Ethernet + IPv4 + UDP (checksum 0: none, legal in IPv4) around `udp_payload`.
 fn frame(dport: u16, udp_payload: &[u8]) -> Vec<u8> {
-    let udp_len = 8 + udp_payload.len();
-    let mut ip = vec![0x45, 0];
-    ip.extend_from_slice(&((20 + udp_len) as u16).to_be_bytes());
-    ip.extend_from_slice(&[0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1]);
-    let c = softspin_wire::checksum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00];
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&40000u16.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&(udp_len as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(udp_payload);
-    f
+    Frame {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src_ip: [10, 0, 0, 2],
+        dst_ip: [10, 0, 0, 1],
+        dport,
+        ident: 1,
+        ..Frame::default()
+    }
+    .udp(udp_payload)
 }
 
 fn slmp_frame(flags: Flags, msg_id: u32, offset: u32, payload_len: usize) -> Vec<u8> {
