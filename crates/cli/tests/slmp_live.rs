@@ -367,7 +367,7 @@ fn slmp_recv_keeps_two_senders_with_one_id_apart() {
         return;
     }
     let dir = scratch("slmp-live-two");
-    let t = Topo::pair("sssla", "10.93.11");
+    let t = Topo::pair("sa", "10.93.11");
     let files = [
         file_of(&dir, "a", 1 << 20, 21),
         file_of(&dir, "b", 1 << 20, 22),
@@ -428,7 +428,7 @@ fn slmp_recv_forged_segments_neither_mix_in_nor_hold_slots() {
         return;
     }
     let dir = scratch("slmp-live-forged");
-    let t = Topo::pair("ssslb", "10.93.12");
+    let t = Topo::pair("sb", "10.93.12");
     let f = file_of(&dir, "in", 4 << 20, 23);
     let out = dir.join("out");
     let (recv, err) = start_recv_with(
@@ -474,7 +474,7 @@ fn slmp_recv_does_not_confirm_a_message_past_count() {
         return;
     }
     let dir = scratch("slmp-live-past");
-    let t = Topo::pair("ssslc", "10.93.13");
+    let t = Topo::pair("sc", "10.93.13");
     let (a, b) = (
         file_of(&dir, "a", 1000, 24),
         file_of(&dir, "b", 64 << 10, 25),

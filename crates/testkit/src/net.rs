@@ -10,6 +10,7 @@ use std::fs::File;
 use std::os::fd::AsRawFd;
 use std::path::PathBuf;
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::thread::JoinHandle;
 
 use crate::root;
@@ -164,12 +165,15 @@ impl Drop for Topo {
 }
 
 /// SS_TEST_NS_PREFIX (at most 3 bytes: keeps one person's runs apart from
-/// another's on a shared machine), `tag` (the test), then the process id in
-/// base 36 (tests of concurrent runs apart). Panics when the longest
-/// interface name would pass 15 bytes.
+/// another's on a shared machine), `tag` (the test, for whoever reads `ip
+/// netns`), the process id in base 36 (concurrent runs apart), then one
+/// character counting this process's topologies (its tests apart). Panics
+/// when the longest interface name would pass 15 bytes.
 pub fn unique_prefix(tag: &str, longest_suffix: usize) -> String {
+    static MADE: AtomicU32 = AtomicU32::new(0);
     let user = std::env::var("SS_TEST_NS_PREFIX").unwrap_or_default();
-    let prefix = format!("{user}{tag}{}", base36(std::process::id()));
+    let n = MADE.fetch_add(1, Ordering::Relaxed) % 36;
+    let prefix = format!("{user}{tag}{}{}", base36(std::process::id()), base36(n));
     assert!(
         user.len() <= 3 && prefix.len() + longest_suffix <= IFNAME_MAX,
         "namespace prefix {prefix:?} too long: interface names are at most {IFNAME_MAX} bytes \
@@ -237,6 +241,7 @@ mod tests {
         assert_eq!(base36(4_194_304), "2hwcg"); // the largest pid_max, 5 bytes
         let p = unique_prefix("lk", 2);
         assert!(p.contains("lk") && p.len() + 2 <= IFNAME_MAX, "{p}");
+        assert_ne!(p, unique_prefix("lk", 2), "two topologies of one process");
         assert!(std::panic::catch_unwind(|| unique_prefix("waytoolongtag", 2)).is_err());
     }
 
