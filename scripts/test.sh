@@ -15,6 +15,7 @@ python3 scripts/check-paths.py
 skips=target/test-skips.txt
 mkdir -p target && : >"$skips"
 python3 scripts/skips.py --self-test >/dev/null
+python3 tests/py/packets.py --self-test >/dev/null
 trap 'python3 scripts/skips.py summary "$skips"' EXIT
 # LABEL CMD...: run CMD, its skips collected for the summary.
 logged() {

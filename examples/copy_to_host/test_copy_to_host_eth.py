@@ -7,13 +7,17 @@ import pathlib
 import random
 import struct
 import subprocess
+import sys
 
 import pytest
 
 import softspin
 
 HERE = pathlib.Path(__file__).resolve().parent
-CLI = HERE.parents[1] / "target" / "release" / "softspin"
+ROOT = HERE.parents[1]
+CLI = ROOT / "target" / "release" / "softspin"
+sys.path.insert(0, str(ROOT / "tests" / "py"))
+from packets import eth, ipv4, udp, write_pcap  # noqa: E402
 PH = "copy_to_host_eth_ph"
 COPIED, IGNORED = 0, 1  # counter indices of copy_to_host_eth_ph (handler.c)
 WINDOW = 256 * 1024
@@ -22,28 +26,11 @@ SRC_MAC, DST_MAC = bytes.fromhex("02000000bb01"), bytes.fromhex("02000000bb02")
 SRC_IP, DST_IP = bytes([10, 12, 0, 1]), bytes([10, 12, 0, 2])
 
 
-def csum(data: bytes) -> int:
-    """RFC 1071 (written out again here)."""
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
 def datagram(payload, ident=1, with_csum=True, options=b"", pad_to=0, proto=17, flags_frag=0x4000):
     """Ethernet II / IPv4 / UDP carrying `payload`, as the kernel builds it."""
-    udp = struct.pack("!HHHH", 40000, 5555, 8 + len(payload), 0) + payload
-    if with_csum:
-        c = csum(SRC_IP + DST_IP + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xFFFF
-        udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    ihl = 5 + len(options) // 4
-    ip = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, ihl * 4 + len(udp), ident, flags_frag, 64, proto, 0, SRC_IP,
-                     DST_IP) + options
-    ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
-    f = DST_MAC + SRC_MAC + b"\x08\x00" + ip + udp
-    return f + bytes(max(0, pad_to - len(f)))
+    seg = udp(SRC_IP, DST_IP, 40000, 5555, payload, checksum=with_csum)
+    ip = ipv4(SRC_IP, DST_IP, proto, seg, ident, flags_frag=flags_frag, options=options)
+    return eth(DST_MAC, SRC_MAC, ip, pad_to=pad_to)
 
 
 def layout(rng, count, window):
@@ -164,13 +151,6 @@ def test_outside_window_is_rejected_and_counted(image):
     errs = [x for x in nic.events() if isinstance(x, softspin.HandlerError)]
     assert len(errs) == 1 and nic.report()["errors"][0]["total"] == 1
     assert bytes(buf) == bytes(4089) + b"\x66" * 7
-
-
-def write_pcap(path, frames):
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for i, f in enumerate(frames):
-        data += struct.pack("<IIII", 0, i * 10, len(f), len(f)) + f
-    pathlib.Path(path).write_bytes(data)
 
 
 def test_cli_pcap_dump_host(image, tmp_path):

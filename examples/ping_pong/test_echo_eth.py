@@ -9,13 +9,17 @@ import pathlib
 import random
 import struct
 import subprocess
+import sys
 
 import pytest
 
 import softspin
 
 HERE = pathlib.Path(__file__).resolve().parent
-CLI = HERE.parents[1] / "target" / "release" / "softspin"
+ROOT = HERE.parents[1]
+CLI = ROOT / "target" / "release" / "softspin"
+sys.path.insert(0, str(ROOT / "tests" / "py"))
+from packets import csum, eth, ethernet_frames, ipv4, udp, write_pcap  # noqa: E402
 
 PEER_MAC = bytes.fromhex("02000000aa01")  # the pinging host
 NIC_MAC = bytes.fromhex("02000000aa02")
@@ -23,23 +27,6 @@ PEER_IP = bytes([10, 11, 0, 1])
 NIC_IP = bytes([10, 11, 0, 2])
 # Counter indices of icmp_echo_ph (handler.c).
 REPLIED, IGNORED = 0, 1
-
-
-def csum(data: bytes) -> int:
-    """RFC 1071 over big-endian words, odd byte padded (written out again here)."""
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def ipv4(src, dst, proto, payload, ident, ttl=64, flags_frag=0x4000, options=b""):
-    ihl = 5 + len(options) // 4
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x40 | ihl, 0, ihl * 4 + len(payload), ident, flags_frag, ttl, proto, 0, src,
-                      dst) + options
-    return hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:] + payload
 
 
 def icmp(typ, code, ident, seq, data):
@@ -69,7 +56,7 @@ def echo_reply(req: bytes) -> bytes:
     src, dst = req[26:30], req[30:34]
     ident, seq = struct.unpack_from("!HH", req, 14 + ihl + 4)
     data = req[14 + ihl + 8:14 + total]
-    ip = ipv4(dst, src, 1, icmp(0, 0, ident, seq, data), ip_id, ttl, frag, req[34:14 + ihl])
+    ip = ipv4(dst, src, 1, icmp(0, 0, ident, seq, data), ip_id, ttl=ttl, flags_frag=frag, options=req[34:14 + ihl])
     return req[6:12] + req[0:6] + b"\x08\x00" + ip + req[14 + total:]
 
 
@@ -183,31 +170,12 @@ def test_icmp_echo_check_bites(tmp_path):
 # ---- through the CLI, pcap in and out (what `softspin sim` and later the live NIC see)
 
 
-def write_pcap(path, frames):
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for i, f in enumerate(frames):
-        data += struct.pack("<IIII", 0, i * 10, len(f), len(f)) + f
-    pathlib.Path(path).write_bytes(data)
-
-
-def read_pcap(path):
-    data = pathlib.Path(path).read_bytes()
-    # Microsecond or nanosecond timestamps; link type 1 (Ethernet).
-    assert struct.unpack_from("<I", data)[0] in (0xA1B2C3D4, 0xA1B23C4D) and struct.unpack_from("<I", data, 20)[0] == 1
-    pkts, off = [], 24
-    while off < len(data):
-        incl = struct.unpack_from("<I", data, off + 8)[0]
-        pkts.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return pkts
-
-
 def sim(image, ph, frames, tmp_path):
     write_pcap(tmp_path / "in.pcap", frames)
     r = subprocess.run([str(CLI), "sim", "--image", str(image), "--ph", ph, "--pcap", str(tmp_path / "in.pcap"),
                         "--frame", "eth", "--pcap-out", str(tmp_path / "out.pcap"), "--json"],
                        check=True, capture_output=True, text=True)
-    return json.loads(r.stdout), read_pcap(tmp_path / "out.pcap")
+    return json.loads(r.stdout), ethernet_frames(tmp_path / "out.pcap")
 
 
 def test_icmp_echo_cli_pcap(image, tmp_path):
@@ -228,11 +196,8 @@ def udp_datagram(size, ident, with_csum, rng, options=b""):
 
 
 def udp_frame(smac, dmac, sip, dip, sport, dport, ident, body, with_csum, options=b""):
-    udp = struct.pack("!HHHH", sport, dport, 8 + len(body), 0) + body
-    if with_csum:
-        c = csum(sip + dip + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xFFFF
-        udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    return dmac + smac + b"\x08\x00" + ipv4(sip, dip, 17, udp, ident, options=options)
+    seg = udp(sip, dip, sport, dport, body, checksum=with_csum)
+    return eth(dmac, smac, ipv4(sip, dip, 17, seg, ident, options=options))
 
 
 def udp_echo_reply(req: bytes) -> bytes:
@@ -246,10 +211,10 @@ def udp_echo_reply(req: bytes) -> bytes:
 
 def udp_ok(frame: bytes) -> bool:
     ihl = (frame[14] & 15) * 4
-    udp = frame[14 + ihl:]
-    if struct.unpack_from("!H", udp, 6)[0] == 0:
+    seg = frame[14 + ihl:]
+    if struct.unpack_from("!H", seg, 6)[0] == 0:
         return True  # no checksum
-    return csum(frame[26:34] + struct.pack("!BBH", 0, 17, len(udp)) + udp) == 0
+    return csum(frame[26:34] + struct.pack("!BBH", 0, 17, len(seg)) + seg) == 0
 
 
 def test_udp_echo_every_size(image, tmp_path):

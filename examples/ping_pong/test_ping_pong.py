@@ -6,13 +6,17 @@ import json
 import pathlib
 import struct
 import subprocess
+import sys
 
 import pytest
 
 import softspin
 
 HERE = pathlib.Path(__file__).resolve().parent
-CLI = HERE.parents[1] / "target" / "release" / "softspin"
+ROOT = HERE.parents[1]
+CLI = ROOT / "target" / "release" / "softspin"
+sys.path.insert(0, str(ROOT / "tests" / "py"))
+from packets import csum, eth, ipv4, read_pcap, udp, write_pcap  # noqa: E402
 
 spec = importlib.util.spec_from_file_location("ping_pong_host", HERE / "host.py")
 host = importlib.util.module_from_spec(spec)
@@ -26,22 +30,10 @@ def image(tmp_path_factory):
     return out
 
 
-def csum(words: bytes) -> int:
-    """RFC 1071, written out again here."""
-    total = 0
-    for k in range(0, len(words), 2):
-        total += (words[k] << 8) | words[k + 1]
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return 0xFFFF - total
-
-
 def udp_frame(src_mac, dst_mac, src_ip, dst_ip, sport, dport, ident, body, flags_frag=0x4000):
     """Ethernet II + IPv4 (checksum computed) + UDP (checksum 0) + body."""
-    ip_len = 20 + 8 + len(body)
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, 0, ip_len, ident, flags_frag, 64, 17, 0, src_ip, dst_ip)
-    hdr = hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
-    return dst_mac + src_mac + struct.pack("!H", 0x0800) + hdr + struct.pack("!HHHH", sport, dport, 8 + len(body), 0) + body
+    seg = udp(src_ip, dst_ip, sport, dport, body, checksum=False)
+    return eth(dst_mac, src_mac, ipv4(src_ip, dst_ip, 17, seg, ident, flags_frag=flags_frag))
 
 
 def swapped(frame: bytes) -> bytes:
@@ -138,26 +130,6 @@ def test_pspin_ip_frames(image):
     assert struct.unpack_from("<HH", f, 20) == (4242, 9330)
     assert f[28:] == bytes(range(200))
     assert csum(f[:20]) == 0
-
-
-def read_pcap(path):
-    data = pathlib.Path(path).read_bytes()
-    magic = struct.unpack_from("<I", data)[0]
-    order = "<" if magic in (0xA1B2C3D4, 0xA1B23C4D) else ">"
-    linktype = struct.unpack_from(order + "I", data, 20)[0]
-    pkts, off = [], 24
-    while off < len(data):
-        _, _, incl, _ = struct.unpack_from(order + "IIII", data, off)
-        pkts.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return linktype, pkts
-
-
-def write_pcap(path, frames):
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for i, f in enumerate(frames):
-        data += struct.pack("<IIII", 0, i * 10, len(f), len(f)) + f
-    pathlib.Path(path).write_bytes(data)
 
 
 def test_cli_pcap_in_pcap_out(image, tmp_path):

@@ -11,6 +11,7 @@ import random
 import re
 import struct
 import subprocess
+import sys
 
 import pytest
 
@@ -19,6 +20,8 @@ import softspin
 HERE = pathlib.Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
 CLI = ROOT / "target" / "release" / "softspin"
+sys.path.insert(0, str(ROOT / "tests" / "py"))
+from packets import csum, eth, ethernet_frames, ipv4, udp, write_pcap  # noqa: E402
 
 PEER_MAC = bytes.fromhex("02000000bb01")
 NIC_MAC = bytes.fromhex("02000000bb02")
@@ -50,31 +53,12 @@ def test_udp_port_has_one_value():
     assert c == rust == 9330
 
 
-def csum(data: bytes) -> int:
-    """RFC 1071 over big-endian words, odd byte padded."""
-    if len(data) % 2:
-        data += b"\0"
-    total = sum(struct.unpack(f"!{len(data) // 2}H", data))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    return ~total & 0xFFFF
-
-
-def ipv4_hdr(src, dst, payload_len, ident, ttl=64, tos=0, frag=0x4000):
-    hdr = struct.pack("!BBHHHBBH4s4s", 0x45, tos, 20 + payload_len, ident, frag, ttl, 17, 0, src, dst)
-    return hdr[:10] + struct.pack("!H", csum(hdr)) + hdr[12:]
-
-
 def data_frame(msg_id, offset, payload, flags, *, sport=40000, ident=0, ttl=64, tos=0, udp_csum=True, pad_to=0,
                smac=PEER_MAC, dmac=NIC_MAC, sip=PEER_IP, dip=NIC_IP):
     """What FPsPIN's sender (a kernel UDP socket to port 9330) puts on the wire."""
     body = struct.pack("!HII", flags, msg_id, offset) + payload
-    udp = struct.pack("!HHHH", sport, 9330, 8 + len(body), 0) + body
-    if udp_csum:
-        c = csum(sip + dip + struct.pack("!BBH", 0, 17, len(udp)) + udp) or 0xFFFF
-        udp = udp[:6] + struct.pack("!H", c) + udp[8:]
-    f = dmac + smac + b"\x08\x00" + ipv4_hdr(sip, dip, len(udp), ident, ttl, tos) + udp
-    return f + bytes(max(0, pad_to - len(f)))
+    seg = udp(sip, dip, sport, 9330, body, checksum=udp_csum)
+    return eth(dmac, smac, ipv4(sip, dip, 17, seg, ident, ttl, tos), pad_to=pad_to)
 
 
 def reference_ack(data: bytes) -> bytes:
@@ -84,8 +68,8 @@ def reference_ack(data: bytes) -> bytes:
     sport, dport = struct.unpack_from("!HH", data, 34)
     msg_id, offset = struct.unpack_from("!II", data, 44)
     slmp = struct.pack("!HII", ACK, msg_id, offset)
-    udp = struct.pack("!HHHH", dport, sport, 18, 0) + slmp
-    return data[6:12] + data[0:6] + b"\x08\x00" + ipv4_hdr(dip, sip, len(udp), ident, ttl, tos, frag) + udp
+    seg = udp(dip, sip, dport, sport, slmp, checksum=False)
+    return eth(data[6:12], data[0:6], ipv4(dip, sip, 17, seg, ident, ttl, tos, frag))
 
 
 @pytest.fixture(scope="module")
@@ -400,24 +384,6 @@ def test_eom_conflict_never_completes(image):
 # ---- through the CLI: pcap in, ACK frames out (the issue's "Done when")
 
 
-def write_pcap(path, frames):
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
-    for i, f in enumerate(frames):
-        data += struct.pack("<IIII", 0, i * 10, len(f), len(f)) + f
-    pathlib.Path(path).write_bytes(data)
-
-
-def read_pcap(path):
-    data = pathlib.Path(path).read_bytes()
-    assert struct.unpack_from("<I", data)[0] in (0xA1B2C3D4, 0xA1B23C4D) and struct.unpack_from("<I", data, 20)[0] == 1
-    pkts, off = [], 24
-    while off < len(data):
-        incl = struct.unpack_from("<I", data, off + 8)[0]
-        pkts.append(data[off + 16:off + 16 + incl])
-        off += 16 + incl
-    return pkts
-
-
 # From FPsPIN's own capture (spcl/FPsPIN fpga/app/pspin/tb/pspin_pkt_match/
 # slmp.pcap): the 52 header bytes of the first data segment of a message
 # (SYN, offset 0, 1462 payload bytes) and the ACK FPsPIN's receiver sent for
@@ -433,7 +399,7 @@ def sim_acks(image, frames, tmp_path):
     r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(image), "--ph", "slmp_ph", "--pcap",
                         str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(16 << 20), "--pcap-out",
                         str(tmp_path / "out.pcap"), "--json", "--quiet"], check=True, capture_output=True, text=True)
-    return json.loads(r.stdout), read_pcap(tmp_path / "out.pcap")
+    return json.loads(r.stdout), ethernet_frames(tmp_path / "out.pcap")
 
 
 def test_reference_ack_is_fpspins():

@@ -3,7 +3,7 @@
 //! builds for one and is refused for the other, and a TOML configuration's
 //! own size reaches the link.
 
-use std::path::PathBuf;
+use softspin_testkit::scratch;
 use std::process::{Command, Output};
 
 fn softspin(args: &[&str]) -> Output {
@@ -13,15 +13,9 @@ fn softspin(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-build-profile-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
 #[test]
 fn build_links_with_the_profiles_region_sizes() {
-    let d = dir();
+    let d = scratch("build-profile");
     let src = d.join("big.c");
     std::fs::write(
         &src,

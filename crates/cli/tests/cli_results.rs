@@ -14,38 +14,17 @@ use softspin_engine::traffic::Arrival;
 use softspin_engine::{EctxSpec, Engine, NicConfig};
 use softspin_hpu::abi::{HandlerArgs, TaskLayout};
 use softspin_hpu::ElfImage;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use softspin_testkit::{describe, root, scratch};
 
 fn softspin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
-}
-
-fn tmp() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-cli-results-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn out_str(o: &Output) -> String {
-    format!(
-        "status={:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// cli_test.c built for the PsPIN profile (once per test process).
 fn elf() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
-        let out = tmp().join("cli_test.elf");
+        let out = scratch("cli-results").join("cli_test.elf");
         let o = softspin()
             .arg("build")
             .arg(root().join("crates/cli/tests/handlers/cli_test.c"))
@@ -53,7 +32,7 @@ fn elf() -> &'static Path {
             .arg(&out)
             .output()
             .unwrap();
-        assert!(o.status.success(), "build failed: {}", out_str(&o));
+        assert!(o.status.success(), "build failed: {}", describe(&o));
         out
     })
 }
@@ -75,20 +54,20 @@ fn isa_handler(sym: &str, extra: &[&str]) -> Output {
 #[test]
 fn isa_handler_uses_the_profiles_stack() {
     let o = isa_handler("stack_hog_ph", &[]);
-    assert_eq!(o.status.code(), Some(70), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(70), "{}", describe(&o));
     let err = String::from_utf8_lossy(&o.stderr);
-    assert!(err.contains("stack overflow"), "{}", out_str(&o));
+    assert!(err.contains("stack overflow"), "{}", describe(&o));
     // The same handler fits a larger stack (config override).
-    let cfg = tmp().join("bigstack.toml");
+    let cfg = scratch("cli-results").join("bigstack.toml");
     std::fs::write(&cfg, "profile = \"pspin\"\nhpu_stack_size = 8192\n").unwrap();
     let o = isa_handler("stack_hog_ph", &["--config", cfg.to_str().unwrap()]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
 
 #[test]
 fn isa_handler_prints_output_writes_and_counts() {
     let o = isa_handler("record_ph", &["--packet-size", "64"]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     // Message 0: host[0] = 3 * 0 + 1.
     assert!(
@@ -127,11 +106,11 @@ fn isa_handler_kind_follows_the_symbol_or_flag() {
         ("kinds_th", &["--kind", "ph"][..], "th\n"),
     ] {
         let o = isa_handler(sym, extra);
-        assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+        assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
         assert!(
             String::from_utf8_lossy(&o.stdout).starts_with(want),
             "{}",
-            out_str(&o)
+            describe(&o)
         );
     }
 }
@@ -139,18 +118,18 @@ fn isa_handler_kind_follows_the_symbol_or_flag() {
 #[test]
 fn isa_handler_rejects_unknown_symbols_and_big_packets() {
     let o = isa_handler("no_such_ph", &[]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("no_such_ph"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = isa_handler("record_ph", &["--packet-size", "4096"]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("pkt_slot_size"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
 }
 
@@ -239,7 +218,7 @@ fn task_descriptor_matches_the_configuration() {
 /// Patch e_entry (ELF32 header offset 24) of a bare-metal program.
 #[test]
 fn odd_entry_point_is_rejected() {
-    let dir = tmp();
+    let dir = scratch("cli-results");
     let src = dir.join("bare.c");
     std::fs::write(&src, "int main(void) { return 0; }\n").unwrap();
     let elf = dir.join("bare.elf");
@@ -250,18 +229,18 @@ fn odd_entry_point_is_rejected() {
         .arg(&elf)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let mut b = std::fs::read(&elf).unwrap();
     let entry = u32::from_le_bytes(b[24..28].try_into().unwrap());
     b[24..28].copy_from_slice(&(entry | 1).to_le_bytes());
     let odd = dir.join("odd.elf");
     std::fs::write(&odd, &b).unwrap();
     let o = softspin().args(["isa", "run"]).arg(&odd).output().unwrap();
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("entry point"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
 }
 
@@ -300,7 +279,7 @@ fn two_ectxs_of_one_name_are_rejected() {
 
 #[test]
 fn scenario_with_too_many_scratchpads_or_a_reused_name_is_rejected() {
-    let dir = tmp();
+    let dir = scratch("cli-results");
     let elf = elf().display().to_string();
     for (name, body, want) in [
         ("scratch", format!("[[ectx]]\nname = \"a\"\nimage = \"{elf}\"\nph = \"record_ph\"\nscratchpad = [64, 64, 64, 64, 64]\n"), "4 clusters"),
@@ -313,8 +292,8 @@ fn scenario_with_too_many_scratchpads_or_a_reused_name_is_rejected() {
         let p = dir.join(format!("{name}.toml"));
         std::fs::write(&p, body).unwrap();
         let o = softspin().args(["sim", "--quiet", "--scenario"]).arg(&p).output().unwrap();
-        assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
-        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{}", out_str(&o));
+        assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+        assert!(String::from_utf8_lossy(&o.stderr).contains(want), "{}", describe(&o));
     }
 }
 
@@ -327,16 +306,16 @@ fn stack_overflow_names_the_stack_size_and_setting() {
     assert!(
         err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = isa_handler("stack_hog_ph", &["--stack-size", "8192"]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     // Other faults are not called stack overflows.
     let o = isa_handler("scratch_ph", &[]);
     assert!(
         !String::from_utf8_lossy(&o.stderr).contains("stack overflow"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
 }
 
@@ -347,44 +326,44 @@ fn stack_overflow_names_the_stack_size_and_setting() {
 fn stack_overflow_is_found_however_far_below_the_stack() {
     for n in [1100, 2048, 8192] {
         let o = isa_handler(&format!("locals_{n}_ph"), &[]);
-        assert_eq!(o.status.code(), Some(70), "{n}: {}", out_str(&o));
+        assert_eq!(o.status.code(), Some(70), "{n}: {}", describe(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
             err.contains("stack overflow: HPU stack is 1024 bytes (hpu_stack_size / --stack-size)"),
             "{n}: {}",
-            out_str(&o)
+            describe(&o)
         );
         let o = isa_handler(&format!("locals_{n}_ph"), &["--stack-size", "16384"]);
-        assert_eq!(o.status.code(), Some(0), "{n}: {}", out_str(&o));
+        assert_eq!(o.status.code(), Some(0), "{n}: {}", describe(&o));
     }
     let o = isa_handler("null_store_ph", &[]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("store to address 0x00000000, near NULL"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
-    assert!(!err.contains("stack overflow"), "{}", out_str(&o));
+    assert!(!err.contains("stack overflow"), "{}", describe(&o));
 }
 
 #[test]
 fn null_scratchpad_points_at_the_flag() {
     let o = isa_handler("scratch_ph", &[]);
-    assert_eq!(o.status.code(), Some(70), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(70), "{}", describe(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("no scratchpad on cluster 0") && err.contains("--scratchpad"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     // Issue 24: the fault is named for what it is (a NULL access) first.
     assert!(
         err.contains("load from address 0x00000004, near NULL: nothing is mapped there (a NULL pointer); if it is task->scratchpad[0]: ECTX"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = isa_handler("scratch_ph", &["--scratchpad", "64"]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
 }
 
 // -- sim results without a host program --------------------------------------
@@ -408,7 +387,7 @@ fn read_records(p: &Path) -> Vec<serde_json::Value> {
 
 #[test]
 fn records_and_dumps_show_each_message() {
-    let dir = tmp();
+    let dir = scratch("cli-results");
     let (rec, host, hmem) = (
         dir.join("r.jsonl"),
         dir.join("host.bin"),
@@ -432,7 +411,7 @@ fn records_and_dumps_show_each_message() {
         "--dump-handler-mem",
         hmem.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let recs = read_records(&rec);
     assert_eq!(recs.len(), 5, "{recs:?}");
     let mut ids: Vec<u64> = recs.iter().map(|r| r["msg_id"].as_u64().unwrap()).collect();
@@ -486,7 +465,7 @@ fn records_and_dumps_show_each_message() {
 
 #[test]
 fn records_carry_each_messages_errors() {
-    let rec = tmp().join("err.jsonl");
+    let rec = scratch("cli-results").join("err.jsonl");
     let o = sim(&[
         "--ph",
         "scratch_ph",
@@ -495,7 +474,7 @@ fn records_carry_each_messages_errors() {
         "--records",
         rec.to_str().unwrap(),
     ]);
-    assert_eq!(o.status.code(), Some(3), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
     let recs = read_records(&rec);
     assert_eq!(recs.len(), 3);
     for r in &recs {
@@ -522,7 +501,7 @@ fn stdout_is_in_nic_time_order_with_prefixes() {
         "3",
         "--stdout",
     ]);
-    assert_eq!(o.status.code(), Some(0), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(0), "{}", describe(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     let lines: Vec<&str> = s
         .lines()
@@ -582,24 +561,24 @@ fn jit_flag_without_the_jit_feature_is_an_error() {
             .args(&args[1..])
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", out_str(&o));
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {}", describe(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("--features jit"),
             "{args:?}: {}",
-            out_str(&o)
+            describe(&o)
         );
-        assert!(o.stdout.is_empty(), "{args:?}: {}", out_str(&o));
+        assert!(o.stdout.is_empty(), "{args:?}: {}", describe(&o));
     }
     let o = softspin()
         .args(["isa", "run", "--jit"])
         .arg(elf())
         .output()
         .unwrap();
-    assert_eq!(o.status.code(), Some(1), "isa run: {}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "isa run: {}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("--features jit"),
         "isa run: {}",
-        out_str(&o)
+        describe(&o)
     );
     // A threshold of 0 or past 16 bits is a usage error (exit status 2),
     // refused while the arguments are parsed.
@@ -609,11 +588,16 @@ fn jit_flag_without_the_jit_feature_is_an_error() {
             .arg(elf())
             .output()
             .unwrap();
-        assert_eq!(o.status.code(), Some(2), "--jit-after {n}: {}", out_str(&o));
+        assert_eq!(
+            o.status.code(),
+            Some(2),
+            "--jit-after {n}: {}",
+            describe(&o)
+        );
         assert!(
             String::from_utf8_lossy(&o.stderr).contains("--jit-after"),
             "--jit-after {n}: {}",
-            out_str(&o)
+            describe(&o)
         );
     }
 }

@@ -7,34 +7,12 @@
 //! - SDK handler-side calls on the NIC model (`isa handler` and the engine),
 //!   checked against values computed here.
 
+use softspin_testkit::{describe, fresh_scratch, root, third_party};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::process::Command;
 
 fn softspin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
-}
-
-fn tmpdir(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-test-{}-{name}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn out_str(o: &Output) -> String {
-    format!(
-        "status={:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
 }
 
 /// The files in `dir` whose extension is `ext`, sorted.
@@ -59,7 +37,7 @@ fn build_bare(srcs: &[&Path], out: &Path, extra: &[&str]) {
         .args(extra)
         .output()
         .unwrap();
-    assert!(o.status.success(), "build failed: {}", out_str(&o));
+    assert!(o.status.success(), "build failed: {}", describe(&o));
 }
 
 /// Split `softspin isa run` stdout into program output and the final
@@ -87,7 +65,7 @@ fn split_run(stdout: &[u8]) -> (String, i64, u64, u64) {
 
 #[test]
 fn isa_suite_passes() {
-    let out = tmpdir("isa");
+    let out = fresh_scratch("test-isa");
     let b = Command::new("bash")
         .arg(root().join("tests/isa/build.sh"))
         .arg(&out)
@@ -96,7 +74,7 @@ fn isa_suite_passes() {
     assert!(
         b.status.success(),
         "tests/isa/build.sh failed: {}",
-        out_str(&b)
+        describe(&b)
     );
     let elfs = files_with_ext(&out, "elf");
     let suites = ["rv32ui", "rv32um", "rv32ua", "rv32uc"];
@@ -111,7 +89,7 @@ fn isa_suite_passes() {
     for e in &elfs {
         let o = softspin().args(["isa", "run"]).arg(e).output().unwrap();
         if !o.status.success() {
-            failed.push(format!("{}: {}", e.display(), out_str(&o)));
+            failed.push(format!("{}: {}", e.display(), describe(&o)));
             continue;
         }
         let (_, exit, n, c) = split_run(&o.stdout);
@@ -134,7 +112,7 @@ fn isa_suite_passes() {
 /// fewer instructions in all, or the comparison would prove nothing.
 #[test]
 fn differential_programs_match_native() {
-    let out = tmpdir("diff");
+    let out = fresh_scratch("test-diff");
     let srcs = files_with_ext(&root().join("tests/diff"), "c");
     assert!(
         srcs.len() >= 8,
@@ -150,7 +128,7 @@ fn differential_programs_match_native() {
             .arg(src)
             .output()
             .unwrap();
-        assert!(cc.status.success(), "gcc {name}: {}", out_str(&cc));
+        assert!(cc.status.success(), "gcc {name}: {}", describe(&cc));
         let want = Command::new(&native).output().unwrap();
         assert!(want.status.success(), "native {name} failed");
         let body = both.run(&out.join(name), &[src], &[]);
@@ -192,7 +170,7 @@ impl BothIsas {
                 got.status.success(),
                 "{} ({isa}) on softspin: {}",
                 stem.display(),
-                out_str(&got)
+                describe(&got)
             );
             let (body, exit, n, _) = split_run(&got.stdout);
             assert_eq!(exit, 0, "{} ({isa})", stem.display());
@@ -245,45 +223,11 @@ fn embench_programs_agree_across_isas() {
         "picojpeg",
         "statemate",
     ];
-    let o = Command::new(root().join("scripts/third-party.sh"))
-        .args(["--where", "embench"])
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&o.stdout);
-    let Some((repo, commit)) = stdout
-        .trim_end()
-        .split_once('\t')
-        .filter(|_| o.status.success())
-    else {
-        println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
+    let Some(embench) = third_party("embench") else {
         return;
     };
-    let tree = tmpdir("embench");
-    let archive = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["archive", commit, "src", "support"])
-        .output()
-        .unwrap();
-    assert!(
-        archive.status.success(),
-        "git archive of Embench-IoT: {}",
-        String::from_utf8_lossy(&archive.stderr)
-    );
-    let mut tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(&tree)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    tar.stdin
-        .take()
-        .unwrap()
-        .write_all(&archive.stdout)
-        .unwrap();
-    assert!(tar.wait().unwrap().success(), "tar -x of Embench-IoT");
+    let tree = fresh_scratch("test-embench");
+    embench.extract(&["src", "support"], &tree);
     let (sup, board) = (
         tree.join("support"),
         root().join("bench/embench/boardsupport.c"),
@@ -322,7 +266,7 @@ pub fn corev_instructions(elf: &Path) -> usize {
         .arg(elf)
         .output()
         .expect("run llvm-objdump-19 (scripts/setup.sh installs llvm-19)");
-    assert!(o.status.success(), "llvm-objdump-19: {}", out_str(&o));
+    assert!(o.status.success(), "llvm-objdump-19: {}", describe(&o));
     String::from_utf8_lossy(&o.stdout)
         .lines()
         .filter(|l| l.split('\t').nth(1).is_some_and(|m| m.starts_with("cv.")))
@@ -331,17 +275,17 @@ pub fn corev_instructions(elf: &Path) -> usize {
 
 #[test]
 fn sdk_selftest_passes() {
-    let out = tmpdir("selftest");
+    let out = fresh_scratch("test-selftest");
     let elf = out.join("selftest.elf");
     build_bare(&[&root().join("sdk/tests/sdk_selftest.c")], &elf, &[]);
     let o = softspin().args(["isa", "run"]).arg(&elf).output().unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
 fn runner_exit_status_contract() {
-    let out = tmpdir("exit");
+    let out = fresh_scratch("test-exit");
     let write = |name: &str, body: &str| {
         let p = out.join(name);
         std::fs::write(&p, body).unwrap();
@@ -375,7 +319,7 @@ fn runner_exit_status_contract() {
     assert!(
         String::from_utf8_lossy(&o.stdout).starts_with("exit=256 "),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
 
     // A fault: status 70 and a one-line diagnosis naming cause, pc and address.
@@ -414,7 +358,7 @@ fn runner_exit_status_contract() {
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("watchdog"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
 
     // Bad ELF input: a clear error, no panic.
@@ -424,7 +368,7 @@ fn runner_exit_status_contract() {
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("not a valid ELF file"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let native = out.join("native");
     Command::new("gcc")
@@ -442,14 +386,14 @@ fn runner_exit_status_contract() {
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("not a 32-bit little-endian RISC-V"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let _ = std::fs::remove_dir_all(&out);
 }
 
 #[test]
 fn build_passes_compiler_errors_through() {
-    let out = tmpdir("builderr");
+    let out = fresh_scratch("test-builderr");
     let src = out.join("bad.c");
     std::fs::write(&src, "int main(void) { return undeclared_thing; }\n").unwrap();
     let o = softspin()
@@ -523,7 +467,7 @@ fn inet_checksum(b: &[u8]) -> u16 {
 
 #[test]
 fn example_handler_reports_digest_to_host() {
-    let out = tmpdir("digest");
+    let out = fresh_scratch("test-digest");
     let elf = out.join("pd.elf");
     let o = softspin()
         .arg("build")
@@ -532,7 +476,7 @@ fn example_handler_reports_digest_to_host() {
         .arg(&elf)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let pkt: Vec<u8> = (0..1500u32).map(|i| (i * 7 + 3) as u8).collect();
     std::fs::write(out.join("pkt.bin"), &pkt).unwrap();
     let o = softspin()
@@ -542,7 +486,7 @@ fn example_handler_reports_digest_to_host() {
         .arg(out.join("pkt.bin"))
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let s = String::from_utf8_lossy(&o.stdout);
     // The host-direct write carries (checksum in network order) << 32 | fnv1a.
     let want = (inet_checksum(&pkt).to_be() as u64) << 32 | fnv1a(&pkt) as u64;
@@ -560,7 +504,7 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
     use softspin_engine::traffic::Arrival;
     use softspin_engine::{EctxSpec, Engine, NicConfig};
     use softspin_hpu::ElfImage;
-    let out = tmpdir("pspin");
+    let out = fresh_scratch("test-pspin");
     let elf = out.join("h.elf");
     let o = softspin()
         .arg("build")
@@ -569,7 +513,7 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
         .arg(&elf)
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
 
     // PsPIN's packets: IP header whose `length` field GET_IP_UDP_PLD reads
     // raw (host order), version in the low nibble, then UDP, then payload.
@@ -653,7 +597,7 @@ fn pspin_style_handler_builds_unchanged_and_runs() {
 
 #[test]
 fn make_fragment_builds_the_same_handler() {
-    let out = tmpdir("make");
+    let out = fresh_scratch("test-make");
     for f in ["handler.c", "Makefile"] {
         std::fs::copy(root().join("examples/packet_digest").join(f), out.join(f)).unwrap();
     }
@@ -663,18 +607,18 @@ fn make_fragment_builds_the_same_handler() {
         .arg(format!("SOFTSPIN_SDK={}", root().join("sdk").display()))
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let o = softspin()
         .args(["isa", "handler"])
         .arg(out.join("packet_digest.elf"))
         .args(["--handler", "digest_ph"])
         .output()
         .unwrap();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stdout).contains("<- 0x000000ff840389c5"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let _ = std::fs::remove_dir_all(&out);
 }

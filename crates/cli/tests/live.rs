@@ -1,44 +1,22 @@
 //! `softspin nic` live on a veth pair between two network namespaces
 //! (scripts/netns.sh), with real traffic from kernel sockets and the system
 //! `ping` in the peer namespace (issue 11, "Tests"). Every test makes its
-//! own namespaces (its own SS_NS_PREFIX and SS_NET, since tests run in
-//! parallel) and removes them on every exit path, panics included. The
+//! own namespaces (`softspin_testkit::net::Topo`, named apart since tests
+//! run in parallel) and removes them on every exit path, panics included. The
 //! peer's side is tests/live/peer.py: plain kernel sockets, so every check
 //! compares softspin's answers with bytes produced independently of it.
 //!
 //! Needs root (namespaces, XDP); without it each test prints why it skips.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::path::Path;
+use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn is_root() -> bool {
-    // The effective uid, from the kernel's own view of this process.
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        .map(|u| u == "0")
-        .unwrap_or(false)
-}
-
-/// One scratch directory for the whole test binary (images built once).
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-live-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
+use softspin_testkit::net::Topo;
+use softspin_testkit::{needs_root, pcap, root, scratch, Rng};
 
 fn softspin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
@@ -46,7 +24,7 @@ fn softspin() -> Command {
 
 /// `softspin build --profile fpspin SRC -o DIR/NAME.elf`.
 fn build(src: &Path, name: &str) -> String {
-    let out = dir().join(format!("{name}.elf"));
+    let out = scratch("live-test").join(format!("{name}.elf"));
     let o = softspin()
         .args(["build", "--profile", "fpspin"])
         .arg(src)
@@ -80,60 +58,25 @@ fn copy_to_host_image() -> String {
     .clone()
 }
 
-/// The two namespaces of one test; `netns.sh down` when dropped.
-struct Net {
-    prefix: String,
-    net: String,
+/// The two namespaces of one test (`Topo::pair`), with what the live
+/// tests do in them.
+struct Net(Topo);
+
+impl std::ops::Deref for Net {
+    type Target = Topo;
+    fn deref(&self) -> &Topo {
+        &self.0
+    }
 }
 
 impl Net {
-    /// `None` (after printing why) when the test cannot run here.
+    /// `None` (after saying SKIPPED and why) when the test cannot run here.
+    /// Network `n` keeps the addresses of one test apart in its logs.
     fn up(test: &str, n: u32) -> Option<Net> {
-        if !is_root() {
-            eprintln!("skipping live test {test}: needs root (network namespaces, XDP)");
+        if !needs_root(&format!("live test {test}"), "network namespaces, XDP") {
             return None;
         }
-        // The pid keeps concurrent runs of this binary apart; 15-byte
-        // interface names leave room for it.
-        // SS_LIVE_TEST_PREFIX (default "sl", at most 4 bytes) keeps one
-        // person's runs apart from another's on a shared machine.
-        let pre = std::env::var("SS_LIVE_TEST_PREFIX").unwrap_or_else(|_| "sl".into());
-        let net = Net {
-            prefix: format!("{pre}{n}p{}", std::process::id() % 100_000),
-            net: format!("10.91.{n}"),
-        };
-        let o = net.script("up");
-        assert!(
-            o.status.success(),
-            "netns.sh up: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Some(net)
-    }
-
-    fn script(&self, what: &str) -> Output {
-        Command::new(root().join("scripts/netns.sh"))
-            .arg(what)
-            .env("SS_NS_PREFIX", &self.prefix)
-            .env("SS_NET", &self.net)
-            .output()
-            .unwrap()
-    }
-
-    fn nic_ns(&self) -> String {
-        format!("{}nic", self.prefix)
-    }
-    fn peer_ns(&self) -> String {
-        format!("{}peer", self.prefix)
-    }
-    fn nic_if(&self) -> String {
-        format!("{}0", self.prefix)
-    }
-    fn peer_if(&self) -> String {
-        format!("{}1", self.prefix)
-    }
-    fn nic_ip(&self) -> String {
-        format!("{}.1", self.net)
+        Some(Net(Topo::pair(&format!("l{n}"), &format!("10.91.{n}"))))
     }
 
     /// `softspin nic --iface NIC_IF ARGS` in the NIC namespace.
@@ -162,15 +105,6 @@ impl Net {
             .spawn()
             .unwrap();
         NicProc { child: Some(child) }
-    }
-
-    /// CMD in namespace NS, to completion.
-    fn exec(&self, ns: &str, cmd: &[&str]) -> Output {
-        Command::new("ip")
-            .args(["netns", "exec", ns])
-            .args(cmd)
-            .output()
-            .unwrap()
     }
 
     /// peer.py ARGS in the peer namespace; its one JSON line.
@@ -214,19 +148,6 @@ impl Net {
                 return false;
             }
             std::thread::sleep(Duration::from_millis(50));
-        }
-    }
-}
-
-impl Drop for Net {
-    fn drop(&mut self) {
-        let o = self.script("down");
-        if !o.status.success() {
-            eprintln!(
-                "netns.sh down ({}): {}",
-                self.prefix,
-                String::from_utf8_lossy(&o.stderr)
-            );
         }
     }
 }
@@ -337,24 +258,6 @@ fn total_errors(v: &Value) -> u64 {
         .iter()
         .map(|e| e["total"].as_u64().unwrap())
         .sum()
-}
-
-/// A small deterministic generator (SplitMix64) for test data.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
 }
 
 fn echo_ok(r: &Value, n: u64) {
@@ -528,10 +431,10 @@ fn other_traffic_bypasses_to_the_kernel() {
     );
 
     // 1 MiB over TCP to a kernel server in the NIC's namespace.
-    let d = dir().join("bypass");
+    let d = scratch("live-test").join("bypass");
     std::fs::create_dir_all(&d).unwrap();
     let (src, dst) = (d.join("sent.bin"), d.join("received.bin"));
-    let data = Rng(33).bytes(1 << 20);
+    let data = Rng::new(33).bytes(1 << 20);
     std::fs::write(&src, &data).unwrap();
     let py = root().join("crates/cli/tests/live/peer.py");
     let server = Command::new("ip")
@@ -566,7 +469,7 @@ fn host_dma_fills_the_lent_buffer() {
         return;
     };
     let img = copy_to_host_image();
-    let d = dir().join("dma");
+    let d = scratch("live-test").join("dma");
     std::fs::create_dir_all(&d).unwrap();
     let dump = d.join("host.bin");
     const SLOT: usize = 1024;
@@ -574,7 +477,7 @@ fn host_dma_fills_the_lent_buffer() {
     let window = SLOT * N;
     // N datagrams, one per slot (no overlap, so arrival order does not
     // matter), random length and place inside it, sent in random order.
-    let mut rng = Rng(44);
+    let mut rng = Rng::new(44);
     let mut expect = vec![0u8; window];
     let mut frames: Vec<Vec<u8>> = Vec::new();
     for slot in 0..N {
@@ -649,7 +552,7 @@ fn faulting_and_looping_handlers_are_contained() {
     let Some(net) = Net::up("faulting_and_looping_handlers_are_contained", 5) else {
         return;
     };
-    let d = dir().join("contain");
+    let d = scratch("live-test").join("contain");
     std::fs::create_dir_all(&d).unwrap();
     let src = d.join("contain.c");
     // The example's echo, preceded by two ways to misbehave: a store to
@@ -781,7 +684,7 @@ fn detaches_on_every_exit_and_refuses_bad_input() {
     assert!(err.contains("nosuchif9"), "names the interface: {err}");
 
     // A rules file with a key that does not exist: exit 1, named.
-    let rules = dir().join("bad_rules.toml");
+    let rules = scratch("live-test").join("bad_rules.toml");
     std::fs::write(
         &rules,
         "[[ruleset]]\nname = \"r\"\nmatch = [\"ip\", \"udp\"]\nbogus_key = 1\n",
@@ -842,7 +745,7 @@ fn socket_mode_echoes() {
 fn slow_image() -> String {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
-        let src = dir().join("slow.c");
+        let src = scratch("live-test").join("slow.c");
         std::fs::write(
             &src,
             "#include <spin.h>\n\
@@ -1017,20 +920,6 @@ fn ip_fragments_are_counted_matched_and_passed() {
     assert_eq!(u(&v, "matched"), 1, "{v}");
 }
 
-/// Records in a pcap file (24-byte file header, then 16-byte record
-/// headers whose bytes 8..12 give the captured length, native order).
-fn pcap_records(path: &Path) -> u64 {
-    let b = std::fs::read(path).unwrap();
-    let (mut at, mut n) = (24usize, 0u64);
-    while at + 16 <= b.len() {
-        let incl = u32::from_ne_bytes(b[at + 8..at + 12].try_into().unwrap()) as usize;
-        at += 16 + incl;
-        n += 1;
-    }
-    assert_eq!(at, b.len(), "pcap ends on a record boundary");
-    n
-}
-
 /// Under a flood (bounded: 20,000 datagrams), what the NIC holds stays
 /// bounded: the frames for --pcap-out go to the file as they are sent (it
 /// grows during the run), and the host-side queues peak far below the
@@ -1041,8 +930,8 @@ fn flood_keeps_memory_bounded() {
         return;
     };
     let img = ping_pong_image();
-    let pcap = dir().join("flood.pcap");
-    let records = dir().join("flood.jsonl");
+    let pcap = scratch("live-test").join("flood.pcap");
+    let records = scratch("live-test").join("flood.jsonl");
     let mut nic = net.spawn_nic(&[
         "--image",
         &img,
@@ -1070,7 +959,11 @@ fn flood_keeps_memory_bounded() {
         mid > sent / 2 * 122,
         "pcap holds {mid} bytes mid-run for {sent} frames sent"
     );
-    assert_eq!(pcap_records(&pcap), sent, "every frame sent is in the pcap");
+    assert_eq!(
+        pcap::read(&pcap).len() as u64,
+        sent,
+        "every frame sent is in the pcap"
+    );
     let peak = &v["footprint_peak"];
     assert!(u(peak, "events") <= 4096, "{peak}");
     assert!(u(peak, "packets_held") <= 4096, "{peak}");

@@ -4,9 +4,11 @@
 //! address-space limit (`ulimit -v`) and a wall-clock limit. A case passes
 //! when the process ends by itself with the documented status (never 101 =
 //! Rust panic, 134 = abort, a signal or a timeout) and its output names the
-//! field, argument or cause. Handlers: tests/handlers/repro_handlers.c; C
-//! host program: tests/host/repro_host.c.
+//! field, argument or cause. Handlers: tests/handlers/repro_handlers.c and
+//! crates/engine/tests/handlers/misbehave.c; C host program:
+//! tests/host/repro_host.c.
 
+use softspin_testkit::{root, scratch};
 use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
@@ -21,19 +23,6 @@ const LIMIT_KB: u64 = 1_000_000;
 const WALL: Duration = Duration::from_secs(60);
 /// Bytes of each output stream kept for the checks.
 const KEEP: u64 = 1 << 20;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn tmp() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-repro-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn cli() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_softspin"))
@@ -128,8 +117,8 @@ fn limited<S: AsRef<std::ffi::OsStr>>(prog: &Path, args: &[S]) -> Run {
     static N: AtomicUsize = AtomicUsize::new(0);
     let n = N.fetch_add(1, Ordering::Relaxed);
     let (out, err) = (
-        tmp().join(format!("run{n}.out")),
-        tmp().join(format!("run{n}.err")),
+        scratch("repro").join(format!("run{n}.out")),
+        scratch("repro").join(format!("run{n}.err")),
     );
     let cmd = std::iter::once(prog.display().to_string())
         .chain(
@@ -146,7 +135,7 @@ fn limited<S: AsRef<std::ffi::OsStr>>(prog: &Path, args: &[S]) -> Run {
         .arg("sh")
         .arg(prog)
         .args(args)
-        .current_dir(tmp())
+        .current_dir(scratch("repro"))
         .stdin(Stdio::null())
         .stdout(std::fs::File::create(&out).unwrap())
         .stderr(std::fs::File::create(&err).unwrap())
@@ -187,15 +176,16 @@ fn softspin(args: &[&str]) -> Run {
     limited(&cli(), args)
 }
 
-/// repro_handlers.c built by `softspin build` (once per test process).
+/// repro_handlers.c with the engine tests' misbehave.c, built by `softspin
+/// build` (once per test process).
 fn image() -> &'static str {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
-        let out = tmp().join("repro_handlers.elf");
-        let src = root().join("crates/cli/tests/handlers/repro_handlers.c");
+        let out = scratch("repro").join("repro_handlers.elf");
         let o = Command::new(cli())
             .arg("build")
-            .arg(&src)
+            .arg(root().join("crates/cli/tests/handlers/repro_handlers.c"))
+            .arg(root().join("crates/engine/tests/handlers/misbehave.c"))
             .arg("-o")
             .arg(&out)
             .output()
@@ -222,7 +212,7 @@ fn isa_handler(ph: &str, extra: &[&str]) -> Run {
 }
 
 fn file(name: &str, body: &str) -> String {
-    let p = tmp().join(name);
+    let p = scratch("repro").join(name);
     std::fs::write(&p, body).unwrap();
     p.display().to_string()
 }
@@ -319,7 +309,7 @@ fn config_host_latency_i64_max() {
 #[test]
 fn build_with_a_bad_config() {
     let cfg = file("build-mpqs.toml", "profile = \"pspin\"\nmpqs = 100000000\n");
-    let out = tmp().join("never.elf").display().to_string();
+    let out = scratch("repro").join("never.elf").display().to_string();
     let src = root()
         .join("crates/cli/tests/handlers/repro_handlers.c")
         .display()
@@ -342,7 +332,7 @@ fn isa_handler_with_a_bad_config() {
 #[test]
 fn bare_elf_with_an_odd_entry() {
     let src = file("bare.c", "int main(void) { return 0; }\n");
-    let elf = tmp().join("bare.elf");
+    let elf = scratch("repro").join("bare.elf");
     let o = Command::new(cli())
         .args(["build", "--bare", &src, "-o"])
         .arg(&elf)
@@ -353,7 +343,7 @@ fn bare_elf_with_an_odd_entry() {
     // ELF32 e_entry: bytes 24..28, little-endian.
     let entry = u32::from_le_bytes(b[24..28].try_into().unwrap());
     b[24..28].copy_from_slice(&(entry | 1).to_le_bytes());
-    let odd = tmp().join("odd.elf");
+    let odd = scratch("repro").join("odd.elf");
     std::fs::write(&odd, b).unwrap();
     softspin(&["isa", "run", odd.to_str().unwrap()]).expect(&[1, 70], &["entry"]);
 }
@@ -364,7 +354,7 @@ fn bare_elf_with_an_odd_entry() {
 #[test]
 fn bare_elf_with_a_huge_segment() {
     let src = file("bare2.c", "int main(void) { return 0; }\n");
-    let elf = tmp().join("bare2.elf");
+    let elf = scratch("repro").join("bare2.elf");
     let o = Command::new(cli())
         .args(["build", "--bare", &src, "-o"])
         .arg(&elf)
@@ -381,7 +371,7 @@ fn bare_elf_with_a_huge_segment() {
     );
     let vaddr = u32::from_le_bytes(b[phoff + 8..phoff + 12].try_into().unwrap());
     b[phoff + 20..phoff + 24].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
-    let huge = tmp().join("huge.elf");
+    let huge = scratch("repro").join("huge.elf");
     std::fs::write(&huge, b).unwrap();
     let h = huge.to_str().unwrap();
     let seg = format!("segment at 0x{vaddr:08x} (size 0x7fffffff) does not fit");
@@ -395,12 +385,12 @@ fn bare_elf_with_a_huge_segment() {
 /// cap, quickly, under the 1 GB limit.
 #[test]
 fn endless_and_huge_input_files() {
-    let sparse = tmp().join("sparse.bin");
+    let sparse = scratch("repro").join("sparse.bin");
     std::fs::File::create(&sparse)
         .unwrap()
         .set_len(10 << 30)
         .unwrap();
-    let fifo = tmp().join("endless.fifo");
+    let fifo = scratch("repro").join("endless.fifo");
     let _ = std::fs::remove_file(&fifo);
     assert!(Command::new("mkfifo")
         .arg(&fifo)
@@ -688,7 +678,7 @@ fn rejected_host_write_is_an_error_with_its_cause() {
 #[test]
 fn message_timeout_has_no_sentinels() {
     let tr = file("half.trace", "0 1 256 0 7 0\n");
-    let rec = tmp().join("half.jsonl").display().to_string();
+    let rec = scratch("repro").join("half.jsonl").display().to_string();
     let r = softspin(&[
         "sim",
         "--quiet",
@@ -760,7 +750,7 @@ fn c_host() -> &'static Path {
             String::from_utf8_lossy(&o.stderr)
         );
         let lib = root().join("target/release");
-        let exe = tmp().join("repro_host");
+        let exe = scratch("repro").join("repro_host");
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let o = Command::new(cc)
             .args(["-std=c11", "-O1", "-Wall", "-Wextra", "-Werror"])
@@ -846,7 +836,7 @@ fn huge_command_lengths_are_handler_errors() {
     sim("huge_len_ph", &["--size", "64"]).expect(
         &[3],
         &[
-            "7 handler errors",
+            "8 handler errors",
             "cluster dma source 0x10000000+4294967295 bytes",
             "send larger than the packet slot (4294967295 bytes",
             "host range 0x7f0000000000+4294967295 bytes",

@@ -1,22 +1,9 @@
 //! `softspin sim` through its command line: the stable flags, the JSON keys
 //! scripts rely on, the output files, and clear errors on bad input.
 
-use std::path::{Path, PathBuf};
+use softspin_testkit::{root, scratch};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn dir() -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-sim-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
 
 fn softspin(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
@@ -28,7 +15,7 @@ fn softspin(args: &[&str]) -> Output {
 fn image() -> String {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
-        let out = dir().join("h.elf");
+        let out = scratch("sim-test").join("h.elf");
         let src = root().join("crates/cli/tests/handlers/engine_test.c");
         let o = softspin(&["build", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -154,7 +141,7 @@ fn gdriver_gives_pspins_driver_memory() {
 #[test]
 fn timeline_and_pcap_out_are_written() {
     let img = image();
-    let d = dir();
+    let d = scratch("sim-test");
     let (tl, pc) = (d.join("t.json"), d.join("o.pcap"));
     let o = softspin(&[
         "sim",
@@ -200,7 +187,7 @@ fn timeline_and_pcap_out_are_written() {
 #[test]
 fn trace_input_and_its_errors() {
     let img = image();
-    let d = dir();
+    let d = scratch("sim-test");
     let good = d.join("good.trace");
     std::fs::write(
         &good,
@@ -250,7 +237,7 @@ fn trace_input_and_its_errors() {
 #[test]
 fn bad_images_configs_and_packets_are_clear_errors() {
     let img = image();
-    let d = dir();
+    let d = scratch("sim-test");
     let e = stderr(&softspin(&[
         "sim",
         "--image",
@@ -316,7 +303,7 @@ fn bad_images_configs_and_packets_are_clear_errors() {
 #[test]
 fn scenario_file_installs_several_ectxs() {
     let img = image();
-    let d = dir();
+    let d = scratch("sim-test");
     let second = d.join("second.elf");
     let src = root().join("crates/cli/tests/handlers/engine_test.c");
     let o = softspin(&[
@@ -356,7 +343,7 @@ fn scenario_file_installs_several_ectxs() {
 fn exit_image() -> String {
     static P: OnceLock<String> = OnceLock::new();
     P.get_or_init(|| {
-        let out = dir().join("exit.elf");
+        let out = scratch("sim-test").join("exit.elf");
         let src = root().join("crates/cli/tests/handlers/exit_test.c");
         let o = softspin(&["build", src.to_str().unwrap(), "-o", out.to_str().unwrap()]);
         assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
@@ -370,7 +357,7 @@ fn exit_image() -> String {
 #[test]
 fn sim_exit_status_says_what_went_wrong() {
     let img = exit_image();
-    let d = dir();
+    let d = scratch("sim-test");
     let code = |args: &[&str]| {
         let mut v = vec!["sim", "--image", &img, "--quiet"];
         v.extend_from_slice(args);
@@ -543,7 +530,7 @@ fn absurd_flag_values_are_clear_errors() {
     assert!(e.contains("--rate"), "{e}");
     let e = err(&["--watchdog", "0"]);
     assert!(e.contains("watchdog"), "{e}");
-    let cfg = dir().join("huge.toml");
+    let cfg = scratch("sim-test").join("huge.toml");
     for (toml, field) in [
         ("l1_pkt_buffer = 4294967040\n", "`l1_pkt_buffer`"),
         ("hpu_stack_size = 536870912\n", "`hpu_stack_size`"),
@@ -577,7 +564,7 @@ fn absurd_flag_values_are_clear_errors() {
 #[test]
 fn scenario_errors_name_the_problem() {
     let img = exit_image();
-    let d = dir();
+    let d = scratch("sim-test");
     let sc = d.join("bad.toml");
     let run = |text: String| {
         std::fs::write(&sc, text).unwrap();
@@ -614,7 +601,7 @@ fn scenario_errors_name_the_problem() {
 #[test]
 fn generator_addresses_and_ports() {
     let img = image();
-    let d = dir();
+    let d = scratch("sim-test");
     let pc = d.join("gen.pcap");
     let o = softspin(&[
         "sim",

@@ -1,5 +1,5 @@
 //! `softspin slmp send` against the reference SLMP receiver
-//! (`softspin_slmp::testing`) on 127.0.0.1: the file arrives byte-exact
+//! (`softspin_testkit::slmp_receiver`) on 127.0.0.1: the file arrives byte-exact
 //! through seeded loss, the JSON statistics agree with what the receiver
 //! saw, and every failure (nobody listening, delivery not confirmed, bad
 //! flags) exits non-zero with a message naming the cause.
@@ -7,7 +7,8 @@
 use std::path::PathBuf;
 use std::process::{Command, Output};
 
-use softspin_slmp::testing::{Impairment, ReferenceReceiver};
+use softspin_testkit::slmp_receiver::{Impairment, ReferenceReceiver};
+use softspin_testkit::{describe, scratch, skip, Rng};
 
 fn softspin(args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
@@ -16,28 +17,9 @@ fn softspin(args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn out_str(o: &Output) -> String {
-    format!(
-        "status={:?}\nstdout:\n{}\nstderr:\n{}",
-        o.status.code(),
-        String::from_utf8_lossy(&o.stdout),
-        String::from_utf8_lossy(&o.stderr)
-    )
-}
-
 fn file(name: &str, len: usize) -> (PathBuf, Vec<u8>) {
-    let d = std::env::temp_dir().join(format!("softspin-slmp-cli-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    let mut x = 0x2545_f491_4f6c_dd1du64 ^ len as u64;
-    let data: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect();
-    let p = d.join(name);
+    let data = Rng::new(len as u64).bytes(len);
+    let p = scratch("slmp-cli").join(name);
     std::fs::write(&p, &data).unwrap();
     (p, data)
 }
@@ -59,7 +41,7 @@ fn send_arrives_byte_exact_through_loss_and_reports_json() {
             "--json",
         ]);
         let out = rx.stop();
-        assert!(o.status.success(), "window {window}: {}", out_str(&o));
+        assert!(o.status.success(), "window {window}: {}", describe(&o));
         let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
         assert!(
             v["error"].is_null() && v["delivery_confirmed"] == true,
@@ -106,7 +88,7 @@ fn send_without_receiver_gives_up_with_an_error() {
         "--json",
     ]);
     assert!(t.elapsed().as_secs_f64() < 5.0);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(
         err.contains("gave up on message id 1") && err.contains("no ACK"),
@@ -134,11 +116,11 @@ fn sync_none_is_not_confirmed_delivery() {
         "20",
     ]);
     let out = rx.stop();
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("not confirmed"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     assert_eq!(out.acks_sent, 0);
     // A clean loopback still delivers it (not a guarantee, so only here).
@@ -150,28 +132,28 @@ fn bad_flags_are_refused_with_the_field_named() {
     let (path, _) = file("bad.bin", 10);
     let p = path.to_str().unwrap();
     let o = softspin(&["slmp", "send", p, "--to", "127.0.0.1", "--window", "0"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("auto"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = softspin(&["slmp", "send", p, "--to", "127.0.0.1", "--segment", "0"]);
-    assert_eq!(o.status.code(), Some(2), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("--segment"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = softspin(&["slmp", "send", p, "--to", "no such host!"]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("--to"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = softspin(&["slmp", "send", "/nonexistent/file", "--to", "127.0.0.1"]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     // 4 GiB + 1 (sparse): over the 32-bit offset, refused before reading.
     let big = path.with_file_name("big.bin");
     std::fs::File::create(&big)
@@ -180,11 +162,11 @@ fn bad_flags_are_refused_with_the_field_named() {
         .unwrap();
     let o = softspin(&["slmp", "send", big.to_str().unwrap(), "--to", "127.0.0.1"]);
     let _ = std::fs::remove_file(&big);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(
         String::from_utf8_lossy(&o.stderr).contains("4 GiB"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
 }
 
@@ -194,13 +176,13 @@ fn default_port_is_9330() {
     let Ok(rx) =
         ReferenceReceiver::spawn_on("127.0.0.1:9330".parse().unwrap(), Impairment::default())
     else {
-        eprintln!("127.0.0.1:9330 is taken; skipped");
+        skip("default_port_is_9330: 127.0.0.1:9330 is taken");
         return;
     };
     let (path, data) = file("port.bin", 5_000);
     let o = softspin(&["slmp", "send", path.to_str().unwrap(), "--to", "127.0.0.1"]);
     let out = rx.stop();
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     assert!(out.messages[&1] == data);
     assert!(String::from_utf8_lossy(&o.stdout).contains("127.0.0.1:9330"));
 }
@@ -225,11 +207,11 @@ fn recv_refuses_bad_flags_and_interfaces() {
         }
         a.extend(args.iter().copied());
         let o = softspin(&a);
-        assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {}", describe(&o));
         assert!(
-            out_str(&o).contains(says),
+            describe(&o).contains(says),
             "{a:?} should say `{says}`: {}",
-            out_str(&o)
+            describe(&o)
         );
     }
 }
@@ -277,11 +259,11 @@ fn recv_and_send_refuse_out_of_range_values_as_usage_errors() {
         "1..=65497",
     ));
     for ((a, o), says) in cases {
-        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", out_str(&o));
+        assert_eq!(o.status.code(), Some(2), "{a:?}: {}", describe(&o));
         assert!(
             String::from_utf8_lossy(&o.stderr).contains(says),
             "{a:?} should say `{says}`: {}",
-            out_str(&o)
+            describe(&o)
         );
     }
 }
@@ -289,7 +271,7 @@ fn recv_and_send_refuse_out_of_range_values_as_usage_errors() {
 #[test]
 fn recv_help_names_each_default_once() {
     let o = softspin(&["slmp", "recv", "--help"]);
-    assert!(o.status.success(), "{}", out_str(&o));
+    assert!(o.status.success(), "{}", describe(&o));
     let help = String::from_utf8_lossy(&o.stdout);
     let count = help
         .lines()
@@ -327,12 +309,12 @@ fn recv_checks_out_before_receiving() {
             "3",
         ];
         let o = softspin(&a);
-        assert_eq!(o.status.code(), Some(1), "{a:?}: {}", out_str(&o));
+        assert_eq!(o.status.code(), Some(1), "{a:?}: {}", describe(&o));
         let err = String::from_utf8_lossy(&o.stderr);
         assert!(
             err.contains("--out") && err.contains(says) && !err.contains("waiting for"),
             "{a:?}: {}",
-            out_str(&o)
+            describe(&o)
         );
     }
 }
@@ -347,12 +329,12 @@ fn send_reports_no_goodput_when_nothing_was_acknowledged() {
     drop(port);
     let f = f.to_str().unwrap();
     let o = softspin(&["slmp", "send", f, "--to", &to, "--give-up-s", "0.5"]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
         !text.contains("goodput 0") && !text.contains("Gbit/s") && text.contains("no goodput"),
         "{}",
-        out_str(&o)
+        describe(&o)
     );
     let o = softspin(&[
         "slmp",
@@ -364,7 +346,7 @@ fn send_reports_no_goodput_when_nothing_was_acknowledged() {
         "0.5",
         "--json",
     ]);
-    assert_eq!(o.status.code(), Some(1), "{}", out_str(&o));
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["acks_received"], 0, "{v}");
     assert_eq!(v["goodput_bps"], 0.0, "{v}");

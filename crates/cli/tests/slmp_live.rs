@@ -4,89 +4,17 @@
 //! link (scripts/lossy_link.sh, tools/lossy). Files are compared by content
 //! with what was sent. Needs root; without it each test says why it skips.
 
+use softspin_testkit::net::Topo;
+use softspin_testkit::{needs_root, scratch, Rng};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Command;
 use std::time::Duration;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
-
-fn is_root() -> bool {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
-}
-
-fn scratch(test: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-slmp-live-{}-{test}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-/// Seeded bytes (xorshift), so a failure is reproducible.
+/// Seeded bytes, so a failure is reproducible.
 fn file_of(dir: &Path, name: &str, len: usize, seed: u64) -> PathBuf {
-    let mut x = seed | 1;
-    let data: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            (x >> 24) as u8
-        })
-        .collect();
     let p = dir.join(name);
-    std::fs::write(&p, data).unwrap();
+    std::fs::write(&p, Rng::new(seed).bytes(len)).unwrap();
     p
-}
-
-/// A topology script (netns.sh or lossy_link.sh) under one prefix; `down`
-/// when dropped, panics included.
-struct Topo {
-    script: &'static str,
-    prefix: String,
-    net: String,
-}
-
-impl Topo {
-    fn up(script: &'static str, prefix: &str, net: &str) -> Topo {
-        let t = Topo {
-            script,
-            prefix: format!("{prefix}{}", std::process::id() % 10_000),
-            net: net.into(),
-        };
-        let o = t.run(&["up"]);
-        assert!(
-            o.status.success(),
-            "{script} up: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        t
-    }
-
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(root().join("scripts").join(self.script));
-        c.args(args)
-            .env("SS_NS_PREFIX", &self.prefix)
-            .env("SS_NET", &self.net);
-        c.env("SS_LOSSY_BIN", root().join("target/release/softspin-lossy"));
-        c
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-}
-
-impl Drop for Topo {
-    fn drop(&mut self) {
-        let _ = self.run(&["down"]);
-    }
 }
 
 /// `softspin slmp recv` of one message on `iface` in namespace `rx_side`,
@@ -260,26 +188,18 @@ fn transfer(
 
 #[test]
 fn slmp_file_transfer_is_byte_exact() {
-    if !is_root() {
-        eprintln!(
-            "skipping slmp_file_transfer_is_byte_exact: needs root (network namespaces, XDP)"
-        );
+    if !needs_root(
+        "slmp_file_transfer_is_byte_exact",
+        "network namespaces, XDP",
+    ) {
         return;
     }
-    let dir = scratch("plain");
-    let t = Topo::up("netns.sh", "sf", "10.93.1");
+    let dir = scratch("slmp-live-plain");
+    let t = Topo::pair("sf", "10.93.1");
     for (k, len) in [1usize, 1 << 20, 64 << 20].into_iter().enumerate() {
         let f = file_of(&dir, &format!("in{k}"), len, 11 + k as u64);
         let out = dir.join(format!("out{k}"));
-        let (got, stats) = transfer(
-            &t,
-            "nic",
-            &format!("{}0", t.prefix),
-            "peer",
-            "10.93.1.1",
-            &f,
-            &out,
-        );
+        let (got, stats) = transfer(&t, "nic", &t.nic_if(), "peer", "10.93.1.1", &f, &out);
         assert!(
             got == std::fs::read(&f).unwrap(),
             "{len} bytes: received file differs"
@@ -291,11 +211,13 @@ fn slmp_file_transfer_is_byte_exact() {
 
 #[test]
 fn slmp_file_transfer_survives_a_lossy_link() {
-    if !is_root() {
-        eprintln!("skipping slmp_file_transfer_survives_a_lossy_link: needs root (network namespaces, XDP)");
+    if !needs_root(
+        "slmp_file_transfer_survives_a_lossy_link",
+        "network namespaces, XDP",
+    ) {
         return;
     }
-    let dir = scratch("lossy");
+    let dir = scratch("slmp-live-lossy");
     let small = file_of(&dir, "in", 1 << 20, 5);
     let big = file_of(&dir, "big", 64 << 20, 6);
     // 64 MiB at 5 % takes seconds since the sender tolerates reordering
@@ -304,7 +226,7 @@ fn slmp_file_transfer_survives_a_lossy_link() {
         .into_iter()
         .enumerate()
     {
-        let t = Topo::up("lossy_link.sh", "sy", &format!("10.93.{}", 2 + k));
+        let t = Topo::lossy_link("sy", &format!("10.93.{}", 2 + k));
         let report = dir.join(format!("link{k}.json"));
         let fwd = [
             "fwd",
@@ -324,7 +246,7 @@ fn slmp_file_transfer_survives_a_lossy_link() {
         let out = dir.join(format!("out{k}"));
         let to = format!("10.93.{}.1", 2 + k);
         let t0 = std::time::Instant::now();
-        let (got, stats) = transfer(&t, "b", &format!("{}b0", t.prefix), "a", &to, f, &out);
+        let (got, stats) = transfer(&t, "b", &t.iface("b0"), "a", &to, f, &out);
         eprintln!(
             "lossy {loss}, {} B: {:.1} s, {stats}",
             got.len(),
@@ -362,17 +284,19 @@ fn slmp_file_transfer_survives_a_lossy_link() {
 /// answered with FPsPIN's ACK, and not counted as a second message.
 #[test]
 fn slmp_recv_answers_a_retransmission_after_the_last_message() {
-    if !is_root() {
-        eprintln!("skipping slmp_recv_answers_a_retransmission_after_the_last_message: needs root (network namespaces, XDP)");
+    if !needs_root(
+        "slmp_recv_answers_a_retransmission_after_the_last_message",
+        "network namespaces, XDP",
+    ) {
         return;
     }
-    let dir = scratch("late");
-    let t = Topo::up("netns.sh", "sg", "10.93.5");
+    let dir = scratch("slmp-live-late");
+    let t = Topo::pair("sg", "10.93.5");
     let f = file_of(&dir, "in", 1, 3);
     let byte = std::fs::read(&f).unwrap()[0];
     let out = dir.join("out");
     let bin = env!("CARGO_BIN_EXE_softspin");
-    let (recv, _err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
+    let (recv, _err) = start_recv(&t, "nic", &t.nic_if(), &out);
     let send = t.run(&[
         "exec",
         "peer",
@@ -436,12 +360,14 @@ fn slmp_recv_answers_a_retransmission_after_the_last_message() {
 /// file `msg-1`, mixing or overwriting each other with every exit status 0).
 #[test]
 fn slmp_recv_keeps_two_senders_with_one_id_apart() {
-    if !is_root() {
-        eprintln!("skipping slmp_recv_keeps_two_senders_with_one_id_apart: needs root (network namespaces, XDP)");
+    if !needs_root(
+        "slmp_recv_keeps_two_senders_with_one_id_apart",
+        "network namespaces, XDP",
+    ) {
         return;
     }
-    let dir = scratch("two");
-    let t = Topo::up("netns.sh", "sssla", "10.93.11");
+    let dir = scratch("slmp-live-two");
+    let t = Topo::pair("sa", "10.93.11");
     let files = [
         file_of(&dir, "a", 1 << 20, 21),
         file_of(&dir, "b", 1 << 20, 22),
@@ -450,7 +376,7 @@ fn slmp_recv_keeps_two_senders_with_one_id_apart() {
     let (recv, err) = start_recv_with(
         &t,
         "nic",
-        &format!("{}0", t.prefix),
+        &t.nic_if(),
         &out,
         &["--count", "2", "--timeout", "60"],
     );
@@ -495,18 +421,20 @@ fn slmp_recv_keeps_two_senders_with_one_id_apart() {
 /// meanwhile, gets through byte-exact.
 #[test]
 fn slmp_recv_forged_segments_neither_mix_in_nor_hold_slots() {
-    if !is_root() {
-        eprintln!("skipping slmp_recv_forged_segments_neither_mix_in_nor_hold_slots: needs root (network namespaces, XDP)");
+    if !needs_root(
+        "slmp_recv_forged_segments_neither_mix_in_nor_hold_slots",
+        "network namespaces, XDP",
+    ) {
         return;
     }
-    let dir = scratch("forged");
-    let t = Topo::up("netns.sh", "ssslb", "10.93.12");
+    let dir = scratch("slmp-live-forged");
+    let t = Topo::pair("sb", "10.93.12");
     let f = file_of(&dir, "in", 4 << 20, 23);
     let out = dir.join("out");
     let (recv, err) = start_recv_with(
         &t,
         "nic",
-        &format!("{}0", t.prefix),
+        &t.nic_if(),
         &out,
         &["--count", "1", "--timeout", "60", "--evict-after", "1"],
     );
@@ -539,18 +467,20 @@ fn slmp_recv_forged_segments_neither_mix_in_nor_hold_slots() {
 /// every ACK and report delivery of a message written nowhere).
 #[test]
 fn slmp_recv_does_not_confirm_a_message_past_count() {
-    if !is_root() {
-        eprintln!("skipping slmp_recv_does_not_confirm_a_message_past_count: needs root (network namespaces, XDP)");
+    if !needs_root(
+        "slmp_recv_does_not_confirm_a_message_past_count",
+        "network namespaces, XDP",
+    ) {
         return;
     }
-    let dir = scratch("past");
-    let t = Topo::up("netns.sh", "ssslc", "10.93.13");
+    let dir = scratch("slmp-live-past");
+    let t = Topo::pair("sc", "10.93.13");
     let (a, b) = (
         file_of(&dir, "a", 1000, 24),
         file_of(&dir, "b", 64 << 10, 25),
     );
     let out = dir.join("out");
-    let (recv, err) = start_recv(&t, "nic", &format!("{}0", t.prefix), &out);
+    let (recv, err) = start_recv(&t, "nic", &t.nic_if(), &out);
     let (st, _, s) = send_result(spawn_send(&t, "peer", "10.93.13.1", &a, &[]));
     assert!(st.success(), "first send: {s}");
     // recv lingers 1 s after its last frame: this one arrives meanwhile.

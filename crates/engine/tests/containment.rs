@@ -18,16 +18,15 @@ const PORT_A: u16 = 9330;
 const PORT_B: u16 = 7000;
 
 fn build(name: &str, code_data: Option<(u32, u32)>) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("softspin-containment-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let out = dir.join(format!("{name}.elf"));
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/handlers/containment.c");
-    let mut o = softspin_sdk::BuildOptions::handler(&[src], &out);
+    let out = softspin_testkit::scratch("containment").join(format!("{name}.elf"));
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/handlers");
+    let srcs = [dir.join("containment.c"), dir.join("misbehave.c")];
+    let mut o = softspin_sdk::BuildOptions::handler(&srcs, &out);
     if let Some((code, data)) = code_data {
         o.code_base = Some(code);
         o.data_base = Some(data);
     }
-    softspin_sdk::build(&o).expect("building tests/handlers/containment.c");
+    softspin_sdk::build(&o).expect("building tests/handlers/containment.c and misbehave.c");
     out
 }
 

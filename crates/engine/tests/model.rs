@@ -17,8 +17,7 @@ use softspin_hpu::ElfImage;
 /// and memory map (as `--profile`); `code_data` relinks code and data
 /// elsewhere (as `--code-base`/`--data-base`) for a second tenant.
 fn build(name: &str, profile: Option<&NicConfig>, code_data: Option<(u32, u32)>) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("softspin-engine-model-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = softspin_testkit::scratch("engine-model");
     let out = dir.join(format!("{name}.elf"));
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/handlers/engine_test.c");
     let mut o = softspin_sdk::BuildOptions::handler(&[src], &out);

@@ -8,7 +8,8 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{build_handler, release_dir, root, run, tmp};
+use common::{build_handler, release_dir};
+use softspin_testkit::{root, run, scratch, skip};
 
 fn cc() -> String {
     std::env::var("CC").unwrap_or_else(|_| "cc".into())
@@ -17,7 +18,7 @@ fn cc() -> String {
 fn handlers() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
     ELF.get_or_init(|| {
-        let out = tmp("handlers").join("api_handlers.elf");
+        let out = scratch("handlers").join("api_handlers.elf");
         build_handler(
             &root().join("crates/host-c/tests/handlers/api_handlers.c"),
             &out,
@@ -31,7 +32,7 @@ fn handlers() -> PathBuf {
 fn pingpong() -> PathBuf {
     static ELF: OnceLock<PathBuf> = OnceLock::new();
     ELF.get_or_init(|| {
-        let out = tmp("handlers").join("pingpong_fpspin.elf");
+        let out = scratch("handlers").join("pingpong_fpspin.elf");
         run(Command::new(release_dir().join("softspin"))
             .arg("build")
             .arg(root().join("examples/ping_pong/handler.c"))
@@ -68,7 +69,7 @@ fn run_api_test(exe: &PathBuf, dir: &PathBuf) {
 #[test]
 fn api_test_against_shared_library() {
     let lib = release_dir();
-    let dir = tmp("shared");
+    let dir = scratch("shared");
     let exe = dir.join("api_test");
     run(Command::new(cc())
         .args(c_flags())
@@ -84,7 +85,7 @@ fn api_test_against_shared_library() {
 #[test]
 fn api_test_against_static_library() {
     let lib = release_dir();
-    let dir = tmp("static");
+    let dir = scratch("static");
     let exe = dir.join("api_test");
     run(Command::new(cc())
         .args(c_flags())
@@ -99,7 +100,7 @@ fn api_test_against_static_library() {
 /// The header stands alone in strict C99 and in C++ (extern "C").
 #[test]
 fn header_compiles_alone() {
-    let dir = tmp("header");
+    let dir = scratch("header");
     let c = dir.join("only_header.c");
     std::fs::write(
         &c,
@@ -135,6 +136,6 @@ fn header_compiles_alone() {
             ])
             .arg(&c));
     } else {
-        eprintln!("no c++ compiler: C++ check of softspin.h skipped");
+        skip("C++ check of softspin.h: no c++ compiler");
     }
 }

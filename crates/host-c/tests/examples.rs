@@ -8,7 +8,8 @@ mod common;
 
 use std::process::Command;
 
-use common::{release_dir, root};
+use common::release_dir;
+use softspin_testkit::root;
 
 fn example(name: &str, success_line: &str) {
     release_dir(); // library and CLI current before make looks at them

@@ -17,9 +17,12 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
-use std::sync::OnceLock;
+use std::time::Duration;
 
-use common::{release_dir, root, run, third_party, tmp, Pinned};
+use common::{release_dir, sdk};
+use softspin_testkit::frame::Frame;
+use softspin_testkit::net::Topo;
+use softspin_testkit::{csum, needs_root, pcap, run, scratch, third_party, Pinned};
 
 /// FPsPIN's PsPIN tree, where its examples live.
 const EX: &str = "fpga/app/pspin/deps/pspin/examples";
@@ -51,25 +54,7 @@ fn extract(src: &Pinned, dir: &Path) -> PathBuf {
         format!("{EX}/datatypes/include"),
         format!("{EX}/datatypes/host"),
     ];
-    let archive = run(Command::new("git")
-        .arg("-C")
-        .arg(&src.repo)
-        .args(["archive", &src.commit])
-        .args(&paths));
-    let mut tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(dir)
-        .stdin(Stdio::piped())
-        .spawn()
-        .expect("run tar");
-    use std::io::Write;
-    tar.stdin
-        .take()
-        .unwrap()
-        .write_all(&archive.stdout)
-        .unwrap();
-    assert!(tar.wait().unwrap().success(), "tar -x failed");
+    src.extract(&paths, dir);
     dir.join(EX)
 }
 
@@ -121,38 +106,24 @@ fn build_handler(ex: &Path, name: &str, extra: &[&str], out: &Path) {
 
 // ---- frames and their expected replies, computed independently ----
 
-fn csum(b: &[u8]) -> u16 {
-    let mut s: u32 = b
-        .chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0)))
-        .sum();
-    while s >> 16 != 0 {
-        s = (s & 0xffff) + (s >> 16);
+/// The peer (A) to the NIC (B): every request's addresses and fields.
+fn to_nic() -> Frame {
+    Frame {
+        src_mac: [0x02, 0, 0, 0, 0, 0x0a],
+        dst_mac: [0x02, 0, 0, 0, 0, 0x0b],
+        src_ip: [10, 0, 0, 1],
+        dst_ip: [10, 0, 0, 2],
+        ident: 0x1234,
+        ..Frame::default()
     }
-    !(s as u16)
 }
-
-const MAC_A: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0a];
-const MAC_B: [u8; 6] = [0x02, 0, 0, 0, 0, 0x0b];
-const IP_A: [u8; 4] = [10, 0, 0, 1];
-const IP_B: [u8; 4] = [10, 0, 0, 2];
 
 fn eth_ip(proto: u8, l4: &[u8]) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend(MAC_B); // to the NIC
-    f.extend(MAC_A);
-    f.extend([0x08, 0x00]);
-    let mut ip = vec![0x45, 0];
-    ip.extend(((20 + l4.len()) as u16).to_be_bytes());
-    ip.extend([0x12, 0x34, 0x40, 0x00, 64, proto, 0, 0]);
-    ip.extend(IP_A);
-    ip.extend(IP_B);
-    let c = csum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend(ip);
-    f.extend(l4);
-    f
+    to_nic().ipv4(proto, l4)
 }
+
+/// How far apart the frames of the input pcaps are.
+const GAP: Duration = Duration::from_micros(20);
 
 fn payload(n: usize, seed: u8) -> Vec<u8> {
     (0..n)
@@ -189,13 +160,13 @@ fn swap_eth_ip(r: &mut [u8]) {
 }
 
 fn udp(sport: u16, dport: u16, body: &[u8]) -> Vec<u8> {
-    let mut u = Vec::new();
-    u.extend(sport.to_be_bytes());
-    u.extend(dport.to_be_bytes());
-    u.extend(((8 + body.len()) as u16).to_be_bytes());
-    u.extend([0xab, 0xcd]); // a checksum the echo must carry (or zero, host path)
-    u.extend(body);
-    eth_ip(17, &u)
+    Frame {
+        sport,
+        dport,
+        udp_checksum: 0xabcd, // one the echo must carry (or zero, host path)
+        ..to_nic()
+    }
+    .udp(body)
 }
 
 /// UDP echo: MAC, IP addresses and ports swapped, all else as received.
@@ -244,55 +215,6 @@ fn slmp_ack(req: &[u8]) -> Vec<u8> {
     r
 }
 
-fn write_pcap(path: &Path, frames: &[Vec<u8>]) {
-    write_pcap_gap(path, frames, 20);
-}
-
-/// A pcap of `frames`, `gap_us` microseconds apart.
-fn write_pcap_gap(path: &Path, frames: &[Vec<u8>], gap_us: u32) {
-    let mut b = Vec::new();
-    for v in [0xa1b2c3d4u32] {
-        b.extend(v.to_le_bytes());
-    }
-    b.extend(2u16.to_le_bytes());
-    b.extend(4u16.to_le_bytes());
-    for v in [0u32, 0, 65535, 1] {
-        b.extend(v.to_le_bytes());
-    }
-    for (i, f) in frames.iter().enumerate() {
-        let t = gap_us as u64 * i as u64;
-        for v in [
-            (t / 1_000_000) as u32,
-            (t % 1_000_000) as u32,
-            f.len() as u32,
-            f.len() as u32,
-        ] {
-            b.extend(v.to_le_bytes());
-        }
-        b.extend(f);
-    }
-    std::fs::write(path, b).unwrap();
-}
-
-/// The frames of a classic pcap (either timestamp resolution), in order.
-fn read_pcap(path: &Path) -> Vec<Vec<u8>> {
-    let d = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
-    let magic = u32::from_le_bytes(d[0..4].try_into().unwrap());
-    assert!(
-        magic == 0xa1b2c3d4 || magic == 0xa1b23c4d,
-        "{}: not a little-endian pcap",
-        path.display()
-    );
-    let mut out = Vec::new();
-    let mut i = 24;
-    while i + 16 <= d.len() {
-        let n = u32::from_le_bytes(d[i + 8..i + 12].try_into().unwrap()) as usize;
-        out.push(d[i + 16..i + 16 + n].to_vec());
-        i += 16 + n;
-    }
-    out
-}
-
 fn sorted(mut v: Vec<Vec<u8>>) -> Vec<Vec<u8>> {
     v.sort();
     v
@@ -314,7 +236,7 @@ fn sim(
     frames: &[Vec<u8>],
 ) -> Vec<Vec<u8>> {
     let (inp, out) = (dir.join("in.pcap"), dir.join("out.pcap"));
-    write_pcap(&inp, frames);
+    pcap::write(&inp, frames, GAP);
     let mut args: Vec<&str> = vec![
         "sim",
         "--profile",
@@ -334,13 +256,13 @@ fn sim(
     ]);
     args.extend(extra);
     ok(softspin(dir, &args), "softspin sim");
-    sorted(read_pcap(&out))
+    sorted(pcap::read(&out))
 }
 
 #[test]
 fn fpspin_handlers_compile_unchanged() {
     let Some(repo) = fpspin_repo() else { return };
-    let d = tmp("fpspin-compile");
+    let d = scratch("fpspin-compile");
     let ex = extract(&repo, &d);
     for (name, extra) in [
         ("icmp_ping", &["-DDO_HOST=0"][..]),
@@ -379,7 +301,7 @@ fn fpspin_handlers_compile_unchanged() {
 #[test]
 fn fpspin_ping_and_slmp_handlers_reply_byte_exact() {
     let Some(repo) = fpspin_repo() else { return };
-    let d = tmp("fpspin-replies");
+    let d = scratch("fpspin-replies");
     let ex = extract(&repo, &d);
 
     let icmp = d.join("icmp.elf");
@@ -428,26 +350,11 @@ fn fpspin_ping_and_slmp_handlers_reply_byte_exact() {
     let _ = std::fs::remove_dir_all(d);
 }
 
-/// `make -C sdk/fpspin` once per process; the PKG_CONFIG_PATH for
-/// softspin-fpspin.pc.
-fn sdk() -> PathBuf {
-    static DONE: OnceLock<PathBuf> = OnceLock::new();
-    DONE.get_or_init(|| {
-        release_dir();
-        run(Command::new("make")
-            .arg("-s")
-            .arg("-C")
-            .arg(root().join("sdk/fpspin")));
-        root().join("build/fpspin")
-    })
-    .clone()
-}
-
 /// FPsPIN's host program `examples/NAME/host/SRC`, compiled as its Makefile
 /// does (-D__FPSPIN_HOST__, __IMG__ = build/NAME) against softspin-fpspin.
 fn compile_host(ex: &Path, name: &str, src: &str) -> PathBuf {
     let flags = run(Command::new("pkg-config")
-        .env("PKG_CONFIG_PATH", sdk())
+        .env("PKG_CONFIG_PATH", sdk("fpspin"))
         .args(["--cflags", "--libs", "softspin-fpspin"]));
     let flags = String::from_utf8(flags.stdout).unwrap();
     let out = ex.join(name).join("host_bin");
@@ -469,7 +376,7 @@ fn compile_host(ex: &Path, name: &str, src: &str) -> PathBuf {
 #[test]
 fn fpspin_host_programs_compile_and_ping_through_the_host() {
     let Some(repo) = fpspin_repo() else { return };
-    let d = tmp("fpspin-host");
+    let d = scratch("fpspin-host");
     let ex = extract(&repo, &d);
     for (name, src) in [("icmp_ping", "icmp-ping.c"), ("udp_ping", "udp-ping.c")] {
         let bin = compile_host(&ex, name, src);
@@ -494,7 +401,7 @@ fn fpspin_host_programs_compile_and_ping_through_the_host() {
                 })
                 .collect(),
         );
-        write_pcap(&dir.join("in.pcap"), &reqs);
+        pcap::write(&dir.join("in.pcap"), &reqs, GAP);
         // The simulated NIC: input from the pcap, sent frames to another;
         // libfpspin raises SIGINT when the input is done, which ends the
         // program's loop as on FPsPIN.
@@ -518,7 +425,7 @@ fn fpspin_host_programs_compile_and_ping_through_the_host() {
             "{name}: expected {host_writes}:\n{err}"
         );
         assert_eq!(
-            hex(&sorted(read_pcap(&dir.join("out.pcap")))),
+            hex(&sorted(pcap::read(&dir.join("out.pcap")))),
             hex(&want),
             "{name}: replies via the host"
         );
@@ -529,7 +436,7 @@ fn fpspin_host_programs_compile_and_ping_through_the_host() {
 #[test]
 fn fpspin_slmp_host_program_receives_files() {
     let Some(repo) = fpspin_repo() else { return };
-    let d = tmp("fpspin-slmp-host");
+    let d = scratch("fpspin-slmp-host");
     let ex = extract(&repo, &d);
     let bin = compile_host(&ex, "slmp", "slmp.c");
     let dir = ex.join("slmp");
@@ -546,7 +453,7 @@ fn fpspin_slmp_host_program_receives_files() {
         .enumerate()
         .map(|(i, f)| slmp(SLMP_SYN | SLMP_EOM, i as u32 + 1, 0, f))
         .collect();
-    write_pcap_gap(&dir.join("in.pcap"), &reqs, 1000);
+    pcap::write(&dir.join("in.pcap"), &reqs, Duration::from_millis(1));
     let prefix = dir.join("file");
     let o = Command::new(&bin)
         .current_dir(&dir)
@@ -573,7 +480,7 @@ fn fpspin_slmp_host_program_receives_files() {
     }
     let want = sorted(reqs.iter().map(|r| slmp_ack(r)).collect());
     assert_eq!(
-        hex(&sorted(read_pcap(&dir.join("out.pcap")))),
+        hex(&sorted(pcap::read(&dir.join("out.pcap")))),
         hex(&want),
         "SLMP ACKs"
     );
@@ -620,7 +527,7 @@ fn fpspin_datatypes_host_program_builds_and_unpacks() {
     for t in ["mpicc", "mpicxx", "autoreconf", "bison", "flex", "make"] {
         need_tool(t);
     }
-    let d = tmp("fpspin-datatypes-host");
+    let d = scratch("fpspin-datatypes-host");
     let ex = extract(&repo, &d);
     let dt = ex.join("datatypes");
 
@@ -709,7 +616,7 @@ fn fpspin_datatypes_host_program_builds_and_unpacks() {
     let host = dt.join("host");
     let pc = |what: &str| {
         let o = run(Command::new("pkg-config")
-            .env("PKG_CONFIG_PATH", sdk())
+            .env("PKG_CONFIG_PATH", sdk("fpspin"))
             .args([what, "softspin-fpspin"]));
         String::from_utf8(o.stdout).unwrap()
     };
@@ -757,7 +664,7 @@ fn fpspin_datatypes_host_program_builds_and_unpacks() {
     // One packet, so SYN and EOM (a pcap frame is a one-packet message,
     // message id 0: FPsPIN's flow id, which picks the host buffer).
     let req = slmp(SLMP_SYN | SLMP_EOM, 0, 0, &stream);
-    write_pcap(&host.join("in.pcap"), std::slice::from_ref(&req));
+    pcap::write(&host.join("in.pcap"), std::slice::from_ref(&req), GAP);
     // Verify mode: its RTS goes to 127.0.0.1 (no sender listens; the
     // message is the pcap's), then it dumps the user buffer and returns.
     let o = Command::new(host.join("datatypes"))
@@ -786,53 +693,20 @@ fn fpspin_datatypes_host_program_builds_and_unpacks() {
     let got = std::fs::read(host.join("userbuf.bin")).unwrap();
     assert_eq!(hex(&[got]), hex(&[want]), "unpacked user buffer");
     assert_eq!(
-        hex(&read_pcap(&host.join("out.pcap"))),
+        hex(&pcap::read(&host.join("out.pcap"))),
         hex(&[slmp_ack(&req)]),
         "SLMP ACK"
     );
     let _ = std::fs::remove_dir_all(d);
 }
 
-fn is_root() -> bool {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        == Some("0")
-}
-
-/// A veth pair between two namespaces of our own (scripts/netns.sh),
-/// removed when dropped, panics included.
-struct Netns {
-    prefix: String,
-    net: String,
-}
-
-impl Netns {
-    fn script(&self, what: &str) -> Output {
-        Command::new(root().join("scripts/netns.sh"))
-            .arg(what)
-            .env("SS_NS_PREFIX", &self.prefix)
-            .env("SS_NET", &self.net)
-            .output()
-            .unwrap()
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = self.script("down");
-    }
-}
-
 #[test]
 fn fpspin_icmp_ping_host_program_on_the_live_nic() {
     let Some(repo) = fpspin_repo() else { return };
-    if !is_root() {
-        println!("SKIPPED: the live test needs root (network namespaces, XDP)");
+    if !needs_root("the live test", "network namespaces, XDP") {
         return;
     }
-    let d = tmp("fpspin-live");
+    let d = scratch("fpspin-live");
     let ex = extract(&repo, &d);
     let bin = compile_host(&ex, "icmp_ping", "icmp-ping.c");
     let dir = ex.join("icmp_ping");
@@ -843,21 +717,8 @@ fn fpspin_icmp_ping_host_program_on_the_live_nic() {
         &["-DDO_HOST=1"],
         &dir.join("build/icmp_ping"),
     );
-    let net = Netns {
-        prefix: format!("fp{}", std::process::id() % 100000),
-        net: "10.78.0".into(),
-    };
-    let up = net.script("up");
-    assert!(
-        up.status.success(),
-        "netns.sh up: {}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let (nic_ns, peer_ns, nic_if) = (
-        format!("{}nic", net.prefix),
-        format!("{}peer", net.prefix),
-        format!("{}0", net.prefix),
-    );
+    let net = Topo::pair("fp", "10.78.0");
+    let (nic_ns, peer_ns, nic_if) = (net.nic_ns(), net.peer_ns(), net.nic_if());
     // FPsPIN's program on the NIC's interface (-d), ending after 3 requests.
     let host = Command::new("ip")
         .args(["netns", "exec", &nic_ns])
@@ -909,7 +770,7 @@ fn fpspin_icmp_ping_host_program_on_the_live_nic() {
 /// and needs no FPsPIN sources.
 #[test]
 fn fpspin_init_refuses_bad_input_by_name() {
-    let d = tmp("fpspin-init-errors");
+    let d = scratch("fpspin-init-errors");
     std::fs::write(
         d.join("t.c"),
         r#"#include "fpspin/fpspin.h"
@@ -938,7 +799,7 @@ int main(int argc, char **argv) {
         "building h.c",
     );
     let flags = run(Command::new("pkg-config")
-        .env("PKG_CONFIG_PATH", sdk())
+        .env("PKG_CONFIG_PATH", sdk("fpspin"))
         .args(["--cflags", "--libs", "softspin-fpspin"]));
     let flags = String::from_utf8(flags.stdout).unwrap();
     run(Command::new("cc")
@@ -976,11 +837,10 @@ int main(int argc, char **argv) {
 #[test]
 fn fpspin_slmp_host_program_on_the_live_nic() {
     let Some(repo) = fpspin_repo() else { return };
-    if !is_root() {
-        println!("SKIPPED: the live test needs root (network namespaces, XDP)");
+    if !needs_root("the live test", "network namespaces, XDP") {
         return;
     }
-    let d = tmp("fpspin-live-slmp");
+    let d = scratch("fpspin-live-slmp");
     let ex = extract(&repo, &d);
     let bin = compile_host(&ex, "slmp", "slmp.c");
     let dir = ex.join("slmp");
@@ -988,21 +848,8 @@ fn fpspin_slmp_host_program_on_the_live_nic() {
     build_handler(&ex, "slmp", &[], &dir.join("build/slmp"));
     let file = payload(20000, 7);
     std::fs::write(d.join("file.bin"), &file).unwrap();
-    let net = Netns {
-        prefix: format!("fs{}", std::process::id() % 100000),
-        net: "10.80.0".into(),
-    };
-    let up = net.script("up");
-    assert!(
-        up.status.success(),
-        "netns.sh up: {}",
-        String::from_utf8_lossy(&up.stderr)
-    );
-    let (nic_ns, peer_ns, nic_if) = (
-        format!("{}nic", net.prefix),
-        format!("{}peer", net.prefix),
-        format!("{}0", net.prefix),
-    );
+    let net = Topo::pair("fs", "10.80.0");
+    let (nic_ns, peer_ns, nic_if) = (net.nic_ns(), net.peer_ns(), net.nic_if());
     // FPsPIN's receiver program, its ruleset_slmp on the interface, one file.
     let prefix = d.join("rx");
     let host = Command::new("ip")

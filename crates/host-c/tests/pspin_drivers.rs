@@ -15,9 +15,9 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
-use std::sync::OnceLock;
 
-use common::{release_dir, root, run, third_party, tmp, Pinned};
+use common::{release_dir, sdk};
+use softspin_testkit::{run, scratch, third_party, Pinned};
 
 /// An example that passes: its directory, and the exit status its `main`
 /// gives when `gdriver_fini` succeeds (empty and ooorb return
@@ -56,43 +56,9 @@ fn pspin_repo() -> Option<Pinned> {
     third_party("pspin")
 }
 
-/// libsoftspin and the CLI current, then `make -C sdk/pspin`; returns the
-/// PKG_CONFIG_PATH that finds softspin-pspin.pc. Once per process: the
-/// tests run in parallel and must not link while make rewrites the library.
-fn sdk() -> PathBuf {
-    static DONE: OnceLock<PathBuf> = OnceLock::new();
-    DONE.get_or_init(|| {
-        release_dir();
-        run(Command::new("make")
-            .arg("-s")
-            .arg("-C")
-            .arg(root().join("sdk/pspin")));
-        root().join("build/pspin")
-    })
-    .clone()
-}
-
 /// `examples/NAME` of the PsPIN checkout, extracted into a scratch dir.
 fn extract(src: &Pinned, name: &str, dir: &Path) -> PathBuf {
-    let archive = run(Command::new("git").arg("-C").arg(&src.repo).args([
-        "archive",
-        &src.commit,
-        &format!("examples/{name}"),
-    ]));
-    let mut tar = Command::new("tar")
-        .arg("-x")
-        .arg("-C")
-        .arg(dir)
-        .stdin(std::process::Stdio::piped())
-        .spawn()
-        .expect("run tar");
-    use std::io::Write;
-    tar.stdin
-        .take()
-        .unwrap()
-        .write_all(&archive.stdout)
-        .unwrap();
-    assert!(tar.wait().unwrap().success(), "tar of examples/{name}");
+    src.extract(&[format!("examples/{name}")], dir);
     dir.join("examples").join(name)
 }
 
@@ -164,8 +130,8 @@ fn text(o: &Output) -> String {
 #[test]
 fn pspin_example_drivers_pass_their_own_check() {
     let Some(repo) = pspin_repo() else { return };
-    let pc = sdk();
-    let dir = tmp("pspin-drivers");
+    let pc = sdk("pspin");
+    let dir = scratch("pspin-drivers");
     let mut failures = Vec::new();
     for &(name, status, extra) in PASSING {
         let ex = extract(&repo, name, &dir);
@@ -205,8 +171,8 @@ fn pspin_example_drivers_pass_their_own_check() {
 #[test]
 fn gdriver_options_defaults_and_timing() {
     let Some(repo) = pspin_repo() else { return };
-    let pc = sdk();
-    let dir = tmp("pspin-options");
+    let pc = sdk("pspin");
+    let dir = scratch("pspin-options");
     let ex = extract(&repo, "reduce", &dir);
     build(&ex, &pc).unwrap();
 
@@ -273,8 +239,8 @@ fn gdriver_options_defaults_and_timing() {
 #[test]
 fn faulting_handlers_fail_the_drivers_check() {
     let Some(repo) = pspin_repo() else { return };
-    let pc = sdk();
-    let dir = tmp("pspin-sabotage");
+    let pc = sdk("pspin");
+    let dir = scratch("pspin-sabotage");
     let ex = extract(&repo, "empty", &dir);
     build(&ex, &pc).unwrap();
     let src = dir.join("abort.c");
@@ -305,8 +271,8 @@ fn faulting_handlers_fail_the_drivers_check() {
 /// source no ECTX matches or a header count that disagrees.
 #[test]
 fn gdriver_trace_with_wait_lines() {
-    let pc = sdk();
-    let dir = tmp("pspin-trace");
+    let pc = sdk("pspin");
+    let dir = scratch("pspin-trace");
     std::fs::create_dir_all(dir.join("build")).unwrap();
     std::fs::write(
         dir.join("h.c"),
@@ -403,8 +369,8 @@ int main(int argc, char **argv)
 /// per NIC write, feedback per processed packet.
 #[test]
 fn pspinsim_routes_to_ectxs_and_calls_back() {
-    let pc = sdk();
-    let dir = tmp("pspinsim-api");
+    let pc = sdk("pspin");
+    let dir = scratch("pspinsim-api");
     let ss = release_dir().join("softspin");
     std::fs::write(
         dir.join("a.c"),
@@ -532,8 +498,8 @@ int main(int argc, char **argv)
 #[ignore = "PsPIN examples that need engine changes (issue 13); run with --ignored to see if they still fail"]
 fn pspin_examples_known_to_fail() {
     let Some(repo) = pspin_repo() else { return };
-    let pc = sdk();
-    let dir = tmp("pspin-failing");
+    let pc = sdk("pspin");
+    let dir = scratch("pspin-failing");
     let mut surprises = Vec::new();
     for &(name, reason) in KNOWN_FAILING {
         let ex = extract(&repo, name, &dir);

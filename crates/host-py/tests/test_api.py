@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 import softspin
-from conftest import build
+from conftest import ROOT, build
+
+sys.path.insert(0, str(ROOT / "tests" / "py"))
+from packets import write_pcap  # noqa: E402
 
 HDR = 28  # PsPIN IP-first frame: IP + UDP headers before the payload
 
@@ -547,11 +550,8 @@ def eth_frame(n, i):
 def test_feed_pcap(handlers_elf, tmp_path):
     nic, _, e = open_with(handlers_elf, "echo_ph")
     p = tmp_path / "in.pcap"
-    data = struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)
     frames = [eth_frame(60 + 10 * i, i) for i in range(4)]
-    for i, f in enumerate(frames):
-        data += struct.pack("<IIII", 0, i, len(f), len(f)) + f
-    p.write_bytes(data)
+    write_pcap(p, frames, gap_us=1)
     nic.feed_pcap(p)
     nic.run_until_idle()
     assert sorted(o.frame for o in kinds(nic.events(), softspin.OutboundPacket)) == sorted(frames)

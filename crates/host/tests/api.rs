@@ -1,22 +1,12 @@
 //! The Rust host API: the success path and every error path.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 
 use softspin_host::sdk::{build, BuildOptions};
 use softspin_host::{EctxOptions, Error, Event, Nic};
 
 fn handler() -> PathBuf {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("softspin-host-api-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("h.elf");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/handlers/engine_test.c");
-        build(&BuildOptions::handler(&[src], &out)).unwrap();
-        out
-    })
-    .clone()
+    softspin_testkit::handler_image("engine_test", &["crates/cli/tests/handlers/engine_test.c"])
 }
 
 fn opts(ph: &str) -> EctxOptions {

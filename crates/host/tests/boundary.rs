@@ -2,9 +2,8 @@
 //! error kinds, ECTX handles in events, and the one pacing rule. Each of
 //! these panicked, aborted, misattributed or drifted before.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::OnceLock;
 
 use softspin_host::sdk::{build, BuildOptions};
 use softspin_host::{
@@ -13,17 +12,7 @@ use softspin_host::{
 };
 
 fn handler() -> PathBuf {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir =
-            std::env::temp_dir().join(format!("softspin-host-boundary-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("h.elf");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("../cli/tests/handlers/engine_test.c");
-        build(&BuildOptions::handler(&[src], &out)).unwrap();
-        out
-    })
-    .clone()
+    softspin_testkit::handler_image("engine_test", &["crates/cli/tests/handlers/engine_test.c"])
 }
 
 fn opts(ph: &str) -> EctxOptions {

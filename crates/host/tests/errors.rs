@@ -2,24 +2,13 @@
 //! engine keeps the details of only its first errors for the report, so
 //! the host API takes every error from it as it happens.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 
 use softspin_engine::stats::MAX_ERRORS_KEPT;
-use softspin_host::sdk::{build, BuildOptions};
 use softspin_host::{EctxOptions, Event, Nic};
 
 fn handler() -> PathBuf {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("softspin-host-errors-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("fault.elf");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/handlers/fault.c");
-        build(&BuildOptions::handler(&[src], &out)).unwrap();
-        out
-    })
-    .clone()
+    softspin_testkit::handler_image("fault", &["crates/host/tests/handlers/fault.c"])
 }
 
 /// Three rounds of 600 faulting packets: 1800 error events, each message's

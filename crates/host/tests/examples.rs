@@ -5,8 +5,7 @@ mod notify;
 
 #[test]
 fn notify_delivers_every_request_and_response() {
-    let dir = std::env::temp_dir().join(format!("softspin-notify-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = softspin_testkit::scratch("notify-test");
     let o = notify::run(&dir).unwrap();
     // Every key was asked exactly once, whatever the order.
     let mut want = std::collections::BTreeMap::new();

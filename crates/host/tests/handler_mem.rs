@@ -2,23 +2,12 @@
 //! for several ECTXs, each with handler memory of its own, the image's data
 //! shared; real overlaps still refused, naming both ECTXs.
 
-use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::path::PathBuf;
 
-use softspin_host::sdk::{build, BuildOptions};
 use softspin_host::{EctxOptions, ErrorKind, Nic};
 
 fn handler() -> PathBuf {
-    static P: OnceLock<PathBuf> = OnceLock::new();
-    P.get_or_init(|| {
-        let dir = std::env::temp_dir().join(format!("softspin-host-hmem-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let out = dir.join("count.elf");
-        let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/handlers/count.c");
-        build(&BuildOptions::handler(&[src], &out)).unwrap();
-        out
-    })
-    .clone()
+    softspin_testkit::handler_image("count", &["crates/host/tests/handlers/count.c"])
 }
 
 const HMEM: u32 = 0x1c10_0000;

@@ -14,51 +14,42 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::fmt::Write as _;
-use std::process::Command;
+
+mod llvm;
 
 use softspin_hpu::isa::{decode32, Op};
+use softspin_testkit::Rng;
 
 const MATTR: &str = "+xcvmem,+xcvalu,+xcvbi,+xcvmac";
 const CUSTOM: [u32; 4] = [0x0B, 0x2B, 0x5B, 0x7B];
 
-/// xorshift64*: a fixed-seed generator, so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
-    }
-}
-
 fn words() -> Vec<u32> {
-    let mut rng = Rng(0xc0_4e_5eed);
+    let mut rng = Rng::new(0xc04e_5eed);
     let mut v = Vec::new();
     for &op in &CUSTOM {
         // funct3 x funct7, three random register/immediate fillings each.
         for f3 in 0..8u32 {
             for f7 in 0..128u32 {
                 for _ in 0..3 {
-                    v.push(f7 << 25 | (rng.next() & 0x01FF_8F80) | f3 << 12 | op);
+                    v.push(f7 << 25 | (rng.next_u32() & 0x01FF_8F80) | f3 << 12 | op);
                 }
             }
         }
         // Random words.
         for _ in 0..20_000 {
-            v.push((rng.next() & !0x7F) | op);
+            v.push((rng.next_u32() & !0x7F) | op);
         }
     }
     // custom-1 funct3 = 3: every funct7 x rs2, random rd/rs1.
     for f7 in 0..128u32 {
         for rs2 in 0..32u32 {
-            v.push(f7 << 25 | rs2 << 20 | (rng.next() & 0x000F_8F80) | 3 << 12 | 0x2B);
+            v.push(f7 << 25 | rs2 << 20 | (rng.next_u32() & 0x000F_8F80) | 3 << 12 | 0x2B);
         }
     }
     // custom-2: every funct3 x funct2 x Is3, random registers.
     for f3 in 0..8u32 {
         for top in 0..128u32 {
-            v.push(top << 25 | (rng.next() & 0x01FF_8F80) | f3 << 12 | 0x5B);
+            v.push(top << 25 | (rng.next_u32() & 0x01FF_8F80) | f3 << 12 | 0x5B);
         }
     }
     // Registers x0 in every position (x0 sinks, x0 bases, x0 rs3).
@@ -75,49 +66,7 @@ fn words() -> Vec<u32> {
 /// objdump's (mnemonic, operands) for each address.
 fn objdump(words: &[u32]) -> HashMap<u32, (String, String)> {
     let bin: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
-    let dir = std::env::temp_dir().join(format!("softspin-decoder-corev-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (raw, elf) = (dir.join("code.bin"), dir.join("code.elf"));
-    std::fs::write(&raw, &bin).unwrap();
-    let run = |cmd: &mut Command| {
-        let o = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh installs llvm-19)"));
-        assert!(
-            o.status.success(),
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o.stdout
-    };
-    run(Command::new("llvm-objcopy-19")
-        .args([
-            "-I",
-            "binary",
-            "-O",
-            "elf32-littleriscv",
-            "--rename-section=.data=.text,code,alloc",
-        ])
-        .arg(&raw)
-        .arg(&elf));
-    let out = run(Command::new("llvm-objdump-19")
-        .args(["-d", &format!("--mattr={MATTR}"), "-M", "no-aliases"])
-        .arg(&elf));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut m = HashMap::new();
-    for line in String::from_utf8(out).unwrap().lines() {
-        let Some((addr, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else {
-            continue;
-        };
-        let mut f = rest.split('\t').skip(1);
-        let mn = f.next().unwrap_or("").trim().to_string();
-        let ops = f.next().unwrap_or("").trim().to_string();
-        m.insert(addr, (mn, ops));
-    }
-    m
+    llvm::objdump("decoder-corev", &bin, 19, MATTR)
 }
 
 /// objdump's text as ours: None for "not an instruction"; branch targets

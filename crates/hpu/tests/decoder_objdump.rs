@@ -14,9 +14,11 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::process::Command;
+
+mod llvm;
 
 use softspin_hpu::isa::{decode16, decode32, REG_NAMES};
+use softspin_testkit::Rng;
 
 /// One test item: 4 bytes at pc = 4 * index.
 #[derive(Clone, Copy)]
@@ -26,38 +28,27 @@ enum Item {
     W(u32),
 }
 
-/// xorshift64*: a fixed-seed generator, so failures reproduce.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u32 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
-    }
-}
-
 fn items() -> Vec<Item> {
-    let mut rng = Rng(0x5eed_0f_5b1b);
+    let mut rng = Rng::new(0x005e_ed0f_5b1b);
     let mut v = Vec::new();
     // All parcels. A parcel with low bits 11 starts a 32-bit instruction:
     // pair it with a random high half.
     for p in 0..=u16::MAX {
         if p & 3 == 3 {
-            v.push(Item::W(p as u32 | rng.next() << 16));
+            v.push(Item::W(p as u32 | rng.next_u32() << 16));
         } else {
             v.push(Item::C(p));
         }
     }
     // Random 32-bit instructions (low bits 11, else they would be compressed).
     for _ in 0..200_000 {
-        v.push(Item::W(rng.next() | 3));
+        v.push(Item::W(rng.next_u32() | 3));
     }
     // Every major opcode x funct3 x funct7, random registers.
     for op in 0..32u32 {
         for f3 in 0..8u32 {
             for f7 in 0..128u32 {
-                let regs = rng.next() & 0x01FF_8F80; // rs2, rs1, rd
+                let regs = rng.next_u32() & 0x01FF_8F80; // rs2, rs1, rd
                 v.push(Item::W(f7 << 25 | f3 << 12 | op << 2 | 3 | regs));
             }
         }
@@ -67,17 +58,17 @@ fn items() -> Vec<Item> {
         for f3 in 0..8u32 {
             v.push(Item::W(csr << 20 | f3 << 12 | 0x73));
             v.push(Item::W(
-                csr << 20 | (rng.next() & 0xF8F80) | f3 << 12 | 0x73,
+                csr << 20 | (rng.next_u32() & 0xF8F80) | f3 << 12 | 0x73,
             ));
         }
     }
     // AMO: every funct5 x aq/rl x funct3, with rs2 zero and random.
     for f7 in 0..128u32 {
         for f3 in 0..8u32 {
-            let regs = rng.next() & 0x000F_8F80;
+            let regs = rng.next_u32() & 0x000F_8F80;
             v.push(Item::W(f7 << 25 | regs | f3 << 12 | 0x2F));
             v.push(Item::W(
-                f7 << 25 | (rng.next() & 0x01F0_0000) | regs | f3 << 12 | 0x2F,
+                f7 << 25 | (rng.next_u32() & 0x01F0_0000) | regs | f3 << 12 | 0x2F,
             ));
         }
     }
@@ -96,51 +87,7 @@ fn objdump(items: &[Item]) -> HashMap<u32, (String, String)> {
             Item::W(w) => bin.extend(w.to_le_bytes()),
         }
     }
-    let dir = std::env::temp_dir().join(format!("softspin-decoder-objdump-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let (raw, elf) = (dir.join("code.bin"), dir.join("code.elf"));
-    std::fs::write(&raw, &bin).unwrap();
-    // Wrap the raw bytes in an ELF whose only section is executable code.
-    let run = |cmd: &mut Command| {
-        let o = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("{cmd:?}: {e} (scripts/setup.sh --tests installs llvm-14)"));
-        assert!(
-            o.status.success(),
-            "{cmd:?}: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        o.stdout
-    };
-    run(Command::new("llvm-objcopy-14")
-        .args([
-            "-I",
-            "binary",
-            "-O",
-            "elf32-littleriscv",
-            "--rename-section=.data=.text,code,alloc",
-        ])
-        .arg(&raw)
-        .arg(&elf));
-    let out = run(Command::new("llvm-objdump-14")
-        .args(["-d", "--mattr=+m,+a,+c", "-M", "no-aliases"])
-        .arg(&elf));
-    let _ = std::fs::remove_dir_all(&dir);
-    let mut m = HashMap::new();
-    for line in String::from_utf8(out).unwrap().lines() {
-        // "      54: 2e 85        \tc.mv\ta0, a1"
-        let Some((addr, rest)) = line.split_once(':') else {
-            continue;
-        };
-        let Ok(addr) = u32::from_str_radix(addr.trim(), 16) else {
-            continue;
-        };
-        let mut f = rest.split('\t').skip(1);
-        let mn = f.next().unwrap_or("").trim().to_string();
-        let ops = f.next().unwrap_or("").trim().to_string();
-        m.insert(addr, (mn, ops));
-    }
-    m
+    llvm::objdump("decoder-objdump", &bin, 14, "+m,+a,+c")
 }
 
 fn reg_num(name: &str) -> Option<u32> {

@@ -9,27 +9,23 @@ use softspin_netio::rules::{
 };
 use softspin_netio::xdp::{XdpMatcher, ETH_HLEN};
 use softspin_netio::NetError;
+use softspin_testkit::frame::Frame;
+use softspin_testkit::needs_root;
+use softspin_testkit::net::{in_netns, Topo};
 
 const XDP_PASS: u32 = 2;
 
 /// An Ethernet/IPv4/UDP frame built byte by byte (independent of softspin-wire).
 fn udp_frame(sport: u16, dport: u16, payload: &[u8]) -> Vec<u8> {
-    let mut f = vec![0u8; 42];
-    f[0..6].copy_from_slice(&[0x02, 0, 0, 0, 0, 1]);
-    f[6..12].copy_from_slice(&[0x02, 0, 0, 0, 0, 2]);
-    f[12] = 0x08; // EtherType IPv4
-    f[14] = 0x45;
-    let ip_len = (20 + 8 + payload.len()) as u16;
-    f[16..18].copy_from_slice(&ip_len.to_be_bytes());
-    f[22] = 64; // TTL
-    f[23] = 17; // UDP
-    f[26..30].copy_from_slice(&[10, 0, 0, 1]);
-    f[30..34].copy_from_slice(&[10, 0, 0, 2]);
-    f[34..36].copy_from_slice(&sport.to_be_bytes());
-    f[36..38].copy_from_slice(&dport.to_be_bytes());
-    f[38..40].copy_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    f.extend_from_slice(payload);
-    f
+    Frame {
+        src_mac: [0x02, 0, 0, 0, 0, 2],
+        dst_mac: [0x02, 0, 0, 0, 0, 1],
+        sport,
+        dport,
+        flags_frag: 0,
+        ..Frame::default()
+    }
+    .udp(payload)
 }
 
 fn icmp_frame() -> Vec<u8> {
@@ -362,14 +358,8 @@ fn rules_file_errors_name_ruleset_and_field() {
 
 // ---- XDP vs the reference -------------------------------------------------
 
-fn is_root() -> bool {
-    // SAFETY: no arguments, cannot fail.
-    unsafe { libc::geteuid() == 0 }
-}
-
 fn load_or_skip(test: &str) -> Option<XdpMatcher> {
-    if !is_root() {
-        eprintln!("{test}: SKIPPED (not root: loading BPF programs needs CAP_BPF)");
+    if !needs_root(test, "loading BPF programs needs CAP_BPF") {
         return None;
     }
     Some(XdpMatcher::load_unattached().expect("load the XDP matcher"))
@@ -583,83 +573,26 @@ fn xdp_agrees_with_reference() {
 
 // ---- attach / detach on a veth in a namespace we create -------------------
 
-struct Netns(String);
-
-impl Netns {
-    fn create(name: &str) -> Netns {
-        let _ = ip(&["netns", "del", name]);
-        assert!(
-            ip(&["netns", "add", name]).status.success(),
-            "ip netns add {name}"
-        );
-        Netns(name.into())
-    }
-    fn ip(&self, args: &[&str]) -> std::process::Output {
-        let mut a = vec!["-n", self.0.as_str()];
-        a.extend_from_slice(args);
-        ip(&a)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        // Removing the namespace removes the veth pair with it.
-        let _ = ip(&["netns", "del", &self.0]);
-    }
-}
-
-fn ip(args: &[&str]) -> std::process::Output {
-    std::process::Command::new("ip")
-        .args(args)
-        .output()
-        .expect("run ip")
-}
-
-/// Runs `f` on a thread that has entered the namespace (threads own their
-/// network namespace; the test process stays where it was).
-fn in_netns<T: Send>(ns: &str, f: impl FnOnce() -> T + Send) -> T {
-    let path = format!("/var/run/netns/{ns}");
-    std::thread::scope(|s| {
-        s.spawn(|| {
-            let file = std::fs::File::open(&path).expect("open netns");
-            use std::os::fd::AsRawFd;
-            // SAFETY: a valid namespace fd.
-            assert_eq!(
-                unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) },
-                0,
-                "setns"
-            );
-            f()
-        })
-        .join()
-        .unwrap()
-    })
-}
-
 #[test]
 fn xdp_attach_detaches_when_dropped() {
-    if !is_root() {
-        eprintln!("xdp_attach_detaches_when_dropped: SKIPPED (not root)");
+    if !needs_root("xdp_attach_detaches_when_dropped", "XDP attach, namespaces") {
         return;
     }
-    let ns = Netns::create(&format!("ssmatch{}", std::process::id()));
-    assert!(ns
-        .ip(&["link", "add", "ssm0", "type", "veth", "peer", "name", "ssm1"])
-        .status
-        .success());
-    assert!(ns.ip(&["link", "set", "ssm0", "up"]).status.success());
-    assert!(ns.ip(&["link", "set", "ssm1", "up"]).status.success());
-    let show =
-        || String::from_utf8_lossy(&ns.ip(&["-d", "link", "show", "ssm0"]).stdout).into_owned();
+    let net = Topo::pair("sm", "10.77.0");
+    let (ns, dev) = (net.nic_ns(), net.nic_if());
+    let show = || {
+        let o = net.exec(&ns, &["ip", "-d", "link", "show", &dev]);
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
     assert!(!show().contains("xdp"), "{}", show());
 
-    in_netns(&ns.0, || {
+    in_netns(&ns, || {
         assert!(matches!(
             XdpMatcher::attach("nosuch0"),
             Err(NetError::NoSuchInterface(_))
         ));
-        assert_eq!(XdpMatcher::queues("ssm0").unwrap(), 1);
-        let mut x = XdpMatcher::attach("ssm0").expect("attach");
+        assert_eq!(XdpMatcher::queues(&dev).unwrap(), 1);
+        let mut x = XdpMatcher::attach(&dev).expect("attach");
         x.set_rulesets(&[Ruleset::from_spec("udp:9").unwrap()])
             .unwrap();
         let s = show();
@@ -668,8 +601,8 @@ fn xdp_attach_detaches_when_dropped() {
             "native XDP expected: {s}"
         );
         // One program per interface: a second attach is refused, not stacked.
-        match XdpMatcher::attach("ssm0") {
-            Err(NetError::XdpBusy { iface }) => assert_eq!(iface, "ssm0"),
+        match XdpMatcher::attach(&dev) {
+            Err(NetError::XdpBusy { iface }) => assert_eq!(iface, dev),
             Err(e) => panic!("expected XdpBusy, got {e}"),
             Ok(_) => panic!("second attach succeeded"),
         }

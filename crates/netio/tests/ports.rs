@@ -4,25 +4,16 @@
 //! file's own builder and parser, not the port's.
 
 use std::net::{Ipv4Addr, UdpSocket};
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use softspin_netio::socket::SocketPort;
 use softspin_netio::{NetError, Port, Ruleset, RxFrame};
+use softspin_testkit::frame::Frame;
+use softspin_testkit::net::Topo;
+use softspin_testkit::{csum, is_root, needs_root};
 
 // ---- an independent reference: frames built and read by hand ----
-
-fn csum(data: &[u8]) -> u16 {
-    let mut acc: u32 = 0;
-    for c in data.chunks(2) {
-        acc += u32::from(c[0]) << 8 | u32::from(*c.get(1).unwrap_or(&0));
-    }
-    while acc > 0xffff {
-        acc = (acc & 0xffff) + (acc >> 16);
-    }
-    !(acc as u16)
-}
 
 fn udp_frame(
     src_mac: [u8; 6],
@@ -33,27 +24,17 @@ fn udp_frame(
     dport: u16,
     payload: &[u8],
 ) -> Vec<u8> {
-    let mut f = Vec::new();
-    f.extend_from_slice(&dst_mac);
-    f.extend_from_slice(&src_mac);
-    f.extend_from_slice(&[0x08, 0x00]);
-    let total = (20 + 8 + payload.len()) as u16;
-    let mut ip = [0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&src.octets());
-    ip[16..20].copy_from_slice(&dst.octets());
-    let c = csum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(payload);
-    f
+    Frame {
+        src_mac,
+        dst_mac,
+        src_ip: src.octets(),
+        dst_ip: dst.octets(),
+        sport,
+        dport,
+        flags_frag: 0,
+        ..Frame::default()
+    }
+    .udp(payload)
 }
 
 /// (src, dst, sport, dport, payload) of an Ethernet/IPv4/UDP frame, read by
@@ -248,74 +229,18 @@ fn bad_interface_names_are_errors() {
 
 // ---- XDP mode, in namespaces ----
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-fn netns_script() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../scripts/netns.sh")
-}
-
-/// The namespace pair of one test; removed on drop, whatever happened.
-struct Netns {
-    prefix: String,
-}
-
-impl Netns {
-    fn up(tag: &str) -> Netns {
-        Netns::up_with_queues(tag, 1)
-    }
-    fn up_with_queues(tag: &str, queues: u32) -> Netns {
-        let prefix = format!("{tag}{}", std::process::id() % 100_000);
-        let n = Netns { prefix };
-        let out = Command::new(netns_script())
-            .arg("up")
-            .env("SS_NS_PREFIX", &n.prefix)
-            .env("SS_QUEUES", queues.to_string())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "netns.sh up: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        n
-    }
-    fn nic_ns(&self) -> String {
-        format!("{}nic", self.prefix)
-    }
-    fn peer_ns(&self) -> String {
-        format!("{}peer", self.prefix)
-    }
-    fn nic_if(&self) -> String {
-        format!("{}0", self.prefix)
-    }
-    fn peer_if(&self) -> String {
-        format!("{}1", self.prefix)
-    }
-}
-
-impl Drop for Netns {
-    fn drop(&mut self) {
-        let _ = Command::new(netns_script())
-            .arg("down")
-            .env("SS_NS_PREFIX", &self.prefix)
-            .status();
-    }
-}
-
 const NIC_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 1);
 const PEER_IP: Ipv4Addr = Ipv4Addr::new(10, 77, 0, 2);
+/// The /24 of NIC_IP and PEER_IP.
+const NET: &str = "10.77.0";
 
 /// Runs the XDP body (below) in the NIC's namespace as a child process:
 /// `ip netns exec` also gives it that namespace's /sys.
 fn run_xdp_body(tag: &str, queues: u32) {
-    if !is_root() {
-        eprintln!("SKIPPED XDP test: needs root (XDP attach, AF_XDP, namespaces)");
+    if !needs_root("the XDP test", "XDP attach, AF_XDP, namespaces") {
         return;
     }
-    let ns = Netns::up_with_queues(tag, queues);
+    let ns = Topo::pair_with_queues(tag, NET, queues);
     let exe = std::env::current_exe().unwrap();
     let out = Command::new("ip")
         .args(["netns", "exec", &ns.nic_ns()])
@@ -549,11 +474,10 @@ fn child_in(ns: &str, test: &str, env: String) -> std::process::Child {
 #[test]
 #[ignore = "a measurement: run by hand as root"]
 fn xdp_rx_rate() {
-    if !is_root() {
-        eprintln!("SKIPPED xdp_rx_rate: needs root");
+    if !needs_root("xdp_rx_rate", "XDP attach, AF_XDP, namespaces") {
         return;
     }
-    let ns = Netns::up("sr");
+    let ns = Topo::pair("sr", NET);
     let nic_mac = Command::new("ip")
         .args([
             "netns",

@@ -19,7 +19,6 @@ pub mod rack;
 pub mod rto;
 pub mod sender;
 pub mod stats;
-pub mod testing;
 pub mod window;
 
 pub use rto::{RtoConfig, RtoEstimator};
@@ -106,10 +105,7 @@ pub type Result<T> = std::result::Result<T, Error>;
 /// Wait until `sock` has a datagram or `timeout` passed; true when
 /// readable. ppoll, not SO_RCVTIMEO: the kernel rounds socket timeouts up
 /// to whole jiffies (4 ms at HZ=250), a hundred loopback RTTs.
-pub(crate) fn wait_readable(
-    sock: &std::net::UdpSocket,
-    timeout: Duration,
-) -> std::io::Result<bool> {
+pub fn wait_readable(sock: &std::net::UdpSocket, timeout: Duration) -> std::io::Result<bool> {
     use std::os::fd::AsRawFd;
     let mut pfd = libc::pollfd {
         fd: sock.as_raw_fd(),

@@ -1,5 +1,5 @@
 //! The SLMP sender against the reference receiver of
-//! `softspin_slmp::testing` on 127.0.0.1, with seeded loss both ways,
+//! `softspin_testkit::slmp_receiver` on 127.0.0.1, with seeded loss both ways,
 //! duplicates and reordering: every message arrives byte-exact (checked by
 //! the receiver's own reassembly, not by the sender's statistics), loss
 //! really happened (the receiver's counts), retransmissions follow it, and
@@ -8,21 +8,14 @@
 use std::net::UdpSocket;
 use std::time::{Duration, Instant};
 
-use softspin_slmp::testing::{Impairment, Outcome, ReferenceReceiver};
 use softspin_slmp::{
     Error, GiveUpReason, RtoConfig, Sender, SenderConfig, Stats, SyncMode, WindowMode,
 };
+use softspin_testkit::slmp_receiver::{Impairment, Outcome, ReferenceReceiver};
+use softspin_testkit::Rng;
 
 fn data(len: usize, seed: u64) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    Rng::new(seed).bytes(len)
 }
 
 /// RTO bounds for a loopback test: low floor so 20 % loss at window 1 ends

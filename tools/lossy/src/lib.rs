@@ -11,12 +11,11 @@
 use rand::rngs::Xoshiro256PlusPlus;
 use rand::{RngExt, SeedableRng};
 use serde::Serialize;
+use softspin_wire::ethernet::{self, EtherType};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 use std::time::{Duration, Instant};
 
-/// EtherType of IPv4, the only kind of frame that is impaired.
-pub const ETHERTYPE_IPV4: u16 = 0x0800;
 /// Upper bound of the fixed delay and of the jitter: enough for any test,
 /// small enough that a typo (seconds for µs) is an error, not a dead link.
 pub const MAX_DELAY: Duration = Duration::from_secs(10);
@@ -145,8 +144,9 @@ pub struct Shaper {
     pub counters: Counters,
 }
 
+/// IPv4 is the only kind of frame that is impaired.
 fn is_ipv4(frame: &[u8]) -> bool {
-    frame.len() >= 14 && u16::from_be_bytes([frame[12], frame[13]]) == ETHERTYPE_IPV4
+    ethernet::Packet::new_checked(frame).is_ok_and(|p| p.ethertype() == EtherType::Ipv4)
 }
 
 impl Shaper {
@@ -280,7 +280,7 @@ mod tests {
 
     fn ipv4(seq: u32) -> Vec<u8> {
         let mut f = vec![0u8; 60];
-        f[12..14].copy_from_slice(&ETHERTYPE_IPV4.to_be_bytes());
+        ethernet::Packet::new_unchecked(&mut f[..]).set_ethertype(EtherType::Ipv4);
         f[56..60].copy_from_slice(&seq.to_be_bytes());
         f
     }
@@ -325,7 +325,7 @@ mod tests {
         );
         let now = Instant::now();
         let mut arp = vec![0u8; 42];
-        arp[12..14].copy_from_slice(&0x0806u16.to_be_bytes());
+        ethernet::Packet::new_unchecked(&mut arp[..]).set_ethertype(EtherType::Arp);
         s.push(arp.clone(), now);
         s.push(ipv4(1), now);
         assert_eq!(s.pop_due(now), Some(arp));

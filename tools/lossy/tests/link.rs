@@ -5,91 +5,55 @@
 //! skips with a message otherwise.
 
 use serde_json::Value;
+use softspin_testkit::net::{spawn_in_netns, Topo};
+use softspin_testkit::{needs_root, root, scratch, skip, Rng};
 use std::collections::HashSet;
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-fn root() -> PathBuf {
-    // Canonical first: the crate dir may be reached through a link.
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .canonicalize()
-        .unwrap()
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+/// The lossy link's three namespaces (`Topo::lossy_link`), with what the
+/// tests do on it.
+struct Link(Topo);
 
-fn is_root() -> bool {
-    let s = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
-    s.lines()
-        .find(|l| l.starts_with("Uid:"))
-        .and_then(|l| l.split_whitespace().nth(2))
-        .map(|u| u == "0")
-        .unwrap_or(false)
-}
-
-/// The three namespaces; removed on drop, whatever the test did.
-struct Link {
-    prefix: String,
-    net: String,
+impl std::ops::Deref for Link {
+    type Target = Topo;
+    fn deref(&self) -> &Topo {
+        &self.0
+    }
 }
 
 impl Link {
+    /// `None` (after saying SKIPPED and why) when the test cannot run here.
     fn up(test: &str, n: u32) -> Option<Link> {
-        if !is_root() {
-            eprintln!(
-                "skipping lossy-link test {test}: needs root (network namespaces, AF_PACKET)"
-            );
+        if !needs_root(
+            &format!("lossy-link test {test}"),
+            "network namespaces, AF_PACKET",
+        ) {
             return None;
         }
-        let link = Link {
-            prefix: format!("lk{n}p{}", std::process::id() % 100_000),
-            net: format!("10.92.{n}"),
-        };
-        let o = link.script(&["up"]);
-        assert!(
-            o.status.success(),
-            "lossy_link.sh up: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        Some(link)
+        let t = Topo::lossy_link(&format!("k{n}"), &format!("10.92.{n}"));
+        Some(Link(t.with_lossy_bin(env!("CARGO_BIN_EXE_softspin-lossy"))))
     }
 
-    fn cmd(&self, args: &[&str]) -> Command {
-        let mut c = Command::new(root().join("scripts/lossy_link.sh"));
-        c.args(args)
-            .env("SS_NS_PREFIX", &self.prefix)
-            .env("SS_NET", &self.net)
-            .env("SS_LOSSY_BIN", env!("CARGO_BIN_EXE_softspin-lossy"));
-        c
-    }
-
-    fn script(&self, args: &[&str]) -> Output {
-        self.cmd(args).output().unwrap()
-    }
-
-    fn ns(&self, side: &str) -> String {
-        format!("{}{side}", self.prefix)
-    }
     fn b_ip(&self) -> String {
-        format!("{}.1", self.net)
+        self.ip(1)
     }
     fn a_ip(&self) -> String {
-        format!("{}.2", self.net)
+        self.ip(2)
     }
 
     fn mac(&self, side: &str) -> String {
-        let o = self.script(&[
+        let o = self.run(&[
             "exec",
             side,
             "cat",
-            &format!("/sys/class/net/{}{side}0/address", self.prefix),
+            &format!("/sys/class/net/{}/address", self.iface(&format!("{side}0"))),
         ]);
         String::from_utf8(o.stdout).unwrap().trim().to_string()
     }
@@ -99,8 +63,8 @@ impl Link {
     fn static_arp(&self) {
         for (side, peer_ip, peer) in [("a", self.b_ip(), "b"), ("b", self.a_ip(), "a")] {
             let mac = self.mac(peer);
-            let dev = format!("{}{side}0", self.prefix);
-            let o = self.script(&[
+            let dev = self.iface(&format!("{side}0"));
+            let o = self.run(&[
                 "exec",
                 side,
                 "ip",
@@ -133,19 +97,6 @@ impl Link {
         // The forwarder prints its start line once both sockets are bound.
         std::thread::sleep(Duration::from_millis(300));
         f
-    }
-}
-
-impl Drop for Link {
-    fn drop(&mut self) {
-        let o = self.script(&["down"]);
-        if !o.status.success() {
-            eprintln!(
-                "lossy_link.sh down ({}): {}",
-                self.prefix,
-                String::from_utf8_lossy(&o.stderr)
-            );
-        }
     }
 }
 
@@ -195,41 +146,6 @@ impl Drop for Fwd {
     }
 }
 
-/// Runs `f` on a thread that lives in namespace `ns` (setns(2) moves only the
-/// calling thread), so its sockets are that namespace's.
-fn in_ns<T: Send + 'static>(
-    ns: &str,
-    f: impl FnOnce() -> T + Send + 'static,
-) -> std::thread::JoinHandle<T> {
-    let path = format!("/run/netns/{ns}");
-    std::thread::spawn(move || {
-        let file = std::fs::File::open(&path).unwrap();
-        // SAFETY: a valid namespace fd; affects this thread only.
-        let r = unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) };
-        assert_eq!(r, 0, "setns {path}: {}", std::io::Error::last_os_error());
-        f()
-    })
-}
-
-fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-lossy-test-{}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d.join(name)
-}
-
-fn pattern(n: usize) -> Vec<u8> {
-    // Not periodic at any small stride, so a lost or repeated segment shows.
-    let mut x: u32 = 0x1234_5678;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect()
-}
-
 fn num(v: &Value, dir: &str, k: &str) -> u64 {
     v[dir][k]
         .as_u64()
@@ -241,8 +157,8 @@ fn clean_link_carries_ping_and_tcp_exactly() {
     let Some(link) = Link::up("clean", 1) else {
         return;
     };
-    let mut fwd = link.fwd(&scratch("clean.json"), &["--seed", "3"]);
-    let o = link.script(&[
+    let mut fwd = link.fwd(&scratch("lossy-test").join("clean.json"), &["--seed", "3"]);
+    let o = link.run(&[
         "exec",
         "a",
         "ping",
@@ -263,7 +179,7 @@ fn clean_link_carries_ping_and_tcp_exactly() {
     const LEN: usize = 1 << 20;
     let addr: SocketAddr = format!("{}:5001", link.b_ip()).parse().unwrap();
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
-    let rx = in_ns(&link.ns("b"), move || {
+    let rx = spawn_in_netns(&link.ns("b"), move || {
         let l = TcpListener::bind(addr).unwrap();
         ready_tx.send(()).unwrap();
         let (mut s, _) = l.accept().unwrap();
@@ -273,14 +189,17 @@ fn clean_link_carries_ping_and_tcp_exactly() {
         got
     });
     ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    let tx = in_ns(&link.ns("a"), move || {
+    let tx = spawn_in_netns(&link.ns("a"), move || {
         let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(5)).unwrap();
-        s.write_all(&pattern(LEN)).unwrap();
+        s.write_all(&Rng::new(0x1234_5678).bytes(LEN)).unwrap();
     });
     tx.join().unwrap();
     let got = rx.join().unwrap();
     assert_eq!(got.len(), LEN);
-    assert!(got == pattern(LEN), "TCP bytes differ after the link");
+    assert!(
+        got == Rng::new(0x1234_5678).bytes(LEN),
+        "TCP bytes differ after the link"
+    );
 
     let r = fwd.stop();
     for d in ["a2b", "b2a"] {
@@ -300,7 +219,7 @@ fn udp_run(link: &Link, n: u32) -> Vec<u32> {
     let done = Arc::new(AtomicBool::new(false));
     let (ready_tx, ready_rx) = std::sync::mpsc::channel();
     let d2 = done.clone();
-    let rx = in_ns(&link.ns("b"), move || {
+    let rx = spawn_in_netns(&link.ns("b"), move || {
         let s = UdpSocket::bind(addr).unwrap();
         let big: libc::c_int = 16 << 20;
         // SAFETY: setsockopt on our own socket with a c_int value.
@@ -339,7 +258,7 @@ fn udp_run(link: &Link, n: u32) -> Vec<u32> {
         seqs
     });
     ready_rx.recv_timeout(Duration::from_secs(5)).unwrap();
-    let tx = in_ns(&link.ns("a"), move || {
+    let tx = spawn_in_netns(&link.ns("a"), move || {
         let s = UdpSocket::bind("0.0.0.0:0").unwrap();
         let mut p = [0u8; 100];
         for i in 0..n {
@@ -368,7 +287,7 @@ fn udp_loss_is_counted_and_real() {
     };
     link.static_arp();
     let mut fwd = link.fwd(
-        &scratch("loss.json"),
+        &scratch("lossy-test").join("loss.json"),
         &["--loss", "0.2", "--seed", "7", "--report-every-ms", "100"],
     );
     const N: u32 = 4000;
@@ -407,7 +326,7 @@ fn dup_and_reorder_are_counted_and_seen() {
         "--seed",
         "11",
     ];
-    let mut fwd = link.fwd(&scratch("reorder.json"), &flags);
+    let mut fwd = link.fwd(&scratch("lossy-test").join("reorder.json"), &flags);
     const N: u32 = 4000;
     let got = udp_run(&link, N);
     let r = fwd.stop();
@@ -455,18 +374,19 @@ fn captured_slmp_after_the_link_dissects() {
     if Command::new("tshark").arg("--version").output().is_err()
         || Command::new("tcpdump").arg("--version").output().is_err()
     {
-        eprintln!(
-            "skipping capture test: tshark or tcpdump not installed (scripts/setup.sh --tests)"
-        );
+        skip("capture test: tshark or tcpdump not installed (scripts/setup.sh --tests)");
         return;
     }
     let Some(link) = Link::up("capture", 4) else {
         return;
     };
     link.static_arp();
-    let mut fwd = link.fwd(&scratch("capture.json"), &["--dup", "0.1", "--seed", "5"]);
-    let cap = scratch("capture.pcap");
-    let b_if = format!("{}b0", link.prefix);
+    let mut fwd = link.fwd(
+        &scratch("lossy-test").join("capture.json"),
+        &["--dup", "0.1", "--seed", "5"],
+    );
+    let cap = scratch("lossy-test").join("capture.pcap");
+    let b_if = link.iface("b0");
     let mut dump = link
         .cmd(&[
             "exec",
@@ -500,7 +420,7 @@ fn captured_slmp_after_the_link_dissects() {
     let addr: SocketAddr = format!("{}:{}", link.b_ip(), slmp::UDP_PORT)
         .parse()
         .unwrap();
-    in_ns(&link.ns("a"), move || {
+    spawn_in_netns(&link.ns("a"), move || {
         let s = UdpSocket::bind("0.0.0.0:0").unwrap();
         for i in 0..N {
             let mut buf = vec![0u8; slmp::HEADER_LEN + 100];

@@ -3,35 +3,24 @@
 //! must agree on port, flag bits and field layout. Skips with a message when
 //! tshark is missing (scripts/setup.sh installs it).
 
+use softspin_testkit::frame::Frame;
+use softspin_testkit::{pcap, root, scratch, skip};
 use softspin_wire::slmp::{self, Flags};
-use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .canonicalize()
-        .unwrap()
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use std::time::Duration;
 
 /// Ethernet + IPv4 + UDP (checksum 0: none, legal in IPv4) around `udp_payload`.
 fn frame(dport: u16, udp_payload: &[u8]) -> Vec<u8> {
-    let udp_len = 8 + udp_payload.len();
-    let mut ip = vec![0x45, 0];
-    ip.extend_from_slice(&((20 + udp_len) as u16).to_be_bytes());
-    ip.extend_from_slice(&[0, 1, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 2, 10, 0, 0, 1]);
-    let c = softspin_wire::checksum::checksum(&ip);
-    ip[10..12].copy_from_slice(&c.to_be_bytes());
-    let mut f = vec![0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00];
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&40000u16.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&(udp_len as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.extend_from_slice(udp_payload);
-    f
+    Frame {
+        src_mac: [2, 0, 0, 0, 0, 2],
+        dst_mac: [2, 0, 0, 0, 0, 1],
+        src_ip: [10, 0, 0, 2],
+        dst_ip: [10, 0, 0, 1],
+        dport,
+        ident: 1,
+        ..Frame::default()
+    }
+    .udp(udp_payload)
 }
 
 fn slmp_frame(flags: Flags, msg_id: u32, offset: u32, payload_len: usize) -> Vec<u8> {
@@ -46,34 +35,10 @@ fn slmp_frame(flags: Flags, msg_id: u32, offset: u32, payload_len: usize) -> Vec
     frame(slmp::UDP_PORT, &buf)
 }
 
-fn pcap(frames: &[Vec<u8>]) -> Vec<u8> {
-    // Classic pcap, microsecond timestamps, LINKTYPE_ETHERNET.
-    let mut out = Vec::new();
-    for v in [
-        0xa1b2_c3d4u32.to_le_bytes().to_vec(),
-        2u16.to_le_bytes().to_vec(),
-        4u16.to_le_bytes().to_vec(),
-    ] {
-        out.extend_from_slice(&v);
-    }
-    for v in [0u32, 0, 65535, 1] {
-        out.extend_from_slice(&v.to_le_bytes());
-    }
-    for (i, f) in frames.iter().enumerate() {
-        for v in [1u32, i as u32, f.len() as u32, f.len() as u32] {
-            out.extend_from_slice(&v.to_le_bytes());
-        }
-        out.extend_from_slice(f);
-    }
-    out
-}
-
 #[test]
 fn tshark_shows_slmp_fields() {
     if Command::new("tshark").arg("--version").output().is_err() {
-        eprintln!(
-            "skipping SLMP dissector test: tshark not installed (scripts/setup.sh installs it)"
-        );
+        skip("SLMP dissector test: tshark not installed (scripts/setup.sh installs it)");
         return;
     }
     let syn = Flags::SYN;
@@ -109,10 +74,9 @@ fn tshark_shows_slmp_fields() {
         &[0x40, 0, 0, 0, 0, 7, 0, 0, 0, 0],
     ));
     frames.push(frame(slmp::UDP_PORT, &[0x40, 0, 0, 0, 0]));
-    let dir = std::env::temp_dir().join(format!("softspin-dissector-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = scratch("dissector");
     let cap = dir.join("slmp.pcap");
-    std::fs::write(&cap, pcap(&frames)).unwrap();
+    pcap::write(&cap, &frames, Duration::from_micros(1));
 
     let lua = root().join("tools/wireshark/slmp.lua");
     let fields = [

@@ -2,7 +2,9 @@
  * Handlers for crates/cli/tests/reproductions.rs (issue 10, "Done when"):
  * each one misbehaves the way a reproduction in the issue did, so the test
  * can check that `softspin sim` / `isa handler` contain it under a 1 GB
- * address-space limit and say why it failed.
+ * address-space limit and say why it failed. The handlers the engine's
+ * containment tests use too come from crates/engine/tests/handlers/
+ * misbehave.c.
  */
 #include <spin.h>
 #include <spin_notify.h>
@@ -13,9 +15,6 @@ static inline uint64_t host_base(const task_t *t)
 {
     return ((uint64_t)t->host_mem_high << 32) | t->host_mem_low;
 }
-
-/* Does nothing: the long-run memory case. */
-__handler__ void empty_ph(handler_args_t *args) { (void)args; }
 
 /* One line, for --stdout. */
 __handler__ void hello_ph(handler_args_t *args) { printf("hello from msg %u\n", (unsigned)args->task->flow_id); }
@@ -45,22 +44,6 @@ __handler__ void counter_flood_ph(handler_args_t *args)
         softspin_ecall2(SOFTSPIN_SYS_PUSH_COUNTER, i, 1);
 }
 
-/* Ask the host and wait for an answer nobody gives. */
-__handler__ void wait_forever_ph(handler_args_t *args)
-{
-    (void)args;
-    spin_notify_t req;
-    uint64_t v;
-    if (spin_notify("?", 1, 0, &req) == 0)
-        spin_notify_wait(req, &v);
-}
-
-/* An assert that fails. */
-__handler__ void assert_ph(handler_args_t *args)
-{
-    assert(args->task->pkt_mem_size == 12345);
-}
-
 /* A host-direct write just past the window: the NIC must reject it. */
 __handler__ void outside_ph(handler_args_t *args)
 {
@@ -68,29 +51,3 @@ __handler__ void outside_ph(handler_args_t *args)
     spin_write_to_host(host_base(t) + t->host_mem_size, 1, NULL);
 }
 
-/* Issue 24: every service asked for a 4 GiB length, starting with
- * softspin_ecall3(SOFTSPIN_SYS_DMA, pkt, pkt, 0xFFFFFFFF), which allocated
- * 4 GiB before checking the range. */
-__handler__ void huge_len_ph(handler_args_t *args)
-{
-    task_t *t = args->task;
-    uint32_t pkt = (uint32_t)t->pkt_mem, big = 0xFFFFFFFFu;
-    uint64_t h = host_base(t);
-    softspin_ecall3(SOFTSPIN_SYS_DMA, pkt, pkt, big);
-    softspin_ecall2(SOFTSPIN_SYS_SEND_PACKET, pkt, big);
-    softspin_ecall3(SOFTSPIN_SYS_RDMA_PUT, 0, pkt, big);
-    softspin_ecall5(SOFTSPIN_SYS_DMA_TO_HOST, (uint32_t)h, (uint32_t)(h >> 32), pkt, big, 0);
-    softspin_ecall4(SOFTSPIN_SYS_DMA_FROM_HOST, (uint32_t)h, (uint32_t)(h >> 32), pkt, big);
-    softspin_ecall3(SOFTSPIN_SYS_WRITE, 1, pkt, big);
-    softspin_ecall4(SOFTSPIN_SYS_NOTIFY_POST, pkt, big, 0, 0);
-}
-
-/* Issue 24: 64 KiB host DMA writes in a loop (~1 s of host CPU per packet
- * when only instructions counted against the watchdog). */
-static uint8_t dma_src[64 << 10];
-__handler__ void dma_loop_ph(handler_args_t *args)
-{
-    uint64_t h = host_base(args->task);
-    for (;;)
-        softspin_ecall5(SOFTSPIN_SYS_DMA_TO_HOST, (uint32_t)h, (uint32_t)(h >> 32), (uint32_t)dma_src, sizeof dma_src, 0);
-}

@@ -2,7 +2,8 @@
  * Handlers for crates/engine/tests/containment.rs: each misbehaves in one
  * way a NIC must contain (floods, theft, endless waits, rejected commands,
  * aborts) and reports what it saw through host-direct writes, which the
- * test reads from the outside.
+ * test reads from the outside. The handlers the CLI's reproductions
+ * misbehave with too are in misbehave.c.
  */
 #include <spin.h>
 #include <spin_notify.h>
@@ -72,16 +73,6 @@ __handler__ void thief_ph(handler_args_t *args)
     }
 }
 
-/* Ask the host and wait for an answer that never comes. */
-__handler__ void wait_forever_ph(handler_args_t *args)
-{
-    (void)args;
-    spin_notify_t req;
-    uint64_t v;
-    if (spin_notify("?", 1, 0, &req) == 0)
-        spin_notify_wait(req, &v);
-}
-
 /* Commands the NIC must refuse; each result code goes to host slot k. */
 __handler__ void reject_ph(handler_args_t *args)
 {
@@ -98,43 +89,9 @@ __handler__ void reject_ph(handler_args_t *args)
     report(t, 3, 0x600d); /* it went on */
 }
 
-__handler__ void assert_ph(handler_args_t *args)
-{
-    assert(args->task->pkt_mem_size == 12345);
-}
-
 __handler__ void exit3_ph(handler_args_t *args)
 {
     (void)args;
     exit(3);
 }
 
-__handler__ void empty_ph(handler_args_t *args) { (void)args; }
-
-/* Every service with a 4 GiB length (issue 24): each must be refused
- * before the NIC allocates anything, and the handler goes on to the next. */
-__handler__ void huge_len_ph(handler_args_t *args)
-{
-    task_t *t = args->task;
-    uint32_t pkt = (uint32_t)t->pkt_mem, big = 0xFFFFFFFFu;
-    uint64_t h = host_base(t);
-    softspin_ecall3(SOFTSPIN_SYS_DMA, pkt, pkt, big);
-    softspin_ecall2(SOFTSPIN_SYS_SEND_PACKET, pkt, big);
-    softspin_ecall3(SOFTSPIN_SYS_RDMA_PUT, 0, pkt, big);
-    softspin_ecall5(SOFTSPIN_SYS_DMA_TO_HOST, (uint32_t)h, (uint32_t)(h >> 32), pkt, big, 0);
-    softspin_ecall4(SOFTSPIN_SYS_DMA_FROM_HOST, (uint32_t)h, (uint32_t)(h >> 32), pkt, big);
-    softspin_ecall3(SOFTSPIN_SYS_WRITE, 1, pkt, big);
-    softspin_ecall4(SOFTSPIN_SYS_NOTIFY_POST, pkt, big, 0, 0);
-    softspin_ecall2(SOFTSPIN_SYS_PUSH_COUNTER, big, 1);
-    report(t, 0, 0x600d);
-}
-
-/* 64 KiB host DMA writes without end (issue 24): the commands' bytes
- * count against the watchdog, so the loop ends after bounded host work. */
-static uint8_t dma_src[64 << 10];
-__handler__ void dma_loop_ph(handler_args_t *args)
-{
-    uint64_t h = host_base(args->task);
-    for (;;)
-        softspin_ecall5(SOFTSPIN_SYS_DMA_TO_HOST, (uint32_t)h, (uint32_t)(h >> 32), (uint32_t)dma_src, sizeof dma_src, 0);
-}

@@ -1,17 +1,13 @@
 //! Helpers shared by the C tests: the release build the C programs link
-//! against, handler builds, C compiles.
+//! against, handler builds (the rest is in `softspin-testkit`).
 #![allow(dead_code)] // each test crate uses a part of them
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
-use std::sync::OnceLock;
+use std::process::Command;
+use std::sync::{Mutex, OnceLock};
 
-pub fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../..")
-        .canonicalize()
-        .unwrap()
-}
+use softspin_testkit::{root, run};
 
 /// target/release, with libsoftspin and the `softspin` CLI up to date
 /// (`cargo test` in another profile, or of this package alone, does not
@@ -41,26 +37,6 @@ pub fn release_dir() -> PathBuf {
     .clone()
 }
 
-/// A scratch directory for one test.
-pub fn tmp(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-c-{}-{name}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-pub fn run(cmd: &mut Command) -> Output {
-    let o = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
-    if !o.status.success() {
-        panic!(
-            "{cmd:?} failed ({}):\n--- stdout\n{}\n--- stderr\n{}",
-            o.status,
-            String::from_utf8_lossy(&o.stdout),
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
-    o
-}
-
 /// Build a handler image with `softspin build`.
 pub fn build_handler(src: &Path, out: &Path) {
     run(Command::new(release_dir().join("softspin"))
@@ -70,30 +46,21 @@ pub fn build_handler(src: &Path, out: &Path) {
         .arg(out));
 }
 
-/// A git repository holding the pinned commit of third-party sources, and
-/// that commit.
-pub struct Pinned {
-    pub repo: PathBuf,
-    pub commit: String,
-}
-
-/// Third-party sources NAME where `scripts/third-party.sh --where` finds
-/// them; None, having said SKIPPED and how to get them, when they are
-/// nowhere.
-pub fn third_party(name: &str) -> Option<Pinned> {
-    let o = Command::new(root().join("scripts/third-party.sh"))
-        .args(["--where", name])
-        .output()
-        .expect("run scripts/third-party.sh");
-    let out = String::from_utf8_lossy(&o.stdout);
-    match out.trim_end().split_once('\t') {
-        Some((repo, commit)) if o.status.success() => Some(Pinned {
-            repo: repo.into(),
-            commit: commit.into(),
-        }),
-        _ => {
-            println!("SKIPPED: {}", String::from_utf8_lossy(&o.stderr).trim_end());
-            None
-        }
-    }
+/// libsoftspin and the CLI current, then `make -C sdk/WHICH` (pspin,
+/// fpspin); returns the PKG_CONFIG_PATH that finds softspin-WHICH.pc. Once
+/// per process and SDK, under a lock: the tests run in parallel and must
+/// not link while make rewrites the library.
+pub fn sdk(which: &str) -> PathBuf {
+    static DONE: Mutex<BTreeMap<String, PathBuf>> = Mutex::new(BTreeMap::new());
+    let mut done = DONE.lock().unwrap_or_else(|p| p.into_inner());
+    done.entry(which.to_string())
+        .or_insert_with(|| {
+            release_dir();
+            run(Command::new("make")
+                .arg("-s")
+                .arg("-C")
+                .arg(root().join("sdk").join(which)));
+            root().join("build").join(which)
+        })
+        .clone()
 }

@@ -26,15 +26,12 @@ pub trait Choices {
     }
 }
 
-/// xorshift64: seeded, reproducible.
-pub struct Rng(pub u64);
+/// The tests' seeded generator (softspin-testkit's).
+pub use softspin_testkit::Rng;
 
 impl Choices for Rng {
     fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.next_u64()
     }
 }
 
@@ -148,7 +145,7 @@ pub fn random_inst<G: Choices>(g: &mut G, faults: bool, w: &mut Vec<u32>) {
 
 /// The program of `seed` (one in four may fault).
 pub fn random_program(seed: u64) -> Vec<u32> {
-    random_program_from(&mut Rng(seed | 1), seed.is_multiple_of(4))
+    random_program_from(&mut Rng::new(seed | 1), seed.is_multiple_of(4))
 }
 
 /// prologue; outer: li x20,n; inner: body; addi x20,-1; bne inner;
@@ -228,7 +225,7 @@ pub fn machine(seed: u64) -> Machine {
 /// `words` on a machine whose data window holds the bytes of `data_seed`.
 pub fn machine_with(words: &[u32], data_seed: u64) -> Machine {
     let m = Machine::new(words);
-    let mut g = Rng(data_seed | 1);
+    let mut g = Rng::new(data_seed | 1);
     let bytes: Vec<u8> = (0..DATA_SIZE).map(|_| g.next() as u8).collect();
     m.data.write(0, &bytes);
     m

@@ -1,6 +1,5 @@
-//! A reference SLMP receiver for tests (of this crate, the CLI and the
-//! demos): a UDP socket thread that does what seed 000 §5.1.2 asks of a
-//! receiver — ACK every SYN segment with its header, write each payload at
+//! A reference SLMP receiver for tests (of `softspin-slmp` and the CLI):
+//! a UDP socket thread that does what seed 000 §5.1.2 asks of a receiver — ACK every SYN segment with its header, write each payload at
 //! its offset, a message is complete when EOM was seen and every byte
 //! before it arrived — behind a seeded impairment that drops data packets
 //! and ACKs, duplicates and reorders/delays data packets, and counts what
@@ -15,6 +14,8 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use softspin_wire::slmp::{Flags, Packet, Repr, HEADER_LEN};
+
+use crate::Rng;
 
 /// What the receiver does to traffic; fractions in 0..=1.
 #[derive(Clone, Copy, Debug, Default)]
@@ -62,21 +63,6 @@ pub struct Outcome {
     /// Datagrams that are not SLMP data, or a segment at a known offset
     /// with a different length.
     pub malformed: u64,
-}
-
-/// splitmix64: small, seeded, good enough to pick packets.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn chance(&mut self, p: f64) -> bool {
-        p > 0.0 && (self.next() >> 11) as f64 / (1u64 << 53) as f64 <= p
-    }
 }
 
 #[derive(Default)]
@@ -163,7 +149,7 @@ fn grow_receive_buffer(sock: &UdpSocket, bytes: libc::c_int) {
 }
 
 fn serve(sock: UdpSocket, imp: Impairment, stop: Arc<AtomicBool>) -> Outcome {
-    let mut rng = Rng(imp.seed);
+    let mut rng = Rng::new(imp.seed);
     let mut out = Outcome::default();
     let mut msgs: HashMap<u32, Reassembly> = HashMap::new();
     let mut held: VecDeque<(Instant, u32, Vec<u8>, SocketAddr)> = VecDeque::new();
@@ -171,7 +157,7 @@ fn serve(sock: UdpSocket, imp: Impairment, stop: Arc<AtomicBool>) -> Outcome {
     let mut quiet_since: Option<Instant> = None;
     loop {
         // A short wait, so held packets leave close to their delay.
-        let _ = crate::wait_readable(&sock, Duration::from_micros(100));
+        let _ = softspin_slmp::wait_readable(&sock, Duration::from_micros(100));
         let got = match sock.recv_from(&mut buf) {
             Ok((n, from)) => Some((buf[..n].to_vec(), from)),
             Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => None,
@@ -199,9 +185,10 @@ fn serve(sock: UdpSocket, imp: Impairment, stop: Arc<AtomicBool>) -> Outcome {
                     out.data_dropped += 1;
                 } else if rng.chance(imp.reorder) {
                     out.reordered += 1;
-                    let later = 1 + (rng.next() % 3) as u32;
-                    let delay =
-                        Duration::from_nanos(rng.next() % (imp.max_delay.as_nanos() as u64 + 1));
+                    let later = 1 + (rng.next_u64() % 3) as u32;
+                    let delay = Duration::from_nanos(
+                        rng.next_u64() % (imp.max_delay.as_nanos() as u64 + 1),
+                    );
                     held.push_back((now + delay, later, d, from));
                 } else {
                     let dup = rng.chance(imp.duplicate);
