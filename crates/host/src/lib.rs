@@ -1350,3 +1350,33 @@ impl NicView<'_> {
         self.engine.ectx(id).map(|e| e.name())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_event_names_its_kind() {
+        let done = MessageDone {
+            ectx: Ectx(4),
+            time_ps: 1,
+            msg_id: 2,
+        };
+        let out = OutPacket {
+            ectx: Ectx(4),
+            time_ps: 1,
+            dest: 0,
+            frame: vec![],
+        };
+        let names: Vec<_> = [
+            Event::Outbound(out),
+            Event::MessageDone(done),
+            Event::ErrorsDropped { count: 3 },
+        ]
+        .iter()
+        .map(|e| e.kind().name)
+        .collect();
+        assert_eq!(names, ["OutPacket", "MessageDone", "ErrorsDropped"]);
+        assert_eq!(EVENTS[4].fields, ["count"]);
+    }
+}
