@@ -125,52 +125,37 @@ Exit status (as for sim):
   6  frames were left unprocessed: --duration or a signal ended the run
      while handlers were behind (`unprocessed` in the statistics)";
 
-/// The rulesets for each planned ECTX (by index): `--match` and scenario
-/// `match` specs, then the rules file's rulesets by their `ectx` name.
+/// The rulesets for each planned ECTX (by index), as the C and Python
+/// bindings combine them (`rules::ectx_rulesets`): `--match` and scenario
+/// `match` specs, then the rules file's rulesets for it, else `udp:PORT`.
+/// One file serves every ECTX here, so it is also checked against them all.
 fn assign_rules(
     plan: &[crate::sim::PlannedEctx],
     matches: &[String],
     file: Option<&PathBuf>,
 ) -> anyhow::Result<Vec<Vec<Ruleset>>> {
-    let mut out: Vec<Vec<Ruleset>> = vec![Vec::new(); plan.len()];
-    if !matches.is_empty() {
-        if plan.len() != 1 {
-            bail!("--match applies to a single --image ECTX; in a scenario give each [[ectx]] its own `match = [...]`");
-        }
-        for m in matches {
-            out[0].push(Ruleset::from_spec(m).with_context(|| format!("--match {m}"))?);
-        }
+    if !matches.is_empty() && plan.len() != 1 {
+        bail!("--match applies to a single --image ECTX; in a scenario give each [[ectx]] its own `match = [...]`");
     }
-    for (k, p) in plan.iter().enumerate() {
-        for m in &p.matches {
-            out[k].push(Ruleset::from_spec(m).with_context(|| format!("scenario match `{m}`"))?);
+    let file_rules = match file {
+        Some(path) => {
+            let r = rules::load_rules(path)?;
+            let names: Vec<_> = plan.iter().map(|p| p.opts.name.as_deref()).collect();
+            rules::check_shared_file(&r, &names).with_context(|| path.display().to_string())?;
+            r
         }
-    }
-    if let Some(path) = file {
-        for r in rules::load_rules(path)? {
-            let k = match r.ectx.as_deref() {
-                Some(name) => plan
-                    .iter()
-                    .position(|p| p.opts.name.as_deref() == Some(name))
-                    .with_context(|| {
-                        format!(
-                            "{}: ruleset `{}` names ECTX `{name}`, which is not installed",
-                            path.display(),
-                            r.name
-                        )
-                    })?,
-                None if plan.len() == 1 => 0,
-                None => bail!(
-                    "{}: ruleset `{}` needs `ectx = NAME` (there are {} ECTXs)",
-                    path.display(),
-                    r.name,
-                    plan.len()
-                ),
-            };
-            out[k].push(r);
-        }
-    }
-    Ok(out)
+        None => Vec::new(),
+    };
+    plan.iter()
+        .enumerate()
+        .map(|(k, p)| {
+            let cli = if k == 0 { matches } else { &[] };
+            let specs: Vec<&String> = cli.iter().chain(&p.matches).collect();
+            let name = p.opts.name.as_deref();
+            rules::ectx_rulesets(&specs, file_rules.clone(), name, p.opts.udp_dst_port)
+                .with_context(|| format!("ECTX `{}`", name.unwrap_or_default()))
+        })
+        .collect()
 }
 
 pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
@@ -178,7 +163,7 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
     let rulesets = assign_rules(&plan, &a.matches, a.rules.as_ref())?;
     for (p, r) in plan.iter_mut().zip(rulesets) {
-        if r.is_empty() && p.opts.udp_dst_port.is_none() {
+        if r.is_empty() {
             bail!(
                 "ECTX `{}` has no ruleset: give --match SPEC (udp:PORT, icmp, ipv4, all, slmp), --rules FILE or a scenario `match`",
                 p.opts.name.as_deref().unwrap_or_default()
@@ -358,4 +343,102 @@ fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
         "wall_s": s.wall_s,
         "report": r,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sim::PlannedEctx;
+    use softspin_host::EctxOptions;
+
+    fn planned(name: &str, matches: &[&str], port: Option<u16>) -> PlannedEctx {
+        PlannedEctx {
+            image: PathBuf::new(),
+            opts: EctxOptions {
+                name: Some(name.into()),
+                udp_dst_port: port,
+                ..Default::default()
+            },
+            host_size: 0,
+            matches: matches.iter().map(|m| m.to_string()).collect(),
+            own_handler_mem: false,
+        }
+    }
+
+    fn names(v: &[Ruleset]) -> Vec<&str> {
+        v.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    const FILE: &str = r#"
+[[ruleset]]
+name = "for-a"
+match = ["ip"]
+ectx = "a"
+[[ruleset]]
+name = "for-b"
+match = ["icmp"]
+ectx = "b"
+"#;
+
+    fn file(tag: &str, text: &str) -> PathBuf {
+        let p =
+            std::env::temp_dir().join(format!("softspin-rules-{}-{tag}.toml", std::process::id()));
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
+    /// The CLI gives each ECTX what the C and Python bindings give it for
+    /// the same specs and file (they call `rules::ectx_rulesets` per ECTX).
+    #[test]
+    fn the_cli_combines_as_the_bindings_do() {
+        let path = file("same", FILE);
+        let plan = [planned("a", &["udp:7"], None), planned("b", &[], Some(9))];
+        let cli = assign_rules(&plan, &[], Some(&path)).unwrap();
+        let loaded = rules::load_rules(&path).unwrap();
+        for (p, got) in plan.iter().zip(&cli) {
+            let bindings = rules::ectx_rulesets(
+                &p.matches,
+                loaded.clone(),
+                p.opts.name.as_deref(),
+                p.opts.udp_dst_port,
+            )
+            .unwrap();
+            assert_eq!(*got, bindings, "ECTX {:?}", p.opts.name);
+        }
+        // Written out: specs first, then the file's; the port only alone.
+        assert_eq!(names(&cli[0]), ["udp:7", "for-a"]);
+        assert_eq!(names(&cli[1]), ["for-b"]);
+        // --match of a single ECTX comes before its scenario specs; a port
+        // alone is its ruleset.
+        let one = [planned("a", &["icmp"], Some(5))];
+        let cli = assign_rules(&one, &["ipv4".into()], None).unwrap();
+        assert_eq!(names(&cli[0]), ["ipv4", "icmp"]);
+        let cli = assign_rules(&[planned("a", &[], Some(5))], &[], None).unwrap();
+        assert_eq!(names(&cli[0]), ["udp:5"]);
+        std::fs::remove_file(path).unwrap();
+    }
+
+    #[test]
+    fn a_shared_file_must_fit_the_plan() {
+        let unnamed = file("unnamed", "[[ruleset]]\nname = \"x\"\nmatch = [\"ip\"]\n");
+        let two = [planned("a", &[], None), planned("b", &[], None)];
+        let e = assign_rules(&two, &[], Some(&unnamed)).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("needs `ectx = NAME` (there are 2 ECTXs)"),
+            "{e:#}"
+        );
+        let one = [planned("a", &[], None)];
+        assert_eq!(
+            names(&assign_rules(&one, &[], Some(&unnamed)).unwrap()[0]),
+            ["x"]
+        );
+        let path = file("named", FILE);
+        let e = assign_rules(&one, &[], Some(&path)).unwrap_err();
+        assert!(
+            format!("{e:#}").contains("names ECTX `b`, which is not installed"),
+            "{e:#}"
+        );
+        std::fs::remove_file(unnamed).unwrap();
+        std::fs::remove_file(path).unwrap();
+    }
 }

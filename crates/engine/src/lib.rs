@@ -4,6 +4,8 @@
 //! - [`ectx`]: execution contexts, installed and activated by the host;
 //! - [`engine`]: the discrete-event model (inbound, MPQs, dispatcher,
 //!   clusters, HPUs, command unit);
+//! - [`outputs`]: what the NIC hands the host (sent packets, host writes,
+//!   finished messages, handler errors, notifications);
 //! - [`traffic`]: packet sources (generator, PsPIN-style traces, pcap);
 //! - [`stats`]: the statistics report;
 //! - [`units`]: ps, ns, cycles and Gbit/s with checked conversions.
@@ -11,6 +13,7 @@
 pub mod config;
 pub mod ectx;
 pub mod engine;
+pub mod outputs;
 pub mod stats;
 pub mod traffic;
 pub mod units;

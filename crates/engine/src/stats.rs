@@ -5,6 +5,7 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 
 use crate::ectx::HandlerKind;
+pub use crate::outputs::HandlerError;
 
 /// Per-handler accumulators.
 #[derive(Clone, Debug, Default)]
@@ -109,58 +110,6 @@ impl ErrorCause {
             ErrorCause::Aborted { .. } => "handler aborted",
             ErrorCause::Rejected(r) => r.text(),
         }
-    }
-}
-
-/// One handler error, as the host reads it. Fields that do not apply to
-/// the error (a message timeout has no handler, pc or HPU) are `None`,
-/// serialised as null.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
-pub struct HandlerError {
-    pub ectx: String,
-    /// The engine's slot of that ECTX (reused after uninstall: the host API
-    /// maps it to its own never-reused handle).
-    #[serde(skip)]
-    pub ectx_id: usize,
-    /// The message (as the traffic source numbered it).
-    pub msg_id: u32,
-    /// The handler's symbol; `None` for a message-level error.
-    pub handler: Option<String>,
-    #[serde(skip)]
-    pub kind: ErrorCause,
-    pub cause: String,
-    /// More about it: an abort's status and assert text, a rejected
-    /// command's address and limit.
-    pub detail: Option<String>,
-    pub pc: Option<u32>,
-    /// The faulting or offending address, where there is one.
-    pub addr: Option<u64>,
-    pub time_ns: u64,
-    pub hpu: Option<u32>,
-}
-
-impl HandlerError {
-    /// One line: handler, cause, where, when.
-    pub fn text(&self) -> String {
-        let mut s = format!("`{}` message {}", self.ectx, self.msg_id);
-        if let Some(h) = &self.handler {
-            s += &format!(" {h}");
-        }
-        s += &format!(": {}", self.cause);
-        if let Some(d) = &self.detail {
-            s += &format!(" ({d})");
-        }
-        if let Some(pc) = self.pc {
-            s += &format!(" at pc=0x{pc:08x}");
-        }
-        if let Some(a) = self.addr {
-            s += &format!(" addr=0x{a:08x}");
-        }
-        s += &format!(" (t={} ns", self.time_ns);
-        if let Some(h) = self.hpu {
-            s += &format!(", hpu {h}");
-        }
-        s + ")"
     }
 }
 

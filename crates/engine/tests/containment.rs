@@ -185,11 +185,11 @@ fn a_tenant_cannot_wait_on_another_tenants_notification() {
     let theft = e
         .errors()
         .iter()
-        .filter(|x| x.ectx_id == b && x.kind == ErrorCause::Rejected(Rejected::NotifyId))
+        .filter(|x| x.ectx == b && x.kind == ErrorCause::Rejected(Rejected::NotifyId))
         .count();
     assert_eq!(theft, 4);
     assert!(
-        e.errors().iter().all(|x| x.ectx_id == b),
+        e.errors().iter().all(|x| x.ectx == b),
         "A has no error: {:?}",
         e.errors()
     );
@@ -217,7 +217,7 @@ fn a_wait_nobody_answers_ends_in_a_wait_timeout() {
     // Each ended one wait limit after its wait began (>= arrival + limit).
     assert!(timeouts
         .iter()
-        .all(|x| x.time_ns >= 50_000 && x.hpu.is_some() && x.ectx_id == id));
+        .all(|x| x.time_ns >= 50_000 && x.hpu.is_some() && x.ectx == id));
     // Their notifications died with them: the ring is free again.
     assert!(e.is_idle());
 }

@@ -1710,10 +1710,11 @@ pub unsafe extern "C" fn ss_install(
     })
 }
 
-/// The rulesets of `o`: its `match_specs` shortcuts, then the rules file's and
-/// the TOML text's rulesets meant for ECTX `name`.
+/// The rulesets of `o` (`rules::ectx_rulesets`): its `match_specs`
+/// shortcuts, then the rules file's and the TOML text's rulesets meant for
+/// ECTX `name`; with none, `udp:PORT` for its `udp_dst_port`.
 unsafe fn ectx_rules(o: &ss_ectx_options, name: Option<&str>) -> Result<Vec<Ruleset>, Fail> {
-    let mut rules = Vec::new();
+    let mut specs = Vec::new();
     if o.match_specs_len > 0 {
         if o.match_specs.is_null() {
             return Err(null("options->match_specs"));
@@ -1722,19 +1723,19 @@ unsafe fn ectx_rules(o: &ss_ectx_options, name: Option<&str>) -> Result<Vec<Rule
             .iter()
             .enumerate()
         {
-            let spec = text(m, &format!("options->match_specs[{i}]"))?;
-            rules.push(Ruleset::from_spec(spec).map_err(|e| Fail::from(Error::Net(e)))?);
+            specs.push(text(m, &format!("options->match_specs[{i}]"))?);
         }
     }
+    let net = |e| Fail::from(Error::Net(e));
     let mut from_file = Vec::new();
     if let Some(path) = opt_text(o.rules_file, "options->rules_file")? {
-        from_file.extend(rules::load_rules(&path).map_err(|e| Fail::from(Error::Net(e)))?);
+        from_file.extend(rules::load_rules(&path).map_err(net)?);
     }
     if let Some(toml) = opt_text(o.rules_toml, "options->rules_toml")? {
-        from_file.extend(rules::parse_rules(&toml).map_err(|e| Fail::from(Error::Net(e)))?);
+        from_file.extend(rules::parse_rules(&toml).map_err(net)?);
     }
-    rules.extend(rules::for_ectx(from_file, name).map_err(|e| Fail::from(Error::Net(e)))?);
-    Ok(rules)
+    let port = (o.udp_dst_port > 0).then_some(o.udp_dst_port);
+    rules::ectx_rulesets(&specs, from_file, name, port).map_err(net)
 }
 
 /// Let packets reach an installed ECTX. Errors: SS_EINVAL, SS_ENOECTX,

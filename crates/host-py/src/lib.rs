@@ -421,8 +421,9 @@ pub struct Notification {
     ectx: Option<Ectx>,
     /// Global index of the posting HPU.
     hpu: u32,
-    /// When it became visible to the host.
+    /// When it became visible to the host (ns, and exact in ps).
     time_ns: f64,
+    time_ps: u64,
     /// Inline payload (up to 64 bytes).
     data: Py<PyBytes>,
     /// The reference the handler passed (e.g. a host address).
@@ -652,6 +653,7 @@ impl Nic {
                         ectx: self.ectx_obj(n.ectx),
                         hpu: n.hpu,
                         time_ns: ns(n.time_ps),
+                        time_ps: n.time_ps,
                         data: PyBytes::new(py, &n.data).unbind(),
                         host_ref: n.host_ref,
                     },
@@ -989,10 +991,6 @@ impl Nic {
     ) -> PyResult<Ectx> {
         let frame = frame.map(frame_kind).transpose()?;
         let net = |e: softspin_netio::NetError| err(host::Error::Net(e));
-        let mut rulesets = Vec::new();
-        for spec in r#match.unwrap_or_default() {
-            rulesets.push(host::Ruleset::from_spec(&spec).map_err(net)?);
-        }
         let mut from_file = Vec::new();
         if let Some(path) = rules {
             from_file.extend(softspin_netio::rules::load_rules(path).map_err(net)?);
@@ -1000,7 +998,13 @@ impl Nic {
         if let Some(text) = rules_toml {
             from_file.extend(softspin_netio::rules::parse_rules(&text).map_err(net)?);
         }
-        rulesets.extend(softspin_netio::rules::for_ectx(from_file, name.as_deref()).map_err(net)?);
+        let rulesets = softspin_netio::rules::ectx_rulesets(
+            &r#match.unwrap_or_default(),
+            from_file,
+            name.as_deref(),
+            udp_dst_port,
+        )
+        .map_err(net)?;
         let scratchpad = match scratchpad {
             None => Vec::new(),
             Some(s) => match s.extract::<u64>() {
@@ -1491,5 +1495,15 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(slmp_send, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    // The host API's event kinds and their fields (softspin_host::EVENTS,
+    // and Notification): tests check that the classes above carry them all.
+    let kinds = pyo3::types::PyDict::new(py);
+    for k in host::EVENTS
+        .iter()
+        .chain([&<host::Notification as host::Output>::KIND])
+    {
+        kinds.set_item(k.name, k.fields.to_vec())?;
+    }
+    m.add("_EVENT_FIELDS", kinds)?;
     Ok(())
 }

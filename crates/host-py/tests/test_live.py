@@ -95,6 +95,11 @@ def test_install_needs_rules(pingpong_elf, tmp_path):
         nic.install(img, ph="pingpong_ph", rules_toml='[[ruleset]]\nmode = "xor"\n')
     with pytest.raises(softspin.NetError, match="missing_rules.toml"):
         nic.install(img, ph="pingpong_ph", rules=tmp_path / "missing_rules.toml")
+    other = '[[ruleset]]\nmatch = ["ip"]\nectx = "other"\n'
+    with pytest.raises(softspin.NetError, match="no ruleset is for ECTX `echo`"):
+        nic.install(img, ph="pingpong_ph", name="echo", udp_dst_port=9, rules_toml=other)
+    # With a shortcut of its own, the ECTX is not deaf: the file may serve others.
+    nic.install(img, ph="pingpong_ph", name="echo", match=["udp:9"], rules_toml=other)
     with pytest.raises(softspin.InvalidArgumentError, match="duration"):
         nic.run_live(-1.0)
 

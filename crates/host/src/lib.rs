@@ -70,6 +70,7 @@ pub use softspin_netio::Ruleset;
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};
+use softspin_engine::outputs;
 use softspin_engine::stats::Pending;
 pub use softspin_engine::stats::{ErrorCause, Rejected, Report};
 pub use softspin_engine::stats::{PENDING_ERRORS_FIRST, PENDING_ERRORS_LATEST};
@@ -330,72 +331,36 @@ pub struct EctxOptions {
     pub rules: Vec<Ruleset>,
 }
 
+// What the NIC hands the host: the engine's types (one definition, in
+// softspin_engine::outputs), with the ECTX named by its handle.
+
 /// A packet a handler sent (spin_send_packet, or an RDMA put to `dest`).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutPacket {
-    pub time_ps: u64,
-    pub ectx: Ectx,
-    /// RDMA put destination (0 for spin_send_packet).
-    pub dest: u32,
-    pub frame: Vec<u8>,
-}
-
+pub type OutPacket = outputs::OutPacket<Ectx>;
 /// An 8-byte host-direct write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostWrite {
-    pub time_ps: u64,
-    pub ectx: Ectx,
-    pub addr: u64,
-    pub value: u64,
-}
-
+pub type HostWrite = outputs::HostWrite<Ectx>;
 /// A message whose handlers all finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MessageDone {
-    pub time_ps: u64,
-    pub ectx: Ectx,
-    pub msg_id: u32,
-}
-
+pub type MessageDone = outputs::MessageDone<Ectx>;
 /// A handler that failed (fault, watchdog, abort, rejected command) or a
 /// message that did (timeout). Fields that do not apply are `None`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HandlerError {
-    pub ectx: Ectx,
-    /// The ECTX's name.
-    pub ectx_name: String,
-    pub msg_id: u32,
-    /// The handler's symbol; `None` for a message-level error.
-    pub handler: Option<String>,
-    /// What went wrong, as a value to match on.
-    pub kind: ErrorCause,
-    /// What went wrong, in words.
-    pub cause: String,
-    /// More about it (an abort's status and text, a command's limit).
-    pub detail: Option<String>,
-    pub pc: Option<u32>,
-    /// The faulting or offending address.
-    pub addr: Option<u64>,
-    pub time_ns: u64,
-    /// Global index of the HPU.
-    pub hpu: Option<u32>,
-}
-
+pub type HandlerError = outputs::HandlerError<Ectx>;
 /// A request a handler posted to the host (spin_notify); answer it with
 /// `Nic::respond(id, value)`.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notification {
-    pub id: u32,
-    pub ectx: Ectx,
-    /// Global index of the posting HPU.
-    pub hpu: u32,
-    /// When it became visible to the host.
-    pub time_ps: u64,
-    /// Inline payload (up to 64 bytes).
-    pub data: Vec<u8>,
-    /// The reference the handler passed (e.g. a host address it wrote to).
-    pub host_ref: u64,
-}
+pub type Notification = outputs::Notification<Ectx>;
+
+pub use softspin_engine::outputs::{Output, OutputKind};
+
+/// The kinds of [`Event`] and their fields, in [`Event::kind`]'s order; the
+/// C and Python bindings test that they carry every one.
+pub const EVENTS: [OutputKind; 5] = [
+    <OutPacket as Output>::KIND,
+    <HostWrite as Output>::KIND,
+    <MessageDone as Output>::KIND,
+    <HandlerError as Output>::KIND,
+    OutputKind {
+        name: "ErrorsDropped",
+        fields: &["count"],
+    },
+];
 
 /// What happened on the NIC, in time order within each kind.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -412,6 +377,19 @@ pub enum Event {
     ErrorsDropped {
         count: u64,
     },
+}
+
+impl Event {
+    /// This event's entry in [`EVENTS`].
+    pub fn kind(&self) -> OutputKind {
+        EVENTS[match self {
+            Event::Outbound(_) => 0,
+            Event::HostWrite(_) => 1,
+            Event::MessageDone(_) => 2,
+            Event::HandlerError(_) => 3,
+            Event::ErrorsDropped { .. } => 4,
+        }]
+    }
 }
 
 /// One packet for [`Nic::send_packets`]: a whole frame of message `msg_id`;
@@ -774,10 +752,7 @@ impl Nic {
             .udp_dst_port
             .map(MatchRule::UdpDstPort)
             .unwrap_or_default();
-        let mut rules = o.rules;
-        if let (true, Some(p)) = (rules.is_empty(), o.udp_dst_port) {
-            rules.push(Ruleset::from_spec(&format!("udp:{p}"))?);
-        }
+        let rules = softspin_netio::rules::or_udp_port(o.rules, o.udp_dst_port);
         if rules.is_empty() && self.live.is_some() {
             return Err(Error::Invalid(format!(
                 "ECTX `{name}`: a live NIC's ECTX needs a ruleset (EctxOptions::rules, or udp_dst_port) to select its frames"
@@ -1129,67 +1104,34 @@ impl Nic {
                     continue;
                 }
             };
-            let Some(ectx) = self.handle_of(x.ectx_id) else {
+            let Some(ectx) = self.handle_of(x.ectx) else {
                 continue;
             };
-            self.errors.push(HandlerError {
-                ectx,
-                ectx_name: x.ectx,
-                msg_id: x.msg_id,
-                handler: x.handler,
-                kind: x.kind,
-                cause: x.cause,
-                detail: x.detail,
-                pc: x.pc,
-                addr: x.addr,
-                time_ns: x.time_ns,
-                hpu: x.hpu,
-            });
+            self.errors.push(x.map_ectx(|_| ectx));
         }
         for o in out.into_iter().filter(|_| self.keep_events) {
             let Some(ectx) = self.handle_of(o.ectx) else {
                 continue;
             };
-            self.events.push(Event::Outbound(OutPacket {
-                time_ps: o.time_ps,
-                ectx,
-                dest: o.dest,
-                frame: o.frame,
-            }));
+            self.events.push(Event::Outbound(o.map_ectx(|_| ectx)));
         }
         for w in hw.into_iter().filter(|_| self.keep_events) {
             let Some(ectx) = self.handle_of(w.ectx) else {
                 continue;
             };
-            self.events.push(Event::HostWrite(HostWrite {
-                time_ps: w.time_ps,
-                ectx,
-                addr: w.addr,
-                value: w.value,
-            }));
+            self.events.push(Event::HostWrite(w.map_ectx(|_| ectx)));
         }
         for d in done.into_iter().filter(|_| self.keep_events) {
             let Some(ectx) = self.handle_of(d.ectx) else {
                 continue;
             };
-            self.events.push(Event::MessageDone(MessageDone {
-                time_ps: d.time_ps,
-                ectx,
-                msg_id: d.msg_id,
-            }));
+            self.events.push(Event::MessageDone(d.map_ectx(|_| ectx)));
         }
         for n in self.engine.poll_notifications() {
             let Some(ectx) = self.handle_of(n.ectx) else {
                 continue;
             };
-            self.notes.push(Notification {
-                id: n.id,
-                ectx,
-                hpu: n.hpu,
-                time_ps: n.time_ps,
-                data: n.data,
-                host_ref: n.host_ref,
-            });
+            self.notes.push(n.map_ectx(|_| ectx));
         }
     }
 
@@ -1414,5 +1356,35 @@ impl NicView<'_> {
     /// The name of the ECTX a record names (`None` if it is gone).
     pub fn ectx_name(&self, id: EctxId) -> Option<&str> {
         self.engine.ectx(id).map(|e| e.name())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_event_names_its_kind() {
+        let done = MessageDone {
+            ectx: Ectx(4),
+            time_ps: 1,
+            msg_id: 2,
+        };
+        let out = OutPacket {
+            ectx: Ectx(4),
+            time_ps: 1,
+            dest: 0,
+            frame: vec![],
+        };
+        let names: Vec<_> = [
+            Event::Outbound(out),
+            Event::MessageDone(done),
+            Event::ErrorsDropped { count: 3 },
+        ]
+        .iter()
+        .map(|e| e.kind().name)
+        .collect();
+        assert_eq!(names, ["OutPacket", "MessageDone", "ErrorsDropped"]);
+        assert_eq!(EVENTS[4].fields, ["count"]);
     }
 }

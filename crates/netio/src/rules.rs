@@ -321,6 +321,11 @@ impl Ruleset {
         }
     }
 
+    /// Whether the ruleset feeds ECTX `name`: it names no ECTX, or that one.
+    pub fn is_for(&self, name: Option<&str>) -> bool {
+        self.ectx.is_none() || self.ectx.as_deref() == name
+    }
+
     /// Whether the match units accept `frame` (the eom unit plays no part).
     pub fn matches(&self, frame: &[u8]) -> bool {
         match self.mode {
@@ -472,10 +477,7 @@ pub fn for_ectx(all: Vec<Ruleset>, name: Option<&str>) -> Result<Vec<Ruleset>, N
         return Ok(all);
     }
     let named: Vec<String> = all.iter().filter_map(|r| r.ectx.clone()).collect();
-    let mine: Vec<Ruleset> = all
-        .into_iter()
-        .filter(|r| r.ectx.is_none() || r.ectx.as_deref() == name)
-        .collect();
+    let mine: Vec<Ruleset> = all.into_iter().filter(|r| r.is_for(name)).collect();
     if mine.is_empty() {
         return Err(NetError::Rules(format!(
             "no ruleset is for ECTX `{}` (their ectx fields name {})",
@@ -484,6 +486,68 @@ pub fn for_ectx(all: Vec<Ruleset>, name: Option<&str>) -> Result<Vec<Ruleset>, N
         )));
     }
     Ok(mine)
+}
+
+/// The rulesets that select ECTX `name`'s frames, in priority order: its
+/// `--match` shortcuts (`specs`), then the rulesets of its rules files
+/// (`file`, all of them, in file order) that name no ECTX or this one;
+/// with neither, `udp:PORT` for its `udp_dst_port` ([`or_udp_port`]). A
+/// file with nothing for an ECTX that has no specs either is an error
+/// ([`for_ectx`]: a misspelt name). The one combination the C and Python
+/// bindings and `softspin nic` use (docs/rules.md, "Which rulesets an ECTX
+/// gets").
+pub fn ectx_rulesets<S: AsRef<str>>(
+    specs: &[S],
+    file: Vec<Ruleset>,
+    name: Option<&str>,
+    udp_dst_port: Option<u16>,
+) -> Result<Vec<Ruleset>, NetError> {
+    let mut out = specs
+        .iter()
+        .map(|s| Ruleset::from_spec(s.as_ref()))
+        .collect::<Result<Vec<_>, _>>()?;
+    if out.is_empty() {
+        out = for_ectx(file, name)?;
+    } else {
+        out.extend(file.into_iter().filter(|r| r.is_for(name)));
+    }
+    Ok(or_udp_port(out, udp_dst_port))
+}
+
+/// `rules`, or `udp:PORT` alone when there are none and the ECTX has a
+/// `udp_dst_port`: the port then stands for the ruleset.
+pub fn or_udp_port(rules: Vec<Ruleset>, udp_dst_port: Option<u16>) -> Vec<Ruleset> {
+    match (rules.is_empty(), udp_dst_port) {
+        (true, Some(p)) => vec![Ruleset::udp(p)],
+        _ => rules,
+    }
+}
+
+/// Checks a rules file shared by the ECTXs `names` (all installed from one
+/// command): each ruleset must name one of them, or, with a single ECTX,
+/// may name none. Installed one at a time (C, Python) an ECTX cannot know
+/// the others; a program that knows them all checks here that no ruleset is
+/// for nobody and none feeds several ECTXs (only the first would match).
+pub fn check_shared_file(file: &[Ruleset], names: &[Option<&str>]) -> Result<(), NetError> {
+    for r in file {
+        match r.ectx.as_deref() {
+            Some(n) if !names.contains(&Some(n)) => {
+                return Err(NetError::Rules(format!(
+                    "ruleset `{}` names ECTX `{n}`, which is not installed",
+                    r.name
+                )))
+            }
+            None if names.len() > 1 => {
+                return Err(NetError::Rules(format!(
+                    "ruleset `{}` needs `ectx = NAME` (there are {} ECTXs)",
+                    r.name,
+                    names.len()
+                )))
+            }
+            _ => {}
+        }
+    }
+    Ok(())
 }
 
 /// Parses a rules file's text (see docs/rules.md); validates the limits.
@@ -574,4 +638,76 @@ pub fn load_rules(path: impl AsRef<Path>) -> Result<Vec<Ruleset>, NetError> {
         NetError::Rules(m) => NetError::Rules(format!("{}: {m}", path.display())),
         e => e,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn named(name: &str, ectx: Option<&str>) -> Ruleset {
+        Ruleset {
+            name: name.into(),
+            ectx: ectx.map(Into::into),
+            ..Ruleset::all()
+        }
+    }
+
+    fn names(v: &[Ruleset]) -> Vec<&str> {
+        v.iter().map(|r| r.name.as_str()).collect()
+    }
+
+    #[test]
+    fn specs_first_then_the_file_rulesets_for_this_ectx() {
+        let file = vec![
+            named("f0", None),
+            named("f1", Some("b")),
+            named("f2", Some("a")),
+        ];
+        let got = ectx_rulesets(&["icmp", "udp:7"], file.clone(), Some("a"), Some(9)).unwrap();
+        assert_eq!(names(&got), ["icmp", "udp:7", "f0", "f2"]);
+        let got = ectx_rulesets::<&str>(&[], file, Some("b"), None).unwrap();
+        assert_eq!(names(&got), ["f0", "f1"]);
+    }
+
+    #[test]
+    fn the_port_stands_for_a_ruleset_only_when_there_is_none() {
+        let got = ectx_rulesets::<&str>(&[], vec![], None, Some(4791)).unwrap();
+        assert_eq!(got, vec![Ruleset::udp(4791)]);
+        assert_eq!(names(&got), ["udp:4791"]);
+        assert!(ectx_rulesets::<&str>(&[], vec![], None, None)
+            .unwrap()
+            .is_empty());
+        let got = ectx_rulesets(&["ipv4"], vec![], None, Some(4791)).unwrap();
+        assert_eq!(names(&got), ["ipv4"]);
+    }
+
+    #[test]
+    fn a_file_with_nothing_for_this_ectx_or_a_bad_spec_is_an_error() {
+        let e = ectx_rulesets::<&str>(&[], vec![named("x", Some("b"))], Some("a"), Some(1));
+        assert!(e
+            .unwrap_err()
+            .to_string()
+            .contains("no ruleset is for ECTX `a`"));
+        // With specs of its own, the ECTX is not deaf: the file may serve others.
+        let got = ectx_rulesets(&["icmp"], vec![named("x", Some("b"))], Some("a"), None).unwrap();
+        assert_eq!(names(&got), ["icmp"]);
+        let e = ectx_rulesets(&["udp"], vec![], None, None);
+        assert!(e.unwrap_err().to_string().contains("--match `udp`"));
+    }
+
+    #[test]
+    fn a_shared_file_names_installed_ectxs() {
+        let a = [Some("a")];
+        let ab = [Some("a"), Some("b")];
+        assert!(check_shared_file(&[named("x", None)], &a).is_ok());
+        assert!(check_shared_file(&[named("x", Some("a"))], &ab).is_ok());
+        let e = check_shared_file(&[named("x", None)], &ab).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("ruleset `x` needs `ectx = NAME` (there are 2 ECTXs)"));
+        let e = check_shared_file(&[named("x", Some("c"))], &a).unwrap_err();
+        assert!(e
+            .to_string()
+            .contains("names ECTX `c`, which is not installed"));
+    }
 }

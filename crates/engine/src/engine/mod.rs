@@ -57,37 +57,10 @@ use self::scheduler::*;
 pub use self::command_unit::{command_cost, Command, OutputRecord, BYTES_PER_INSTRUCTION};
 pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
 pub use self::mpq::{MessageRecord, MAX_RECORD_ITEMS};
-pub use self::notify::Notification;
 use self::notify::Notifier;
+pub use crate::outputs::{HostWrite, MessageDone, Notification, OutPacket};
 
 pub type EctxId = usize;
-
-/// A packet a handler sent.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct OutPacket {
-    pub time_ps: u64,
-    pub ectx: EctxId,
-    /// RDMA put destination (0 for spin_send_packet).
-    pub dest: u32,
-    pub frame: Vec<u8>,
-}
-
-/// An 8-byte host-direct write.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct HostWrite {
-    pub time_ps: u64,
-    pub ectx: EctxId,
-    pub addr: u64,
-    pub value: u64,
-}
-
-/// A message whose handlers all finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct MessageDone {
-    pub time_ps: u64,
-    pub ectx: EctxId,
-    pub msg_id: u32,
-}
 
 /// One entry of the Chrome trace-event timeline.
 #[derive(Clone, Debug, serde::Serialize)]
@@ -512,8 +485,8 @@ impl Core {
                 None => (None, None, None),
             };
             let e = HandlerError {
-                ectx: name,
-                ectx_id: ectx,
+                ectx,
+                ectx_name: name,
                 msg_id,
                 handler,
                 kind,

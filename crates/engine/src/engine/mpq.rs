@@ -544,7 +544,7 @@ impl MpqEngine {
     }
 
     pub(super) fn record_error(&mut self, e: &HandlerError) {
-        if let Some(r) = self.message_record(e.ectx_id, e.msg_id) {
+        if let Some(r) = self.message_record(e.ectx, e.msg_id) {
             r.errors_total += 1;
             if r.errors.len() < MAX_RECORD_ITEMS {
                 r.errors.push(e.clone());

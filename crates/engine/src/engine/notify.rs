@@ -150,20 +150,6 @@ impl Engine {
     }
 }
 
-/// A request a handler posted to the host.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Notification {
-    pub id: u32,
-    pub ectx: EctxId,
-    pub hpu: u32,
-    /// When it became visible to the host.
-    pub time_ps: u64,
-    /// Inline payload (up to 64 bytes).
-    pub data: Vec<u8>,
-    /// A reference the handler passed (e.g. a host address it wrote to).
-    pub host_ref: u64,
-}
-
 /// A posted request: owned by the task that posted it (ECTX, HPU and the
 /// HPU's task generation); only that task may wait on or test it.
 struct NotifyState {

@@ -234,6 +234,8 @@ class Notification:
     @property
     def time_ns(self) -> float: ...
     @property
+    def time_ps(self) -> int: ...
+    @property
     def data(self) -> bytes:
         """Inline payload (up to 64 bytes)."""
     @property
