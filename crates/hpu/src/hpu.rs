@@ -186,6 +186,8 @@ pub(crate) const EXIT_FAULT: u64 = 2 << 62;
 /// interpreting from there. Without the JIT (`Interpreted`) every check of it compiles away.
 pub(crate) trait Native {
     const ON: bool;
+    /// Stop after one instruction (a debugger's single step, `Hpu::step`).
+    const STEP: bool = false;
     /// The code entered at `slot`, if it has (or now gets) some.
     fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
     /// The code entered at `slot` if it is compiled already.
@@ -196,6 +198,22 @@ struct Interpreted;
 
 impl Native for Interpreted {
     const ON: bool = false;
+    #[inline(always)]
+    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
+        None
+    }
+    #[inline(always)]
+    fn compiled(&self, _: usize) -> Option<NativeFn> {
+        None
+    }
+}
+
+/// The interpreter, one instruction at a time ([`Hpu::step`]).
+struct Stepping;
+
+impl Native for Stepping {
+    const ON: bool = false;
+    const STEP: bool = true;
     #[inline(always)]
     fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
         None
@@ -323,6 +341,17 @@ impl Hpu {
         until_cycles: u64,
     ) -> Stop {
         self.run_in(prog, rt, until_cycles, &mut Interpreted)
+    }
+
+    /// Execute one instruction (a debugger's single step): returns
+    /// [`Stop::SliceEnd`] with `pc` at the next instruction, or how the
+    /// handler ended or stopped in that instruction. Counts and cycles are
+    /// exactly those `run` gives for the same instructions (a block is
+    /// charged at entry and what did not retire is taken back, as for a
+    /// fault). `prog` must be [`Program::unfused`]: a superinstruction
+    /// would execute more than one.
+    pub fn step<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R) -> Stop {
+        self.run_in(prog, rt, u64::MAX, &mut Stepping)
     }
 
     /// [`Hpu::run`], entering `jit`'s compiled code where it has some
@@ -480,7 +509,14 @@ impl Hpu {
         // u32::MAX never matches.
         const RET_CACHE: usize = 8;
         let mut ret_cache: [(u32, *const Slot); RET_CACHE] = [(u32::MAX, base); RET_CACHE];
+        // Stepping: an instruction retired, stop at the next block entry.
+        let mut stepped = false;
         'block: loop {
+            if N::STEP && stepped {
+                sync!();
+                self.pc = prog.pcs[idx!()];
+                return Stop::SliceEnd;
+            }
             if acc as u32 >= lim {
                 sync!();
                 self.pc = prog.pcs[idx!()];
@@ -592,6 +628,7 @@ impl Hpu {
             }
             // SAFETY: `ip` points at a slot (see `idx!`).
             acc += unsafe { (*ip).charge.acc };
+            stepped = N::STEP;
 
             'inst: loop {
                 // SAFETY: `ip` points at a slot: it starts at one, and
@@ -625,7 +662,7 @@ impl Hpu {
                     ($p:expr) => {{
                         ip = $p;
                         // With native blocks, every entry looks for one.
-                        if N::ON || acc as u32 >= lim {
+                        if N::ON || N::STEP || acc as u32 >= lim {
                             continue 'block;
                         }
                         // SAFETY: `ip` points at a slot.
@@ -1256,6 +1293,15 @@ impl Hpu {
                     }
                 }
                 ip = next!();
+                if N::STEP {
+                    // Stop inside the block: the rest of it, charged at its
+                    // entry, did not retire.
+                    // SAFETY: `ip` points at a slot.
+                    acc -= unsafe { (*ip).charge.acc };
+                    sync!();
+                    self.pc = prog.pcs[idx!()];
+                    return Stop::SliceEnd;
+                }
             }
         }
     }

@@ -9,161 +9,11 @@
 
 mod common;
 
+use common::random::{machine, state};
 use common::*;
 use softspin_hpu::hpu::Stop;
 use softspin_hpu::jit::Jit;
 use softspin_hpu::TimingModel;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-const OP: u32 = 0x33;
-const OP_IMM: u32 = 0x13;
-const LOAD: u32 = 0x03;
-const STORE: u32 = 0x23;
-
-const AMO: u32 = 0x2f;
-
-/// One random instruction of a loop body (an AMO comes with the `addi` that
-/// makes its address in x22). Results go to x11..x19; x8 points at the
-/// data window, x9 at read-only memory, x20/x21 count loops.
-fn random_inst(g: &mut Rng, faults: bool, w: &mut Vec<u32>) {
-    let rd = 11 + g.below(9) as u32;
-    let rs = |g: &mut Rng| 11 + g.below(9) as u32;
-    if g.below(12) == 0 {
-        // Aligned in the data window; rarely misaligned or read-only.
-        let (base, off) = match faults.then(|| g.below(20)) {
-            Some(0) => (9, 0),
-            Some(1) => (8, 2),
-            _ => (8, 4 * g.below(DATA_SIZE as u64 / 4 - 1) as i32 % 2048),
-        };
-        w.push(addi(22, base, off));
-        // amoadd, amoswap, amoxor, amoor, amoand, amomin, amomax, amominu, amomaxu
-        let f5 = [0, 1, 4, 8, 12, 16, 20, 24, 28][g.below(9) as usize];
-        w.push(r(f5 << 2, rs(g), 22, 2, rd, AMO));
-        return;
-    }
-    w.push(match g.below(10) {
-        0..=2 => {
-            let (f7, f3) = [
-                (0, 0),
-                (0x20, 0),
-                (0, 1),
-                (0, 2),
-                (0, 3),
-                (0, 4),
-                (0, 5),
-                (0x20, 5),
-                (0, 6),
-                (0, 7),
-            ][g.below(10) as usize];
-            r(f7, rs(g), rs(g), f3, rd, OP)
-        }
-        3 => r(1, rs(g), rs(g), g.below(8) as u32, rd, OP),
-        4..=5 => {
-            let f3 = [0, 2, 3, 4, 6, 7, 1, 5, 5][g.below(9) as usize];
-            let imm = match f3 {
-                1 => g.below(32) as i32,
-                5 if g.below(2) == 0 => 0x400 | g.below(32) as i32,
-                5 => g.below(32) as i32,
-                _ => g.below(4096) as i32 - 2048,
-            };
-            i(imm, rs(g), f3, rd, OP_IMM)
-        }
-        6..=7 => {
-            // Mostly the data window, a quarter the read-only one (loads
-            // alternate between two windows: both load ways); rarely a
-            // base that faults.
-            let f3 = [0, 1, 2, 4, 5][g.below(5) as usize];
-            if faults && g.below(40) == 0 {
-                i(
-                    g.below(DATA_SIZE as u64 - 4) as i32 % 2048,
-                    rs(g),
-                    f3,
-                    rd,
-                    LOAD,
-                )
-            } else if g.below(4) == 0 {
-                i(g.below(0x100 - 4) as i32, 9, f3, rd, LOAD)
-            } else {
-                i(g.below(DATA_SIZE as u64 - 4) as i32 % 2048, 8, f3, rd, LOAD)
-            }
-        }
-        _ => {
-            let base = if faults && g.below(40) == 0 { 9 } else { 8 };
-            s(
-                g.below(DATA_SIZE as u64 - 4) as i32 % 2048,
-                rs(g),
-                base,
-                g.below(3) as u32,
-                STORE,
-            )
-        }
-    });
-}
-
-/// prologue; outer: li x20,n; inner: body; addi x20,-1; bne inner;
-/// jal func; addi x21,-1; bne outer; exit; func: body; jalr x1.
-fn random_program(seed: u64) -> Vec<u32> {
-    let mut g = Rng(seed | 1);
-    let faults = seed.is_multiple_of(4);
-    let mut w = Vec::new();
-    w.extend(li(8, DATA));
-    w.extend(li(9, RO));
-    for rd in 11..20 {
-        w.extend(li(rd, g.next() as u32));
-    }
-    w.extend(li(21, 3));
-    let outer = w.len();
-    w.extend(li(20, 20 + g.below(200) as u32));
-    let inner = w.len();
-    for _ in 0..5 + g.below(25) {
-        random_inst(&mut g, faults, &mut w);
-    }
-    w.push(addi(20, 20, -1));
-    w.push(b(4 * (inner as i32 - w.len() as i32), 0, 20, 1));
-    let call = w.len();
-    w.push(0); // jal x1, func (patched below)
-    w.push(addi(21, 21, -1));
-    w.push(b(4 * (outer as i32 - w.len() as i32), 0, 21, 1));
-    w.extend(exit());
-    let func = w.len();
-    w[call] = j(4 * (func - call) as i32, 1);
-    for _ in 0..g.below(8) {
-        random_inst(&mut g, false, &mut w);
-    }
-    w.push(i(0, 1, 0, 0, 0x67)); // jalr x0, 0(x1)
-    w
-}
-
-/// Everything a run leaves behind.
-fn state(m: &Machine, stop: Stop) -> String {
-    let h = &m.hpu;
-    format!(
-        "{stop:?} pc={:#x} regs={:?} cycles={} instret={} loads={} stores={} taken={} counts={:?} data={:016x}",
-        h.pc,
-        h.regs(),
-        h.cycles,
-        h.instret,
-        h.loads,
-        h.stores,
-        h.taken_branches,
-        h.mem.counts(),
-        // FNV-1a of the data window (the assertion message stays short).
-        m.data.to_vec(0, DATA_SIZE as usize).iter().fold(0xcbf2_9ce4_8422_2325u64, |h, b| (h ^ *b as u64).wrapping_mul(0x100_0000_01b3))
-    )
-}
 
 /// Run to a stop other than a slice end, in slices of `slice` cycles.
 fn run(m: &mut Machine, mut jit: Option<&mut Jit>, slice: u64) -> Stop {
@@ -177,16 +27,6 @@ fn run(m: &mut Machine, mut jit: Option<&mut Jit>, slice: u64) -> Stop {
             return stop;
         }
     }
-}
-
-/// The program of `seed` on a machine whose data window holds random bytes
-/// (so loads see both signs).
-fn machine(seed: u64) -> Machine {
-    let m = Machine::new(&random_program(seed));
-    let mut g = Rng(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
-    let bytes: Vec<u8> = (0..DATA_SIZE).map(|_| g.next() as u8).collect();
-    m.data.write(0, &bytes);
-    m
 }
 
 fn compare(seed: u64, slice: u64) {
