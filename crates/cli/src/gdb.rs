@@ -32,7 +32,12 @@ use softspin_engine::{DebugHpus, HpuDebugger, Resume};
 struct Hpus {
     hpus: Option<DebugHpus>,
     count: usize,
+    /// Set from gdb.
     breakpoints: BTreeSet<u32>,
+    /// Handler entries (`--gdb-break`): gdb knows nothing of them, so a
+    /// stop there is reported as a SIGTRAP, not as gdb's breakpoint (which
+    /// gdb would take for one it removed, and resume).
+    entries: BTreeSet<u32>,
     /// The HPU gdb asked to single-step with the last resume.
     step: Option<usize>,
 }
@@ -223,12 +228,10 @@ pub struct GdbServer {
 
 impl GdbServer {
     /// Listen on `addr` (`[HOST]:PORT`, HOST defaults to 127.0.0.1, port 0
-    /// picks a free one), say where on stderr, and wait for gdb.
-    pub fn accept(
-        addr: &str,
-        hpus: usize,
-        breakpoints: BTreeSet<u32>,
-    ) -> anyhow::Result<GdbServer> {
+    /// picks a free one), say where on stderr, and wait for gdb. HPUs stop
+    /// at the handler entries `entries` (only checked where a quantum
+    /// starts: a handler's first instruction always starts one).
+    pub fn accept(addr: &str, hpus: usize, entries: BTreeSet<u32>) -> anyhow::Result<GdbServer> {
         let addr = if addr.starts_with(':') {
             format!("127.0.0.1{addr}")
         } else {
@@ -245,7 +248,8 @@ impl GdbServer {
         let mut target = Hpus {
             hpus: None,
             count: hpus,
-            breakpoints,
+            breakpoints: BTreeSet::new(),
+            entries,
             step: None,
         };
         let machine = GdbStub::new(conn)
@@ -313,7 +317,7 @@ impl HpuDebugger for GdbServer {
             self.stepping = None;
             return true;
         }
-        self.target.breakpoints.contains(&pc)
+        self.target.breakpoints.contains(&pc) || self.target.entries.contains(&pc)
     }
 
     fn stepping(&self, hpu: usize) -> bool {
