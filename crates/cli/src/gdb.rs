@@ -6,7 +6,7 @@
 //! an HPU may stop; while gdb holds it, NIC time stands still.
 
 use std::collections::BTreeSet;
-use std::net::{TcpListener, TcpStream};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 
 use anyhow::Context;
 use gdbstub::common::{Signal, Tid};
@@ -237,8 +237,12 @@ impl GdbServer {
         } else {
             addr.to_string()
         };
-        let listener =
-            TcpListener::bind(&addr).with_context(|| format!("--gdb {addr}: cannot listen"))?;
+        let addrs: Vec<_> = addr
+            .to_socket_addrs()
+            .with_context(|| format!("--gdb {addr}: expected [HOST]:PORT"))?
+            .collect();
+        let listener = TcpListener::bind(&addrs[..])
+            .with_context(|| format!("--gdb {addr}: cannot listen"))?;
         let local = listener.local_addr()?;
         eprintln!("softspin: gdb: waiting for gdb on {local} (target remote {local})");
         let (conn, _) = listener

@@ -300,7 +300,7 @@ fn bad_gdb_flags_are_clear_errors() {
     let base = ["sim", "--image", img.as_str(), "--ph", "gdb_ph"];
     let o = softspin(&[&base[..], &["--gdb", "nonsense"]].concat());
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stderr).contains("--gdb nonsense"));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--gdb nonsense: expected [HOST]:PORT"));
     let o = softspin(
         &[
             &base[..],

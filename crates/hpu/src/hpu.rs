@@ -188,6 +188,13 @@ pub(crate) trait Native {
     const ON: bool;
     /// Stop after one instruction (a debugger's single step, `Hpu::step`).
     const STEP: bool = false;
+    /// Stepping: whether the first instruction starts a block, where `run`
+    /// checks the slice and the watchdog (mid-block, a step does not, as
+    /// `run` would not).
+    #[inline(always)]
+    fn at_block_entry(&self) -> bool {
+        true
+    }
     /// The code entered at `slot`, if it has (or now gets) some.
     fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
     /// The code entered at `slot` if it is compiled already.
@@ -209,11 +216,17 @@ impl Native for Interpreted {
 }
 
 /// The interpreter, one instruction at a time ([`Hpu::step`]).
-struct Stepping;
+struct Stepping {
+    entry: bool,
+}
 
 impl Native for Stepping {
     const ON: bool = false;
     const STEP: bool = true;
+    #[inline(always)]
+    fn at_block_entry(&self) -> bool {
+        self.entry
+    }
     #[inline(always)]
     fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
         None
@@ -348,10 +361,17 @@ impl Hpu {
     /// handler ended or stopped in that instruction. Counts and cycles are
     /// exactly those `run` gives for the same instructions (a block is
     /// charged at entry and what did not retire is taken back, as for a
-    /// fault). `prog` must be [`Program::unfused`]: a superinstruction
-    /// would execute more than one.
-    pub fn step<R: Runtime + ?Sized>(&mut self, prog: &Program, rt: &mut R) -> Stop {
-        self.run_in(prog, rt, u64::MAX, &mut Stepping)
+    /// fault). `block_entry`: the previous instruction ended a block
+    /// ([`Program::ends_block_at`]) or none ran yet, so the watchdog is
+    /// checked here, where `run` checks it. `prog` must be
+    /// [`Program::unfused`]: a superinstruction would execute more than one.
+    pub fn step<R: Runtime + ?Sized>(
+        &mut self,
+        prog: &Program,
+        rt: &mut R,
+        block_entry: bool,
+    ) -> Stop {
+        self.run_in(prog, rt, u64::MAX, &mut Stepping { entry: block_entry })
     }
 
     /// [`Hpu::run`], entering `jit`'s compiled code where it has some
@@ -517,7 +537,7 @@ impl Hpu {
                 self.pc = prog.pcs[idx!()];
                 return Stop::SliceEnd;
             }
-            if acc as u32 >= lim {
+            if acc as u32 >= lim && (!N::STEP || native.at_block_entry()) {
                 sync!();
                 self.pc = prog.pcs[idx!()];
                 (cyc0, ins0, acc) = (self.cycles, self.instret, 0);

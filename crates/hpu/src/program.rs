@@ -358,6 +358,12 @@ impl Program {
         self.base
     }
 
+    /// Whether the instruction at `pc` ends its block (where `run` checks
+    /// the slice end and the watchdog next).
+    pub fn ends_block_at(&self, pc: u32) -> bool {
+        self.inst_at(pc).is_some_and(|i| i.op.ends_block())
+    }
+
     /// This program without superinstructions, for [`crate::Hpu::step`]
     /// (a debugger's single step); same slots, costs and pcs.
     pub fn unfused(&self) -> Program {

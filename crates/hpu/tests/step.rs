@@ -16,9 +16,12 @@ fn compare(seed: u64, t: TimingModel) -> bool {
     let mut b = machine_with(seed, t);
     let prog = b.prog.unfused();
     let mut steps = 0u64;
+    let mut last_pc = 0;
     let sb = loop {
         let before = b.hpu.instret;
-        let stop = b.hpu.step(&prog, &mut TestRt);
+        let entry = steps == 0 || prog.ends_block_at(last_pc);
+        last_pc = b.hpu.pc;
+        let stop = b.hpu.step(&prog, &mut TestRt, entry);
         if stop != Stop::SliceEnd {
             break stop;
         }
@@ -63,5 +66,50 @@ fn stepping_keeps_hardware_loop_costs() {
     };
     for seed in 1..=60u64 {
         compare(seed, t.clone());
+    }
+}
+
+/// Steps that end a slice where `run` would (the first block entry at or
+/// past the slice's end) and check the watchdog only at block entries stop
+/// at the same points, with the same state, as `run` in slices.
+#[test]
+fn stepped_slices_and_the_watchdog_match_run() {
+    for seed in 1..=60u64 {
+        for (slice, limit) in [(7u64, u64::MAX), (50, 2000), (1, 500)] {
+            let mut a = machine_with(seed, TimingModel::default());
+            a.hpu.instret_limit = limit;
+            let mut ends_a = Vec::new();
+            let sa = loop {
+                let until = a.hpu.cycles + slice;
+                match a.hpu.run(&a.prog, &mut TestRt, until) {
+                    Stop::SliceEnd => ends_a.push((a.hpu.pc, a.hpu.cycles)),
+                    s => break s,
+                }
+            };
+            let mut b = machine_with(seed, TimingModel::default());
+            b.hpu.instret_limit = limit;
+            let prog = b.prog.unfused();
+            let mut ends_b = Vec::new();
+            let mut entry = true;
+            let mut until = b.hpu.cycles + slice;
+            let sb = loop {
+                // The watchdog first (the step faults), as in `run`.
+                if entry && b.hpu.cycles >= until && b.hpu.instret < limit {
+                    ends_b.push((b.hpu.pc, b.hpu.cycles));
+                    until = b.hpu.cycles + slice;
+                }
+                let pc = b.hpu.pc;
+                match b.hpu.step(&prog, &mut TestRt, entry) {
+                    Stop::SliceEnd => entry = prog.ends_block_at(pc),
+                    s => break s,
+                }
+            };
+            assert_eq!(ends_a, ends_b, "seed {seed} slice {slice}");
+            assert_eq!(
+                state(&a, sa),
+                state(&b, sb),
+                "seed {seed} slice {slice} limit {limit}"
+            );
+        }
     }
 }

@@ -158,26 +158,41 @@ impl Engine {
     /// A quantum of HPU `h` under the debugger: whole when it wants no
     /// single steps, else instruction by instruction, stopping where it
     /// says. After a stop, one instruction runs before the next check, so
-    /// a resumed HPU leaves its breakpoint.
+    /// a resumed HPU leaves its breakpoint. Steps end the quantum where
+    /// `run` would: at the first block entry at or past `until`.
     pub(super) fn run_hpu_debug(&mut self, h: usize, ectx: EctxId, until: u64) -> Stop {
+        // A quantum starts as a block does.
+        let mut entry = true;
         loop {
             let Some(d) = &mut self.debug else {
-                return self.run_hpu_slice(h, ectx, until, false);
+                return self.run_hpu_slice(h, ectx, until, None);
             };
             if d.hook.should_stop(h, self.hpus[h].hpu.pc) {
                 self.debug_stop(h);
-                let step = self.debug.is_some();
-                let stop = self.run_hpu_slice(h, ectx, until, step);
-                if !step || stop != Stop::SliceEnd {
+                if self.debug.is_none() {
+                    let stop = self.run_hpu_slice(h, ectx, until, None);
+                    return self.debug_returned(h, stop);
+                }
+                let stop = self.run_hpu_slice(h, ectx, until, Some(&mut entry));
+                if stop != Stop::SliceEnd {
                     return self.debug_returned(h, stop);
                 }
                 continue;
             }
-            if self.hpus[h].hpu.cycles >= until {
+            // As in `run`: the watchdog first (the step faults), then the
+            // slice.
+            let hpu = &self.hpus[h].hpu;
+            if entry && hpu.cycles >= until && hpu.instret < hpu.instret_limit {
                 return Stop::SliceEnd;
             }
-            let step = self.debug.as_ref().is_some_and(|d| d.hook.stepping(h));
-            let stop = self.run_hpu_slice(h, ectx, until, step);
+            // Mid-block, steps go on to the block's end before a whole
+            // quantum runs: `run` checks the slice and watchdog only there.
+            let step = !entry || self.debug.as_ref().is_some_and(|d| d.hook.stepping(h));
+            let stop = if step {
+                self.run_hpu_slice(h, ectx, until, Some(&mut entry))
+            } else {
+                self.run_hpu_slice(h, ectx, until, None)
+            };
             if !step || stop != Stop::SliceEnd {
                 return self.debug_returned(h, stop);
             }
@@ -198,8 +213,15 @@ impl Engine {
         stop
     }
 
-    /// Run HPU `h` to `until` (interpreted), or one instruction (`step`).
-    fn run_hpu_slice(&mut self, h: usize, ectx: EctxId, until: u64, step: bool) -> Stop {
+    /// Run HPU `h` to `until` (interpreted), or one instruction (`step`:
+    /// whether it starts a block, updated to whether the next one does).
+    fn run_hpu_slice(
+        &mut self,
+        h: usize,
+        ectx: EctxId,
+        until: u64,
+        step: Option<&mut bool>,
+    ) -> Stop {
         let Slot { hpu, ctl, program } = &mut self.hpus[h];
         let prog = program.as_ref().expect("start_task set the program");
         let mut svc = Services {
@@ -212,9 +234,9 @@ impl Engine {
             ctl,
             ectx,
         };
-        if !step {
+        let Some(entry) = step else {
             return hpu.run(prog, &mut svc, until);
-        }
+        };
         let d = self.debug.as_mut().expect("stepping under a debugger");
         let unfused = match d.unfused.iter().find(|(p, _)| Arc::ptr_eq(p, prog)) {
             Some((_, u)) => u.clone(),
@@ -224,6 +246,9 @@ impl Engine {
                 u
             }
         };
-        hpu.step(&unfused, &mut svc)
+        let pc = hpu.pc;
+        let stop = hpu.step(&unfused, &mut svc, *entry);
+        *entry = unfused.ends_block_at(pc);
+        stop
     }
 }
