@@ -206,6 +206,10 @@ fn breakpoint_registers_arguments_memory_steps_and_finish() {
             "delete",
             "finish",
             "print *(int *)0",
+            // Writes: handler memory yes, code no (read-only to the HPU).
+            "set var last_sum = 77",
+            "print last_sum",
+            "set var *(int *)$pc = 0",
             "detach",
         ],
     );
@@ -235,6 +239,8 @@ fn breakpoint_registers_arguments_memory_steps_and_finish() {
     assert!(out.contains("in gdb_ph ("), "{out}");
     // Outside the ECTX's memory: an error, and the run goes on.
     assert!(out.contains("Cannot access memory at address 0x0"), "{out}");
+    assert!(out.contains("$5 = 77\n"), "{out}");
+    assert_eq!(out.matches("Cannot access memory").count(), 2, "{out}");
     assert!(out.contains("detached"), "{out}");
     // Stopped, stepped and detached: the results are the plain run's.
     assert_eq!(json, plain_json());
@@ -314,4 +320,20 @@ fn bad_gdb_flags_are_clear_errors() {
     );
     let o = softspin(&[&base[..], &["--gdb-break", "gdb_ph"]].concat());
     assert!(!o.status.success(), "--gdb-break needs --gdb");
+}
+
+#[test]
+fn build_g_adds_debug_information() {
+    let src = root().join("crates/cli/tests/handlers/gdb_test.c");
+    let has_dwarf = |flags: &[&str], name: &str| {
+        let out = dir().join(name);
+        let mut a = vec!["build", src.to_str().unwrap(), "-o", out.to_str().unwrap()];
+        a.extend(flags);
+        let o = softspin(&a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        let elf = std::fs::read(&out).unwrap();
+        elf.windows(11).any(|w| w == b".debug_info")
+    };
+    assert!(has_dwarf(&["-g"], "g.elf"));
+    assert!(!has_dwarf(&[], "plain.elf"));
 }
