@@ -2,7 +2,7 @@
 //! breakpoint in a handler, registers, an argument, packet memory, steps,
 //! `finish` with the function's result, `info threads` = HPUs, errors
 //! outside the ECTX's memory, detach, kill, a client that vanishes
-//! mid-packet. Expected values come from the traffic generator's payload
+//! mid-packet or sends garbage. Expected values come from the traffic generator's payload
 //! rule (`sim --payload seq`: byte i of packet n is (i + 7n) mod 256) and
 //! from gdb's own reading of the ELF, not from the stub. Runs under the
 //! debugger must give the same `--json` as runs without it (NIC time
@@ -336,4 +336,33 @@ fn build_g_adds_debug_information() {
     };
     assert!(has_dwarf(&["-g"], "g.elf"));
     assert!(!has_dwarf(&[], "plain.elf"));
+}
+
+#[test]
+fn garbage_from_the_client_ends_the_session_not_the_run() {
+    // Packet-like noise: '$', '#', checksums, binary, interrupts (0x03).
+    for seed in 1..=8u64 {
+        let sim = start(&[]);
+        let mut c = std::net::TcpStream::connect(("127.0.0.1", sim.port)).unwrap();
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut bytes = Vec::new();
+        for _ in 0..4096 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            bytes.push(match x % 8 {
+                0 => b'$',
+                1 => b'#',
+                2 => b"0123456789abcdef"[(x >> 8) as usize % 16],
+                3 => b"qgmMcszZ?vTH"[(x >> 8) as usize % 12],
+                _ => (x >> 16) as u8,
+            });
+        }
+        // The stub may close first (a fatal packet): then writing fails.
+        let _ = c.write_all(&bytes);
+        drop(c);
+        let (ok, json, err) = sim.finish();
+        assert!(ok, "seed {seed}: {err}");
+        assert_eq!(json, plain_json(), "seed {seed}");
+    }
 }
