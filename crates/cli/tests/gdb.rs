@@ -2,11 +2,12 @@
 //! breakpoint in a handler, registers, an argument, packet memory, steps,
 //! `finish` with the function's result, `info threads` = HPUs, errors
 //! outside the ECTX's memory, detach, kill, a client that vanishes
-//! mid-packet or sends garbage. Expected values come from the traffic generator's payload
-//! rule (`sim --payload seq`: byte i of packet n is (i + 7n) mod 256) and
-//! from gdb's own reading of the ELF, not from the stub. Runs under the
-//! debugger must give the same `--json` as runs without it (NIC time
-//! stands still while stopped). Says SKIPPED without gdb-multiarch.
+//! mid-packet or sends garbage. Expected values come from the traffic
+//! generator's payload rule (`sim --payload seq`: byte i of packet n is
+//! (i + 7n) mod 256) and from gdb's own reading of the ELF, not from the
+//! stub. Runs under the debugger must give the same `--json` as runs
+//! without it (NIC time stands still while stopped). Says SKIPPED without
+//! gdb-multiarch.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
