@@ -61,6 +61,8 @@ if [ $tests = 1 ]; then
     # frames tcpdump captured after the lossy link).
     command -v tshark >/dev/null || need_pkgs+=(tshark)
     command -v tcpdump >/dev/null || [ -x /usr/bin/tcpdump ] || [ -x /usr/sbin/tcpdump ] || need_pkgs+=(tcpdump)
+    # The handler debugger's test (crates/cli/tests/gdb.rs, docs/debugging.md).
+    command -v gdb-multiarch >/dev/null || need_pkgs+=(gdb-multiarch)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"

@@ -40,6 +40,11 @@ pub struct BuildArgs {
     /// Link the data at this L2 handler-memory address (handler images).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     data_base: Option<u32>,
+    /// Debug information (DWARF) for gdb (docs/debugging.md). The code is
+    /// still built with -O3, the code that is measured; add --cflag=-O0
+    /// to keep every local in memory.
+    #[arg(short = 'g')]
+    debug: bool,
     /// Extra flags for clang (repeatable), e.g. --cflag=-O2.
     #[arg(long = "cflag", value_name = "FLAG", allow_hyphen_values = true)]
     cflags: Vec<String>,
@@ -77,6 +82,9 @@ pub fn main(mut a: BuildArgs) -> anyhow::Result<ExitCode> {
         let fp = sdk_dir()?.join("fpspin/runtime");
         a.include.insert(0, fp.join("include"));
         a.sources.push(fp.join("src/fpspin_rt.c"));
+    }
+    if a.debug {
+        a.cflags.insert(0, "-g".into());
     }
     sdk::build_isa(
         &BuildOptions {

@@ -5,6 +5,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod build;
+mod gdb;
 mod isa;
 mod new;
 mod nic;

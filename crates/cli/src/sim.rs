@@ -83,6 +83,16 @@ pub struct SimArgs {
     #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
     jit_after: u16,
 
+    /// Serve the GDB remote protocol on [HOST]:PORT (docs/debugging.md):
+    /// the run waits for gdb before it starts, and NIC time stands still
+    /// while gdb holds an HPU. Port 0 picks a free port; stderr says which.
+    #[arg(long, value_name = "[HOST]:PORT")]
+    gdb: Option<String>,
+    /// With --gdb: stop at this handler's entry (a symbol of an ECTX's
+    /// image); may be given more than once.
+    #[arg(long, value_name = "HANDLER", requires = "gdb")]
+    gdb_break: Vec<String>,
+
     // -- outputs --
     /// Print one JSON object with the statistics.
     #[arg(long)]
@@ -504,6 +514,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     // Nobody answers notifications: host waits run out within the run.
     nic.pause_for_host(false);
     nic.keep_outputs(a.pcap_out.is_some() || a.stdout);
+    let images: Vec<PathBuf> = plan.iter().map(|p| p.image.clone()).collect();
     let ectxs = install_all(&mut nic, plan)?;
 
     let until_ps = a
@@ -560,7 +571,25 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         enable_jit(&mut nic, a.jit_after)?;
     }
 
-    let bar = if a.quiet || a.json {
+    if let Some(addr) = &a.gdb {
+        let mut breaks = std::collections::BTreeSet::new();
+        for name in &a.gdb_break {
+            let mut found = None;
+            for p in &images {
+                if let Ok(pc) = load_image(p)?.symbol(name) {
+                    found = Some(pc);
+                }
+            }
+            let pc = found.with_context(|| {
+                format!("--gdb-break {name}: no such symbol in the ECTXs' images")
+            })?;
+            breaks.insert(pc);
+        }
+        let hpus = cfg.clusters as usize * cfg.hpus_per_cluster as usize;
+        nic.attach_debugger(Box::new(crate::gdb::GdbServer::accept(addr, hpus, breaks)?));
+    }
+
+    let bar = if a.quiet || a.json || a.gdb.is_some() {
         indicatif::ProgressBar::hidden()
     } else {
         progress_bar(total)
@@ -586,6 +615,9 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         crate::results::dump_handler_mem(&nic, &ectxs, p)?;
     }
 
+    if nic.debug_killed() {
+        bail!("the run was killed from gdb (its results are incomplete; `detach` lets it finish)");
+    }
     let report = nic.report();
     if let Some(p) = &a.timeline {
         let doc = serde_json::json!({ "traceEvents": nic.timeline(), "displayTimeUnit": "ns" });
@@ -602,6 +634,9 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         print!("{}", report.text());
     }
     let (status, why) = outcome(&report, total);
+    if let Some(mut d) = nic.detach_debugger() {
+        d.finished(status as u8);
+    }
     if status != Status::Ok {
         eprintln!("softspin: sim: {why} (exit status {})", status as u8);
     }

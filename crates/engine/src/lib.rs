@@ -21,7 +21,7 @@ pub mod units;
 pub use config::{BufferFull, ConfigError, HostLink, NicConfig};
 pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
 pub use engine::{
-    EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, MessageDone, Notification,
-    OutPacket, SimError, TimelineEvent,
+    DebugHpus, EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, HpuDebugger,
+    MessageDone, Notification, OutPacket, Resume, SimError, TimelineEvent,
 };
 pub use stats::Report;

@@ -1266,6 +1266,22 @@ impl Nic {
         self.engine.timeline()
     }
 
+    /// Attach a debugger to the HPUs (`softspin sim --gdb`); it is called
+    /// at once, before anything runs (`Engine::attach_debugger`).
+    pub fn attach_debugger(&mut self, hook: Box<dyn softspin_engine::HpuDebugger>) {
+        self.engine.attach_debugger(hook);
+    }
+
+    /// Take the debugger off, if one is still attached.
+    pub fn detach_debugger(&mut self) -> Option<Box<dyn softspin_engine::HpuDebugger>> {
+        self.engine.detach_debugger()
+    }
+
+    /// Whether a debugger killed the run.
+    pub fn debug_killed(&self) -> bool {
+        self.engine.debug_killed()
+    }
+
     /// Keep a record of every message from now on (take them with
     /// `NicView::drain_message_log`).
     pub fn enable_message_log(&mut self) {

@@ -186,6 +186,15 @@ pub(crate) const EXIT_FAULT: u64 = 2 << 62;
 /// interpreting from there. Without the JIT (`Interpreted`) every check of it compiles away.
 pub(crate) trait Native {
     const ON: bool;
+    /// Stop after one instruction (a debugger's single step, `Hpu::step`).
+    const STEP: bool = false;
+    /// Stepping: whether the first instruction starts a block, where `run`
+    /// checks the slice and the watchdog (mid-block, a step does not, as
+    /// `run` would not).
+    #[inline(always)]
+    fn at_block_entry(&self) -> bool {
+        true
+    }
     /// The code entered at `slot`, if it has (or now gets) some.
     fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
     /// The code entered at `slot` if it is compiled already.
@@ -196,6 +205,28 @@ struct Interpreted;
 
 impl Native for Interpreted {
     const ON: bool = false;
+    #[inline(always)]
+    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
+        None
+    }
+    #[inline(always)]
+    fn compiled(&self, _: usize) -> Option<NativeFn> {
+        None
+    }
+}
+
+/// The interpreter, one instruction at a time ([`Hpu::step`]).
+struct Stepping {
+    entry: bool,
+}
+
+impl Native for Stepping {
+    const ON: bool = false;
+    const STEP: bool = true;
+    #[inline(always)]
+    fn at_block_entry(&self) -> bool {
+        self.entry
+    }
     #[inline(always)]
     fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
         None
@@ -323,6 +354,24 @@ impl Hpu {
         until_cycles: u64,
     ) -> Stop {
         self.run_in(prog, rt, until_cycles, &mut Interpreted)
+    }
+
+    /// Execute one instruction (a debugger's single step): returns
+    /// [`Stop::SliceEnd`] with `pc` at the next instruction, or how the
+    /// handler ended or stopped in that instruction. Counts and cycles are
+    /// exactly those `run` gives for the same instructions (a block is
+    /// charged at entry and what did not retire is taken back, as for a
+    /// fault). `block_entry`: the previous instruction ended a block
+    /// ([`Program::ends_block_at`]) or none ran yet, so the watchdog is
+    /// checked here, where `run` checks it. `prog` must be
+    /// [`Program::unfused`]: a superinstruction would execute more than one.
+    pub fn step<R: Runtime + ?Sized>(
+        &mut self,
+        prog: &Program,
+        rt: &mut R,
+        block_entry: bool,
+    ) -> Stop {
+        self.run_in(prog, rt, u64::MAX, &mut Stepping { entry: block_entry })
     }
 
     /// [`Hpu::run`], entering `jit`'s compiled code where it has some
@@ -480,8 +529,15 @@ impl Hpu {
         // u32::MAX never matches.
         const RET_CACHE: usize = 8;
         let mut ret_cache: [(u32, *const Slot); RET_CACHE] = [(u32::MAX, base); RET_CACHE];
+        // Stepping: an instruction retired, stop at the next block entry.
+        let mut stepped = false;
         'block: loop {
-            if acc as u32 >= lim {
+            if N::STEP && stepped {
+                sync!();
+                self.pc = prog.pcs[idx!()];
+                return Stop::SliceEnd;
+            }
+            if acc as u32 >= lim && (!N::STEP || native.at_block_entry()) {
                 sync!();
                 self.pc = prog.pcs[idx!()];
                 (cyc0, ins0, acc) = (self.cycles, self.instret, 0);
@@ -592,6 +648,7 @@ impl Hpu {
             }
             // SAFETY: `ip` points at a slot (see `idx!`).
             acc += unsafe { (*ip).charge.acc };
+            stepped = N::STEP;
 
             'inst: loop {
                 // SAFETY: `ip` points at a slot: it starts at one, and
@@ -625,7 +682,7 @@ impl Hpu {
                     ($p:expr) => {{
                         ip = $p;
                         // With native blocks, every entry looks for one.
-                        if N::ON || acc as u32 >= lim {
+                        if N::ON || N::STEP || acc as u32 >= lim {
                             continue 'block;
                         }
                         // SAFETY: `ip` points at a slot.
@@ -1256,6 +1313,15 @@ impl Hpu {
                     }
                 }
                 ip = next!();
+                if N::STEP {
+                    // Stop inside the block: the rest of it, charged at its
+                    // entry, did not retire.
+                    // SAFETY: `ip` points at a slot.
+                    acc -= unsafe { (*ip).charge.acc };
+                    sync!();
+                    self.pc = prog.pcs[idx!()];
+                    return Stop::SliceEnd;
+                }
             }
         }
     }

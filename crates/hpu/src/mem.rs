@@ -850,6 +850,17 @@ impl AddressSpace {
         Ok(())
     }
 
+    /// Copy guest memory out for a debugger: readable or executable
+    /// windows (code may be fetch-only), no access counted.
+    pub fn peek(&self, addr: u32, out: &mut [u8]) -> Result<(), AccessError> {
+        let p = self
+            .host_ptr(addr, out.len() as u32, Perm::R)
+            .or_else(|_| self.host_ptr(addr, out.len() as u32, Perm::X))?;
+        // SAFETY: `host_ptr` checked the whole range.
+        unsafe { std::ptr::copy_nonoverlapping(p, out.as_mut_ptr(), out.len()) };
+        Ok(())
+    }
+
     pub fn read_u32(&self, addr: u32) -> Result<u32, AccessError> {
         let mut b = [0u8; 4];
         self.read_bytes(addr, &mut b)?;

@@ -358,6 +358,33 @@ impl Program {
         self.base
     }
 
+    /// Whether the instruction at `pc` ends its block (where `run` checks
+    /// the slice end and the watchdog next).
+    pub fn ends_block_at(&self, pc: u32) -> bool {
+        self.inst_at(pc).is_some_and(|i| i.op.ends_block())
+    }
+
+    /// This program without superinstructions, for [`crate::Hpu::step`]
+    /// (a debugger's single step); same slots, costs and pcs.
+    pub fn unfused(&self) -> Program {
+        static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1 << 63);
+        let mut code = self.code.clone();
+        for (c, i) in code.iter_mut().zip(&self.insts) {
+            c.inst.op = i.op;
+        }
+        Program {
+            id: NEXT_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            base: self.base,
+            len: self.len,
+            insts: self.insts.clone(),
+            code,
+            cost: self.cost.clone(),
+            entry: self.entry.clone(),
+            pcs: self.pcs.clone(),
+            hw_loop: self.hw_loop.clone(),
+        }
+    }
+
     /// One past the last code byte.
     pub fn end(&self) -> u32 {
         self.base + self.len

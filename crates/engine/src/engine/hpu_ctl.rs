@@ -156,6 +156,10 @@ impl Engine {
             .saturating_sub(ctl.t0 + (hpu.cycles - ctl.c0) * self.core.ppc);
         hpu.cycles += behind / self.core.ppc;
         let until = hpu.cycles + quantum;
+        if self.debug.is_some() {
+            let stop = self.run_hpu_debug(h, ectx, until);
+            return self.hpu_stopped(h, stop);
+        }
         let mut svc = Services {
             core: &mut self.core,
             cu: &mut self.cu,
@@ -189,6 +193,11 @@ impl Engine {
         };
         #[cfg(not(feature = "jit"))]
         let stop = hpu.run(prog, &mut svc, until);
+        self.hpu_stopped(h, stop);
+    }
+
+    /// What follows a quantum that ended with `stop`.
+    fn hpu_stopped(&mut self, h: usize, stop: Stop) {
         let local = Self::local_ps(&self.core, &self.hpus[h]);
         match stop {
             Stop::SliceEnd => {

@@ -25,6 +25,7 @@
 //! events to blocks and pass what one returns to the next.
 
 mod command_unit;
+mod debug;
 mod events;
 mod host_mem;
 mod hpu_ctl;
@@ -55,6 +56,7 @@ use self::mpq::*;
 use self::scheduler::*;
 
 pub use self::command_unit::{command_cost, Command, OutputRecord, BYTES_PER_INSTRUCTION};
+pub use self::debug::{DebugHpus, HpuDebugger, Resume};
 pub use self::host_mem::{HostBuffer, HostMemory, HostRegions};
 pub use self::mpq::{MessageRecord, MAX_RECORD_ITEMS};
 use self::notify::Notifier;
@@ -377,6 +379,10 @@ pub struct Engine {
     /// The HPUs with their control state, apart from the blocks so a
     /// running HPU's services can borrow the blocks.
     hpus: Vec<Slot>,
+    /// An attached debugger (`attach_debugger`).
+    debug: Option<self::debug::Debug>,
+    /// A debugger killed the run.
+    debug_killed: bool,
     /// With `enable_jit`: per ECTX, the JIT for the program its HPUs run
     /// (replaced when the ECTX's program changes).
     #[cfg(feature = "jit")]
@@ -530,6 +536,8 @@ impl Engine {
             hpus,
             #[cfg(feature = "jit")]
             jits: None,
+            debug: None,
+            debug_killed: false,
             #[cfg(feature = "jit")]
             jit_after: softspin_hpu::JIT_COMPILE_AFTER,
         })

@@ -3,6 +3,8 @@
 //! Rust, never read back from the interpreter's own decoder.
 #![allow(dead_code)]
 
+pub mod random;
+
 use std::sync::Arc;
 
 use softspin_hpu::hpu::{Ecall, Hpu, Runtime, Stop};
