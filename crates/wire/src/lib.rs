@@ -12,6 +12,8 @@
 //! - [`udp`]: UDP header with the IPv4 pseudo-header checksum;
 //! - [`icmp`]: ICMPv4 (echo, destination unreachable, others kept raw);
 //! - [`slmp`]: the sPIN Lightweight Messaging Protocol header;
+//! - [`rma`]: remote memory access requests and responses between NICs
+//!   (docs/rma.md), and the layout of the target's window table;
 //! - [`pspin`]: PsPIN's host-order `ip_hdr_t`/`udp_hdr_t` layout, which is
 //!   *not* a wire format but is what PsPIN's handlers read.
 //!
@@ -26,6 +28,7 @@ pub mod ethernet;
 pub mod icmp;
 pub mod ipv4;
 pub mod pspin;
+pub mod rma;
 pub mod slmp;
 pub mod udp;
 
@@ -43,6 +46,9 @@ pub const ICMP_HEADER_LEN: usize = icmp::HEADER_LEN;
 /// Bytes of an SLMP header.
 pub const SLMP_HEADER_LEN: usize = slmp::HEADER_LEN;
 pub use slmp::UDP_PORT as SLMP_UDP_PORT;
+/// Bytes of an RMA header.
+pub const RMA_HEADER_LEN: usize = rma::HEADER_LEN;
+pub use rma::UDP_PORT as RMA_UDP_PORT;
 
 /// Why bytes are not a valid packet of a layer.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
