@@ -59,7 +59,7 @@ typedef struct rma_hdr {
     uint8_t src_rank[2];
     uint8_t dst_rank[2];
     uint8_t seq[4];
-    uint8_t ack[3];uint8_t pad;
+    uint8_t ack[4];
     uint8_t txn[4];
     uint8_t key[4];
     uint8_t offset[8];
