@@ -46,6 +46,7 @@ mod live;
 #[cfg(not(feature = "live"))]
 #[path = "live_off.rs"]
 mod live;
+pub mod rma;
 pub mod sdk;
 pub mod slmp;
 
@@ -418,6 +419,10 @@ struct EctxInfo {
     heap: (u32, u32),
     frame: FrameKind,
     port: u16,
+    /// Its host window, and where its image keeps the RMA window table
+    /// (`rma::window::SYMBOL`), for `export_window`.
+    host_window: Option<HostWindow>,
+    rma_windows: Option<u32>,
 }
 
 /// A host window this NIC made: its size, and whether the NIC owns the bytes.
@@ -770,6 +775,8 @@ impl Nic {
             port: o
                 .udp_dst_port
                 .unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT),
+            host_window: o.host_window,
+            rma_windows: image.symbol(softspin_wire::rma::window::SYMBOL).ok(),
         };
         self.ectxs.insert(handle, info);
         self.slots.insert(id, Ectx(handle));
