@@ -111,7 +111,8 @@ byte_enum! {
         Ack = 1, "ACK";
         /// `ack` is the next sequence number expected: resend from there.
         Nack = 2, "NACK";
-        /// The receiver could not take `seq` (no room): resend it later.
+        /// Request for acknowledgement: the sender asks for an ACK of
+        /// what arrived (DiAD's third control type).
         Unack = 3, "UNACK";
     } "kind", "0 DATA, 1 ACK, 2 NACK, 3 UNACK"
 }
