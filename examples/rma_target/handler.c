@@ -42,7 +42,10 @@
 /* Bytes before the RMA header: Ethernet (14) + IPv4 (20) + UDP (8). */
 #define RMA_L2_HDRS 42u
 #define RMA_FRAME_MAX (RMA_L2_HDRS - 20u + RMA_MTU)
-/* Response buffers: one per HPU (hpu_gid), in L2. */
+/* Bytes of one HPU's response buffer: a frame and the atomic's word. */
+#define RMA_BUF_BYTES 1536
+/* Response buffers in L2 when the ECTX has no L1 scratchpad: one per HPU
+ * (hpu_gid). */
 #define RMA_HPUS_MAX 64
 
 #ifdef RMA_DEFAULT_WINDOW_SIZE
@@ -57,7 +60,8 @@ const uint32_t rma_window_count = RMA_WINDOWS;
 const uint32_t rma_window_bytes = sizeof(rma_window_t);
 
 static spin_lock_t rma_locks[RMA_LOCKS];
-static uint8_t rma_out[RMA_HPUS_MAX][RMA_FRAME_MAX + 8] __attribute__((aligned(8)));
+static uint8_t rma_out[RMA_HPUS_MAX][RMA_BUF_BYTES] __attribute__((aligned(8)));
+_Static_assert(RMA_FRAME_MAX + 8 <= RMA_BUF_BYTES, "a frame and the atomic's word fit a buffer");
 
 typedef struct rma_req {
     const uint8_t *frame;
@@ -277,17 +281,30 @@ static uint32_t atomic(const rma_req_t *r, uint64_t host, uint8_t *scratch, uint
     return status;
 }
 
+/* Where this HPU builds its response: its slice of the ECTX's scratchpad
+ * on its own cluster when the host gave one of NB_CORES * RMA_BUF_BYTES
+ * (local L1: single-cycle), else its buffer in L2 (up to 25 cycles an
+ * access, seed 001 §3.2.2: four times the handler's cycles). 0: none. */
+static uint8_t *out_buffer(const task_t *t, const handler_args_t *a)
+{
+    uint32_t c = a->cluster_id;
+    if (c < NB_CLUSTERS && a->hpu_id < NB_CORES && t->scratchpad[c] &&
+        t->scratchpad_size[c] >= NB_CORES * RMA_BUF_BYTES)
+        return (uint8_t *)t->scratchpad[c] + a->hpu_id * RMA_BUF_BYTES;
+    return a->hpu_gid < RMA_HPUS_MAX ? rma_out[a->hpu_gid] : 0;
+}
+
 __handler__ void rma_target_ph(handler_args_t *args)
 {
     task_t *t = args->task;
     rma_req_t r;
     if (!parse_frame((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &r))
         return;
-    if (args->hpu_gid >= RMA_HPUS_MAX) {
+    uint8_t *out = out_buffer(t, args);
+    if (!out) {
         count(RMA_CTR_SEND_FAILED, RMA_STATUS_FAILED);
         return;
     }
-    uint8_t *out = rma_out[args->hpu_gid];
     uint8_t *data = out + RMA_L2_HDRS + RMA_HDR_LEN;
     uint64_t host = 0, old = 0;
     uint32_t status = check(&r, t, &host), data_len = 0;

@@ -145,14 +145,19 @@ WINDOWS = {1: (0, 0x4000, R | W | A), 2: (0x4000, 0x1000, R), 3: (0x5000, 0x1000
            5: (0x8000, 0x8000, R | W | A), 9: (0xF000, 0x2000, R | W | A)}
 
 
-class Target:
-    """A simulated NIC running rma_target_ph beside the reference."""
+# What the handler needs to build responses in L1: NB_CORES (8) x 1536 bytes.
+SCRATCHPAD = 8 * 1536
 
-    def __init__(self, image, windows=WINDOWS, seed=0):
+
+class Target:
+    """A simulated NIC running rma_target_ph beside the reference; with a
+    scratchpad (SCRATCHPAD) the handler builds responses in L1, else in L2."""
+
+    def __init__(self, image, windows=WINDOWS, seed=0, scratchpad=None):
         self.nic = softspin.Nic("fpspin")
         self.img = self.nic.load_image(image)
         self.win = self.nic.host_array(HOST_SIZE)
-        self.e = self.nic.install(self.img, ph="rma_target_ph", host_window=self.win)
+        self.e = self.nic.install(self.img, ph="rma_target_ph", host_window=self.win, scratchpad=scratchpad)
         for i, (key, (base, size, perms)) in enumerate(windows.items()):
             self.nic.nic_write(self.img.symbol("rma_windows") + 24 * i, struct.pack(WINDOW, key, perms, base, size))
         self.nic.activate(self.e)
@@ -180,7 +185,8 @@ class Target:
         return bytes(self.win.buffer)
 
 
-def test_requests_byte_exact(image):
+@pytest.mark.parametrize("scratchpad", [None, SCRATCHPAD])
+def test_requests_byte_exact(image, scratchpad):
     """Writes, reads, FAA and CAS of both widths, one at a time, in random
     order over every window: responses and host memory exactly the
     reference's."""
@@ -209,20 +215,25 @@ def test_requests_byte_exact(image):
         # The reference serves as it goes, so a CAS above sees the state before it.
         t.ref.serve(frames[-1])
     # Serve again from the start on a fresh reference for the expected responses.
-    t2 = Target(image, seed=1)
+    t2 = Target(image, seed=1, scratchpad=scratchpad)
     expect = [t2.ref.serve(f)[0] for f in frames]
     got = t2.feed(frames)
     assert got == expect
     assert t2.host() == bytes(t2.ref.host)
     assert t2.counters() == {OK: len(frames)}
+    # The response buffer is where the scratchpad says: L1 takes the L2
+    # accesses down to the window table's and the locks'.
+    l2 = t2.nic.report()["handlers"][0]["l2_accesses_mean"]
+    assert (l2 < 20) == (scratchpad is not None), l2
     swaps = sum(1 for f, r in zip(frames, expect) if f[44] in (CAS32, CAS64) and r[42 + HDR_LEN:] == f[82:82 + WIDTH[f[44]]])
     assert 10 < swaps < 100
 
 
-def test_refused_requests_write_nothing(image):
+@pytest.mark.parametrize("scratchpad", [None, SCRATCHPAD])
+def test_refused_requests_write_nothing(image, scratchpad):
     """Every error case gets its status and counter and leaves host memory
     as it was; frames with no request get no response."""
-    t = Target(image, seed=2)
+    t = Target(image, seed=2, scratchpad=scratchpad)
     good = write(1, 0, b"abcdefgh")
     cases = {
         BAD_KEY: [write(7, 0, b"x"), write(0, 0, b"x"), read(8, 0, 4)],
@@ -265,12 +276,13 @@ def test_bounds_check_bites(image, tmp_path):
     assert t.host() != before and got[0][45] == OK
 
 
+@pytest.mark.parametrize("scratchpad", [None, SCRATCHPAD])
 @pytest.mark.parametrize("op,w", [(FADD32, 4), (FADD64, 8)])
-def test_parallel_fetch_add_is_atomic(image, op, w):
+def test_parallel_fetch_add_is_atomic(image, op, w, scratchpad):
     """200 fetch-and-adds on one word and its neighbour, all in flight at
     once on every HPU: the words end at the sums and the old values
     returned are exactly the distinct partial sums (no update lost)."""
-    t = Target(image, seed=4)
+    t = Target(image, seed=4, scratchpad=scratchpad)
     rng = random.Random(5)
     adds = [[rng.randrange(1, 1 << 20) for _ in range(100)] for _ in range(2)]
     frames = [atomic(op, 4, 8 * k, a, txn=k << 16 | i) for i in range(100) for k in range(2) for a in [adds[k][i]]]
