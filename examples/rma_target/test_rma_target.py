@@ -72,8 +72,9 @@ class Reference:
             return None, BAD_FRAME
         ip_len, = struct.unpack_from("!H", frame, 16)
         sport, dport, udp_len = struct.unpack_from("!HHH", frame, 34)
-        if (frame[12:14] != b"\x08\x00" or frame[14] != 0x45 or frame[23] != 17 or ip_len > len(frame) - 14
-                or udp_len + 20 > ip_len or udp_len < 8 + HDR_LEN):
+        frag, = struct.unpack_from("!H", frame, 20)
+        if (frame[12:14] != b"\x08\x00" or frame[14] != 0x45 or frame[23] != 17 or frag & 0x3FFF
+                or ip_len > len(frame) - 14 or udp_len + 20 > ip_len or udp_len < 8 + HDR_LEN):
             return None, BAD_FRAME
         v, kind, op, status, src, dst, seq, ack, txn, key, off, length, _ = struct.unpack_from(HDR, frame, 42)
         payload = frame[42 + HDR_LEN:34 + udp_len]
@@ -251,7 +252,8 @@ def test_refused_requests_write_nothing(image, scratchpad):
                     atomic(CAS64, 5, 12, 0, 1)],
         BAD_FRAME: [good[:81], good[:20], good[:12] + b"\x86\xdd" + good[14:], write(1, 0, b"x", version=2),
                     good[:16] + struct.pack("!H", 2000) + good[18:],  # IP length beyond the frame
-                    good[:38] + struct.pack("!H", 47) + good[40:]],  # UDP length below the RMA header
+                    good[:38] + struct.pack("!H", 47) + good[40:],  # UDP length below the RMA header
+                    good[:20] + b"\x20\x00" + good[22:]],  # a fragment (MF)
         NOT_REQUEST: [request(WRITE | RESPONSE, 1, 0, 0), request(0, 1, 0, 0, kind=ACK),
                       request(0, 1, 0, 0, kind=NACK), request(0, 1, 0, 0, kind=UNACK)],
     }
@@ -263,6 +265,51 @@ def test_refused_requests_write_nothing(image, scratchpad):
     assert got == [r for r, _ in expect if r is not None]
     assert t.host() == before == bytes(t.ref.host)
     assert t.counters() == {k: len(fs) for k, fs in cases.items()}
+
+
+def mutate(frame, rng):
+    """A hostile variant of a request: header fields (RMA, UDP, IP lengths)
+    overwritten with edge values or random bytes, or the frame cut short."""
+    f = bytearray(frame)
+    for _ in range(rng.randrange(1, 4)):
+        what = rng.random()
+        if what < 0.5:  # an RMA field, often an edge value
+            at, n = rng.choice([(42, 1), (43, 1), (44, 1), (45, 1), (62, 4), (66, 8), (74, 4), (82, 8)])
+            edge = rng.choice([0, 1, 4, 8, (1 << 8 * n) - 1, (1 << 8 * n) - 8, 0x4000, MAX_PAYLOAD + 1,
+                               rng.randrange(1 << 8 * n)]) % (1 << 8 * n)
+            if at + n <= len(f):
+                f[at:at + n] = edge.to_bytes(n, "big")
+        elif what < 0.7:  # UDP or IP length
+            at = rng.choice([16, 38])
+            if at + 2 <= len(f):
+                f[at:at + 2] = rng.randrange(65536).to_bytes(2, "big")
+        elif what < 0.85:
+            if len(f) > 1:
+                del f[rng.randrange(1, len(f)):]
+        elif f:
+            f[rng.randrange(len(f))] = rng.randrange(256)
+    return bytes(f)
+
+
+def test_hostile_requests_match_the_reference(image):
+    """2000 mutated requests (forged lengths, keys, offsets near 2^64, ops,
+    kinds, cut frames) in random order: responses, counters and host memory
+    exactly the reference's; in particular nothing written outside a window."""
+    rng = random.Random(7)
+    t = Target(image, seed=7, scratchpad=SCRATCHPAD)
+    base = [write(k, o, rng.randbytes(n)) for k, o, n in [(1, 0x3FF0, 16), (2, 0, 4), (3, 0xFF0, 16), (5, 0, 100)]]
+    base += [read(k, o, n) for k, o, n in [(1, 0x3F00, 256), (2, 0xFF8, 8), (4, 0, 8)]]
+    base += [atomic(FADD64, 4, 0xF8, 1), atomic(CAS32, 5, 0x7FFC, 0, 1), atomic(CAS64, 1, 0, 0, 1)]
+    frames = [mutate(rng.choice(base), rng) for _ in range(2000)]
+    expect = [t.ref.serve(f) for f in frames]
+    got = t.feed(frames)
+    assert got == [r for r, _ in expect if r is not None]
+    assert t.host() == bytes(t.ref.host)
+    want = {}
+    for _, st in expect:
+        want[st] = want.get(st, 0) + 1
+    assert t.counters() == want
+    assert len(want) >= 8, want  # the mutations reach every check
 
 
 def test_bounds_check_bites(image, tmp_path):

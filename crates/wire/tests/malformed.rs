@@ -78,6 +78,7 @@ fn exercise(bytes: &[u8]) {
             }
         }
         exercise_slmp(bytes);
+        exercise_rma(bytes);
         if let Ok(m) = icmp::Packet::new_checked(bytes) {
             let _ = (
                 m.msg_type(),
@@ -132,6 +133,7 @@ fn exercise_ip(bytes: &[u8], ck: Checksum) {
                     udp::Repr::parse(&u, src, dst, ck),
                 );
                 exercise_slmp(u.payload());
+                exercise_rma(u.payload());
             }
         }
     }
@@ -147,6 +149,29 @@ fn exercise_slmp(bytes: &[u8]) {
             s.payload(),
             slmp::Repr::parse(&s),
         );
+    }
+}
+
+fn exercise_rma(bytes: &[u8]) {
+    if let Ok(p) = rma::Packet::new_checked(bytes) {
+        let _ = (
+            p.version(),
+            p.kind(),
+            p.op(),
+            p.status(),
+            p.src_rank(),
+            p.dst_rank(),
+            p.seq(),
+            p.ack(),
+            p.txn(),
+            p.key(),
+            p.offset(),
+            p.length(),
+            p.reserved(),
+        );
+        if let Ok(r) = rma::Repr::parse(&p) {
+            assert_eq!(r.buffer_len(), bytes.len());
+        }
     }
 }
 
