@@ -96,8 +96,9 @@ impl Nic {
         self.write_entry(table, slot, Window::default())
     }
 
-    /// The key is cleared first and written last, so handlers running on
-    /// the NIC meanwhile see the old window, no window, or the new one.
+    /// The key is cleared first and written last, so a handler that finds
+    /// the key finds the entry written whole (docs/rma.md says what one
+    /// that matched it before the rewrite may see).
     fn write_entry(&mut self, table: u32, slot: usize, w: Window) -> Result<()> {
         // slot < WINDOWS and the table was read whole: no overflow.
         let at = table + (slot * window::ENTRY_LEN) as u32;

@@ -611,7 +611,7 @@ pub mod window {
         }
 
         /// Byte offset of the key field, which the host writes last (and
-        /// clears first) so a handler never sees a half-written entry live.
+        /// clears first) so a handler that finds a key finds its entry whole.
         pub const KEY_OFFSET: usize = field::KEY.start;
     }
 
