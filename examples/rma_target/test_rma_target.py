@@ -8,6 +8,7 @@ host memory too, also after refused requests (which must write nothing)."""
 import json
 import pathlib
 import random
+import shutil
 import struct
 import subprocess
 import sys
@@ -374,3 +375,12 @@ def test_cli_sim_pcap(tmp_path):
     assert stats["errors"] == []
     assert ethernet_frames(tmp_path / "out.pcap") == expect
     assert (tmp_path / "host.bin").read_bytes() == bytes(ref.host)
+    if shutil.which("tshark"):
+        # The dissector reads the handler's responses as the reference built them.
+        out = subprocess.run(["tshark", "-X", f"lua_script:{ROOT / 'tools/wireshark/rma.lua'}", "-r",
+                              str(tmp_path / "out.pcap"), "-T", "fields", "-E", "separator=|", "-e", "rma.op.code",
+                              "-e", "rma.op.response", "-e", "rma.status", "-e", "rma.txn", "-e", "rma.length"],
+                             check=True, capture_output=True, text=True).stdout
+        want = ["|".join(str(v) for v in (f[44] & 0x7F, f[44] >> 7, f[45], *struct.unpack_from("!I", f, 58),
+                                          *struct.unpack_from("!I", f, 74))) for f in expect]
+        assert out.splitlines() == want
