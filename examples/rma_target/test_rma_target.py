@@ -362,9 +362,18 @@ def test_cli_sim_pcap(tmp_path):
     frames += [read(1, 0x80 * k, rng.randrange(0, 500), txn=100 + k) for k in range(20)]
     frames += [atomic(FADD32, 1, 0x200, 5), atomic(FADD64, 1, 0x208, 1 << 40), atomic(CAS32, 1, 0x300, 0, 9),
                atomic(CAS64, 1, 0x308, 1, 2)]
-    frames += [write(1, 32768 - 1, b"xy"), write(2, 0, b"x"), atomic(CAS32, 1, 3, 0, 1), read(1, 0, 1433)]
+    # Refused: out of window, overflowing offset, wrong key, unaligned, too
+    # long a read, forged lengths; no response: cut short, a NACK, a response.
+    frames += [write(1, 32768 - 1, b"xy"), write(1, (1 << 64) - 1, b"xy"), write(2, 0, b"x"),
+               atomic(CAS32, 1, 3, 0, 1), read(1, 0, 1433), request(WRITE, 1, 0, 100, b"short"),
+               request(FADD64, 1, 0, 4, bytes(8))]
+    cut = write(1, 0, b"cut short")
+    frames += [cut[:60], request(0, 0, 0, 0, kind=NACK), request(READ | RESPONSE, 1, 0, 0)]
     ref = Reference(bytearray(1 << 16), {1: (0, 32768, R | W | A)})
-    expect = [ref.serve(f)[0] for f in frames]
+    served = [ref.serve(f) for f in frames]
+    expect = [r for r, _ in served if r is not None]
+    assert [st for _, st in served[-10:]] == [OUT_OF_WINDOW, OUT_OF_WINDOW, BAD_KEY, UNALIGNED, MALFORMED, MALFORMED,
+                                              MALFORMED, BAD_FRAME, NOT_REQUEST, NOT_REQUEST]
     write_pcap(tmp_path / "in.pcap", frames, gap_us=2000)  # fpspin HPUs are slow: one at a time
     r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(img), "--ph", "rma_target_ph",
                         "--pcap", str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(1 << 16),
