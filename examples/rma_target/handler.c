@@ -41,7 +41,7 @@
 #define RMA_LOCKS 64
 /* Bytes before the RMA header: Ethernet (14) + IPv4 (20) + UDP (8). */
 #define RMA_L2_HDRS 42u
-#define RMA_FRAME_MAX (RMA_L2_HDRS - 20u + RMA_MTU)
+#define RMA_FRAME_MAX (14u + RMA_MTU) /* Ethernet header + an MTU */
 /* Bytes of one HPU's response buffer: a frame and the atomic's word. */
 #define RMA_BUF_BYTES 1536
 /* Response buffers in L2 when the ECTX has no L1 scratchpad: one per HPU
