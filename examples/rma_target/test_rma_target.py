@@ -313,6 +313,41 @@ def test_hostile_requests_match_the_reference(image):
     assert len(want) >= 8, want  # the mutations reach every check
 
 
+def test_export_window_from_python(image):
+    """Nic.export_window writes the table entry docs/rma.md describes (the
+    bytes packed here), requests are served through it, and withdrawing the
+    key refuses them; bad exports raise."""
+    nic = softspin.Nic("fpspin")
+    img = nic.load_image(image)
+    win = nic.host_array(HOST_SIZE)
+    e = nic.install(img, ph="rma_target_ph", host_window=win, scratchpad=SCRATCHPAD)
+    nic.activate(e)
+    nic.export_window(e, 7, 0x2000, 0x100, R | W)
+    assert nic.nic_read(img.symbol("rma_windows"), 24) == struct.pack(WINDOW, 7, R | W, 0x2000, 0x100)
+    assert nic.rma_windows(e)[0] == (7, R | W, 0x2000, 0x100)
+    ref = Reference(bytearray(HOST_SIZE), {7: (0x2000, 0x100, R | W)})
+
+    def serve(frame):
+        nic.send_packet(frame)
+        nic.run_until_idle()
+        out = [x.frame for x in nic.events() if isinstance(x, softspin.OutboundPacket)]
+        assert out == [ref.serve(frame)[0]]
+        return out[0][45]
+
+    assert serve(write(7, 0xFC, b"abcd")) == OK and bytes(win.buffer[0x20FC:0x2100]) == b"abcd"
+    assert serve(read(7, 0xFC, 4)) == OK
+    assert serve(atomic(FADD32, 7, 0, 1)) == PERMISSION
+    nic.unexport_window(e, 7)
+    ref.windows = {}
+    assert serve(read(7, 0xFC, 4)) == BAD_KEY
+    assert bytes(win.buffer) == bytes(ref.host)
+    for args in [(0, 0, 8, R), (1, 0, 8, 0), (1, 0, 8, 8)]:  # key 0, no rights, unknown rights
+        with pytest.raises(softspin.InvalidArgumentError):
+            nic.export_window(e, *args)
+    with pytest.raises(softspin.LimitError):
+        nic.export_window(e, 1, HOST_SIZE - 4, 8, R)
+
+
 def test_bounds_check_bites(image, tmp_path):
     """Built with SOFTSPIN_SABOTAGE (the bounds check one byte short), a
     write one byte past a window's end is served and the test sees it."""

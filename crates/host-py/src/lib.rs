@@ -1116,6 +1116,45 @@ impl Nic {
         self.owned.get()?.nic_write_ptr(addr, target).map_err(err)
     }
 
+    // -- RMA memory registration (docs/rma.md "Windows and keys")
+
+    /// Export `size` bytes at `offset` of the ECTX's host window under `key`
+    /// with permissions `perms` (READ 1 | WRITE 2 | ATOMIC 4) in the RMA
+    /// target handlers' window table; the same key again replaces its window.
+    fn export_window(
+        &mut self,
+        ectx: &Ectx,
+        key: u32,
+        offset: u64,
+        size: u64,
+        perms: u32,
+    ) -> PyResult<()> {
+        let e = self.handle(ectx)?;
+        self.owned
+            .get()?
+            .export_window(e, key, offset, size, perms)
+            .map_err(err)
+    }
+
+    /// Withdraw the window exported under `key`.
+    fn unexport_window(&mut self, ectx: &Ectx, key: u32) -> PyResult<()> {
+        let e = self.handle(ectx)?;
+        self.owned.get()?.unexport_window(e, key).map_err(err)
+    }
+
+    /// The ECTX's RMA window table: [(key, perms, base, size)], free entries (key 0) included.
+    fn rma_windows(&self, ectx: &Ectx) -> PyResult<Vec<(u32, u32, u64, u64)>> {
+        let e = self.handle(ectx)?;
+        Ok(self
+            .owned
+            .get_ref()?
+            .rma_windows(e)
+            .map_err(err)?
+            .into_iter()
+            .map(|w| (w.key, w.perms, w.base, w.size))
+            .collect())
+    }
+
     // -- traffic
 
     /// Hand the NIC one packet (a whole frame) of message `msg_id` now.
