@@ -1298,6 +1298,28 @@ int ss_nic_read(struct ss_nic *nic, uint32_t addr, void *out_buf, size_t len);
 int ss_nic_write(struct ss_nic *nic, uint32_t addr, const void *data, size_t len);
 
 /**
+ * RMA memory registration (docs/rma.md "Windows and keys"): export `size`
+ * bytes at `offset` of the ECTX's host window under `key` with `perms`
+ * (READ 1 | WRITE 2 | ATOMIC 4) in the window table of its image (the RMA
+ * target handlers, examples/rma_target); the same key again replaces its
+ * window. Errors: SS_EINVAL (key 0, no or unknown permissions, an image
+ * without the table, an ECTX without a host window), SS_ELIMIT (past the
+ * host window, table full), SS_ENOECTX.
+ */
+int ss_export_window(struct ss_nic *nic,
+                     ss_ectx ectx,
+                     uint32_t key,
+                     uint64_t offset,
+                     uint64_t size,
+                     uint32_t perms);
+
+/**
+ * Withdraw the RMA window exported under `key`: requests for it get "bad
+ * key". Errors: SS_EINVAL (no window under the key), SS_ENOECTX.
+ */
+int ss_unexport_window(struct ss_nic *nic, ss_ectx ectx, uint32_t key);
+
+/**
  * Store the NIC pointer `target` (a 32-bit NIC address) at `addr`: the
  * relocation step when building linked structures for handlers. Errors:
  * SS_EINVAL, SS_ENICMEM.

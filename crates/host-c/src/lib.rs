@@ -1824,6 +1824,37 @@ pub unsafe extern "C" fn ss_nic_write(
     })
 }
 
+/// RMA memory registration (docs/rma.md "Windows and keys"): export `size`
+/// bytes at `offset` of the ECTX's host window under `key` with `perms`
+/// (READ 1 | WRITE 2 | ATOMIC 4) in the window table of its image (the RMA
+/// target handlers, examples/rma_target); the same key again replaces its
+/// window. Errors: SS_EINVAL (key 0, no or unknown permissions, an image
+/// without the table, an ECTX without a host window), SS_ELIMIT (past the
+/// host window, table full), SS_ENOECTX.
+#[no_mangle]
+pub unsafe extern "C" fn ss_export_window(
+    nic: *mut ss_nic,
+    ectx: ss_ectx,
+    key: u32,
+    offset: u64,
+    size: u64,
+    perms: u32,
+) -> c_int {
+    with_nic(nic, |n| {
+        Ok(n.nic
+            .export_window(ectx_handle(ectx), key, offset, size, perms)?)
+    })
+}
+
+/// Withdraw the RMA window exported under `key`: requests for it get "bad
+/// key". Errors: SS_EINVAL (no window under the key), SS_ENOECTX.
+#[no_mangle]
+pub unsafe extern "C" fn ss_unexport_window(nic: *mut ss_nic, ectx: ss_ectx, key: u32) -> c_int {
+    with_nic(nic, |n| {
+        Ok(n.nic.unexport_window(ectx_handle(ectx), key)?)
+    })
+}
+
 /// Store the NIC pointer `target` (a 32-bit NIC address) at `addr`: the
 /// relocation step when building linked structures for handlers. Errors:
 /// SS_EINVAL, SS_ENICMEM.

@@ -215,9 +215,16 @@ static void test_ectx_errors(ss_nic *nic)
     EXPECT(ss_set_frame_kind(nic, e, SS_FRAME_ETH), SS_ENOECTX);
     EXPECT(ss_activate(nic, 4242), SS_ENOECTX);
 
+    EXPECT(ss_export_window(nic, e, 1, 0, 8, 7), SS_ENOECTX);
+    EXPECT(ss_unexport_window(nic, e, 1), SS_ENOECTX);
+
     /* A new install gets a new handle. */
     OK(ss_install(nic, img, &o, &e2));
     CHECK(e2 != e);
+    /* Not the RMA target's image: no window table. */
+    EXPECT(ss_export_window(nic, e2, 1, 0, 8, 7), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "rma_windows") != NULL);
+    EXPECT(ss_export_window(NULL, e2, 1, 0, 8, 7), SS_EINVAL);
     EXPECT(ss_nic_alloc(nic, e2, 1 << 20, 4, &a), SS_ENICMEM); /* no room beyond the data */
     EXPECT(ss_nic_alloc(nic, e2, 4, 3, &a), SS_ENICMEM);       /* not a power of two */
     EXPECT(ss_nic_alloc(nic, e2, 4, 4, NULL), SS_EINVAL);
@@ -1144,10 +1151,52 @@ static void test_live_echo(const char *pingpong)
     OK(ss_close(nic));
 }
 
+/* RMA memory registration on examples/rma_target's image: the table entry
+ * byte for byte (docs/rma.md: key, perms, base, size, little-endian), and
+ * each refusal. */
+static void test_rma_windows(const char *rma)
+{
+    ss_nic *nic;
+    ss_image *img;
+    ss_ectx e;
+    ss_ectx_options o;
+    ss_host_window w;
+    uint32_t table;
+    uint8_t entry[24];
+    static const uint8_t want[24] = {3, 0, 0, 0, 5, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0x40, 0, 0, 0, 0, 0, 0, 0};
+    static const uint8_t zero[24];
+    REQUIRE(ss_open("fpspin", &nic));
+    REQUIRE(ss_image_load(nic, rma, &img));
+    REQUIRE(ss_host_window_create(nic, 65536, &w));
+    ss_ectx_options_init(&o);
+    o.ph = "rma_target_ph";
+    o.host_window = w;
+    REQUIRE(ss_install(nic, img, &o, &e));
+    REQUIRE(ss_image_symbol(img, "rma_windows", &table));
+    OK(ss_export_window(nic, e, 3, 0x100, 0x40, 5));
+    OK(ss_nic_read(nic, table, entry, sizeof entry));
+    CHECK(memcmp(entry, want, sizeof want) == 0);
+    EXPECT(ss_export_window(nic, e, 0, 0, 8, 1), SS_EINVAL); /* key 0: free */
+    EXPECT(ss_export_window(nic, e, 4, 0, 8, 0), SS_EINVAL); /* no rights */
+    EXPECT(ss_export_window(nic, e, 4, 0, 8, 8), SS_EINVAL); /* unknown right */
+    EXPECT(ss_export_window(nic, e, 4, 65536 - 4, 8, 1), SS_ELIMIT);
+    EXPECT(ss_export_window(nic, e, 4, UINT64_MAX, 2, 1), SS_ELIMIT);
+    OK(ss_unexport_window(nic, e, 3));
+    OK(ss_nic_read(nic, table, entry, sizeof entry));
+    CHECK(memcmp(entry, zero, sizeof zero) == 0);
+    EXPECT(ss_unexport_window(nic, e, 3), SS_EINVAL);
+    for (uint32_t k = 1; k <= 16; k++)
+        OK(ss_export_window(nic, e, k, 0, 8, 7));
+    EXPECT(ss_export_window(nic, e, 17, 0, 8, 7), SS_ELIMIT);
+    CHECK(strstr(ss_last_error(), "full") != NULL);
+    OK(ss_image_free(img));
+    OK(ss_close(nic));
+}
+
 int main(int argc, char **argv)
 {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s HANDLERS.elf TMPDIR PINGPONG.elf\n", argv[0]);
+    if (argc != 5) {
+        fprintf(stderr, "usage: %s HANDLERS.elf TMPDIR PINGPONG.elf RMA_TARGET.elf\n", argv[0]);
         return 2;
     }
     elf = argv[1];
@@ -1170,6 +1219,7 @@ int main(int argc, char **argv)
     test_live_errors(argv[3]);
     test_live_echo(argv[3]);
     test_slmp_send();
+    test_rma_windows(argv[4]);
 
     printf("api_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -43,6 +43,21 @@ fn pingpong() -> PathBuf {
     .clone()
 }
 
+/// examples/rma_target's handlers (its window table) for the fpspin profile.
+fn rma_target() -> PathBuf {
+    static ELF: OnceLock<PathBuf> = OnceLock::new();
+    ELF.get_or_init(|| {
+        let out = scratch("handlers").join("rma_target_fpspin.elf");
+        run(Command::new(release_dir().join("softspin"))
+            .arg("build")
+            .arg(root().join("examples/rma_target/handler.c"))
+            .args(["--profile", "fpspin", "-o"])
+            .arg(&out));
+        out
+    })
+    .clone()
+}
+
 fn c_flags() -> Vec<String> {
     let inc = root().join("crates/host-c/include");
     [
@@ -60,7 +75,11 @@ fn c_flags() -> Vec<String> {
 }
 
 fn run_api_test(exe: &PathBuf, dir: &PathBuf) {
-    let o = run(Command::new(exe).arg(handlers()).arg(dir).arg(pingpong()));
+    let o = run(Command::new(exe)
+        .arg(handlers())
+        .arg(dir)
+        .arg(pingpong())
+        .arg(rma_target()));
     let out = String::from_utf8_lossy(&o.stdout);
     print!("{out}");
     assert!(out.contains(", 0 failed"), "{out}");
