@@ -431,6 +431,10 @@ pub struct Report {
     pub commands: u64,
     pub tasks: u64,
     pub sim_time_ns: f64,
+    /// The RMA transport block's counters; absent (not even `null`) when
+    /// the block is off, so other reports are unchanged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rma: Option<crate::engine::RmaReport>,
 }
 
 impl Report {
@@ -537,6 +541,17 @@ impl Report {
                 "output dropped     {} bytes of `{}` ({})",
                 d.bytes, d.ectx, d.cause
             );
+        }
+        if let Some(r) = &self.rma {
+            let t = &r.transport;
+            let _ = writeln!(
+                s,
+                "rma transport      rank {}: {} DATA sent, {} resent, {} delivered, {} duplicates, {} out of order, {} NACKs sent, {} timeouts, {} failed destinations",
+                r.rank, t.data_sent, t.retransmissions, t.delivered, t.duplicates, t.out_of_order, t.nacks_sent, t.timeouts, t.failed_destinations
+            );
+            for (cause, n) in &r.drops {
+                let _ = writeln!(s, "rma dropped        {n} ({cause})");
+            }
         }
         s
     }

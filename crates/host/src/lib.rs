@@ -330,6 +330,10 @@ pub struct EctxOptions {
     /// live NIC (seed 000 §3.2.1; see docs/rules.md). A live ECTX needs at
     /// least one (or `udp_dst_port`).
     pub rules: Vec<Ruleset>,
+    /// Put the RMA transport block (docs/rma.md, "Reliability") in front of
+    /// this ECTX for frames on RMA's UDP port, as node `rank` (default:
+    /// none).
+    pub rma: Option<softspin_engine::RmaTransportConfig>,
 }
 
 // What the NIC hands the host: the engine's types (one definition, in
@@ -766,6 +770,11 @@ impl Nic {
         // Events of the slot's previous holder are mapped before it changes hands.
         self.collect();
         let id = self.engine.install(s)?;
+        if let Some(cfg) = o.rma {
+            self.engine
+                .enable_rma_transport(id, cfg)
+                .map_err(Error::Invalid)?;
+        }
         self.next_ectx += 1;
         let info = EctxInfo {
             id,

@@ -197,6 +197,12 @@ pub struct Stats {
     pub abandoned: u64,
 }
 
+/// Whether `frame` is an Ethernet/IPv4/UDP frame to or from RMA's port with
+/// an RMA header of the known version (what the transport handles).
+pub fn is_rma(frame: &[u8]) -> bool {
+    frame::locate(frame).is_ok()
+}
+
 /// Wrapping sequence comparison: `a` comes before `b`.
 fn before(a: u32, b: u32) -> bool {
     (a.wrapping_sub(b) as i32) < 0

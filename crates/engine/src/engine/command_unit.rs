@@ -120,6 +120,11 @@ pub(super) fn apply_effect(
             }
         }
         Effect::Send { dest, data } => {
+            let mut data = Some(data);
+            if super::transport::from_handler(c, ectx, &mut data) {
+                return;
+            }
+            let data = data.expect("not taken");
             c.stats.outbound_packets += 1;
             c.stats.outbound_bytes += data.len() as u64;
             c.outputs.sent(OutPacket {

@@ -346,6 +346,9 @@ impl Engine {
     }
 
     fn accept(&mut self, a: Arrival) -> Result<(), SimError> {
+        if !super::transport::from_wire(&mut self.core, &a.frame) {
+            return Ok(());
+        }
         if let Some(a) = self.pkt.accept(&mut self.core, a)? {
             self.admit(a, false);
         }

@@ -33,6 +33,9 @@ mod inbound;
 mod mpq;
 mod notify;
 mod scheduler;
+mod transport;
+
+pub use self::transport::{RmaReport, RmaTransportConfig, RMA_COST_PS};
 
 use std::collections::{BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
@@ -159,6 +162,8 @@ enum Ev {
     WaitLimit {
         hpu: u32,
     },
+    /// The RMA transport block's timer (`transport`).
+    RmaTimer,
 }
 
 /// The context every block shares, passed by reference: configuration,
@@ -191,6 +196,8 @@ struct Core {
     /// (`Engine::hand_over_errors`), beyond the report's first
     /// MAX_ERRORS_KEPT; bounded (`PendingErrors`).
     new_errors: Option<stats::PendingErrors<HandlerError>>,
+    /// The RMA transport block, when enabled (`Engine::enable_rma_transport`).
+    rma: Option<Box<transport::RmaBlock>>,
 }
 
 /// The NIC's memories: each cluster's L1, L2 handler and packet memory,
@@ -411,6 +418,7 @@ impl Core {
             pause_for_host: false,
             timeline: None,
             new_errors: None,
+            rma: None,
             cfg,
         }
     }
@@ -596,6 +604,30 @@ impl Engine {
     /// Messages completed so far (kept with `keep_outputs(true)`).
     pub fn completions(&self) -> &[MessageDone] {
         &self.core.outputs.completions
+    }
+
+    /// Put the RMA transport block (docs/rma.md, "Reliability") between the
+    /// wire and `ectx` for frames on RMA's UDP port, this node being
+    /// `cfg.transport.rank`. Its frames are `ectx`'s outputs.
+    pub fn enable_rma_transport(
+        &mut self,
+        ectx: EctxId,
+        cfg: RmaTransportConfig,
+    ) -> Result<(), String> {
+        self.ectx(ectx)
+            .ok_or_else(|| format!("RMA transport: no ECTX {ectx}"))?;
+        self.core.rma = Some(Box::new(transport::RmaBlock::new(ectx, cfg)?));
+        Ok(())
+    }
+
+    /// Destinations the RMA transport declared failed, in order.
+    pub fn rma_failed(&self) -> &[softspin_rma::PeerFailed] {
+        self.core.rma.as_ref().map_or(&[], |b| b.failed())
+    }
+
+    /// The RMA transport's counters, when enabled.
+    pub fn rma_stats(&self) -> Option<&softspin_rma::Stats> {
+        self.core.rma.as_ref().map(|b| b.stats())
     }
 
     /// Take (and forget) the recorded outputs: outbound packets, host
@@ -1215,6 +1247,7 @@ impl Engine {
             Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::WaitLimit { hpu } => self.on_wait_limit(hpu as usize),
             Ev::Unblock => self.on_unblock()?,
+            Ev::RmaTimer => transport::on_timer(&mut self.core),
         }
         Ok(())
     }
@@ -1352,6 +1385,7 @@ impl Engine {
             commands: s.commands,
             tasks: s.tasks,
             sim_time_ns: Ps(sim_ps).as_ns_f64(),
+            rma: c.rma.as_ref().map(|b| b.report()),
         }
     }
 }
