@@ -428,3 +428,44 @@ def test_cli_sim_pcap(tmp_path):
         want = ["|".join(str(v) for v in (f[44] & 0x7F, f[44] >> 7, f[45], *struct.unpack_from("!I", f, 58),
                                           *struct.unpack_from("!I", f, 74))) for f in expect]
         assert out.splitlines() == want
+
+
+def test_cli_sim_rma_transport(tmp_path):
+    """`softspin sim --rma --rank 0`: the transport block in front of the
+    handler. In-order requests are served once; a duplicate and an
+    out-of-order one are dropped (re-ACK, NACK) and counted; responses
+    carry the block's seq and ack; without --rma the report has no `rma`."""
+    img = build(tmp_path, "RMA_DEFAULT_WINDOW_SIZE=32768")
+    rng = random.Random(27)
+    frames = [write(1, 0x100 * k, rng.randbytes(50), txn=k, seq=k) for k in range(10)]
+    frames.insert(5, frames[3])  # a duplicate (its ACK was lost)
+    frames.append(write(1, 0x2000, b"ahead", seq=20))  # seq 10..19 lost
+    ref = Reference(bytearray(1 << 16), {1: (0, 32768, R | W | A)})
+    for f in frames[:5] + frames[6:11]:
+        ref.serve(f)
+    write_pcap(tmp_path / "in.pcap", frames, gap_us=2000)
+
+    def sim(*extra):
+        r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(img), "--ph", "rma_target_ph",
+                            "--pcap", str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(1 << 16),
+                            "--pcap-out", str(tmp_path / "out.pcap"), "--dump-host", str(tmp_path / "host.bin"),
+                            "--json", "--quiet", *extra], capture_output=True, text=True)
+        assert r.returncode == 0, r.stderr
+        return json.loads(r.stdout)
+
+    stats = sim("--rma", "--rank", "0")
+    rma = stats["rma"]
+    assert rma["rank"] == 0
+    t = rma["transport"]
+    assert (t["delivered"], t["duplicates"], t["out_of_order"], t["nacks_sent"]) == (10, 1, 1, 1)
+    assert rma["drops"] == {"rma duplicate": 1, "rma out of order": 1}
+    assert (tmp_path / "host.bin").read_bytes() == bytes(ref.host)
+    out = ethernet_frames(tmp_path / "out.pcap")
+    data = [f for f in out if f[43] == DATA]
+    # Ten responses, seq 0..9 to rank 3, each acknowledging its request.
+    assert [struct.unpack_from("!HHII", f, 46) for f in data] == [(0, 3, k, k + 1) for k in range(10)]
+    # The NACK names the next expected number: 10.
+    nacks = [f for f in out if f[43] == NACK]
+    assert len(nacks) == 1 and struct.unpack_from("!I", nacks[0], 54)[0] == 10
+    # Without the block: no `rma` in the report, and the duplicate is served twice.
+    assert "rma" not in sim()

@@ -127,6 +127,13 @@ pub struct SimArgs {
     /// No progress bar.
     #[arg(long)]
     quiet: bool,
+    /// Put the RMA transport block (docs/rma.md, "Reliability") in front of
+    /// the handler for frames on RMA's UDP port, as node `--rank`.
+    #[arg(long, requires = "rank", conflicts_with = "scenario")]
+    rma: bool,
+    /// This node's rank (the RMA transport's `src rank`/`dst rank`).
+    #[arg(long, requires = "rma")]
+    rank: Option<u16>,
 }
 
 /// The NIC and its ECTXs: what `sim` and `nic` share.
@@ -414,6 +421,7 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
                 udp_dst_port: e.udp_dst_port,
                 host_window: None,
                 rules: Vec::new(),
+                rma: None,
             };
             let host_size = e.host_size.unwrap_or(1 << 20);
             plan.push(PlannedEctx {
@@ -503,7 +511,10 @@ pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<
 }
 
 pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
-    let (cfg, plan, frame) = plan_sim(&a)?;
+    let (cfg, mut plan, frame) = plan_sim(&a)?;
+    if let (true, Some(rank), [only]) = (a.rma, a.rank, &mut plan[..]) {
+        only.opts.rma = Some(softspin_engine::RmaTransportConfig::new(rank));
+    }
     if let Some(p) = plan.iter().find(|p| !p.matches.is_empty()) {
         bail!(
             "ECTX `{}`: `match` selects frames on a live NIC (softspin nic); in sim, ECTXs take packets by udp_dst_port",

@@ -1704,6 +1704,8 @@ pub unsafe extern "C" fn ss_install(
             msg_timeout_ns: Some(o.msg_timeout_ns),
             udp_dst_port: (o.udp_dst_port > 0).then_some(o.udp_dst_port),
             rules,
+            // The C API does not expose the RMA transport block yet.
+            rma: None,
         };
         *out_ectx = n.nic.install(&image.image, opts)?.0;
         Ok(())

@@ -1038,6 +1038,8 @@ impl Nic {
             msg_timeout_ns,
             udp_dst_port,
             rules: rulesets,
+            // The Python API does not expose the RMA transport block yet.
+            rma: None,
         };
         let h = self.owned.get()?.install(&image.inner, opts).map_err(err)?;
         let e = Ectx {
