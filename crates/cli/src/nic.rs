@@ -232,21 +232,14 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     }
     let report = nic.report();
     let live = nic.live_stats().expect("attached");
-    // What the handlers pushed with spin_push_counter, per ECTX: a host's
-    // proof of what its handlers did (e.g. echo replies sent).
-    let mut counters = serde_json::Map::new();
-    for &e in &ectxs {
-        let c: Vec<_> = nic
-            .counters(e)?
-            .into_iter()
-            .map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n}))
-            .collect();
-        counters.insert(nic.ectx_name(e)?, c.into());
-    }
+    // What the handlers pushed with spin_push_counter: a host's proof of
+    // what its handlers did (e.g. echo replies sent).
+    let counters = crate::results::counters_json(&nic, &ectxs)?;
+    let counters_text = crate::results::counters_text(&nic, &ectxs)?;
     drop(nic); // detaches from the interface before we report
     if a.json {
         let mut j = json(&live, &report);
-        j["counters"] = counters.into();
+        j["counters"] = counters;
         j["footprint_peak"] = serde_json::json!({
             "events": peak.events,
             "notifications": peak.notifications,
@@ -256,6 +249,7 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", text(&live));
         print!("{}", report.text());
+        print!("{counters_text}");
     }
     let (mut status, mut why) = crate::sim::outcome(&report, None);
     let port_drops: u64 = live.drops.values().sum();

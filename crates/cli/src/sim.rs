@@ -629,9 +629,12 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         softspin_engine::traffic::write_pcap(p, frame, &pkts)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        let mut j = serde_json::to_value(&report)?;
+        j["counters"] = crate::results::counters_json(&nic, &ectxs)?;
+        println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", report.text());
+        print!("{}", crate::results::counters_text(&nic, &ectxs)?);
     }
     let (status, why) = outcome(&report, total);
     if let Some(mut d) = nic.detach_debugger() {
