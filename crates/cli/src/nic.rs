@@ -47,6 +47,8 @@ pub struct NicArgs {
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    progress: crate::status::ProgressArgs,
     /// Print handler output (printf) on stdout as the run goes.
     #[arg(long)]
     stdout: bool,
@@ -206,26 +208,36 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
         None => None,
     };
+    let mut status = crate::status::LiveReporter::new(&a.progress, "nic");
     let mut sink_err = None;
     let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
         if sink_err.is_none() {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
-        if let (Some(w), None) = (&mut pcap, &sink_err) {
-            sink_err = take_sent(nic, w).err();
+        // Errors are shown as they come; sent frames go to the pcap.
+        if status.active() || pcap.is_some() {
+            let events = nic.events();
+            status.events(&events);
+            if let (Some(w), None) = (&mut pcap, &sink_err) {
+                sink_err = write_sent(&events, w).err();
+            }
         }
+        status.tick(nic);
         peak = peak.max(nic.footprint());
     })?;
     nic.stop_matching()?;
     if let Some(e) = sink_err {
         return Err(e);
     }
+    let events = nic.events();
+    status.events(&events);
     if let Some(mut w) = pcap {
-        take_sent(&mut nic, &mut w)?;
+        write_sent(&events, &mut w)?;
         w.finish()?;
     }
     sinks.drain(&mut nic.view(), true)?;
+    status.finish(&nic);
 
     if let Some(p) = &a.dump_host {
         crate::results::dump_host(&mut nic, &ectxs, p)?;
@@ -273,8 +285,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
-    for e in nic.events() {
+fn write_sent(events: &[Event], w: &mut PcapSink) -> anyhow::Result<()> {
+    for e in events {
         if let Event::Outbound(o) = e {
             w.write(o.time_ps, &o.frame)?;
         }
@@ -312,13 +324,7 @@ fn text(s: &LiveStats) -> String {
 /// The `--json` object: the wire counters, drops by cause (the port's and
 /// the packet buffer's), and the engine's figures in the form `sim` gives.
 fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
-    let mut drops: serde_json::Map<String, serde_json::Value> = s
-        .drops
-        .iter()
-        .map(|(k, v)| (k.clone(), (*v).into()))
-        .collect();
-    drops.insert("packet_buffer_full".into(), r.drops.into());
-    drops.insert("no_ectx".into(), r.unmatched.into());
+    let drops = softspin_host::drops_by_cause(s, r);
     serde_json::json!({
         "iface": s.iface,
         "port": s.port,

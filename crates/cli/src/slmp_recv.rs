@@ -82,6 +82,8 @@ pub struct RecvArgs {
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    progress: crate::status::ProgressArgs,
 }
 
 /// Seconds in (0, MAX_SECONDS]: NaN, infinities, 0 and negatives are usage errors.
@@ -427,7 +429,9 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     let limit = a.timeout.map(Duration::from_secs_f64);
     // (since, last frame at, frames then) once every message is in.
     let mut linger: Option<(Instant, Instant, u64)> = None;
+    let mut status = crate::status::LiveReporter::new(&a.progress, "slmp recv");
     nic.run_live_with(limit, &stop, |nic| {
+        status.step(nic);
         let r = (|| -> anyhow::Result<()> {
             for n in nic.poll_notifications() {
                 if n.data.len() < 12 {
@@ -486,6 +490,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     nic.stop_matching()?;
+    status.events(&nic.events());
+    status.finish(&nic);
     if let Some(e) = failure {
         return Err(e);
     }
