@@ -193,14 +193,18 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
     let ectxs = crate::sim::install_all(&mut nic, plan)?;
-    if !a.json {
-        let s = nic.live_stats().expect("attached");
-        eprintln!(
-            "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
-            s.port,
-            ectxs.len()
-        );
-    }
+    let mut status = crate::status::LiveReporter::new(&a.progress, "nic");
+    let s = nic.live_stats().expect("attached");
+    status.started(
+        &nic,
+        (!a.json).then(|| {
+            format!(
+                "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
+                s.port,
+                ectxs.len()
+            )
+        }),
+    );
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     // Written as the frames go, so a long run holds none of them.
@@ -208,7 +212,6 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
         None => None,
     };
-    let mut status = crate::status::LiveReporter::new(&a.progress, "nic");
     let mut sink_err = None;
     let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {

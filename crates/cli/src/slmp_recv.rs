@@ -412,10 +412,15 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         evictions: Vec::new(),
     };
     nic.activate(ectx)?;
-    // On stderr even with --json: scripts wait for this line before sending.
-    eprintln!(
-        "softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)",
-        a.iface, a.port, a.count
+    let mut status = crate::status::LiveReporter::new(&a.progress, "slmp recv");
+    // On stderr even with --json: scripts wait for this line before sending
+    // (a `start` object with --progress json).
+    status.started(
+        &nic,
+        Some(format!(
+            "softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)",
+            a.iface, a.port, a.count
+        )),
     );
 
     let mut got: Vec<serde_json::Value> = Vec::new();
@@ -429,7 +434,6 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     let limit = a.timeout.map(Duration::from_secs_f64);
     // (since, last frame at, frames then) once every message is in.
     let mut linger: Option<(Instant, Instant, u64)> = None;
-    let mut status = crate::status::LiveReporter::new(&a.progress, "slmp recv");
     nic.run_live_with(limit, &stop, |nic| {
         status.step(nic);
         let r = (|| -> anyhow::Result<()> {

@@ -20,7 +20,8 @@ pub const IN_FULL: u64 = 5;
 pub enum Progress {
     /// tty when stderr is a terminal, else off.
     Auto,
-    /// One status line on stderr, redrawn in place every second.
+    /// One status line on stderr, redrawn in place every second (plain
+    /// when stderr is not a terminal).
     Tty,
     /// One text line per second on stderr (logs).
     Plain,
@@ -55,17 +56,26 @@ pub struct LiveReporter {
     /// Errors the host API dropped the details of (more than it keeps came
     /// between two takes): counted, never shown.
     details_dropped: u64,
-    /// tty: a status line is on the screen (text goes above it).
-    drawn: Option<String>,
+    /// tty: the status line, redrawn in place (other lines go above it).
+    bar: Option<indicatif::ProgressBar>,
 }
 
 impl LiveReporter {
     pub fn new(a: &ProgressArgs, cmd: &'static str) -> LiveReporter {
+        let tty = std::io::stderr().is_terminal();
         let mode = match a.progress {
-            Progress::Auto if std::io::stderr().is_terminal() => Progress::Tty,
+            Progress::Auto if tty => Progress::Tty,
             Progress::Auto => Progress::Off,
+            Progress::Tty if !tty => Progress::Plain,
             m => m,
         };
+        let bar = (mode == Progress::Tty).then(|| {
+            let b = indicatif::ProgressBar::new_spinner();
+            if let Ok(style) = indicatif::ProgressStyle::with_template("{wide_msg}") {
+                b.set_style(style);
+            }
+            b
+        });
         LiveReporter {
             mode,
             cmd,
@@ -74,7 +84,23 @@ impl LiveReporter {
             errors_seen: BTreeMap::new(),
             drop_lines: BTreeMap::new(),
             details_dropped: 0,
-            drawn: None,
+            bar,
+        }
+    }
+
+    /// The NIC is up: a JSON `start` object with `--progress json` (its
+    /// stderr stays all JSON), else `line`, if any.
+    pub fn started(&mut self, nic: &Nic, line: Option<String>) {
+        match (self.mode, nic.live_stats()) {
+            (Progress::Json, Some(s)) => {
+                let j = serde_json::json!({"event": "start", "iface": s.iface, "port": s.port});
+                self.emit(&j.to_string());
+            }
+            _ => {
+                if let Some(l) = line {
+                    self.emit(&l);
+                }
+            }
         }
     }
 
@@ -139,15 +165,14 @@ impl LiveReporter {
 
     /// A line of text or JSON, above the status line on a tty.
     fn emit(&mut self, line: &str) {
-        let mut err = std::io::stderr().lock();
-        if self.drawn.is_some() {
-            let _ = write!(err, "\r\x1b[K");
+        match &self.bar {
+            Some(b) => b.println(line),
+            None => {
+                let mut err = std::io::stderr().lock();
+                let _ = writeln!(err, "{line}");
+                let _ = err.flush();
+            }
         }
-        let _ = writeln!(err, "{line}");
-        if let Some(s) = &self.drawn {
-            let _ = write!(err, "{s}");
-        }
-        let _ = err.flush();
     }
 
     /// The status line, when a second has passed since the last.
@@ -172,9 +197,8 @@ impl LiveReporter {
         };
         let by_cause = s.errors_by_cause();
         self.show(s, true);
-        if self.mode == Progress::Tty {
-            let _ = write!(std::io::stderr(), "\r\x1b[K");
-            self.drawn = None;
+        if let Some(b) = self.bar.take() {
+            b.finish_and_clear();
         }
         if self.mode != Progress::Json {
             for (cause, n) in by_cause {
@@ -200,13 +224,9 @@ impl LiveReporter {
                 status_text(&s, self.last.as_ref())
             ),
         };
-        match self.mode {
-            Progress::Tty => {
-                let _ = write!(std::io::stderr(), "\r\x1b[K{line}");
-                let _ = std::io::stderr().flush();
-                self.drawn = Some(line);
-            }
-            _ => self.emit(&line),
+        match &self.bar {
+            Some(b) => b.set_message(line),
+            None => self.emit(&line),
         }
         self.last = Some(s);
     }
@@ -253,29 +273,24 @@ impl LiveReporter {
     }
 }
 
-/// Per second since `prev` (wall time), 0 without one.
-fn rate(now: u64, prev: Option<u64>, dt: f64) -> f64 {
-    match prev {
-        Some(p) if dt > 0.0 => now.saturating_sub(p) as f64 / dt,
-        _ => 0.0,
+/// Per second of wall time between `prev` and `now`.
+fn rate(now: u64, prev: u64, dt: f64) -> f64 {
+    if dt > 0.0 {
+        now.saturating_sub(prev) as f64 / dt
+    } else {
+        0.0
     }
-}
-
-fn dt(s: &LiveStatus, prev: Option<&LiveStatus>) -> f64 {
-    prev.map_or(0.0, |p| s.wire.wall_s - p.wire.wall_s)
-}
-
-/// HPU occupancy since `prev`, else since attach.
-fn occupancy(s: &LiveStatus, prev: Option<&LiveStatus>) -> f64 {
-    s.hpu_occupancy_since(prev.unwrap_or(&LiveStatus::default()))
 }
 
 /// One `--progress json` object (keys as in `nic --json` where they
 /// exist; docs/live.md).
 pub fn status_json(s: &LiveStatus, prev: Option<&LiveStatus>, last: bool) -> serde_json::Value {
-    let t = dt(s, prev);
+    // Rates and occupancy since the last line, the first since attach.
+    let zero = LiveStatus::default();
+    let prev = prev.unwrap_or(&zero);
+    let t = s.wire.wall_s - prev.wire.wall_s;
     let w = &s.wire;
-    let per_s = |f: fn(&LiveStatus) -> u64| rate(f(s), prev.map(f), t);
+    let per_s = |f: fn(&LiveStatus) -> u64| rate(f(s), f(prev), t);
     serde_json::json!({
         "event": "status",
         "final": last,
@@ -294,7 +309,7 @@ pub fn status_json(s: &LiveStatus, prev: Option<&LiveStatus>, last: bool) -> ser
         "errors_total": s.errors_total(),
         "hpus": s.hpus,
         "hpus_busy": s.hpus_busy,
-        "hpu_occupancy": occupancy(s, prev),
+        "hpu_occupancy": s.hpu_occupancy_since(prev),
         "per_s": {
             "rx_frames": per_s(|s| s.wire.rx_frames),
             "matched": per_s(|s| s.wire.matched),
@@ -307,9 +322,12 @@ pub fn status_json(s: &LiveStatus, prev: Option<&LiveStatus>, last: bool) -> ser
 
 /// One status line of text.
 pub fn status_text(s: &LiveStatus, prev: Option<&LiveStatus>) -> String {
-    let t = dt(s, prev);
+    // Rates and occupancy since the last line, the first since attach.
+    let zero = LiveStatus::default();
+    let prev = prev.unwrap_or(&zero);
+    let t = s.wire.wall_s - prev.wire.wall_s;
     let w = &s.wire;
-    let per_s = |f: fn(&LiveStatus) -> u64| rate(f(s), prev.map(f), t);
+    let per_s = |f: fn(&LiveStatus) -> u64| rate(f(s), f(prev), t);
     let causes = |m: &BTreeMap<String, u64>| {
         let v: Vec<String> = m
             .iter()
@@ -324,7 +342,7 @@ pub fn status_text(s: &LiveStatus, prev: Option<&LiveStatus>) -> String {
     };
     let drops: u64 = s.drops.values().sum();
     format!(
-        "{:.0} s  in {} ({:.0}/s), matched {}, to kernel {}  out {} ({:.0}/s)  handlers {} ({:.0}/s)  HPUs {:.0} % ({}/{} busy)  errors {}{}  drops {}{}",
+        "{:.1} s  in {} ({:.0}/s), matched {}, to kernel {}  out {} ({:.0}/s)  handlers {} ({:.0}/s)  HPUs {:.0} % ({}/{} busy)  errors {}{}  drops {}{}",
         w.wall_s,
         w.rx_frames,
         per_s(|s| s.wire.rx_frames),
@@ -334,7 +352,7 @@ pub fn status_text(s: &LiveStatus, prev: Option<&LiveStatus>) -> String {
         per_s(|s| s.wire.tx_frames),
         s.invocations,
         per_s(|s| s.invocations),
-        occupancy(s, prev) * 100.0,
+        s.hpu_occupancy_since(prev) * 100.0,
         s.hpus_busy,
         s.hpus,
         s.errors_total(),
