@@ -737,16 +737,23 @@ fn feed(nic: &mut Nic, src: Box<dyn Source>) -> anyhow::Result<Option<u64>> {
     Ok(total)
 }
 
+/// Packets processed, with an ETA when the traffic's length is known
+/// (drawn only on a terminal: indicatif's default target is a hidden one
+/// otherwise).
 fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::new_spinner(),
+    let (bar, template) = match total {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed}, ETA {eta})",
+        ),
+        None => (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} simulating: {pos} packets ({elapsed})",
+        ),
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
 }

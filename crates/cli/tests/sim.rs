@@ -735,3 +735,50 @@ fn counters_in_json_and_text() {
     let o = softspin(&["sim", "--image", &img, "--ph", "echo_ph"]);
     assert!(String::from_utf8_lossy(&o.stdout).contains("counters           none"));
 }
+
+/// A long run shows packets done with an ETA on a terminal (a pty from
+/// script(1)); nothing with --json, nor when stderr is not a terminal.
+#[test]
+fn progress_has_an_eta_on_a_terminal_only() {
+    if Command::new("script").arg("--version").output().is_err() {
+        softspin_testkit::skip("progress on a terminal needs script(1) (util-linux)");
+        return;
+    }
+    let img = image();
+    let args = [
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "echo_ph",
+        "--messages",
+        "100000",
+        "--packets",
+        "8",
+        "--size",
+        "256",
+    ];
+    let on_tty = |extra: &[&str]| {
+        let cmd = std::iter::once(env!("CARGO_BIN_EXE_softspin"))
+            .chain(args.iter().copied())
+            .chain(extra.iter().copied())
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let o = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let shown = on_tty(&[]);
+    assert!(
+        shown.contains("/800000 packets (") && shown.contains("ETA "),
+        "{shown}"
+    );
+    let shown = on_tty(&["--json"]);
+    assert!(!shown.contains("simulating"), "{shown}");
+    let o = softspin(&args);
+    assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
+}
