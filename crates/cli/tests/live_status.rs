@@ -41,7 +41,7 @@ fn up(test: &str, n: u32) -> Option<Topo> {
     if !needs_root(&format!("live status test {test}"), "network namespaces") {
         return None;
     }
-    Some(Topo::pair(&format!("s{n}"), &format!("10.92.{n}")))
+    Some(Topo::pair(&format!("s{n}"), &format!("10.94.{n}")))
 }
 
 /// `softspin nic --mode socket ARGS` in the NIC's namespace; stderr goes
