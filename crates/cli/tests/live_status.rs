@@ -397,3 +397,48 @@ fn errors_are_shown_as_they_happen() {
     );
     assert_eq!(u(last, "errors_total"), 40, "{last}");
 }
+
+/// `nic`'s text summary lists what the handlers pushed with
+/// `spin_push_counter`: here each frame's size, so the sum is the frames
+/// sent (42 header bytes + payload each).
+#[test]
+fn text_summary_lists_the_counters() {
+    let Some(net) = up("text_summary_lists_the_counters", 3) else {
+        return;
+    };
+    let src = scratch("live-status-test").join("count.c");
+    std::fs::write(
+        &src,
+        format!(
+            "#include \"{}\"\n\
+             __handler__ void count_ph(handler_args_t *args)\n{{\n\
+             \tspin_push_counter(2, args->task->pkt_mem_size);\n\
+             \tpingpong_ph(args);\n}}\n",
+            root().join("examples/ping_pong/handler.c").display()
+        ),
+    )
+    .unwrap();
+    let img = build(&src, "count");
+    let (child, rx) = spawn_nic(
+        &net,
+        &["--image", &img, "--ph", "count_ph", "--match", "udp:9103"],
+    );
+    let first = rx.recv_timeout(Duration::from_secs(20)).unwrap();
+    assert!(first.contains("stop with Ctrl-C"), "{first}");
+    // Payloads of 18.. bytes: frames of at least 60, no padding question.
+    let sizes: Vec<usize> = (0..40).map(|i| 18 + (i * 37) % 1400).collect();
+    let prog = format!(
+        "import socket, time\ns = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)\n\
+         for n in {sizes:?}:\n    s.sendto(bytes(n), ('{}', 9103))\n    time.sleep(0.001)\n",
+        net.nic_ip()
+    );
+    let o = net.exec(&net.peer_ns(), &["python3", "-c", &prog]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    std::thread::sleep(Duration::from_millis(500));
+    interrupt(&child);
+    let (code, out, err) = finish(child, &rx);
+    assert_eq!(code, Some(0), "{err:?}");
+    let sum: usize = sizes.iter().map(|n| 42 + n).sum();
+    let want = format!("counter            `count` [2]: sum {sum} over 40 pushes");
+    assert!(out.contains(&want), "{want} in {out}");
+}
