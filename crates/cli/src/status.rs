@@ -53,9 +53,6 @@ pub struct LiveReporter {
     errors_seen: BTreeMap<String, u64>,
     /// Drop lines printed per cause.
     drop_lines: BTreeMap<String, u64>,
-    /// Errors the host API dropped the details of (more than it keeps came
-    /// between two takes): counted, never shown.
-    details_dropped: u64,
     /// tty: the status line, redrawn in place (other lines go above it).
     bar: Option<indicatif::ProgressBar>,
 }
@@ -83,7 +80,6 @@ impl LiveReporter {
             last: None,
             errors_seen: BTreeMap::new(),
             drop_lines: BTreeMap::new(),
-            details_dropped: 0,
             bar,
         }
     }
@@ -125,11 +121,11 @@ impl LiveReporter {
         if !self.active() {
             return;
         }
+        // Errors whose details the host API dropped (`ErrorsDropped`: a
+        // flood between two takes) are in the status lines' counts.
         for e in events {
-            match e {
-                Event::HandlerError(x) => self.error(x),
-                Event::ErrorsDropped { count } => self.details_dropped += count,
-                _ => {}
+            if let Event::HandlerError(x) = e {
+                self.error(x);
             }
         }
     }
