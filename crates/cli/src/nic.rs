@@ -193,9 +193,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
     let ectxs = crate::sim::install_all(&mut nic, plan)?;
-    let mut status = crate::status::LiveReporter::new(&a.progress, "nic");
+    let mut reporter = crate::status::LiveReporter::new(&a.progress, "nic");
     let s = nic.live_stats().expect("attached");
-    status.started(
+    reporter.started(
         &nic,
         (!a.json).then(|| {
             format!(
@@ -219,14 +219,14 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
         // Errors are shown as they come; sent frames go to the pcap.
-        if status.active() || pcap.is_some() {
+        if reporter.active() || pcap.is_some() {
             let events = nic.events();
-            status.events(&events);
+            reporter.events(&events);
             if let (Some(w), None) = (&mut pcap, &sink_err) {
                 sink_err = write_sent(&events, w).err();
             }
         }
-        status.tick(nic);
+        reporter.tick(nic);
         peak = peak.max(nic.footprint());
     })?;
     nic.stop_matching()?;
@@ -234,13 +234,13 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         return Err(e);
     }
     let events = nic.events();
-    status.events(&events);
+    reporter.events(&events);
     if let Some(mut w) = pcap {
         write_sent(&events, &mut w)?;
         w.finish()?;
     }
     sinks.drain(&mut nic.view(), true)?;
-    status.finish(&nic);
+    reporter.finish(&nic);
 
     if let Some(p) = &a.dump_host {
         crate::results::dump_host(&mut nic, &ectxs, p)?;

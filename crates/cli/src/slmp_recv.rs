@@ -412,10 +412,10 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         evictions: Vec::new(),
     };
     nic.activate(ectx)?;
-    let mut status = crate::status::LiveReporter::new(&a.progress, "slmp recv");
+    let mut reporter = crate::status::LiveReporter::new(&a.progress, "slmp recv");
     // On stderr even with --json: scripts wait for this line before sending
     // (a `start` object with --progress json).
-    status.started(
+    reporter.started(
         &nic,
         Some(format!(
             "softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)",
@@ -435,7 +435,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     // (since, last frame at, frames then) once every message is in.
     let mut linger: Option<(Instant, Instant, u64)> = None;
     nic.run_live_with(limit, &stop, |nic| {
-        status.step(nic);
+        reporter.step(nic);
         let r = (|| -> anyhow::Result<()> {
             for n in nic.poll_notifications() {
                 if n.data.len() < 12 {
@@ -494,8 +494,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     nic.stop_matching()?;
-    status.events(&nic.events());
-    status.finish(&nic);
+    reporter.events(&nic.events());
+    reporter.finish(&nic);
     if let Some(e) = failure {
         return Err(e);
     }
