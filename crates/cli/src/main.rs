@@ -13,6 +13,7 @@ mod results;
 mod sim;
 mod slmp;
 mod slmp_recv;
+mod status;
 
 #[derive(Parser)]
 #[command(

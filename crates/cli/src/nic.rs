@@ -47,6 +47,8 @@ pub struct NicArgs {
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    progress: crate::status::ProgressArgs,
     /// Print handler output (printf) on stdout as the run goes.
     #[arg(long)]
     stdout: bool,
@@ -191,14 +193,18 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
     let ectxs = crate::sim::install_all(&mut nic, plan)?;
-    if !a.json {
-        let s = nic.live_stats().expect("attached");
-        eprintln!(
-            "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
-            s.port,
-            ectxs.len()
-        );
-    }
+    let mut reporter = crate::status::LiveReporter::new(&a.progress, "nic");
+    let s = nic.live_stats().expect("attached");
+    reporter.started(
+        &nic,
+        (!a.json).then(|| {
+            format!(
+                "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
+                s.port,
+                ectxs.len()
+            )
+        }),
+    );
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     // Written as the frames go, so a long run holds none of them.
@@ -212,41 +218,43 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         if sink_err.is_none() {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
-        if let (Some(w), None) = (&mut pcap, &sink_err) {
-            sink_err = take_sent(nic, w).err();
+        // Errors are shown as they come; sent frames go to the pcap.
+        if reporter.active() || pcap.is_some() {
+            let events = nic.events();
+            reporter.events(&events);
+            if let (Some(w), None) = (&mut pcap, &sink_err) {
+                sink_err = write_sent(&events, w).err();
+            }
         }
+        reporter.tick(nic);
         peak = peak.max(nic.footprint());
     })?;
     nic.stop_matching()?;
     if let Some(e) = sink_err {
         return Err(e);
     }
+    let events = nic.events();
+    reporter.events(&events);
     if let Some(mut w) = pcap {
-        take_sent(&mut nic, &mut w)?;
+        write_sent(&events, &mut w)?;
         w.finish()?;
     }
     sinks.drain(&mut nic.view(), true)?;
+    reporter.finish(&nic);
 
     if let Some(p) = &a.dump_host {
         crate::results::dump_host(&mut nic, &ectxs, p)?;
     }
     let report = nic.report();
     let live = nic.live_stats().expect("attached");
-    // What the handlers pushed with spin_push_counter, per ECTX: a host's
-    // proof of what its handlers did (e.g. echo replies sent).
-    let mut counters = serde_json::Map::new();
-    for &e in &ectxs {
-        let c: Vec<_> = nic
-            .counters(e)?
-            .into_iter()
-            .map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n}))
-            .collect();
-        counters.insert(nic.ectx_name(e)?, c.into());
-    }
+    // What the handlers pushed with spin_push_counter: a host's proof of
+    // what its handlers did (e.g. echo replies sent).
+    let counters = crate::results::counters_json(&nic, &ectxs)?;
+    let counters_text = crate::results::counters_text(&nic, &ectxs)?;
     drop(nic); // detaches from the interface before we report
     if a.json {
         let mut j = json(&live, &report);
-        j["counters"] = counters.into();
+        j["counters"] = counters;
         j["footprint_peak"] = serde_json::json!({
             "events": peak.events,
             "notifications": peak.notifications,
@@ -256,6 +264,7 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", text(&live));
         print!("{}", report.text());
+        print!("{counters_text}");
     }
     let (mut status, mut why) = crate::sim::outcome(&report, None);
     let port_drops: u64 = live.drops.values().sum();
@@ -279,8 +288,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
-    for e in nic.events() {
+fn write_sent(events: &[Event], w: &mut PcapSink) -> anyhow::Result<()> {
+    for e in events {
         if let Event::Outbound(o) = e {
             w.write(o.time_ps, &o.frame)?;
         }
@@ -318,13 +327,7 @@ fn text(s: &LiveStats) -> String {
 /// The `--json` object: the wire counters, drops by cause (the port's and
 /// the packet buffer's), and the engine's figures in the form `sim` gives.
 fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
-    let mut drops: serde_json::Map<String, serde_json::Value> = s
-        .drops
-        .iter()
-        .map(|(k, v)| (k.clone(), (*v).into()))
-        .collect();
-    drops.insert("packet_buffer_full".into(), r.drops.into());
-    drops.insert("no_ectx".into(), r.unmatched.into());
+    let drops = softspin_host::drops_by_cause(s, r);
     serde_json::json!({
         "iface": s.iface,
         "port": s.port,

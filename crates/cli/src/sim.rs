@@ -629,9 +629,12 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         softspin_engine::traffic::write_pcap(p, frame, &pkts)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        let mut j = serde_json::to_value(&report)?;
+        j["counters"] = crate::results::counters_json(&nic, &ectxs)?;
+        println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", report.text());
+        print!("{}", crate::results::counters_text(&nic, &ectxs)?);
     }
     let (status, why) = outcome(&report, total);
     if let Some(mut d) = nic.detach_debugger() {
@@ -734,16 +737,23 @@ fn feed(nic: &mut Nic, src: Box<dyn Source>) -> anyhow::Result<Option<u64>> {
     Ok(total)
 }
 
+/// Packets processed, with an ETA when the traffic's length is known
+/// (drawn only on a terminal: indicatif's default target is a hidden one
+/// otherwise).
 fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::new_spinner(),
+    let (bar, template) = match total {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed}, ETA {eta})",
+        ),
+        None => (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} simulating: {pos} packets ({elapsed})",
+        ),
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
 }

@@ -516,6 +516,54 @@ typedef struct ss_live_stats {
 } ss_live_stats;
 
 /**
+ * A snapshot of a live NIC's progress (ss_get_live_status): what
+ * `softspin nic --progress` shows (docs/live.md, "Live status"). Every
+ * count is a total since ss_nic_attach.
+ */
+typedef struct ss_live_status {
+    /**
+     * The wire, as in ss_live_stats.
+     */
+    uint64_t rx_frames;
+    uint64_t matched;
+    uint64_t passed_to_kernel;
+    uint64_t tx_frames;
+    /**
+     * Frames dropped, all causes: the port's (ss_live_drops) and the
+     * engine's (packet buffer full, no ECTX).
+     */
+    uint64_t drops;
+    /**
+     * Frames taken from the wire whose handlers have not finished.
+     */
+    uint64_t unprocessed;
+    /**
+     * Frames whose handlers all finished, and handler invocations.
+     */
+    uint64_t packets;
+    uint64_t invocations;
+    /**
+     * Handler errors of every cause (message timeouts included).
+     */
+    uint64_t errors;
+    /**
+     * HPUs of the NIC and those running a task now.
+     */
+    uint32_t hpus;
+    uint32_t hpus_busy;
+    /**
+     * Busy time of all HPUs (ps of NIC time): the occupancy between two
+     * snapshots is its growth over hpus x the growth of nic_time_ps.
+     */
+    uint64_t hpu_busy_ps;
+    uint64_t nic_time_ps;
+    /**
+     * Wall-clock seconds since ss_nic_attach.
+     */
+    double wall_s;
+} ss_live_status;
+
+/**
  * One cause of lost frames on a live NIC (ss_live_drops).
  */
 typedef struct ss_live_drop {
@@ -1126,6 +1174,13 @@ int ss_stop(struct ss_nic *nic);
  * (NULL, or a simulated NIC).
  */
 int ss_get_live_stats(struct ss_nic *nic, struct ss_live_stats *out_stats);
+
+/**
+ * A snapshot of the live NIC's progress into `*out_status` (it takes the
+ * engine's report: call it every second or so, not per packet). Errors:
+ * SS_EINVAL (NULL, or a simulated NIC).
+ */
+int ss_get_live_status(struct ss_nic *nic, struct ss_live_status *out_status);
 
 /**
  * A live NIC's drops by cause (those with a count), up to `cap` into

@@ -459,6 +459,38 @@ pub struct ss_live_stats {
     pub wall_s: f64,
 }
 
+/// A snapshot of a live NIC's progress (ss_get_live_status): what
+/// `softspin nic --progress` shows (docs/live.md, "Live status"). Every
+/// count is a total since ss_nic_attach.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_live_status {
+    /// The wire, as in ss_live_stats.
+    pub rx_frames: u64,
+    pub matched: u64,
+    pub passed_to_kernel: u64,
+    pub tx_frames: u64,
+    /// Frames dropped, all causes: the port's (ss_live_drops) and the
+    /// engine's (packet buffer full, no ECTX).
+    pub drops: u64,
+    /// Frames taken from the wire whose handlers have not finished.
+    pub unprocessed: u64,
+    /// Frames whose handlers all finished, and handler invocations.
+    pub packets: u64,
+    pub invocations: u64,
+    /// Handler errors of every cause (message timeouts included).
+    pub errors: u64,
+    /// HPUs of the NIC and those running a task now.
+    pub hpus: u32,
+    pub hpus_busy: u32,
+    /// Busy time of all HPUs (ps of NIC time): the occupancy between two
+    /// snapshots is its growth over hpus x the growth of nic_time_ps.
+    pub hpu_busy_ps: u64,
+    pub nic_time_ps: u64,
+    /// Wall-clock seconds since ss_nic_attach.
+    pub wall_s: f64,
+}
+
 /// How ss_slmp_send sends. Start from ss_slmp_options_init.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -1251,6 +1283,43 @@ pub unsafe extern "C" fn ss_get_live_stats(
             tx_frames: s.tx_frames,
             drops: s.drops.values().sum(),
             wall_s: s.wall_s,
+        };
+        Ok(())
+    })
+}
+
+/// A snapshot of the live NIC's progress into `*out_status` (it takes the
+/// engine's report: call it every second or so, not per packet). Errors:
+/// SS_EINVAL (NULL, or a simulated NIC).
+#[no_mangle]
+pub unsafe extern "C" fn ss_get_live_status(
+    nic: *mut ss_nic,
+    out_status: *mut ss_live_status,
+) -> c_int {
+    with_nic(nic, |n| {
+        let o = out(out_status, "out_status")?;
+        let s = n.nic.live_status().ok_or_else(|| {
+            fail(
+                SS_EINVAL,
+                "this NIC is simulated: no live status (open it with ss_nic_attach)",
+            )
+        })?;
+        let w = &s.wire;
+        *o = ss_live_status {
+            rx_frames: w.rx_frames,
+            matched: w.matched,
+            passed_to_kernel: w.passed_to_kernel,
+            tx_frames: w.tx_frames,
+            drops: s.drops.values().sum(),
+            unprocessed: w.unprocessed,
+            packets: s.packets,
+            invocations: s.invocations,
+            errors: s.errors_total(),
+            hpus: s.hpus,
+            hpus_busy: s.hpus_busy,
+            hpu_busy_ps: s.hpu_busy_ps,
+            nic_time_ps: s.nic_time_ps,
+            wall_s: w.wall_s,
         };
         Ok(())
     })

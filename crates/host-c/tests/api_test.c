@@ -990,6 +990,9 @@ static void test_live_errors(const char *pingpong)
     CHECK(live == 0);
     EXPECT(ss_get_live_stats(nic, &st), SS_EINVAL);
     CHECK(strstr(ss_last_error(), "simulated") != NULL);
+    ss_live_status ls;
+    EXPECT(ss_get_live_status(nic, &ls), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "simulated") != NULL);
     EXPECT(ss_live_drops(nic, NULL, 0, &n), SS_EINVAL);
     EXPECT(ss_run_live(nic, 1000), SS_EINVAL);
     OK(ss_stop(NULL));
@@ -1103,6 +1106,16 @@ static void test_live_echo(const char *pingpong)
     CHECK(st.tx_frames == ECHOES);
     CHECK(st.drops == 0);
     CHECK(st.wall_s > 0);
+    /* The status: the same wire counts, and one handler call per echo. */
+    ss_live_status ls;
+    EXPECT(ss_get_live_status(nic, NULL), SS_EINVAL);
+    OK(ss_get_live_status(nic, &ls));
+    CHECK(ls.matched == ECHOES && ls.tx_frames == ECHOES && ls.rx_frames == st.rx_frames);
+    CHECK(ls.packets == ECHOES && ls.invocations == ECHOES && ls.errors == 0 && ls.drops == 0);
+    ss_nic_info info;
+    OK(ss_nic_get_info(nic, &info));
+    CHECK(ls.hpus == info.hpu_count && ls.hpus_busy <= ls.hpus);
+    CHECK(ls.hpu_busy_ps > 0 && ls.nic_time_ps > 0 && ls.wall_s >= st.wall_s);
     size_t ndrops = 99;
     OK(ss_live_drops(nic, NULL, 0, &ndrops));
     CHECK(ndrops == 0);

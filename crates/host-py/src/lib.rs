@@ -815,6 +815,51 @@ impl Nic {
         Ok(Some(d.into_any().unbind()))
     }
 
+    /// A snapshot of the live NIC's progress (what `softspin nic
+    /// --progress` shows; docs/live.md, "Live status"): a dict with the
+    /// keys of a `--progress json` status line that are totals, namely
+    /// `wall_s`, `nic_time_ns`, `rx_frames`, `matched`, `passed_to_kernel`,
+    /// `fragments` ({matched, passed_to_kernel}), `tx_frames`, `drops`
+    /// ({cause: frames}, the engine's included), `unprocessed`, `packets`,
+    /// `invocations`, `errors` ([{ectx, total, by_cause}]), `errors_total`,
+    /// `hpus`, `hpus_busy`, and `hpu_busy_ps` (busy time of all HPUs, for
+    /// occupancy between two snapshots); None for a simulated NIC.
+    fn live_status(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let Some(s) = self.owned.get_ref()?.live_status() else {
+            return Ok(None);
+        };
+        let d = pyo3::types::PyDict::new(py);
+        let w = &s.wire;
+        d.set_item("wall_s", w.wall_s)?;
+        d.set_item("nic_time_ns", s.nic_time_ps as f64 / 1000.0)?;
+        d.set_item("rx_frames", w.rx_frames)?;
+        d.set_item("matched", w.matched)?;
+        d.set_item("passed_to_kernel", w.passed_to_kernel)?;
+        let f = pyo3::types::PyDict::new(py);
+        f.set_item("matched", w.fragments_matched)?;
+        f.set_item("passed_to_kernel", w.fragments_passed)?;
+        d.set_item("fragments", f)?;
+        d.set_item("tx_frames", w.tx_frames)?;
+        d.set_item("drops", &s.drops)?;
+        d.set_item("unprocessed", w.unprocessed)?;
+        d.set_item("packets", s.packets)?;
+        d.set_item("invocations", s.invocations)?;
+        let errors = pyo3::types::PyList::empty(py);
+        for e in &s.errors {
+            let x = pyo3::types::PyDict::new(py);
+            x.set_item("ectx", &e.ectx)?;
+            x.set_item("total", e.total)?;
+            x.set_item("by_cause", &e.by_cause)?;
+            errors.append(x)?;
+        }
+        d.set_item("errors", errors)?;
+        d.set_item("errors_total", s.errors_total())?;
+        d.set_item("hpus", s.hpus)?;
+        d.set_item("hpus_busy", s.hpus_busy)?;
+        d.set_item("hpu_busy_ps", s.hpu_busy_ps)?;
+        Ok(Some(d.into_any().unbind()))
+    }
+
     /// Open the simulated NIC described by a TOML file (see docs/sim.md).
     #[staticmethod]
     fn from_config(path: std::path::PathBuf) -> PyResult<Nic> {

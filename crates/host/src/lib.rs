@@ -49,6 +49,8 @@ mod live;
 pub mod rma;
 pub mod sdk;
 pub mod slmp;
+#[cfg(feature = "live")]
+mod status;
 
 /// PsPIN's generic driver (`examples/generic_driver/gdriver.c`): the NIC and
 /// host memory it splits between its ECTXs. `softspin sim --gdriver` and
@@ -68,6 +70,8 @@ pub use footprint::Footprint;
 #[cfg(feature = "live")]
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
 pub use softspin_netio::Ruleset;
+#[cfg(feature = "live")]
+pub use status::{drops_by_cause, EctxErrors, LiveStatus};
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};

@@ -1244,6 +1244,22 @@ impl Engine {
         self.pkt.held()
     }
 
+    /// HPU occupancy so far: the HPUs running a task now, and the busy
+    /// time of all HPUs in ps (running tasks counted up to now). Cheap: a
+    /// live NIC's status line takes it every second.
+    pub fn hpu_busy(&self) -> (u32, u64) {
+        let now = self.core.now;
+        let busy = self
+            .hpus
+            .iter()
+            .map(|h| match h.ctl.state {
+                HpuState::Idle => h.ctl.busy_ps,
+                _ => h.ctl.busy_ps + now.saturating_sub(h.ctl.busy_since),
+            })
+            .sum();
+        (self.core.busy_now, busy)
+    }
+
     /// Raw statistics so far.
     pub fn stats(&self) -> &Stats {
         &self.core.stats

@@ -278,6 +278,8 @@ class Nic:
         """Run a live NIC for `duration` s of wall time, or until Ctrl-C (KeyboardInterrupt)."""
     def live_stats(self) -> dict[str, Any] | None:
         """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, unprocessed, fragments_matched, fragments_passed, wall_s; None if simulated."""
+    def live_status(self) -> dict[str, Any] | None:
+        """A live NIC's progress: the totals of a `softspin nic --progress json` line (wall_s, nic_time_ns, rx_frames, matched, passed_to_kernel, fragments, tx_frames, drops, unprocessed, packets, invocations, errors, errors_total, hpus, hpus_busy) and hpu_busy_ps; None if simulated."""
     @staticmethod
     def from_config(path: StrPath) -> Nic:
         """Open the NIC described by a TOML file (docs/sim.md)."""
