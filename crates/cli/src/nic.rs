@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use softspin_engine::traffic::FrameKind;
-use softspin_engine::traffic::PcapSink;
 use softspin_host::{
     AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
 };
 use softspin_netio::rules;
 
+use crate::capture::Capture;
 use crate::exit::Status;
+use crate::live_timeline::TimelineRing;
 use crate::sim::EctxArgs;
 
 #[derive(clap::Args)]
@@ -53,9 +53,20 @@ pub struct NicArgs {
     /// Write one JSON line per message (as `softspin sim --records`).
     #[arg(long, value_name = "FILE.jsonl")]
     records: Option<PathBuf>,
-    /// Write the frames the handlers sent to a pcap file.
-    #[arg(long)]
+    /// Write a pcapng of both directions: the frames the NIC took (matched,
+    /// with their ECTX) and the frames the handlers sent, stamped with the
+    /// wall clock (docs/live.md, "Captures").
+    #[arg(long, value_name = "FILE.pcapng")]
     pcap_out: Option<PathBuf>,
+    /// Write a Chrome trace-event timeline (Perfetto), as `sim --timeline`:
+    /// the events that ended in the run's last --timeline-window seconds,
+    /// anchored to the wall clock (docs/live.md, "Timelines").
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
+    /// Seconds of NIC time --timeline keeps: a ring of the latest events
+    /// (at most 500,000); the file's `otherData` counts what was dropped.
+    #[arg(long, value_name = "S", default_value = "10")]
+    timeline_window: f64,
     /// After the run, write each ECTX's host window, raw (several ECTXs:
     /// FILE.NAME each), as `softspin sim --dump-host`.
     #[arg(long, value_name = "FILE")]
@@ -177,6 +188,12 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         }
         s => s.map(Duration::from_secs_f64),
     };
+    if !(a.timeline_window.is_finite() && a.timeline_window > 0.0 && a.timeline_window <= 1e9) {
+        bail!(
+            "--timeline-window {}: must be a positive number of seconds",
+            a.timeline_window
+        );
+    }
     #[cfg(not(feature = "jit"))]
     if a.jit {
         // Before attaching to the interface.
@@ -202,10 +219,25 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     // Written as the frames go, so a long run holds none of them.
+    let time0 = nic.time0_unix().expect("attached");
     let mut pcap = match &a.pcap_out {
-        Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
+        Some(p) => {
+            nic.capture_rx(true)?;
+            let mut names = std::collections::HashMap::new();
+            for &e in &ectxs {
+                names.insert(e, nic.ectx_name(e)?);
+            }
+            Some(Capture::create(p, &a.iface, time0, names)?)
+        }
         None => None,
     };
+    let mut ring = a.timeline.as_ref().map(|_| {
+        nic.enable_timeline();
+        TimelineRing::new(
+            Duration::from_secs_f64(a.timeline_window),
+            crate::live_timeline::MAX_EVENTS,
+        )
+    });
     let mut sink_err = None;
     let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
@@ -213,7 +245,11 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
         if let (Some(w), None) = (&mut pcap, &sink_err) {
-            sink_err = take_sent(nic, w).err();
+            sink_err = take_frames(nic, w).err();
+        }
+        if let (Some(r), None) = (&mut ring, &sink_err) {
+            sink_err = r.push(nic.take_timeline()).err();
+            r.trim(nic.now_ps());
         }
         peak = peak.max(nic.footprint());
     })?;
@@ -222,8 +258,16 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         return Err(e);
     }
     if let Some(mut w) = pcap {
-        take_sent(&mut nic, &mut w)?;
+        take_frames(&mut nic, &mut w)?;
         w.finish()?;
+        let missed = nic.rx_capture_missed();
+        if missed > 0 {
+            eprintln!("softspin: nic: {missed} frames taken are missing from the capture (more than {} between two steps)", softspin_host::RX_CAPTURE_MAX);
+        }
+    }
+    if let (Some(mut r), Some(p)) = (ring, &a.timeline) {
+        r.push(nic.take_timeline())?;
+        r.write(p, nic.now_ps(), time0)?;
     }
     sinks.drain(&mut nic.view(), true)?;
 
@@ -279,13 +323,18 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
-    for e in nic.events() {
-        if let Event::Outbound(o) = e {
-            w.write(o.time_ps, &o.frame)?;
-        }
-    }
-    Ok(())
+/// Write the frames taken and sent since the last call to the capture.
+fn take_frames(nic: &mut Nic, w: &mut Capture) -> anyhow::Result<()> {
+    let rx = nic.take_rx_captured();
+    let tx: Vec<_> = nic
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::Outbound(o) => Some(o),
+            _ => None,
+        })
+        .collect();
+    w.write_step(&rx, &tx)
 }
 
 pub fn causes(s: &LiveStats) -> String {

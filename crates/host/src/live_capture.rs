@@ -1,0 +1,123 @@
+//! Captures of the live NIC (issue 26, "Captures of both directions"): the
+//! frames the matching engine handed to the NIC (seed 000 §3.2.1), each with
+//! the ECTX its ruleset chose, and the wall clock of NIC time 0, so that a
+//! capture or timeline of a live run lines up with captures taken elsewhere.
+//! The XDP program takes matched frames before the kernel's packet taps, so
+//! this is the only place they can be recorded on the NIC's side.
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use softspin_engine::EctxId;
+use softspin_netio::RxFrame;
+
+use crate::{Ectx, Error, Nic, Result};
+
+/// Most matched frames held for capture between two takes: a few times
+/// what one step takes and what `stop_matching` drains, so a caller that
+/// takes them after every step never loses one; beyond it frames are
+/// counted (`rx_capture_missed`), not kept.
+pub const RX_CAPTURE_MAX: usize = 16_384;
+
+/// A matched frame as the live NIC took it from the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RxCaptured {
+    /// NIC time of its reception (ps since attach).
+    pub time_ps: u64,
+    /// The ECTX its ruleset chose (`None` when the ruleset has none).
+    pub ectx: Option<Ectx>,
+    /// Its message id (`None` when it was dropped before it got one).
+    pub msg_id: Option<u32>,
+    pub eom: bool,
+    /// Why it never became a HER (a drop cause of the live statistics).
+    pub dropped: Option<&'static str>,
+    /// Starting at the Ethernet header.
+    pub frame: Vec<u8>,
+}
+
+/// The capture tap of a live NIC (off until `Nic::capture_rx`).
+#[derive(Default)]
+pub(crate) struct RxTap {
+    on: bool,
+    /// With the engine's ECTX slot, mapped to a handle when taken.
+    frames: Vec<(Option<EctxId>, RxCaptured)>,
+    missed: u64,
+}
+
+impl RxTap {
+    #[inline]
+    pub(crate) fn record(
+        &mut self,
+        f: &RxFrame,
+        time_ps: u64,
+        ectx: Option<EctxId>,
+        msg_id: Option<u32>,
+        dropped: Option<&'static str>,
+    ) {
+        if !self.on {
+            return;
+        }
+        if self.frames.len() >= RX_CAPTURE_MAX {
+            self.missed += 1;
+            return;
+        }
+        let c = RxCaptured {
+            time_ps,
+            ectx: None,
+            msg_id,
+            eom: f.eom,
+            dropped,
+            frame: f.frame.clone(),
+        };
+        self.frames.push((ectx, c));
+    }
+}
+
+/// The wall clock now, as a time since the UNIX epoch.
+pub(crate) fn unix_now() -> Duration {
+    // A clock before 1970 is a broken clock; 0 then says so in the capture.
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .unwrap_or_default()
+}
+
+impl Nic {
+    /// Keep a copy of every frame the port hands over from now on (off:
+    /// stop); take them with `take_rx_captured` after each step (e.g. in
+    /// `run_live_with`'s callback).
+    pub fn capture_rx(&mut self, on: bool) -> Result<()> {
+        let Some(live) = self.live.as_mut() else {
+            return Err(Error::Invalid(
+                "capture_rx: this NIC is simulated; attach it to an interface first".into(),
+            ));
+        };
+        live.tap.on = on;
+        Ok(())
+    }
+
+    /// The frames captured since the last call, in the order they were taken.
+    pub fn take_rx_captured(&mut self) -> Vec<RxCaptured> {
+        let Some(live) = self.live.as_mut() else {
+            return Vec::new();
+        };
+        let frames = std::mem::take(&mut live.tap.frames);
+        frames
+            .into_iter()
+            .map(|(slot, mut c)| {
+                c.ectx = slot.and_then(|s| self.slots.get(&s).copied());
+                c
+            })
+            .collect()
+    }
+
+    /// Frames not captured because `RX_CAPTURE_MAX` were waiting to be taken.
+    pub fn rx_capture_missed(&self) -> u64 {
+        self.live.as_ref().map_or(0, |l| l.tap.missed)
+    }
+
+    /// The wall clock (since the UNIX epoch) at NIC time 0 of a live NIC:
+    /// NIC time runs with the monotonic clock from there, so NIC time `t`
+    /// happened at wall-clock time `time0_unix + t`. `None` when simulated.
+    pub fn time0_unix(&self) -> Option<Duration> {
+        self.live.as_ref().map(|l| l.epoch_unix)
+    }
+}
