@@ -26,8 +26,10 @@ struct Kept {
     json: Box<str>,
 }
 
-/// The latest events of a live run.
+/// The latest events of a live run, and the file they go to.
 pub struct TimelineRing {
+    out: BufWriter<File>,
+    file: String,
     window_ps: u64,
     max_events: usize,
     kept: VecDeque<Kept>,
@@ -42,14 +44,24 @@ fn ps_of_us(us: f64) -> u64 {
 }
 
 impl TimelineRing {
-    pub fn new(window: Duration, max_events: usize) -> TimelineRing {
-        TimelineRing {
+    /// Create `path` now, so that a bad path fails before the run, not
+    /// after it.
+    pub fn create(
+        path: &Path,
+        window: Duration,
+        max_events: usize,
+    ) -> anyhow::Result<TimelineRing> {
+        let file = path.display().to_string();
+        let f = File::create(path).with_context(|| format!("{file}: cannot create"))?;
+        Ok(TimelineRing {
+            out: BufWriter::new(f),
+            file,
             window_ps: u64::try_from(window.as_nanos().saturating_mul(1000)).unwrap_or(u64::MAX),
             max_events,
             kept: VecDeque::new(),
             dropped: 0,
             dropped_over_cap: 0,
-        }
+        })
     }
 
     /// Take events (in the order the engine recorded them: by end time).
@@ -86,11 +98,12 @@ impl TimelineRing {
     /// Write the file: the events that ended in the window before `now_ps`,
     /// and `otherData` with the wall clock of NIC time 0 (`time0`, since the
     /// UNIX epoch) and what was dropped.
-    pub fn write(&mut self, path: &Path, now_ps: u64, time0: Duration) -> anyhow::Result<()> {
+    pub fn write(mut self, now_ps: u64, time0: Duration) -> anyhow::Result<()> {
         self.trim(now_ps);
         let cutoff = now_ps.saturating_sub(self.window_ps);
-        let ctx = || format!("writing {}", path.display());
-        let mut w = BufWriter::new(File::create(path).with_context(ctx)?);
+        let file = std::mem::take(&mut self.file);
+        let ctx = || format!("writing {file}");
+        let w = &mut self.out;
         w.write_all(b"{\"traceEvents\":[").with_context(ctx)?;
         let mut first = true;
         for k in &self.kept {
@@ -157,7 +170,8 @@ mod tests {
     /// a span that started before the window and ended in it is kept.
     #[test]
     fn keeps_the_last_window() {
-        let mut r = TimelineRing::new(Duration::from_micros(100), MAX_EVENTS);
+        let mut r =
+            TimelineRing::create(&tmp("window"), Duration::from_micros(100), MAX_EVENTS).unwrap();
         r.push(vec![span(0, 0.0, 10.0), span(1, 50.0, 60.0)])
             .unwrap();
         r.trim(100 * US);
@@ -172,7 +186,7 @@ mod tests {
         assert_eq!(r.len(), 3);
         let p = tmp("window");
         let time0 = Duration::new(1_800_000_000, 5);
-        r.write(&p, 200 * US, time0).unwrap();
+        r.write(200 * US, time0).unwrap();
         let v = read(&p);
         let ts: Vec<f64> = v["traceEvents"]
             .as_array()
@@ -194,12 +208,12 @@ mod tests {
     /// latest), and the file says how many went for that reason.
     #[test]
     fn the_cap_bounds_a_busy_window() {
-        let mut r = TimelineRing::new(Duration::from_secs(10), 3);
+        let mut r = TimelineRing::create(&tmp("cap"), Duration::from_secs(10), 3).unwrap();
         r.push((0..10).map(|k| span(k, k as f64, k as f64 + 0.5)).collect())
             .unwrap();
         assert_eq!(r.len(), 3);
         let p = tmp("cap");
-        r.write(&p, 20 * US, Duration::ZERO).unwrap();
+        r.write(20 * US, Duration::ZERO).unwrap();
         let v = read(&p);
         let hpus: Vec<u64> = v["traceEvents"]
             .as_array()
@@ -212,12 +226,25 @@ mod tests {
         assert_eq!(v["otherData"]["dropped_over_cap"], 7);
     }
 
+    /// A path that cannot be created fails at once, naming it.
+    #[test]
+    fn a_bad_path_fails_before_the_run() {
+        let p = Path::new("/nonexistent-softspin-dir/t.json");
+        let e = TimelineRing::create(p, Duration::from_secs(1), 1)
+            .err()
+            .unwrap();
+        assert!(
+            format!("{e:#}").starts_with("/nonexistent-softspin-dir/t.json: cannot create"),
+            "{e:#}"
+        );
+    }
+
     /// An empty run writes a valid, empty trace.
     #[test]
     fn an_empty_run_is_valid_json() {
-        let mut r = TimelineRing::new(Duration::from_secs(1), MAX_EVENTS);
+        let r = TimelineRing::create(&tmp("empty"), Duration::from_secs(1), MAX_EVENTS).unwrap();
         let p = tmp("empty");
-        r.write(&p, 0, Duration::ZERO).unwrap();
+        r.write(0, Duration::ZERO).unwrap();
         let v = read(&p);
         assert_eq!(v["traceEvents"].as_array().unwrap().len(), 0);
         assert_eq!(v["otherData"]["dropped_events"], 0);

@@ -171,6 +171,21 @@ fn assign_rules(
 
 pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let FrameArg::Eth = a.frame;
+    if !(a.timeline_window.is_finite() && a.timeline_window > 0.0 && a.timeline_window <= 1e9) {
+        bail!(
+            "--timeline-window {}: must be a positive number of seconds",
+            a.timeline_window
+        );
+    }
+    // Created before the run, so a bad path does not cost one.
+    let mut ring = match &a.timeline {
+        Some(p) => Some(TimelineRing::create(
+            p,
+            Duration::from_secs_f64(a.timeline_window),
+            crate::live_timeline::MAX_EVENTS,
+        )?),
+        None => None,
+    };
     let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
     let rulesets = assign_rules(&plan, &a.matches, a.rules.as_ref())?;
     for (p, r) in plan.iter_mut().zip(rulesets) {
@@ -188,12 +203,6 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         }
         s => s.map(Duration::from_secs_f64),
     };
-    if !(a.timeline_window.is_finite() && a.timeline_window > 0.0 && a.timeline_window <= 1e9) {
-        bail!(
-            "--timeline-window {}: must be a positive number of seconds",
-            a.timeline_window
-        );
-    }
     #[cfg(not(feature = "jit"))]
     if a.jit {
         // Before attaching to the interface.
@@ -231,13 +240,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         }
         None => None,
     };
-    let mut ring = a.timeline.as_ref().map(|_| {
+    if ring.is_some() {
         nic.enable_timeline();
-        TimelineRing::new(
-            Duration::from_secs_f64(a.timeline_window),
-            crate::live_timeline::MAX_EVENTS,
-        )
-    });
+    }
     let mut sink_err = None;
     let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
@@ -265,9 +270,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
             eprintln!("softspin: nic: {missed} frames taken are missing from the capture (more than {} between two steps)", softspin_host::RX_CAPTURE_MAX);
         }
     }
-    if let (Some(mut r), Some(p)) = (ring, &a.timeline) {
+    if let Some(mut r) = ring {
         r.push(nic.take_timeline())?;
-        r.write(p, nic.now_ps(), time0)?;
+        r.write(nic.now_ps(), time0)?;
     }
     sinks.drain(&mut nic.view(), true)?;
 

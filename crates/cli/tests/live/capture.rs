@@ -462,3 +462,65 @@ fn slmp_capture_is_decoded_by_the_dissector() {
     sorted.sort_by_key(|r| (r.split(' ').nth(1).map(str::to_string), r.starts_with('1')));
     assert_eq!(sorted, want, "as tshark decodes it: {got:?}");
 }
+
+/// Bad `--timeline-window` values and unwritable files are refused with
+/// exit status 1 and a message naming them, before any traffic is taken:
+/// the timeline's file is created before the NIC attaches (no root
+/// needed), the capture's just after.
+#[test]
+fn bad_capture_flags_are_refused() {
+    let refused = |args: &[&str], want: &str| {
+        let o = super::softspin()
+            .args([
+                "nic",
+                "--iface",
+                "lo",
+                "--image",
+                "/nonexistent.elf",
+                "--match",
+                "udp:7",
+            ])
+            .args(args)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{args:?}: {err}");
+        assert!(err.contains(want), "{args:?}: {err}");
+    };
+    for w in ["0", "-1", "nan", "inf", "2e9"] {
+        refused(
+            &["--timeline", "/dev/null", &format!("--timeline-window={w}")],
+            &format!("--timeline-window {}", w.parse::<f64>().unwrap()),
+        );
+    }
+    refused(
+        &["--timeline", "/nonexistent-dir/t.json"],
+        "/nonexistent-dir/t.json: cannot create",
+    );
+    let Some(net) = Net::up("bad_capture_flags_are_refused", 44) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let o = net
+        .nic_cmd(&[
+            "--image",
+            &img,
+            "--ph",
+            "pingpong_ph",
+            "--match",
+            "udp:7",
+            "--duration",
+            "5",
+            "--pcap-out",
+            "/nonexistent-dir/c.pcapng",
+        ])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("/nonexistent-dir/c.pcapng: cannot create"),
+        "{err}"
+    );
+    assert!(!net.xdp_attached(), "detached after the error");
+}
