@@ -275,6 +275,30 @@ fn pcap_out_holds_both_directions() {
         "--pcap-out",
         file.to_str().unwrap(),
     ]);
+    // The peer's own capture, to merge with the NIC's.
+    let peer_cap = scratch("live-test").join("peer.pcap");
+    let mut dump = (have("tcpdump") && have("mergecap")).then(|| {
+        let mut c = net
+            .cmd(&[
+                "exec",
+                "peer",
+                "tcpdump",
+                "-i",
+                &net.peer_if(),
+                "-U",
+                "-n",
+                "--immediate-mode",
+            ])
+            .args(["--time-stamp-precision", "nano", "-w"])
+            .arg(&peer_cap)
+            .args(["udp", "port", "7"])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        wait_line(&mut c, "listening on");
+        c
+    });
     let n = 40;
     let o = net.exec(
         &net.peer_ns(),
@@ -289,6 +313,15 @@ fn pcap_out_holds_both_directions() {
     assert_eq!(u(&r, "ok"), n as u64, "{r}");
     let v = nic.stop_json(0);
     let after = unix_now();
+    if let Some(d) = &mut dump {
+        std::thread::sleep(Duration::from_millis(200));
+        let st = Command::new("kill")
+            .args(["-INT", &d.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(st.success());
+        assert!(d.wait().unwrap().success(), "tcpdump");
+    }
     let sport = u(&r, "sport").to_string();
     // The ECTX's name, as the report gives it (`ECTX:symbol`).
     let ectx = v["handlers"][0]["name"]
@@ -377,17 +410,49 @@ fn pcap_out_holds_both_directions() {
     for (q, a) in rxf.iter().zip(&txf) {
         assert_eq!(a.frame, swapped(&q.frame));
     }
+
+    // Merged by wall clock with the peer's capture, each datagram is seen
+    // in causal order: leaving the peer, taken by the NIC, its reply sent,
+    // the reply reaching the peer.
+    if dump.is_none() {
+        skip("pcapng merge check: tcpdump or mergecap missing (scripts/setup.sh --tests)");
+        return;
+    }
+    let merged = scratch("live-test").join("merged.pcapng");
+    let o = Command::new("mergecap")
+        .arg("-w")
+        .arg(&merged)
+        .arg(&file)
+        .arg(&peer_cap)
+        .output()
+        .unwrap();
+    assert!(
+        o.status.success(),
+        "mergecap: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // Interfaces by id: the NIC's rx and tx, then the peer's (unnamed).
+    let rows = tshark(&merged, &[], &["frame.interface_id", "udp.payload"]);
+    let causal = ["2", "0", "1", "2"];
+    for (i, want) in want.iter().enumerate() {
+        let seen: Vec<&String> = rows
+            .iter()
+            .filter(|r| r[1] == *want)
+            .map(|r| &r[0])
+            .collect();
+        assert_eq!(seen, causal, "datagram {i} in the merged capture");
+    }
 }
 
-/// Reads `softspin nic`'s stderr byte by byte (nothing buffered is lost)
-/// until it says it runs: the ECTX's rules are in.
-fn wait_running(nic: &mut NicProc) {
-    let err = nic.child.as_mut().unwrap().stderr.as_mut().unwrap();
+/// Reads a child's stderr byte by byte (nothing buffered is lost) until a
+/// line contains `marker`.
+fn wait_line(child: &mut std::process::Child, marker: &str) {
+    let err = child.stderr.as_mut().unwrap();
     let mut line = Vec::new();
     let mut b = [0u8];
     while err.read(&mut b).unwrap() == 1 {
         if b[0] == b'\n' {
-            if String::from_utf8_lossy(&line).contains("stop with Ctrl-C") {
+            if String::from_utf8_lossy(&line).contains(marker) {
                 return;
             }
             line.clear();
@@ -395,7 +460,16 @@ fn wait_running(nic: &mut NicProc) {
             line.push(b[0]);
         }
     }
-    panic!("softspin nic ended before it ran");
+    panic!("the child ended before it said {marker:?}");
+}
+
+/// Waits until `softspin nic` says it runs: the ECTX's rules are in.
+fn wait_running(nic: &mut NicProc) {
+    wait_line(nic.child.as_mut().unwrap(), "stop with Ctrl-C");
+}
+
+fn have(tool: &str) -> bool {
+    Command::new(tool).arg("--version").output().is_ok()
 }
 
 /// The SLMP receiver's handler live with `--pcap-out`: tools/wireshark/
