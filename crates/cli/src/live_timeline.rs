@@ -117,18 +117,19 @@ impl TimelineRing {
             first = false;
             w.write_all(k.json.as_bytes()).with_context(ctx)?;
         }
+        // The trace format's `otherData` maps names to strings.
         let meta = serde_json::json!({
             "producer": "softspin nic --timeline",
             "clock": "ts and dur are microseconds of NIC time since the NIC attached; \
                       NIC time t happened at wall-clock (UNIX) time nic_time0_unix + t",
             "nic_time0_unix": format!("{}.{:09}", time0.as_secs(), time0.subsec_nanos()),
-            "nic_time0_unix_ns": u64::try_from(time0.as_nanos()).unwrap_or(u64::MAX),
-            "window_s": self.window_ps as f64 / 1e12,
-            "kept_from_us": cutoff as f64 / 1e6,
-            "run_end_us": now_ps as f64 / 1e6,
-            "dropped_events": self.dropped,
-            "dropped_over_cap": self.dropped_over_cap,
-            "max_events": self.max_events,
+            "nic_time0_unix_ns": time0.as_nanos().to_string(),
+            "window_s": (self.window_ps as f64 / 1e12).to_string(),
+            "kept_from_us": (cutoff as f64 / 1e6).to_string(),
+            "run_end_us": (now_ps as f64 / 1e6).to_string(),
+            "dropped_events": self.dropped.to_string(),
+            "dropped_over_cap": self.dropped_over_cap.to_string(),
+            "max_events": self.max_events.to_string(),
         });
         write!(w, "],\"displayTimeUnit\":\"ns\",\"otherData\":{meta}}}").with_context(ctx)?;
         w.flush().with_context(ctx)?;
@@ -196,11 +197,13 @@ mod tests {
             .collect();
         assert_eq!(ts, [90.0, 150.0], "ended at or after 100 us");
         let m = &v["otherData"];
-        assert_eq!(m["dropped_events"], 3);
-        assert_eq!(m["dropped_over_cap"], 0);
-        assert_eq!(m["kept_from_us"], 100.0);
+        assert_eq!(m["dropped_events"], "3");
+        assert_eq!(m["dropped_over_cap"], "0");
+        assert_eq!(m["kept_from_us"], "100");
+        assert_eq!(m["run_end_us"], "200");
+        assert_eq!(m["window_s"], "0.0001");
         assert_eq!(m["nic_time0_unix"], "1800000000.000000005");
-        assert_eq!(m["nic_time0_unix_ns"], 1_800_000_000_000_000_005u64);
+        assert_eq!(m["nic_time0_unix_ns"], "1800000000000000005");
         assert_eq!(v["displayTimeUnit"], "ns");
     }
 
@@ -222,8 +225,8 @@ mod tests {
             .map(|e| e["tid"].as_u64().unwrap())
             .collect();
         assert_eq!(hpus, [7, 8, 9]);
-        assert_eq!(v["otherData"]["dropped_events"], 7);
-        assert_eq!(v["otherData"]["dropped_over_cap"], 7);
+        assert_eq!(v["otherData"]["dropped_events"], "7");
+        assert_eq!(v["otherData"]["dropped_over_cap"], "7");
     }
 
     /// A path that cannot be created fails at once, naming it.
@@ -247,6 +250,6 @@ mod tests {
         r.write(0, Duration::ZERO).unwrap();
         let v = read(&p);
         assert_eq!(v["traceEvents"].as_array().unwrap().len(), 0);
-        assert_eq!(v["otherData"]["dropped_events"], 0);
+        assert_eq!(v["otherData"]["dropped_events"], "0");
     }
 }

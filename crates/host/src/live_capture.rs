@@ -121,3 +121,42 @@ impl Nic {
         self.live.as_ref().map(|l| l.epoch_unix)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    fn frame(b: u8) -> RxFrame {
+        RxFrame {
+            frame: vec![b; 60],
+            ruleset: 0,
+            eom: b % 2 == 0,
+            msg_id: None,
+            at: Instant::now(),
+        }
+    }
+
+    /// Off, the tap keeps nothing; on, a copy of each frame with what the
+    /// NIC decided; past RX_CAPTURE_MAX waiting frames it counts instead.
+    #[test]
+    fn the_tap_copies_then_counts() {
+        let mut t = RxTap::default();
+        t.record(&frame(1), 5, Some(0), Some(9), None);
+        assert!(t.frames.is_empty());
+        t.on = true;
+        t.record(&frame(2), 7, Some(3), Some(9), None);
+        t.record(&frame(3), 8, None, None, Some("no_ectx_for_ruleset"));
+        let (slot, c) = &t.frames[0];
+        assert_eq!(*slot, Some(3));
+        assert_eq!(
+            (c.time_ps, c.msg_id, c.eom, c.dropped, &c.frame[..]),
+            (7, Some(9), true, None, &[2u8; 60][..])
+        );
+        assert_eq!(t.frames[1].1.dropped, Some("no_ectx_for_ruleset"));
+        for _ in t.frames.len()..RX_CAPTURE_MAX + 5 {
+            t.record(&frame(4), 9, None, None, None);
+        }
+        assert_eq!((t.frames.len(), t.missed), (RX_CAPTURE_MAX, 5));
+    }
+}

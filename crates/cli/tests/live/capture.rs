@@ -42,12 +42,17 @@ fn spans<'a>(t: &'a Value, handler: &str) -> Vec<&'a Value> {
         .collect()
 }
 
+/// A number of a timeline's `otherData` (whose values are strings).
+fn meta(t: &Value, key: &str) -> f64 {
+    t["otherData"][key]
+        .as_str()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or_else(|| panic!("no number `{key}` in {}", t["otherData"]))
+}
+
 /// NIC time 0's wall clock from a timeline's metadata, in seconds.
 fn time0(t: &Value) -> f64 {
-    let ns = t["otherData"]["nic_time0_unix_ns"]
-        .as_u64()
-        .unwrap_or_else(|| panic!("no nic_time0_unix_ns in {}", t["otherData"]));
-    ns as f64 / 1e9
+    meta(t, "nic_time0_unix_ns") / 1e9
 }
 
 /// A live run of `pingpong_ph` under known echo traffic: one handler span
@@ -114,8 +119,8 @@ fn timeline_of_a_live_run() {
         before <= t0 && t0 + last_end / 1e6 <= after,
         "NIC time 0 at {t0}, last span ending {last_end} us later, run from {before} to {after}"
     );
-    assert_eq!(t["otherData"]["dropped_events"], 0, "{}", t["otherData"]);
-    assert_eq!(t["otherData"]["window_s"], 10.0);
+    assert_eq!(meta(&t, "dropped_events"), 0.0, "{}", t["otherData"]);
+    assert_eq!(meta(&t, "window_s"), 10.0);
 }
 
 /// With a 1 s window, echoes sent 2.5 s before the end are dropped from the
@@ -156,14 +161,14 @@ fn a_long_run_keeps_only_the_last_window() {
         t["otherData"]
     );
     let all = calls(&v, "pingpong_ph");
-    let dropped = t["otherData"]["dropped_events"].as_u64().unwrap();
+    let dropped = meta(&t, "dropped_events") as u64;
     assert!(
         dropped >= all - kept.len() as u64 && all - kept.len() as u64 >= 30,
         "{all} invocations, {} kept, {dropped} events dropped",
         kept.len()
     );
-    let from = t["otherData"]["kept_from_us"].as_f64().unwrap();
-    let end = t["otherData"]["run_end_us"].as_f64().unwrap();
+    let from = meta(&t, "kept_from_us");
+    let end = meta(&t, "run_end_us");
     assert!((end - from - 1e6).abs() < 1.0, "{}", t["otherData"]);
     for s in t["traceEvents"].as_array().unwrap() {
         let e = s["ts"].as_f64().unwrap() + s["dur"].as_f64().unwrap_or(0.0);
