@@ -131,7 +131,7 @@ mod tests {
         RxFrame {
             frame: vec![b; 60],
             ruleset: 0,
-            eom: b % 2 == 0,
+            eom: b.is_multiple_of(2),
             msg_id: None,
             at: Instant::now(),
         }
