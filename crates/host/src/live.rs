@@ -153,11 +153,12 @@ impl Nic {
         };
         let mut nic = Nic::with_config(cfg)?;
         let port = softspin_netio::open_port(iface, o.mode).map_err(net)?;
+        let (epoch, epoch_unix) = crate::live_capture::epoch_pair();
         nic.live = Some(Live {
             port,
             iface: iface.to_string(),
-            epoch: Instant::now(),
-            epoch_unix: crate::live_capture::unix_now(),
+            epoch,
+            epoch_unix,
             tap: Default::default(),
             wait_timeout: o.wait_timeout,
             routes: Vec::new(),

@@ -5,7 +5,7 @@
 //! The XDP program takes matched frames before the kernel's packet taps, so
 //! this is the only place they can be recorded on the NIC's side.
 
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use softspin_engine::EctxId;
 use softspin_netio::RxFrame;
@@ -72,12 +72,36 @@ impl RxTap {
     }
 }
 
-/// The wall clock now, as a time since the UNIX epoch.
-pub(crate) fn unix_now() -> Duration {
-    // A clock before 1970 is a broken clock; 0 then says so in the capture.
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .unwrap_or_default()
+/// Most tries `epoch_pair` makes at a pair of clock reads not split by
+/// a preemption.
+const PAIR_TRIES: usize = 16;
+/// A pair read within this long counts as taken at one instant.
+const PAIR_TIGHT: Duration = Duration::from_micros(2);
+
+/// NIC time 0 on the monotonic clock and the wall clock (since the UNIX
+/// epoch) at the same instant: a preemption between the two reads would
+/// shift every capture stamp by its length, so the wall clock is read
+/// between two monotonic reads until they are close, and paired with
+/// their midpoint.
+pub(crate) fn epoch_pair() -> (Instant, Duration) {
+    let mut best: Option<(Duration, Instant, Duration)> = None;
+    for _ in 0..PAIR_TRIES {
+        let a = Instant::now();
+        // A clock before 1970 is a broken clock; 0 then says so.
+        let wall = SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .unwrap_or_default();
+        let b = Instant::now();
+        let spread = b - a;
+        if best.is_none_or(|(s, ..)| spread < s) {
+            best = Some((spread, a + spread / 2, wall));
+        }
+        if spread <= PAIR_TIGHT {
+            break;
+        }
+    }
+    let (_, at, wall) = best.expect("PAIR_TRIES > 0");
+    (at, wall)
 }
 
 impl Nic {
@@ -125,7 +149,6 @@ impl Nic {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Instant;
 
     fn frame(b: u8) -> RxFrame {
         RxFrame {
@@ -158,5 +181,15 @@ mod tests {
             t.record(&frame(4), 9, None, None, None);
         }
         assert_eq!((t.frames.len(), t.missed), (RX_CAPTURE_MAX, 5));
+    }
+
+    /// The pair agrees with the clocks read around it.
+    #[test]
+    fn the_epoch_pair_is_one_instant() {
+        let before = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        let (at, wall) = epoch_pair();
+        let after = SystemTime::now().duration_since(UNIX_EPOCH).unwrap();
+        assert!(before <= wall && wall <= after);
+        assert!(at.elapsed() < Duration::from_secs(1));
     }
 }

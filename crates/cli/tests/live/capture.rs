@@ -437,15 +437,17 @@ fn pcap_out_holds_both_directions() {
         String::from_utf8_lossy(&o.stderr)
     );
     // Interfaces by id: the NIC's rx and tx, then the peer's (unnamed).
-    let rows = tshark(&merged, &[], &["frame.interface_id", "udp.payload"]);
+    let rows = tshark(
+        &merged,
+        &[],
+        &["frame.interface_id", "udp.payload", "frame.time_epoch"],
+    );
     let causal = ["2", "0", "1", "2"];
     for (i, want) in want.iter().enumerate() {
-        let seen: Vec<&String> = rows
-            .iter()
-            .filter(|r| r[1] == *want)
-            .map(|r| &r[0])
-            .collect();
-        assert_eq!(seen, causal, "datagram {i} in the merged capture");
+        let seen: Vec<&Vec<String>> = rows.iter().filter(|r| r[1] == *want).collect();
+        let ids: Vec<&String> = seen.iter().map(|r| &r[0]).collect();
+        let at: Vec<&String> = seen.iter().map(|r| &r[2]).collect();
+        assert_eq!(ids, causal, "datagram {i} in the merged capture, at {at:?}");
     }
 }
 
