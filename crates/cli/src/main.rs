@@ -5,8 +5,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod build;
+mod capture;
 mod gdb;
 mod isa;
+mod live_timeline;
 mod new;
 mod nic;
 mod results;

@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use softspin_engine::traffic::FrameKind;
-use softspin_engine::traffic::PcapSink;
 use softspin_host::{
     AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
 };
 use softspin_netio::rules;
 
+use crate::capture::Capture;
 use crate::exit::Status;
+use crate::live_timeline::TimelineRing;
 use crate::sim::EctxArgs;
 
 #[derive(clap::Args)]
@@ -55,9 +55,20 @@ pub struct NicArgs {
     /// Write one JSON line per message (as `softspin sim --records`).
     #[arg(long, value_name = "FILE.jsonl")]
     records: Option<PathBuf>,
-    /// Write the frames the handlers sent to a pcap file.
-    #[arg(long)]
+    /// Write a pcapng of both directions: the frames the NIC took (matched,
+    /// with their ECTX) and the frames the handlers sent, stamped with the
+    /// wall clock (docs/live.md, "Captures").
+    #[arg(long, value_name = "FILE.pcapng")]
     pcap_out: Option<PathBuf>,
+    /// Write a Chrome trace-event timeline (Perfetto), as `sim --timeline`:
+    /// the events that ended in the run's last --timeline-window seconds,
+    /// anchored to the wall clock (docs/live.md, "Timelines").
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
+    /// Seconds of NIC time --timeline keeps: a ring of the latest events
+    /// (at most 500,000); the file's `otherData` counts what was dropped.
+    #[arg(long, value_name = "S", default_value = "10")]
+    timeline_window: f64,
     /// After the run, write each ECTX's host window, raw (several ECTXs:
     /// FILE.NAME each), as `softspin sim --dump-host`.
     #[arg(long, value_name = "FILE")]
@@ -162,6 +173,21 @@ fn assign_rules(
 
 pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let FrameArg::Eth = a.frame;
+    if !(a.timeline_window.is_finite() && a.timeline_window > 0.0 && a.timeline_window <= 1e9) {
+        bail!(
+            "--timeline-window {}: must be a positive number of seconds",
+            a.timeline_window
+        );
+    }
+    // Created before the run, so a bad path does not cost one.
+    let mut ring = match &a.timeline {
+        Some(p) => Some(TimelineRing::create(
+            p,
+            Duration::from_secs_f64(a.timeline_window),
+            crate::live_timeline::MAX_EVENTS,
+        )?),
+        None => None,
+    };
     let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
     let rulesets = assign_rules(&plan, &a.matches, a.rules.as_ref())?;
     for (p, r) in plan.iter_mut().zip(rulesets) {
@@ -208,23 +234,38 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     // Written as the frames go, so a long run holds none of them.
+    let time0 = nic.time0_unix().expect("attached");
     let mut pcap = match &a.pcap_out {
-        Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
+        Some(p) => {
+            nic.capture_rx(true)?;
+            let mut names = std::collections::HashMap::new();
+            for &e in &ectxs {
+                names.insert(e, nic.ectx_name(e)?);
+            }
+            Some(Capture::create(p, &a.iface, time0, names)?)
+        }
         None => None,
     };
+    if ring.is_some() {
+        nic.enable_timeline();
+    }
     let mut sink_err = None;
     let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
         if sink_err.is_none() {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
-        // Errors are shown as they come; sent frames go to the pcap.
+        // Errors are shown as they come; frames go to the capture.
         if reporter.active() || pcap.is_some() {
             let events = nic.events();
             reporter.events(&events);
             if let (Some(w), None) = (&mut pcap, &sink_err) {
-                sink_err = write_sent(&events, w).err();
+                sink_err = write_frames(nic, &events, w).err();
             }
+        }
+        if let (Some(r), None) = (&mut ring, &sink_err) {
+            sink_err = r.push(nic.take_timeline()).err();
+            r.trim(nic.now_ps());
         }
         reporter.tick(nic);
         peak = peak.max(nic.footprint());
@@ -236,8 +277,16 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let events = nic.events();
     reporter.events(&events);
     if let Some(mut w) = pcap {
-        write_sent(&events, &mut w)?;
+        write_frames(&mut nic, &events, &mut w)?;
         w.finish()?;
+        let missed = nic.rx_capture_missed();
+        if missed > 0 {
+            eprintln!("softspin: nic: {missed} frames taken are missing from the capture (more than {} between two steps)", softspin_host::RX_CAPTURE_MAX);
+        }
+    }
+    if let Some(mut r) = ring {
+        r.push(nic.take_timeline())?;
+        r.write(nic.now_ps(), time0)?;
     }
     sinks.drain(&mut nic.view(), true)?;
     reporter.finish(&nic);
@@ -288,13 +337,15 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn write_sent(events: &[Event], w: &mut PcapSink) -> anyhow::Result<()> {
-    for e in events {
-        if let Event::Outbound(o) = e {
-            w.write(o.time_ps, &o.frame)?;
-        }
-    }
-    Ok(())
+/// Write the frames taken since the last call, and those sent among
+/// `events`, to the capture.
+fn write_frames(nic: &mut Nic, events: &[Event], w: &mut Capture) -> anyhow::Result<()> {
+    let rx = nic.take_rx_captured();
+    let tx = events.iter().filter_map(|e| match e {
+        Event::Outbound(o) => Some(o),
+        _ => None,
+    });
+    w.write_step(&rx, tx)
 }
 
 pub fn causes(s: &LiveStats) -> String {

@@ -46,6 +46,8 @@ mod live;
 #[cfg(not(feature = "live"))]
 #[path = "live_off.rs"]
 mod live;
+#[cfg(feature = "live")]
+mod live_capture;
 pub mod rma;
 pub mod sdk;
 pub mod slmp;
@@ -69,6 +71,8 @@ pub mod gdriver {
 pub use footprint::Footprint;
 #[cfg(feature = "live")]
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
+#[cfg(feature = "live")]
+pub use live_capture::{RxCaptured, RX_CAPTURE_MAX};
 pub use softspin_netio::Ruleset;
 #[cfg(feature = "live")]
 pub use status::{drops_by_cause, EctxErrors, LiveStatus};
@@ -1275,6 +1279,12 @@ impl Nic {
 
     pub fn timeline(&self) -> &[TimelineEvent] {
         self.engine.timeline()
+    }
+
+    /// The timeline events recorded since the last call (a live run takes
+    /// them as it goes, `softspin nic --timeline`).
+    pub fn take_timeline(&mut self) -> Vec<TimelineEvent> {
+        self.engine.take_timeline()
     }
 
     /// Attach a debugger to the HPUs (`softspin sim --gdb`); it is called

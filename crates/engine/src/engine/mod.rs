@@ -571,6 +571,17 @@ impl Engine {
         self.core.timeline.as_deref().unwrap_or(&[])
     }
 
+    /// The timeline events recorded since the last call, leaving the
+    /// recording on: a live NIC takes them after each step and keeps what
+    /// it wants, so the engine holds one step's worth at most.
+    pub fn take_timeline(&mut self) -> Vec<TimelineEvent> {
+        self.core
+            .timeline
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
+    }
+
     /// For host programs that answer notifications: `run(None)` then also
     /// returns when a handler waits for the host's answer and only timers
     /// (wait limits, message deadlines) are next, so the host can answer
