@@ -647,7 +647,7 @@ mod tests {
         // `P<rank>s` must fit 15 bytes: 12 + 2 digits + 1 = 15.
         assert!(Names::new("abcdefghijkl", 101).is_err());
         assert!(Names::new("abcdefghijkl", 100).is_ok());
-        let e = Names::new("abcdefghijklm", 4).unwrap_err().to_string();
+        let e = Names::new("abcdefghijklmn", 4).unwrap_err().to_string();
         assert!(e.contains("at most 15 bytes"), "{e}");
         let n = Names::new("sCa", 12).unwrap();
         assert_eq!(
