@@ -46,6 +46,7 @@ mod live;
 #[cfg(not(feature = "live"))]
 #[path = "live_off.rs"]
 mod live;
+mod nodes;
 pub mod sdk;
 pub mod slmp;
 
@@ -66,6 +67,8 @@ pub mod gdriver {
 pub use footprint::Footprint;
 #[cfg(feature = "live")]
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
+pub use nodes::check_interface;
+pub use softspin_cluster::{Node, NodeTable};
 pub use softspin_netio::Ruleset;
 
 pub use softspin_engine::ectx::HandlerKind;
@@ -448,6 +451,8 @@ pub struct Nic {
     keep_events: bool,
     /// Attached to an interface (`Nic::attach`).
     live: Option<live::Live>,
+    /// The cluster's node table and this NIC's rank (`Nic::set_node_table`).
+    nodes: Option<(softspin_cluster::NodeTable, u32)>,
 }
 
 impl std::fmt::Debug for Nic {
@@ -526,6 +531,7 @@ impl Nic {
             next_window: WINDOW_BASE,
             keep_events: true,
             live: None,
+            nodes: None,
         })
     }
 
