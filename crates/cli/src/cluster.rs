@@ -236,8 +236,8 @@ fn split_args(s: &str) -> Vec<String> {
 fn status(prefix: &str) -> anyhow::Result<ExitCode> {
     let nodes = local::status(prefix)?;
     println!(
-        "{:>4}  {:<10} {:<15} {:<17} {:>5}  {:<9} {}",
-        "rank", "netns", "ipv4", "mac", "port", "namespace", "nic"
+        "{:>4}  {:<10} {:<15} {:<17} {:>5}  {:<9} nic",
+        "rank", "netns", "ipv4", "mac", "port", "namespace"
     );
     for s in &nodes {
         let n = &s.node;
