@@ -597,3 +597,44 @@ fn sim_gives_handlers_the_table() {
     // No table: spin_my_rank() is -1, no reply.
     assert!(run(&[], &dir.join("none.pcap")).is_empty());
 }
+
+/// The node table is read-only for handlers: a store faults, and the error
+/// says what was hit (exit status 3, a handler error).
+#[test]
+fn handlers_cannot_write_the_node_table() {
+    let dir = scratch("cluster");
+    let src = write(
+        "ro.c",
+        "#include <spin.h>\n__handler__ void ro_ph(handler_args_t *args)\n{\n    (void)args;\n    \
+         ((spin_node_table_t *)SPIN_NODE_TABLE)->my_rank = 7;\n}\n",
+    );
+    let img = dir.join("ro.elf");
+    let o = softspin(&["build", "-o", img.to_str().unwrap(), src.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", describe(&o));
+    let table = write("ro.toml", TWO);
+    let o = softspin(&[
+        "sim",
+        "--image",
+        img.to_str().unwrap(),
+        "--ph",
+        "ro_ph",
+        "--packets",
+        "1",
+        "--nodes",
+        table.to_str().unwrap(),
+        "--rank",
+        "1",
+    ]);
+    assert_eq!(o.status.code(), Some(3), "{}", describe(&o));
+    let out = format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(
+        out.contains("store to read-only memory (a store to the node table (spin_node.h), which handlers may only read) at pc=")
+            && out.contains("addr=0x1e000000"),
+        "{}",
+        describe(&o)
+    );
+}

@@ -454,6 +454,13 @@ impl Engine {
         }
         let cl = h / cfg.hpus_per_cluster as usize;
         let e = self.core.ectxs.get(ectx)?.as_ref()?;
+        if f.addr.wrapping_sub(abi::NODE_TABLE_BASE) < abi::node_table::SIZE
+            && matches!(f.kind, K::StoreAccess | K::StoreDenied)
+        {
+            return Some(
+                "a store to the node table (spin_node.h), which handlers may only read".into(),
+            );
+        }
         if f.addr < 0x1000 {
             // Say what it is first; the scratchpad is only one way to get a
             // NULL pointer (issue 24: a plain NULL store was blamed on it).
