@@ -67,7 +67,7 @@ pub mod gdriver {
 pub use footprint::Footprint;
 #[cfg(feature = "live")]
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
-pub use nodes::check_interface;
+pub use nodes::{check_interface, load_node_table};
 pub use softspin_cluster::{Node, NodeTable};
 pub use softspin_netio::Ruleset;
 

@@ -57,6 +57,16 @@ impl Nic {
     }
 }
 
+/// Load a node table (docs/cluster.md) for the host API: an unreadable
+/// file is an `Io` error, a bad table `InvalidArgument` naming the line and
+/// field.
+pub fn load_node_table(path: impl AsRef<std::path::Path>) -> Result<NodeTable> {
+    NodeTable::load(path.as_ref()).map_err(|e| match e {
+        softspin_cluster::TableError::Io { .. } => Error::Io(e.to_string()),
+        e => Error::Invalid(e.to_string()),
+    })
+}
+
 /// Check that `node`'s interface exists here (in this process's network
 /// namespace) and has the table's MAC: a NIC started for that rank on
 /// another machine or namespace fails here, clearly, instead of sending
