@@ -271,11 +271,16 @@ impl NodeTable {
                 ));
             }
             let netns = match r.netns {
-                Some(s) if s.get_ref().is_empty() || s.get_ref().contains(['/', '"', '\\']) => {
+                Some(s)
+                    if s.get_ref().is_empty()
+                        || s.get_ref().chars().any(|c| {
+                            matches!(c, '/' | '"' | '\\') || c.is_whitespace() || c.is_control()
+                        }) =>
+                {
                     return Err(field(
                         s.span(),
                         "netns",
-                        format!("`{}` is not a namespace name", s.get_ref()),
+                        format!("{:?} is not a namespace name (no `/`, quotes, blanks or control characters)", s.get_ref()),
                     ))
                 }
                 s => s.map(|s| s.into_inner()),
@@ -454,6 +459,11 @@ mod tests {
         assert!(e.contains("not a UDP port"), "{e}");
         let e = err(&node(0).replace("\"eth0\"", "\"an-interface-name\""));
         assert!(e.starts_with("node table t.toml:3: `iface`"), "{e}");
+        let e = err(&format!("{}netns = \"a\\nb\"\n", node(0)));
+        assert!(
+            e.starts_with("node table t.toml:8: `netns`: \"a\\nb\" is not"),
+            "{e}"
+        );
         let e = err(&node(0).replace("rank = 0", "rank = -1"));
         assert!(e.contains("`rank`: -1 is out of range"), "{e}");
     }
