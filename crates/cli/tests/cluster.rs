@@ -337,14 +337,16 @@ fn lossy_links_between_four_nodes() {
         ],
     );
     check_against_ip(&c, &t);
+    let mut retries = 0;
     for from in 0..4 {
         let to: Vec<u32> = (0..4).filter(|&k| k != from).collect();
-        ask(&c, &t, from, &to, 20);
+        retries += ask(&c, &t, from, &to, 20);
     }
     let o = softspin(&["cluster", "status", "--prefix", &c.prefix]);
     let s = String::from_utf8_lossy(&o.stdout);
     assert_eq!(s.matches("lossy forwarder pid").count(), 4, "{s}");
     std::thread::sleep(Duration::from_millis(150));
+    let mut dropped = 0;
     for k in 0..4 {
         let f = c.state().join(format!("fwd-{k}.jsonl"));
         let text = std::fs::read_to_string(&f).unwrap();
@@ -355,8 +357,12 @@ fn lossy_links_between_four_nodes() {
                 last[dir]["ipv4_in"].as_u64().unwrap() >= 3,
                 "node {k} {dir}: {last}"
             );
+            dropped += last[dir]["dropped"].as_u64().unwrap();
         }
     }
+    // The seeds are fixed (node k: k+1), so the fates of the frames are.
+    println!("lossy cluster: {dropped} frames dropped, {retries} requests retried");
+    assert!(dropped > 0, "the links were lossy");
 }
 
 /// `cluster up` killed while it starts the NICs, and NIC processes killed:
