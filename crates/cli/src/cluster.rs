@@ -149,12 +149,13 @@ fn needs_root(what: &str) -> anyhow::Result<()> {
 }
 
 fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
-    needs_root("up")?;
+    // Arguments first: a mistake is named whoever runs it.
     let names = Names::new(&a.prefix, a.nodes)?;
     let net = match &a.net {
         Some(s) => local::parse_net(s)?,
         None => local::default_net(&a.prefix),
     };
+    needs_root("up")?;
     let exe = std::env::current_exe().context("finding the softspin binary")?;
     let lossy = match &a.lossy {
         Some(spec) => Some((lossy_bin(&exe)?, split_args(spec))),
