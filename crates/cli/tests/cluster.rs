@@ -173,7 +173,7 @@ fn check_against_ip(c: &Cluster, t: &NodeTable) {
     }
 }
 
-const CLIENT: &str = "tests/py/cluster_hello_client.py";
+const CLIENT: &str = "examples/cluster_hello/client.py";
 
 /// From node `from`, ask each of `to` and check every reply against the
 /// table: the target's rank and entry, the cluster's size, and `from` as
