@@ -26,6 +26,12 @@ pub struct NicArgs {
     iface: String,
     #[command(flatten)]
     ectx: EctxArgs,
+    #[command(flatten)]
+    nodes: crate::cluster::NodeArgs,
+    /// Write this file once the NIC is attached and its handlers are
+    /// installed (`softspin cluster up` waits for it).
+    #[arg(long, value_name = "FILE")]
+    ready_file: Option<PathBuf>,
     /// A ruleset selecting the ECTX's frames (repeatable; the first that
     /// matches wins): `udp:PORT`, `icmp`, `ipv4`, `all`, `slmp[:PORT]`.
     #[arg(long = "match", value_name = "SPEC")]
@@ -210,7 +216,20 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         // Before attaching to the interface.
         return Err(crate::sim::no_jit());
     }
+    let nodes = a.nodes.load()?;
+    if let Some((t, rank)) = &nodes {
+        let node = t.node(*rank).expect("rank checked by load");
+        if node.iface != a.iface {
+            bail!(
+                "--iface {} but the node table gives rank {rank} interface {}",
+                a.iface,
+                node.iface
+            );
+        }
+        softspin_host::check_interface(node)?;
+    }
     let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
+    a.nodes.apply(&mut nic, nodes.as_ref())?;
     if a.jit {
         crate::sim::enable_jit(&mut nic, a.jit_after)?;
     }
@@ -219,6 +238,10 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
     let ectxs = crate::sim::install_all(&mut nic, plan)?;
+    if let Some(p) = &a.ready_file {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .with_context(|| format!("--ready-file {}", p.display()))?;
+    }
     let mut reporter = crate::status::LiveReporter::new(&a.progress, "nic");
     let s = nic.live_stats().expect("attached");
     reporter.started(

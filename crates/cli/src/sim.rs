@@ -22,6 +22,8 @@ use crate::exit::Status;
 pub struct SimArgs {
     #[command(flatten)]
     ectx: EctxArgs,
+    #[command(flatten)]
+    nodes: crate::cluster::NodeArgs,
 
     // -- traffic --
     /// Generator: number of messages [default: 1].
@@ -510,7 +512,9 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
             p.opts.name.as_deref().unwrap_or_default()
         );
     }
+    let nodes = a.nodes.load()?;
     let mut nic = Nic::with_config(cfg.clone())?;
+    a.nodes.apply(&mut nic, nodes.as_ref())?;
     // Nobody answers notifications: host waits run out within the run.
     nic.pause_for_host(false);
     nic.keep_outputs(a.pcap_out.is_some() || a.stdout);

@@ -455,6 +455,34 @@ typedef struct ss_nic_info {
 } ss_nic_info;
 
 /**
+ * One node of a cluster's node table (ss_load_nodes).
+ */
+typedef struct ss_node {
+    uint32_t rank;
+    /**
+     * IPv4 address, in network byte order (as on the wire).
+     */
+    uint8_t ipv4[4];
+    /**
+     * MAC address, as on the wire.
+     */
+    uint8_t mac[6];
+    /**
+     * The UDP port its NIC serves (host byte order).
+     */
+    uint16_t udp_port;
+    /**
+     * Its interface, NUL-terminated (at most 15 bytes).
+     */
+    char iface[16];
+    /**
+     * Its network namespace, NUL-terminated; empty on real machines
+     * (truncated to 63 bytes).
+     */
+    char netns[64];
+} ss_node;
+
+/**
  * How ss_nic_attach opens a NIC on an interface. Start from
  * ss_attach_options_init. Strings are copied; they need only live during
  * the call.
@@ -1123,6 +1151,21 @@ int ss_close(struct ss_nic *nic);
  * The NIC's shape: clusters, HPUs, clock, line rate.
  */
 int ss_nic_get_info(struct ss_nic *nic, struct ss_nic_info *info);
+
+/**
+ * Read a node table (e.g. what `softspin cluster up` wrote): `*count` gets
+ * the number of nodes, and the first `min(cap, *count)` go to `nodes` in
+ * rank order (`nodes` may be NULL when `cap` is 0, to ask for the count).
+ * SS_EIO for an unreadable file, SS_EINVAL for a bad table (the message,
+ * ss_last_error, names the line and field).
+ */
+int ss_load_nodes(const char *path, struct ss_node *nodes, size_t cap, size_t *count);
+
+/**
+ * Give the NIC a cluster's node table (a file) and its rank: handlers read
+ * them through spin_node.h. SS_EINVAL for a bad table or a rank outside it.
+ */
+int ss_nic_set_node_table(struct ss_nic *nic, const char *path, uint32_t rank);
 
 /**
  * Fill `o` with the defaults: SS_MODE_XDP, the "fpspin" profile, wait at

@@ -1121,6 +1121,87 @@ pub unsafe extern "C" fn ss_nic_get_info(nic: *mut ss_nic, info: *mut ss_nic_inf
 }
 
 // ---------------------------------------------------------------------------
+// A cluster's node table (docs/cluster.md)
+// ---------------------------------------------------------------------------
+
+/// One node of a cluster's node table (ss_load_nodes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ss_node {
+    pub rank: u32,
+    /// IPv4 address, in network byte order (as on the wire).
+    pub ipv4: [u8; 4],
+    /// MAC address, as on the wire.
+    pub mac: [u8; 6],
+    /// The UDP port its NIC serves (host byte order).
+    pub udp_port: u16,
+    /// Its interface, NUL-terminated (at most 15 bytes).
+    pub iface: [c_char; 16],
+    /// Its network namespace, NUL-terminated; empty on real machines
+    /// (truncated to 63 bytes).
+    pub netns: [c_char; 64],
+}
+
+fn c_name<const N: usize>(s: &str) -> [c_char; N] {
+    let mut a = [0 as c_char; N];
+    for (d, b) in a.iter_mut().zip(s.bytes().take(N - 1)) {
+        *d = b as c_char;
+    }
+    a
+}
+
+/// Read a node table (e.g. what `softspin cluster up` wrote): `*count` gets
+/// the number of nodes, and the first `min(cap, *count)` go to `nodes` in
+/// rank order (`nodes` may be NULL when `cap` is 0, to ask for the count).
+/// SS_EIO for an unreadable file, SS_EINVAL for a bad table (the message,
+/// ss_last_error, names the line and field).
+#[no_mangle]
+pub unsafe extern "C" fn ss_load_nodes(
+    path: *const c_char,
+    nodes: *mut ss_node,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    guard(|| {
+        let path = text(path, "path")?;
+        let count = out(count, "count")?;
+        if cap > 0 && nodes.is_null() {
+            return Err(null("nodes"));
+        }
+        let t = softspin_host::load_node_table(path)?;
+        *count = t.len();
+        for (k, n) in t.nodes().iter().take(cap).enumerate() {
+            // SAFETY: the caller gives `cap` writable entries (documented).
+            *nodes.add(k) = ss_node {
+                rank: n.rank,
+                ipv4: n.ipv4.octets(),
+                mac: n.mac.0,
+                udp_port: n.udp_port,
+                iface: c_name(&n.iface),
+                netns: c_name(n.netns.as_deref().unwrap_or("")),
+            };
+        }
+        Ok(())
+    })
+}
+
+/// Give the NIC a cluster's node table (a file) and its rank: handlers read
+/// them through spin_node.h. SS_EINVAL for a bad table or a rank outside it.
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_set_node_table(
+    nic: *mut ss_nic,
+    path: *const c_char,
+    rank: u32,
+) -> c_int {
+    with_nic(nic, |n| {
+        let path = text(path, "path")?;
+        let t = softspin_host::load_node_table(path)?;
+        n.nic.set_node_table(&t, rank)?;
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------
 // The live NIC
 // ---------------------------------------------------------------------------
 

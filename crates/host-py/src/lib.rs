@@ -1339,6 +1339,27 @@ impl Nic {
             .map_err(err)
     }
 
+    /// Give the NIC a cluster's node table (a file, docs/cluster.md) and its
+    /// rank: handlers read them through spin_node.h.
+    fn set_node_table(&mut self, path: std::path::PathBuf, rank: u32) -> PyResult<()> {
+        let t = host::load_node_table(&path).map_err(err)?;
+        self.owned.get()?.set_node_table(&t, rank).map_err(err)
+    }
+
+    /// This NIC's rank in its node table, or None without one.
+    #[getter]
+    fn rank(&self) -> PyResult<Option<u32>> {
+        Ok(self.owned.get_ref()?.rank())
+    }
+
+    /// The NIC's node table as `load_nodes` gives it ([] without one).
+    fn nodes(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        match self.owned.get_ref()?.node_table() {
+            Some((t, _)) => t.nodes().iter().map(|n| node_dict(py, n)).collect(),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Performance counters pushed by an ECTX's handlers: [(index, sum, count)].
     fn counters(&self, ectx: &Ectx) -> PyResult<Vec<(u32, u64, u64)>> {
         self.owned
@@ -1464,6 +1485,27 @@ fn build(
     Ok(output)
 }
 
+/// The node table of a cluster (docs/cluster.md, e.g. what `softspin
+/// cluster up` wrote) as a list of dicts in rank order: rank, iface, ipv4,
+/// mac, udp_port, netns (None on real machines). Raises IoError, or
+/// InvalidArgumentError naming the line and field.
+#[pyfunction]
+fn load_nodes(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Vec<PyObject>> {
+    let t = host::load_node_table(&path).map_err(err)?;
+    t.nodes().iter().map(|n| node_dict(py, n)).collect()
+}
+
+fn node_dict(py: Python<'_>, n: &host::Node) -> PyResult<PyObject> {
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("rank", n.rank)?;
+    d.set_item("iface", &n.iface)?;
+    d.set_item("ipv4", n.ipv4.to_string())?;
+    d.set_item("mac", n.mac.to_string())?;
+    d.set_item("udp_port", n.udp_port)?;
+    d.set_item("netns", n.netns.as_deref())?;
+    Ok(d.into_any().unbind())
+}
+
 /// Send `messages` (bytes-like, or a list of them: one SLMP message each,
 /// message ids counting up from `first_msg_id`) to the SLMP receiver at
 /// `to` ("ADDR[:PORT]", default port 9330), e.g. a NIC running
@@ -1578,6 +1620,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SlmpGaveUpError", py.get_type::<SlmpGaveUpError>())?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(slmp_send, m)?)?;
+    m.add_function(wrap_pyfunction!(load_nodes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The host API's event kinds and their fields (softspin_host::EVENTS,
     // and Notification): tests check that the classes above carry them all.

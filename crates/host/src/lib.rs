@@ -48,6 +48,7 @@ mod live;
 mod live;
 #[cfg(feature = "live")]
 mod live_capture;
+mod nodes;
 pub mod rma;
 pub mod sdk;
 pub mod slmp;
@@ -73,6 +74,8 @@ pub use footprint::Footprint;
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
 #[cfg(feature = "live")]
 pub use live_capture::{RxCaptured, RX_CAPTURE_MAX};
+pub use nodes::{check_interface, load_node_table};
+pub use softspin_cluster::{Node, NodeTable};
 pub use softspin_netio::Ruleset;
 #[cfg(feature = "live")]
 pub use status::{drops_by_cause, EctxErrors, LiveStatus};
@@ -461,6 +464,8 @@ pub struct Nic {
     keep_events: bool,
     /// Attached to an interface (`Nic::attach`).
     live: Option<live::Live>,
+    /// The cluster's node table and this NIC's rank (`Nic::set_node_table`).
+    nodes: Option<(softspin_cluster::NodeTable, u32)>,
 }
 
 impl std::fmt::Debug for Nic {
@@ -539,6 +544,7 @@ impl Nic {
             next_window: WINDOW_BASE,
             keep_events: true,
             live: None,
+            nodes: None,
         })
     }
 

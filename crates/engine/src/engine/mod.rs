@@ -200,6 +200,9 @@ struct NicMemory {
     l2_handler: Arc<MemBlock>,
     l2_pkt: Arc<MemBlock>,
     prog_mem: Arc<MemBlock>,
+    /// The cluster's node table (`abi::NODE_TABLE_BASE`, read-only for
+    /// handlers); its header says "no table" until one is set.
+    node_table: Arc<MemBlock>,
 }
 
 impl NicMemory {
@@ -211,6 +214,11 @@ impl NicMemory {
             l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
             l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
             prog_mem: MemBlock::new(cfg.prog_mem_size as usize),
+            node_table: {
+                let b = MemBlock::new(abi::node_table::SIZE as usize);
+                b.write(0, &abi::empty_node_table());
+                b
+            },
         }
     }
 
@@ -1091,6 +1099,25 @@ impl Engine {
 
     pub fn ectx(&self, id: EctxId) -> Option<&Ectx> {
         self.core.ectxs.get(id).and_then(|e| e.as_ref())
+    }
+
+    /// Put a node table in NIC memory (bytes from `abi::encode_node_table`):
+    /// what `spin_node.h` reads. Handlers see it from their next access.
+    /// `false` (and nothing changed) if it does not fit the region.
+    pub fn set_node_table(&mut self, bytes: &[u8]) -> bool {
+        let t = &self.core.mem.node_table;
+        if bytes.len() > t.len() {
+            return false;
+        }
+        t.write(0, bytes);
+        t.fill(bytes.len(), t.len() - bytes.len(), 0);
+        true
+    }
+
+    /// The node-table region's first `len` bytes (what handlers read).
+    pub fn node_table_bytes(&self, len: usize) -> Vec<u8> {
+        let t = &self.core.mem.node_table;
+        t.to_vec(0, len.min(t.len()))
     }
 
     /// Read NIC memory (any region) by NIC address.
