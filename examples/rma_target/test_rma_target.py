@@ -431,7 +431,7 @@ def test_cli_sim_pcap(tmp_path):
 
 
 def test_cli_sim_rma_transport(tmp_path):
-    """`softspin sim --rma --rank 0`: the transport block in front of the
+    """`softspin sim --rma --nodes F --rank 0`: the transport block in front of the
     handler. In-order requests are served once; a duplicate and an
     out-of-order one are dropped (re-ACK, NACK) and counted; responses
     carry the block's seq and ack; without --rma the report has no `rma`."""
@@ -453,7 +453,11 @@ def test_cli_sim_rma_transport(tmp_path):
         assert r.returncode == 0, r.stderr
         return json.loads(r.stdout)
 
-    stats = sim("--rma", "--rank", "0")
+    # Rank 0 of a node table of four (the requests come from rank 3).
+    nodes = tmp_path / "nodes.toml"
+    nodes.write_text("".join(f'[[node]]\nrank = {k}\niface = "sEn{k}"\nipv4 = "10.27.9.{k + 1}"\n'
+                             f'mac = "02:00:00:00:27:0{k + 1}"\nudp_port = {PORT}\n' for k in range(4)))
+    stats = sim("--rma", "--nodes", str(nodes), "--rank", "0")
     rma = stats["rma"]
     assert rma["rank"] == 0
     t = rma["transport"]

@@ -156,7 +156,10 @@ static inline void push_counter(spin_counter_t *c, uint32_t value)
     amo_add((volatile int32_t *)&c->count, 1);
 }
 
-/* Adds one sample to the engine-side counter `idx` (reported by the engine). */
+/* Adds one sample to the engine-side counter `idx` of the ECTX. Its sum and
+ * count are reported in the summaries of `softspin sim` and `softspin nic`
+ * (JSON key `counters`) and by the host APIs (Nic::counters, ss_counters,
+ * Nic.counters). */
 static inline void spin_push_counter(uint32_t idx, uint32_t value)
 {
     softspin_ecall2(SOFTSPIN_SYS_PUSH_COUNTER, idx, value);

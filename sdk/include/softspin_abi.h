@@ -26,6 +26,11 @@
 #define SOFTSPIN_HOST_WINDOW_BASE   0x7F0000000000ull
 #define SOFTSPIN_HOST_WINDOW_STRIDE 0x100000000ull /* further windows */
 
+/* The node table of a cluster (spin_node.h): a read-only region of its
+ * own above program memory, SOFTSPIN_MAX_NODES entries at most. */
+#define SOFTSPIN_NODE_TABLE_BASE    0x1E000000u
+#define SOFTSPIN_MAX_NODES          1024
+
 /* ---- ecall service numbers (a7) ---- */
 /* Linux-compatible numbers, used by bare-metal programs and printf. */
 #define SOFTSPIN_SYS_WRITE          64  /* a0=fd, a1=buf, a2=len -> a0=len */

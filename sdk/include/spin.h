@@ -18,4 +18,5 @@
 #include "spin_dma.h"
 #include "handler.h"
 #include "fpspin.h"
+#include "spin_node.h"
 #include "spin_notify.h"

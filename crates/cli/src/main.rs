@@ -5,14 +5,18 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod build;
+mod capture;
+mod cluster;
 mod gdb;
 mod isa;
+mod live_timeline;
 mod new;
 mod nic;
 mod results;
 mod sim;
 mod slmp;
 mod slmp_recv;
+mod status;
 
 #[derive(Parser)]
 #[command(
@@ -43,6 +47,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: slmp::SlmpCmd,
     },
+    /// A cluster of hosts, each with its own NIC, in network namespaces on
+    /// one bridge (docs/cluster.md).
+    Cluster {
+        #[command(subcommand)]
+        cmd: cluster::ClusterCmd,
+    },
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
     /// Start a handler project: a directory with a handler, a Makefile, a
@@ -59,6 +69,7 @@ fn main() -> ExitCode {
         Cmd::Nic(a) => nic::main(*a),
         Cmd::Slmp { cmd } => slmp::main(cmd),
         Cmd::New(a) => new::main(a),
+        Cmd::Cluster { cmd } => cluster::main(cmd),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

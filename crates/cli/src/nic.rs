@@ -8,14 +8,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
-use softspin_engine::traffic::FrameKind;
-use softspin_engine::traffic::PcapSink;
 use softspin_host::{
     AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
 };
 use softspin_netio::rules;
 
+use crate::capture::Capture;
 use crate::exit::Status;
+use crate::live_timeline::TimelineRing;
 use crate::sim::EctxArgs;
 
 #[derive(clap::Args)]
@@ -26,6 +26,16 @@ pub struct NicArgs {
     iface: String,
     #[command(flatten)]
     ectx: EctxArgs,
+    #[command(flatten)]
+    nodes: crate::cluster::NodeArgs,
+    /// Put the RMA transport block (docs/rma.md, "Reliability") in front of
+    /// the handler for frames on RMA's UDP port, as node `--rank`.
+    #[arg(long, requires = "rank")]
+    rma: bool,
+    /// Write this file once the NIC is attached and its handlers are
+    /// installed (`softspin cluster up` waits for it).
+    #[arg(long, value_name = "FILE")]
+    ready_file: Option<PathBuf>,
     /// A ruleset selecting the ECTX's frames (repeatable; the first that
     /// matches wins): `udp:PORT`, `icmp`, `ipv4`, `all`, `slmp[:PORT]`.
     #[arg(long = "match", value_name = "SPEC")]
@@ -47,15 +57,28 @@ pub struct NicArgs {
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    progress: crate::status::ProgressArgs,
     /// Print handler output (printf) on stdout as the run goes.
     #[arg(long)]
     stdout: bool,
     /// Write one JSON line per message (as `softspin sim --records`).
     #[arg(long, value_name = "FILE.jsonl")]
     records: Option<PathBuf>,
-    /// Write the frames the handlers sent to a pcap file.
-    #[arg(long)]
+    /// Write a pcapng of both directions: the frames the NIC took (matched,
+    /// with their ECTX) and the frames the handlers sent, stamped with the
+    /// wall clock (docs/live.md, "Captures").
+    #[arg(long, value_name = "FILE.pcapng")]
     pcap_out: Option<PathBuf>,
+    /// Write a Chrome trace-event timeline (Perfetto), as `sim --timeline`:
+    /// the events that ended in the run's last --timeline-window seconds,
+    /// anchored to the wall clock (docs/live.md, "Timelines").
+    #[arg(long, value_name = "FILE")]
+    timeline: Option<PathBuf>,
+    /// Seconds of NIC time --timeline keeps: a ring of the latest events
+    /// (at most 500,000); the file's `otherData` counts what was dropped.
+    #[arg(long, value_name = "S", default_value = "10")]
+    timeline_window: f64,
     /// After the run, write each ECTX's host window, raw (several ECTXs:
     /// FILE.NAME each), as `softspin sim --dump-host`.
     #[arg(long, value_name = "FILE")]
@@ -160,7 +183,23 @@ fn assign_rules(
 
 pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let FrameArg::Eth = a.frame;
+    if !(a.timeline_window.is_finite() && a.timeline_window > 0.0 && a.timeline_window <= 1e9) {
+        bail!(
+            "--timeline-window {}: must be a positive number of seconds",
+            a.timeline_window
+        );
+    }
+    // Created before the run, so a bad path does not cost one.
+    let mut ring = match &a.timeline {
+        Some(p) => Some(TimelineRing::create(
+            p,
+            Duration::from_secs_f64(a.timeline_window),
+            crate::live_timeline::MAX_EVENTS,
+        )?),
+        None => None,
+    };
     let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
+    crate::sim::plan_rma(a.rma, a.nodes.rank, &mut plan)?;
     let rulesets = assign_rules(&plan, &a.matches, a.rules.as_ref())?;
     for (p, r) in plan.iter_mut().zip(rulesets) {
         if r.is_empty() {
@@ -182,7 +221,20 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         // Before attaching to the interface.
         return Err(crate::sim::no_jit());
     }
+    let nodes = a.nodes.load()?;
+    if let Some((t, rank)) = &nodes {
+        let node = t.node(*rank).expect("rank checked by load");
+        if node.iface != a.iface {
+            bail!(
+                "--iface {} but the node table gives rank {rank} interface {}",
+                a.iface,
+                node.iface
+            );
+        }
+        softspin_host::check_interface(node)?;
+    }
     let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
+    a.nodes.apply(&mut nic, nodes.as_ref())?;
     if a.jit {
         crate::sim::enable_jit(&mut nic, a.jit_after)?;
     }
@@ -191,62 +243,95 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
     let ectxs = crate::sim::install_all(&mut nic, plan)?;
-    if !a.json {
-        let s = nic.live_stats().expect("attached");
-        eprintln!(
-            "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
-            s.port,
-            ectxs.len()
-        );
+    if let Some(p) = &a.ready_file {
+        std::fs::write(p, format!("{}\n", std::process::id()))
+            .with_context(|| format!("--ready-file {}", p.display()))?;
     }
+    let mut reporter = crate::status::LiveReporter::new(&a.progress, "nic");
+    let s = nic.live_stats().expect("attached");
+    reporter.started(
+        &nic,
+        (!a.json).then(|| {
+            format!(
+                "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
+                s.port,
+                ectxs.len()
+            )
+        }),
+    );
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
     // Written as the frames go, so a long run holds none of them.
+    let time0 = nic.time0_unix().expect("attached");
     let mut pcap = match &a.pcap_out {
-        Some(p) => Some(PcapSink::create(p, FrameKind::Eth, 0)?),
+        Some(p) => {
+            nic.capture_rx(true)?;
+            let mut names = std::collections::HashMap::new();
+            for &e in &ectxs {
+                names.insert(e, nic.ectx_name(e)?);
+            }
+            Some(Capture::create(p, &a.iface, time0, names)?)
+        }
         None => None,
     };
+    if ring.is_some() {
+        nic.enable_timeline();
+    }
     let mut sink_err = None;
     let mut peak = Footprint::default();
     nic.run_live_with(duration, &stop, |nic| {
         if sink_err.is_none() {
             sink_err = sinks.drain(&mut nic.view(), false).err();
         }
-        if let (Some(w), None) = (&mut pcap, &sink_err) {
-            sink_err = take_sent(nic, w).err();
+        // Errors are shown as they come; frames go to the capture.
+        if reporter.active() || pcap.is_some() {
+            let events = nic.events();
+            reporter.events(&events);
+            if let (Some(w), None) = (&mut pcap, &sink_err) {
+                sink_err = write_frames(nic, &events, w).err();
+            }
         }
+        if let (Some(r), None) = (&mut ring, &sink_err) {
+            sink_err = r.push(nic.take_timeline()).err();
+            r.trim(nic.now_ps());
+        }
+        reporter.tick(nic);
         peak = peak.max(nic.footprint());
     })?;
     nic.stop_matching()?;
     if let Some(e) = sink_err {
         return Err(e);
     }
+    let events = nic.events();
+    reporter.events(&events);
     if let Some(mut w) = pcap {
-        take_sent(&mut nic, &mut w)?;
+        write_frames(&mut nic, &events, &mut w)?;
         w.finish()?;
+        let missed = nic.rx_capture_missed();
+        if missed > 0 {
+            eprintln!("softspin: nic: {missed} frames taken are missing from the capture (more than {} between two steps)", softspin_host::RX_CAPTURE_MAX);
+        }
+    }
+    if let Some(mut r) = ring {
+        r.push(nic.take_timeline())?;
+        r.write(nic.now_ps(), time0)?;
     }
     sinks.drain(&mut nic.view(), true)?;
+    reporter.finish(&nic);
 
     if let Some(p) = &a.dump_host {
         crate::results::dump_host(&mut nic, &ectxs, p)?;
     }
     let report = nic.report();
     let live = nic.live_stats().expect("attached");
-    // What the handlers pushed with spin_push_counter, per ECTX: a host's
-    // proof of what its handlers did (e.g. echo replies sent).
-    let mut counters = serde_json::Map::new();
-    for &e in &ectxs {
-        let c: Vec<_> = nic
-            .counters(e)?
-            .into_iter()
-            .map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n}))
-            .collect();
-        counters.insert(nic.ectx_name(e)?, c.into());
-    }
+    // What the handlers pushed with spin_push_counter: a host's proof of
+    // what its handlers did (e.g. echo replies sent).
+    let counters = crate::results::counters_json(&nic, &ectxs)?;
+    let counters_text = crate::results::counters_text(&nic, &ectxs)?;
     drop(nic); // detaches from the interface before we report
     if a.json {
         let mut j = json(&live, &report);
-        j["counters"] = counters.into();
+        j["counters"] = counters;
         j["footprint_peak"] = serde_json::json!({
             "events": peak.events,
             "notifications": peak.notifications,
@@ -256,6 +341,7 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     } else {
         print!("{}", text(&live));
         print!("{}", report.text());
+        print!("{counters_text}");
     }
     let (mut status, mut why) = crate::sim::outcome(&report, None);
     let port_drops: u64 = live.drops.values().sum();
@@ -279,13 +365,15 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     Ok(status.into())
 }
 
-fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
-    for e in nic.events() {
-        if let Event::Outbound(o) = e {
-            w.write(o.time_ps, &o.frame)?;
-        }
-    }
-    Ok(())
+/// Write the frames taken since the last call, and those sent among
+/// `events`, to the capture.
+fn write_frames(nic: &mut Nic, events: &[Event], w: &mut Capture) -> anyhow::Result<()> {
+    let rx = nic.take_rx_captured();
+    let tx = events.iter().filter_map(|e| match e {
+        Event::Outbound(o) => Some(o),
+        _ => None,
+    });
+    w.write_step(&rx, tx)
 }
 
 pub fn causes(s: &LiveStats) -> String {
@@ -318,13 +406,7 @@ fn text(s: &LiveStats) -> String {
 /// The `--json` object: the wire counters, drops by cause (the port's and
 /// the packet buffer's), and the engine's figures in the form `sim` gives.
 fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
-    let mut drops: serde_json::Map<String, serde_json::Value> = s
-        .drops
-        .iter()
-        .map(|(k, v)| (k.clone(), (*v).into()))
-        .collect();
-    drops.insert("packet_buffer_full".into(), r.drops.into());
-    drops.insert("no_ectx".into(), r.unmatched.into());
+    let drops = softspin_host::drops_by_cause(s, r);
     serde_json::json!({
         "iface": s.iface,
         "port": s.port,

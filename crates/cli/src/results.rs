@@ -179,3 +179,48 @@ pub fn dump_handler_mem(nic: &Nic, ectxs: &[Ectx], path: &Path) -> anyhow::Resul
     }
     Ok(())
 }
+
+/// One ECTX's counters: its name, and (index, sum, count) by index.
+type EctxCounters = (String, Vec<(u32, u64, u64)>);
+
+/// What each ECTX's handlers pushed with `spin_push_counter`, in `ectxs`
+/// order.
+fn counters_of(nic: &Nic, ectxs: &[Ectx]) -> anyhow::Result<Vec<EctxCounters>> {
+    ectxs
+        .iter()
+        .map(|&e| Ok((nic.ectx_name(e)?, nic.counters(e)?)))
+        .collect()
+}
+
+/// The `counters` key of `sim --json` and `nic --json`: per ECTX name, a
+/// list of `{index, sum, count}` (a host's proof of what its handlers did).
+pub fn counters_json(nic: &Nic, ectxs: &[Ectx]) -> anyhow::Result<serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    for (name, cs) in counters_of(nic, ectxs)? {
+        let list: Vec<_> = cs
+            .into_iter()
+            .map(|(i, sum, n)| serde_json::json!({"index": i, "sum": sum, "count": n}))
+            .collect();
+        m.insert(name, list.into());
+    }
+    Ok(m.into())
+}
+
+/// The counters in the text summaries of `sim` and `nic`: one line per
+/// ECTX and index, or `none`.
+pub fn counters_text(nic: &Nic, ectxs: &[Ectx]) -> anyhow::Result<String> {
+    use std::fmt::Write as _;
+    let mut s = String::new();
+    for (name, cs) in counters_of(nic, ectxs)? {
+        for (i, sum, n) in cs {
+            let _ = writeln!(
+                s,
+                "counter            `{name}` [{i}]: sum {sum} over {n} pushes"
+            );
+        }
+    }
+    if s.is_empty() {
+        s = "counters           none (no handler called spin_push_counter)\n".into();
+    }
+    Ok(s)
+}

@@ -22,6 +22,8 @@ use crate::exit::Status;
 pub struct SimArgs {
     #[command(flatten)]
     ectx: EctxArgs,
+    #[command(flatten)]
+    nodes: crate::cluster::NodeArgs,
 
     // -- traffic --
     /// Generator: number of messages [default: 1].
@@ -129,11 +131,25 @@ pub struct SimArgs {
     quiet: bool,
     /// Put the RMA transport block (docs/rma.md, "Reliability") in front of
     /// the handler for frames on RMA's UDP port, as node `--rank`.
-    #[arg(long, requires = "rank", conflicts_with = "scenario")]
+    #[arg(long, requires = "rank")]
     rma: bool,
-    /// This node's rank (the RMA transport's `src rank`/`dst rank`).
-    #[arg(long, requires = "rma")]
-    rank: Option<u16>,
+}
+
+/// `--rma`: the transport block in front of the only ECTX, as node `rank`.
+pub fn plan_rma(rma: bool, rank: Option<u32>, plan: &mut [PlannedEctx]) -> anyhow::Result<()> {
+    let Some(rank) = rank.filter(|_| rma) else {
+        return Ok(());
+    };
+    let rank = u16::try_from(rank)
+        .map_err(|_| anyhow::anyhow!("--rma: rank {rank} does not fit RMA's 16-bit rank field"))?;
+    let [only] = plan else {
+        bail!(
+            "--rma puts the transport in front of one ECTX; this run has {}",
+            plan.len()
+        );
+    };
+    only.opts.rma = Some(softspin_engine::RmaTransportConfig::new(rank));
+    Ok(())
 }
 
 /// The NIC and its ECTXs: what `sim` and `nic` share.
@@ -512,16 +528,16 @@ pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<
 
 pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     let (cfg, mut plan, frame) = plan_sim(&a)?;
-    if let (true, Some(rank), [only]) = (a.rma, a.rank, &mut plan[..]) {
-        only.opts.rma = Some(softspin_engine::RmaTransportConfig::new(rank));
-    }
+    plan_rma(a.rma, a.nodes.rank, &mut plan)?;
     if let Some(p) = plan.iter().find(|p| !p.matches.is_empty()) {
         bail!(
             "ECTX `{}`: `match` selects frames on a live NIC (softspin nic); in sim, ECTXs take packets by udp_dst_port",
             p.opts.name.as_deref().unwrap_or_default()
         );
     }
+    let nodes = a.nodes.load()?;
     let mut nic = Nic::with_config(cfg.clone())?;
+    a.nodes.apply(&mut nic, nodes.as_ref())?;
     // Nobody answers notifications: host waits run out within the run.
     nic.pause_for_host(false);
     nic.keep_outputs(a.pcap_out.is_some() || a.stdout);
@@ -640,9 +656,12 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
         softspin_engine::traffic::write_pcap(p, frame, &pkts)?;
     }
     if a.json {
-        println!("{}", serde_json::to_string(&report)?);
+        let mut j = serde_json::to_value(&report)?;
+        j["counters"] = crate::results::counters_json(&nic, &ectxs)?;
+        println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", report.text());
+        print!("{}", crate::results::counters_text(&nic, &ectxs)?);
     }
     let (status, why) = outcome(&report, total);
     if let Some(mut d) = nic.detach_debugger() {
@@ -745,16 +764,23 @@ fn feed(nic: &mut Nic, src: Box<dyn Source>) -> anyhow::Result<Option<u64>> {
     Ok(total)
 }
 
+/// Packets processed, with an ETA when the traffic's length is known
+/// (drawn only on a terminal: indicatif's default target is a hidden one
+/// otherwise).
 fn progress_bar(total: Option<u64>) -> indicatif::ProgressBar {
-    let bar = match total {
-        Some(n) => indicatif::ProgressBar::new(n),
-        None => indicatif::ProgressBar::new_spinner(),
+    let (bar, template) = match total {
+        Some(n) => (
+            indicatif::ProgressBar::new(n),
+            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed}, ETA {eta})",
+        ),
+        None => (
+            indicatif::ProgressBar::new_spinner(),
+            "{spinner} simulating: {pos} packets ({elapsed})",
+        ),
     };
     bar.set_style(
-        indicatif::ProgressStyle::with_template(
-            "{spinner} simulating [{bar:40}] {pos}/{len} packets ({elapsed})",
-        )
-        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        indicatif::ProgressStyle::with_template(template)
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
     );
     bar
 }

@@ -107,7 +107,19 @@ fn send(a: SendArgs) -> Result<ExitCode> {
         .local_addr()
         .map(|a| a.to_string())
         .unwrap_or_default();
-    let (stats, err) = match sender.send(&data) {
+    // On a terminal, without --json: segments acknowledged (sent, when
+    // not every segment is acknowledged) with an ETA.
+    let bar = if a.json {
+        indicatif::ProgressBar::hidden()
+    } else {
+        send_bar()
+    };
+    let shown = sender.send_batch_with(&[&data], &mut |p| {
+        bar.set_length(p.segments);
+        bar.set_position(if p.syn == p.segments { p.acked } else { p.sent });
+    });
+    bar.finish_and_clear();
+    let (stats, err) = match shown {
         Ok(s) => (s, None),
         Err(SlmpError::GaveUp {
             msg_id,
@@ -188,4 +200,15 @@ fn print_stats(a: &SendArgs, peer: SocketAddr, s: &Stats) {
         "  elapsed {:.3} s  {goodput}  delivery confirmed: {}",
         s.elapsed_s, s.delivery_confirmed
     );
+}
+
+fn send_bar() -> indicatif::ProgressBar {
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template(
+            "{spinner} sending [{bar:40}] {pos}/{len} segments ({elapsed}, ETA {eta})",
+        )
+        .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+    );
+    bar
 }

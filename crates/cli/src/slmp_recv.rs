@@ -82,6 +82,8 @@ pub struct RecvArgs {
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    progress: crate::status::ProgressArgs,
 }
 
 /// Seconds in (0, MAX_SECONDS]: NaN, infinities, 0 and negatives are usage errors.
@@ -410,10 +412,15 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         evictions: Vec::new(),
     };
     nic.activate(ectx)?;
-    // On stderr even with --json: scripts wait for this line before sending.
-    eprintln!(
-        "softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)",
-        a.iface, a.port, a.count
+    let mut reporter = crate::status::LiveReporter::new(&a.progress, "slmp recv");
+    // On stderr even with --json: scripts wait for this line before sending
+    // (a `start` object with --progress json).
+    reporter.started(
+        &nic,
+        Some(format!(
+            "softspin: slmp recv: {} on UDP port {}; waiting for {} message(s)",
+            a.iface, a.port, a.count
+        )),
     );
 
     let mut got: Vec<serde_json::Value> = Vec::new();
@@ -428,6 +435,7 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
     // (since, last frame at, frames then) once every message is in.
     let mut linger: Option<(Instant, Instant, u64)> = None;
     nic.run_live_with(limit, &stop, |nic| {
+        reporter.step(nic);
         let r = (|| -> anyhow::Result<()> {
             for n in nic.poll_notifications() {
                 if n.data.len() < 12 {
@@ -486,6 +494,8 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         }
     })?;
     nic.stop_matching()?;
+    reporter.events(&nic.events());
+    reporter.finish(&nic);
     if let Some(e) = failure {
         return Err(e);
     }

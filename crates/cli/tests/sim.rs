@@ -647,3 +647,138 @@ fn generator_addresses_and_ports() {
         assert!(help.contains(s), "help lacks {s}: {help}");
     }
 }
+
+/// examples/copy_to_host's Ethernet handler, built for fpspin (it pushes
+/// counters: index 0 per datagram copied, its data bytes; index 1 per
+/// frame ignored).
+fn copy_to_host_image() -> String {
+    static P: OnceLock<String> = OnceLock::new();
+    P.get_or_init(|| {
+        let out = scratch("sim-test").join("copy_to_host.elf");
+        let src = root().join("examples/copy_to_host/handler.c");
+        let o = softspin(&[
+            "build",
+            "--profile",
+            "fpspin",
+            src.to_str().unwrap(),
+            "-o",
+            out.to_str().unwrap(),
+        ]);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+        out.to_str().unwrap().to_string()
+    })
+    .clone()
+}
+
+/// `spin_push_counter` results in `sim --json` (key `counters`, as `nic
+/// --json`) and in the text summary, against the generator's traffic.
+#[test]
+fn counters_in_json_and_text() {
+    let img = copy_to_host_image();
+    let run = |size: usize, n: (u64, u64), json: bool| {
+        let (m, p) = (n.0.to_string(), n.1.to_string());
+        let size = size.to_string();
+        let mut args = vec![
+            "sim",
+            "--image",
+            &img,
+            "--ph",
+            "copy_to_host_eth_ph",
+            "--messages",
+            &m,
+            "--packets",
+            &p,
+            "--size",
+            &size,
+            // Offset 0 in every datagram: all within the host window.
+            "--payload",
+            "zero",
+        ];
+        if json {
+            args.push("--json");
+        }
+        softspin(&args)
+    };
+    // 15 frames of 200 bytes: Ethernet 14 + IPv4 20 + UDP 8 + offset 4
+    // leave 154 data bytes each.
+    let frames = 3 * 5;
+    let data = 200 - 14 - 20 - 8 - 4;
+    let v = json(&run(200, (3, 5), true));
+    assert_eq!(
+        v["counters"],
+        serde_json::json!({"copy_to_host": [{"index": 0, "sum": frames * data, "count": frames}]}),
+        "{v}"
+    );
+    let o = run(200, (3, 5), false);
+    assert!(o.status.success());
+    let text = String::from_utf8_lossy(&o.stdout);
+    let want = format!(
+        "`copy_to_host` [0]: sum {} over {frames} pushes",
+        frames * data
+    );
+    assert!(text.contains(&want), "{want} in {text}");
+    // 45-byte frames carry 3 payload bytes, too few for the offset: each
+    // is ignored (index 1, value 1).
+    let v = json(&run(45, (2, 2), true));
+    assert_eq!(
+        v["counters"],
+        serde_json::json!({"copy_to_host": [{"index": 1, "sum": 4, "count": 4}]}),
+        "{v}"
+    );
+    // A handler that pushes none: an empty list for its ECTX; text says so.
+    let img = image();
+    let v = json(&softspin(&[
+        "sim", "--image", &img, "--ph", "echo_ph", "--json",
+    ]));
+    let name = v["handlers"][0]["ectx"].as_str().unwrap().to_string();
+    assert_eq!(v["counters"], serde_json::json!({ name: [] }), "{v}");
+    let o = softspin(&["sim", "--image", &img, "--ph", "echo_ph"]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("counters           none"));
+}
+
+/// A long run shows packets done with an ETA on a terminal (a pty from
+/// script(1)); nothing with --json, nor when stderr is not a terminal.
+#[test]
+fn progress_has_an_eta_on_a_terminal_only() {
+    if Command::new("script").arg("--version").output().is_err() {
+        softspin_testkit::skip("progress on a terminal needs script(1) (util-linux)");
+        return;
+    }
+    let img = image();
+    let args = [
+        "sim",
+        "--image",
+        &img,
+        "--ph",
+        "echo_ph",
+        "--messages",
+        "100000",
+        "--packets",
+        "8",
+        "--size",
+        "256",
+    ];
+    let on_tty = |extra: &[&str]| {
+        let cmd = std::iter::once(env!("CARGO_BIN_EXE_softspin"))
+            .chain(args.iter().copied())
+            .chain(extra.iter().copied())
+            .map(|a| format!("'{a}'"))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let o = Command::new("script")
+            .args(["-qec", &cmd, "/dev/null"])
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+        String::from_utf8_lossy(&o.stdout).to_string()
+    };
+    let shown = on_tty(&[]);
+    assert!(
+        shown.contains("/800000 packets (") && shown.contains("ETA "),
+        "{shown}"
+    );
+    let shown = on_tty(&["--json"]);
+    assert!(!shown.contains("simulating"), "{shown}");
+    let o = softspin(&args);
+    assert!(o.status.success() && o.stderr.is_empty(), "{o:?}");
+}

@@ -66,7 +66,11 @@ fn start_recv_with(
     let mut err = std::io::BufReader::new(recv.stderr.take().unwrap());
     let mut line = String::new();
     std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-    assert!(line.contains("waiting for"), "recv did not start: {line}");
+    // With --progress json, a `start` object says it.
+    assert!(
+        line.contains("waiting for") || line.contains(r#""event":"start""#),
+        "recv did not start: {line}"
+    );
     (recv, err)
 }
 
@@ -499,5 +503,56 @@ fn slmp_recv_does_not_confirm_a_message_past_count() {
     assert!(status.success(), "recv: {says}");
     assert_eq!(doc["messages"].as_array().map(Vec::len), Some(1), "{doc}");
     assert!(std::fs::read(&out).unwrap() == std::fs::read(&a).unwrap());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+/// `slmp recv --progress json` (docs/live.md, "Live status"): status lines
+/// on stderr during the transfer, the last (`final`) with the wire counts,
+/// drops and errors of the JSON summary, and as many frames matched as the
+/// sender sent at least (every segment) and at most (retransmissions too).
+#[test]
+fn slmp_recv_progress_json_ends_at_the_summary() {
+    if !needs_root(
+        "slmp_recv_progress_json_ends_at_the_summary",
+        "network namespaces, XDP",
+    ) {
+        return;
+    }
+    let dir = scratch("slmp-live-progress");
+    let t = Topo::pair("sp", "10.93.21");
+    let f = file_of(&dir, "in", 4 << 20, 21);
+    let out = dir.join("out");
+    let flags = ["--count", "1", "--timeout", "60", "--progress", "json"];
+    let (recv, err) = start_recv_with(&t, "nic", &t.nic_if(), &out, &flags);
+    let (sst, sent, ssays) = send_result(spawn_send(&t, "peer", &t.nic_ip(), &f, &[]));
+    assert!(sst.success(), "send: {ssays}");
+    let (st, doc, says) = finish_recv(recv, err);
+    assert!(st.success(), "recv: {says}");
+    assert!(std::fs::read(&out).unwrap() == std::fs::read(&f).unwrap());
+    let status: Vec<serde_json::Value> = says
+        .lines()
+        .filter(|l| l.contains(r#""event":"status""#))
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let last = status
+        .last()
+        .unwrap_or_else(|| panic!("no status lines: {says}"));
+    assert_eq!(last["final"], true, "{last}");
+    for k in ["rx_frames", "matched", "tx_frames", "errors"] {
+        assert_eq!(last[k], doc[k], "`{k}`: {last} vs {doc}");
+    }
+    // The summary's drops are the port's; the status adds the engine's.
+    for (cause, n) in doc["drops"].as_object().unwrap() {
+        assert_eq!(&last["drops"][cause], n, "{last} vs {doc}");
+    }
+    let matched = last["matched"].as_u64().unwrap();
+    let (segments, packets) = (
+        sent["segments"].as_u64().unwrap(),
+        sent["packets_sent"].as_u64().unwrap(),
+    );
+    assert!(
+        (segments..=packets).contains(&matched),
+        "{matched} matched, {segments} segments, {packets} sent"
+    );
     let _ = std::fs::remove_dir_all(dir);
 }

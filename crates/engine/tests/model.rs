@@ -532,3 +532,44 @@ fn host_notifications_round_trip() {
         assert_eq!(v, (i + 100) + (((2 * i + 1) * 10) << 32), "packet {i}");
     }
 }
+
+/// `Engine::hpu_busy` (the live status's occupancy): while one header
+/// handler runs (its slice read off the timeline of a first run), one HPU
+/// is busy and its busy time grows with NIC time; afterwards none is, and
+/// the busy time covers the handler's slice.
+#[test]
+fn hpu_busy_follows_a_running_task() {
+    let mut s = spec(Some("empty_ph"));
+    s.hh = Some("order_hh".into());
+    let mut e = engine_with(NicConfig::pspin(), s.clone());
+    e.enable_timeline();
+    run(&mut e, traffic(1, 1, 64, 1000));
+    let hh = e
+        .timeline()
+        .iter()
+        .find(|ev| ev.cat == "handler" && ev.name.starts_with("order_hh"))
+        .unwrap();
+    // Timeline times are in us (Chrome trace events).
+    let ps = |us: f64| (us * 1e6).round() as u64;
+    let (start, end) = (ps(hh.ts), ps(hh.ts + hh.dur.unwrap()));
+    let (t1, t2) = (start + (end - start) / 4, start + (end - start) * 3 / 4);
+    assert!(t2 > t1 + 1000, "a slice long enough: {start}..{end} ps");
+
+    let mut e = engine_with(NicConfig::pspin(), s);
+    assert_eq!(e.hpu_busy(), (0, 0));
+    e.set_source(Box::new(traffic(1, 1, 64, 1000))).unwrap();
+    e.run(Some(t1), |_| {}).unwrap();
+    let (n1, b1) = e.hpu_busy();
+    e.run(Some(t2), |_| {}).unwrap();
+    let (n2, b2) = e.hpu_busy();
+    assert_eq!((n1, n2), (1, 1), "one HPU runs order_hh");
+    assert_eq!(b2 - b1, t2 - t1, "busy time grows with NIC time");
+    e.run(None, |_| {}).unwrap();
+    let (n, b) = e.hpu_busy();
+    assert_eq!(n, 0);
+    assert!(
+        b >= end - start,
+        "{b} ps busy, the slice {} ps",
+        end - start
+    );
+}

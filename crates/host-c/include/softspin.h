@@ -455,6 +455,34 @@ typedef struct ss_nic_info {
 } ss_nic_info;
 
 /**
+ * One node of a cluster's node table (ss_load_nodes).
+ */
+typedef struct ss_node {
+    uint32_t rank;
+    /**
+     * IPv4 address, in network byte order (as on the wire).
+     */
+    uint8_t ipv4[4];
+    /**
+     * MAC address, as on the wire.
+     */
+    uint8_t mac[6];
+    /**
+     * The UDP port its NIC serves (host byte order).
+     */
+    uint16_t udp_port;
+    /**
+     * Its interface, NUL-terminated (at most 15 bytes).
+     */
+    char iface[16];
+    /**
+     * Its network namespace, NUL-terminated; empty on real machines
+     * (truncated to 63 bytes).
+     */
+    char netns[64];
+} ss_node;
+
+/**
  * How ss_nic_attach opens a NIC on an interface. Start from
  * ss_attach_options_init. Strings are copied; they need only live during
  * the call.
@@ -514,6 +542,54 @@ typedef struct ss_live_stats {
      */
     double wall_s;
 } ss_live_stats;
+
+/**
+ * A snapshot of a live NIC's progress (ss_get_live_status): what
+ * `softspin nic --progress` shows (docs/live.md, "Live status"). Every
+ * count is a total since ss_nic_attach.
+ */
+typedef struct ss_live_status {
+    /**
+     * The wire, as in ss_live_stats.
+     */
+    uint64_t rx_frames;
+    uint64_t matched;
+    uint64_t passed_to_kernel;
+    uint64_t tx_frames;
+    /**
+     * Frames dropped, all causes: the port's (ss_live_drops) and the
+     * engine's (packet buffer full, no ECTX).
+     */
+    uint64_t drops;
+    /**
+     * Frames taken from the wire whose handlers have not finished.
+     */
+    uint64_t unprocessed;
+    /**
+     * Frames whose handlers all finished, and handler invocations.
+     */
+    uint64_t packets;
+    uint64_t invocations;
+    /**
+     * Handler errors of every cause (message timeouts included).
+     */
+    uint64_t errors;
+    /**
+     * HPUs of the NIC and those running a task now.
+     */
+    uint32_t hpus;
+    uint32_t hpus_busy;
+    /**
+     * Busy time of all HPUs (ps of NIC time): the occupancy between two
+     * snapshots is its growth over hpus x the growth of nic_time_ps.
+     */
+    uint64_t hpu_busy_ps;
+    uint64_t nic_time_ps;
+    /**
+     * Wall-clock seconds since ss_nic_attach.
+     */
+    double wall_s;
+} ss_live_status;
 
 /**
  * One cause of lost frames on a live NIC (ss_live_drops).
@@ -1077,6 +1153,21 @@ int ss_close(struct ss_nic *nic);
 int ss_nic_get_info(struct ss_nic *nic, struct ss_nic_info *info);
 
 /**
+ * Read a node table (e.g. what `softspin cluster up` wrote): `*count` gets
+ * the number of nodes, and the first `min(cap, *count)` go to `nodes` in
+ * rank order (`nodes` may be NULL when `cap` is 0, to ask for the count).
+ * SS_EIO for an unreadable file, SS_EINVAL for a bad table (the message,
+ * ss_last_error, names the line and field).
+ */
+int ss_load_nodes(const char *path, struct ss_node *nodes, size_t cap, size_t *count);
+
+/**
+ * Give the NIC a cluster's node table (a file) and its rank: handlers read
+ * them through spin_node.h. SS_EINVAL for a bad table or a rank outside it.
+ */
+int ss_nic_set_node_table(struct ss_nic *nic, const char *path, uint32_t rank);
+
+/**
  * Fill `o` with the defaults: SS_MODE_XDP, the "fpspin" profile, wait at
  * most 10 s for notifications.
  */
@@ -1126,6 +1217,13 @@ int ss_stop(struct ss_nic *nic);
  * (NULL, or a simulated NIC).
  */
 int ss_get_live_stats(struct ss_nic *nic, struct ss_live_stats *out_stats);
+
+/**
+ * A snapshot of the live NIC's progress into `*out_status` (it takes the
+ * engine's report: call it every second or so, not per packet). Errors:
+ * SS_EINVAL (NULL, or a simulated NIC).
+ */
+int ss_get_live_status(struct ss_nic *nic, struct ss_live_status *out_status);
 
 /**
  * A live NIC's drops by cause (those with a count), up to `cap` into

@@ -459,6 +459,38 @@ pub struct ss_live_stats {
     pub wall_s: f64,
 }
 
+/// A snapshot of a live NIC's progress (ss_get_live_status): what
+/// `softspin nic --progress` shows (docs/live.md, "Live status"). Every
+/// count is a total since ss_nic_attach.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_live_status {
+    /// The wire, as in ss_live_stats.
+    pub rx_frames: u64,
+    pub matched: u64,
+    pub passed_to_kernel: u64,
+    pub tx_frames: u64,
+    /// Frames dropped, all causes: the port's (ss_live_drops) and the
+    /// engine's (packet buffer full, no ECTX).
+    pub drops: u64,
+    /// Frames taken from the wire whose handlers have not finished.
+    pub unprocessed: u64,
+    /// Frames whose handlers all finished, and handler invocations.
+    pub packets: u64,
+    pub invocations: u64,
+    /// Handler errors of every cause (message timeouts included).
+    pub errors: u64,
+    /// HPUs of the NIC and those running a task now.
+    pub hpus: u32,
+    pub hpus_busy: u32,
+    /// Busy time of all HPUs (ps of NIC time): the occupancy between two
+    /// snapshots is its growth over hpus x the growth of nic_time_ps.
+    pub hpu_busy_ps: u64,
+    pub nic_time_ps: u64,
+    /// Wall-clock seconds since ss_nic_attach.
+    pub wall_s: f64,
+}
+
 /// How ss_slmp_send sends. Start from ss_slmp_options_init.
 #[repr(C)]
 #[derive(Clone, Copy, Debug)]
@@ -1089,6 +1121,87 @@ pub unsafe extern "C" fn ss_nic_get_info(nic: *mut ss_nic, info: *mut ss_nic_inf
 }
 
 // ---------------------------------------------------------------------------
+// A cluster's node table (docs/cluster.md)
+// ---------------------------------------------------------------------------
+
+/// One node of a cluster's node table (ss_load_nodes).
+#[repr(C)]
+#[derive(Clone, Copy)]
+pub struct ss_node {
+    pub rank: u32,
+    /// IPv4 address, in network byte order (as on the wire).
+    pub ipv4: [u8; 4],
+    /// MAC address, as on the wire.
+    pub mac: [u8; 6],
+    /// The UDP port its NIC serves (host byte order).
+    pub udp_port: u16,
+    /// Its interface, NUL-terminated (at most 15 bytes).
+    pub iface: [c_char; 16],
+    /// Its network namespace, NUL-terminated; empty on real machines
+    /// (truncated to 63 bytes).
+    pub netns: [c_char; 64],
+}
+
+fn c_name<const N: usize>(s: &str) -> [c_char; N] {
+    let mut a = [0 as c_char; N];
+    for (d, b) in a.iter_mut().zip(s.bytes().take(N - 1)) {
+        *d = b as c_char;
+    }
+    a
+}
+
+/// Read a node table (e.g. what `softspin cluster up` wrote): `*count` gets
+/// the number of nodes, and the first `min(cap, *count)` go to `nodes` in
+/// rank order (`nodes` may be NULL when `cap` is 0, to ask for the count).
+/// SS_EIO for an unreadable file, SS_EINVAL for a bad table (the message,
+/// ss_last_error, names the line and field).
+#[no_mangle]
+pub unsafe extern "C" fn ss_load_nodes(
+    path: *const c_char,
+    nodes: *mut ss_node,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    guard(|| {
+        let path = text(path, "path")?;
+        let count = out(count, "count")?;
+        if cap > 0 && nodes.is_null() {
+            return Err(null("nodes"));
+        }
+        let t = softspin_host::load_node_table(path)?;
+        *count = t.len();
+        for (k, n) in t.nodes().iter().take(cap).enumerate() {
+            // SAFETY: the caller gives `cap` writable entries (documented).
+            *nodes.add(k) = ss_node {
+                rank: n.rank,
+                ipv4: n.ipv4.octets(),
+                mac: n.mac.0,
+                udp_port: n.udp_port,
+                iface: c_name(&n.iface),
+                netns: c_name(n.netns.as_deref().unwrap_or("")),
+            };
+        }
+        Ok(())
+    })
+}
+
+/// Give the NIC a cluster's node table (a file) and its rank: handlers read
+/// them through spin_node.h. SS_EINVAL for a bad table or a rank outside it.
+#[no_mangle]
+pub unsafe extern "C" fn ss_nic_set_node_table(
+    nic: *mut ss_nic,
+    path: *const c_char,
+    rank: u32,
+) -> c_int {
+    with_nic(nic, |n| {
+        let path = text(path, "path")?;
+        let t = softspin_host::load_node_table(path)?;
+        n.nic.set_node_table(&t, rank)?;
+        Ok(())
+    })
+}
+
+// ---------------------------------------------------------------------------
 // The live NIC
 // ---------------------------------------------------------------------------
 
@@ -1251,6 +1364,43 @@ pub unsafe extern "C" fn ss_get_live_stats(
             tx_frames: s.tx_frames,
             drops: s.drops.values().sum(),
             wall_s: s.wall_s,
+        };
+        Ok(())
+    })
+}
+
+/// A snapshot of the live NIC's progress into `*out_status` (it takes the
+/// engine's report: call it every second or so, not per packet). Errors:
+/// SS_EINVAL (NULL, or a simulated NIC).
+#[no_mangle]
+pub unsafe extern "C" fn ss_get_live_status(
+    nic: *mut ss_nic,
+    out_status: *mut ss_live_status,
+) -> c_int {
+    with_nic(nic, |n| {
+        let o = out(out_status, "out_status")?;
+        let s = n.nic.live_status().ok_or_else(|| {
+            fail(
+                SS_EINVAL,
+                "this NIC is simulated: no live status (open it with ss_nic_attach)",
+            )
+        })?;
+        let w = &s.wire;
+        *o = ss_live_status {
+            rx_frames: w.rx_frames,
+            matched: w.matched,
+            passed_to_kernel: w.passed_to_kernel,
+            tx_frames: w.tx_frames,
+            drops: s.drops.values().sum(),
+            unprocessed: w.unprocessed,
+            packets: s.packets,
+            invocations: s.invocations,
+            errors: s.errors_total(),
+            hpus: s.hpus,
+            hpus_busy: s.hpus_busy,
+            hpu_busy_ps: s.hpu_busy_ps,
+            nic_time_ps: s.nic_time_ps,
+            wall_s: w.wall_s,
         };
         Ok(())
     })

@@ -990,6 +990,9 @@ static void test_live_errors(const char *pingpong)
     CHECK(live == 0);
     EXPECT(ss_get_live_stats(nic, &st), SS_EINVAL);
     CHECK(strstr(ss_last_error(), "simulated") != NULL);
+    ss_live_status ls;
+    EXPECT(ss_get_live_status(nic, &ls), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "simulated") != NULL);
     EXPECT(ss_live_drops(nic, NULL, 0, &n), SS_EINVAL);
     EXPECT(ss_run_live(nic, 1000), SS_EINVAL);
     OK(ss_stop(NULL));
@@ -1103,6 +1106,16 @@ static void test_live_echo(const char *pingpong)
     CHECK(st.tx_frames == ECHOES);
     CHECK(st.drops == 0);
     CHECK(st.wall_s > 0);
+    /* The status: the same wire counts, and one handler call per echo. */
+    ss_live_status ls;
+    EXPECT(ss_get_live_status(nic, NULL), SS_EINVAL);
+    OK(ss_get_live_status(nic, &ls));
+    CHECK(ls.matched == ECHOES && ls.tx_frames == ECHOES && ls.rx_frames == st.rx_frames);
+    CHECK(ls.packets == ECHOES && ls.invocations == ECHOES && ls.errors == 0 && ls.drops == 0);
+    ss_nic_info info;
+    OK(ss_nic_get_info(nic, &info));
+    CHECK(ls.hpus == info.hpu_count && ls.hpus_busy <= ls.hpus);
+    CHECK(ls.hpu_busy_ps > 0 && ls.nic_time_ps > 0 && ls.wall_s >= st.wall_s);
     size_t ndrops = 99;
     OK(ss_live_drops(nic, NULL, 0, &ndrops));
     CHECK(ndrops == 0);
@@ -1193,6 +1206,41 @@ static void test_rma_windows(const char *rma)
     OK(ss_close(nic));
 }
 
+/* A cluster's node table: loaded in rank order, errors named, given to a NIC. */
+static void test_nodes(void)
+{
+    char path[600];
+    snprintf(path, sizeof path, "%s/nodes.toml", tmpdir);
+    write_file(path, "[[node]]\nrank = 1\niface = \"eth1\"\nipv4 = \"10.9.8.2\"\nmac = \"02:00:00:00:00:02\"\n"
+                     "udp_port = 4242\n\n[[node]]\nrank = 0\niface = \"eth0\"\nipv4 = \"10.9.8.1\"\n"
+                     "mac = \"02:00:00:00:00:01\"\nudp_port = 9330\nnetns = \"sCx0\"\n");
+    size_t n = 99;
+    OK(ss_load_nodes(path, NULL, 0, &n));
+    CHECK(n == 2);
+    ss_node nodes[3];
+    memset(nodes, 0xaa, sizeof nodes);
+    OK(ss_load_nodes(path, nodes, 1, &n));
+    CHECK(n == 2 && nodes[0].rank == 0 && nodes[1].rank == 0xaaaaaaaau); /* only cap entries */
+    OK(ss_load_nodes(path, nodes, 3, &n));
+    static const uint8_t ip1[4] = {10, 9, 8, 2}, mac1[6] = {2, 0, 0, 0, 0, 2};
+    CHECK(nodes[1].rank == 1 && memcmp(nodes[1].ipv4, ip1, 4) == 0 && memcmp(nodes[1].mac, mac1, 6) == 0);
+    CHECK(nodes[1].udp_port == 4242 && strcmp(nodes[1].iface, "eth1") == 0 && nodes[1].netns[0] == 0);
+    CHECK(nodes[0].udp_port == 9330 && strcmp(nodes[0].netns, "sCx0") == 0);
+    EXPECT(ss_load_nodes(path, NULL, 1, &n), SS_EINVAL);
+    EXPECT(ss_load_nodes("/nonexistent/nodes.toml", nodes, 3, &n), SS_EIO);
+
+    ss_nic *nic;
+    REQUIRE(ss_open("pspin", &nic));
+    OK(ss_nic_set_node_table(nic, path, 1));
+    EXPECT(ss_nic_set_node_table(nic, path, 2), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "rank 2 is not in the node table") != NULL);
+    OK(ss_close(nic));
+
+    write_file(path, "[[node]]\nrank = 0\niface = \"eth0\"\nipv4 = \"10.9.8.1\"\nmac = \"02:00:00:00:00\"\nudp_port = 1\n");
+    EXPECT(ss_load_nodes(path, nodes, 3, &n), SS_EINVAL);
+    CHECK(strstr(ss_last_error(), "nodes.toml:5: `mac`") != NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 5) {
@@ -1216,6 +1264,7 @@ int main(int argc, char **argv)
     test_boundary();
     test_event_ectx();
     test_error_rounds();
+    test_nodes();
     test_live_errors(argv[3]);
     test_live_echo(argv[3]);
     test_slmp_send();

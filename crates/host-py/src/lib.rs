@@ -815,6 +815,51 @@ impl Nic {
         Ok(Some(d.into_any().unbind()))
     }
 
+    /// A snapshot of the live NIC's progress (what `softspin nic
+    /// --progress` shows; docs/live.md, "Live status"): a dict with the
+    /// keys of a `--progress json` status line that are totals, namely
+    /// `wall_s`, `nic_time_ns`, `rx_frames`, `matched`, `passed_to_kernel`,
+    /// `fragments` ({matched, passed_to_kernel}), `tx_frames`, `drops`
+    /// ({cause: frames}, the engine's included), `unprocessed`, `packets`,
+    /// `invocations`, `errors` ([{ectx, total, by_cause}]), `errors_total`,
+    /// `hpus`, `hpus_busy`, and `hpu_busy_ps` (busy time of all HPUs, for
+    /// occupancy between two snapshots); None for a simulated NIC.
+    fn live_status(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let Some(s) = self.owned.get_ref()?.live_status() else {
+            return Ok(None);
+        };
+        let d = pyo3::types::PyDict::new(py);
+        let w = &s.wire;
+        d.set_item("wall_s", w.wall_s)?;
+        d.set_item("nic_time_ns", s.nic_time_ps as f64 / 1000.0)?;
+        d.set_item("rx_frames", w.rx_frames)?;
+        d.set_item("matched", w.matched)?;
+        d.set_item("passed_to_kernel", w.passed_to_kernel)?;
+        let f = pyo3::types::PyDict::new(py);
+        f.set_item("matched", w.fragments_matched)?;
+        f.set_item("passed_to_kernel", w.fragments_passed)?;
+        d.set_item("fragments", f)?;
+        d.set_item("tx_frames", w.tx_frames)?;
+        d.set_item("drops", &s.drops)?;
+        d.set_item("unprocessed", w.unprocessed)?;
+        d.set_item("packets", s.packets)?;
+        d.set_item("invocations", s.invocations)?;
+        let errors = pyo3::types::PyList::empty(py);
+        for e in &s.errors {
+            let x = pyo3::types::PyDict::new(py);
+            x.set_item("ectx", &e.ectx)?;
+            x.set_item("total", e.total)?;
+            x.set_item("by_cause", &e.by_cause)?;
+            errors.append(x)?;
+        }
+        d.set_item("errors", errors)?;
+        d.set_item("errors_total", s.errors_total())?;
+        d.set_item("hpus", s.hpus)?;
+        d.set_item("hpus_busy", s.hpus_busy)?;
+        d.set_item("hpu_busy_ps", s.hpu_busy_ps)?;
+        Ok(Some(d.into_any().unbind()))
+    }
+
     /// Open the simulated NIC described by a TOML file (see docs/sim.md).
     #[staticmethod]
     fn from_config(path: std::path::PathBuf) -> PyResult<Nic> {
@@ -1296,6 +1341,27 @@ impl Nic {
             .map_err(err)
     }
 
+    /// Give the NIC a cluster's node table (a file, docs/cluster.md) and its
+    /// rank: handlers read them through spin_node.h.
+    fn set_node_table(&mut self, path: std::path::PathBuf, rank: u32) -> PyResult<()> {
+        let t = host::load_node_table(&path).map_err(err)?;
+        self.owned.get()?.set_node_table(&t, rank).map_err(err)
+    }
+
+    /// This NIC's rank in its node table, or None without one.
+    #[getter]
+    fn rank(&self) -> PyResult<Option<u32>> {
+        Ok(self.owned.get_ref()?.rank())
+    }
+
+    /// The NIC's node table as `load_nodes` gives it ([] without one).
+    fn nodes(&self, py: Python<'_>) -> PyResult<Vec<PyObject>> {
+        match self.owned.get_ref()?.node_table() {
+            Some((t, _)) => t.nodes().iter().map(|n| node_dict(py, n)).collect(),
+            None => Ok(Vec::new()),
+        }
+    }
+
     /// Performance counters pushed by an ECTX's handlers: [(index, sum, count)].
     fn counters(&self, ectx: &Ectx) -> PyResult<Vec<(u32, u64, u64)>> {
         self.owned
@@ -1421,6 +1487,27 @@ fn build(
     Ok(output)
 }
 
+/// The node table of a cluster (docs/cluster.md, e.g. what `softspin
+/// cluster up` wrote) as a list of dicts in rank order: rank, iface, ipv4,
+/// mac, udp_port, netns (None on real machines). Raises IoError, or
+/// InvalidArgumentError naming the line and field.
+#[pyfunction]
+fn load_nodes(py: Python<'_>, path: std::path::PathBuf) -> PyResult<Vec<PyObject>> {
+    let t = host::load_node_table(&path).map_err(err)?;
+    t.nodes().iter().map(|n| node_dict(py, n)).collect()
+}
+
+fn node_dict(py: Python<'_>, n: &host::Node) -> PyResult<PyObject> {
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("rank", n.rank)?;
+    d.set_item("iface", &n.iface)?;
+    d.set_item("ipv4", n.ipv4.to_string())?;
+    d.set_item("mac", n.mac.to_string())?;
+    d.set_item("udp_port", n.udp_port)?;
+    d.set_item("netns", n.netns.as_deref())?;
+    Ok(d.into_any().unbind())
+}
+
 /// Send `messages` (bytes-like, or a list of them: one SLMP message each,
 /// message ids counting up from `first_msg_id`) to the SLMP receiver at
 /// `to` ("ADDR[:PORT]", default port 9330), e.g. a NIC running
@@ -1535,6 +1622,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("SlmpGaveUpError", py.get_type::<SlmpGaveUpError>())?;
     m.add_function(wrap_pyfunction!(build, m)?)?;
     m.add_function(wrap_pyfunction!(slmp_send, m)?)?;
+    m.add_function(wrap_pyfunction!(load_nodes, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     // The host API's event kinds and their fields (softspin_host::EVENTS,
     // and Notification): tests check that the classes above carry them all.

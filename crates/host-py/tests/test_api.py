@@ -795,3 +795,42 @@ def test_a_memory_limit_is_an_exception_not_an_abort():
     assert r.returncode == 0, r.stderr
     assert r.stdout.splitlines() == [r.stdout.splitlines()[0], "memory", "b'ok'"], r.stdout
     assert "cannot allocate" in r.stdout.splitlines()[0], r.stdout
+
+
+NODES = """\
+[[node]]
+rank = 1
+iface = "eth1"
+ipv4 = "10.9.8.2"
+mac = "02:00:00:00:00:02"
+udp_port = 4242
+
+[[node]]
+rank = 0
+iface = "eth0"
+ipv4 = "10.9.8.1"
+mac = "02:00:00:00:00:01"
+udp_port = 9330
+netns = "sCx0"
+"""
+
+
+def test_node_table(tmp_path):
+    p = tmp_path / "nodes.toml"
+    p.write_text(NODES)
+    nodes = softspin.load_nodes(p)
+    assert nodes == [
+        {"rank": 0, "iface": "eth0", "ipv4": "10.9.8.1", "mac": "02:00:00:00:00:01", "udp_port": 9330, "netns": "sCx0"},
+        {"rank": 1, "iface": "eth1", "ipv4": "10.9.8.2", "mac": "02:00:00:00:00:02", "udp_port": 4242, "netns": None},
+    ]
+    nic = softspin.Nic("pspin")
+    assert nic.rank is None and nic.nodes() == []
+    nic.set_node_table(p, 1)
+    assert nic.rank == 1 and nic.nodes() == nodes
+    with pytest.raises(softspin.InvalidArgumentError, match="rank 2 is not in the node table"):
+        nic.set_node_table(p, 2)
+    p.write_text(NODES.replace("rank = 0", "rank = 1"))
+    with pytest.raises(softspin.InvalidArgumentError, match=r"nodes.toml:9: `rank`: rank 1 appears twice \(first at line 2\)"):
+        softspin.load_nodes(p)
+    with pytest.raises(softspin.IoError):
+        softspin.load_nodes(tmp_path / "missing.toml")

@@ -77,6 +77,7 @@ def test_simulated_nic_is_not_live():
     nic = softspin.Nic("fpspin")
     assert nic.is_live is False
     assert nic.live_stats() is None
+    assert nic.live_status() is None
     with pytest.raises(softspin.InvalidArgumentError, match="simulated"):
         nic.run_live(0.01)
 
@@ -126,6 +127,39 @@ def test_udp_echo_on_lo(pingpong_elf):
     # Deactivated, the port closes: nothing answers any more.
     nic.deactivate(e)
     assert echo(nic, c, port, b"late", timeout=0.2) is None
+    c.close()
+
+
+def test_live_status_counts_the_echoes(pingpong_elf):
+    """live_status (the CLI's --progress line, from Python): its counts are
+    the datagrams echoed here, they only grow, and it agrees with
+    live_stats and the report."""
+    port = free_udp_port()
+    nic, e = live_echo_nic(pingpong_elf, match=[f"udp:{port}"])
+    c = client()
+    cfg = nic.config()
+    before = nic.live_status()
+    assert (before["matched"], before["invocations"], before["errors_total"]) == (0, 0, 0)
+    assert before["hpus"] == cfg["clusters"] * cfg["hpus_per_cluster"]
+    snaps = []
+    for n in (10, 25):
+        for i in range(n):
+            assert echo(nic, c, port, bytes([i]) * (i + 1)) == bytes([i]) * (i + 1)
+        snaps.append(nic.live_status())
+    first, last = snaps
+    assert (first["matched"], first["tx_frames"], first["invocations"], first["packets"]) == (10, 10, 10, 10)
+    assert (last["matched"], last["tx_frames"], last["invocations"], last["packets"]) == (35, 35, 35, 35)
+    assert last["wall_s"] > first["wall_s"] and last["nic_time_ns"] > first["nic_time_ns"]
+    assert last["hpu_busy_ps"] > first["hpu_busy_ps"] > 0
+    assert 0 <= last["hpus_busy"] <= last["hpus"]
+    assert last["errors"] == [] and last["errors_total"] == 0
+    assert all(v == 0 for v in last["drops"].values())
+    assert {"packet_buffer_full", "no_ectx"} <= set(last["drops"])
+    stats = nic.live_stats()
+    for k in ("rx_frames", "matched", "passed_to_kernel", "tx_frames"):
+        assert last[k] == stats[k], k
+    assert last["fragments"] == {"matched": stats["fragments_matched"], "passed_to_kernel": stats["fragments_passed"]}
+    assert last["packets"] == nic.report()["packets"]
     c.close()
 
 

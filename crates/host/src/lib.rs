@@ -46,9 +46,14 @@ mod live;
 #[cfg(not(feature = "live"))]
 #[path = "live_off.rs"]
 mod live;
+#[cfg(feature = "live")]
+mod live_capture;
+mod nodes;
 pub mod rma;
 pub mod sdk;
 pub mod slmp;
+#[cfg(feature = "live")]
+mod status;
 
 /// PsPIN's generic driver (`examples/generic_driver/gdriver.c`): the NIC and
 /// host memory it splits between its ECTXs. `softspin sim --gdriver` and
@@ -67,7 +72,13 @@ pub mod gdriver {
 pub use footprint::Footprint;
 #[cfg(feature = "live")]
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
+#[cfg(feature = "live")]
+pub use live_capture::{RxCaptured, RX_CAPTURE_MAX};
+pub use nodes::{check_interface, load_node_table};
+pub use softspin_cluster::{Node, NodeTable};
 pub use softspin_netio::Ruleset;
+#[cfg(feature = "live")]
+pub use status::{drops_by_cause, EctxErrors, LiveStatus};
 
 pub use softspin_engine::ectx::HandlerKind;
 pub use softspin_engine::engine::{MessageRecord, OutputRecord};
@@ -457,6 +468,8 @@ pub struct Nic {
     keep_events: bool,
     /// Attached to an interface (`Nic::attach`).
     live: Option<live::Live>,
+    /// The cluster's node table and this NIC's rank (`Nic::set_node_table`).
+    nodes: Option<(softspin_cluster::NodeTable, u32)>,
 }
 
 impl std::fmt::Debug for Nic {
@@ -535,6 +548,7 @@ impl Nic {
             next_window: WINDOW_BASE,
             keep_events: true,
             live: None,
+            nodes: None,
         })
     }
 
@@ -1280,6 +1294,12 @@ impl Nic {
 
     pub fn timeline(&self) -> &[TimelineEvent] {
         self.engine.timeline()
+    }
+
+    /// The timeline events recorded since the last call (a live run takes
+    /// them as it goes, `softspin nic --timeline`).
+    pub fn take_timeline(&mut self) -> Vec<TimelineEvent> {
+        self.engine.take_timeline()
     }
 
     /// Attach a debugger to the HPUs (`softspin sim --gdb`); it is called

@@ -78,6 +78,10 @@ pub(crate) struct Live {
     iface: String,
     /// NIC time 0.
     epoch: Instant,
+    /// The wall clock (since the UNIX epoch) at NIC time 0, for captures.
+    pub(crate) epoch_unix: Duration,
+    /// Copies of the matched frames, when capturing (`live_capture`).
+    pub(crate) tap: crate::live_capture::RxTap,
     wait_timeout: Duration,
     /// Ruleset index (as installed in the port) -> engine ECTX and the
     /// message number a `Sequence` ruleset gives next.
@@ -149,10 +153,13 @@ impl Nic {
         };
         let mut nic = Nic::with_config(cfg)?;
         let port = softspin_netio::open_port(iface, o.mode).map_err(net)?;
+        let (epoch, epoch_unix) = crate::live_capture::epoch_pair();
         nic.live = Some(Live {
             port,
             iface: iface.to_string(),
-            epoch: Instant::now(),
+            epoch,
+            epoch_unix,
+            tap: Default::default(),
             wait_timeout: o.wait_timeout,
             routes: Vec::new(),
             rx: Vec::with_capacity(RX_BATCH),
@@ -221,13 +228,19 @@ impl Nic {
             live.last_rx = live.last_rx.max(f.at);
         }
         for f in rx.drain(..) {
+            let time_ps = live.ps_at(f.at);
             let Some(route) = live.routes.get_mut(f.ruleset) else {
+                live.tap
+                    .record(&f, time_ps, None, None, Some("no_ectx_for_ruleset"));
                 live.count_drop("no_ectx_for_ruleset");
                 live.port.recycle(f.frame);
                 continue;
             };
             if f.frame.len() > slot {
-                live.count_drop("larger_than_packet_slot");
+                let cause = "larger_than_packet_slot";
+                live.tap
+                    .record(&f, time_ps, Some(route.0), None, Some(cause));
+                live.count_drop(cause);
                 live.port.recycle(f.frame);
                 continue;
             }
@@ -237,7 +250,7 @@ impl Nic {
                 n
             });
             let ectx = Some(route.0);
-            let time_ps = live.ps_at(f.at);
+            live.tap.record(&f, time_ps, ectx, Some(msg_id), None);
             self.engine.inject(Arrival {
                 time_ps,
                 frame: f.frame,

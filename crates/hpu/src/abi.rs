@@ -228,6 +228,74 @@ impl HandlerArgs {
     }
 }
 
+/// The node table in NIC memory (issue 27, `sdk/include/spin_node.h`,
+/// docs/cluster.md): rank -> IPv4, MAC, UDP port of every node of a
+/// cluster, and this NIC's rank. A region of its own, not part of L2 handler
+/// memory, so no image or allocation can collide with it and every task can
+/// map it read-only (a handler cannot corrupt what all handlers rely on);
+/// at a fixed address above program memory (which ends at most at
+/// `PROG_MEM_BASE + 16 MiB`), so handlers need no pointer to find it.
+pub const NODE_TABLE_BASE: u32 = 0x1E00_0000;
+/// Most nodes a NIC's table holds (`SOFTSPIN_MAX_NODES`).
+pub const MAX_NODES: u32 = 1024;
+
+/// Where the fields of `spin_node_table_t` and `spin_node_t` lie
+/// (`tests/abi.rs` checks them against clang's `offsetof`).
+pub mod node_table {
+    /// `my_rank`: this NIC's rank, [`NO_RANK`] without a table.
+    pub const MY_RANK: u32 = 0;
+    pub const NUM_NODES: u32 = 4;
+    /// The header's size: `nodes[0]` starts here.
+    pub const NODES: u32 = 16;
+    /// One `spin_node_t`.
+    pub const ENTRY_SIZE: u32 = 16;
+    /// In an entry: IPv4 and UDP port in network byte order (as in the
+    /// headers), the MAC as on the wire, the rank little-endian.
+    pub const ENTRY_FIELDS: [(&str, u32); 4] =
+        [("ipv4", 0), ("mac", 4), ("udp_port", 10), ("rank", 12)];
+    /// `my_rank` of a NIC that was given no table (`SPIN_NO_RANK`).
+    pub const NO_RANK: u32 = u32::MAX;
+    /// The region's size: room for `MAX_NODES` entries.
+    pub const SIZE: u32 = NODES + ENTRY_SIZE * super::MAX_NODES;
+}
+
+/// One node as handlers see it (`spin_node_t`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NodeEntry {
+    pub ipv4: [u8; 4],
+    pub mac: [u8; 6],
+    pub udp_port: u16,
+}
+
+/// The bytes of the node-table region for `nodes` (entry k is rank k) and
+/// this NIC's rank; `None` with more than [`MAX_NODES`] nodes or a rank
+/// outside the table.
+pub fn encode_node_table(my_rank: u32, nodes: &[NodeEntry]) -> Option<Vec<u8>> {
+    if nodes.len() > MAX_NODES as usize || my_rank as usize >= nodes.len() {
+        return None;
+    }
+    let mut b =
+        vec![0u8; node_table::NODES as usize + nodes.len() * node_table::ENTRY_SIZE as usize];
+    put_u32(&mut b, node_table::MY_RANK, my_rank);
+    put_u32(&mut b, node_table::NUM_NODES, nodes.len() as u32);
+    for (k, n) in nodes.iter().enumerate() {
+        let at = (node_table::NODES + k as u32 * node_table::ENTRY_SIZE) as usize;
+        let e = &mut b[at..at + node_table::ENTRY_SIZE as usize];
+        e[0..4].copy_from_slice(&n.ipv4);
+        e[4..10].copy_from_slice(&n.mac);
+        e[10..12].copy_from_slice(&n.udp_port.to_be_bytes());
+        e[12..16].copy_from_slice(&(k as u32).to_le_bytes());
+    }
+    Some(b)
+}
+
+/// The region's header without a table: no rank, no nodes.
+pub fn empty_node_table() -> [u8; node_table::NODES as usize] {
+    let mut b = [0u8; node_table::NODES as usize];
+    put_u32(&mut b, node_table::MY_RANK, node_table::NO_RANK);
+    b
+}
+
 /// `ecall` service numbers (in a7).
 pub mod sys {
     pub const WRITE: u32 = 64;

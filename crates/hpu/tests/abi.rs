@@ -57,6 +57,8 @@ fn rust_abi_matches_the_c_header() {
             "SOFTSPIN_HOST_WINDOW_STRIDE",
             abi::HOST_WINDOW_STRIDE as i64,
         ),
+        ("SOFTSPIN_NODE_TABLE_BASE", abi::NODE_TABLE_BASE as i64),
+        ("SOFTSPIN_MAX_NODES", abi::MAX_NODES as i64),
         ("SOFTSPIN_SYS_WRITE", abi::sys::WRITE as i64),
         ("SOFTSPIN_SYS_EXIT", abi::sys::EXIT as i64),
         ("SOFTSPIN_SYS_DMA", abi::sys::DMA as i64),
@@ -227,6 +229,85 @@ fn task_descriptor_encodes_as_clang_lays_out_task_t() {
         assert_eq!(object_bytes(&o, "ref_args"), want, "handler_args_t");
     }
     let _ = std::fs::remove_dir_all(dir);
+}
+
+/// sdk/include/spin_node.h compiles alone, lays its structs out as
+/// `abi::node_table` says, and `abi::encode_node_table` writes the bytes
+/// clang emits for the same table.
+#[test]
+fn node_table_layout_and_bytes_match_spin_node_h() {
+    use abi::node_table as nt;
+    let dir = scratch_dir("nodes");
+    let mut src = String::from("#include <spin_node.h>\n");
+    let mut check = |expr: String, v: u32| {
+        src += &format!("_Static_assert({expr} == {v}, \"{expr} is not {v} (Rust)\");\n")
+    };
+    check("sizeof(spin_node_t)".into(), nt::ENTRY_SIZE);
+    for (f, off) in nt::ENTRY_FIELDS {
+        check(format!("offsetof(spin_node_t, {f})"), off);
+    }
+    check("offsetof(spin_node_table_t, my_rank)".into(), nt::MY_RANK);
+    check(
+        "offsetof(spin_node_table_t, num_nodes)".into(),
+        nt::NUM_NODES,
+    );
+    check("offsetof(spin_node_table_t, nodes)".into(), nt::NODES);
+    check("SPIN_NO_RANK".into(), nt::NO_RANK);
+    // Network byte order on a little-endian HPU: 10.1.2.3 reads as 0x0302010a.
+    src += "#define BE32(a,b,c,d) ((uint32_t)(a) | (uint32_t)(b) << 8 | (uint32_t)(c) << 16 | (uint32_t)(d) << 24)\n\
+        #define BE16(x) ((uint16_t)((((x) & 0xff) << 8) | ((x) >> 8)))\n\
+        __attribute__((used)) const struct { spin_node_table_t h; spin_node_t n[2]; } ref_table = {\n\
+        { 1, 2, {0, 0} },\n\
+        { { BE32(10, 1, 2, 3), {0x02, 0x53, 0x0a, 0x01, 0x02, 0x03}, BE16(9330), 0 },\n\
+          { BE32(192, 168, 7, 9), {0x02, 0xaa, 0xbb, 0xcc, 0xdd, 0xee}, BE16(7), 1 } } };\n";
+    let c = dir.join("nodes.c");
+    let o = dir.join("nodes.o");
+    std::fs::write(&c, src).unwrap();
+    let out = clang(4)
+        .arg("-c")
+        .arg(&c)
+        .arg("-o")
+        .arg(&o)
+        .output()
+        .expect("run clang-19");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let want = abi::encode_node_table(
+        1,
+        &[
+            abi::NodeEntry {
+                ipv4: [10, 1, 2, 3],
+                mac: [2, 0x53, 10, 1, 2, 3],
+                udp_port: 9330,
+            },
+            abi::NodeEntry {
+                ipv4: [192, 168, 7, 9],
+                mac: [2, 0xaa, 0xbb, 0xcc, 0xdd, 0xee],
+                udp_port: 7,
+            },
+        ],
+    )
+    .unwrap();
+    assert_eq!(object_bytes(&o, "ref_table"), want);
+    // A rank outside the table, or too many nodes, is refused.
+    assert!(abi::encode_node_table(2, &want_entries(2)).is_none());
+    assert!(abi::encode_node_table(0, &want_entries(abi::MAX_NODES as usize + 1)).is_none());
+    assert_eq!(abi::empty_node_table()[..4], nt::NO_RANK.to_le_bytes());
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+fn want_entries(n: usize) -> Vec<abi::NodeEntry> {
+    vec![
+        abi::NodeEntry {
+            ipv4: [0; 4],
+            mac: [0; 6],
+            udp_port: 0
+        };
+        n
+    ]
 }
 
 /// The initialised bytes of a data symbol in a relocatable object.

@@ -23,7 +23,7 @@ pub mod window;
 
 pub use rto::{RtoConfig, RtoEstimator};
 pub use sender::{
-    Sender, SenderConfig, SyncMode, DEFAULT_SEGMENT, MAX_MESSAGE, MAX_SEGMENT, MAX_WINDOW,
+    Progress, Sender, SenderConfig, SyncMode, DEFAULT_SEGMENT, MAX_MESSAGE, MAX_SEGMENT, MAX_WINDOW,
 };
 pub use softspin_wire::slmp::UDP_PORT;
 pub use stats::Stats;

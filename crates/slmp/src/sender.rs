@@ -144,6 +144,20 @@ impl SenderConfig {
     }
 }
 
+/// How far a send is ([`Sender::send_batch_with`]), for a progress bar:
+/// segments are the unit (a message of N bytes has ceil(N / segment)).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Progress {
+    /// Segments of all the messages.
+    pub segments: u64,
+    /// Segments sent at least once.
+    pub sent: u64,
+    /// Segments that ask for an ACK (all of them with sync all), and those
+    /// acknowledged so far.
+    pub syn: u64,
+    pub acked: u64,
+}
+
 /// An SLMP sender over one UDP socket connected to the receiver. The RTO
 /// estimator and the adaptive window carry over from one send to the next.
 pub struct Sender {
@@ -245,6 +259,16 @@ impl Sender {
     /// Send several messages with consecutive ids, all in flight at once
     /// (the window is shared; segments go out message after message).
     pub fn send_batch(&mut self, msgs: &[&[u8]]) -> Result<Stats> {
+        self.send_batch_with(msgs, &mut |_| {})
+    }
+
+    /// [`Sender::send_batch`], calling `progress` whenever more segments
+    /// were sent or acknowledged.
+    pub fn send_batch_with(
+        &mut self,
+        msgs: &[&[u8]],
+        progress: &mut dyn FnMut(Progress),
+    ) -> Result<Stats> {
         for (index, m) in msgs.iter().enumerate() {
             if m.len() as u64 > MAX_MESSAGE {
                 return Err(Error::MessageTooLarge {
@@ -255,7 +279,7 @@ impl Sender {
         }
         let first_id = self.next_msg_id;
         self.next_msg_id = first_id.wrapping_add(msgs.len() as u32);
-        let mut run = Run::new(self, msgs, first_id);
+        let mut run = Run::new(self, msgs, first_id, progress);
         let r = run.run();
         let stats = run.finish();
         match r {
@@ -283,6 +307,9 @@ impl Sender {
 /// One transfer's state.
 struct Run<'a, 's> {
     s: &'s mut Sender,
+    on_progress: &'s mut dyn FnMut(Progress),
+    /// What `on_progress` was last told.
+    progress: Progress,
     msgs: &'a [&'a [u8]],
     first_id: u32,
     acked_per_msg: Vec<u32>,
@@ -315,13 +342,18 @@ struct Run<'a, 's> {
 }
 
 impl<'a, 's> Run<'a, 's> {
-    fn new(s: &'s mut Sender, msgs: &'a [&'a [u8]], first_id: u32) -> Self {
+    fn new(
+        s: &'s mut Sender,
+        msgs: &'a [&'a [u8]],
+        first_id: u32,
+        on_progress: &'s mut dyn FnMut(Progress),
+    ) -> Self {
         let seg = s.cfg.segment as u64;
         let seg_count: Vec<u32> = msgs
             .iter()
             .map(|m| (m.len() as u64).div_ceil(seg).max(1) as u32)
             .collect();
-        let syn_per_msg = seg_count
+        let syn_per_msg: Vec<u32> = seg_count
             .iter()
             .map(|&n| match s.cfg.sync {
                 SyncMode::None => 0,
@@ -352,7 +384,14 @@ impl<'a, 's> Run<'a, 's> {
             ..Stats::default()
         };
         let buf = vec![0u8; HEADER_LEN + s.cfg.segment.max(64)];
+        let progress = Progress {
+            segments: st.segments,
+            syn: syn_per_msg.iter().map(|&n| u64::from(n)).sum(),
+            ..Progress::default()
+        };
         Run {
+            on_progress,
+            progress,
             acked_per_msg: vec![0; msgs.len()],
             s,
             msgs,
@@ -431,6 +470,7 @@ impl<'a, 's> Run<'a, 's> {
     }
 
     fn advance_fresh(&mut self, seg: Seg) {
+        self.progress.sent += 1;
         let end = u64::from(seg.offset) + u64::from(seg.len);
         if seg.flags.eom() {
             self.cursor = (seg.msg as usize + 1, 0);
@@ -451,13 +491,19 @@ impl<'a, 's> Run<'a, 's> {
     }
 
     fn run(&mut self) -> Result<()> {
+        let mut told = Progress::default();
         loop {
+            if self.progress != told {
+                told = self.progress;
+                (self.on_progress)(told);
+            }
             let now = Instant::now();
             self.expire_timers(now)?;
             self.detect_losses(now)?;
             self.send_allowed()?;
             self.probe(now)?;
             if self.done_sending() && self.out.is_empty() && self.all_confirmed() {
+                (self.on_progress)(self.progress);
                 return Ok(());
             }
             if self.s.cfg.sync != SyncMode::None
@@ -877,6 +923,7 @@ impl<'a, 's> Run<'a, 's> {
             },
         );
         self.acked_per_msg[seg.msg as usize] += 1;
+        self.progress.acked += 1;
         self.st.acks_received += 1;
         self.last_progress = now;
         self.probes_since_ack = 0;

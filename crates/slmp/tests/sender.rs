@@ -538,3 +538,35 @@ fn junk_from_the_peer_is_counted_never_trusted() {
     assert!(st.malformed >= 12 && st.unmatched_acks >= 8, "{st:?}");
     assert_eq!(st.malformed + st.unmatched_acks, i as u64, "{st:?}");
 }
+
+/// `send_batch_with`'s progress under loss: counts never go down, never
+/// pass the totals, and end with every segment sent and acknowledged; the
+/// totals are the messages' segments (computed here from their sizes).
+#[test]
+fn progress_reports_reach_the_totals() {
+    let msgs = [data(100_000, 60), data(1, 61), data(0, 62)];
+    let c = cfg(WindowMode::default());
+    let seg = c.segment;
+    let want: u64 = msgs
+        .iter()
+        .map(|m| m.len().div_ceil(seg).max(1) as u64)
+        .sum();
+    let rx = ReferenceReceiver::spawn(Impairment::lossy(12, 0.05, 0.0, 0.0)).unwrap();
+    let mut s = Sender::connect(rx.addr(), c).unwrap();
+    let refs: Vec<&[u8]> = msgs.iter().map(|m| m.as_slice()).collect();
+    let mut seen: Vec<softspin_slmp::Progress> = Vec::new();
+    let st = s.send_batch_with(&refs, &mut |p| seen.push(p)).unwrap();
+    let first = s.config().first_msg_id;
+    check_exact(&msgs, &rx.stop(), first, "progress");
+    assert!(seen.len() > 2, "{seen:?}");
+    for w in seen.windows(2) {
+        assert!(w[0].sent <= w[1].sent && w[0].acked <= w[1].acked, "{w:?}");
+    }
+    for p in &seen {
+        assert_eq!((p.segments, p.syn), (want, want), "sync all: {p:?}");
+        assert!(p.acked <= p.sent && p.sent <= want, "{p:?}");
+    }
+    assert_eq!(st.segments, want);
+    let last = seen.last().unwrap();
+    assert_eq!((last.sent, last.acked), (want, want), "{last:?}");
+}

@@ -1,6 +1,6 @@
 //! Classic pcap files for tests (little-endian, microsecond timestamps,
 //! Ethernet), through the `pcap-file` crate the engine reads and writes
-//! them with.
+//! them with; and the packets of a pcapng (`softspin nic --pcap-out`).
 
 use std::path::Path;
 use std::time::Duration;
@@ -52,6 +52,45 @@ pub fn read_records(path: &Path) -> Vec<(Duration, Vec<u8>)> {
 /// The frames of a pcap file, in order.
 pub fn read(path: &Path) -> Vec<Vec<u8>> {
     read_records(path).into_iter().map(|(_, f)| f).collect()
+}
+
+/// A packet of a pcapng file (an Enhanced Packet Block).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NgPacket {
+    pub interface: u32,
+    /// As stored (nanoseconds: what `softspin nic` declares in if_tsresol).
+    pub timestamp: Duration,
+    pub frame: Vec<u8>,
+    /// Its first opt_comment.
+    pub comment: Option<String>,
+}
+
+/// The packets of a pcapng file, in order. Panics, naming the file, on a
+/// broken one.
+pub fn read_ng(path: &Path) -> Vec<NgPacket> {
+    use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketOption;
+    use pcap_file::pcapng::{Block, PcapNgReader};
+    let d = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut r = PcapNgReader::new(&d[..]).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let mut out = Vec::new();
+    while let Some(b) = r.next_block() {
+        let b = b.unwrap_or_else(|e| {
+            panic!("{}: block after packet {}: {e}", path.display(), out.len())
+        });
+        if let Block::EnhancedPacket(p) = b {
+            let comment = p.options.iter().find_map(|o| match o {
+                EnhancedPacketOption::Comment(c) => Some(c.to_string()),
+                _ => None,
+            });
+            out.push(NgPacket {
+                interface: p.interface_id,
+                timestamp: p.timestamp,
+                frame: p.data.into_owned(),
+                comment,
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

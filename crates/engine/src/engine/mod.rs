@@ -207,6 +207,9 @@ struct NicMemory {
     l2_handler: Arc<MemBlock>,
     l2_pkt: Arc<MemBlock>,
     prog_mem: Arc<MemBlock>,
+    /// The cluster's node table (`abi::NODE_TABLE_BASE`, read-only for
+    /// handlers); its header says "no table" until one is set.
+    node_table: Arc<MemBlock>,
 }
 
 impl NicMemory {
@@ -218,6 +221,11 @@ impl NicMemory {
             l2_handler: MemBlock::new(cfg.l2_handler_size as usize),
             l2_pkt: MemBlock::new(cfg.l2_pkt_size as usize),
             prog_mem: MemBlock::new(cfg.prog_mem_size as usize),
+            node_table: {
+                let b = MemBlock::new(abi::node_table::SIZE as usize);
+                b.write(0, &abi::empty_node_table());
+                b
+            },
         }
     }
 
@@ -577,6 +585,17 @@ impl Engine {
 
     pub fn timeline(&self) -> &[TimelineEvent] {
         self.core.timeline.as_deref().unwrap_or(&[])
+    }
+
+    /// The timeline events recorded since the last call, leaving the
+    /// recording on: a live NIC takes them after each step and keeps what
+    /// it wants, so the engine holds one step's worth at most.
+    pub fn take_timeline(&mut self) -> Vec<TimelineEvent> {
+        self.core
+            .timeline
+            .as_mut()
+            .map(std::mem::take)
+            .unwrap_or_default()
     }
 
     /// For host programs that answer notifications: `run(None)` then also
@@ -1114,6 +1133,25 @@ impl Engine {
         self.core.ectxs.get(id).and_then(|e| e.as_ref())
     }
 
+    /// Put a node table in NIC memory (bytes from `abi::encode_node_table`):
+    /// what `spin_node.h` reads. Handlers see it from their next access.
+    /// `false` (and nothing changed) if it does not fit the region.
+    pub fn set_node_table(&mut self, bytes: &[u8]) -> bool {
+        let t = &self.core.mem.node_table;
+        if bytes.len() > t.len() {
+            return false;
+        }
+        t.write(0, bytes);
+        t.fill(bytes.len(), t.len() - bytes.len(), 0);
+        true
+    }
+
+    /// The node-table region's first `len` bytes (what handlers read).
+    pub fn node_table_bytes(&self, len: usize) -> Vec<u8> {
+        let t = &self.core.mem.node_table;
+        t.to_vec(0, len.min(t.len()))
+    }
+
     /// Read NIC memory (any region) by NIC address.
     pub fn read_nic(&self, addr: u32, len: usize) -> Option<Vec<u8>> {
         let (b, o) = self.core.mem.block(addr, len as u32)?;
@@ -1275,6 +1313,22 @@ impl Engine {
     /// A live NIC stopped at its deadline counts these as unprocessed.
     pub fn packets_held(&self) -> u64 {
         self.pkt.held()
+    }
+
+    /// HPU occupancy so far: the HPUs running a task now, and the busy
+    /// time of all HPUs in ps (running tasks counted up to now). Cheap: a
+    /// live NIC's status line takes it every second.
+    pub fn hpu_busy(&self) -> (u32, u64) {
+        let now = self.core.now;
+        let busy = self
+            .hpus
+            .iter()
+            .map(|h| match h.ctl.state {
+                HpuState::Idle => h.ctl.busy_ps,
+                _ => h.ctl.busy_ps + now.saturating_sub(h.ctl.busy_since),
+            })
+            .sum();
+        (self.core.busy_now, busy)
     }
 
     /// Raw statistics so far.

@@ -454,6 +454,13 @@ impl Engine {
         }
         let cl = h / cfg.hpus_per_cluster as usize;
         let e = self.core.ectxs.get(ectx)?.as_ref()?;
+        if f.addr.wrapping_sub(abi::NODE_TABLE_BASE) < abi::node_table::SIZE
+            && matches!(f.kind, K::StoreAccess | K::StoreDenied)
+        {
+            return Some(
+                "a store to the node table (spin_node.h), which handlers may only read".into(),
+            );
+        }
         if f.addr < 0x1000 {
             // Say what it is first; the scratchpad is only one way to get a
             // NULL pointer (issue 24: a plain NULL store was blamed on it).
@@ -569,6 +576,9 @@ impl Engine {
                     m.map(d.0, d.1, &c.mem.l2_handler, (d.0 - abi::L2_HANDLER_BASE) as usize, Perm::RW, MemClass::L2).is_ok()
                 })
                 && m.map(e.code.0, e.code.1.max(2), &c.mem.prog_mem, (e.code.0 - abi::PROG_MEM_BASE) as usize, Perm::R, MemClass::ProgMem).is_ok()
+                // The cluster's node table (spin_node.h): read-only, so no
+                // handler can change what every handler relies on.
+                && m.map(abi::NODE_TABLE_BASE, abi::node_table::SIZE, &c.mem.node_table, 0, Perm::R, MemClass::L2).is_ok()
                 && e.scratch.iter().enumerate().filter(|(_, s)| s.size > 0).all(|(k, s)| {
                     let class = if k == cl { MemClass::L1Local } else { MemClass::L1Remote };
                     let off = (s.addr - abi::L1_BASE - k as u32 * abi::L1_CLUSTER_STRIDE) as usize;

@@ -51,6 +51,7 @@ from ._native import (
     ThreadError,
     TrafficError,
     build,
+    load_nodes,
     slmp_send,
     __version__,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "NotificationIter",
     "build",
     "slmp_send",
+    "load_nodes",
     "Error",
     "InvalidArgumentError",
     "LimitError",

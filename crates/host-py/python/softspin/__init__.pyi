@@ -87,6 +87,10 @@ def slmp_send(
     returns the statistics (as `softspin slmp send --json`). Raises
     SlmpGaveUpError when it gives up, InvalidArgumentError for bad settings."""
 
+def load_nodes(path: StrPath) -> list[dict[str, Any]]:
+    """A cluster's node table (docs/cluster.md) in rank order: dicts with
+    rank, iface, ipv4, mac, udp_port, netns (None on real machines)."""
+
 def build(
     sources: StrPath | Sequence[StrPath],
     output: StrPath,
@@ -278,6 +282,8 @@ class Nic:
         """Run a live NIC for `duration` s of wall time, or until Ctrl-C (KeyboardInterrupt)."""
     def live_stats(self) -> dict[str, Any] | None:
         """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, unprocessed, fragments_matched, fragments_passed, wall_s; None if simulated."""
+    def live_status(self) -> dict[str, Any] | None:
+        """A live NIC's progress: the totals of a `softspin nic --progress json` line (wall_s, nic_time_ns, rx_frames, matched, passed_to_kernel, fragments, tx_frames, drops, unprocessed, packets, invocations, errors, errors_total, hpus, hpus_busy) and hpu_busy_ps; None if simulated."""
     @staticmethod
     def from_config(path: StrPath) -> Nic:
         """Open the NIC described by a TOML file (docs/sim.md)."""
@@ -389,6 +395,13 @@ class Nic:
     def report_text(self) -> str: ...
     def ectx_counts(self, ectx: Ectx) -> tuple[int, int]:
         """(packets admitted, messages completed)."""
+    def set_node_table(self, path: StrPath, rank: int) -> None:
+        """Give the NIC a node table and its rank (handlers: spin_node.h)."""
+    @property
+    def rank(self) -> int | None:
+        """This NIC's rank, None without a node table."""
+    def nodes(self) -> list[dict[str, Any]]:
+        """The NIC's node table as load_nodes gives it ([] without one)."""
     def counters(self, ectx: Ectx) -> list[tuple[int, int, int]]:
         """Performance counters: [(index, sum, count)]."""
     def hpu_stdout(self, hpu: int) -> str: ...

@@ -1,0 +1,264 @@
+//! `softspin cluster up/down/exec/status` (a cluster of hosts in network
+//! namespaces, softspin-cluster's `local`), and the `--nodes/--rank`
+//! arguments that give `softspin nic` and `sim` the node table
+//! (docs/cluster.md).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use softspin_cluster::local::{self, Names, Plan};
+use softspin_host::{Nic, NodeTable};
+
+/// `--nodes FILE --rank K`: the NIC's place in a cluster.
+#[derive(clap::Args, Clone, Default)]
+pub struct NodeArgs {
+    /// The cluster's node table (docs/cluster.md); handlers read it through
+    /// spin_node.h (spin_my_rank, spin_num_nodes, spin_node).
+    #[arg(long, value_name = "FILE", requires = "rank")]
+    pub nodes: Option<PathBuf>,
+    /// This NIC's rank in --nodes.
+    #[arg(long, value_name = "K", requires = "nodes")]
+    pub rank: Option<u32>,
+}
+
+impl NodeArgs {
+    /// The table and the rank, checked against each other.
+    pub fn load(&self) -> anyhow::Result<Option<(NodeTable, u32)>> {
+        let (Some(path), Some(rank)) = (&self.nodes, self.rank) else {
+            return Ok(None);
+        };
+        let t = NodeTable::load(path)?;
+        t.check_rank(rank)
+            .map_err(|e| anyhow::anyhow!("--rank {rank}: {e} ({})", path.display()))?;
+        Ok(Some((t, rank)))
+    }
+
+    /// Give `nic` the table (if any).
+    pub fn apply(&self, nic: &mut Nic, loaded: Option<&(NodeTable, u32)>) -> anyhow::Result<()> {
+        if let Some((t, rank)) = loaded {
+            nic.set_node_table(t, *rank)
+                .with_context(|| self.nodes.clone().unwrap_or_default().display().to_string())?;
+        }
+        Ok(())
+    }
+}
+
+#[derive(clap::Subcommand)]
+pub enum ClusterCmd {
+    /// Make N nodes: network namespaces P0..P(N-1) on one bridge (in
+    /// namespace Pbr), write the node table; with NIC arguments start one
+    /// `softspin nic` per node.
+    #[command(after_help = UP_HELP)]
+    Up(UpArgs),
+    /// Remove everything of a prefix: NIC processes, forwarders,
+    /// namespaces, bridge, state directory (idempotent; also after a crash).
+    Down {
+        #[arg(long, default_value = DEFAULT_PREFIX)]
+        prefix: String,
+    },
+    /// Run a command in node RANK's namespace; its exit status is ours.
+    Exec {
+        rank: u32,
+        #[arg(long, default_value = DEFAULT_PREFIX)]
+        prefix: String,
+        #[arg(last = true, required = true, value_name = "CMD")]
+        cmd: Vec<String>,
+    },
+    /// List the nodes and whether their namespace and NIC are there.
+    Status {
+        #[arg(long, default_value = DEFAULT_PREFIX)]
+        prefix: String,
+    },
+}
+
+const DEFAULT_PREFIX: &str = "ssn";
+
+#[derive(clap::Args)]
+pub struct UpArgs {
+    /// Number of nodes (1..=254).
+    #[arg(long)]
+    nodes: u32,
+    /// Names: namespaces PREFIX0.., PREFIXbr (letters, digits, `_`;
+    /// starting and ending with a letter).
+    #[arg(long, default_value = DEFAULT_PREFIX)]
+    prefix: String,
+    /// The /24 as A.B.C [default: 10.X.Y from a hash of the prefix].
+    #[arg(long, value_name = "A.B.C")]
+    net: Option<String>,
+    /// The UDP port of every node's NIC in the table.
+    #[arg(long, default_value_t = local::DEFAULT_UDP_PORT)]
+    port: u16,
+    /// Put softspin-lossy on every node's link with these flags (as the
+    /// tool takes them, e.g. "--loss 0.03 --reorder 0.25 --dup 0.01").
+    #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
+    lossy: Option<String>,
+    /// Also write the node table here [always: RUN_DIR/cluster-PREFIX/nodes.toml].
+    #[arg(long, value_name = "FILE")]
+    table: Option<PathBuf>,
+    /// Arguments for every node's `softspin nic` (as one string; or after `--`).
+    #[arg(long, value_name = "ARGS", allow_hyphen_values = true)]
+    nic_args: Option<String>,
+    /// Arguments for every node's `softspin nic`.
+    #[arg(last = true, value_name = "NIC ARGS")]
+    nic: Vec<String>,
+}
+
+const UP_HELP: &str = "\
+Node k: namespace PREFIXk, interface PREFIXke with NET.(k+1)/24 and MAC
+02:53:NET:(k+1), UDP port --port; its veth peer PREFIXkb is a port of the
+bridge PREFIXbr in namespace PREFIXbr (with --lossy: a softspin-lossy
+forwarder between PREFIXkb and the bridge). Nothing is made in the root
+namespace. With NIC arguments every node runs
+  softspin nic --iface PREFIXke --nodes TABLE --rank k --ready-file F ARGS
+in its namespace (pid, log and ready files in RUN_DIR/cluster-PREFIX/);
+up waits until each has attached and removes everything if one fails.
+RUN_DIR is $SOFTSPIN_RUN_DIR or /run/softspin. Needs root.";
+
+pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
+    match cmd {
+        ClusterCmd::Up(a) => up(a),
+        ClusterCmd::Down { prefix } => {
+            needs_root("down")?;
+            let r = local::down(&prefix)?;
+            println!(
+                "cluster {prefix}: removed {} namespace(s), stopped {} process(es)",
+                r.namespaces.len(),
+                r.processes
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        ClusterCmd::Exec { rank, prefix, cmd } => {
+            needs_root("exec")?;
+            let st = local::exec(&prefix, rank, &cmd)?;
+            use std::os::unix::process::ExitStatusExt;
+            // A command killed by a signal: 128 + the signal, as shells say.
+            let code = st.code().unwrap_or_else(|| 128 + st.signal().unwrap_or(0));
+            Ok(ExitCode::from(code.clamp(0, 255) as u8))
+        }
+        ClusterCmd::Status { prefix } => status(&prefix),
+    }
+}
+
+fn needs_root(what: &str) -> anyhow::Result<()> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        bail!("softspin cluster {what} needs root (network namespaces, veths, a bridge)");
+    }
+    Ok(())
+}
+
+fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
+    // Arguments first: a mistake is named whoever runs it.
+    let names = Names::new(&a.prefix, a.nodes)?;
+    let net = match &a.net {
+        Some(s) => local::parse_net(s)?,
+        None => local::default_net(&a.prefix),
+    };
+    needs_root("up")?;
+    let exe = std::env::current_exe().context("finding the softspin binary")?;
+    let lossy = match &a.lossy {
+        Some(spec) => Some((lossy_bin(&exe)?, split_args(spec))),
+        None => None,
+    };
+    let mut nic_args: Vec<String> = a.nic_args.as_deref().map(split_args).unwrap_or_default();
+    nic_args.extend(a.nic.iter().cloned());
+    if let Some(t) = &a.table {
+        if t.is_dir() {
+            bail!("--table {}: a directory; give a file name", t.display());
+        }
+    }
+    let plan = Plan {
+        names: names.clone(),
+        nodes: a.nodes,
+        net,
+        udp_port: a.port,
+        lossy,
+        table: a.table.clone(),
+    };
+    let table = local::up(&plan)?;
+    let table_path = local::default_table_path(&a.prefix);
+    if !nic_args.is_empty() {
+        if let Err(e) = local::start_nics(
+            &names,
+            &table,
+            &table_path,
+            &exe,
+            &nic_args,
+            local::NIC_READY_TIMEOUT,
+        ) {
+            let _ = local::down(&a.prefix);
+            return Err(anyhow::anyhow!("{e}; cluster {} removed", a.prefix));
+        }
+    }
+    eprintln!(
+        "softspin: cluster {}: {} node(s) on {}.{}.{}.0/24{}{}; node table {}",
+        a.prefix,
+        a.nodes,
+        net[0],
+        net[1],
+        net[2],
+        if a.lossy.is_some() {
+            ", lossy links"
+        } else {
+            ""
+        },
+        if nic_args.is_empty() {
+            ""
+        } else {
+            ", a NIC per node"
+        },
+        a.table.as_deref().unwrap_or(&table_path).display()
+    );
+    print!("{}", table.to_toml());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// softspin-lossy: $SOFTSPIN_LOSSY, else next to this binary.
+fn lossy_bin(exe: &Path) -> anyhow::Result<PathBuf> {
+    let p = std::env::var_os("SOFTSPIN_LOSSY")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| exe.with_file_name("softspin-lossy"));
+    if !p.is_file() {
+        bail!(
+            "--lossy needs softspin-lossy: {} is missing (cargo build --release -p softspin-lossy, or set SOFTSPIN_LOSSY)",
+            p.display()
+        );
+    }
+    Ok(p)
+}
+
+/// Split a flag string on blanks (no quoting: the flags these take have
+/// no blanks in their values).
+fn split_args(s: &str) -> Vec<String> {
+    s.split_whitespace().map(String::from).collect()
+}
+
+fn status(prefix: &str) -> anyhow::Result<ExitCode> {
+    let nodes = local::status(prefix)?;
+    println!(
+        "{:>4}  {:<10} {:<15} {:<17} {:>5}  {:<9} nic",
+        "rank", "netns", "ipv4", "mac", "port", "namespace"
+    );
+    for s in &nodes {
+        let n = &s.node;
+        println!(
+            "{:>4}  {:<10} {:<15} {:<17} {:>5}  {:<9} {}{}",
+            n.rank,
+            n.netns.as_deref().unwrap_or("-"),
+            n.ipv4.to_string(),
+            n.mac.to_string(),
+            n.udp_port,
+            if s.namespace { "yes" } else { "MISSING" },
+            match s.nic {
+                Some(p) => format!("running (pid {p})"),
+                None => "not running".into(),
+            },
+            match s.forwarder {
+                Some(p) => format!(", lossy forwarder pid {p}"),
+                None => String::new(),
+            }
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
