@@ -373,3 +373,49 @@ fn a_node_that_stops_answering_is_declared_failed_in_bounded_time() {
             .unwrap_err();
     assert!(e.to_string().contains("rank 1 failed"), "{e}");
 }
+
+/// The block's per-frame cost delays each frame it sends by exactly that
+/// much (a lone response: nothing else queues with it).
+#[test]
+fn the_block_cost_delays_each_frame_it_sends() {
+    let response_time = |cost_ps: u64| {
+        let mut nic = Nic::open("fpspin").unwrap();
+        let img = nic.load_image(image()).unwrap();
+        let w = nic.host_window(WIN).unwrap();
+        let e = nic
+            .install(
+                &img,
+                EctxOptions {
+                    ph: Some("rma_target_ph".into()),
+                    host_window: Some(w),
+                    rma: Some(RmaTransportConfig {
+                        transport: tcfg(1),
+                        cost_ps,
+                    }),
+                    ..Default::default()
+                },
+            )
+            .unwrap();
+        nic.activate(e).unwrap();
+        nic.export_window(e, KEY, 0, WIN as u64, window::PERM_ALL)
+            .unwrap();
+        let mut a = Transport::new(tcfg(0)).unwrap();
+        let f = a.send(0, request(1, Op::Read, 0, 8, [0; 2], &[])).unwrap();
+        nic.send_packet(f, 1, true).unwrap();
+        // fpspin handlers take hundreds of µs (test_rma_target.py).
+        nic.run_for(3_000_000).unwrap();
+        let out: Vec<_> = nic
+            .events()
+            .into_iter()
+            .filter_map(|x| match x {
+                Event::Outbound(o) if o.frame[42 + 1] == 0 => Some(o),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(out.len(), 1, "the response");
+        out[0].time_ps
+    };
+    let (t0, t1) = (response_time(0), response_time(1_000_000));
+    assert_eq!(t1 - t0, 1_000_000);
+    assert_eq!(softspin_engine::RMA_COST_PS, 20_000);
+}

@@ -47,7 +47,14 @@ impl Engine {
         };
         let cmd = ctl.cmds.remove(k);
         let ectx = self.sched.task(ctl.task.unwrap()).her.ectx;
-        apply_effect(&mut self.core, &mut self.mpq, ectx, cmd.effect, now);
+        apply_effect(
+            &mut self.core,
+            &mut self.mpq,
+            &mut self.cu.links,
+            ectx,
+            cmd.effect,
+            now,
+        );
         if self.core.timeline.is_some() {
             self.core.timeline(TimelineEvent {
                 name: cmd.kind.to_string(),
@@ -88,6 +95,7 @@ impl Engine {
 pub(super) fn apply_effect(
     c: &mut Core,
     mpq: &mut MpqEngine,
+    links: &mut Links,
     ectx: EctxId,
     effect: Effect,
     now: u64,
@@ -121,7 +129,7 @@ pub(super) fn apply_effect(
         }
         Effect::Send { dest, data } => {
             let mut data = Some(data);
-            if super::transport::from_handler(c, ectx, &mut data) {
+            if super::transport::from_handler(c, links, ectx, &mut data) {
                 return;
             }
             let data = data.expect("not taken");
@@ -385,7 +393,7 @@ impl Services<'_> {
             Some(c) if c.done_ps <= now => {
                 let e = std::mem::replace(&mut c.effect, Effect::None);
                 let t = c.done_ps;
-                apply_effect(self.core, self.mpq, self.ectx, e, t);
+                apply_effect(self.core, self.mpq, &mut self.cu.links, self.ectx, e, t);
                 true
             }
             Some(_) => false,

@@ -346,7 +346,7 @@ impl Engine {
     }
 
     fn accept(&mut self, a: Arrival) -> Result<(), SimError> {
-        if !super::transport::from_wire(&mut self.core, &a.frame) {
+        if !super::transport::from_wire(&mut self.core, &mut self.cu.links, &a.frame) {
             return Ok(());
         }
         if let Some(a) = self.pkt.accept(&mut self.core, a)? {

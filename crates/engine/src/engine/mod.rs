@@ -1285,7 +1285,7 @@ impl Engine {
             Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::WaitLimit { hpu } => self.on_wait_limit(hpu as usize),
             Ev::Unblock => self.on_unblock()?,
-            Ev::RmaTimer => transport::on_timer(&mut self.core),
+            Ev::RmaTimer => transport::on_timer(&mut self.core, &mut self.cu.links),
         }
         Ok(())
     }

@@ -13,12 +13,16 @@ use std::collections::{BTreeMap, VecDeque};
 use serde::Serialize;
 use softspin_rma::{PeerFailed, Received, SendError, Transport};
 
+use super::command_unit::Links;
 use super::{Core, EctxId, Ev, OutPacket};
 
 /// Time the block spends on each frame it sends (stamping, the checksum
 /// update, keeping a copy), one frame after another: a pipeline stage in
 /// front of the link, as FPsPIN's egress. 20 ns: a few cycles of header
-/// work at 1 GHz plus the copy into the retransmission buffer.
+/// work at 1 GHz plus the copy into the retransmission buffer. A handler's
+/// DATA frame was already timed on the link by its NIC send command, so it
+/// only pays this; the block's own frames (ACK/NACK/UNACK, resends) then
+/// take the outbound link like any NIC send.
 pub const RMA_COST_PS: u64 = 20_000;
 
 /// DATA frames held back while their destination's window is full (the
@@ -111,10 +115,15 @@ impl RmaBlock {
         *self.drops.entry(cause).or_default() += 1;
     }
 
-    /// Put a frame on the link after the block's cost.
-    fn emit(&mut self, c: &mut Core, frame: Vec<u8>) {
+    /// Put a frame out after the block's cost; `link`: its own frames also
+    /// take the outbound link (a handler's were timed on it already).
+    fn emit(&mut self, c: &mut Core, link: Option<&mut Links>, frame: Vec<u8>) {
         let t = self.busy_until.max(c.now) + self.cost_ps;
         self.busy_until = t;
+        let t = match link {
+            Some(l) => l.nic_send(&c.cfg, t, frame.len() as u32),
+            None => t,
+        };
         c.stats.outbound_packets += 1;
         c.stats.outbound_bytes += frame.len() as u64;
         c.outputs.sent(OutPacket {
@@ -129,7 +138,7 @@ impl RmaBlock {
     /// dropped with a cause.
     fn send(&mut self, c: &mut Core, frame: Vec<u8>) {
         match self.t.send(c.now, frame.clone()) {
-            Ok(f) => self.emit(c, f),
+            Ok(f) => self.emit(c, None, f),
             Err(SendError::WindowFull { .. }) => {
                 if self.waiting.len() < RMA_WAITING_MAX {
                     self.held_back += 1;
@@ -148,17 +157,18 @@ impl RmaBlock {
 
     /// Resends, ACKs, timeouts due now; held-back frames whose window
     /// opened; the next timer.
-    fn service(&mut self, c: &mut Core) {
+    fn service(&mut self, c: &mut Core, links: &mut Links) {
         let mut out = Vec::new();
         let failed = self.t.poll(c.now, &mut out);
         for f in out {
-            self.emit(c, f);
+            self.emit(c, Some(&mut *links), f);
         }
         self.failed.extend(failed);
         for _ in 0..self.waiting.len() {
             let f = self.waiting.pop_front().expect("counted");
             match self.t.send(c.now, f.clone()) {
-                Ok(s) => self.emit(c, s),
+                // Held back after its NIC send was timed: the link again.
+                Ok(s) => self.emit(c, Some(&mut *links), s),
                 Err(SendError::WindowFull { .. }) => self.waiting.push_back(f),
                 Err(_) => self.count_drop("rma send: destination failed"),
             }
@@ -176,7 +186,7 @@ impl RmaBlock {
 }
 
 /// A frame from the wire: true if it goes on to the inbound engine.
-pub(super) fn from_wire(c: &mut Core, frame: &[u8]) -> bool {
+pub(super) fn from_wire(c: &mut Core, links: &mut Links, frame: &[u8]) -> bool {
     let Some(mut b) = c.rma.take() else {
         return true;
     };
@@ -194,7 +204,7 @@ pub(super) fn from_wire(c: &mut Core, frame: &[u8]) -> bool {
                 false
             }
         };
-        b.service(c);
+        b.service(c, links);
         pass
     };
     c.rma = Some(b);
@@ -203,7 +213,12 @@ pub(super) fn from_wire(c: &mut Core, frame: &[u8]) -> bool {
 
 /// A NIC send from a handler: false if it is not the block's (it goes to
 /// the link as before).
-pub(super) fn from_handler(c: &mut Core, ectx: EctxId, frame: &mut Option<Vec<u8>>) -> bool {
+pub(super) fn from_handler(
+    c: &mut Core,
+    links: &mut Links,
+    ectx: EctxId,
+    frame: &mut Option<Vec<u8>>,
+) -> bool {
     let Some(mut b) = c.rma.take() else {
         return false;
     };
@@ -214,18 +229,18 @@ pub(super) fn from_handler(c: &mut Core, ectx: EctxId, frame: &mut Option<Vec<u8
         });
     if mine {
         b.send(c, frame.take().expect("checked"));
-        b.service(c);
+        b.service(c, links);
     }
     c.rma = Some(b);
     mine
 }
 
 /// A timer event.
-pub(super) fn on_timer(c: &mut Core) {
+pub(super) fn on_timer(c: &mut Core, links: &mut Links) {
     if let Some(mut b) = c.rma.take() {
         let now = c.now;
         b.timers.retain(|&t| t > now);
-        b.service(c);
+        b.service(c, links);
         c.rma = Some(b);
     }
 }
