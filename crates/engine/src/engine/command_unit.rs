@@ -129,7 +129,7 @@ pub(super) fn apply_effect(
         }
         Effect::Send { dest, data } => {
             let mut data = Some(data);
-            if super::transport::from_handler(c, links, ectx, &mut data) {
+            if super::transport::from_handler(c, links, ectx, now, &mut data) {
                 return;
             }
             let data = data.expect("not taken");

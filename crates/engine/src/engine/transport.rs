@@ -117,8 +117,8 @@ impl RmaBlock {
 
     /// Put a frame out after the block's cost; `link`: its own frames also
     /// take the outbound link (a handler's were timed on it already).
-    fn emit(&mut self, c: &mut Core, link: Option<&mut Links>, frame: Vec<u8>) {
-        let t = self.busy_until.max(c.now) + self.cost_ps;
+    fn emit(&mut self, c: &mut Core, link: Option<&mut Links>, at: u64, frame: Vec<u8>) {
+        let t = self.busy_until.max(at) + self.cost_ps;
         self.busy_until = t;
         let t = match link {
             Some(l) => l.nic_send(&c.cfg, t, frame.len() as u32),
@@ -136,9 +136,11 @@ impl RmaBlock {
 
     /// Hand a DATA frame to the transport: sent, held back (full window) or
     /// dropped with a cause.
-    fn send(&mut self, c: &mut Core, frame: Vec<u8>) {
-        match self.t.send(c.now, frame.clone()) {
-            Ok(f) => self.emit(c, None, f),
+    /// `at`: when the NIC send completed (an HPU's local time, which may be
+    /// ahead of the engine's clock).
+    fn send(&mut self, c: &mut Core, at: u64, frame: Vec<u8>) {
+        match self.t.send(at, frame.clone()) {
+            Ok(f) => self.emit(c, None, at, f),
             Err(SendError::WindowFull { .. }) => {
                 if self.waiting.len() < RMA_WAITING_MAX {
                     self.held_back += 1;
@@ -161,14 +163,14 @@ impl RmaBlock {
         let mut out = Vec::new();
         let failed = self.t.poll(c.now, &mut out);
         for f in out {
-            self.emit(c, Some(&mut *links), f);
+            self.emit(c, Some(&mut *links), c.now, f);
         }
         self.failed.extend(failed);
         for _ in 0..self.waiting.len() {
             let f = self.waiting.pop_front().expect("counted");
             match self.t.send(c.now, f.clone()) {
                 // Held back after its NIC send was timed: the link again.
-                Ok(s) => self.emit(c, Some(&mut *links), s),
+                Ok(s) => self.emit(c, Some(&mut *links), c.now, s),
                 Err(SendError::WindowFull { .. }) => self.waiting.push_back(f),
                 Err(_) => self.count_drop("rma send: destination failed"),
             }
@@ -217,6 +219,7 @@ pub(super) fn from_handler(
     c: &mut Core,
     links: &mut Links,
     ectx: EctxId,
+    at: u64,
     frame: &mut Option<Vec<u8>>,
 ) -> bool {
     let Some(mut b) = c.rma.take() else {
@@ -228,7 +231,7 @@ pub(super) fn from_handler(
                 || softspin_rma::is_rma(f)
         });
     if mine {
-        b.send(c, frame.take().expect("checked"));
+        b.send(c, at, frame.take().expect("checked"));
         b.service(c, links);
     }
     c.rma = Some(b);
