@@ -445,19 +445,22 @@ def test_cli_sim_rma_transport(tmp_path):
         ref.serve(f)
     write_pcap(tmp_path / "in.pcap", frames, gap_us=2000)
 
-    def sim(*extra):
+    def sim(*extra, status=0):
         r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(img), "--ph", "rma_target_ph",
                             "--pcap", str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(1 << 16),
                             "--pcap-out", str(tmp_path / "out.pcap"), "--dump-host", str(tmp_path / "host.bin"),
                             "--json", "--quiet", *extra], capture_output=True, text=True)
-        assert r.returncode == 0, r.stderr
+        assert r.returncode == status, r.stderr
         return json.loads(r.stdout)
 
     # Rank 0 of a node table of four (the requests come from rank 3).
     nodes = tmp_path / "nodes.toml"
     nodes.write_text("".join(f'[[node]]\nrank = {k}\niface = "sEn{k}"\nipv4 = "10.27.9.{k + 1}"\n'
                              f'mac = "02:00:00:00:27:0{k + 1}"\nudp_port = {PORT}\n' for k in range(4)))
-    stats = sim("--rma", "--nodes", str(nodes), "--rank", "0")
+    # A pcap peer never acknowledges: the block declares rank 3 failed, and
+    # the run says so with exit status 4 (a transfer that did not finish).
+    stats = sim("--rma", "--nodes", str(nodes), "--rank", "0", status=4)
+    assert [f["rank"] for f in stats["rma"]["failed"]] == [3]
     rma = stats["rma"]
     assert rma["rank"] == 0
     t = rma["transport"]

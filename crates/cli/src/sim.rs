@@ -691,6 +691,23 @@ pub(crate) fn outcome(r: &Report, total: Option<u64>) -> (Status, String) {
             Status::MessageTimeout,
             format!("{} message timeouts", r.message_timeouts),
         )
+    } else if let Some(f) = r.rma.as_ref().and_then(|m| m.failed.first()) {
+        // A node that never acknowledged is a transfer that did not finish.
+        let ranks: Vec<String> = r
+            .rma
+            .iter()
+            .flat_map(|m| &m.failed)
+            .map(|f| f.rank.to_string())
+            .collect();
+        (
+            Status::MessageTimeout,
+            format!(
+                "RMA transport: node(s) {} declared failed (no acknowledgement; {} packets to rank {} abandoned)",
+                ranks.join(", "),
+                f.abandoned,
+                f.rank
+            ),
+        )
     } else if lost > 0 {
         (
             Status::Dropped,
