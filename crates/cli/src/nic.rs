@@ -10,8 +10,10 @@ use std::time::Duration;
 use anyhow::{bail, Context};
 use softspin_engine::traffic::FrameKind;
 use softspin_engine::traffic::PcapSink;
+use softspin_host::hostif::server::{ControlServer, EctxEntry, NodeInfo};
+use softspin_host::hostif::{self, shm};
 use softspin_host::{
-    AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
+    AttachOptions, Ectx, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
 };
 use softspin_netio::rules;
 
@@ -60,6 +62,15 @@ pub struct NicArgs {
     /// FILE.NAME each), as `softspin sim --dump-host`.
     #[arg(long, value_name = "FILE")]
     dump_host: Option<PathBuf>,
+    /// Back the ECTXs' host windows with a shared-memory file that host
+    /// programs map (docs/host-interface.md): NAME alone is /dev/shm/NAME,
+    /// a name with a `/` a path. Made (zeroed) at start, removed at exit.
+    #[arg(long, value_name = "NAME")]
+    host_shm: Option<String>,
+    /// Serve host programs on a Unix control socket (docs/host-interface.md)
+    /// [PATH default: /run/softspin/IFACE.sock].
+    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
+    control: Option<PathBuf>,
     /// Run handlers through the JIT (Cranelift), as `softspin sim --jit`.
     #[arg(long)]
     jit: bool,
@@ -190,7 +201,20 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     nic.pause_for_host(false);
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
-    let ectxs = crate::sim::install_all(&mut nic, plan)?;
+    let (ectxs, shm) = install(&mut nic, plan, a.host_shm.as_deref())?;
+    let mut control = match &a.control {
+        Some(p) => {
+            let path = match p.as_os_str().is_empty() {
+                true => hostif::default_control_path(&a.iface),
+                false => p.clone(),
+            };
+            Some(ControlServer::bind(
+                &path,
+                node_info(&nic, &a.iface, &ectxs, shm)?,
+            )?)
+        }
+        None => None,
+    };
     if !a.json {
         let s = nic.live_stats().expect("attached");
         eprintln!(
@@ -198,6 +222,12 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
             s.port,
             ectxs.len()
         );
+        if let Some(c) = &control {
+            eprintln!(
+                "softspin: nic: host programs connect to {}",
+                c.path().display()
+            );
+        }
     }
 
     let mut sinks = crate::results::Sinks::new(&mut nic, a.records.as_deref(), a.stdout)?;
@@ -216,6 +246,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
             sink_err = take_sent(nic, w).err();
         }
         peak = peak.max(nic.footprint());
+        if let Some(c) = &mut control {
+            c.poll(nic);
+        }
     })?;
     nic.stop_matching()?;
     if let Some(e) = sink_err {
@@ -247,6 +280,17 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let mut j = json(&live, &report);
         j["counters"] = counters.into();
+        if let Some(c) = &control {
+            let s = c.stats();
+            j["control"] = serde_json::json!({
+                "socket": c.path().display().to_string(),
+                "connections": s.connections,
+                "requests": s.requests,
+                "errors": s.errors,
+                "notifications_delivered": s.notifications_delivered,
+                "notifications_dropped": s.notifications_dropped,
+            });
+        }
         j["footprint_peak"] = serde_json::json!({
             "events": peak.events,
             "notifications": peak.notifications,
@@ -277,6 +321,79 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         eprintln!("softspin: nic: {why} (exit status {})", status as u8);
     }
     Ok(status.into())
+}
+
+/// Page-aligned slices of one shared file, one per ECTX with a host
+/// window, so a host program finds each window at a fixed offset.
+const SHM_ALIGN: usize = 4096;
+
+/// Install the plan; with `--host-shm`, each host window is a slice of one
+/// shared-memory file, and its offset there is returned per ECTX.
+fn install(
+    nic: &mut Nic,
+    plan: Vec<crate::sim::PlannedEctx>,
+    host_shm: Option<&str>,
+) -> anyhow::Result<(Vec<Ectx>, Option<SharedHost>)> {
+    let Some(name) = host_shm else {
+        return Ok((crate::sim::install_all(nic, plan)?, None));
+    };
+    let mut offsets = Vec::new();
+    let mut total = 0usize;
+    for p in &plan {
+        let size = usize::try_from(p.host_size).context("host window size")?;
+        offsets.push((size > 0).then_some(total));
+        total = total
+            .checked_add(size.next_multiple_of(SHM_ALIGN))
+            .context("--host-shm: the host windows' total size overflows")?;
+    }
+    if total == 0 {
+        bail!("--host-shm: no ECTX has a host window (--host-size 0)");
+    }
+    let path = shm::shm_path(name)?;
+    let map = Arc::new(shm::ShmMap::create(&path, total)?);
+    let mut next = offsets.iter().flatten();
+    let ectxs = crate::sim::install_all_with(nic, plan, &mut |nic, size| {
+        let off = *next.next().context("a host window not planned")?;
+        Ok(nic.lend(Box::new(shm::ShmSlice::new(&map, off, size)?))?)
+    })?;
+    let shared = SharedHost {
+        path,
+        size: total,
+        offsets: offsets.into_iter().map(|o| o.map(|o| o as u64)).collect(),
+    };
+    Ok((ectxs, Some(shared)))
+}
+
+/// The shared host memory file and each ECTX's offset in it.
+struct SharedHost {
+    path: PathBuf,
+    size: usize,
+    offsets: Vec<Option<u64>>,
+}
+
+fn node_info(
+    nic: &Nic,
+    iface: &str,
+    ectxs: &[Ectx],
+    shm: Option<SharedHost>,
+) -> anyhow::Result<NodeInfo> {
+    let mut entries = Vec::new();
+    for (k, &e) in ectxs.iter().enumerate() {
+        entries.push(EctxEntry {
+            ectx: e,
+            name: nic.ectx_name(e)?,
+            host: nic.ectx_host_window(e).ok(),
+            shm_offset: shm
+                .as_ref()
+                .and_then(|s| s.offsets.get(k).copied().flatten()),
+        });
+    }
+    Ok(NodeInfo {
+        iface: iface.to_string(),
+        rank: None,
+        shm: shm.map(|s| (s.path, s.size)),
+        ectxs: entries,
+    })
 }
 
 fn take_sent(nic: &mut Nic, w: &mut PcapSink) -> anyhow::Result<()> {
