@@ -54,6 +54,7 @@ from ._native import (
     slmp_send,
     __version__,
 )
+from .client import NicClient
 
 # The base class's earlier name.
 SoftspinError = Error
@@ -92,4 +93,5 @@ __all__ = [
     "SlmpGaveUpError",
     "ThreadError",
     "SoftspinError",
+    "NicClient",
 ]
