@@ -124,9 +124,10 @@ impl NicProc {
 
     /// SIGINT, then the `--json` object; the socket and the shm file must
     /// be gone.
-    fn stop(mut self) -> Value {
-        // SAFETY: kill(2) on our own child's pid.
-        unsafe { libc_kill(self.child.id() as i32, 2) };
+    fn stop(self) -> Value {
+        let pid = self.child.id().to_string();
+        let k = Command::new("kill").args(["-INT", &pid]).status().unwrap();
+        assert!(k.success(), "kill -INT {pid}");
         let out = self.child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
@@ -134,11 +135,6 @@ impl NicProc {
         assert!(!self.shm.exists(), "shm file left behind");
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
     }
-}
-
-extern "C" {
-    #[link_name = "kill"]
-    fn libc_kill(pid: i32, sig: i32) -> i32;
 }
 
 // docs/rma.md "Header": 40 bytes, big-endian.
