@@ -451,22 +451,30 @@ impl ControlServer {
                 "notifications_dropped": s.notifications_dropped,
             },
         });
-        #[cfg(feature = "live")]
-        if let Some(l) = nic.live_stats() {
-            v["wire"] = json!({
-                "port": l.port,
-                "rx_frames": l.rx_frames,
-                "matched": l.matched,
-                "passed_to_kernel": l.passed_to_kernel,
-                "tx_frames": l.tx_frames,
-                "drops": l.drops,
-                "unprocessed": l.unprocessed,
-                "wall_s": l.wall_s,
-            });
-        }
+        wire(&mut v, nic);
         v
     }
 }
+
+/// The live port's counters, under `wire`.
+#[cfg(feature = "live")]
+fn wire(v: &mut Value, nic: &Nic) {
+    if let Some(l) = nic.live_stats() {
+        v["wire"] = json!({
+            "port": l.port,
+            "rx_frames": l.rx_frames,
+            "matched": l.matched,
+            "passed_to_kernel": l.passed_to_kernel,
+            "tx_frames": l.tx_frames,
+            "drops": l.drops,
+            "unprocessed": l.unprocessed,
+            "wall_s": l.wall_s,
+        });
+    }
+}
+
+#[cfg(not(feature = "live"))]
+fn wire(_: &mut Value, _: &Nic) {}
 
 impl Drop for ControlServer {
     fn drop(&mut self) {
