@@ -49,7 +49,7 @@ impl NicClient {
     pub fn connect(path: impl AsRef<Path>) -> Result<NicClient> {
         let path = path.as_ref();
         let stream = UnixStream::connect(path)
-            .map_err(|e| Error::Host(format!("control socket {}: {e}", path.display())))?;
+            .map_err(|e| Error::Io(format!("control socket {}: {e}", path.display())))?;
         let mut c = NicClient {
             stream,
             map: None,

@@ -91,7 +91,7 @@ pub fn recv(r: &mut impl Read) -> Result<serde_json::Value> {
 }
 
 fn ctl(e: std::io::Error) -> Error {
-    Error::Host(format!("control socket: {e}"))
+    Error::Io(format!("control socket: {e}"))
 }
 
 #[cfg(test)]

@@ -98,7 +98,7 @@ pub struct ControlServer {
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::Host(format!("control socket {}: {what}: {e}", path.display()))
+    Error::Io(format!("control socket {}: {what}: {e}", path.display()))
 }
 
 impl ControlServer {

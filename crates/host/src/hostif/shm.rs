@@ -57,7 +57,7 @@ unsafe impl Send for ShmMap {}
 unsafe impl Sync for ShmMap {}
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
-    Error::Host(format!("host shm {}: {what}: {e}", path.display()))
+    Error::Io(format!("host shm {}: {what}: {e}", path.display()))
 }
 
 impl ShmMap {
