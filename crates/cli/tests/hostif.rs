@@ -16,7 +16,8 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use softspin_host::hostif;
 use softspin_host::NicClient;
-use softspin_testkit::{root, scratch, Rng};
+use softspin_testkit::net::Topo;
+use softspin_testkit::{needs_root, root, scratch, Rng};
 
 fn softspin() -> Command {
     Command::new(env!("CARGO_BIN_EXE_softspin"))
@@ -69,8 +70,10 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// A running `softspin nic`; dropped without `stop` (a failing test), it
+/// is killed, so no NIC outlives its test.
 struct NicProc {
-    child: Child,
+    child: Option<Child>,
     control: PathBuf,
     shm: PathBuf,
     port: u16,
@@ -99,21 +102,17 @@ impl NicProc {
             .spawn()
             .unwrap();
         let mut nic = NicProc {
-            child,
+            child: Some(child),
             control,
             shm: PathBuf::from("/dev/shm").join(shm_name),
             port,
         };
         let end = Instant::now() + Duration::from_secs(20);
         while UnixStream::connect(&nic.control).is_err() {
-            if let Some(s) = nic.child.try_wait().unwrap() {
+            let ch = nic.child.as_mut().unwrap();
+            if let Some(s) = ch.try_wait().unwrap() {
                 let mut e = String::new();
-                nic.child
-                    .stderr
-                    .take()
-                    .unwrap()
-                    .read_to_string(&mut e)
-                    .unwrap();
+                ch.stderr.take().unwrap().read_to_string(&mut e).unwrap();
                 panic!("softspin nic exited ({s}): {e}");
             }
             assert!(Instant::now() < end, "no control socket after 20 s");
@@ -124,16 +123,28 @@ impl NicProc {
 
     /// SIGINT, then the `--json` object; the socket and the shm file must
     /// be gone.
-    fn stop(self) -> Value {
-        let pid = self.child.id().to_string();
+    fn stop(mut self) -> Value {
+        let child = self.child.take().unwrap();
+        let pid = child.id().to_string();
         let k = Command::new("kill").args(["-INT", &pid]).status().unwrap();
         assert!(k.success(), "kill -INT {pid}");
-        let out = self.child.wait_with_output().unwrap();
+        let out = child.wait_with_output().unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{stderr}");
         assert!(!self.control.exists(), "control socket left behind");
         assert!(!self.shm.exists(), "shm file left behind");
         serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {stderr}"))
+    }
+}
+
+impl Drop for NicProc {
+    fn drop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+            let _ = std::fs::remove_file(&self.shm);
+            let _ = std::fs::remove_file(&self.control);
+        }
     }
 }
 
@@ -480,4 +491,104 @@ fn refused_setups_say_why() {
     assert_eq!(c.status().unwrap()["ok"], true);
     drop(c);
     nic.stop();
+}
+
+/// The same in XDP mode between two namespaces (prefix `sF`): a peer's
+/// kernel socket sends the RMA requests over a veth pair; the host program
+/// (this test, outside the namespaces) shares the NIC's host memory.
+#[test]
+fn xdp_nic_in_a_namespace_serves_its_host_program() {
+    if !needs_root("hostif xdp test", "network namespaces, XDP") {
+        return;
+    }
+    let net = Topo::pair("sF", "10.94.27");
+    let dir = scratch("hostif-test");
+    let control = dir.join("xdp.sock");
+    let shm = format!("sF-xdp-{}", std::process::id());
+    let child = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &net.nic_ns(),
+            env!("CARGO_BIN_EXE_softspin"),
+        ])
+        .args(["nic", "--iface", &net.nic_if(), "--json", "--image"])
+        .arg(rma_image())
+        .args([
+            "--ph",
+            "rma_target_ph",
+            "--match",
+            "udp:21328",
+            "--scratchpad",
+            "12288",
+        ])
+        .args(["--host-size", "65536", "--host-shm", &shm, "--control"])
+        .arg(&control)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let nic = NicProc {
+        child: Some(child),
+        control: control.clone(),
+        shm: PathBuf::from("/dev/shm").join(&shm),
+        port: 21328,
+    };
+    let end = Instant::now() + Duration::from_secs(20);
+    while UnixStream::connect(&control).is_err() {
+        assert!(Instant::now() < end, "no control socket after 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = NicClient::connect(&control).unwrap();
+    c.export_window(c.ectxs()[0].ectx, 9, 1024, 2048, 3)
+        .unwrap();
+    let pattern: Vec<u8> = (0..2048u32).map(|i| (i * 13 + 5) as u8).collect();
+    c.host_mem().unwrap()[1024..3072].copy_from_slice(&pattern);
+    // The peer reads 64 bytes at 100 and writes 8 at 500; prints the read.
+    let read = request(READ, 1, 9, 100, 64, &[]);
+    let write = request(WRITE, 2, 9, 500, 8, b"XDPWRITE");
+    let prog = format!(
+        "import socket,sys\ns=socket.socket(socket.AF_INET,socket.SOCK_DGRAM)\ns.settimeout(5)\n\
+         for r in (bytes.fromhex('{}'), bytes.fromhex('{}')):\n    s.sendto(r,('{}',21328))\n    d=s.recv(2048)\n    print(d.hex())\n",
+        hex(&read),
+        hex(&write),
+        net.nic_ip()
+    );
+    let o = net
+        .cmd(&["exec", "peer", "python3", "-c", &prog])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let lines: Vec<Vec<u8>> = String::from_utf8_lossy(&o.stdout)
+        .lines()
+        .map(unhex)
+        .collect();
+    assert_eq!(lines.len(), 2);
+    assert_eq!((lines[0][2], lines[0][3]), (READ | RESPONSE, OK));
+    assert_eq!(
+        &lines[0][HDR..],
+        &pattern[100..164],
+        "served from the program's stores"
+    );
+    assert_eq!((lines[1][2], lines[1][3]), (WRITE | RESPONSE, OK));
+    assert_eq!(&c.host_mem().unwrap()[1024 + 500..1024 + 508], b"XDPWRITE");
+    let s = c.status().unwrap();
+    assert_eq!(s["packets"], 2, "{s}");
+    assert!(
+        s["wire"]["port"].as_str().unwrap().starts_with("xdp"),
+        "{s}"
+    );
+    drop(c);
+    let v = nic.stop();
+    assert_eq!(v["counters"]["rma"][0]["count"], 2, "{v}");
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+fn unhex(s: &str) -> Vec<u8> {
+    (0..s.len() / 2)
+        .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
+        .collect()
 }
