@@ -74,6 +74,10 @@ struct Conn {
     waiting: Option<Instant>,
     /// Close once `out` is sent (garbled input, too many clients).
     closing: bool,
+    /// The client closed its side: its complete requests are answered
+    /// (except waits, which nobody would read), then it goes.
+    eof: bool,
+    /// The connection broke.
     gone: bool,
 }
 
@@ -170,7 +174,7 @@ impl ControlServer {
             self.write(k);
         }
         self.conns
-            .retain(|c| !(c.gone || c.closing && c.out.is_empty()));
+            .retain(|c| !(c.gone || (c.closing || c.eof) && c.out.is_empty()));
     }
 
     fn accept(&mut self) {
@@ -187,6 +191,7 @@ impl ControlServer {
                         out: Vec::new(),
                         waiting: None,
                         closing: false,
+                        eof: false,
                         gone: false,
                     };
                     if self.conns.len() >= MAX_CLIENTS {
@@ -209,9 +214,9 @@ impl ControlServer {
         let c = &mut self.conns[k];
         let mut buf = [0u8; 4096];
         // Bounded: at most one message and its length ahead.
-        while !c.gone && !c.closing && c.inbuf.len() <= MAX_MESSAGE + 4 {
+        while !c.gone && !c.eof && !c.closing && c.inbuf.len() <= MAX_MESSAGE + 4 {
             match c.stream.read(&mut buf) {
-                Ok(0) => c.gone = true,
+                Ok(0) => c.eof = true,
                 Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
@@ -225,6 +230,9 @@ impl ControlServer {
             let c = &mut self.conns[k];
             if c.closing {
                 return;
+            }
+            if c.eof && c.waiting.is_some() {
+                c.waiting = None;
             }
             if let Some(deadline) = c.waiting {
                 let n = match self.notes.pop_front() {
@@ -248,6 +256,9 @@ impl ControlServer {
                         "garbled request ({why}); closing this connection"
                     ))));
                     c.closing = true;
+                    return;
+                }
+                Decoded::Message(req, _) if c.eof && is_wait(&req) => {
                     return;
                 }
                 Decoded::Message(req, used) => {
@@ -488,6 +499,10 @@ enum Reply {
     Wait(Instant),
 }
 
+fn is_wait(req: &Value) -> bool {
+    req.get("op").and_then(Value::as_str) == Some("wait_notification")
+}
+
 fn ok(mut v: Value) -> Value {
     v["ok"] = true.into();
     v
@@ -526,4 +541,90 @@ fn note_json(n: &Notification, info: &NodeInfo) -> Value {
         "data": n.data,
         "host_ref": n.host_ref,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hostif::{decode, encode};
+
+    /// A server over a simulated NIC, and what a client sending `bytes`
+    /// (then closing its side) gets back: every response a frame holding a
+    /// JSON object with a boolean `ok`; afterwards a new client is served.
+    fn feed(bytes: &[u8]) -> Vec<Value> {
+        let dir = std::env::temp_dir().join(format!("softspin-hostif-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!(
+            "t{}.sock",
+            bytes.len() ^ (bytes.first().copied().unwrap_or(0) as usize) << 20
+        ));
+        let mut nic = Nic::open("fpspin").unwrap();
+        let mut srv = ControlServer::bind(&path, NodeInfo::default()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.write_all(bytes).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            srv.serve(&mut nic, Instant::now());
+        }
+        c.set_nonblocking(true).unwrap();
+        let _ = c.read_to_end(&mut got);
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < got.len() {
+            match decode(&got[at..]) {
+                Decoded::Message(v, n) => {
+                    assert!(v["ok"].is_boolean(), "{v}");
+                    out.push(v);
+                    at += n;
+                }
+                other => panic!("the server sent a bad frame: {other:?}"),
+            }
+        }
+        let mut c2 = UnixStream::connect(&path).unwrap();
+        c2.write_all(&encode(&json!({"v": 1, "op": "hello"})))
+            .unwrap();
+        srv.serve(&mut nic, Instant::now());
+        c2.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
+        out
+    }
+
+    #[test]
+    fn any_bytes_get_answers_never_a_crash() {
+        let good = encode(&json!({"v": 1, "op": "status"}));
+        assert_eq!(feed(&good)[0]["ok"], true);
+        // Several requests in one write, and a half one left at the end.
+        let mut two = good.repeat(2);
+        two.extend_from_slice(&good[..7]);
+        assert_eq!(feed(&two).len(), 2);
+        // A client that closed its side is not kept waiting.
+        let w = feed(&encode(
+            &json!({"v": 1, "op": "wait_notification", "timeout_ms": 3600000}),
+        ));
+        assert!(w.is_empty());
+        // Every prefix and every single-byte corruption of requests.
+        let reqs = [
+            encode(
+                &json!({"v": 1, "op": "export_window", "ectx": 0, "key": 1, "offset": 0, "size": 8, "perms": 7}),
+            ),
+            encode(&json!({"v": 1, "op": "respond", "id": 4294967296u64, "value": 1})),
+        ];
+        let mut x: u32 = 27;
+        for r in &reqs {
+            for cut in 0..r.len() {
+                feed(&r[..cut]);
+            }
+            for k in 0..r.len() {
+                let mut m = r.clone();
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                m[k] ^= (x >> 16) as u8 | 1;
+                for v in feed(&m) {
+                    if v["ok"] == false {
+                        assert!(!v["error"].as_str().unwrap().is_empty());
+                    }
+                }
+            }
+        }
+    }
 }
