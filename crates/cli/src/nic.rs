@@ -63,8 +63,8 @@ pub struct NicArgs {
     #[arg(long, value_name = "FILE")]
     dump_host: Option<PathBuf>,
     /// Back the ECTXs' host windows with a shared-memory file that host
-    /// programs map (docs/host-interface.md): NAME alone is /dev/shm/NAME,
-    /// a name with a `/` a path. Made (zeroed) at start, removed at exit.
+    /// programs map (docs/host-interface.md): /dev/shm/NAME, made (zeroed)
+    /// at start, removed at exit.
     #[arg(long, value_name = "NAME")]
     host_shm: Option<String>,
     /// Serve host programs on a Unix control socket (docs/host-interface.md)

@@ -83,17 +83,29 @@ impl NicProc {
     /// `softspin nic` on lo with a host window of `host` bytes in shared
     /// memory, serving its control socket; returns once the socket answers.
     fn start(tag: &str, image: &Path, ph: &str, host: u32, extra: &[&str]) -> NicProc {
+        let shm_name = format!("sF-{tag}-{}", std::process::id());
+        NicProc::start_named(tag, &shm_name, image, ph, host, extra)
+    }
+
+    /// `start` with the shm file /dev/shm/`shm_name`.
+    fn start_named(
+        tag: &str,
+        shm_name: &str,
+        image: &Path,
+        ph: &str,
+        host: u32,
+        extra: &[&str],
+    ) -> NicProc {
         let port = free_port();
         let dir = scratch("hostif-test");
         let control = dir.join(format!("{tag}.sock"));
-        let shm_name = format!("sF-{tag}-{}", std::process::id());
         let child = softspin()
             .args([
                 "nic", "--iface", "lo", "--mode", "socket", "--json", "--image",
             ])
             .arg(image)
             .args(["--ph", ph, "--match", &format!("udp:{port}")])
-            .args(["--host-size", &host.to_string(), "--host-shm", &shm_name])
+            .args(["--host-size", &host.to_string(), "--host-shm", shm_name])
             .arg("--control")
             .arg(&control)
             .args(extra)
@@ -486,6 +498,16 @@ fn refused_setups_say_why() {
     let e = String::from_utf8_lossy(&o.stderr);
     assert_eq!(o.status.code(), Some(1), "{e}");
     assert!(e.contains("no ECTX has a host window"), "{e}");
+    let o = softspin()
+        .args(["nic", "--iface", "lo", "--mode", "socket", "--image"])
+        .arg(ask_image())
+        .args(["--ph", "ask_ph", "--match", "udp:9"])
+        .args(["--host-shm", "../tmp/x", "--duration", "1"])
+        .output()
+        .unwrap();
+    let e = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(1), "{e}");
+    assert!(e.contains("without `/`"), "{e}");
     // The first NIC still serves.
     let mut c = NicClient::connect(&nic.control).unwrap();
     assert_eq!(c.status().unwrap()["ok"], true);
@@ -591,4 +613,28 @@ fn unhex(s: &str) -> Vec<u8> {
     (0..s.len() / 2)
         .map(|i| u8::from_str_radix(&s[2 * i..2 * i + 2], 16).unwrap())
         .collect()
+}
+
+/// A shm file left behind (a NIC killed) is replaced, zeroed, and a
+/// program still mapping the old one keeps its bytes.
+#[test]
+fn a_stale_shm_file_is_replaced_not_truncated() {
+    let name = format!("sF-stale-{}", std::process::id());
+    let path = PathBuf::from("/dev/shm").join(&name);
+    std::fs::write(&path, vec![0xabu8; 4096]).unwrap();
+    let mut old = hostif::shm::ShmMap::open(&path, 4096).unwrap();
+    let nic = NicProc::start_named("stale", &name, ask_image(), "ask_ph", 8192, &[]);
+    let mut c = NicClient::connect(&nic.control).unwrap();
+    assert_eq!(
+        c.host_mem().unwrap(),
+        &[0u8; 8192][..],
+        "a new, zeroed file"
+    );
+    assert_eq!(
+        old.bytes(),
+        &[0xabu8; 4096][..],
+        "the old mapping keeps its pages"
+    );
+    drop(c);
+    nic.stop();
 }

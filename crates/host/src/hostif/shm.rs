@@ -23,19 +23,27 @@ use std::sync::Arc;
 
 use crate::{Error, HostBuffer, Result};
 
-/// Where `--host-shm NAME` puts the file: NAME alone is /dev/shm/NAME (as
-/// `shm_open(NAME)` would); a name with a `/` is a path used as given.
+/// Where `--host-shm NAME` puts the file: /dev/shm/NAME, as `shm_open(NAME)`
+/// would. Only a plain name is taken, so the NIC, which replaces a stale
+/// file of that name, never touches a file elsewhere.
 pub fn shm_path(name: &str) -> Result<PathBuf> {
-    if name.is_empty() || name == "." || name == ".." {
+    let plain = !name.is_empty()
+        && name != "."
+        && name != ".."
+        && !name.contains('/')
+        && !name.contains('\0');
+    if !plain {
         return Err(Error::Invalid(format!(
-            "host shm name `{name}`: give a file name (under /dev/shm) or a path"
+            "host shm name `{name}`: a file name (the file is /dev/shm/NAME), without `/`"
         )));
     }
-    Ok(if name.contains('/') {
-        PathBuf::from(name)
-    } else {
-        Path::new("/dev/shm").join(name)
-    })
+    Ok(Path::new("/dev/shm").join(name))
+}
+
+/// An exclusive `flock` on `f`, without waiting (held until `f` closes).
+fn try_lock(f: &File) -> bool {
+    // SAFETY: flock on a file descriptor we own; no memory involved.
+    unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) == 0 }
 }
 
 /// A shared mapping of a whole file.
@@ -70,24 +78,30 @@ impl ShmMap {
                 path.display()
             )));
         }
+        // A file left by a NIC that was killed is replaced by a new one,
+        // not truncated: host programs that still map it keep their pages
+        // (a truncated mapping would fault them with SIGBUS).
+        if let Ok(old) = File::open(path) {
+            if !try_lock(&old) {
+                return Err(io(
+                    "in use by another NIC",
+                    path,
+                    std::io::Error::last_os_error(),
+                ));
+            }
+            std::fs::remove_file(path).map_err(|e| io("removing a stale one", path, e))?;
+        }
         let file = OpenOptions::new()
             .read(true)
             .write(true)
-            .create(true)
-            .truncate(false)
+            .create_new(true)
             .mode(0o600)
             .open(path)
             .map_err(|e| io("create", path, e))?;
-        // SAFETY: flock on a file descriptor we own; no memory involved.
-        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
-            return Err(io(
-                "in use by another NIC (or lock failed)",
-                path,
-                std::io::Error::last_os_error(),
-            ));
+        if !try_lock(&file) {
+            return Err(io("lock", path, std::io::Error::last_os_error()));
         }
-        // Zeroed, as a fresh host window is; sized before mapping, never after.
-        file.set_len(0).map_err(|e| io("truncate", path, e))?;
+        // Sized (zero-filled) before mapping, never after.
         file.set_len(len as u64).map_err(|e| io("size", path, e))?;
         Self::map(file, path, len, true)
     }
