@@ -69,8 +69,8 @@ pub struct NicArgs {
     host_shm: Option<String>,
     /// Serve host programs on a Unix control socket (docs/host-interface.md)
     /// [PATH default: /run/softspin/IFACE.sock].
-    #[arg(long, value_name = "PATH", num_args = 0..=1, default_missing_value = "")]
-    control: Option<PathBuf>,
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    control: Option<Option<PathBuf>>,
     /// Run handlers through the JIT (Cranelift), as `softspin sim --jit`.
     #[arg(long)]
     jit: bool,
@@ -204,10 +204,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let (ectxs, shm) = install(&mut nic, plan, a.host_shm.as_deref())?;
     let mut control = match &a.control {
         Some(p) => {
-            let path = match p.as_os_str().is_empty() {
-                true => hostif::default_control_path(&a.iface),
-                false => p.clone(),
-            };
+            let path = p
+                .clone()
+                .unwrap_or_else(|| hostif::default_control_path(&a.iface));
             Some(ControlServer::bind(
                 &path,
                 node_info(&nic, &a.iface, &ectxs, shm)?,
