@@ -534,6 +534,36 @@ ectx = "b"
         std::fs::remove_file(path).unwrap();
     }
 
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        a: NicArgs,
+    }
+
+    fn parse(args: &[&str]) -> NicArgs {
+        use clap::Parser;
+        let base = ["softspin-nic", "--iface", "eth9", "--image", "x.elf"];
+        Cmd::try_parse_from(base.iter().chain(args)).unwrap().a
+    }
+
+    /// `--control` alone (before another flag or last) is the default
+    /// path; with a value, that path.
+    #[test]
+    fn control_takes_an_optional_path() {
+        assert_eq!(parse(&["--control", "--json"]).control, Some(None));
+        assert_eq!(parse(&["--control"]).control, Some(None));
+        assert_eq!(
+            parse(&["--control", "/tmp/n.sock"]).control,
+            Some(Some(PathBuf::from("/tmp/n.sock")))
+        );
+        assert_eq!(parse(&[]).control, None);
+        assert_eq!(
+            hostif::default_control_path("eth9"),
+            PathBuf::from("/run/softspin/eth9.sock")
+        );
+        assert_eq!(parse(&["--host-shm", "n0"]).host_shm.as_deref(), Some("n0"));
+    }
+
     #[test]
     fn a_shared_file_must_fit_the_plan() {
         let unnamed = file("unnamed", "[[ruleset]]\nname = \"x\"\nmatch = [\"ip\"]\n");
