@@ -41,8 +41,9 @@ pub const MAX_CLIENTS: usize = 64;
 pub const NOTIFICATION_QUEUE: usize = 4096;
 /// Longest `wait_notification` parks a client.
 pub const MAX_WAIT: Duration = Duration::from_secs(3600);
-/// Responses a client has not read, at most: past it, it is disconnected.
-const MAX_UNREAD: usize = 4 * MAX_MESSAGE;
+/// Answers held for a client that has not read them: past this, its
+/// further requests wait in its socket until it reads (backpressure).
+const MAX_UNREAD: usize = 2 * MAX_MESSAGE;
 
 /// An ECTX as host programs see it.
 #[derive(Clone, Debug)]
@@ -228,7 +229,9 @@ impl ControlServer {
     fn answer(&mut self, k: usize, nic: &mut Nic, now: Instant) {
         loop {
             let c = &mut self.conns[k];
-            if c.closing {
+            // A client's answers are kept under MAX_UNREAD (plus one): the
+            // rest of its requests wait in its socket until it reads.
+            if c.closing || c.out.len() > MAX_UNREAD {
                 return;
             }
             if c.eof && c.waiting.is_some() {
@@ -294,10 +297,6 @@ impl ControlServer {
                 Err(e) if e.kind() == ErrorKind::WouldBlock => break,
                 Err(_) => c.gone = true,
             }
-        }
-        // A client that stops reading its answers is not kept in memory.
-        if c.out.len() > MAX_UNREAD {
-            c.gone = true;
         }
     }
 
@@ -588,6 +587,38 @@ mod tests {
         c2.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
         out
+    }
+
+    /// A client that sends requests without reading its answers is held
+    /// back (the server keeps at most MAX_UNREAD of its answers, plus one)
+    /// while others are served.
+    #[test]
+    fn a_client_that_does_not_read_is_held_back() {
+        let dir = std::env::temp_dir().join(format!("softspin-hostif-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flood.sock");
+        let mut nic = Nic::open("fpspin").unwrap();
+        let mut srv = ControlServer::bind(&path, NodeInfo::default()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        // 2000 requests (some 50 KB: within the socket's buffer) whose
+        // answers (some 1 KB each) are far more than MAX_UNREAD.
+        let req = encode(&json!({"v": 1, "op": "status"}));
+        let sent = 2000;
+        c.write_all(&req.repeat(sent)).unwrap();
+        for _ in 0..20 {
+            srv.serve(&mut nic, Instant::now());
+            assert!(srv.conns[0].out.len() <= MAX_UNREAD + MAX_MESSAGE + 4);
+        }
+        assert!(
+            (srv.stats.requests as usize) < sent,
+            "all {sent} answered: not held back"
+        );
+        let mut c2 = UnixStream::connect(&path).unwrap();
+        c2.write_all(&encode(&json!({"v": 1, "op": "hello"})))
+            .unwrap();
+        srv.serve(&mut nic, Instant::now());
+        c2.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
     }
 
     #[test]
