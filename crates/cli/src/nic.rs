@@ -8,8 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{bail, Context};
+use softspin_host::hostif::server::{ControlServer, EctxEntry, NodeInfo};
+use softspin_host::hostif::{self, shm};
 use softspin_host::{
-    AttachOptions, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
+    AttachOptions, Ectx, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
 };
 use softspin_netio::rules;
 
@@ -83,6 +85,15 @@ pub struct NicArgs {
     /// FILE.NAME each), as `softspin sim --dump-host`.
     #[arg(long, value_name = "FILE")]
     dump_host: Option<PathBuf>,
+    /// Back the ECTXs' host windows with a shared-memory file that host
+    /// programs map (docs/host-interface.md): /dev/shm/NAME, made (zeroed)
+    /// at start, removed at exit.
+    #[arg(long, value_name = "NAME")]
+    host_shm: Option<String>,
+    /// Serve host programs on a Unix control socket (docs/host-interface.md)
+    /// [PATH default: /run/softspin/IFACE.sock].
+    #[arg(long, value_name = "PATH", num_args = 0..=1)]
+    control: Option<Option<PathBuf>>,
     /// Run handlers through the JIT (Cranelift), as `softspin sim --jit`.
     #[arg(long)]
     jit: bool,
@@ -242,7 +253,20 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     nic.pause_for_host(false);
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
-    let ectxs = crate::sim::install_all(&mut nic, plan)?;
+    let (ectxs, shm) = install(&mut nic, plan, a.host_shm.as_deref())?;
+    let mut control = match &a.control {
+        Some(p) => {
+            let path = p
+                .clone()
+                .unwrap_or_else(|| hostif::default_control_path(&a.iface));
+            Some(ControlServer::bind(
+                &path,
+                node_info(&nic, &a.iface, &ectxs, shm)?,
+            )?)
+        }
+        None => None,
+    };
+    // Ready once host programs can connect too.
     if let Some(p) = &a.ready_file {
         std::fs::write(p, format!("{}\n", std::process::id()))
             .with_context(|| format!("--ready-file {}", p.display()))?;
@@ -252,11 +276,18 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     reporter.started(
         &nic,
         (!a.json).then(|| {
-            format!(
+            let mut line = format!(
                 "softspin: nic: {} with {} ECTX(s); stop with Ctrl-C",
                 s.port,
                 ectxs.len()
-            )
+            );
+            if let Some(c) = &control {
+                line += &format!(
+                    "\nsoftspin: nic: host programs connect to {}",
+                    c.path().display()
+                );
+            }
+            line
         }),
     );
 
@@ -297,6 +328,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         }
         reporter.tick(nic);
         peak = peak.max(nic.footprint());
+        if let Some(c) = &mut control {
+            c.poll(nic);
+        }
     })?;
     nic.stop_matching()?;
     if let Some(e) = sink_err {
@@ -332,6 +366,17 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let mut j = json(&live, &report);
         j["counters"] = counters;
+        if let Some(c) = &control {
+            let s = c.stats();
+            j["control"] = serde_json::json!({
+                "socket": c.path().display().to_string(),
+                "connections": s.connections,
+                "requests": s.requests,
+                "errors": s.errors,
+                "notifications_delivered": s.notifications_delivered,
+                "notifications_dropped": s.notifications_dropped,
+            });
+        }
         j["footprint_peak"] = serde_json::json!({
             "events": peak.events,
             "notifications": peak.notifications,
@@ -374,6 +419,79 @@ fn write_frames(nic: &mut Nic, events: &[Event], w: &mut Capture) -> anyhow::Res
         _ => None,
     });
     w.write_step(&rx, tx)
+}
+
+/// Page-aligned slices of one shared file, one per ECTX with a host
+/// window, so a host program finds each window at a fixed offset.
+const SHM_ALIGN: usize = 4096;
+
+/// Install the plan; with `--host-shm`, each host window is a slice of one
+/// shared-memory file, and its offset there is returned per ECTX.
+fn install(
+    nic: &mut Nic,
+    plan: Vec<crate::sim::PlannedEctx>,
+    host_shm: Option<&str>,
+) -> anyhow::Result<(Vec<Ectx>, Option<SharedHost>)> {
+    let Some(name) = host_shm else {
+        return Ok((crate::sim::install_all(nic, plan)?, None));
+    };
+    let mut offsets = Vec::new();
+    let mut total = 0usize;
+    for p in &plan {
+        let size = usize::try_from(p.host_size).context("host window size")?;
+        offsets.push((size > 0).then_some(total));
+        total = total
+            .checked_add(size.next_multiple_of(SHM_ALIGN))
+            .context("--host-shm: the host windows' total size overflows")?;
+    }
+    if total == 0 {
+        bail!("--host-shm: no ECTX has a host window (--host-size 0)");
+    }
+    let path = shm::shm_path(name)?;
+    let map = Arc::new(shm::ShmMap::create(&path, total)?);
+    let mut next = offsets.iter().flatten();
+    let ectxs = crate::sim::install_all_with(nic, plan, &mut |nic, size| {
+        let off = *next.next().context("a host window not planned")?;
+        Ok(nic.lend(Box::new(shm::ShmSlice::new(&map, off, size)?))?)
+    })?;
+    let shared = SharedHost {
+        path,
+        size: total,
+        offsets: offsets.into_iter().map(|o| o.map(|o| o as u64)).collect(),
+    };
+    Ok((ectxs, Some(shared)))
+}
+
+/// The shared host memory file and each ECTX's offset in it.
+struct SharedHost {
+    path: PathBuf,
+    size: usize,
+    offsets: Vec<Option<u64>>,
+}
+
+fn node_info(
+    nic: &Nic,
+    iface: &str,
+    ectxs: &[Ectx],
+    shm: Option<SharedHost>,
+) -> anyhow::Result<NodeInfo> {
+    let mut entries = Vec::new();
+    for (k, &e) in ectxs.iter().enumerate() {
+        entries.push(EctxEntry {
+            ectx: e,
+            name: nic.ectx_name(e)?,
+            host: nic.ectx_host_window(e).ok(),
+            shm_offset: shm
+                .as_ref()
+                .and_then(|s| s.offsets.get(k).copied().flatten()),
+        });
+    }
+    Ok(NodeInfo {
+        iface: iface.to_string(),
+        rank: nic.rank(),
+        shm: shm.map(|s| (s.path, s.size)),
+        ectxs: entries,
+    })
 }
 
 pub fn causes(s: &LiveStats) -> String {
@@ -498,6 +616,36 @@ ectx = "b"
         let cli = assign_rules(&[planned("a", &[], Some(5))], &[], None).unwrap();
         assert_eq!(names(&cli[0]), ["udp:5"]);
         std::fs::remove_file(path).unwrap();
+    }
+
+    #[derive(clap::Parser)]
+    struct Cmd {
+        #[command(flatten)]
+        a: NicArgs,
+    }
+
+    fn parse(args: &[&str]) -> NicArgs {
+        use clap::Parser;
+        let base = ["softspin-nic", "--iface", "eth9", "--image", "x.elf"];
+        Cmd::try_parse_from(base.iter().chain(args)).unwrap().a
+    }
+
+    /// `--control` alone (before another flag or last) is the default
+    /// path; with a value, that path.
+    #[test]
+    fn control_takes_an_optional_path() {
+        assert_eq!(parse(&["--control", "--json"]).control, Some(None));
+        assert_eq!(parse(&["--control"]).control, Some(None));
+        assert_eq!(
+            parse(&["--control", "/tmp/n.sock"]).control,
+            Some(Some(PathBuf::from("/tmp/n.sock")))
+        );
+        assert_eq!(parse(&[]).control, None);
+        assert_eq!(
+            hostif::default_control_path("eth9"),
+            PathBuf::from("/run/softspin/eth9.sock")
+        );
+        assert_eq!(parse(&["--host-shm", "n0"]).host_shm.as_deref(), Some("n0"));
     }
 
     #[test]

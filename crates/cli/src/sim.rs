@@ -12,7 +12,7 @@ use softspin_engine::traffic::{
 };
 use softspin_engine::units::{self, Gbps};
 use softspin_engine::{NicConfig, Report};
-use softspin_host::{Ectx, EctxOptions, Image, Nic};
+use softspin_host::{Ectx, EctxOptions, HostWindow, Image, Nic};
 use softspin_hpu::ElfImage;
 
 use crate::exit::Status;
@@ -499,6 +499,16 @@ pub fn plan(a: &EctxArgs, default_profile: &str) -> anyhow::Result<(NicConfig, V
 
 /// Load, install and activate the planned ECTXs, in order.
 pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<Ectx>> {
+    install_all_with(nic, plan, &mut |nic, size| Ok(nic.host_window(size)?))
+}
+
+/// [`install_all`], each host window made by `window(nic, size)` (the
+/// live NIC's `--host-shm` lends slices of a shared file).
+pub fn install_all_with(
+    nic: &mut Nic,
+    plan: Vec<PlannedEctx>,
+    window: &mut dyn FnMut(&mut Nic, usize) -> anyhow::Result<HostWindow>,
+) -> anyhow::Result<Vec<Ectx>> {
     let mut ectxs = Vec::new();
     for PlannedEctx {
         image,
@@ -517,7 +527,7 @@ pub fn install_all(nic: &mut Nic, plan: Vec<PlannedEctx>) -> anyhow::Result<Vec<
         if host_size > 0 {
             let size = usize::try_from(host_size)
                 .context("host window size does not fit this machine's address space")?;
-            opts.host_window = Some(nic.host_window(size)?);
+            opts.host_window = Some(window(nic, size)?);
         }
         let e = nic.install(&image, opts).map_err(|e| named(&path, e))?;
         nic.activate(e)?;

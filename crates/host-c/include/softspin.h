@@ -402,6 +402,12 @@ typedef enum ss_error_cause {
 } ss_error_cause;
 
 /**
+ * A connection to a `softspin nic` process's control socket, with the host
+ * memory it shares mapped (ss_client_connect). One thread at a time.
+ */
+typedef struct ss_client ss_client;
+
+/**
  * A loaded handler image. Opaque; from ss_image_load or
  * ss_image_from_bytes, released by ss_image_free (any time: an installed
  * ECTX keeps its own copy).
@@ -1577,6 +1583,84 @@ int ss_counters(struct ss_nic *nic,
  * like ss_report_text. Errors: SS_EINVAL (no such HPU).
  */
 int ss_hpu_stdout(struct ss_nic *nic, uint32_t hpu, char *buf, size_t cap, size_t *len);
+
+/**
+ * Connect to the control socket at `path` (`softspin nic --control PATH`)
+ * and map the host memory the NIC shares (`--host-shm`). Errors: SS_EINVAL,
+ * SS_EIO (no NIC there, the shared file).
+ */
+int ss_client_connect(const char *path, struct ss_client **out_client);
+
+/**
+ * Close the connection and unmap the shared memory (NULL is a no-op).
+ */
+int ss_client_close(struct ss_client *c);
+
+/**
+ * The shared host memory, in place (valid until ss_client_close): what
+ * the NIC's handlers DMA-write appears there, and what is stored there is
+ * what they DMA-read. Errors: SS_EINVAL (the NIC shares none).
+ */
+int ss_client_host_mem(struct ss_client *c, uint8_t **out_mem, size_t *out_len);
+
+/**
+ * The ECTX called `name` (its handle for the other calls) and where its
+ * host window starts in ss_client_host_mem. Errors: SS_EINVAL.
+ */
+int ss_client_ectx(struct ss_client *c,
+                   const char *name,
+                   ss_ectx *out_ectx,
+                   uint64_t *out_shm_offset);
+
+/**
+ * Export an RMA window through the NIC (as ss_export_window). Errors:
+ * SS_EINVAL (the NIC refused: the message says why), SS_EIO.
+ */
+int ss_client_export_window(struct ss_client *c,
+                            ss_ectx ectx,
+                            uint32_t key,
+                            uint64_t offset,
+                            uint64_t size,
+                            uint32_t perms);
+
+/**
+ * Withdraw the RMA window exported under `key`. Errors: SS_EINVAL, SS_EIO.
+ */
+int ss_client_unexport_window(struct ss_client *c, ss_ectx ectx, uint32_t key);
+
+/**
+ * Up to `cap` of the ECTX's counters into `out_counters`; `*count` gets how
+ * many there are (more than `cap`: call again with room). Errors:
+ * SS_EINVAL, SS_EIO.
+ */
+int ss_client_counters(struct ss_client *c,
+                       ss_ectx ectx,
+                       struct ss_counter *out_counters,
+                       size_t cap,
+                       size_t *count);
+
+/**
+ * The NIC's status as JSON text (docs/host-interface.md, op `status`),
+ * NUL-terminated, cut to `cap`; `*len` gets its full length. Errors:
+ * SS_EINVAL, SS_EIO.
+ */
+int ss_client_status(struct ss_client *c, char *buf, size_t cap, size_t *len);
+
+/**
+ * Wait at most `timeout_ms` for a notification a handler posted; `*got` is
+ * 1 and `*out_note` filled when one came, else 0. Answer it with
+ * ss_client_respond. Errors: SS_EINVAL, SS_EIO.
+ */
+int ss_client_wait_notification(struct ss_client *c,
+                                uint64_t timeout_ms,
+                                struct ss_notification *out_note,
+                                int *got);
+
+/**
+ * Answer notification `id` with `value`. Errors: SS_EINVAL (no such
+ * notification), SS_EIO.
+ */
+int ss_client_respond(struct ss_client *c, uint32_t id, uint64_t value);
 
 #ifdef __cplusplus
 }  // extern "C"

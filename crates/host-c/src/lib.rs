@@ -2515,6 +2515,206 @@ pub unsafe extern "C" fn ss_hpu_stdout(
     })
 }
 
+// ---------------------------------------------------------------------------
+// A host program beside a `softspin nic` process (docs/host-interface.md)
+
+/// A connection to a `softspin nic` process's control socket, with the host
+/// memory it shares mapped (ss_client_connect). One thread at a time.
+pub struct ss_client {
+    c: softspin_host::NicClient,
+}
+
+fn with_client(c: *mut ss_client, f: impl FnOnce(&mut softspin_host::NicClient) -> Res) -> c_int {
+    guard(|| {
+        // SAFETY: a pointer from ss_client_connect, one thread at a time
+        // (documented).
+        let c = unsafe { c.as_mut() }.ok_or_else(|| null("client"))?;
+        f(&mut c.c)
+    })
+}
+
+/// Connect to the control socket at `path` (`softspin nic --control PATH`)
+/// and map the host memory the NIC shares (`--host-shm`). Errors: SS_EINVAL,
+/// SS_EIO (no NIC there, the shared file).
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_connect(
+    path: *const c_char,
+    out_client: *mut *mut ss_client,
+) -> c_int {
+    guard(|| {
+        let path = text(path, "path")?;
+        let slot = out(out_client, "out_client")?;
+        let c = softspin_host::NicClient::connect(path)?;
+        *slot = Box::into_raw(Box::new(ss_client { c }));
+        Ok(())
+    })
+}
+
+/// Close the connection and unmap the shared memory (NULL is a no-op).
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_close(c: *mut ss_client) -> c_int {
+    guard(|| {
+        if !c.is_null() {
+            drop(Box::from_raw(c));
+        }
+        Ok(())
+    })
+}
+
+/// The shared host memory, in place (valid until ss_client_close): what
+/// the NIC's handlers DMA-write appears there, and what is stored there is
+/// what they DMA-read. Errors: SS_EINVAL (the NIC shares none).
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_host_mem(
+    c: *mut ss_client,
+    out_mem: *mut *mut u8,
+    out_len: *mut usize,
+) -> c_int {
+    with_client(c, |c| {
+        let m = c.host_mem()?;
+        // SAFETY: the caller's pointers (checked for NULL).
+        let (pm, pl) = unsafe { (out(out_mem, "out_mem")?, out(out_len, "out_len")?) };
+        (*pm, *pl) = (m.as_mut_ptr(), m.len());
+        Ok(())
+    })
+}
+
+/// The ECTX called `name` (its handle for the other calls) and where its
+/// host window starts in ss_client_host_mem. Errors: SS_EINVAL.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_ectx(
+    c: *mut ss_client,
+    name: *const c_char,
+    out_ectx: *mut ss_ectx,
+    out_shm_offset: *mut u64,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's string and pointers (checked for NULL).
+        let (name, pe) = unsafe { (text(name, "name")?, out(out_ectx, "out_ectx")?) };
+        let e = c.ectx(name)?;
+        *pe = e.ectx;
+        // SAFETY: optional out pointer.
+        if let Some(o) = unsafe { out_shm_offset.as_mut() } {
+            *o = e.shm_offset.unwrap_or(u64::MAX);
+        }
+        Ok(())
+    })
+}
+
+/// Export an RMA window through the NIC (as ss_export_window). Errors:
+/// SS_EINVAL (the NIC refused: the message says why), SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_export_window(
+    c: *mut ss_client,
+    ectx: ss_ectx,
+    key: u32,
+    offset: u64,
+    size: u64,
+    perms: u32,
+) -> c_int {
+    with_client(c, |c| Ok(c.export_window(ectx, key, offset, size, perms)?))
+}
+
+/// Withdraw the RMA window exported under `key`. Errors: SS_EINVAL, SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_unexport_window(
+    c: *mut ss_client,
+    ectx: ss_ectx,
+    key: u32,
+) -> c_int {
+    with_client(c, |c| Ok(c.unexport_window(ectx, key)?))
+}
+
+/// Up to `cap` of the ECTX's counters into `out_counters`; `*count` gets how
+/// many there are (more than `cap`: call again with room). Errors:
+/// SS_EINVAL, SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_counters(
+    c: *mut ss_client,
+    ectx: ss_ectx,
+    out_counters: *mut ss_counter,
+    cap: usize,
+    count: *mut usize,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's count pointer (checked for NULL).
+        let count = unsafe { out(count, "count")? };
+        if out_counters.is_null() && cap > 0 {
+            return Err(null("out_counters"));
+        }
+        let v = c.counters(ectx)?;
+        for (i, &(index, sum, n)) in v.iter().take(cap).enumerate() {
+            // SAFETY: i < cap entries of the caller's array.
+            unsafe {
+                out_counters.add(i).write(ss_counter {
+                    index,
+                    sum,
+                    count: n,
+                })
+            };
+        }
+        *count = v.len();
+        Ok(())
+    })
+}
+
+/// The NIC's status as JSON text (docs/host-interface.md, op `status`),
+/// NUL-terminated, cut to `cap`; `*len` gets its full length. Errors:
+/// SS_EINVAL, SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_status(
+    c: *mut ss_client,
+    buf: *mut c_char,
+    cap: usize,
+    len: *mut usize,
+) -> c_int {
+    with_client(c, |c| {
+        let s = c.status()?.to_string();
+        // SAFETY: the caller's buffer of `cap` bytes.
+        unsafe { put_text(s.as_bytes(), buf, cap, len) }
+    })
+}
+
+/// Wait at most `timeout_ms` for a notification a handler posted; `*got` is
+/// 1 and `*out_note` filled when one came, else 0. Answer it with
+/// ss_client_respond. Errors: SS_EINVAL, SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_wait_notification(
+    c: *mut ss_client,
+    timeout_ms: u64,
+    out_note: *mut ss_notification,
+    got: *mut c_int,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's pointers (checked for NULL).
+        let (pn, pg) = unsafe { (out(out_note, "out_note")?, out(got, "got")?) };
+        *pg = 0;
+        if let Some(x) = c.wait_notification(Duration::from_millis(timeout_ms))? {
+            let mut data = [0u8; SS_NOTIFY_INLINE_MAX];
+            let len = x.data.len().min(SS_NOTIFY_INLINE_MAX);
+            data[..len].copy_from_slice(&x.data[..len]);
+            *pn = ss_notification {
+                id: x.id,
+                ectx: x.ectx,
+                hpu: x.hpu,
+                data_len: len as u32,
+                time_ps: x.time_ps,
+                host_ref: x.host_ref,
+                data,
+            };
+            *pg = 1;
+        }
+        Ok(())
+    })
+}
+
+/// Answer notification `id` with `value`. Errors: SS_EINVAL (no such
+/// notification), SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_respond(c: *mut ss_client, id: u32, value: u64) -> c_int {
+    with_client(c, |c| Ok(c.respond(id, value)?))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -41,6 +41,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
 
 mod footprint;
+pub mod hostif;
 #[cfg(feature = "live")]
 mod live;
 #[cfg(not(feature = "live"))]
@@ -70,6 +71,7 @@ pub mod gdriver {
 }
 
 pub use footprint::Footprint;
+pub use hostif::client::NicClient;
 #[cfg(feature = "live")]
 pub use live::{AttachOptions, LiveStats, Mode, PortStats};
 #[cfg(feature = "live")]

@@ -55,6 +55,7 @@ from ._native import (
     slmp_send,
     __version__,
 )
+from .client import NicClient
 
 # The base class's earlier name.
 SoftspinError = Error
@@ -94,4 +95,5 @@ __all__ = [
     "SlmpGaveUpError",
     "ThreadError",
     "SoftspinError",
+    "NicClient",
 ]

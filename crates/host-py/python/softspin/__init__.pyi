@@ -18,6 +18,8 @@ class Error(Exception):
 
 SoftspinError = Error
 
+from .client import NicClient as NicClient  # pure Python (client.py): typed there
+
 class InvalidArgumentError(Error):
     """An argument softspin cannot use (frame kind, packet size, notification id, HPU index...)."""
 

@@ -1,0 +1,661 @@
+//! The NIC process's side of the control socket (docs/host-interface.md).
+//!
+//! Served from the live loop's per-step callback, never from a thread: the
+//! `Nic` belongs to the loop, and a request (export a window, read
+//! counters) touches NIC memory between two engine steps, as a host
+//! driver's MMIO write lands between two cycles. Every socket is
+//! non-blocking, and the loop looks at them at most every `POLL_EVERY`, so
+//! the datapath pays a few system calls per millisecond and never waits
+//! for a client. A client that sends garbage gets an error and is
+//! disconnected; one that goes away mid-request is dropped with its
+//! half-message; neither affects the NIC or other clients.
+
+use std::collections::VecDeque;
+use std::io::{ErrorKind, Read, Write};
+use std::os::unix::net::{UnixListener, UnixStream};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use super::{decode, encode, Decoded, MAX_MESSAGE, PROTOCOL_VERSION};
+use crate::{Ectx, Error, HostWindow, Nic, Notification, Result};
+
+/// Every request the server knows, for the error naming them.
+pub const OPS: [&str; 8] = [
+    "hello",
+    "export_window",
+    "unexport_window",
+    "windows",
+    "counters",
+    "status",
+    "wait_notification",
+    "respond",
+];
+/// How often the loop looks at the sockets.
+const POLL_EVERY: Duration = Duration::from_millis(1);
+/// Clients served at once; one more is told so and disconnected.
+pub const MAX_CLIENTS: usize = 64;
+/// Notifications kept for clients not waiting yet; beyond that the oldest
+/// goes, counted in `status`'s `notifications_dropped`.
+pub const NOTIFICATION_QUEUE: usize = 4096;
+/// Longest `wait_notification` parks a client.
+pub const MAX_WAIT: Duration = Duration::from_secs(3600);
+/// Answers held for a client that has not read them: past this, its
+/// further requests wait in its socket until it reads (backpressure).
+const MAX_UNREAD: usize = 2 * MAX_MESSAGE;
+
+/// An ECTX as host programs see it.
+#[derive(Clone, Debug)]
+pub struct EctxEntry {
+    pub ectx: Ectx,
+    pub name: String,
+    /// Its host window: where handlers see it, and where it starts in the
+    /// shared memory file (None: the window is the NIC process's own).
+    pub host: Option<HostWindow>,
+    pub shm_offset: Option<u64>,
+}
+
+/// What `hello` tells a client.
+#[derive(Clone, Debug, Default)]
+pub struct NodeInfo {
+    pub iface: String,
+    /// The node's rank in a cluster's node table, when it has one.
+    pub rank: Option<u32>,
+    /// The shared host memory file and its size.
+    pub shm: Option<(PathBuf, usize)>,
+    pub ectxs: Vec<EctxEntry>,
+}
+
+struct Conn {
+    stream: UnixStream,
+    inbuf: Vec<u8>,
+    out: Vec<u8>,
+    /// A parked `wait_notification`, until this instant.
+    waiting: Option<Instant>,
+    /// Close once `out` is sent (garbled input, too many clients).
+    closing: bool,
+    /// The client closed its side: its complete requests are answered
+    /// (except waits, which nobody would read), then it goes.
+    eof: bool,
+    /// The connection broke.
+    gone: bool,
+}
+
+/// Counts for `status` and the final report.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ServerStats {
+    pub connections: u64,
+    pub requests: u64,
+    pub errors: u64,
+    pub notifications_delivered: u64,
+    pub notifications_dropped: u64,
+}
+
+pub struct ControlServer {
+    listener: UnixListener,
+    path: PathBuf,
+    info: NodeInfo,
+    conns: Vec<Conn>,
+    notes: VecDeque<Notification>,
+    last_poll: Option<Instant>,
+    stats: ServerStats,
+}
+
+fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
+    Error::Io(format!("control socket {}: {what}: {e}", path.display()))
+}
+
+impl ControlServer {
+    /// Listen at `path`. A socket left by a NIC that died is replaced; one
+    /// a live NIC answers on is refused.
+    pub fn bind(path: &Path, info: NodeInfo) -> Result<ControlServer> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| io("creating its directory", path, e))?;
+        }
+        if path.exists() {
+            if UnixStream::connect(path).is_ok() {
+                return Err(Error::Host(format!(
+                    "control socket {}: another NIC is serving it",
+                    path.display()
+                )));
+            }
+            std::fs::remove_file(path).map_err(|e| io("removing a stale one", path, e))?;
+        }
+        let listener = UnixListener::bind(path).map_err(|e| io("bind", path, e))?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|e| io("set_nonblocking", path, e))?;
+        Ok(ControlServer {
+            listener,
+            path: path.to_path_buf(),
+            info,
+            conns: Vec::new(),
+            notes: VecDeque::new(),
+            last_poll: None,
+            stats: ServerStats::default(),
+        })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    pub fn stats(&self) -> ServerStats {
+        self.stats
+    }
+
+    /// Serve what the clients sent, if `POLL_EVERY` has passed since the
+    /// last look (call it after every step of the live loop).
+    pub fn poll(&mut self, nic: &mut Nic) {
+        let now = Instant::now();
+        if self
+            .last_poll
+            .is_some_and(|t| now.saturating_duration_since(t) < POLL_EVERY)
+        {
+            return;
+        }
+        self.last_poll = Some(now);
+        self.serve(nic, now);
+    }
+
+    /// One round: take notifications, accept, read, answer, write.
+    pub fn serve(&mut self, nic: &mut Nic, now: Instant) {
+        for n in nic.poll_notifications() {
+            if self.notes.len() == NOTIFICATION_QUEUE {
+                self.notes.pop_front();
+                self.stats.notifications_dropped += 1;
+            }
+            self.notes.push_back(n);
+        }
+        self.accept();
+        for k in 0..self.conns.len() {
+            self.read(k);
+            self.answer(k, nic, now);
+            self.write(k);
+        }
+        self.conns
+            .retain(|c| !(c.gone || (c.closing || c.eof) && c.out.is_empty()));
+    }
+
+    fn accept(&mut self) {
+        loop {
+            match self.listener.accept() {
+                Ok((stream, _)) => {
+                    if stream.set_nonblocking(true).is_err() {
+                        continue;
+                    }
+                    self.stats.connections += 1;
+                    let mut c = Conn {
+                        stream,
+                        inbuf: Vec::new(),
+                        out: Vec::new(),
+                        waiting: None,
+                        closing: false,
+                        eof: false,
+                        gone: false,
+                    };
+                    if self.conns.len() >= MAX_CLIENTS {
+                        c.out = encode(&error(format!(
+                            "this NIC serves {MAX_CLIENTS} clients at once; try again later"
+                        )));
+                        c.closing = true;
+                    }
+                    self.conns.push(c);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                // WouldBlock: nobody else; other errors (EMFILE...) are
+                // retried at the next poll.
+                Err(_) => return,
+            }
+        }
+    }
+
+    fn read(&mut self, k: usize) {
+        let c = &mut self.conns[k];
+        let mut buf = [0u8; 4096];
+        // Bounded: at most one message and its length ahead.
+        while !c.gone && !c.eof && !c.closing && c.inbuf.len() <= MAX_MESSAGE + 4 {
+            match c.stream.read(&mut buf) {
+                Ok(0) => c.eof = true,
+                Ok(n) => c.inbuf.extend_from_slice(&buf[..n]),
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => c.gone = true,
+            }
+        }
+    }
+
+    fn answer(&mut self, k: usize, nic: &mut Nic, now: Instant) {
+        loop {
+            let c = &mut self.conns[k];
+            // A client's answers are kept under MAX_UNREAD (plus one): the
+            // rest of its requests wait in its socket until it reads.
+            if c.closing || c.out.len() > MAX_UNREAD {
+                return;
+            }
+            if c.eof && c.waiting.is_some() {
+                c.waiting = None;
+            }
+            if let Some(deadline) = c.waiting {
+                let n = match self.notes.pop_front() {
+                    Some(n) => {
+                        self.stats.notifications_delivered += 1;
+                        Some(note_json(&n, &self.info))
+                    }
+                    None if now >= deadline => None,
+                    None => return,
+                };
+                c.waiting = None;
+                c.out
+                    .extend_from_slice(&encode(&ok(json!({ "notification": n }))));
+                continue;
+            }
+            match decode(&c.inbuf) {
+                Decoded::Partial => return,
+                Decoded::Garbled(why) => {
+                    self.stats.errors += 1;
+                    c.out.extend_from_slice(&encode(&error(format!(
+                        "garbled request ({why}); closing this connection"
+                    ))));
+                    c.closing = true;
+                    return;
+                }
+                Decoded::Message(req, _) if c.eof && is_wait(&req) => {
+                    return;
+                }
+                Decoded::Message(req, used) => {
+                    c.inbuf.drain(..used);
+                    self.stats.requests += 1;
+                    let r = match self.handle(&req, nic, now) {
+                        Ok(Reply::Now(v)) => ok(v),
+                        Ok(Reply::Wait(deadline)) => {
+                            self.conns[k].waiting = Some(deadline);
+                            continue;
+                        }
+                        Err(e) => {
+                            self.stats.errors += 1;
+                            error(e)
+                        }
+                    };
+                    let c = &mut self.conns[k];
+                    c.out.extend_from_slice(&encode(&r));
+                }
+            }
+        }
+    }
+
+    fn write(&mut self, k: usize) {
+        let c = &mut self.conns[k];
+        while !c.gone && !c.out.is_empty() {
+            match c.stream.write(&c.out) {
+                Ok(0) => c.gone = true,
+                Ok(n) => {
+                    c.out.drain(..n);
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => break,
+                Err(_) => c.gone = true,
+            }
+        }
+    }
+
+    fn ectx(&self, req: &Value) -> std::result::Result<&EctxEntry, String> {
+        match req.get("ectx") {
+            None | Some(Value::Null) if self.info.ectxs.len() == 1 => Ok(&self.info.ectxs[0]),
+            None | Some(Value::Null) => Err(format!(
+                "this NIC has {} ECTXs: name one with `ectx` (a handle from hello)",
+                self.info.ectxs.len()
+            )),
+            Some(v) => {
+                let h = v
+                    .as_u64()
+                    .ok_or_else(|| format!("`ectx` {v}: an ECTX handle (a number from hello)"))?;
+                self.info
+                    .ectxs
+                    .iter()
+                    .find(|e| u64::from(e.ectx.0) == h)
+                    .ok_or_else(|| format!("no ECTX {h} on this NIC (hello lists them)"))
+            }
+        }
+    }
+
+    fn handle(
+        &mut self,
+        req: &Value,
+        nic: &mut Nic,
+        now: Instant,
+    ) -> std::result::Result<Reply, String> {
+        match req.get("v").and_then(Value::as_u64) {
+            Some(PROTOCOL_VERSION) => {}
+            Some(v) => {
+                return Err(format!(
+                    "protocol version {v}: this NIC speaks {PROTOCOL_VERSION}"
+                ))
+            }
+            None => return Err(format!("a request needs `v`: {PROTOCOL_VERSION}")),
+        }
+        let op = req.get("op").and_then(Value::as_str).unwrap_or_default();
+        let e = |e: Error| e.to_string();
+        Ok(Reply::Now(match op {
+            "hello" => self.hello(),
+            "export_window" => {
+                let x = self.ectx(req)?.ectx;
+                nic.export_window(
+                    x,
+                    u32_arg(req, "key")?,
+                    u64_arg(req, "offset")?,
+                    u64_arg(req, "size")?,
+                    u32_arg(req, "perms")?,
+                )
+                .map_err(e)?;
+                json!({})
+            }
+            "unexport_window" => {
+                let x = self.ectx(req)?.ectx;
+                nic.unexport_window(x, u32_arg(req, "key")?).map_err(e)?;
+                json!({})
+            }
+            "windows" => {
+                let x = self.ectx(req)?.ectx;
+                let w: Vec<Value> = nic
+                    .rma_windows(x)
+                    .map_err(e)?
+                    .into_iter()
+                    .filter(|w| w.key != softspin_wire::rma::window::KEY_FREE)
+                    .map(|w| json!({"key": w.key, "perms": w.perms, "offset": w.base, "size": w.size}))
+                    .collect();
+                json!({ "windows": w })
+            }
+            "counters" => {
+                let x = self.ectx(req)?.ectx;
+                let c: Vec<Value> = nic
+                    .counters(x)
+                    .map_err(e)?
+                    .into_iter()
+                    .map(|(i, sum, n)| json!({"index": i, "sum": sum, "count": n}))
+                    .collect();
+                json!({ "counters": c })
+            }
+            "status" => self.status(nic),
+            "wait_notification" => {
+                let ms = match req.get("timeout_ms") {
+                    None | Some(Value::Null) => 0,
+                    Some(v) => v.as_u64().ok_or_else(|| {
+                        format!("`timeout_ms` {v}: a whole number of milliseconds")
+                    })?,
+                };
+                let d = Duration::from_millis(ms).min(MAX_WAIT);
+                return Ok(Reply::Wait(now + d));
+            }
+            "respond" => {
+                nic.respond(u32_arg(req, "id")?, u64_arg(req, "value")?)
+                    .map_err(e)?;
+                json!({})
+            }
+            "" => return Err(format!("a request needs `op`, one of {}", OPS.join(", "))),
+            other => {
+                return Err(format!(
+                    "unknown op `{other}`; this NIC serves {}",
+                    OPS.join(", ")
+                ))
+            }
+        }))
+    }
+
+    fn hello(&self) -> Value {
+        let ectxs: Vec<Value> = self
+            .info
+            .ectxs
+            .iter()
+            .map(|e| {
+                json!({
+                    "ectx": e.ectx.0,
+                    "name": e.name,
+                    "host_base": e.host.map(|w| w.base),
+                    "host_size": e.host.map(|w| w.size),
+                    "shm_offset": e.shm_offset,
+                })
+            })
+            .collect();
+        json!({
+            "v": PROTOCOL_VERSION,
+            "iface": self.info.iface,
+            "rank": self.info.rank,
+            "shm": self.info.shm.as_ref().map(|(p, n)| json!({"path": p.display().to_string(), "size": n})),
+            "ectxs": ectxs,
+        })
+    }
+
+    fn status(&self, nic: &mut Nic) -> Value {
+        let r = nic.report();
+        let mut ectxs = serde_json::Map::new();
+        for x in &self.info.ectxs {
+            let (packets, messages) = nic.ectx_counts(x.ectx).unwrap_or_default();
+            ectxs.insert(
+                x.name.clone(),
+                json!({"ectx": x.ectx.0, "packets": packets, "messages": messages}),
+            );
+        }
+        let s = self.stats;
+        let mut v = json!({
+            "now_ns": nic.now_ns(),
+            "packets": r.packets,
+            "packets_in": r.packets_in,
+            "unmatched": r.unmatched,
+            "drops": r.drops,
+            "errors": r.error_details.len(),
+            "message_timeouts": r.message_timeouts,
+            "outbound_packets": r.outbound_packets,
+            "dma_to_host_bytes": r.dma_to_host_bytes,
+            "dma_from_host_bytes": r.dma_from_host_bytes,
+            "latency_ns": r.latency_ns,
+            "ectxs": ectxs,
+            "control": {
+                "clients": self.conns.len(),
+                "connections": s.connections,
+                "requests": s.requests,
+                "errors": s.errors,
+                "notifications_queued": self.notes.len(),
+                "notifications_delivered": s.notifications_delivered,
+                "notifications_dropped": s.notifications_dropped,
+            },
+        });
+        wire(&mut v, nic);
+        v
+    }
+}
+
+/// The live port's counters, under `wire`.
+#[cfg(feature = "live")]
+fn wire(v: &mut Value, nic: &Nic) {
+    if let Some(l) = nic.live_stats() {
+        v["wire"] = json!({
+            "port": l.port,
+            "rx_frames": l.rx_frames,
+            "matched": l.matched,
+            "passed_to_kernel": l.passed_to_kernel,
+            "tx_frames": l.tx_frames,
+            "drops": l.drops,
+            "unprocessed": l.unprocessed,
+            "wall_s": l.wall_s,
+        });
+    }
+}
+
+#[cfg(not(feature = "live"))]
+fn wire(_: &mut Value, _: &Nic) {}
+
+impl Drop for ControlServer {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+enum Reply {
+    Now(Value),
+    /// Park the client until a notification comes or this instant.
+    Wait(Instant),
+}
+
+fn is_wait(req: &Value) -> bool {
+    req.get("op").and_then(Value::as_str) == Some("wait_notification")
+}
+
+fn ok(mut v: Value) -> Value {
+    v["ok"] = true.into();
+    v
+}
+
+fn error(msg: String) -> Value {
+    json!({"ok": false, "error": msg})
+}
+
+fn u64_arg(req: &Value, name: &str) -> std::result::Result<u64, String> {
+    match req.get(name) {
+        None => Err(format!("missing `{name}` (a whole number)")),
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("`{name}` {v}: a whole number from 0 to 2^64-1")),
+    }
+}
+
+fn u32_arg(req: &Value, name: &str) -> std::result::Result<u32, String> {
+    let v = u64_arg(req, name)?;
+    u32::try_from(v).map_err(|_| format!("`{name}` {v}: above 2^32-1"))
+}
+
+fn note_json(n: &Notification, info: &NodeInfo) -> Value {
+    let name = info
+        .ectxs
+        .iter()
+        .find(|e| e.ectx == n.ectx)
+        .map(|e| e.name.as_str());
+    json!({
+        "id": n.id,
+        "ectx": n.ectx.0,
+        "ectx_name": name,
+        "hpu": n.hpu,
+        "time_ps": n.time_ps,
+        "data": n.data,
+        "host_ref": n.host_ref,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hostif::{decode, encode};
+
+    /// A server over a simulated NIC, and what a client sending `bytes`
+    /// (then closing its side) gets back: every response a frame holding a
+    /// JSON object with a boolean `ok`; afterwards a new client is served.
+    fn feed(bytes: &[u8]) -> Vec<Value> {
+        let dir = std::env::temp_dir().join(format!("softspin-hostif-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(format!(
+            "t{}.sock",
+            bytes.len() ^ (bytes.first().copied().unwrap_or(0) as usize) << 20
+        ));
+        let mut nic = Nic::open("fpspin").unwrap();
+        let mut srv = ControlServer::bind(&path, NodeInfo::default()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.write_all(bytes).unwrap();
+        c.shutdown(std::net::Shutdown::Write).unwrap();
+        let mut got = Vec::new();
+        for _ in 0..4 {
+            srv.serve(&mut nic, Instant::now());
+        }
+        c.set_nonblocking(true).unwrap();
+        let _ = c.read_to_end(&mut got);
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at < got.len() {
+            match decode(&got[at..]) {
+                Decoded::Message(v, n) => {
+                    assert!(v["ok"].is_boolean(), "{v}");
+                    out.push(v);
+                    at += n;
+                }
+                other => panic!("the server sent a bad frame: {other:?}"),
+            }
+        }
+        let mut c2 = UnixStream::connect(&path).unwrap();
+        c2.write_all(&encode(&json!({"v": 1, "op": "hello"})))
+            .unwrap();
+        srv.serve(&mut nic, Instant::now());
+        c2.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
+        out
+    }
+
+    /// A client that sends requests without reading its answers is held
+    /// back (the server keeps at most MAX_UNREAD of its answers, plus one)
+    /// while others are served.
+    #[test]
+    fn a_client_that_does_not_read_is_held_back() {
+        let dir = std::env::temp_dir().join(format!("softspin-hostif-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("flood.sock");
+        let mut nic = Nic::open("fpspin").unwrap();
+        let mut srv = ControlServer::bind(&path, NodeInfo::default()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        // 2000 requests (some 50 KB: within the socket's buffer) whose
+        // answers (some 1 KB each) are far more than MAX_UNREAD.
+        let req = encode(&json!({"v": 1, "op": "status"}));
+        let sent = 2000;
+        c.write_all(&req.repeat(sent)).unwrap();
+        for _ in 0..20 {
+            srv.serve(&mut nic, Instant::now());
+            assert!(srv.conns[0].out.len() <= MAX_UNREAD + MAX_MESSAGE + 4);
+        }
+        assert!(
+            (srv.stats.requests as usize) < sent,
+            "all {sent} answered: not held back"
+        );
+        let mut c2 = UnixStream::connect(&path).unwrap();
+        c2.write_all(&encode(&json!({"v": 1, "op": "hello"})))
+            .unwrap();
+        srv.serve(&mut nic, Instant::now());
+        c2.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
+    }
+
+    #[test]
+    fn any_bytes_get_answers_never_a_crash() {
+        let good = encode(&json!({"v": 1, "op": "status"}));
+        assert_eq!(feed(&good)[0]["ok"], true);
+        // Several requests in one write, and a half one left at the end.
+        let mut two = good.repeat(2);
+        two.extend_from_slice(&good[..7]);
+        assert_eq!(feed(&two).len(), 2);
+        // A client that closed its side is not kept waiting.
+        let w = feed(&encode(
+            &json!({"v": 1, "op": "wait_notification", "timeout_ms": 3600000}),
+        ));
+        assert!(w.is_empty());
+        // Every prefix and every single-byte corruption of requests.
+        let reqs = [
+            encode(
+                &json!({"v": 1, "op": "export_window", "ectx": 0, "key": 1, "offset": 0, "size": 8, "perms": 7}),
+            ),
+            encode(&json!({"v": 1, "op": "respond", "id": 4294967296u64, "value": 1})),
+        ];
+        let mut x: u32 = 27;
+        for r in &reqs {
+            for cut in 0..r.len() {
+                feed(&r[..cut]);
+            }
+            for k in 0..r.len() {
+                let mut m = r.clone();
+                x = x.wrapping_mul(1_103_515_245).wrapping_add(12345);
+                m[k] ^= (x >> 16) as u8 | 1;
+                for v in feed(&m) {
+                    if v["ok"] == false {
+                        assert!(!v["error"].as_str().unwrap().is_empty());
+                    }
+                }
+            }
+        }
+    }
+}
