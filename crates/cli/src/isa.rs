@@ -42,6 +42,11 @@ pub enum IsaCmd {
         /// everything at once (short runs, tests).
         #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
         jit_after: u16,
+        /// Serve the GDB remote protocol on [HOST]:PORT (docs/debugging.md):
+        /// the program waits at its entry for gdb. Port 0 picks a free
+        /// port; stderr says which.
+        #[arg(long, value_name = "[HOST]:PORT", conflicts_with = "jit")]
+        gdb: Option<String>,
     },
     /// Run one handler of a handler image on ONE packet through the NIC
     /// model (the engine, with the profile's memory map, stack size and
@@ -107,6 +112,7 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             stats,
             jit,
             jit_after,
+            gdb,
         } => {
             #[cfg(not(feature = "jit"))]
             if jit {
@@ -125,17 +131,30 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             } else {
                 Box::new(stdout.lock())
             };
+            // Before the clock starts: the wait for gdb is not the run's.
+            let mut debugger = match &gdb {
+                Some(addr) => Some(crate::gdb::BareGdb::accept(addr, bm.hpu.timing())?),
+                None => None,
+            };
             let t0 = std::time::Instant::now();
             #[cfg(feature = "jit")]
-            let o = if jit {
+            let o = if let Some(d) = &mut debugger {
+                bm.run_debug(out, |hpu| d.at(hpu))
+            } else if jit {
                 let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing())
                     .compile_after(jit_after);
-                bm.run_jit(out, &mut j)
+                Some(bm.run_jit(out, &mut j))
             } else {
-                bm.run(out)
+                Some(bm.run(out))
             };
             #[cfg(not(feature = "jit"))]
-            let (o, _) = (bm.run(out), jit_after);
+            let (o, _) = match &mut debugger {
+                Some(d) => (bm.run_debug(out, |hpu| d.at(hpu)), jit_after),
+                None => (Some(bm.run(out)), jit_after),
+            };
+            let Some(o) = o else {
+                bail!("the run was killed from gdb");
+            };
             let wall = t0.elapsed().as_secs_f64();
             if stats {
                 eprintln!(
@@ -156,9 +175,15 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
                     } else {
                         (s & 0xff) as u8
                     };
+                    if let Some(d) = &mut debugger {
+                        d.finished(Some(code));
+                    }
                     Ok(ExitCode::from(code))
                 }
                 Stop::Fault(f) => {
+                    if let Some(d) = &mut debugger {
+                        d.finished(None);
+                    }
                     eprintln!(
                         "softspin: guest fault: {f} (after {} instructions, {} cycles)",
                         o.instructions, o.cycles

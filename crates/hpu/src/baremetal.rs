@@ -71,6 +71,17 @@ pub enum LoadError {
     Program(#[from] ProgramError),
 }
 
+/// How a run under a debugger goes on ([`BareMetal::run_debug`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DebugAction {
+    /// Execute one instruction, then ask again.
+    Step,
+    /// Run on without asking.
+    Run,
+    /// End the run now.
+    Kill,
+}
+
 /// A program loaded into one HPU, ready to run.
 pub struct BareMetal {
     pub hpu: Hpu,
@@ -123,6 +134,47 @@ impl BareMetal {
     pub fn run_jit<W: Write>(&mut self, out: W, jit: &mut crate::jit::Jit) -> Outcome {
         let program = self.program.clone();
         self.run_by(out, |hpu, rt| hpu.run_jit(&program, jit, rt, u64::MAX))
+    }
+
+    /// [`BareMetal::run`] under a debugger: `at` is called with the HPU
+    /// before each instruction and says how the run goes on. Stepping is
+    /// one instruction at a time ([`Hpu::step`]: the counts `run` gives);
+    /// after [`DebugAction::Run`] the rest runs at full speed. `None` if
+    /// the debugger killed the run.
+    pub fn run_debug<W: Write>(
+        &mut self,
+        out: W,
+        mut at: impl FnMut(&mut Hpu) -> DebugAction,
+    ) -> Option<Outcome> {
+        let program = self.program.clone();
+        let unfused = program.unfused();
+        // Whether the next instruction starts a block (where `run` checks
+        // the watchdog); the entry does.
+        let mut entry = true;
+        let mut free = false;
+        let mut killed = false;
+        let o = self.run_by(out, |hpu, rt| {
+            if free {
+                return hpu.run(&program, rt, u64::MAX);
+            }
+            match at(hpu) {
+                DebugAction::Step => {
+                    let pc = hpu.pc;
+                    let stop = hpu.step(&unfused, rt, entry);
+                    entry = unfused.ends_block_at(pc);
+                    stop
+                }
+                DebugAction::Run => {
+                    free = true;
+                    hpu.run(&program, rt, u64::MAX)
+                }
+                DebugAction::Kill => {
+                    killed = true;
+                    Stop::Exit(0)
+                }
+            }
+        });
+        (!killed).then_some(o)
     }
 
     fn run_by<W: Write>(
