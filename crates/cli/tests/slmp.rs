@@ -273,10 +273,16 @@ fn recv_help_names_each_default_once() {
     let o = softspin(&["slmp", "recv", "--help"]);
     assert!(o.status.success(), "{}", describe(&o));
     let help = String::from_utf8_lossy(&o.stdout);
-    let count = help
+    // The option's entry: its line and, when clap puts the help below the
+    // option (long help), the lines up to the next option.
+    let mut lines = help
         .lines()
-        .find(|l| l.trim_start().starts_with("--count"))
-        .expect("a --count line");
+        .skip_while(|l| !l.trim_start().starts_with("--count"));
+    let first = lines.next().expect("a --count line");
+    let count: String = std::iter::once(first)
+        .chain(lines.take_while(|l| !l.trim_start().starts_with('-')))
+        .collect::<Vec<_>>()
+        .join("\n");
     assert_eq!(count.matches("[default: 1]").count(), 1, "{count}");
 }
 
