@@ -184,6 +184,7 @@ fn call(nic: &mut Nic, st: &mut State, c: Call) {
                 msg_timeout_ns: o.msg_timeout_ns,
                 udp_dst_port: o.udp_dst_port,
                 rules: Vec::new(),
+                rma: None,
                 handler_mem_addr: o.handler_mem_addr.map(|a| softspin_hpu::abi::L2_HANDLER_BASE + (u32::from(a) << 6)),
             };
             if let Ok(e) = nic.install(&st.images[k], opts) {
