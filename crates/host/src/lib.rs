@@ -51,6 +51,8 @@ mod live;
 mod live_capture;
 mod nodes;
 pub mod rma;
+mod rma_stub;
+pub use rma_stub::{RmaCompletion, RmaHandle, RmaOp, RmaRequest};
 pub mod sdk;
 pub mod slmp;
 #[cfg(feature = "live")]
