@@ -122,9 +122,13 @@ pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
             needs_root("down")?;
             let r = local::down(&prefix)?;
             println!(
-                "cluster {prefix}: removed {} namespace(s), stopped {} process(es)",
+                "cluster {prefix}: removed {} namespace(s), stopped {} process(es){}",
                 r.namespaces.len(),
-                r.processes
+                r.processes,
+                match r.shm_files {
+                    0 => String::new(),
+                    n => format!(", removed {n} shm file(s) of killed NICs"),
+                }
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -258,6 +262,19 @@ fn status(prefix: &str) -> anyhow::Result<ExitCode> {
                 Some(p) => format!(", lossy forwarder pid {p}"),
                 None => String::new(),
             }
+        );
+    }
+    // Where host programs find each node's NIC (docs/cluster.md "Names").
+    for s in nodes
+        .iter()
+        .filter(|s| s.control.is_some() || s.shm.is_some())
+    {
+        let show = |p: &Option<PathBuf>| p.as_ref().map_or("-".into(), |p| p.display().to_string());
+        println!(
+            "node {}: control {}  host memory {}",
+            s.node.rank,
+            show(&s.control),
+            show(&s.shm)
         );
     }
     Ok(ExitCode::SUCCESS)
