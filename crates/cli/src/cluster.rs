@@ -72,7 +72,7 @@ pub enum ClusterCmd {
     },
 }
 
-const DEFAULT_PREFIX: &str = "ssn";
+pub(crate) const DEFAULT_PREFIX: &str = "ssn";
 
 #[derive(clap::Args)]
 pub struct UpArgs {
