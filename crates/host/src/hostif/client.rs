@@ -12,12 +12,6 @@ use super::shm::ShmMap;
 use super::{recv, send, PROTOCOL_VERSION};
 use crate::{Error, Result, RmaCompletion, RmaHandle, RmaOp, RmaRequest};
 
-/// How long a blocking RMA call (`put`, `get`, ...) waits for its
-/// completion by default: far beyond the transport's bound for declaring a
-/// peer failed (docs/rma.md "Reliability"), so only a NIC that stopped
-/// working reaches it.
-pub const RMA_BLOCKING_TIMEOUT: Duration = Duration::from_secs(600);
-
 /// An ECTX of the NIC, as `hello` describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteEctx {
@@ -52,7 +46,10 @@ pub struct NicClient {
     /// The ECTX RMA operations are posted on (None: the NIC picks the one
     /// running the RMA handlers).
     rma_ectx: Option<u32>,
-    rma_timeout: Duration,
+    /// How long blocking RMA calls wait (None: until the NIC completes the
+    /// operation, which its transport bounds by declaring a silent peer
+    /// failed, docs/rma.md "Reliability").
+    rma_timeout: Option<Duration>,
 }
 
 impl NicClient {
@@ -68,7 +65,7 @@ impl NicClient {
             hello: Value::Null,
             ectxs: Vec::new(),
             rma_ectx: None,
-            rma_timeout: RMA_BLOCKING_TIMEOUT,
+            rma_timeout: None,
         };
         let h = c.request("hello", json!({}))?;
         c.ectxs = h["ectxs"]
@@ -229,8 +226,9 @@ impl NicClient {
         self.rma_ectx = ectx;
     }
 
-    /// How long blocking RMA calls wait (default [`RMA_BLOCKING_TIMEOUT`]).
-    pub fn set_rma_timeout(&mut self, timeout: Duration) {
+    /// How long blocking RMA calls wait (None, the default: until the NIC
+    /// completes the operation; an error if the NIC goes away).
+    pub fn set_rma_timeout(&mut self, timeout: Option<Duration>) {
         self.rma_timeout = timeout;
     }
 
@@ -296,7 +294,15 @@ impl NicClient {
     /// status (and, for a failed peer, its rank).
     fn blocking(&mut self, r: RmaRequest) -> Result<u64> {
         let h = self.post(&r)?;
-        match self.wait_detailed(h, self.rma_timeout)? {
+        let got = match self.rma_timeout {
+            Some(t) => self.wait_detailed(h, t)?,
+            None => loop {
+                if let Some(c) = self.wait_detailed(h, super::server::MAX_WAIT)? {
+                    break Some(c);
+                }
+            },
+        };
+        match got {
             Some((c, None)) if c.status == 0 => Ok(c.value),
             Some((c, e)) => {
                 Err(Error::Host(e.unwrap_or_else(|| {
@@ -305,7 +311,9 @@ impl NicClient {
             }
             None => Err(Error::Host(format!(
                 "RMA {:?} to rank {}: no completion within {:?}",
-                r.op, r.rank, self.rma_timeout
+                r.op,
+                r.rank,
+                self.rma_timeout.unwrap_or_default()
             ))),
         }
     }
