@@ -2789,9 +2789,11 @@ fn rma_request(r: &ss_rma_request) -> Result<softspin_host::RmaRequest, softspin
             compare: r.operand,
             swap: r.swap,
         },
-        x => return Err(softspin_host::Error::Invalid(format!(
+        x => {
+            return Err(softspin_host::Error::Invalid(format!(
             "ss_rma_request.op {x}: SS_RMA_PUT 1, SS_RMA_GET 2, SS_RMA_FETCH_ADD 3, SS_RMA_CAS 4"
-        ))),
+        )))
+        }
     };
     Ok(softspin_host::RmaRequest {
         rank: r.rank,
