@@ -51,8 +51,6 @@ mod live;
 mod live_capture;
 mod nodes;
 pub mod rma;
-mod rma_stub;
-pub use rma_stub::{RmaCompletion, RmaHandle, RmaOp, RmaRequest};
 pub mod sdk;
 pub mod slmp;
 #[cfg(feature = "live")]
