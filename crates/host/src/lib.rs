@@ -51,6 +51,7 @@ mod live;
 mod live_capture;
 mod nodes;
 pub mod rma;
+pub use rma::{RmaCompletion, RmaHandle, RmaOp, RmaRequest};
 pub mod sdk;
 pub mod slmp;
 #[cfg(feature = "live")]

@@ -32,15 +32,11 @@ pub fn default_control_path(iface: &str) -> std::path::PathBuf {
     std::path::Path::new(DEFAULT_CONTROL_DIR).join(format!("{iface}.sock"))
 }
 
-/// An RMA completion's status beyond softspin_wire::rma's: the transport
-/// declared the destination failed (rma-api contract).
-pub const RMA_PEER_FAILED: u8 = 7;
-
 /// The name of an RMA completion status as docs/rma.md writes it (BAD_KEY,
 /// ...), and what it means.
 pub fn rma_status_name(status: u8) -> (String, &'static str) {
     use softspin_wire::rma::Status;
-    if status == RMA_PEER_FAILED {
+    if status == crate::rma::STATUS_PEER_FAILED {
         return ("PEER_FAILED".into(), "the destination stopped answering");
     }
     match Status::from_byte(status) {
@@ -72,7 +68,7 @@ pub fn rma_error(status: u8, r: &crate::RmaRequest) -> Option<String> {
         crate::RmaOp::FetchAdd { .. } => "fetch_add",
         crate::RmaOp::Cas { .. } => "cas",
     };
-    Some(if status == RMA_PEER_FAILED {
+    Some(if status == crate::rma::STATUS_PEER_FAILED {
         format!(
             "RMA {op} to rank {}: {name}: the transport declared rank {} failed ({what})",
             r.rank, r.rank
