@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 use softspin_cluster::local;
 use softspin_host::{NicClient, RmaHandle, RmaOp, RmaRequest};
-use softspin_testkit::{describe, handler_image, needs_root, root, scratch, skip, Rng};
+use softspin_testkit::{describe, needs_root, root, scratch, skip, Rng};
 
 const BIN: &str = env!("CARGO_BIN_EXE_softspin");
 /// Each node's host memory (one ECTX: its host window), all exported under
@@ -52,7 +52,15 @@ impl Cluster {
             prefix,
             nics: Vec::new(),
         };
-        let image = handler_image("rma_target", &["examples/rma_target/handler.c"]);
+        let image = scratch("rma-cli").join("rma_target.elf");
+        let o = Command::new(BIN)
+            .args(["build", "--profile", "fpspin"])
+            .arg(root().join("examples/rma_target/handler.c"))
+            .arg("-o")
+            .arg(&image)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "build: {}", describe(&o));
         let table = local::default_table_path(&c.prefix);
         for k in 0..nodes {
             let ns = format!("{}{k}", c.prefix);
@@ -124,8 +132,8 @@ impl Cluster {
     /// `cluster down` leaves no namespace, socket or shm file.
     fn stop(mut self) -> Vec<Value> {
         let mut out = Vec::new();
-        for (k, ch) in self.nics.iter_mut().enumerate() {
-            let ch = ch.take().unwrap();
+        let nics: Vec<Child> = self.nics.iter_mut().map(|c| c.take().unwrap()).collect();
+        for (k, ch) in nics.into_iter().enumerate() {
             let pid = ch.id().to_string();
             assert!(Command::new("kill")
                 .args(["-INT", &pid])
@@ -308,7 +316,7 @@ fn two_clients_get_only_their_own(cl: &Cluster, rng: &mut Rng) {
     let pattern = random(rng, 4096);
     b.window_mem(0).unwrap()[100_000..104_096].copy_from_slice(&pattern);
     b.put(1, KEY, 200_000, 100_000, 4096).unwrap();
-    let mut post = |c: &mut NicClient, k: u64| {
+    let post = |c: &mut NicClient, k: u64| {
         let op = RmaOp::Get {
             local: 110_000 + 512 * k,
             len: 512,
