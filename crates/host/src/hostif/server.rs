@@ -341,9 +341,13 @@ impl ControlServer {
                     continue;
                 }
                 Some(Wait::Rma(deadline, handles)) => {
+                    // Something to take, or nothing left to wait for.
                     let ready = match handles {
-                        Some(h) => h.iter().any(|h| c.rma_done.contains_key(h)),
-                        None => !c.rma_done.is_empty(),
+                        Some(h) => {
+                            h.iter().all(|h| !c.rma_pending.contains(h))
+                                || h.iter().any(|h| c.rma_done.contains_key(h))
+                        }
+                        None => c.rma_pending.is_empty() || !c.rma_done.is_empty(),
                     };
                     if !ready && now < *deadline {
                         return;
@@ -880,6 +884,55 @@ mod tests {
         assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
     }
 
+    /// RMA requests with bad arguments get errors naming them; a handle
+    /// is only ever its client's.
+    #[test]
+    fn rma_requests_are_checked() {
+        let mut nic = Nic::open("fpspin").unwrap();
+        let dir = std::env::temp_dir().join(format!("softspin-hostif-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rma.sock");
+        let mut srv = ControlServer::bind(&path, NodeInfo::default()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut ask = |req: Value| {
+            c.write_all(&encode(&req)).unwrap();
+            srv.serve(&mut nic, Instant::now());
+            let r = super::super::recv(&mut c).unwrap();
+            assert_eq!(r["ok"], false, "{r}");
+            r["error"].as_str().unwrap().to_string()
+        };
+        let post = |request: Value| json!({"v": 1, "op": "rma_post", "request": request});
+        assert!(ask(json!({"v": 1, "op": "rma_post"})).contains("this NIC has 0 ECTXs"));
+        let e = ask(json!({"v": 1, "op": "rma_post", "ectx": 0}));
+        assert!(e.contains("no ECTX 0"), "{e}");
+        let e = ask(json!({"v": 1, "op": "rma_test", "handles": [7]}));
+        assert!(
+            e.contains("RMA handle 7 is not an operation of this client"),
+            "{e}"
+        );
+        let e = ask(json!({"v": 1, "op": "rma_wait", "handles": 7}));
+        assert!(e.contains("a list of handles"), "{e}");
+        let e = ask(json!({"v": 1, "op": "rma_wait", "handles": ["x"]}));
+        assert!(e.contains("not a handle"), "{e}");
+        let e = ask(json!({"v": 1, "op": "rma_wait", "timeout_ms": -1}));
+        assert!(e.contains("milliseconds"), "{e}");
+        // No ECTX to name: the ECTX is checked first, then the request.
+        let _ = ask(post(json!({"rank": 1, "op": "put"})));
+        let srv_errors = srv.stats().errors;
+        assert_eq!(srv_errors, 7);
+        // With nothing posted, waiting for "all of mine" answers at once.
+        c.write_all(&encode(
+            &json!({"v": 1, "op": "rma_wait", "timeout_ms": 3600000}),
+        ))
+        .unwrap();
+        srv.serve(&mut nic, Instant::now());
+        let r = super::super::recv(&mut c).unwrap();
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(r["completions"], json!([]), "{r}");
+        assert_eq!(r["pending"], 0, "{r}");
+    }
+
     #[test]
     fn any_bytes_get_answers_never_a_crash() {
         let good = encode(&json!({"v": 1, "op": "status"}));
@@ -899,6 +952,10 @@ mod tests {
                 &json!({"v": 1, "op": "export_window", "ectx": 0, "key": 1, "offset": 0, "size": 8, "perms": 7}),
             ),
             encode(&json!({"v": 1, "op": "respond", "id": 4294967296u64, "value": 1})),
+            encode(
+                &json!({"v": 1, "op": "rma_post", "ectx": 0, "request": {"rank": 1, "key": 1, "offset": 8, "op": "cas", "width": 8, "compare": 1, "swap": 2}}),
+            ),
+            encode(&json!({"v": 1, "op": "rma_wait", "handles": [1, 2], "timeout_ms": 5})),
         ];
         let mut x: u32 = 27;
         for r in &reqs {
