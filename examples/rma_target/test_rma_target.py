@@ -313,6 +313,23 @@ def test_hostile_requests_match_the_reference(image):
     assert len(want) >= 8, want  # the mutations reach every check
 
 
+def test_rma_post_from_python_refuses_clearly(image):
+    """Nic.rma_post needs the transport and a node table (the operations
+    themselves are tested between NICs in crates/host/tests/rma_initiator.rs
+    and crates/cli/tests/rma_cli.rs): without them, and with an unknown op,
+    a clear error; nothing is outstanding or completed."""
+    nic = softspin.Nic("fpspin")
+    img = nic.load_image(image)
+    win = nic.host_array(HOST_SIZE)
+    e = nic.install(img, ph="rma_target_ph", host_window=win, scratchpad=SCRATCHPAD)
+    nic.activate(e)
+    with pytest.raises(softspin.Error, match="transport is off"):
+        nic.rma_post(e, 1, 1, 0, "get", local=0, len=8)
+    with pytest.raises(softspin.InvalidArgumentError, match="RMA op `erase`"):
+        nic.rma_post(e, 1, 1, 0, "erase")
+    assert nic.rma_outstanding(e) == 0 and nic.rma_completions(e) == []
+
+
 def test_export_window_from_python(image):
     """Nic.export_window writes the table entry docs/rma.md describes (the
     bytes packed here), requests are served through it, and withdrawing the
