@@ -806,3 +806,116 @@ fn four_nodes_through_lossy_links() {
     }
     down_leaves_nothing(&c, &[]);
 }
+
+/// `softspin nic --window` without root (`--mode socket` on lo): the window
+/// is exported before the NIC is ready, under the key given; too little
+/// host memory, an image without the RMA target handlers and a bad size
+/// are refused with a clear error.
+#[test]
+fn nic_window_exports_and_refuses() {
+    let dir = softspin_testkit::scratch("rma_live");
+    let build = |src: &str, name: &str| {
+        let out = dir.join(name);
+        let o = Command::new(BIN)
+            .args(["build", "--profile", "fpspin"])
+            .arg(softspin_testkit::root().join(src))
+            .arg("-o")
+            .arg(&out)
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "{}", describe(&o));
+        out.display().to_string()
+    };
+    let (rma_elf, empty_elf) = (
+        build("examples/rma_target/handler.c", "rma.elf"),
+        build("examples/empty/handler.c", "empty.elf"),
+    );
+    let port = UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let m = format!("udp:{port}");
+    let nic = |image: &str, ph: &str, extra: &[&str]| -> Command {
+        let mut cmd = Command::new(BIN);
+        cmd.args(["nic", "--iface", "lo", "--mode", "socket", "--image", image]);
+        cmd.args(["--ph", ph, "--match", &m]).args(extra);
+        cmd
+    };
+    let refused = |mut cmd: Command, code: i32, says: &str| {
+        let o = cmd.output().unwrap();
+        assert_eq!(o.status.code(), Some(code), "{}", describe(&o));
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains(says),
+            "{says}: {}",
+            describe(&o)
+        );
+    };
+    refused(
+        nic(&rma_elf, "rma_target_ph", &["--host-size", "4096", "--window", "8K"]),
+        1,
+        "--window 8192: the ECTX `rma` has 4096 bytes of host memory; give --host-size 8192 or more",
+    );
+    refused(
+        nic(
+            &empty_elf,
+            "empty_ph",
+            &["--host-size", "4096", "--window", "4K"],
+        ),
+        1,
+        "its image has no `rma_windows` (not the RMA target handlers)",
+    );
+    refused(
+        nic(&rma_elf, "rma_target_ph", &["--window", "0"]),
+        2,
+        "a positive number of bytes",
+    );
+    refused(
+        nic(&rma_elf, "rma_target_ph", &["--window", "4K,0"]),
+        2,
+        "nonzero",
+    );
+
+    // Exported before ready: the control socket lists it at once.
+    let (sock, ready) = (dir.join("w.sock"), dir.join("w.ready"));
+    let _ = std::fs::remove_file(&ready);
+    let mut child = nic(
+        &rma_elf,
+        "rma_target_ph",
+        &[
+            "--host-size",
+            "8192",
+            "--window",
+            "4K,5",
+            "--duration",
+            "20",
+        ],
+    )
+    .arg("--control")
+    .arg(&sock)
+    .arg("--ready-file")
+    .arg(&ready)
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::piped())
+    .spawn()
+    .unwrap();
+    let t0 = Instant::now();
+    while !ready.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "the NIC exited");
+        assert!(t0.elapsed() < Duration::from_secs(20), "not ready");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let mut c = NicClient::connect(&sock).unwrap();
+    let e = c.ectxs()[0].ectx;
+    let w = c
+        .request("windows", serde_json::json!({ "ectx": e }))
+        .unwrap();
+    assert_eq!(
+        w["windows"],
+        serde_json::json!([{"key": 5, "perms": 7, "offset": 0, "size": 4096}]),
+        "{w}"
+    );
+    // SAFETY: kill(2) on our child's pid; no memory involved.
+    unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+    assert!(child.wait().unwrap().success());
+}
