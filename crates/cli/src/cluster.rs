@@ -123,6 +123,9 @@ namespace. With NIC arguments every node runs
   softspin nic --iface PREFIXke --nodes TABLE --rank k --ready-file F ARGS
 in its namespace (pid, log and ready files in RUN_DIR/cluster-PREFIX/);
 up waits until each has attached and removes everything if one fails.
+With --rma every node's NIC also gets examples/rma_target (built into
+RUN_DIR/cluster-PREFIX/), --rma (rank k), --host-shm softspin-PREFIX-k,
+--control RUN_DIR/cluster-PREFIX/k.sock and --window SIZE,1.
 RUN_DIR is $SOFTSPIN_RUN_DIR or /run/softspin. Needs root.";
 
 pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
