@@ -767,6 +767,17 @@ fn eight_nodes_in_a_ring() {
     let c = Cluster::up("b", 8, &[]);
     let pairs: Vec<(u32, u32)> = (0..8).map(|k| (k, (k + 1) % 8)).collect();
     every_operation(&c, &pairs, 8);
+    // status names each node's socket and shm file.
+    let o = softspin(&["cluster", "status", "--prefix", &c.prefix]);
+    let text = String::from_utf8_lossy(&o.stdout);
+    for k in 0..8 {
+        let line = format!(
+            "node {k}: control {}  host memory {}",
+            local::control_path(&c.prefix, k).display(),
+            local::shm_path(&c.prefix, k).display()
+        );
+        assert!(text.contains(&line), "{line}: {}", describe(&o));
+    }
     down_leaves_nothing(&c, &[]);
 }
 
