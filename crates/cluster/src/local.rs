@@ -468,7 +468,7 @@ fn tail(log: &Path) -> String {
 }
 
 /// Start `softspin nic --iface IF --nodes TABLE --rank K --ready-file F
-/// ARGS` in every node's namespace and wait until each has attached (its
+/// ARGS(K)` in every node's namespace and wait until each has attached (its
 /// ready file appears); a NIC that exits or is not ready within `timeout`
 /// is an error naming it, with its log's last lines.
 pub fn start_nics(
@@ -476,7 +476,7 @@ pub fn start_nics(
     table: &NodeTable,
     table_path: &Path,
     softspin: &Path,
-    nic_args: &[String],
+    nic_args: &dyn Fn(u32) -> Vec<String>,
     timeout: Duration,
 ) -> Result<()> {
     let dir = state_dir(&names.prefix);
@@ -492,7 +492,7 @@ pub fn start_nics(
             .arg(table_path)
             .args(["--rank", &k.to_string(), "--ready-file"])
             .arg(&ready)
-            .args(nic_args);
+            .args(nic_args(k));
         let log = dir.join(format!("nic-{k}.log"));
         let pid = spawn_daemon(&mut cmd, &log)?;
         write_pid(&dir.join(format!("nic-{k}.pid")), pid)?;
