@@ -1,16 +1,16 @@
 //! RMA from host programs beside NIC processes (issue 27, items 3-4;
 //! docs/host-interface.md "RMA", docs/rma.md "From host programs"): a
-//! cluster of two nodes (`softspin cluster up`, namespaces prefixed `sH`),
-//! each running `softspin nic --rma` with examples/rma_target, its host
-//! memory in shared memory and a control socket at the cluster's convention
-//! (`local::control_path`, `local::shm_path`). Rust (`NicClient`), the CLI
+//! cluster of two nodes (`softspin cluster up --rma`, namespaces prefixed
+//! `sH`), each running `softspin nic --rma` with examples/rma_target, its
+//! host memory in shared memory and a control socket at the cluster's
+//! convention (`local::control_path`, `local::shm_path`). Rust (`NicClient`), the CLI
 //! (`softspin rma put|get`), Python (`softspin.NicClient`) and C
 //! (`ss_client_*`) post put/get/fetch-and-add/compare-and-swap on node 0
 //! against node 1; every result is checked against the test's own model and
 //! against node 1's shm file, read independently of any client.
 
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -23,18 +23,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_softspin");
 /// key 1 with every right.
 const HOST: usize = 1 << 20;
 const KEY: u32 = 1;
-/// docs/rma.md "Header": the fixed RMA port.
-const RMA_PORT: &str = "21328";
 
 fn softspin(args: &[&str]) -> Output {
     Command::new(BIN).args(args).output().expect("run softspin")
 }
 
-/// Two nodes with NICs serving host programs; taken down on drop (NICs
-/// killed, `cluster down`), panics included.
+/// `softspin cluster up --nodes N --rma`: every node's NIC serves RMA with
+/// key 1 over its whole host memory and a control socket; taken down on
+/// drop (`cluster down`), panics included.
 struct Cluster {
     prefix: String,
-    nics: Vec<Option<Child>>,
 }
 
 impl Cluster {
@@ -44,77 +42,19 @@ impl Cluster {
             std::env::var("SS_TEST_NS_PREFIX").unwrap_or_default()
         );
         let n = nodes.to_string();
+        let c = Cluster { prefix };
         let o = softspin(&[
-            "cluster", "up", "--nodes", &n, "--prefix", &prefix, "--port", RMA_PORT,
+            "cluster",
+            "up",
+            "--nodes",
+            &n,
+            "--prefix",
+            &c.prefix,
+            "--rma",
+            "--window",
+            &HOST.to_string(),
         ]);
         assert!(o.status.success(), "cluster up: {}", describe(&o));
-        let mut c = Cluster {
-            prefix,
-            nics: Vec::new(),
-        };
-        let image = scratch("rma-cli").join("rma_target.elf");
-        let o = Command::new(BIN)
-            .args(["build", "--profile", "fpspin"])
-            .arg(root().join("examples/rma_target/handler.c"))
-            .arg("-o")
-            .arg(&image)
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "build: {}", describe(&o));
-        let table = local::default_table_path(&c.prefix);
-        for k in 0..nodes {
-            let ns = format!("{}{k}", c.prefix);
-            let child = Command::new("ip")
-                .args([
-                    "netns",
-                    "exec",
-                    &ns,
-                    BIN,
-                    "nic",
-                    "--iface",
-                    &format!("{ns}e"),
-                ])
-                .arg("--nodes")
-                .arg(&table)
-                .args(["--rank", &k.to_string(), "--rma", "--json", "--image"])
-                .arg(&image)
-                .args([
-                    "--ph",
-                    "rma_target_ph",
-                    "--match",
-                    &format!("udp:{RMA_PORT}"),
-                ])
-                .args(["--scratchpad", "12288", "--host-size", &HOST.to_string()])
-                .args(["--host-shm", &local::shm_name(&c.prefix, k), "--control"])
-                .arg(local::control_path(&c.prefix, k))
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .unwrap();
-            c.nics.push(Some(child));
-        }
-        let end = Instant::now() + Duration::from_secs(30);
-        for k in 0..nodes {
-            while NicClient::connect(c.control(k)).is_err() {
-                let ch = c.nics[k as usize].as_mut().unwrap();
-                if let Some(s) = ch.try_wait().unwrap() {
-                    let out = c.nics[k as usize]
-                        .take()
-                        .unwrap()
-                        .wait_with_output()
-                        .unwrap();
-                    panic!(
-                        "node {k}'s NIC exited ({s}): {}",
-                        String::from_utf8_lossy(&out.stderr)
-                    );
-                }
-                assert!(
-                    Instant::now() < end,
-                    "node {k}: no control socket after 30 s"
-                );
-                std::thread::sleep(Duration::from_millis(20));
-            }
-        }
         c
     }
 
@@ -128,30 +68,17 @@ impl Cluster {
         std::fs::read(local::shm_path(&self.prefix, k)).unwrap()
     }
 
-    /// SIGINT every NIC: each exits 0 and prints its `--json` summary; then
     /// `cluster down` leaves no namespace, socket or shm file.
-    fn stop(mut self) -> Vec<Value> {
-        let mut out = Vec::new();
-        let nics: Vec<Child> = self.nics.iter_mut().map(|c| c.take().unwrap()).collect();
-        for (k, ch) in nics.into_iter().enumerate() {
-            let pid = ch.id().to_string();
-            assert!(Command::new("kill")
-                .args(["-INT", &pid])
-                .status()
-                .unwrap()
-                .success());
-            let o = ch.wait_with_output().unwrap();
-            let err = String::from_utf8_lossy(&o.stderr);
-            assert_eq!(o.status.code(), Some(0), "node {k}: {err}");
-            out.push(serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {err}")));
-            assert!(!self.control(k as u32).exists(), "node {k}: socket left");
+    fn down(self, nodes: u32) {
+        let o = softspin(&["cluster", "down", "--prefix", &self.prefix]);
+        assert!(o.status.success(), "cluster down: {}", describe(&o));
+        for k in 0..nodes {
+            assert!(!self.control(k).exists(), "node {k}: socket left");
             assert!(
-                !local::shm_path(&self.prefix, k as u32).exists(),
+                !local::shm_path(&self.prefix, k).exists(),
                 "node {k}: shm left"
             );
         }
-        let o = softspin(&["cluster", "down", "--prefix", &self.prefix]);
-        assert!(o.status.success(), "cluster down: {}", describe(&o));
         let ns = Command::new("ip").args(["netns", "list"]).output().unwrap();
         let left: Vec<String> = String::from_utf8_lossy(&ns.stdout)
             .lines()
@@ -159,17 +86,11 @@ impl Cluster {
             .map(str::to_string)
             .collect();
         assert!(left.is_empty(), "namespaces left: {left:?}");
-        out
     }
 }
 
 impl Drop for Cluster {
     fn drop(&mut self) {
-        for ch in self.nics.iter_mut().filter_map(Option::take) {
-            let mut ch = ch;
-            let _ = ch.kill();
-            let _ = ch.wait();
-        }
         let _ = softspin(&["cluster", "down", "--prefix", &self.prefix]);
     }
 }
@@ -298,13 +219,10 @@ fn host_programs_put_get_and_atomics_through_their_nics() {
         std::thread::sleep(Duration::from_millis(20));
     }
     c0.get(1, KEY, 3001, 0, 8).unwrap();
+    let s = c0.status().unwrap();
+    assert_eq!(s["errors"], 0, "{s}");
     drop((c0, _c1));
-    let summaries = cl.stop();
-    assert_eq!(
-        summaries[0]["control"]["rma_dropped"], 4,
-        "{}",
-        summaries[0]
-    );
+    cl.down(2);
 }
 
 /// Two clients of one NIC post at once: each waits for "all of mine" and
