@@ -2786,28 +2786,31 @@ pub unsafe extern "C" fn ss_client_respond(c: *mut ss_client, id: u32, value: u6
 
 fn rma_request(r: &ss_rma_request) -> Result<softspin_host::RmaRequest, softspin_host::Error> {
     use softspin_host::RmaOp;
-    let op = match r.op {
-        1 => RmaOp::Put {
+    use ss_rma_op::*;
+    let is = |o: ss_rma_op| r.op == o as u32;
+    let op = match () {
+        _ if is(SS_RMA_PUT) => RmaOp::Put {
             local: r.local,
             len: r.len,
         },
-        2 => RmaOp::Get {
+        _ if is(SS_RMA_GET) => RmaOp::Get {
             local: r.local,
             len: r.len,
         },
-        3 => RmaOp::FetchAdd {
+        _ if is(SS_RMA_FETCH_ADD) => RmaOp::FetchAdd {
             width: r.width,
             addend: r.operand,
         },
-        4 => RmaOp::Cas {
+        _ if is(SS_RMA_CAS) => RmaOp::Cas {
             width: r.width,
             compare: r.operand,
             swap: r.swap,
         },
-        x => {
+        _ => {
             return Err(softspin_host::Error::Invalid(format!(
-            "ss_rma_request.op {x}: SS_RMA_PUT 1, SS_RMA_GET 2, SS_RMA_FETCH_ADD 3, SS_RMA_CAS 4"
-        )))
+                "ss_rma_request.op {}: one of SS_RMA_PUT, SS_RMA_GET, SS_RMA_FETCH_ADD, SS_RMA_CAS",
+                r.op
+            )))
         }
     };
     Ok(softspin_host::RmaRequest {
