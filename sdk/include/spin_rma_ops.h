@@ -6,8 +6,8 @@
  * spin_rma_wait observe its completion, which the responses' handlers
  * record (spin_rma_complete) in the outstanding-transaction table (OTT).
  *
- * Not in spin.h. Include it after spin.h in every file that uses it; exactly
- * one file of the image says SPIN_RMA_OPS_STORAGE; at file scope (the
+ * Not in spin.h (it includes spin.h on the HPU side). Exactly one file of
+ * the image says SPIN_RMA_OPS_STORAGE; at file scope (the
  * table, its lock and the frame buffers; the host finds the table by its
  * symbol, rma_txns). The image's payload handler must hand every frame to
  * spin_rma_doorbell and spin_rma_complete (examples/rma_target does).
@@ -81,6 +81,7 @@ _Static_assert(sizeof(rma_txn_t) == 80, "an OTT entry is 80 bytes");
 typedef uint32_t spin_rma_t;
 
 #ifdef __riscv /* the rest runs on HPUs only */
+#include "spin.h"
 
 #define RMA_OPS_HDRS 42u /* Ethernet + IPv4 + UDP */
 #define RMA_OPS_BUFS 16
