@@ -380,8 +380,10 @@ static inline void rma_ops_drop(uint32_t why) { spin_push_counter(RMA_CTR_RESPON
  * in flight (RMA_DROP_*): nothing is ever written for those. */
 static inline int spin_rma_complete(const uint8_t *f, uint32_t len)
 {
+    /* The frame checks of the target's requests (rma_target's parse_frame):
+     * what fails them is a bad frame, not a response. */
     if (len < RMA_OPS_HDRS + RMA_HDR_LEN || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
-        f[14 + 9] != IP_PROTO_UDP)
+        f[14 + 9] != IP_PROTO_UDP || (rma_get16(f + 20) & 0x3fff))
         return 0;
     uint32_t ip_len = rma_get16(f + 16), udp_len = rma_get16(f + 38);
     if (ip_len > len - 14 || udp_len + 20 > ip_len || udp_len < 8 + RMA_HDR_LEN)
