@@ -1017,3 +1017,47 @@ fn mutated_responses_write_only_inside_the_gets_destination() {
         );
     }
 }
+
+#[test]
+fn eight_nodes_over_a_lossy_link_a_ring_of_puts_and_one_counter() {
+    let mut c = Cluster::new(8, Some(88));
+    let mut model: Vec<Vec<u8>> = (0..8).map(|k| c.host(k)).collect();
+    let mut rng = Rng::new(8);
+    let mut hs = Vec::new();
+    for k in 0..8usize {
+        let to = (k + 1) % 8;
+        let data = rng.bytes(3000 + 517 * k);
+        c.write_host(k, 77, &data);
+        model[k][77..77 + data.len()].copy_from_slice(&data);
+        model[to][200_001..200_001 + data.len()].copy_from_slice(&data);
+        hs.push((k, c.post(k, put(to as u16, 200_001, 77, data.len() as u64))));
+        if k != 0 {
+            for _ in 0..5 {
+                hs.push((
+                    k,
+                    c.post(
+                        k,
+                        RmaRequest {
+                            rank: 0,
+                            key: KEY,
+                            offset: 4096,
+                            op: RmaOp::FetchAdd {
+                                width: 8,
+                                addend: k as u64,
+                            },
+                        },
+                    ),
+                ));
+            }
+        }
+    }
+    c.run(2_000_000 * US);
+    for (k, h) in hs {
+        assert_eq!(c.completion(k, h).status, 0);
+    }
+    // 5 x (1 + ... + 7)
+    model[0][4096..4104].copy_from_slice(&140u64.to_le_bytes());
+    for (k, m) in model.iter().enumerate() {
+        assert_eq!(&c.host(k), m, "node {k}");
+    }
+}
