@@ -265,9 +265,9 @@ impl Nic {
     pub fn rma_post(&mut self, e: Ectx, r: &RmaRequest) -> Result<RmaHandle> {
         let (_, host) = self.rma_initiator(e)?;
         let id = self.info(e)?.id;
-        if self.engine.rma_stats().is_none() {
+        if self.engine.rma_ectx() != Some(id) {
             return Err(Error::Invalid(format!(
-                "ECTX {}: the RMA transport is off (EctxOptions::rma, softspin nic --rma)",
+                "ECTX {}: the RMA transport is not in front of it (EctxOptions::rma, softspin nic --rma)",
                 e.0
             )));
         }
@@ -373,7 +373,15 @@ impl Nic {
         );
         ini.queue
             .extend(pieces.into_iter().map(|entry| Piece { handle, entry }));
-        self.rma_pump(e)?;
+        if let Err(x) = self.rma_pump(e) {
+            // NIC memory refused the entry (an image whose table is not
+            // where its symbol says): the operation was not posted.
+            if let Some(ini) = self.rma.by_ectx.get_mut(&e.0) {
+                ini.ops.remove(&handle);
+                ini.queue.retain(|p| p.handle != handle);
+            }
+            return Err(x);
+        }
         Ok(handle)
     }
 

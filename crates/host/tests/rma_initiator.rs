@@ -689,6 +689,39 @@ fn bad_posts_are_refused_with_clear_errors() {
     bad(atomic(8, 4), ErrorKind::InvalidArgument, "aligned");
     assert!(x.nic.rma_post(Ectx(77), &put(1, 0, 0, 8)).is_err());
     assert_eq!(x.nic.rma_outstanding(e), 0);
+    // The image without the transport in front of it, or inactive.
+    let mut nic = Nic::open("fpspin").unwrap();
+    nic.set_node_table(&table(2), 0).unwrap();
+    let img = nic.load_image(image()).unwrap();
+    let w = nic.host_window(4096).unwrap();
+    let bare = nic
+        .install(
+            &img,
+            EctxOptions {
+                ph: Some("rma_target_ph".into()),
+                host_window: Some(w),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    nic.activate(bare).unwrap();
+    let err = nic.rma_post(bare, &put(1, 0, 0, 8)).unwrap_err();
+    assert!(err.to_string().contains("transport"), "{err}");
+    nic.deactivate(bare).unwrap();
+    nic.uninstall(bare).unwrap();
+    let off = nic
+        .install(
+            &img,
+            EctxOptions {
+                ph: Some("rma_target_ph".into()),
+                host_window: Some(w),
+                rma: Some(RmaTransportConfig::new(0)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let err = nic.rma_post(off, &put(1, 0, 0, 8)).unwrap_err();
+    assert!(err.to_string().contains("not active"), "{err}");
 }
 
 #[test]

@@ -89,6 +89,10 @@ impl RmaBlock {
         })
     }
 
+    pub(super) fn ectx(&self) -> EctxId {
+        self.ectx
+    }
+
     pub(super) fn failed(&self) -> &[PeerFailed] {
         &self.failed
     }
