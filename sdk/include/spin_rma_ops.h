@@ -363,7 +363,7 @@ static inline int spin_rma_doorbell(const uint8_t *f, uint32_t len)
     uint32_t w = rma_op_width(e->op), n = e->packets;
     if ((e->op != RMA_OP_WRITE && e->op != RMA_OP_READ && !w) || e->length == 0 || e->length > RMA_TXN_MAX_LEN ||
         n != (w ? 1 : (e->length + RMA_MAX_PAYLOAD - 1) / RMA_MAX_PAYLOAD) || (w && e->length != w) ||
-        (e->flags & RMA_TXN_NIC_SRC)) {
+        e->remaining != n || e->answered != 0 || (e->flags & RMA_TXN_NIC_SRC)) {
         e->status = RMA_STATUS_MALFORMED;
         e->state = RMA_TXN_DONE;
         return 1;

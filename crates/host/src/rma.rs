@@ -21,7 +21,7 @@ use softspin_engine::traffic::Arrival;
 use softspin_engine::units::Ns;
 use softspin_wire::rma::txn::{self, Entry};
 use softspin_wire::rma::window::{self, Window};
-use softspin_wire::rma::Op;
+use softspin_wire::rma::{Op, Status};
 
 use crate::{Ectx, Error, HostWindow, Nic, Result};
 
@@ -457,16 +457,29 @@ impl Nic {
     /// since the last call, each exactly once (an operation split into
     /// several entries completes when all have). Frees their entries and
     /// posts queued pieces into them. Entries to a destination the
-    /// transport declared failed complete with [`STATUS_PEER_FAILED`].
+    /// transport declared failed complete with [`STATUS_PEER_FAILED`];
+    /// those of an ECTX deactivated meanwhile with FAILED (6).
     pub fn rma_completions(&mut self, e: Ectx) -> Vec<RmaCompletion> {
         self.collect();
         let Ok((table, _)) = self.rma_initiator(e) else {
             return Vec::new();
         };
         let failed = self.rma_failed_ranks();
+        // Deactivated with operations outstanding: none of them can finish
+        // (no doorbell or response reaches it); they fail, queued or not.
+        let inactive = self
+            .info(e)
+            .ok()
+            .and_then(|x| self.engine.ectx(x.id))
+            .is_none_or(|x| !x.active);
         let Some(mut ini) = self.rma.by_ectx.remove(&e.0) else {
             return Vec::new();
         };
+        if inactive {
+            while let Some(p) = ini.queue.pop_front() {
+                ini.finish(&p, Status::Failed as u8, 0);
+            }
+        }
         let bytes = self
             .nic_read(table, txn::HOST_TXNS * txn::ENTRY_LEN)
             .unwrap_or_default();
@@ -478,7 +491,8 @@ impl Nic {
             };
             let now = Entry::from_bytes(b.try_into().unwrap_or(&[0; txn::ENTRY_LEN]));
             let (p, wire, rung) = ini.posted[&i];
-            if now.txn == wire
+            if !inactive
+                && now.txn == wire
                 && now.state == txn::POSTED
                 && self.engine.now_ps().saturating_sub(rung) >= DOORBELL_AGAIN_PS
             {
@@ -495,6 +509,8 @@ impl Nic {
                 (now.status.min(u32::from(u8::MAX)) as u8, now.value)
             } else if failed.contains(&p.entry.rank) {
                 (STATUS_PEER_FAILED, 0)
+            } else if inactive {
+                (Status::Failed as u8, 0)
             } else {
                 continue;
             };

@@ -1094,3 +1094,18 @@ fn eight_nodes_over_a_lossy_link_a_ring_of_puts_and_one_counter() {
         assert_eq!(&c.host(k), m, "node {k}");
     }
 }
+
+#[test]
+fn operations_of_an_ectx_deactivated_meanwhile_fail() {
+    let mut c = Cluster::new(2, None);
+    // More than the host entries hold: some stay queued.
+    let hs: Vec<_> = (0..3)
+        .map(|k| c.post(0, get(1, 0, k * 1_300_000, 1_300_000)))
+        .collect();
+    let e = c.n[0].e;
+    c.n[0].nic.deactivate(e).unwrap();
+    c.run(1_000_000 * US);
+    for h in hs {
+        assert_eq!(c.completion(0, h).status, Status::Failed as u8);
+    }
+}
