@@ -414,7 +414,7 @@ impl Nic {
                     continue;
                 }
                 let Some(i) = free.next() else { break };
-                let at = table + (i * txn::ENTRY_LEN) as u32;
+                let at = entry_addr(table, i, 0)?;
                 let old = self.nic_read(at, txn::ENTRY_LEN)?;
                 let old =
                     Entry::from_bytes(old.as_slice().try_into().unwrap_or(&[0; txn::ENTRY_LEN]));
@@ -428,6 +428,7 @@ impl Nic {
                 // Whole with state FREE, then POSTED: a doorbell finds the
                 // entry whole or not posted.
                 self.nic_write(at, &entry.to_bytes())?;
+                // `at` + 80 was read: no overflow.
                 self.nic_write(at + Entry::STATE_OFFSET as u32, &txn::POSTED.to_le_bytes())?;
                 self.rma_doorbell(id, wire);
                 ini.queue.pop_front();
@@ -516,7 +517,9 @@ impl Nic {
             };
             // Freed: a late doorbell or response finds it not POSTED / not
             // in flight, and the next use has a new generation.
-            let at = table + (i * txn::ENTRY_LEN) as u32 + Entry::STATE_OFFSET as u32;
+            let Ok(at) = entry_addr(table, i, Entry::STATE_OFFSET) else {
+                continue;
+            };
             if self.nic_write(at, &txn::FREE.to_le_bytes()).is_err() {
                 continue;
             }
@@ -540,6 +543,19 @@ impl Nic {
             .get(&e.0)
             .map_or(0, |i| i.ops.len() + i.done.len())
     }
+}
+
+/// NIC address of byte `field` of entry `i` of the table at `table` (an
+/// image's symbol: checked, not wrapped).
+fn entry_addr(table: u32, i: usize, field: usize) -> Result<u32> {
+    u32::try_from(i * txn::ENTRY_LEN + field)
+        .ok()
+        .and_then(|o| table.checked_add(o))
+        .ok_or_else(|| {
+            Error::NicMemory(format!(
+                "RMA table at 0x{table:08x}: entry {i} passes the end of NIC memory"
+            ))
+        })
 }
 
 /// A doorbell whose entry is still POSTED this long after it rang (NIC
