@@ -34,6 +34,9 @@
 #define RMA_TXN_POSTED 1u    /* written by the host; its doorbell not yet run */
 #define RMA_TXN_IN_FLIGHT 2u /* requests out, responses being counted */
 #define RMA_TXN_DONE 3u      /* every packet answered; status and value final */
+/* An op's status when the transport declared its destination failed (the
+ * host marks the entry: handlers do not see the transport). */
+#define RMA_STATUS_PEER_FAILED 7
 /* flags: `local` is a NIC address (put from device). */
 #define RMA_TXN_NIC_SRC 1u
 
@@ -317,7 +320,8 @@ static inline int spin_rma_test(spin_rma_t h, bool *done)
 }
 
 /* Wait for the op (other HPUs run its responses meanwhile; the watchdog
- * bounds the wait), take its status (RMA_STATUS_*) and an atomic's old
+ * bounds the wait), take its status (RMA_STATUS_*, RMA_STATUS_PEER_FAILED
+ * once the host library saw the destination fail) and an atomic's old
  * value, and free the handle. */
 static inline int spin_rma_wait(spin_rma_t h, uint32_t *status, uint64_t *value)
 {

@@ -58,7 +58,7 @@ pub struct RmaHandle(pub u64);
 
 /// Status of an operation whose destination the transport declared failed
 /// (after `softspin_wire::rma::Status`'s 0..=6).
-pub const STATUS_PEER_FAILED: u8 = 7;
+pub const STATUS_PEER_FAILED: u8 = txn::STATUS_PEER_FAILED as u8;
 
 /// A finished operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -473,16 +473,14 @@ impl Nic {
             .ok()
             .and_then(|x| self.engine.ectx(x.id))
             .is_none_or(|x| !x.active);
-        let Some(mut ini) = self.rma.by_ectx.remove(&e.0) else {
-            return Vec::new();
-        };
+        let mut ini = self.rma.by_ectx.remove(&e.0).unwrap_or_default();
         if inactive {
             while let Some(p) = ini.queue.pop_front() {
                 ini.finish(&p, Status::Failed as u8, 0);
             }
         }
         let bytes = self
-            .nic_read(table, txn::HOST_TXNS * txn::ENTRY_LEN)
+            .nic_read(table, txn::TXNS * txn::ENTRY_LEN)
             .unwrap_or_default();
         let mut idx: Vec<usize> = ini.posted.keys().copied().collect();
         idx.sort_unstable();
@@ -527,12 +525,39 @@ impl Nic {
             ini.finish(&p, status, value);
         }
         self.rma.by_ectx.insert(e.0, ini);
+        self.rma_fail_handler_ops(table, &bytes, &failed);
         let _ = self.rma_pump(e);
         self.rma
             .by_ectx
             .get_mut(&e.0)
             .map(|i| std::mem::take(&mut i.done))
             .unwrap_or_default()
+    }
+
+    /// Handlers' operations to a destination the transport declared failed
+    /// complete with [`STATUS_PEER_FAILED`] too: the host marks their
+    /// entries (the handlers cannot see the transport), so a handler
+    /// waiting on one gets the status instead of its watchdog.
+    fn rma_fail_handler_ops(&mut self, table: u32, bytes: &[u8], failed: &[u32]) {
+        if failed.is_empty() {
+            return;
+        }
+        for i in txn::HOST_TXNS..txn::TXNS {
+            let Some(b) = bytes.get(i * txn::ENTRY_LEN..(i + 1) * txn::ENTRY_LEN) else {
+                break;
+            };
+            let x = Entry::from_bytes(b.try_into().unwrap_or(&[0; txn::ENTRY_LEN]));
+            if x.state != txn::IN_FLIGHT || !failed.contains(&x.rank) {
+                continue;
+            }
+            // Status first, then DONE: a waiting handler reads both after.
+            let status = entry_addr(table, i, Entry::STATUS_OFFSET);
+            let state = entry_addr(table, i, Entry::STATE_OFFSET);
+            if let (Ok(st), Ok(at)) = (status, state) {
+                let _ = self.nic_write(st, &u32::from(STATUS_PEER_FAILED).to_le_bytes());
+                let _ = self.nic_write(at, &txn::DONE.to_le_bytes());
+            }
+        }
     }
 
     /// Operations posted on the ECTX and not yet completed (completions not

@@ -1109,3 +1109,22 @@ fn operations_of_an_ectx_deactivated_meanwhile_fail() {
         assert_eq!(c.completion(0, h).status, Status::Failed as u8);
     }
 }
+
+#[test]
+fn a_handler_waiting_on_a_node_that_stopped_answering_gets_peer_failed() {
+    let mut c = Cluster::with_chaser(2, None, true);
+    c.dead[1] = true;
+    let start = c.n[0].nic.now_ps();
+    let r = c.command(
+        command(1, 1, KEY, 40, 8192, 5, 0),
+        8192 + 8,
+        3,
+        tcfg(0).failure_bound_ps() + 50_000 * US,
+    );
+    // Where it stood, hops done, the status.
+    assert_eq!(r, [40, 0, u64::from(STATUS_PEER_FAILED)]);
+    assert!(c.n[0].nic.now_ps() - start <= tcfg(0).failure_bound_ps() + 50_000 * US);
+    let x = &c.n[0];
+    let errors = x.nic.report().errors;
+    assert!(errors.is_empty(), "no watchdog: {errors:?}");
+}

@@ -50,8 +50,9 @@ int main(void) {
            t.answered, t.remaining, t.status);
     printf("txns %u %u %u %u %u %u\n", RMA_TXNS, RMA_HOST_TXNS, (unsigned)sizeof(rma_txn_t),
            (unsigned)offsetof(rma_txn_t, state), RMA_TXN_MAX_PACKETS, RMA_TXN_MAX_LEN);
-    printf("states %u %u %u %u flag %u\n", RMA_TXN_FREE, RMA_TXN_POSTED, RMA_TXN_IN_FLIGHT, RMA_TXN_DONE,
-           RMA_TXN_NIC_SRC);
+    printf("states %u %u %u %u flag %u peer_failed %u status_at %u\n", RMA_TXN_FREE, RMA_TXN_POSTED,
+           RMA_TXN_IN_FLIGHT, RMA_TXN_DONE, RMA_TXN_NIC_SRC, RMA_STATUS_PEER_FAILED,
+           (unsigned)offsetof(rma_txn_t, status));
     printf("txn 0x%x: %u %u\n", t.txn, RMA_TXN_INDEX(t.txn), RMA_TXN_GEN(t.txn));
     printf("doorbell %u %u %u\n", RMA_DOORBELL_ETHERTYPE, RMA_DOORBELL_MAGIC, RMA_DOORBELL_LEN);
     return 0;
@@ -159,7 +160,7 @@ fn c_header_matches_rust() {
          RMA_UDP_PORT {}\nRMA_VERSION {}\nRMA_HDR_LEN {}\nRMA_MAX_PAYLOAD {}\nRMA_RESPONSE {}\n\
          RMA_WINDOWS {}\nentry {}\nperm {} {} {} {}\nkey_free {}\nkinds {}\nops {}\nstatus {}\nwidths {}\n\
          t {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n\
-         txns {} {} {} {} {} {}\nstates {} {} {} {} flag {}\ntxn {:#x}: {} {}\ndoorbell {} {} {}\n",
+         txns {} {} {} {} {} {}\nstates {} {} {} {} flag {} peer_failed {} status_at {}\ntxn {:#x}: {} {}\ndoorbell {} {} {}\n",
         rma::VERSION,
         r.kind as u8,
         r.op as u8,
@@ -221,6 +222,8 @@ fn c_header_matches_rust() {
         txn::IN_FLIGHT,
         txn::DONE,
         txn::FLAG_NIC_SRC,
+        txn::STATUS_PEER_FAILED,
+        txn::Entry::STATUS_OFFSET,
         t.txn,
         txn::index_of(t.txn),
         txn::gen_of(t.txn),
