@@ -106,6 +106,10 @@ struct NodeNic {
 }
 
 fn node(t: &NodeTable, rank: usize, chase: bool) -> NodeNic {
+    node_sized(t, rank, chase, WIN)
+}
+
+fn node_sized(t: &NodeTable, rank: usize, chase: bool, win: usize) -> NodeNic {
     let mut nic = Nic::open("fpspin").unwrap();
     nic.set_node_table(t, rank as u32).unwrap();
     let (img, ph) = if chase {
@@ -114,7 +118,7 @@ fn node(t: &NodeTable, rank: usize, chase: bool) -> NodeNic {
         (image(), "rma_target_ph")
     };
     let img = nic.load_image(img).unwrap();
-    let w = nic.host_window(WIN).unwrap();
+    let w = nic.host_window(win).unwrap();
     let e = nic
         .install(
             &img,
@@ -130,7 +134,7 @@ fn node(t: &NodeTable, rank: usize, chase: bool) -> NodeNic {
         )
         .unwrap();
     nic.activate(e).unwrap();
-    nic.export_window(e, KEY, 0, WIN as u64, window::PERM_ALL)
+    nic.export_window(e, KEY, 0, win as u64, window::PERM_ALL)
         .unwrap();
     NodeNic { nic, e, w }
 }
@@ -1127,4 +1131,35 @@ fn a_handler_waiting_on_a_node_that_stopped_answering_gets_peer_failed() {
     let x = &c.n[0];
     let errors = x.nic.report().errors;
     assert!(errors.is_empty(), "no watchdog: {errors:?}");
+}
+
+/// The largest op the contract names: 16 MiB each way in one put and one
+/// get (367 entries each, most of them queued host-side at first).
+#[test]
+fn a_16_mib_put_and_get() {
+    const BIG: usize = 16 << 20;
+    let t = table(2);
+    let mut c = Cluster::new(2, None);
+    c.n = (0..2)
+        .map(|k| node_sized(&t, k, false, 2 * BIG + 64))
+        .collect();
+    let data = Rng::new(16).bytes(BIG);
+    let x = &mut c.n[0];
+    x.nic.host_write(x.w.base + 1, &data).unwrap();
+    let h = c.post(0, put(1, 3, 1, BIG as u64));
+    c.run(20_000_000 * US);
+    assert_eq!(c.completion(0, h).status, 0);
+    let x = &mut c.n[1];
+    assert!(
+        x.nic.host_read(x.w.base + 3, BIG).unwrap() == data,
+        "node 1 after the put"
+    );
+    let h = c.post(0, get(1, 3, BIG as u64 + 7, BIG as u64));
+    c.run(20_000_000 * US);
+    assert_eq!(c.completion(0, h).status, 0);
+    let x = &mut c.n[0];
+    assert!(
+        x.nic.host_read(x.w.base + BIG as u64 + 7, BIG).unwrap() == data,
+        "node 0 after the get"
+    );
 }
