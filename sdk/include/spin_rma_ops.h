@@ -6,8 +6,8 @@
  * spin_rma_wait observe its completion, which the responses' handlers
  * record (spin_rma_complete) in the outstanding-transaction table (OTT).
  *
- * Not in spin.h. Include it after spin.h in every file that uses it; exactly
- * one file of the image says SPIN_RMA_OPS_STORAGE; at file scope (the
+ * Not in spin.h (it includes spin.h on the HPU side). Exactly one file of
+ * the image says SPIN_RMA_OPS_STORAGE; at file scope (the
  * table, its lock and the frame buffers; the host finds the table by its
  * symbol, rma_txns). The image's payload handler must hand every frame to
  * spin_rma_doorbell and spin_rma_complete (examples/rma_target does).
@@ -34,6 +34,9 @@
 #define RMA_TXN_POSTED 1u    /* written by the host; its doorbell not yet run */
 #define RMA_TXN_IN_FLIGHT 2u /* requests out, responses being counted */
 #define RMA_TXN_DONE 3u      /* every packet answered; status and value final */
+/* An op's status when the transport declared its destination failed (the
+ * host marks the entry: handlers do not see the transport). */
+#define RMA_STATUS_PEER_FAILED 7
 /* flags: `local` is a NIC address (put from device). */
 #define RMA_TXN_NIC_SRC 1u
 
@@ -81,6 +84,7 @@ _Static_assert(sizeof(rma_txn_t) == 80, "an OTT entry is 80 bytes");
 typedef uint32_t spin_rma_t;
 
 #ifdef __riscv /* the rest runs on HPUs only */
+#include "spin.h"
 
 #define RMA_OPS_HDRS 42u /* Ethernet + IPv4 + UDP */
 #define RMA_OPS_BUFS 16
@@ -316,7 +320,8 @@ static inline int spin_rma_test(spin_rma_t h, bool *done)
 }
 
 /* Wait for the op (other HPUs run its responses meanwhile; the watchdog
- * bounds the wait), take its status (RMA_STATUS_*) and an atomic's old
+ * bounds the wait), take its status (RMA_STATUS_*, RMA_STATUS_PEER_FAILED
+ * once the host library saw the destination fail) and an atomic's old
  * value, and free the handle. */
 static inline int spin_rma_wait(spin_rma_t h, uint32_t *status, uint64_t *value)
 {
@@ -362,7 +367,7 @@ static inline int spin_rma_doorbell(const uint8_t *f, uint32_t len)
     uint32_t w = rma_op_width(e->op), n = e->packets;
     if ((e->op != RMA_OP_WRITE && e->op != RMA_OP_READ && !w) || e->length == 0 || e->length > RMA_TXN_MAX_LEN ||
         n != (w ? 1 : (e->length + RMA_MAX_PAYLOAD - 1) / RMA_MAX_PAYLOAD) || (w && e->length != w) ||
-        (e->flags & RMA_TXN_NIC_SRC)) {
+        e->remaining != n || e->answered != 0 || (e->flags & RMA_TXN_NIC_SRC)) {
         e->status = RMA_STATUS_MALFORMED;
         e->state = RMA_TXN_DONE;
         return 1;
@@ -379,8 +384,10 @@ static inline void rma_ops_drop(uint32_t why) { spin_push_counter(RMA_CTR_RESPON
  * in flight (RMA_DROP_*): nothing is ever written for those. */
 static inline int spin_rma_complete(const uint8_t *f, uint32_t len)
 {
+    /* The frame checks of the target's requests (rma_target's parse_frame):
+     * what fails them is a bad frame, not a response. */
     if (len < RMA_OPS_HDRS + RMA_HDR_LEN || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
-        f[14 + 9] != IP_PROTO_UDP)
+        f[14 + 9] != IP_PROTO_UDP || (rma_get16(f + 20) & 0x3fff))
         return 0;
     uint32_t ip_len = rma_get16(f + 16), udp_len = rma_get16(f + 38);
     if (ip_len > len - 14 || udp_len + 20 > ip_len || udp_len < 8 + RMA_HDR_LEN)

@@ -21,7 +21,7 @@ use softspin_engine::traffic::Arrival;
 use softspin_engine::units::Ns;
 use softspin_wire::rma::txn::{self, Entry};
 use softspin_wire::rma::window::{self, Window};
-use softspin_wire::rma::Op;
+use softspin_wire::rma::{Op, Status};
 
 use crate::{Ectx, Error, HostWindow, Nic, Result};
 
@@ -58,7 +58,7 @@ pub struct RmaHandle(pub u64);
 
 /// Status of an operation whose destination the transport declared failed
 /// (after `softspin_wire::rma::Status`'s 0..=6).
-pub const STATUS_PEER_FAILED: u8 = 7;
+pub const STATUS_PEER_FAILED: u8 = txn::STATUS_PEER_FAILED as u8;
 
 /// A finished operation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -265,9 +265,9 @@ impl Nic {
     pub fn rma_post(&mut self, e: Ectx, r: &RmaRequest) -> Result<RmaHandle> {
         let (_, host) = self.rma_initiator(e)?;
         let id = self.info(e)?.id;
-        if self.engine.rma_stats().is_none() {
+        if self.engine.rma_ectx() != Some(id) {
             return Err(Error::Invalid(format!(
-                "ECTX {}: the RMA transport is off (EctxOptions::rma, softspin nic --rma)",
+                "ECTX {}: the RMA transport is not in front of it (EctxOptions::rma, softspin nic --rma)",
                 e.0
             )));
         }
@@ -373,7 +373,15 @@ impl Nic {
         );
         ini.queue
             .extend(pieces.into_iter().map(|entry| Piece { handle, entry }));
-        self.rma_pump(e)?;
+        if let Err(x) = self.rma_pump(e) {
+            // NIC memory refused the entry (an image whose table is not
+            // where its symbol says): the operation was not posted.
+            if let Some(ini) = self.rma.by_ectx.get_mut(&e.0) {
+                ini.ops.remove(&handle);
+                ini.queue.retain(|p| p.handle != handle);
+            }
+            return Err(x);
+        }
         Ok(handle)
     }
 
@@ -406,7 +414,7 @@ impl Nic {
                     continue;
                 }
                 let Some(i) = free.next() else { break };
-                let at = table + (i * txn::ENTRY_LEN) as u32;
+                let at = entry_addr(table, i, 0)?;
                 let old = self.nic_read(at, txn::ENTRY_LEN)?;
                 let old =
                     Entry::from_bytes(old.as_slice().try_into().unwrap_or(&[0; txn::ENTRY_LEN]));
@@ -420,6 +428,7 @@ impl Nic {
                 // Whole with state FREE, then POSTED: a doorbell finds the
                 // entry whole or not posted.
                 self.nic_write(at, &entry.to_bytes())?;
+                // `at` + 80 was read: no overflow.
                 self.nic_write(at + Entry::STATE_OFFSET as u32, &txn::POSTED.to_le_bytes())?;
                 self.rma_doorbell(id, wire);
                 ini.queue.pop_front();
@@ -449,18 +458,29 @@ impl Nic {
     /// since the last call, each exactly once (an operation split into
     /// several entries completes when all have). Frees their entries and
     /// posts queued pieces into them. Entries to a destination the
-    /// transport declared failed complete with [`STATUS_PEER_FAILED`].
+    /// transport declared failed complete with [`STATUS_PEER_FAILED`];
+    /// those of an ECTX deactivated meanwhile with FAILED (6).
     pub fn rma_completions(&mut self, e: Ectx) -> Vec<RmaCompletion> {
         self.collect();
         let Ok((table, _)) = self.rma_initiator(e) else {
             return Vec::new();
         };
         let failed = self.rma_failed_ranks();
-        let Some(mut ini) = self.rma.by_ectx.remove(&e.0) else {
-            return Vec::new();
-        };
+        // Deactivated with operations outstanding: none of them can finish
+        // (no doorbell or response reaches it); they fail, queued or not.
+        let inactive = self
+            .info(e)
+            .ok()
+            .and_then(|x| self.engine.ectx(x.id))
+            .is_none_or(|x| !x.active);
+        let mut ini = self.rma.by_ectx.remove(&e.0).unwrap_or_default();
+        if inactive {
+            while let Some(p) = ini.queue.pop_front() {
+                ini.finish(&p, Status::Failed as u8, 0);
+            }
+        }
         let bytes = self
-            .nic_read(table, txn::HOST_TXNS * txn::ENTRY_LEN)
+            .nic_read(table, txn::TXNS * txn::ENTRY_LEN)
             .unwrap_or_default();
         let mut idx: Vec<usize> = ini.posted.keys().copied().collect();
         idx.sort_unstable();
@@ -470,7 +490,8 @@ impl Nic {
             };
             let now = Entry::from_bytes(b.try_into().unwrap_or(&[0; txn::ENTRY_LEN]));
             let (p, wire, rung) = ini.posted[&i];
-            if now.txn == wire
+            if !inactive
+                && now.txn == wire
                 && now.state == txn::POSTED
                 && self.engine.now_ps().saturating_sub(rung) >= DOORBELL_AGAIN_PS
             {
@@ -487,12 +508,16 @@ impl Nic {
                 (now.status.min(u32::from(u8::MAX)) as u8, now.value)
             } else if failed.contains(&p.entry.rank) {
                 (STATUS_PEER_FAILED, 0)
+            } else if inactive {
+                (Status::Failed as u8, 0)
             } else {
                 continue;
             };
             // Freed: a late doorbell or response finds it not POSTED / not
             // in flight, and the next use has a new generation.
-            let at = table + (i * txn::ENTRY_LEN) as u32 + Entry::STATE_OFFSET as u32;
+            let Ok(at) = entry_addr(table, i, Entry::STATE_OFFSET) else {
+                continue;
+            };
             if self.nic_write(at, &txn::FREE.to_le_bytes()).is_err() {
                 continue;
             }
@@ -500,12 +525,39 @@ impl Nic {
             ini.finish(&p, status, value);
         }
         self.rma.by_ectx.insert(e.0, ini);
+        self.rma_fail_handler_ops(table, &bytes, &failed);
         let _ = self.rma_pump(e);
         self.rma
             .by_ectx
             .get_mut(&e.0)
             .map(|i| std::mem::take(&mut i.done))
             .unwrap_or_default()
+    }
+
+    /// Handlers' operations to a destination the transport declared failed
+    /// complete with [`STATUS_PEER_FAILED`] too: the host marks their
+    /// entries (the handlers cannot see the transport), so a handler
+    /// waiting on one gets the status instead of its watchdog.
+    fn rma_fail_handler_ops(&mut self, table: u32, bytes: &[u8], failed: &[u32]) {
+        if failed.is_empty() {
+            return;
+        }
+        for i in txn::HOST_TXNS..txn::TXNS {
+            let Some(b) = bytes.get(i * txn::ENTRY_LEN..(i + 1) * txn::ENTRY_LEN) else {
+                break;
+            };
+            let x = Entry::from_bytes(b.try_into().unwrap_or(&[0; txn::ENTRY_LEN]));
+            if x.state != txn::IN_FLIGHT || !failed.contains(&x.rank) {
+                continue;
+            }
+            // Status first, then DONE: a waiting handler reads both after.
+            let status = entry_addr(table, i, Entry::STATUS_OFFSET);
+            let state = entry_addr(table, i, Entry::STATE_OFFSET);
+            if let (Ok(st), Ok(at)) = (status, state) {
+                let _ = self.nic_write(st, &u32::from(STATUS_PEER_FAILED).to_le_bytes());
+                let _ = self.nic_write(at, &txn::DONE.to_le_bytes());
+            }
+        }
     }
 
     /// Operations posted on the ECTX and not yet completed (completions not
@@ -516,6 +568,19 @@ impl Nic {
             .get(&e.0)
             .map_or(0, |i| i.ops.len() + i.done.len())
     }
+}
+
+/// NIC address of byte `field` of entry `i` of the table at `table` (an
+/// image's symbol: checked, not wrapped).
+fn entry_addr(table: u32, i: usize, field: usize) -> Result<u32> {
+    u32::try_from(i * txn::ENTRY_LEN + field)
+        .ok()
+        .and_then(|o| table.checked_add(o))
+        .ok_or_else(|| {
+            Error::NicMemory(format!(
+                "RMA table at 0x{table:08x}: entry {i} passes the end of NIC memory"
+            ))
+        })
 }
 
 /// A doorbell whose entry is still POSTED this long after it rang (NIC

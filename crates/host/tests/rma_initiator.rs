@@ -28,17 +28,39 @@ const KEY: u32 = 1;
 /// One way through the simulated wire.
 const LINK_PS: u64 = 2 * US;
 
+fn build_image(name: &str, sources: &[&str]) -> PathBuf {
+    let cfg = Nic::open("fpspin").unwrap().config().clone();
+    let src: Vec<PathBuf> = sources
+        .iter()
+        .map(|s| softspin_testkit::root().join(s))
+        .collect();
+    let src: Vec<&std::path::Path> = src.iter().map(|p| p.as_path()).collect();
+    let out = scratch("rma_initiator").join(name);
+    let mut o = BuildOptions::handler(&src, &out);
+    o.define = cfg.sdk_defines();
+    o.link_symbols = cfg.memory_map().link_symbols();
+    build(&o).unwrap();
+    out
+}
+
+/// examples/rma_target: serves requests, issues host-posted ops.
 fn image() -> PathBuf {
     static IMG: OnceLock<PathBuf> = OnceLock::new();
+    IMG.get_or_init(|| build_image("rma_target.elf", &["examples/rma_target/handler.c"]))
+        .clone()
+}
+
+/// examples/rma_chase over rma_target: also runs handler-initiated ops.
+fn chase_image() -> PathBuf {
+    static IMG: OnceLock<PathBuf> = OnceLock::new();
     IMG.get_or_init(|| {
-        let cfg = Nic::open("fpspin").unwrap().config().clone();
-        let src = softspin_testkit::root().join("examples/rma_target/handler.c");
-        let out = scratch("rma_initiator").join("rma_target.elf");
-        let mut o = BuildOptions::handler(&[&src], &out);
-        o.define = cfg.sdk_defines();
-        o.link_symbols = cfg.memory_map().link_symbols();
-        build(&o).unwrap();
-        out
+        build_image(
+            "rma_chase.elf",
+            &[
+                "examples/rma_target/handler.c",
+                "examples/rma_chase/chase.c",
+            ],
+        )
     })
     .clone()
 }
@@ -83,16 +105,25 @@ struct NodeNic {
     w: HostWindow,
 }
 
-fn node(t: &NodeTable, rank: usize) -> NodeNic {
+fn node(t: &NodeTable, rank: usize, chase: bool) -> NodeNic {
+    node_sized(t, rank, chase, WIN)
+}
+
+fn node_sized(t: &NodeTable, rank: usize, chase: bool, win: usize) -> NodeNic {
     let mut nic = Nic::open("fpspin").unwrap();
     nic.set_node_table(t, rank as u32).unwrap();
-    let img = nic.load_image(image()).unwrap();
-    let w = nic.host_window(WIN).unwrap();
+    let (img, ph) = if chase {
+        (chase_image(), "rma_chase_ph")
+    } else {
+        (image(), "rma_target_ph")
+    };
+    let img = nic.load_image(img).unwrap();
+    let w = nic.host_window(win).unwrap();
     let e = nic
         .install(
             &img,
             EctxOptions {
-                ph: Some("rma_target_ph".into()),
+                ph: Some(ph.into()),
                 host_window: Some(w),
                 rma: Some(RmaTransportConfig {
                     transport: tcfg(rank as u16),
@@ -103,7 +134,7 @@ fn node(t: &NodeTable, rank: usize) -> NodeNic {
         )
         .unwrap();
     nic.activate(e).unwrap();
-    nic.export_window(e, KEY, 0, WIN as u64, window::PERM_ALL)
+    nic.export_window(e, KEY, 0, win as u64, window::PERM_ALL)
         .unwrap();
     NodeNic { nic, e, w }
 }
@@ -122,9 +153,14 @@ struct Cluster {
 
 impl Cluster {
     fn new(nodes: usize, lossy_seed: Option<u64>) -> Cluster {
+        Cluster::with_chaser(nodes, lossy_seed, false)
+    }
+
+    /// `chaser`: node 0 runs examples/rma_chase.
+    fn with_chaser(nodes: usize, lossy_seed: Option<u64>, chaser: bool) -> Cluster {
         let t = table(nodes);
         Cluster {
-            n: (0..nodes).map(|k| node(&t, k)).collect(),
+            n: (0..nodes).map(|k| node(&t, k, chaser && k == 0)).collect(),
             q: BTreeMap::new(),
             order: 0,
             lossy: lossy_seed.map(Rng::new),
@@ -169,17 +205,22 @@ impl Cluster {
     /// Run every NIC in lock step, moving frames between them, until no
     /// operation is outstanding (panics after `limit_ps` of NIC time).
     fn run(&mut self, limit_ps: u64) {
+        self.run_while(limit_ps, |c| c.outstanding() > 0);
+    }
+
+    /// Run while `busy` holds (panics after `limit_ps` of NIC time).
+    fn run_while(&mut self, limit_ps: u64, busy: impl Fn(&mut Cluster) -> bool) {
         let start = self.n[0].nic.now_ps();
-        while self.outstanding() > 0 {
+        while busy(self) {
             let now = self.n[0].nic.now_ps();
             if now - start >= limit_ps {
                 self.dump();
             }
             assert!(
                 now - start < limit_ps,
-                "{} operations still outstanding after {} µs",
-                self.outstanding(),
-                (now - start) / US
+                "still busy after {} µs ({} host operations outstanding)",
+                (now - start) / US,
+                self.outstanding()
             );
             while let Some(e) = self.q.first_entry() {
                 if e.key().0 > now {
@@ -652,6 +693,39 @@ fn bad_posts_are_refused_with_clear_errors() {
     bad(atomic(8, 4), ErrorKind::InvalidArgument, "aligned");
     assert!(x.nic.rma_post(Ectx(77), &put(1, 0, 0, 8)).is_err());
     assert_eq!(x.nic.rma_outstanding(e), 0);
+    // The image without the transport in front of it, or inactive.
+    let mut nic = Nic::open("fpspin").unwrap();
+    nic.set_node_table(&table(2), 0).unwrap();
+    let img = nic.load_image(image()).unwrap();
+    let w = nic.host_window(4096).unwrap();
+    let bare = nic
+        .install(
+            &img,
+            EctxOptions {
+                ph: Some("rma_target_ph".into()),
+                host_window: Some(w),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    nic.activate(bare).unwrap();
+    let err = nic.rma_post(bare, &put(1, 0, 0, 8)).unwrap_err();
+    assert!(err.to_string().contains("transport"), "{err}");
+    nic.deactivate(bare).unwrap();
+    nic.uninstall(bare).unwrap();
+    let off = nic
+        .install(
+            &img,
+            EctxOptions {
+                ph: Some("rma_target_ph".into()),
+                host_window: Some(w),
+                rma: Some(RmaTransportConfig::new(0)),
+                ..Default::default()
+            },
+        )
+        .unwrap();
+    let err = nic.rma_post(off, &put(1, 0, 0, 8)).unwrap_err();
+    assert!(err.to_string().contains("not active"), "{err}");
 }
 
 #[test]
@@ -681,4 +755,411 @@ fn requests_and_completions_are_json() {
 #[test]
 fn tables_agree() {
     assert_eq!(txn::MAX_LEN, 32 * rma::MAX_PAYLOAD);
+}
+
+// -- handler-initiated operations (examples/rma_chase) ----------------------
+
+const CHASE_PORT: u16 = 21329;
+
+/// A command frame for rma_chase_ph (`chase_cmd_t`).
+#[allow(clippy::too_many_arguments)]
+fn command(op: u32, rank: u32, key: u32, offset: u64, local: u64, len: u32, arg: u32) -> Vec<u8> {
+    let mut p = Vec::new();
+    p.extend_from_slice(b"CHSE");
+    for v in [op, rank, key] {
+        p.extend_from_slice(&v.to_le_bytes());
+    }
+    p.extend_from_slice(&offset.to_le_bytes());
+    p.extend_from_slice(&local.to_le_bytes());
+    p.extend_from_slice(&len.to_le_bytes());
+    p.extend_from_slice(&arg.to_le_bytes());
+    softspin_testkit::frame::Frame {
+        src_mac: [2, 0, 0, 0, 0, 0x77],
+        dst_mac: mac(0),
+        sport: 4000,
+        dport: CHASE_PORT,
+        ..Default::default()
+    }
+    .udp(&p)
+}
+
+impl Cluster {
+    /// Send node 0 a command and run until it wrote `words` u64 results at
+    /// `local` (`done` tells from them); returns them.
+    fn command(&mut self, frame: Vec<u8>, local: usize, words: usize, limit_ps: u64) -> Vec<u64> {
+        let marker = vec![0xee; words * 8];
+        self.write_host(0, local, &marker);
+        self.msg += 1;
+        self.n[0].nic.send_packet(frame, self.msg, true).unwrap();
+        self.run_while(limit_ps, |c| {
+            c.host(0)[local..local + words * 8] == marker[..]
+        });
+        // The results are one DMA: let it finish whole.
+        for x in &mut self.n {
+            x.nic.run_for(10_000).unwrap();
+        }
+        self.host(0)[local..local + words * 8]
+            .chunks(8)
+            .map(|b| u64::from_le_bytes(b.try_into().unwrap()))
+            .collect()
+    }
+}
+
+/// Node 1 holds a random cyclic list of 8-byte words (each the offset of
+/// the next); node 0's handler follows it `hops` times with dependent
+/// gets. The answer is computed by walking the list here.
+fn chase_over(c: &mut Cluster, hops: u32, seed: u64) {
+    let mut rng = Rng::new(seed);
+    let slots = 512usize;
+    let base = 64 * 1024usize;
+    let mut order: Vec<usize> = (0..slots).collect();
+    for i in (1..slots).rev() {
+        order.swap(i, rng.below(i as u64 + 1) as usize);
+    }
+    let mut next = vec![0u64; slots];
+    for k in 0..slots {
+        next[order[k]] = (base + 8 * order[(k + 1) % slots]) as u64;
+    }
+    for (i, v) in next.iter().enumerate() {
+        c.write_host(1, base + 8 * i, &v.to_le_bytes());
+    }
+    let start = (base + 8 * order[3]) as u64;
+    let mut want = start;
+    for _ in 0..hops {
+        want = next[(want as usize - base) / 8];
+    }
+    let local = 8192;
+    let r = c.command(
+        command(1, 1, KEY, start, local as u64, hops, 0),
+        local + 8,
+        3,
+        5_000_000 * US,
+    );
+    assert_eq!(r, [want, u64::from(hops), 0], "value, hops, status");
+}
+
+#[test]
+fn a_handler_chases_pointers_with_dependent_gets() {
+    let mut c = Cluster::with_chaser(2, None, true);
+    chase_over(&mut c, 24, 7);
+}
+
+#[test]
+fn a_handler_chases_pointers_over_a_lossy_link() {
+    let mut c = Cluster::with_chaser(3, Some(9), true);
+    chase_over(&mut c, 24, 8);
+}
+
+#[test]
+fn handlers_put_from_device_and_from_host_and_run_atomics() {
+    let mut c = Cluster::with_chaser(2, None, true);
+    let before = c.host(1);
+    // Put from device: a pattern built in NIC memory, three packets.
+    let len = 3000u32;
+    let r = c.command(command(2, 1, KEY, 5001, 0, len, 0x41), 0, 4, 2_000_000 * US);
+    assert_eq!(r[0], 0, "status");
+    let mut model = before.clone();
+    for i in 0..len as usize {
+        model[5001 + i] = (0x41 + 7 * i) as u8;
+    }
+    assert_eq!(c.host(1), model);
+    // Put from host: node 0's bytes at 64 + 32.
+    let data = Rng::new(3).bytes(2000);
+    c.write_host(0, 96, &data);
+    let r = c.command(
+        command(3, 1, KEY, 20_003, 64, 2000, 0),
+        64,
+        4,
+        2_000_000 * US,
+    );
+    assert_eq!(r[0], 0, "status");
+    model[20_003..22_003].copy_from_slice(&data);
+    assert_eq!(c.host(1), model);
+    // Atomics: FAA 5 on a word holding 37, then CAS 42 -> 1000.
+    c.write_host(1, 30_000, &37u64.to_le_bytes());
+    let r = c.command(
+        command(4, 1, KEY, 30_000, 128, 1000, 5),
+        128,
+        4,
+        2_000_000 * US,
+    );
+    assert_eq!(r, [0, 37, 0, 42]);
+    assert_eq!(c.host(1)[30_000..30_008], 1000u64.to_le_bytes());
+    // A handler's op refused by the target completes with its status and
+    // writes nothing.
+    let snapshot = c.host(1);
+    let r = c.command(command(2, 1, 9, 0, 256, 100, 0), 256, 4, 2_000_000 * US);
+    assert_eq!(r[0], Status::BadKey as u64);
+    assert_eq!(c.host(1), snapshot);
+}
+
+/// A response for node 0 as rank `src` would send it, on a port past the
+/// transport block (it reaches the handler directly).
+fn forged(
+    src: u16,
+    op: rma::Op,
+    txn: u32,
+    key: u32,
+    offset: u64,
+    length: u32,
+    payload: usize,
+) -> Vec<u8> {
+    // Field by field (Repr::emit would refuse the inconsistent ones).
+    let mut body = vec![0u8; rma::HEADER_LEN + payload];
+    let mut p = rma::Packet::new_unchecked(&mut body[..]);
+    p.set_version(rma::VERSION);
+    p.set_kind(rma::Kind::Data as u8);
+    p.set_op(op as u8 | rma::RESPONSE);
+    p.set_src_rank(src);
+    p.set_dst_rank(0);
+    p.set_txn(txn);
+    p.set_key(key);
+    p.set_offset(offset);
+    p.set_length(length);
+    body[rma::HEADER_LEN..].fill(0xff);
+    softspin_testkit::frame::Frame {
+        src_mac: mac(src as usize),
+        dst_mac: mac(0),
+        sport: 9,
+        dport: 9,
+        ..Default::default()
+    }
+    .udp(&body)
+}
+
+#[test]
+fn forged_responses_during_a_get_are_dropped_and_the_get_stays_exact() {
+    let mut c = Cluster::new(3, None);
+    let data = Rng::new(5).bytes(20_000);
+    c.write_host(1, 1000, &data);
+    let mut model = c.host(0);
+    let h = c.post(0, get(1, 1000, 50_000, 20_000));
+    let table = c.n[0]
+        .nic
+        .load_image(image())
+        .unwrap()
+        .symbol(txn::SYMBOL)
+        .unwrap();
+    let entry = |c: &Cluster| {
+        let b = c.n[0].nic.nic_read(table, txn::ENTRY_LEN).unwrap();
+        txn::Entry::from_bytes(b.as_slice().try_into().unwrap())
+    };
+    while entry(&c).state != txn::IN_FLIGHT {
+        c.n[0].nic.run_for(1_000).unwrap();
+    }
+    let e = entry(&c);
+    assert_eq!((e.packets, e.length), (14, 20_000));
+    let (w, read, mp) = (e.txn, rma::Op::Read, rma::MAX_PAYLOAD as u32);
+    let frames = [
+        forged(1, read, w + (1 << 16), KEY, 1000, mp, 1432), // another generation
+        forged(2, read, w, KEY, 1000, mp, 1432),             // another rank
+        forged(1, rma::Op::Write, w, KEY, 1000, mp, 0),      // another op
+        forged(1, read, w, 9, 1000, mp, 1432),               // another key
+        forged(1, read, w, KEY, 1001, mp, 1432),             // not a packet's offset
+        forged(1, read, w, KEY, 1000 + 14 * 1432, 8, 8),     // past the entry
+        forged(1, read, w, KEY, 999, 8, 8),                  // before it
+        forged(1, read, w, KEY, 1000, 1000, 1000),           // not the packet's length
+        forged(1, read, w, KEY, 1000 + 13 * 1432, mp, 1432), // the last packet is shorter
+    ];
+    let n = frames.len() as u64;
+    for f in frames {
+        c.msg += 1;
+        c.n[0].nic.send_packet(f, 300_000 + c.msg, true).unwrap();
+    }
+    c.run(2_000_000 * US);
+    assert_eq!(c.completion(0, h).status, 0);
+    model[50_000..70_000].copy_from_slice(&data);
+    assert_eq!(c.host(0), model, "the get's bytes and nothing else");
+    // Counter 10 (RMA_CTR_RESPONSE_DROPPED): count, and the sum of the
+    // reasons (RMA_DROP_TXN 1, _MISMATCH 3, _RANGE 4): each dropped by
+    // its own check while the get was in flight.
+    let x = &c.n[0];
+    let ctr = x.nic.counters(x.e).unwrap();
+    let drops = ctr.iter().find(|(i, ..)| *i == 10).copied();
+    assert_eq!(drops, Some((10, 1 + 3 * 3 + 4 * 5, n)), "{ctr:?}");
+}
+
+/// Seeded random variants of a get's own responses (header fields set to
+/// random or neighbouring values, payloads cut or grown), sent while the
+/// get is in flight: whatever the handler accepts, it writes only inside
+/// the get's destination, never faults, and the get completes.
+#[test]
+fn mutated_responses_write_only_inside_the_gets_destination() {
+    let mut c = Cluster::new(2, None);
+    let table = c.n[0]
+        .nic
+        .load_image(image())
+        .unwrap()
+        .symbol(txn::SYMBOL)
+        .unwrap();
+    let mut rng = Rng::new(0x5eed);
+    for round in 0..6u64 {
+        let (dst, len) = (100_000 * (round as usize + 1), 10_000u32);
+        let before = c.host(0);
+        let h = c.post(0, get(1, 3000, dst as u64, u64::from(len)));
+        let entry = |c: &Cluster| {
+            let b = c.n[0].nic.nic_read(table, txn::ENTRY_LEN).unwrap();
+            txn::Entry::from_bytes(b.as_slice().try_into().unwrap())
+        };
+        while entry(&c).state != txn::IN_FLIGHT {
+            c.n[0].nic.run_for(1_000).unwrap();
+        }
+        let w = entry(&c).txn;
+        for _ in 0..40 {
+            let k = rng.below(8);
+            let mut txn_ = w;
+            let mut src = 1u16;
+            let mut op = rma::Op::Read;
+            let mut key = KEY;
+            let mut offset = 3000 + k * rma::MAX_PAYLOAD as u64;
+            let mut length = (u64::from(len) - k * 1432).min(1432) as u32;
+            let mut payload = length as usize;
+            for _ in 0..1 + rng.below(3) {
+                match rng.below(7) {
+                    0 => {
+                        txn_ = [rng.below(1 << 32) as u32, w ^ (1 << 16), w + 1, w - 1]
+                            [rng.below(4) as usize]
+                    }
+                    1 => src = rng.below(3) as u16,
+                    2 => op = rma::Op::ALL[rng.below(rma::Op::ALL.len() as u64) as usize],
+                    3 => key = rng.below(3) as u32,
+                    4 => {
+                        offset = [rng.below(1 << 20), offset + 1, offset - 1, offset + 1432]
+                            [rng.below(4) as usize]
+                    }
+                    5 => {
+                        length = [rng.below(3000) as u32, length + 1, length - 1, 0]
+                            [rng.below(4) as usize]
+                    }
+                    _ => payload = rng.below(1433) as usize,
+                }
+            }
+            let f = forged(src, op, txn_, key, offset, length, payload);
+            c.msg += 1;
+            c.n[0].nic.send_packet(f, 400_000 + c.msg, true).unwrap();
+        }
+        c.run(2_000_000 * US);
+        let _ = c.completion(0, h);
+        let after = c.host(0);
+        let (lo, hi) = (dst, dst + len as usize);
+        assert_eq!(
+            after[..lo],
+            before[..lo],
+            "round {round}: below the destination"
+        );
+        assert_eq!(
+            after[hi..],
+            before[hi..],
+            "round {round}: above the destination"
+        );
+    }
+}
+
+#[test]
+fn eight_nodes_over_a_lossy_link_a_ring_of_puts_and_one_counter() {
+    let mut c = Cluster::new(8, Some(88));
+    let mut model: Vec<Vec<u8>> = (0..8).map(|k| c.host(k)).collect();
+    let mut rng = Rng::new(8);
+    let mut hs = Vec::new();
+    for k in 0..8usize {
+        let to = (k + 1) % 8;
+        let data = rng.bytes(3000 + 517 * k);
+        c.write_host(k, 77, &data);
+        model[k][77..77 + data.len()].copy_from_slice(&data);
+        model[to][200_001..200_001 + data.len()].copy_from_slice(&data);
+        hs.push((k, c.post(k, put(to as u16, 200_001, 77, data.len() as u64))));
+        if k != 0 {
+            for _ in 0..5 {
+                hs.push((
+                    k,
+                    c.post(
+                        k,
+                        RmaRequest {
+                            rank: 0,
+                            key: KEY,
+                            offset: 4096,
+                            op: RmaOp::FetchAdd {
+                                width: 8,
+                                addend: k as u64,
+                            },
+                        },
+                    ),
+                ));
+            }
+        }
+    }
+    c.run(2_000_000 * US);
+    for (k, h) in hs {
+        assert_eq!(c.completion(k, h).status, 0);
+    }
+    // 5 x (1 + ... + 7)
+    model[0][4096..4104].copy_from_slice(&140u64.to_le_bytes());
+    for (k, m) in model.iter().enumerate() {
+        assert_eq!(&c.host(k), m, "node {k}");
+    }
+}
+
+#[test]
+fn operations_of_an_ectx_deactivated_meanwhile_fail() {
+    let mut c = Cluster::new(2, None);
+    // More than the host entries hold: some stay queued.
+    let hs: Vec<_> = (0..3)
+        .map(|k| c.post(0, get(1, 0, k * 1_300_000, 1_300_000)))
+        .collect();
+    let e = c.n[0].e;
+    c.n[0].nic.deactivate(e).unwrap();
+    c.run(1_000_000 * US);
+    for h in hs {
+        assert_eq!(c.completion(0, h).status, Status::Failed as u8);
+    }
+}
+
+#[test]
+fn a_handler_waiting_on_a_node_that_stopped_answering_gets_peer_failed() {
+    let mut c = Cluster::with_chaser(2, None, true);
+    c.dead[1] = true;
+    let start = c.n[0].nic.now_ps();
+    let r = c.command(
+        command(1, 1, KEY, 40, 8192, 5, 0),
+        8192 + 8,
+        3,
+        tcfg(0).failure_bound_ps() + 50_000 * US,
+    );
+    // Where it stood, hops done, the status.
+    assert_eq!(r, [40, 0, u64::from(STATUS_PEER_FAILED)]);
+    assert!(c.n[0].nic.now_ps() - start <= tcfg(0).failure_bound_ps() + 50_000 * US);
+    let x = &c.n[0];
+    let errors = x.nic.report().errors;
+    assert!(errors.is_empty(), "no watchdog: {errors:?}");
+}
+
+/// The largest op the contract names: 16 MiB each way in one put and one
+/// get (367 entries each, most of them queued host-side at first).
+#[test]
+fn a_16_mib_put_and_get() {
+    const BIG: usize = 16 << 20;
+    let t = table(2);
+    let mut c = Cluster::new(2, None);
+    c.n = (0..2)
+        .map(|k| node_sized(&t, k, false, 2 * BIG + 64))
+        .collect();
+    let data = Rng::new(16).bytes(BIG);
+    let x = &mut c.n[0];
+    x.nic.host_write(x.w.base + 1, &data).unwrap();
+    let h = c.post(0, put(1, 3, 1, BIG as u64));
+    c.run(20_000_000 * US);
+    assert_eq!(c.completion(0, h).status, 0);
+    let x = &mut c.n[1];
+    assert!(
+        x.nic.host_read(x.w.base + 3, BIG).unwrap() == data,
+        "node 1 after the put"
+    );
+    let h = c.post(0, get(1, 3, BIG as u64 + 7, BIG as u64));
+    c.run(20_000_000 * US);
+    assert_eq!(c.completion(0, h).status, 0);
+    let x = &mut c.n[0];
+    assert!(
+        x.nic.host_read(x.w.base + BIG as u64 + 7, BIG).unwrap() == data,
+        "node 0 after the get"
+    );
 }

@@ -666,6 +666,9 @@ pub mod txn {
     pub const IN_FLIGHT: u32 = 2;
     /// Every packet answered (`status`, `value` final).
     pub const DONE: u32 = 3;
+    /// The status of an operation whose destination the transport declared
+    /// failed (after `super::Status`'s 0..=6).
+    pub const STATUS_PEER_FAILED: u32 = 7;
     /// `flags`: `local` is a NIC address (put from device), not a host one.
     pub const FLAG_NIC_SRC: u16 = 1;
     /// The wire txn of entry `index` in generation `gen`: the response's
@@ -771,6 +774,9 @@ pub mod txn {
         /// Byte offset of the state field, which the host writes last when
         /// it posts (a doorbell finds the entry whole or not POSTED).
         pub const STATE_OFFSET: usize = field::STATE.start;
+        /// Byte offset of the status field (the host sets it to 7 in a
+        /// handler's entry to a destination the transport declared failed).
+        pub const STATUS_OFFSET: usize = field::STATUS.start;
     }
 
     use field::Field;

@@ -355,9 +355,14 @@ impl Engine {
         // would drop is dropped before the block sees it: lost as on the
         // wire, so the block does not acknowledge (and the sender resends)
         // what no handler will get.
-        if self.core.rma.is_some() && self.pkt.would_drop(&self.core) {
-            self.core.stats.packets_in += 1;
-            self.core.stats.drops += 1;
+        if self.core.rma.is_some()
+            && self.pkt.would_drop(&self.core)
+            && super::transport::is_block_frame(&a.frame)
+        {
+            // Counted in as any arrival, then dropped as admit would.
+            if self.pkt.accept(&mut self.core, a)?.is_some() {
+                self.core.stats.drops += 1;
+            }
             return Ok(());
         }
         if !super::transport::from_wire(&mut self.core, &mut self.cu.links, &a.frame) {
