@@ -469,6 +469,7 @@ def main():
     # SIGTERM unwinds like Ctrl-C, so the cluster comes down either way.
     signal.signal(signal.SIGTERM, on_sigterm)
     t0 = time.monotonic()
+    load_before = os.getloadavg()
     build(args.no_build)
     rounds, counts, sabotage = baselines(args, args.sizes, args.outstanding)
     why = nic_series_missing()
@@ -477,7 +478,9 @@ def main():
         nic = {"skipped": why}
     else:
         nic = nic_series(args, args.sizes, args.outstanding)
-    res = {"machine": machine(), "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    # Other work on the machine shows in the numbers: say how much there was.
+    res = {"machine": {**machine(), "loadavg_1_5_15_before": load_before, "loadavg_1_5_15_after": os.getloadavg()},
+           "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "config": {k: getattr(args, k) for k in ("rounds", "count", "region", "seconds", "sizes", "outstanding",
                                                      "seed", "check")},
            "ports": {"host": HOST_PORT, "tcp": TCP_PORT}, "diad": DIAD, "summary": summarise(rounds),
@@ -510,4 +513,7 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt as e:
+        sys.exit(f"interrupted ({e or 'SIGINT'}): the cluster was torn down")
