@@ -231,8 +231,8 @@ def baselines(args, sizes, outs):
 
 def nic_series_missing():
     """Why the NIC-served series cannot run with this build, or None."""
-    need = {("rma", "lat"): ["--from", "--to", "--count", "--json"],
-            ("rma", "bw"): ["--from", "--to", "--json"],
+    need = {("rma", "lat"): ["--from", "--to", "--count", "--prefix", "--json"],
+            ("rma", "bw"): ["--from", "--to", "--op", "--size", "--outstanding", "--prefix", "--json"],
             ("cluster", "up"): ["--rma", "--window"]}
     for cmd, flags in need.items():
         r = run([SOFTSPIN, *cmd, "--help"], check=False)
@@ -247,18 +247,20 @@ def nic_series_missing():
 def nic_series(args, sizes, outs):
     """The NIC-served series: the same reads and goodput points against a
     window the NIC on node 1 serves by DMA (`softspin rma lat|bw`, run in
-    node 0). Their JSON is kept as the command gives it."""
+    node 0; they post through node 0's NIC, found by --prefix). Their JSON
+    is kept as the command gives it."""
     out = {"lat": [], "bw": []}
     with Cluster(args.prefix, ["--rma", "--window", str(args.region)]) as cl:
         for _ in range(args.rounds):
             r = run(exec_cmd(cl.prefix, 0, SOFTSPIN, "rma", "lat", "--from", "0", "--to", "1", "--count",
-                             str(args.count), "--json"), check=False, timeout=1800)
+                             str(args.count), "--prefix", cl.prefix, "--json"), check=False, timeout=1800)
             out["lat"].append({"rc": r.returncode, "stderr": r.stderr[-2000:], "result": parse_json(r.stdout)})
             for op in ("put", "get"):
                 for s in sizes:
                     for w in outs:
                         r = run(exec_cmd(cl.prefix, 0, SOFTSPIN, "rma", "bw", "--from", "0", "--to", "1", "--op", op,
-                                         "--size", str(s), "--outstanding", str(w), "--json"),
+                                         "--size", str(s), "--outstanding", str(w), "--prefix", cl.prefix,
+                                         "--json"),
                                 check=False, timeout=1800)
                         out["bw"].append({"op": op, "size": s, "outstanding": w, "rc": r.returncode,
                                           "stderr": r.stderr[-2000:], "result": parse_json(r.stdout)})
@@ -272,9 +274,15 @@ def parse_json(text):
         return None
 
 
-def check(rounds, counts, sabotage, args):
+def check(rounds, counts, sabotage, args, nic):
     """What must hold whatever the speed; the list of what did not."""
     bad = []
+    for x in nic.get("lat", []) + nic.get("bw", []):
+        what = "rma lat" if "op" not in x else f"rma bw {x['op']} {x['size']} B x{x['outstanding']}"
+        if x["rc"] != 0 or x["result"] is None:
+            bad.append(f"NIC-served {what} exited {x['rc']}: {x['stderr']}")
+        elif "op" not in x and x["result"].get("verified", args.count) != args.count:
+            bad.append(f"NIC-served rma lat verified {x['result'].get('verified')} of {args.count} values")
     sent = {"write_bytes_sent": 0, "read_bytes_requested": 0, "requests": 0, "retransmits": 0}
     for i, rnd in enumerate(rounds):
         h, t = rnd["host"], rnd["tcp"]
@@ -321,26 +329,40 @@ def med(xs):
     return statistics.median(xs) if xs else None
 
 
-def summarise(rounds):
-    ok = [r for r in rounds if r["host"]["rc"] == 0]
-    lat = {}
-    if ok:
-        for k in ok[0]["host"]["chase"]["lat_ns"]:
-            lat[k] = med(r["host"]["chase"]["lat_ns"][k] for r in ok)
-    bw = {}
-    for r in ok:
-        for b in r["host"]["bw"]:
-            bw.setdefault((b["op"], b["size"], b["outstanding"]), []).append(b["goodput_gbps"])
+def lat_stats(runs):
+    """Median over rounds of each latency statistic (`lat_ns`: min, p1 ..
+    p99, max, mean, as hostclient's chase reports them)."""
+    runs = [r for r in runs if r]
+    return {k: med(r.get(k) for r in runs) for k in runs[0]} if runs else {}
+
+
+def bw_medians(points):
+    """(op, size, outstanding, goodput) -> the median goodput per point."""
+    by = {}
+    for op, size, w, g in points:
+        by.setdefault((op, size, w), []).append(g)
+    return [{"op": k[0], "size": k[1], "outstanding": k[2], "goodput_gbps_median": med(v)}
+            for k, v in sorted(by.items())]
+
+
+def summarise(rounds, nic):
+    ok = [r["host"] for r in rounds if r["host"]["rc"] == 0]
     tcp = {}
     for r in rounds:
         for x in r["tcp"]["runs"]:
             tcp.setdefault(x["size"], []).append(x["goodput_gbps"])
-    return {
-        "host_lat_ns": lat,
-        "host_bw": [{"op": k[0], "size": k[1], "outstanding": k[2], "goodput_gbps_median": med(v)}
-                    for k, v in sorted(bw.items())],
+    out = {
+        "host_lat_ns": lat_stats([h["chase"].get("lat_ns") for h in ok]),
+        "host_bw": bw_medians((b["op"], b["size"], b["outstanding"], b["goodput_gbps"]) for h in ok for b in h["bw"]),
         "tcp": [{"size": s, "goodput_gbps_median": med(v)} for s, v in sorted(tcp.items())],
     }
+    if "skipped" not in nic:
+        # `softspin rma lat|bw --json` are expected to report as hostclient
+        # does: `lat_ns` with the same keys, and `goodput_gbps`.
+        out["nic_lat_ns"] = lat_stats([(x["result"] or {}).get("lat_ns") for x in nic["lat"] if x["rc"] == 0])
+        out["nic_bw"] = bw_medians((x["op"], x["size"], x["outstanding"], (x["result"] or {}).get("goodput_gbps"))
+                                   for x in nic["bw"] if x["rc"] == 0)
+    return out
 
 
 def plot(res, lat_path, bw_path):
@@ -351,13 +373,12 @@ def plot(res, lat_path, bw_path):
     # Latency: boxes from the percentiles (whiskers p1 and p99), medians of
     # the rounds; DiAD's multichase means as reference lines.
     boxes = []
-    if s["host_lat_ns"]:
-        L = {k: v / 1e3 for k, v in s["host_lat_ns"].items()}
-        boxes.append({"label": "host-CPU server\n(C, UDP sockets)", "med": L["p50"], "q1": L["p25"], "q3": L["p75"],
-                      "whislo": L["p1"], "whishi": L["p99"], "mean": L["mean"], "fliers": []})
-    nic = (res.get("nic") or {}).get("lat_us")
-    if nic:
-        boxes.append({"label": "NIC-served\n(softspin rma lat)", **nic, "fliers": []})
+    for key, label in (("host_lat_ns", "host-CPU server\n(C, UDP sockets)"), ("nic_lat_ns", "NIC-served\n(softspin rma lat)")):
+        L = {k: v / 1e3 for k, v in (s.get(key) or {}).items() if v is not None}
+        if all(k in L for k in ("p1", "p25", "p50", "p75", "p99", "mean")):
+            boxes.append({"label": label, "med": L["p50"], "q1": L["p25"], "q3": L["p75"], "whislo": L["p1"],
+                          "whishi": L["p99"], "mean": L["mean"], "fliers": []})
+    nic = len(boxes) > 1
     fig, ax = plt.subplots(figsize=(6, 4.5))
     if boxes:
         ax.bxp(boxes, showmeans=True)
@@ -366,17 +387,19 @@ def plot(res, lat_path, bw_path):
     ax.axhline(d["read_lat_remote_fpga_us"], color="C2", ls="--", label="DiAD remote FPGA DDR, 3.2 µs (mean)")
     ax.axhline(d["fabric_rtt_small_us"], color="C7", ls=":", label="DiAD FPGA-FPGA round trip, ~1.8 µs")
     ax.set_yscale("log")
+    # Room above the whiskers for the legend.
+    ax.set_ylim(1, 8 * max([b["whishi"] for b in boxes] + [d["read_lat_remote_host_us"]]))
     ax.set_ylabel("8-byte remote read, round trip (µs)")
-    ax.set_title("Pointer chasing across two cluster nodes (box p25-p75, whiskers p1-p99)", fontsize=9)
+    ax.set_title("Pointer chasing across two cluster nodes (box p25-p75, whiskers p1-p99, ▲ mean)", fontsize=9)
     if not nic:
         ax.text(0.98, 0.02, "NIC-served series: not measured yet", transform=ax.transAxes, ha="right", fontsize=8,
                 color="gray")
-    ax.legend(fontsize=7, loc="upper left")
+    ax.legend(fontsize=7, loc="upper center")
     fig.tight_layout()
     fig.savefig(lat_path, dpi=100)
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.5), sharey=True)
+    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
     tcp = s["tcp"]
     for ax, op in zip(axes, ("get", "put")):
         outs = sorted({b["outstanding"] for b in s["host_bw"] if b["op"] == op})
@@ -384,6 +407,10 @@ def plot(res, lat_path, bw_path):
             pts = [b for b in s["host_bw"] if b["op"] == op and b["outstanding"] == w]
             ax.plot([b["size"] for b in pts], [b["goodput_gbps_median"] for b in pts], "o-", color=f"C{i}",
                     label=f"host-CPU server, {w} outstanding")
+        for i, w in enumerate(sorted({b["outstanding"] for b in s.get("nic_bw", []) if b["op"] == op})):
+            pts = [b for b in s["nic_bw"] if b["op"] == op and b["outstanding"] == w and b["goodput_gbps_median"]]
+            ax.plot([b["size"] for b in pts], [b["goodput_gbps_median"] for b in pts], "x--", color=f"C{i}",
+                    label=f"NIC-served, {w} outstanding")
         if tcp:
             ax.plot([x["size"] for x in tcp], [x["goodput_gbps_median"] for x in tcp], "k--", label="kernel TCP stream")
         ax.plot([4096], [d["axi_mm_saturated_gbps"]], "s", color="C3", label="DiAD AXI-MM, 8 x 4 KiB in flight")
@@ -395,7 +422,7 @@ def plot(res, lat_path, bw_path):
         ax.set_title(f"{op}: node 0 {'reads from' if op == 'get' else 'writes to'} node 1", fontsize=9)
         ax.grid(True, which="major", alpha=0.3)
     axes[0].set_ylabel("goodput (Gbit/s, median of rounds)")
-    axes[1].legend(fontsize=7, loc="lower right")
+    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
     fig.tight_layout()
     fig.savefig(bw_path, dpi=100)
     plt.close(fig)
@@ -403,21 +430,76 @@ def plot(res, lat_path, bw_path):
 
 def print_tables(res):
     s = res["summary"]
-    L = s["host_lat_ns"]
-    if L:
-        print(f"\nremote 8-byte read, host-CPU server: p50 {L['p50'] / 1e3:.1f} µs, p99 {L['p99'] / 1e3:.1f} µs, "
-              f"mean {L['mean'] / 1e3:.1f} µs (DiAD: 3.2 µs remote FPGA DDR, 3.9 µs remote host DDR)")
-    outs = sorted({b["outstanding"] for b in s["host_bw"]})
-    for op in ("get", "put"):
-        print(f"\n| {op} size | " + " | ".join(f"{w} outstanding" for w in outs) + " | kernel TCP |")
-        print("|---" * (len(outs) + 2) + "|")
-        tcp = {x["size"]: x["goodput_gbps_median"] for x in s["tcp"]}
-        for size in sorted({b["size"] for b in s["host_bw"]}):
-            g = {b["outstanding"]: b["goodput_gbps_median"] for b in s["host_bw"] if b["op"] == op and b["size"] == size}
-            cells = [f"{g[w]:.4f}" if g.get(w) is not None else "-" for w in outs]
-            t = f"{tcp[size]:.4f}" if tcp.get(size) is not None else "-"
-            print(f"| {size} | " + " | ".join(cells) + f" | {t} |")
+    for key, name in (("host_lat_ns", "host-CPU server"), ("nic_lat_ns", "NIC-served")):
+        L = s.get(key)
+        if L:
+            print(f"\nremote 8-byte read, {name}: p50 {L['p50'] / 1e3:.1f} µs, p99 {L['p99'] / 1e3:.1f} µs, "
+                  f"mean {L['mean'] / 1e3:.1f} µs (DiAD: 3.2 µs remote FPGA DDR, 3.9 µs remote host DDR)")
+    tcp = {x["size"]: x["goodput_gbps_median"] for x in s["tcp"]}
+    for key, name in (("host_bw", "host-CPU server"), ("nic_bw", "NIC-served")):
+        pts = s.get(key) or []
+        outs = sorted({b["outstanding"] for b in pts})
+        for op in sorted({b["op"] for b in pts}):
+            print(f"\n| {name} {op}, Gbit/s | " + " | ".join(f"{w} outstanding" for w in outs) + " | kernel TCP |")
+            print("|---" * (len(outs) + 2) + "|")
+            for size in sorted({b["size"] for b in pts}):
+                g = {b["outstanding"]: b["goodput_gbps_median"] for b in pts if b["op"] == op and b["size"] == size}
+                cells = [f"{g[w]:.4f}" if g.get(w) is not None else "-" for w in outs]
+                t = f"{tcp[size]:.4f}" if tcp.get(size) is not None else "-"
+                print(f"| {size} | " + " | ".join(cells) + f" | {t} |")
     print(f"\nNIC-served series: {res['nic'].get('skipped') or 'measured'}")
+
+
+def self_test():
+    """The consistency check and the summary on made-up results: consistent
+    ones pass, and each kind of disagreement is named (no root needed)."""
+    import copy
+    import tempfile
+
+    class A:
+        count = 10
+
+    lat = {"min": 1, "p1": 2, "p5": 3, "p25": 4, "p50": 5, "p75": 6, "p95": 7, "p99": 8, "max": 9, "mean": 5.5}
+    host = {"rc": 0, "stderr": "", "chase": {"verified": 10, "lat_ns": lat}, "readback": {"mismatched_packets": 0},
+            "mismatches": 0, "errors": 0, "write_bytes_sent": 100, "read_bytes_requested": 80, "requests": 9,
+            "retransmits": 0,
+            "bw": [{"op": "get", "size": 8, "outstanding": 1, "messages": 10, "bytes": 80, "goodput_gbps": 0.1}]}
+    tcp = {"rc": 0, "stderr": "", "runs": [{"size": 8, "bytes_sent": 64, "bytes_received": 64, "differing": 0,
+                                            "goodput_gbps": 1.0}]}
+    rounds = [{"host": host, "tcp": tcp}]
+    counts = {"host": {"write_bytes": 100, "read_bytes": 80, "ok": 9, "reads": 5, "writes": 4, "ignored": 0},
+              "tcp": {"bytes": 64, "differing": 0}}
+    caught = {"rc": 1, "mismatches": 3}
+    nic = {"lat": [{"rc": 0, "stderr": "", "result": {"verified": 10, "lat_ns": lat}}],
+           "bw": [{"op": "put", "size": 8, "outstanding": 4, "rc": 0, "stderr": "", "result": {"goodput_gbps": 0.5}}]}
+    assert check(rounds, counts, caught, A, nic) == [], check(rounds, counts, caught, A, nic)
+    cases = [
+        (lambda r, c, n: r[0]["host"]["chase"].update(verified=9), "chased values verified"),
+        (lambda r, c, n: r[0]["host"]["readback"].update(mismatched_packets=1), "mismatches"),
+        (lambda r, c, n: c["host"].update(write_bytes=99), "hostserver counted write_bytes"),
+        (lambda r, c, n: r[0]["host"]["bw"][0].update(bytes=81), "get 8 B x1"),
+        (lambda r, c, n: r[0]["tcp"]["runs"][0].update(bytes_received=63), "TCP 8 B"),
+        (lambda r, c, n: c["tcp"].update(bytes=63), "TCP receiver counted"),
+        (lambda r, c, n: n["lat"][0]["result"].update(verified=3), "rma lat verified"),
+        (lambda r, c, n: n["bw"][0].update(rc=1), "rma bw put 8 B x4 exited 1"),
+    ]
+    for mutate, want in cases:
+        r, c, n = copy.deepcopy(rounds), copy.deepcopy(counts), copy.deepcopy(nic)
+        mutate(r, c, n)
+        got = check(r, c, caught, A, n)
+        assert any(want in g for g in got), (want, got)
+    assert any("unnoticed" in g for g in check(rounds, counts, {"rc": 0}, A, nic))
+    summ = summarise(rounds, nic)
+    assert summ["host_lat_ns"]["p50"] == 5 and summ["nic_lat_ns"]["p99"] == 8
+    assert summ["nic_bw"] == [{"op": "put", "size": 8, "outstanding": 4, "goodput_gbps_median": 0.5}]
+    try:
+        import matplotlib  # noqa: F401
+    except ImportError:
+        return "check and summary ok (no matplotlib: plots not tried)"
+    with tempfile.TemporaryDirectory() as d:
+        plot({"summary": summ, "diad": DIAD, "nic": nic}, os.path.join(d, "l.png"), os.path.join(d, "b.png"))
+        assert os.path.getsize(os.path.join(d, "l.png")) > 0 and os.path.getsize(os.path.join(d, "b.png")) > 0
+    return "check, summary and plots ok"
 
 
 def on_sigterm(*_):
@@ -450,7 +532,11 @@ def main():
                                   "with --check target/bench-cluster/check.json)")
     ap.add_argument("--plot", metavar="FILE", help="only redraw the plots from this results file")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in target/release")
+    ap.add_argument("--self-test", action="store_true", help="test the checks on made-up results (no root)")
     args = ap.parse_args()
+    if args.self_test:
+        print(f"cluster_bench.py --self-test: {self_test()}")
+        return
     if args.plot:
         with open(args.plot) as f:
             plot(json.load(f), PLOT_LAT, PLOT_BW)
@@ -483,11 +569,11 @@ def main():
            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "config": {k: getattr(args, k) for k in ("rounds", "count", "region", "seconds", "sizes", "outstanding",
                                                      "seed", "check")},
-           "ports": {"host": HOST_PORT, "tcp": TCP_PORT}, "diad": DIAD, "summary": summarise(rounds),
+           "ports": {"host": HOST_PORT, "tcp": TCP_PORT}, "diad": DIAD, "summary": summarise(rounds, nic),
            "server_counts": counts, "nic": nic, "rounds": rounds}
     if sabotage is not None:
         res["sabotage"] = {"rc": sabotage["rc"], "mismatches": sabotage.get("mismatches")}
-    problems = check(rounds, counts, sabotage, args)
+    problems = check(rounds, counts, sabotage, args, nic)
     res["problems"] = problems
     out = args.out or (os.path.join(OUT, "check.json") if args.check else
                        os.path.join(RESULTS, time.strftime("cluster-%Y%m%dT%H%MZ.json", time.gmtime())))
