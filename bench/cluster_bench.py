@@ -26,7 +26,9 @@ results file.
 --check (CI, scripts/test.sh): one small round (< 30 s) asserting that the
 results are consistent, not fast: every chased value verified, the
 read-back equal, the server's byte counts equal to the client's, TCP bytes
-received equal to bytes sent; and that a server flipping a bit is caught.
+received equal to bytes sent; that hostile requests get their error
+responses and write nothing (bench/cluster/probe.py); and that a server
+flipping a bit is caught.
 Without root it prints SKIPPED and exits 0.
 
 Needs root (network namespaces). The cluster is always torn down, also on
@@ -216,12 +218,17 @@ def baselines(args, sizes, outs):
                 rounds.append({"host": h, "tcp": t})
             sabotage = None
             if args.check:
-                # The check must be able to fail: a server that flips a bit
-                # in every 100th read is caught by the client.
+                # A fresh server: hostile requests get their error responses
+                # and write nothing (probe.py); then it flips a bit in every
+                # 100th read, which the client must catch (the check must be
+                # able to fail).
                 bad = Server(cl, 1, "hostserver", SABOTAGE_PORT, args.region, SERVER_LIFETIME_S, 100)
                 servers.append(bad)
+                p = run(exec_cmd(cl.prefix, 0, sys.executable, os.path.join(SRC, "probe.py"), cl.ip(1),
+                                 str(SABOTAGE_PORT), str(args.region)), check=False, timeout=60)
                 sabotage = host_client(cl, SABOTAGE_PORT, args, 500, [], [])
-                bad.stop()
+                sabotage["probe"] = {"rc": p.returncode, "result": parse_json(p.stdout), "stderr": p.stderr[-2000:]}
+                sabotage["server"] = bad.stop()
             counts = {"host": host.stop(), "tcp": tcp.stop()}
         finally:
             for s in servers:
@@ -321,6 +328,8 @@ def check(rounds, counts, sabotage, args, nic):
         bad.append(f"TCP receiver counted {counts['tcp']['bytes']} bytes, the senders sent {tcp_sent}")
     if sabotage is not None and (sabotage["rc"] != 1 or not sabotage.get("mismatches")):
         bad.append(f"a server flipping bits went unnoticed (hostclient rc {sabotage['rc']})")
+    if sabotage is not None and sabotage.get("probe", {}).get("rc", 0) != 0:
+        bad.append(f"hostserver answered hostile requests wrongly: {sabotage['probe']}")
     return bad
 
 
@@ -489,6 +498,7 @@ def self_test():
         got = check(r, c, caught, A, n)
         assert any(want in g for g in got), (want, got)
     assert any("unnoticed" in g for g in check(rounds, counts, {"rc": 0}, A, nic))
+    assert any("hostile" in g for g in check(rounds, counts, {**caught, "probe": {"rc": 1}}, A, nic))
     summ = summarise(rounds, nic)
     assert summ["host_lat_ns"]["p50"] == 5 and summ["nic_lat_ns"]["p99"] == 8
     assert summ["nic_bw"] == [{"op": "put", "size": 8, "outstanding": 4, "goodput_gbps_median": 0.5}]
@@ -572,7 +582,8 @@ def main():
            "ports": {"host": HOST_PORT, "tcp": TCP_PORT}, "diad": DIAD, "summary": summarise(rounds, nic),
            "server_counts": counts, "nic": nic, "rounds": rounds}
     if sabotage is not None:
-        res["sabotage"] = {"rc": sabotage["rc"], "mismatches": sabotage.get("mismatches")}
+        res["sabotage"] = {"rc": sabotage["rc"], "mismatches": sabotage.get("mismatches"),
+                           "probe": sabotage["probe"], "server": sabotage["server"]}
     problems = check(rounds, counts, sabotage, args, nic)
     res["problems"] = problems
     out = args.out or (os.path.join(OUT, "check.json") if args.check else
@@ -595,7 +606,7 @@ def main():
         sys.exit(1)
     if args.check:
         print("cluster benchmark check: consistent (every chased value verified, read-back equal, "
-              "byte counts equal, a bit-flipping server caught)")
+              "byte counts equal, hostile requests refused, a bit-flipping server caught)")
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@
  * Prints "listening" on stdout once bound; on SIGTERM or SIGINT, or after
  * SECONDS (0 or absent: no limit; a guard against being left behind), one
  * JSON line with what it served, then exits 0. Requests it cannot serve get
- * the error response the NIC's handlers give (docs/rma.md "Status codes")
- * and are counted; datagrams that are not RMA requests are counted and
+ * the error response the NIC's handlers give (docs/rma.md "Status codes";
+ * atomics get PERMISSION: the region is a read-write window) and are
+ * counted; datagrams that are not RMA requests are counted and
  * dropped. Exit 1 on a socket error, 2 on bad arguments.
  *
  * SABOTAGE N > 0 flips a bit in every Nth read's data: the benchmark's
@@ -50,8 +51,10 @@ static size_t serve(uint8_t *p, size_t n, uint8_t *mem, uint64_t size, struct co
     uint64_t off = rma_get64(p + HDR(offset));
     size_t payload = n - RMA_HDR_LEN;
     uint32_t st = RMA_STATUS_OK;
-    if (p[3] != 0 || (op != RMA_OP_WRITE && op != RMA_OP_READ) || len > RMA_MAX_PAYLOAD ||
-        payload != (op == RMA_OP_WRITE ? len : 0))
+    if (rma_op_width(op) && p[3] == 0)
+        st = RMA_STATUS_PERMISSION; /* a window for reads and writes only */
+    else if (p[3] != 0 || (op != RMA_OP_WRITE && op != RMA_OP_READ) || len > RMA_MAX_PAYLOAD ||
+             payload != (op == RMA_OP_WRITE ? len : 0))
         st = RMA_STATUS_MALFORMED;
     else if (key != HOSTRMA_KEY)
         st = RMA_STATUS_BAD_KEY;
@@ -131,8 +134,9 @@ int main(int argc, char **argv)
             die("sendto");
     }
     printf("{\"reads\": %lu, \"writes\": %lu, \"read_bytes\": %lu, \"write_bytes\": %lu, \"ignored\": %lu, "
-           "\"ok\": %lu, \"bad_key\": %lu, \"out_of_window\": %lu, \"malformed\": %lu}\n",
+           "\"ok\": %lu, \"bad_key\": %lu, \"out_of_window\": %lu, \"permission\": %lu, \"malformed\": %lu}\n",
            c.reads, c.writes, c.read_bytes, c.write_bytes, c.ignored, c.status[RMA_STATUS_OK],
-           c.status[RMA_STATUS_BAD_KEY], c.status[RMA_STATUS_OUT_OF_WINDOW], c.status[RMA_STATUS_MALFORMED]);
+           c.status[RMA_STATUS_BAD_KEY], c.status[RMA_STATUS_OUT_OF_WINDOW], c.status[RMA_STATUS_PERMISSION],
+           c.status[RMA_STATUS_MALFORMED]);
     return 0;
 }
