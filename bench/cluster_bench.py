@@ -64,9 +64,14 @@ def rma_udp_port():
 
 # The baselines' ports: beside the NIC's, so a NIC on node 1 (the NIC
 # series) never takes their datagrams.
-HOST_PORT = rma_udp_port() + 1
 TCP_PORT = rma_udp_port() + 2
 SABOTAGE_PORT = rma_udp_port() + 3
+# The host-CPU series: summary key, label, port, hostserver's flags.
+HOST_SERIES = [
+    ("host", "host-CPU server, blocking socket", rma_udp_port() + 1, []),
+    ("host_poll", "host-CPU server, busy-polling", rma_udp_port() + 4, ["--busy-poll"]),
+]
+NIC_LABEL = "NIC-served, softspin rma lat|bw"
 SERVER_LIFETIME_S = 3600  # a guard: servers end themselves if left behind
 
 SIZES = [8 ** k for k in range(1, 9)]  # 8 B .. 16 MiB
@@ -201,39 +206,47 @@ def tcp_client(cl, args, sizes):
 
 
 def baselines(args, sizes, outs):
-    """The host-CPU server and kernel TCP, --rounds rounds interleaved."""
+    """The host-CPU servers and kernel TCP, --rounds rounds interleaved.
+    Each host server runs only while its client does (a polling one would
+    take a core from everything else), so its counts are per round."""
     rounds, servers = [], []
     with Cluster(args.prefix) as cl:
         try:
-            host = Server(cl, 1, "hostserver", HOST_PORT, args.region, SERVER_LIFETIME_S)
-            servers.append(host)
             tcp = Server(cl, 1, "tcpgoodput", "recv", TCP_PORT, SERVER_LIFETIME_S)
             servers.append(tcp)
             for r in range(args.rounds):
-                h = host_client(cl, HOST_PORT, args, args.count, sizes, outs)
-                t = tcp_client(cl, args, sizes)
-                lat = h.get("chase", {}).get("lat_ns", {})
-                print(f"round {r}: host-CPU server read p50 {lat.get('p50', 0) / 1e3:.1f} µs "
-                      f"p99 {lat.get('p99', 0) / 1e3:.1f} µs (rc {h['rc']}); TCP rc {t['rc']}", flush=True)
-                rounds.append({"host": h, "tcp": t})
+                rnd = {}
+                for key, label, port, flags in HOST_SERIES:
+                    srv = Server(cl, 1, "hostserver", port, args.region, "--seconds", SERVER_LIFETIME_S, *flags)
+                    servers.append(srv)
+                    h = host_client(cl, port, args, args.count, sizes, outs)
+                    h["server"] = srv.stop()
+                    lat = h.get("chase", {}).get("lat_ns", {})
+                    print(f"round {r}: {label}: read p50 {lat.get('p50', 0) / 1e3:.1f} µs "
+                          f"p99 {lat.get('p99', 0) / 1e3:.1f} µs (rc {h['rc']})", flush=True)
+                    rnd[key] = h
+                rnd["tcp"] = tcp_client(cl, args, sizes)
+                print(f"round {r}: kernel TCP rc {rnd['tcp']['rc']}", flush=True)
+                rounds.append(rnd)
             sabotage = None
             if args.check:
                 # A fresh server: hostile requests get their error responses
                 # and write nothing (probe.py); then it flips a bit in every
                 # 100th read, which the client must catch (the check must be
                 # able to fail).
-                bad = Server(cl, 1, "hostserver", SABOTAGE_PORT, args.region, SERVER_LIFETIME_S, 100)
+                bad = Server(cl, 1, "hostserver", SABOTAGE_PORT, args.region, "--seconds", SERVER_LIFETIME_S,
+                             "--sabotage", 100)
                 servers.append(bad)
                 p = run(exec_cmd(cl.prefix, 0, sys.executable, os.path.join(SRC, "probe.py"), cl.ip(1),
                                  str(SABOTAGE_PORT), str(args.region)), check=False, timeout=60)
                 sabotage = host_client(cl, SABOTAGE_PORT, args, 500, [], [])
                 sabotage["probe"] = {"rc": p.returncode, "result": parse_json(p.stdout), "stderr": p.stderr[-2000:]}
                 sabotage["server"] = bad.stop()
-            counts = {"host": host.stop(), "tcp": tcp.stop()}
+            tcp_counts = tcp.stop()
         finally:
             for s in servers:
                 s.kill()
-    return rounds, counts, sabotage
+    return rounds, tcp_counts, sabotage
 
 
 def nic_series_missing():
@@ -281,7 +294,7 @@ def parse_json(text):
         return None
 
 
-def check(rounds, counts, sabotage, args, nic):
+def check(rounds, tcp_counts, sabotage, args, nic):
     """What must hold whatever the speed; the list of what did not."""
     bad = []
     for x in nic.get("lat", []) + nic.get("bw", []):
@@ -290,42 +303,42 @@ def check(rounds, counts, sabotage, args, nic):
             bad.append(f"NIC-served {what} exited {x['rc']}: {x['stderr']}")
         elif "op" not in x and x["result"].get("verified", args.count) != args.count:
             bad.append(f"NIC-served rma lat verified {x['result'].get('verified')} of {args.count} values")
-    sent = {"write_bytes_sent": 0, "read_bytes_requested": 0, "requests": 0, "retransmits": 0}
     for i, rnd in enumerate(rounds):
-        h, t = rnd["host"], rnd["tcp"]
-        if h["rc"] != 0:
-            bad.append(f"round {i}: hostclient exited {h['rc']}: {h['stderr']}")
-            continue
-        c = h["chase"]
-        if c["verified"] != args.count:
-            bad.append(f"round {i}: {c['verified']} of {args.count} chased values verified")
-        if h["readback"]["mismatched_packets"] or h["mismatches"] or h["errors"]:
-            bad.append(f"round {i}: mismatches {h['mismatches']}, errors {h['errors']}")
-        for k in sent:
-            sent[k] += h[k]
-        for b in h["bw"]:
-            if b["messages"] < 1 or b["bytes"] != b["messages"] * b["size"]:
-                bad.append(f"round {i}: {b['op']} {b['size']} B x{b['outstanding']}: {b['messages']} messages, "
-                           f"{b['bytes']} bytes")
+        for key, label, _, _ in HOST_SERIES:
+            h = rnd[key]
+            if h["rc"] != 0:
+                bad.append(f"round {i}, {label}: hostclient exited {h['rc']}: {h['stderr']}")
+                continue
+            c = h["chase"]
+            if c["verified"] != args.count:
+                bad.append(f"round {i}, {label}: {c['verified']} of {args.count} chased values verified")
+            if h["readback"]["mismatched_packets"] or h["mismatches"] or h["errors"]:
+                bad.append(f"round {i}, {label}: mismatches {h['mismatches']}, errors {h['errors']}")
+            for b in h["bw"]:
+                if b["messages"] < 1 or b["bytes"] != b["messages"] * b["size"]:
+                    bad.append(f"round {i}, {label}: {b['op']} {b['size']} B x{b['outstanding']}: "
+                               f"{b['messages']} messages, {b['bytes']} bytes")
+            # The server's own counts against the client's: exact unless a
+            # request was resent (then the server saw at most what was sent).
+            srv = h["server"]
+            for mine, theirs in (("write_bytes_sent", "write_bytes"), ("read_bytes_requested", "read_bytes")):
+                if h["retransmits"] == 0 and srv[theirs] != h[mine]:
+                    bad.append(f"round {i}, {label}: the server counted {theirs} {srv[theirs]}, "
+                               f"the client sent {h[mine]}")
+                if srv[theirs] > h[mine]:
+                    bad.append(f"round {i}, {label}: the server counted {theirs} {srv[theirs]} > the client's {h[mine]}")
+            if srv["ok"] != srv["reads"] + srv["writes"] or srv["ignored"]:
+                bad.append(f"round {i}, {label}: the server refused or ignored requests: {srv}")
+        t = rnd["tcp"]
         if t["rc"] != 0 or not t["runs"]:
             bad.append(f"round {i}: tcpgoodput send exited {t['rc']}: {t['stderr']}")
         for x in t["runs"]:
             if x["bytes_received"] != x["bytes_sent"] or x["differing"]:
                 bad.append(f"round {i}: TCP {x['size']} B: sent {x['bytes_sent']}, received {x['bytes_received']}, "
                            f"{x['differing']} differing")
-    # The server's own counts against the client's: exact unless a request
-    # was resent (then the server saw at most what was sent).
-    srv = counts["host"]
-    for mine, theirs in (("write_bytes_sent", "write_bytes"), ("read_bytes_requested", "read_bytes")):
-        if sent["retransmits"] == 0 and srv[theirs] != sent[mine]:
-            bad.append(f"hostserver counted {theirs} {srv[theirs]}, the clients sent {sent[mine]}")
-        if srv[theirs] > sent[mine]:
-            bad.append(f"hostserver counted {theirs} {srv[theirs]} > the clients' {sent[mine]}")
-    if srv["ok"] != srv["reads"] + srv["writes"] or srv["ignored"]:
-        bad.append(f"hostserver refused or ignored requests: {srv}")
     tcp_sent = sum(x["bytes_sent"] for r in rounds for x in r["tcp"]["runs"])
-    if counts["tcp"]["bytes"] != tcp_sent or counts["tcp"]["differing"]:
-        bad.append(f"TCP receiver counted {counts['tcp']['bytes']} bytes, the senders sent {tcp_sent}")
+    if tcp_counts["bytes"] != tcp_sent or tcp_counts["differing"]:
+        bad.append(f"TCP receiver counted {tcp_counts['bytes']} bytes, the senders sent {tcp_sent}")
     if sabotage is not None and (sabotage["rc"] != 1 or not sabotage.get("mismatches")):
         bad.append(f"a server flipping bits went unnoticed (hostclient rc {sabotage['rc']})")
     if sabotage is not None and sabotage.get("probe", {}).get("rc", 0) != 0:
@@ -355,16 +368,19 @@ def bw_medians(points):
 
 
 def summarise(rounds, nic):
-    ok = [r["host"] for r in rounds if r["host"]["rc"] == 0]
+    """Per series: `KEY_lat_ns` and `KEY_bw` (KEY: each HOST_SERIES key,
+    and `nic`), and `tcp`."""
+    out = {}
+    for key, _, _, _ in HOST_SERIES:
+        ok = [r[key] for r in rounds if r[key]["rc"] == 0]
+        out[f"{key}_lat_ns"] = lat_stats([h["chase"].get("lat_ns") for h in ok])
+        out[f"{key}_bw"] = bw_medians((b["op"], b["size"], b["outstanding"], b["goodput_gbps"])
+                                      for h in ok for b in h["bw"])
     tcp = {}
     for r in rounds:
         for x in r["tcp"]["runs"]:
             tcp.setdefault(x["size"], []).append(x["goodput_gbps"])
-    out = {
-        "host_lat_ns": lat_stats([h["chase"].get("lat_ns") for h in ok]),
-        "host_bw": bw_medians((b["op"], b["size"], b["outstanding"], b["goodput_gbps"]) for h in ok for b in h["bw"]),
-        "tcp": [{"size": s, "goodput_gbps_median": med(v)} for s, v in sorted(tcp.items())],
-    }
+    out["tcp"] = [{"size": s, "goodput_gbps_median": med(v)} for s, v in sorted(tcp.items())]
     if "skipped" not in nic:
         # `softspin rma lat|bw --json` are expected to report as hostclient
         # does: `lat_ns` with the same keys, and `goodput_gbps`.
@@ -374,24 +390,27 @@ def summarise(rounds, nic):
     return out
 
 
+def series():
+    """(summary key prefix, label) of every series that has a box and lines."""
+    return [(k, label) for k, label, _, _ in HOST_SERIES] + [("nic", NIC_LABEL)]
+
+
 def plot(res, lat_path, bw_path):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    s = res["summary"]
+    s, d = res["summary"], res["diad"]
     # Latency: boxes from the percentiles (whiskers p1 and p99), medians of
     # the rounds; DiAD's multichase means as reference lines.
     boxes = []
-    for key, label in (("host_lat_ns", "host-CPU server\n(C, UDP sockets)"), ("nic_lat_ns", "NIC-served\n(softspin rma lat)")):
-        L = {k: v / 1e3 for k, v in (s.get(key) or {}).items() if v is not None}
+    for key, label in series():
+        L = {k: v / 1e3 for k, v in (s.get(f"{key}_lat_ns") or {}).items() if v is not None}
         if all(k in L for k in ("p1", "p25", "p50", "p75", "p99", "mean")):
-            boxes.append({"label": label, "med": L["p50"], "q1": L["p25"], "q3": L["p75"], "whislo": L["p1"],
-                          "whishi": L["p99"], "mean": L["mean"], "fliers": []})
-    nic = len(boxes) > 1
-    fig, ax = plt.subplots(figsize=(6, 4.5))
+            boxes.append({"label": label.replace(", ", ",\n"), "med": L["p50"], "q1": L["p25"], "q3": L["p75"],
+                          "whislo": L["p1"], "whishi": L["p99"], "mean": L["mean"], "fliers": []})
+    fig, ax = plt.subplots(figsize=(7, 4.5))
     if boxes:
         ax.bxp(boxes, showmeans=True)
-    d = res["diad"]
     ax.axhline(d["read_lat_remote_host_us"], color="C3", ls="--", label="DiAD remote host DDR, 3.9 µs (mean)")
     ax.axhline(d["read_lat_remote_fpga_us"], color="C2", ls="--", label="DiAD remote FPGA DDR, 3.2 µs (mean)")
     ax.axhline(d["fabric_rtt_small_us"], color="C7", ls=":", label="DiAD FPGA-FPGA round trip, ~1.8 µs")
@@ -400,7 +419,7 @@ def plot(res, lat_path, bw_path):
     ax.set_ylim(1, 8 * max([b["whishi"] for b in boxes] + [d["read_lat_remote_host_us"]]))
     ax.set_ylabel("8-byte remote read, round trip (µs)")
     ax.set_title("Pointer chasing across two cluster nodes (box p25-p75, whiskers p1-p99, ▲ mean)", fontsize=9)
-    if not nic:
+    if not s.get("nic_lat_ns"):
         ax.text(0.98, 0.02, "NIC-served series: not measured yet", transform=ax.transAxes, ha="right", fontsize=8,
                 color="gray")
     ax.legend(fontsize=7, loc="upper center")
@@ -408,48 +427,57 @@ def plot(res, lat_path, bw_path):
     fig.savefig(lat_path, dpi=100)
     plt.close(fig)
 
-    fig, axes = plt.subplots(1, 2, figsize=(13, 4.5), sharey=True)
-    tcp = s["tcp"]
-    for ax, op in zip(axes, ("get", "put")):
-        outs = sorted({b["outstanding"] for b in s["host_bw"] if b["op"] == op})
-        for i, w in enumerate(outs):
-            pts = [b for b in s["host_bw"] if b["op"] == op and b["outstanding"] == w]
-            ax.plot([b["size"] for b in pts], [b["goodput_gbps_median"] for b in pts], "o-", color=f"C{i}",
-                    label=f"host-CPU server, {w} outstanding")
-        for i, w in enumerate(sorted({b["outstanding"] for b in s.get("nic_bw", []) if b["op"] == op})):
-            pts = [b for b in s["nic_bw"] if b["op"] == op and b["outstanding"] == w and b["goodput_gbps_median"]]
-            ax.plot([b["size"] for b in pts], [b["goodput_gbps_median"] for b in pts], "x--", color=f"C{i}",
-                    label=f"NIC-served, {w} outstanding")
-        if tcp:
-            ax.plot([x["size"] for x in tcp], [x["goodput_gbps_median"] for x in tcp], "k--", label="kernel TCP stream")
-        ax.plot([4096], [d["axi_mm_saturated_gbps"]], "s", color="C3", label="DiAD AXI-MM, 8 x 4 KiB in flight")
-        ax.plot([8192], [d["axi_mm_8k_message_gbps"]], "^", color="C3", label="DiAD AXI-MM, 8 KiB messages")
-        ax.axhline(d["link_gbps"], color="C3", ls=":", lw=1, label="DiAD link, 100 Gbit/s")
-        ax.set_xscale("log", base=2)
-        ax.set_yscale("log")
-        ax.set_xlabel("message size (bytes)")
-        ax.set_title(f"{op}: node 0 {'reads from' if op == 'get' else 'writes to'} node 1", fontsize=9)
-        ax.grid(True, which="major", alpha=0.3)
-    axes[0].set_ylabel("goodput (Gbit/s, median of rounds)")
-    axes[1].legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.02, 1))
-    fig.tight_layout()
+    # Goodput: one panel per op and outstanding count, a line per server.
+    ops = [op for op in ("get", "put") if any(b["op"] == op for key, _ in series() for b in s.get(f"{key}_bw", []))]
+    outs = sorted({b["outstanding"] for key, _ in series() for b in s.get(f"{key}_bw", [])})
+    if not ops or not outs:
+        return
+    fig, axes = plt.subplots(len(ops), len(outs), figsize=(3.2 * len(outs) + 2.5, 3 * len(ops)), sharex=True,
+                             sharey=True, squeeze=False)
+    for r, op in enumerate(ops):
+        for c, w in enumerate(outs):
+            ax = axes[r][c]
+            for i, (key, label) in enumerate(series()):
+                pts = [b for b in s.get(f"{key}_bw", []) if b["op"] == op and b["outstanding"] == w
+                       and b["goodput_gbps_median"]]
+                if pts:
+                    ax.plot([b["size"] for b in pts], [b["goodput_gbps_median"] for b in pts], "o-", ms=3,
+                            color=f"C{i}", label=label)
+            if s["tcp"]:
+                ax.plot([x["size"] for x in s["tcp"]], [x["goodput_gbps_median"] for x in s["tcp"]], "k--", lw=1,
+                        label="kernel TCP stream (no outstanding limit)")
+            ax.plot([4096], [d["axi_mm_saturated_gbps"]], "s", color="C3", label="DiAD AXI-MM, 8 x 4 KiB in flight")
+            ax.plot([8192], [d["axi_mm_8k_message_gbps"]], "^", color="C3", label="DiAD AXI-MM, 8 KiB messages")
+            ax.axhline(d["link_gbps"], color="C3", ls=":", lw=1, label="DiAD link, 100 Gbit/s")
+            ax.set_xscale("log", base=2)
+            ax.set_yscale("log")
+            ax.grid(True, which="major", alpha=0.3)
+            ax.set_title(f"{op}, {w} outstanding", fontsize=9)
+            if r == len(ops) - 1:
+                ax.set_xlabel("message size (bytes)", fontsize=8)
+            if c == 0:
+                ax.set_ylabel("goodput (Gbit/s)", fontsize=8)
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    fig.legend(handles, labels, fontsize=7, loc="center right")
+    fig.suptitle("put/get goodput between two cluster nodes (median of rounds)", fontsize=10)
+    fig.tight_layout(rect=(0, 0, 1 - 2.4 / (3.2 * len(outs) + 2.5), 1))
     fig.savefig(bw_path, dpi=100)
     plt.close(fig)
 
 
 def print_tables(res):
     s = res["summary"]
-    for key, name in (("host_lat_ns", "host-CPU server"), ("nic_lat_ns", "NIC-served")):
-        L = s.get(key)
+    for key, name in series():
+        L = s.get(f"{key}_lat_ns")
         if L:
             print(f"\nremote 8-byte read, {name}: p50 {L['p50'] / 1e3:.1f} µs, p99 {L['p99'] / 1e3:.1f} µs, "
                   f"mean {L['mean'] / 1e3:.1f} µs (DiAD: 3.2 µs remote FPGA DDR, 3.9 µs remote host DDR)")
     tcp = {x["size"]: x["goodput_gbps_median"] for x in s["tcp"]}
-    for key, name in (("host_bw", "host-CPU server"), ("nic_bw", "NIC-served")):
-        pts = s.get(key) or []
+    for key, name in series():
+        pts = s.get(f"{key}_bw") or []
         outs = sorted({b["outstanding"] for b in pts})
         for op in sorted({b["op"] for b in pts}):
-            print(f"\n| {name} {op}, Gbit/s | " + " | ".join(f"{w} outstanding" for w in outs) + " | kernel TCP |")
+            print(f"\n| {name}: {op}, Gbit/s | " + " | ".join(f"{w} outstanding" for w in outs) + " | kernel TCP |")
             print("|---" * (len(outs) + 2) + "|")
             for size in sorted({b["size"] for b in pts}):
                 g = {b["outstanding"]: b["goodput_gbps_median"] for b in pts if b["op"] == op and b["size"] == size}
@@ -472,33 +500,36 @@ def self_test():
     host = {"rc": 0, "stderr": "", "chase": {"verified": 10, "lat_ns": lat}, "readback": {"mismatched_packets": 0},
             "mismatches": 0, "errors": 0, "write_bytes_sent": 100, "read_bytes_requested": 80, "requests": 9,
             "retransmits": 0,
-            "bw": [{"op": "get", "size": 8, "outstanding": 1, "messages": 10, "bytes": 80, "goodput_gbps": 0.1}]}
+            "bw": [{"op": "get", "size": 8, "outstanding": 1, "messages": 10, "bytes": 80, "goodput_gbps": 0.1}],
+            "server": {"write_bytes": 100, "read_bytes": 80, "ok": 9, "reads": 5, "writes": 4, "ignored": 0}}
     tcp = {"rc": 0, "stderr": "", "runs": [{"size": 8, "bytes_sent": 64, "bytes_received": 64, "differing": 0,
                                             "goodput_gbps": 1.0}]}
-    rounds = [{"host": host, "tcp": tcp}]
-    counts = {"host": {"write_bytes": 100, "read_bytes": 80, "ok": 9, "reads": 5, "writes": 4, "ignored": 0},
-              "tcp": {"bytes": 64, "differing": 0}}
+    rnd = {key: copy.deepcopy(host) for key, _, _, _ in HOST_SERIES}
+    rounds = [{**rnd, "tcp": tcp}]
+    tcp_counts = {"bytes": 64, "differing": 0}
     caught = {"rc": 1, "mismatches": 3}
     nic = {"lat": [{"rc": 0, "stderr": "", "result": {"verified": 10, "lat_ns": lat}}],
            "bw": [{"op": "put", "size": 8, "outstanding": 4, "rc": 0, "stderr": "", "result": {"goodput_gbps": 0.5}}]}
-    assert check(rounds, counts, caught, A, nic) == [], check(rounds, counts, caught, A, nic)
+    assert check(rounds, tcp_counts, caught, A, nic) == [], check(rounds, tcp_counts, caught, A, nic)
+    last = HOST_SERIES[-1][0]
     cases = [
-        (lambda r, c, n: r[0]["host"]["chase"].update(verified=9), "chased values verified"),
-        (lambda r, c, n: r[0]["host"]["readback"].update(mismatched_packets=1), "mismatches"),
-        (lambda r, c, n: c["host"].update(write_bytes=99), "hostserver counted write_bytes"),
-        (lambda r, c, n: r[0]["host"]["bw"][0].update(bytes=81), "get 8 B x1"),
-        (lambda r, c, n: r[0]["tcp"]["runs"][0].update(bytes_received=63), "TCP 8 B"),
-        (lambda r, c, n: c["tcp"].update(bytes=63), "TCP receiver counted"),
-        (lambda r, c, n: n["lat"][0]["result"].update(verified=3), "rma lat verified"),
-        (lambda r, c, n: n["bw"][0].update(rc=1), "rma bw put 8 B x4 exited 1"),
+        (lambda r, t, n: r[0]["host"]["chase"].update(verified=9), "chased values verified"),
+        (lambda r, t, n: r[0][last]["readback"].update(mismatched_packets=1), "mismatches"),
+        (lambda r, t, n: r[0][last]["server"].update(write_bytes=99), "the server counted write_bytes"),
+        (lambda r, t, n: r[0]["host"]["server"].update(ignored=1), "refused or ignored"),
+        (lambda r, t, n: r[0]["host"]["bw"][0].update(bytes=81), "get 8 B x1"),
+        (lambda r, t, n: r[0]["tcp"]["runs"][0].update(bytes_received=63), "TCP 8 B"),
+        (lambda r, t, n: t.update(bytes=63), "TCP receiver counted"),
+        (lambda r, t, n: n["lat"][0]["result"].update(verified=3), "rma lat verified"),
+        (lambda r, t, n: n["bw"][0].update(rc=1), "rma bw put 8 B x4 exited 1"),
     ]
     for mutate, want in cases:
-        r, c, n = copy.deepcopy(rounds), copy.deepcopy(counts), copy.deepcopy(nic)
-        mutate(r, c, n)
-        got = check(r, c, caught, A, n)
+        r, t, n = copy.deepcopy(rounds), copy.deepcopy(tcp_counts), copy.deepcopy(nic)
+        mutate(r, t, n)
+        got = check(r, t, caught, A, n)
         assert any(want in g for g in got), (want, got)
-    assert any("unnoticed" in g for g in check(rounds, counts, {"rc": 0}, A, nic))
-    assert any("hostile" in g for g in check(rounds, counts, {**caught, "probe": {"rc": 1}}, A, nic))
+    assert any("unnoticed" in g for g in check(rounds, tcp_counts, {"rc": 0}, A, nic))
+    assert any("hostile" in g for g in check(rounds, tcp_counts, {**caught, "probe": {"rc": 1}}, A, nic))
     summ = summarise(rounds, nic)
     assert summ["host_lat_ns"]["p50"] == 5 and summ["nic_lat_ns"]["p99"] == 8
     assert summ["nic_bw"] == [{"op": "put", "size": 8, "outstanding": 4, "goodput_gbps_median": 0.5}]
@@ -567,7 +598,7 @@ def main():
     t0 = time.monotonic()
     load_before = os.getloadavg()
     build(args.no_build)
-    rounds, counts, sabotage = baselines(args, args.sizes, args.outstanding)
+    rounds, tcp_counts, sabotage = baselines(args, args.sizes, args.outstanding)
     why = nic_series_missing()
     if why:
         print(f"NIC-served series skipped: {why}")
@@ -579,12 +610,12 @@ def main():
            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "config": {k: getattr(args, k) for k in ("rounds", "count", "region", "seconds", "sizes", "outstanding",
                                                      "seed", "check")},
-           "ports": {"host": HOST_PORT, "tcp": TCP_PORT}, "diad": DIAD, "summary": summarise(rounds, nic),
-           "server_counts": counts, "nic": nic, "rounds": rounds}
+           "ports": {**{k: port for k, _, port, _ in HOST_SERIES}, "tcp": TCP_PORT}, "diad": DIAD, "summary": summarise(rounds, nic),
+           "tcp_receiver_counts": tcp_counts, "nic": nic, "rounds": rounds}
     if sabotage is not None:
         res["sabotage"] = {"rc": sabotage["rc"], "mismatches": sabotage.get("mismatches"),
                            "probe": sabotage["probe"], "server": sabotage["server"]}
-    problems = check(rounds, counts, sabotage, args, nic)
+    problems = check(rounds, tcp_counts, sabotage, args, nic)
     res["problems"] = problems
     out = args.out or (os.path.join(OUT, "check.json") if args.check else
                        os.path.join(RESULTS, time.strftime("cluster-%Y%m%dT%H%MZ.json", time.gmtime())))

@@ -4,17 +4,23 @@
  * memory and answers RMA read and write requests on it (hostrma.h says
  * which part of the wire format it speaks).
  *
- *   hostserver PORT BYTES [SECONDS [SABOTAGE]]
+ *   hostserver PORT BYTES [--seconds S] [--busy-poll] [--sabotage N]
  *
  * Prints "listening" on stdout once bound; on SIGTERM or SIGINT, or after
- * SECONDS (0 or absent: no limit; a guard against being left behind), one
+ * S seconds (0 or absent: no limit; a guard against being left behind), one
  * JSON line with what it served, then exits 0. Requests it cannot serve get
  * the error response the NIC's handlers give (docs/rma.md "Status codes";
  * atomics get PERMISSION: the region is a read-write window) and are
  * counted; datagrams that are not RMA requests are counted and
  * dropped. Exit 1 on a socket error, 2 on bad arguments.
  *
- * SABOTAGE N > 0 flips a bit in every Nth read's data: the benchmark's
+ * --busy-poll spins on a non-blocking socket instead of sleeping in
+ * recvfrom: a blocked server on this VM pays tens of microseconds to be
+ * woken (docs/live.md "Round-trip time"), which `softspin nic` avoids by
+ * polling while a conversation is active; a polling server is the fair
+ * opponent, the blocking one the usual program.
+ *
+ * --sabotage N > 0 flips a bit in every Nth read's data: the benchmark's
  * check runs it to prove that the client's verification catches a wrong
  * byte.
  */
@@ -86,14 +92,26 @@ static size_t serve(uint8_t *p, size_t n, uint8_t *mem, uint64_t size, struct co
 
 int main(int argc, char **argv)
 {
-    if (argc < 3 || argc > 5) {
-        fprintf(stderr, "usage: hostserver PORT BYTES [SECONDS [SABOTAGE]]\n");
+    if (argc < 3) {
+        fprintf(stderr, "usage: hostserver PORT BYTES [--seconds S] [--busy-poll] [--sabotage N]\n");
         return 2;
     }
     int port = (int)arg_long("PORT", argv[1], 1, 65535);
     uint64_t size = (uint64_t)arg_long("BYTES", argv[2], 8, 1l << 32);
-    long secs = argc > 3 ? arg_long("SECONDS", argv[3], 0, 86400) : 0;
-    long sabotage = argc > 4 ? arg_long("SABOTAGE", argv[4], 0, 1l << 30) : 0;
+    long secs = 0, sabotage = 0;
+    int poll_mode = 0;
+    for (int i = 3; i < argc; i++) {
+        if (!strcmp(argv[i], "--busy-poll"))
+            poll_mode = 1;
+        else if (!strcmp(argv[i], "--seconds") && i + 1 < argc)
+            secs = arg_long("--seconds", argv[++i], 0, 86400);
+        else if (!strcmp(argv[i], "--sabotage") && i + 1 < argc)
+            sabotage = arg_long("--sabotage", argv[++i], 0, 1l << 30);
+        else {
+            fprintf(stderr, "hostserver: unknown option or missing value: %s\n", argv[i]);
+            return 2;
+        }
+    }
     /* calloc's pages are touched by the first write; the client fills the
      * region before it measures, so no page fault lands in a sample. */
     uint8_t *mem = calloc(1, size);
@@ -123,9 +141,9 @@ int main(int argc, char **argv)
     while (!stop) {
         struct sockaddr_in from;
         socklen_t fl = sizeof from;
-        ssize_t r = recvfrom(fd, pkt, sizeof pkt, 0, (struct sockaddr *)&from, &fl);
+        ssize_t r = recvfrom(fd, pkt, sizeof pkt, poll_mode ? MSG_DONTWAIT : 0, (struct sockaddr *)&from, &fl);
         if (r < 0) {
-            if (errno == EINTR)
+            if (errno == EINTR || errno == EAGAIN)
                 continue;
             die("recvfrom");
         }
