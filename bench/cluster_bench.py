@@ -432,7 +432,8 @@ def plot(res, lat_path, bw_path):
     outs = sorted({b["outstanding"] for key, _ in series() for b in s.get(f"{key}_bw", [])})
     if not ops or not outs:
         return
-    fig, axes = plt.subplots(len(ops), len(outs), figsize=(3.2 * len(outs) + 2.5, 3 * len(ops)), sharex=True,
+    width = 3.2 * len(outs) + 3.4  # the panels and the legend beside them
+    fig, axes = plt.subplots(len(ops), len(outs), figsize=(width, 3 * len(ops)), sharex=True,
                              sharey=True, squeeze=False)
     for r, op in enumerate(ops):
         for c, w in enumerate(outs):
@@ -460,7 +461,7 @@ def plot(res, lat_path, bw_path):
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center right")
     fig.suptitle("put/get goodput between two cluster nodes (median of rounds)", fontsize=10)
-    fig.tight_layout(rect=(0, 0, 1 - 2.4 / (3.2 * len(outs) + 2.5), 1))
+    fig.tight_layout(rect=(0, 0, 1 - 3.2 / width, 1))
     fig.savefig(bw_path, dpi=100)
     plt.close(fig)
 
