@@ -459,7 +459,7 @@ def plot(res, lat_path, bw_path):
             if c == 0:
                 ax.set_ylabel("goodput (Gbit/s)", fontsize=8)
     handles, labels = axes[0][0].get_legend_handles_labels()
-    fig.legend(handles, labels, fontsize=7, loc="center right")
+    fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1 - 3.1 / width, 0.5))
     fig.suptitle("put/get goodput between two cluster nodes (median of rounds)", fontsize=10)
     fig.tight_layout(rect=(0, 0, 1 - 3.2 / width, 1))
     fig.savefig(bw_path, dpi=100)
