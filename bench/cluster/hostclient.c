@@ -449,5 +449,6 @@ int main(int argc, char **argv)
     printf(", \"requests\": %lu, \"retransmits\": %lu, \"write_bytes_sent\": %lu, \"read_bytes_requested\": %lu, "
            "\"stale_responses\": %lu, \"mismatches\": %lu, \"errors\": %lu}\n",
            c.requests, c.retransmits, c.write_bytes, c.read_bytes, c.stale, c.mismatches, c.errors);
+    free(c.mirror);
     return c.mismatches || c.errors ? 1 : 0;
 }

@@ -156,5 +156,6 @@ int main(int argc, char **argv)
            c.reads, c.writes, c.read_bytes, c.write_bytes, c.ignored, c.status[RMA_STATUS_OK],
            c.status[RMA_STATUS_BAD_KEY], c.status[RMA_STATUS_OUT_OF_WINDOW], c.status[RMA_STATUS_PERMISSION],
            c.status[RMA_STATUS_MALFORMED]);
+    free(mem);
     return 0;
 }

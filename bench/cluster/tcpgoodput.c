@@ -157,6 +157,7 @@ static int recv_main(int argc, char **argv)
     }
     printf("{\"connections\": %lu, \"bytes\": %" PRIu64 ", \"differing\": %" PRIu64 ", \"bad_preambles\": %lu}\n", conns,
            total, differing, bad);
+    free(buf);
     return 0;
 }
 
