@@ -645,4 +645,4 @@ if __name__ == "__main__":
     try:
         main()
     except KeyboardInterrupt as e:
-        sys.exit(f"interrupted ({e or 'SIGINT'}): the cluster was torn down")
+        sys.exit(f"interrupted ({str(e) or 'SIGINT'}): the cluster was torn down")
