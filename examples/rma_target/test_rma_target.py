@@ -476,3 +476,31 @@ def test_cli_sim_rma_transport(tmp_path):
     assert len(nacks) == 1 and struct.unpack_from("!I", nacks[0], 54)[0] == 10
     # Without the block: no `rma` in the report, and the duplicate is served twice.
     assert "rma" not in sim()
+
+
+@pytest.mark.parametrize("rank", [None, 2])
+def test_transport_from_python(image, rank):
+    """install(rma_rank=K) puts the RMA transport in front of the ECTX: a
+    request that arrives twice (the same seq) is served once, the duplicate
+    dropped and counted in the report's `rma` section; without it both
+    copies are served and the report has no such section."""
+    nic = softspin.Nic("fpspin")
+    img = nic.load_image(image)
+    win = nic.host_array(HOST_SIZE)
+    e = nic.install(img, ph="rma_target_ph", host_window=win, scratchpad=SCRATCHPAD, rma_rank=rank)
+    nic.activate(e)
+    nic.export_window(e, 1, 0, HOST_SIZE, R | W | A)
+    f = atomic(FADD64, 1, 0, 5, src=3, dst=2, seq=0)
+    for m in range(2):
+        nic.send_packet(f, msg_id=m)
+        nic.run_until_idle()
+    assert int.from_bytes(bytes(win.buffer[:8]), "little") == (10 if rank is None else 5)
+    rep = nic.report()
+    if rank is None:
+        assert "rma" not in rep or rep["rma"] is None
+    else:
+        t = rep["rma"]["transport"]
+        assert rep["rma"]["rank"] == 2 and (t["delivered"], t["duplicates"]) == (1, 1), rep["rma"]
+    for bad in (-1, 1 << 16):
+        with pytest.raises(OverflowError):
+            nic.install(img, ph="rma_target_ph", rma_rank=bad)

@@ -59,6 +59,28 @@ pub struct BuildArgs {
     verbose: bool,
 }
 
+impl BuildArgs {
+    /// What `softspin build --profile PROFILE SOURCES -o OUTPUT` does, for
+    /// commands that build handlers they carry (`cluster up --rma`).
+    pub fn handler(sources: Vec<PathBuf>, output: PathBuf, profile: &str) -> BuildArgs {
+        BuildArgs {
+            sources,
+            output,
+            include: Vec::new(),
+            define: Vec::new(),
+            bare: false,
+            profile: Some(profile.into()),
+            config: None,
+            code_base: None,
+            data_base: None,
+            debug: false,
+            cflags: Vec::new(),
+            isa: None,
+            verbose: false,
+        }
+    }
+}
+
 pub fn sdk_dir() -> anyhow::Result<PathBuf> {
     Ok(sdk::sdk_dir()?)
 }

@@ -93,6 +93,16 @@ pub struct UpArgs {
     /// tool takes them, e.g. "--loss 0.03 --reorder 0.25 --dup 0.01").
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
     lossy: Option<String>,
+    /// Run every node's NIC as an RMA target (docs/cluster.md "RMA mode"):
+    /// examples/rma_target's handlers behind the RMA transport as rank k,
+    /// host memory /dev/shm/softspin-PREFIX-k, control socket
+    /// RUN_DIR/cluster-PREFIX/k.sock, a window of --window bytes under key 1.
+    #[arg(long)]
+    rma: bool,
+    /// With --rma: each node's window (and host memory), in bytes with an
+    /// optional K, M or G suffix.
+    #[arg(long, value_name = "SIZE", requires = "rma", value_parser = crate::nic::parse_size, default_value = "1M")]
+    window: u64,
     /// Also write the node table here [always: RUN_DIR/cluster-PREFIX/nodes.toml].
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
@@ -113,6 +123,9 @@ namespace. With NIC arguments every node runs
   softspin nic --iface PREFIXke --nodes TABLE --rank k --ready-file F ARGS
 in its namespace (pid, log and ready files in RUN_DIR/cluster-PREFIX/);
 up waits until each has attached and removes everything if one fails.
+With --rma every node's NIC also gets examples/rma_target (built into
+RUN_DIR/cluster-PREFIX/), --rma (rank k), --host-shm softspin-PREFIX-k,
+--control RUN_DIR/cluster-PREFIX/k.sock and --window SIZE,1.
 RUN_DIR is $SOFTSPIN_RUN_DIR or /run/softspin. Needs root.";
 
 pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
@@ -122,9 +135,13 @@ pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
             needs_root("down")?;
             let r = local::down(&prefix)?;
             println!(
-                "cluster {prefix}: removed {} namespace(s), stopped {} process(es)",
+                "cluster {prefix}: removed {} namespace(s), stopped {} process(es){}",
                 r.namespaces.len(),
-                r.processes
+                r.processes,
+                match r.shm_files {
+                    0 => String::new(),
+                    n => format!(", removed {n} shm file(s) of killed NICs"),
+                }
             );
             Ok(ExitCode::SUCCESS)
         }
@@ -178,13 +195,32 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     };
     let table = local::up(&plan)?;
     let table_path = local::default_table_path(&a.prefix);
-    if !nic_args.is_empty() {
+    let rma_image = match a
+        .rma
+        .then(|| anyhow::Ok((build_rma_target(&a.prefix)?, rma_scratchpad()?)))
+    {
+        Some(Err(e)) => {
+            let _ = local::down(&a.prefix);
+            return Err(e.context(format!("cluster {} removed", a.prefix)));
+        }
+        Some(Ok(p)) => Some(p),
+        None => None,
+    };
+    let per_node = |k: u32| {
+        let mut v = match &rma_image {
+            Some((img, sp)) => rma_nic_args(&a.prefix, k, img, a.window, *sp),
+            None => Vec::new(),
+        };
+        v.extend(nic_args.iter().cloned());
+        v
+    };
+    if a.rma || !nic_args.is_empty() {
         if let Err(e) = local::start_nics(
             &names,
             &table,
             &table_path,
             &exe,
-            &nic_args,
+            &per_node,
             local::NIC_READY_TIMEOUT,
         ) {
             let _ = local::down(&a.prefix);
@@ -203,15 +239,88 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         } else {
             ""
         },
-        if nic_args.is_empty() {
-            ""
+        if a.rma {
+            format!(
+                ", an RMA target NIC per node (window {} bytes, key {})",
+                a.window,
+                crate::nic::DEFAULT_WINDOW_KEY
+            )
+        } else if nic_args.is_empty() {
+            String::new()
         } else {
-            ", a NIC per node"
+            ", a NIC per node".into()
         },
         a.table.as_deref().unwrap_or(&table_path).display()
     );
     print!("{}", table.to_toml());
     Ok(ExitCode::SUCCESS)
+}
+
+/// The RMA target handlers, built into the binary so `up --rma` works
+/// wherever `softspin build` does.
+const RMA_TARGET_SRC: &str = include_str!("../../../examples/rma_target/handler.c");
+/// The profile the NICs run (`softspin nic`'s default) and the handlers
+/// are built for.
+const RMA_PROFILE: &str = "fpspin";
+/// Scratchpad per cluster for the handlers' response buffers: NB_CORES x
+/// RMA_BUF_BYTES (examples/rma_target/README.md "Where responses are
+/// built"), read from the source the binary carries so they cannot differ.
+fn rma_scratchpad() -> anyhow::Result<u32> {
+    let buf = RMA_TARGET_SRC
+        .lines()
+        .find_map(|l| l.strip_prefix("#define RMA_BUF_BYTES "))
+        .and_then(|v| v.trim().parse::<u32>().ok())
+        .context("examples/rma_target/handler.c defines no RMA_BUF_BYTES")?;
+    let cfg = softspin_host::NicConfig::profile(RMA_PROFILE).context("the RMA profile")?;
+    Ok(cfg.hpus_per_cluster * buf)
+}
+
+/// Build examples/rma_target as `softspin build --profile fpspin` does,
+/// into the cluster's state directory (made anew by every `up`).
+fn build_rma_target(prefix: &str) -> anyhow::Result<PathBuf> {
+    let dir = local::state_dir(prefix);
+    let src = dir.join("rma_target.c");
+    std::fs::write(&src, RMA_TARGET_SRC).with_context(|| format!("writing {}", src.display()))?;
+    let elf = dir.join("rma_target.elf");
+    crate::build::main(crate::build::BuildArgs::handler(
+        vec![src],
+        elf.clone(),
+        RMA_PROFILE,
+    ))
+    .context("building the RMA target handlers (examples/rma_target)")?;
+    Ok(elf)
+}
+
+/// Node k's NIC arguments in RMA mode: the handlers behind the transport
+/// as rank k, its shm and control socket by the cluster's names, its window.
+fn rma_nic_args(prefix: &str, k: u32, image: &Path, window: u64, scratchpad: u32) -> Vec<String> {
+    let mut v: Vec<String> = vec!["--profile".into(), RMA_PROFILE.into(), "--image".into()];
+    v.push(image.display().to_string());
+    v.extend(
+        [
+            "--ph",
+            "rma_target_ph",
+            "--match",
+            &format!("udp:{}", softspin_wire::rma::UDP_PORT),
+            "--scratchpad",
+            &scratchpad.to_string(),
+            "--host-size",
+            &window.to_string(),
+            "--rma",
+            "--host-shm",
+            &local::shm_name(prefix, k),
+            "--control",
+            &local::control_path(prefix, k).display().to_string(),
+            "--window",
+            &crate::nic::WindowArg {
+                size: window,
+                key: crate::nic::DEFAULT_WINDOW_KEY,
+            }
+            .to_string(),
+        ]
+        .map(String::from),
+    );
+    v
 }
 
 /// softspin-lossy: $SOFTSPIN_LOSSY, else next to this binary.
@@ -260,5 +369,38 @@ fn status(prefix: &str) -> anyhow::Result<ExitCode> {
             }
         );
     }
+    // Where host programs find each node's NIC (docs/cluster.md "Names").
+    for s in nodes
+        .iter()
+        .filter(|s| s.control.is_some() || s.shm.is_some())
+    {
+        let show = |p: &Option<PathBuf>| p.as_ref().map_or("-".into(), |p| p.display().to_string());
+        println!(
+            "node {}: control {}  host memory {}",
+            s.node.rank,
+            show(&s.control),
+            show(&s.shm)
+        );
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What node k's NIC is given in RMA mode: the cluster's names, the
+    /// handlers' scratchpad (8 HPUs x 1536 bytes on fpspin), the window.
+    #[test]
+    fn rma_mode_names_each_node() {
+        assert_eq!(rma_scratchpad().unwrap(), 12288);
+        let v = rma_nic_args("sJa", 2, Path::new("/x/rma.elf"), 1 << 20, 12288).join(" ");
+        for part in [
+            "--image /x/rma.elf --ph rma_target_ph --match udp:21328 --scratchpad 12288",
+            "--host-size 1048576 --rma --host-shm softspin-sJa-2 --control ",
+            "cluster-sJa/2.sock --window 1048576,1",
+        ] {
+            assert!(v.contains(part), "{part} in {v}");
+        }
+    }
 }

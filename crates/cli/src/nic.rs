@@ -14,6 +14,7 @@ use softspin_host::{
     AttachOptions, Ectx, Event, Footprint, LiveStats, Mode, Nic, NicConfig, Report, Ruleset,
 };
 use softspin_netio::rules;
+use softspin_wire::rma::window;
 
 use crate::capture::Capture;
 use crate::exit::Status;
@@ -34,6 +35,13 @@ pub struct NicArgs {
     /// the handler for frames on RMA's UDP port, as node `--rank`.
     #[arg(long, requires = "rank")]
     rma: bool,
+    /// Export an RMA window at start-up (docs/rma.md "Windows and keys"):
+    /// the first SIZE bytes (K, M, G: KiB, MiB, GiB) of the RMA ECTX's host
+    /// memory under KEY [default 1], all rights, so the node serves remote
+    /// memory with no host program. Needs the RMA target handlers and
+    /// --host-size of at least SIZE.
+    #[arg(long, value_name = "SIZE[,KEY]")]
+    window: Option<WindowArg>,
     /// Write this file once the NIC is attached and its handlers are
     /// installed (`softspin cluster up` waits for it).
     #[arg(long, value_name = "FILE")]
@@ -101,6 +109,98 @@ pub struct NicArgs {
     /// everything at once (short runs, tests).
     #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
     jit_after: u16,
+}
+
+/// `--window SIZE[,KEY]`: an RMA window over the first SIZE bytes of the
+/// host memory, under KEY (default 1), all rights.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct WindowArg {
+    pub size: u64,
+    pub key: u32,
+}
+
+/// The key `--window` exports under without `,KEY` (and `cluster up --rma`).
+pub const DEFAULT_WINDOW_KEY: u32 = 1;
+
+impl std::str::FromStr for WindowArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<WindowArg, String> {
+        let (size, key) = match s.split_once(',') {
+            Some((a, b)) => (a, Some(b)),
+            None => (s, None),
+        };
+        let key = match key {
+            Some(k) => k
+                .trim()
+                .parse::<u32>()
+                .ok()
+                .filter(|&k| k != softspin_wire::rma::window::KEY_FREE)
+                .ok_or_else(|| format!("`{k}`: the key is a nonzero 32-bit number"))?,
+            None => DEFAULT_WINDOW_KEY,
+        };
+        Ok(WindowArg {
+            size: parse_size(size)?,
+            key,
+        })
+    }
+}
+
+impl std::fmt::Display for WindowArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        write!(f, "{},{}", self.size, self.key)
+    }
+}
+
+/// Bytes, with an optional K, M or G suffix (KiB, MiB, GiB); not 0.
+pub fn parse_size(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let (digits, unit) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        Some((i, _)) => t.split_at(i),
+        None => (t, ""),
+    };
+    let shift = match unit {
+        "" => 0,
+        "K" | "k" => 10,
+        "M" | "m" => 20,
+        "G" | "g" => 30,
+        _ => {
+            return Err(format!(
+                "`{s}`: a size is bytes with an optional K, M or G suffix, e.g. 16M"
+            ))
+        }
+    };
+    digits
+        .parse::<u64>()
+        .ok()
+        .and_then(|n| n.checked_mul(1 << shift))
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            format!("`{s}`: a size is a positive number of bytes (K, M, G suffixes), e.g. 16M")
+        })
+}
+
+/// The ECTX `--window` exports in: the one behind the RMA transport, else
+/// the only one.
+fn window_ectx(plan: &[crate::sim::PlannedEctx], w: WindowArg) -> anyhow::Result<usize> {
+    let k = match plan.iter().position(|p| p.opts.rma.is_some()) {
+        Some(k) => k,
+        None if plan.len() == 1 => 0,
+        None => bail!(
+            "--window: which of the {} ECTXs? Give --rma (its ECTX exports the window) or one --image",
+            plan.len()
+        ),
+    };
+    let p = &plan[k];
+    if p.host_size < w.size {
+        bail!(
+            "--window {}: the ECTX `{}` has {} bytes of host memory; give --host-size {} or more",
+            w.size,
+            p.opts.name.as_deref().unwrap_or_default(),
+            p.host_size,
+            w.size
+        );
+    }
+    Ok(k)
 }
 
 /// How a live command takes frames (shared by `nic` and `slmp recv`).
@@ -211,6 +311,10 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     };
     let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
     crate::sim::plan_rma(a.rma, a.nodes.rank, &mut plan)?;
+    let window = match a.window {
+        Some(w) => Some((window_ectx(&plan, w)?, w)),
+        None => None,
+    };
     let rulesets = assign_rules(&plan, &a.matches, a.rules.as_ref())?;
     for (p, r) in plan.iter_mut().zip(rulesets) {
         if r.is_empty() {
@@ -254,6 +358,11 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     let keep = a.pcap_out.is_some();
     nic.keep_outputs(keep);
     let (ectxs, shm) = install(&mut nic, plan, a.host_shm.as_deref())?;
+    // Before the ready file: a cluster's NICs serve the window once ready.
+    if let Some((k, w)) = window {
+        nic.export_window(ectxs[k], w.key, 0, w.size, window::PERM_ALL)
+            .with_context(|| format!("--window {w}"))?;
+    }
     let mut control = match &a.control {
         Some(p) => {
             let path = p
@@ -646,6 +755,63 @@ ectx = "b"
             PathBuf::from("/run/softspin/eth9.sock")
         );
         assert_eq!(parse(&["--host-shm", "n0"]).host_shm.as_deref(), Some("n0"));
+    }
+
+    #[test]
+    fn window_sizes_and_keys() {
+        let w = |s: &str| s.parse::<WindowArg>();
+        assert_eq!(w("4096"), Ok(WindowArg { size: 4096, key: 1 }));
+        assert_eq!(
+            w("16M"),
+            Ok(WindowArg {
+                size: 16 << 20,
+                key: 1
+            })
+        );
+        assert_eq!(w("2k,7"), Ok(WindowArg { size: 2048, key: 7 }));
+        assert_eq!(
+            w("1G"),
+            Ok(WindowArg {
+                size: 1 << 30,
+                key: 1
+            })
+        );
+        for bad in [
+            "",
+            "0",
+            "16Q",
+            "M",
+            "-1",
+            "1,0",
+            "1,x",
+            "1,",
+            "99999999999999999999G",
+            "16E",
+        ] {
+            assert!(w(bad).is_err(), "{bad}");
+        }
+        assert_eq!(
+            parse(&["--window", "1M,3"]).window.unwrap().to_string(),
+            "1048576,3"
+        );
+        // The ECTX must have the host memory; with several, --rma picks it.
+        let mut one = [planned("a", &[], None)];
+        one[0].host_size = 4096;
+        let ok = WindowArg { size: 4096, key: 1 };
+        assert_eq!(window_ectx(&one, ok).unwrap(), 0);
+        let e = window_ectx(&one, WindowArg { size: 8192, key: 1 }).unwrap_err();
+        assert!(
+            e.to_string().contains("give --host-size 8192 or more"),
+            "{e}"
+        );
+        let mut two = [planned("a", &[], None), planned("b", &[], None)];
+        two[1].host_size = 4096;
+        assert!(window_ectx(&two, ok)
+            .unwrap_err()
+            .to_string()
+            .contains("--rma"));
+        two[1].opts.rma = Some(softspin_engine::RmaTransportConfig::new(0));
+        assert_eq!(window_ectx(&two, ok).unwrap(), 1);
     }
 
     #[test]

@@ -157,6 +157,35 @@ pub fn state_dir(prefix: &str) -> PathBuf {
     run_dir().join(format!("cluster-{prefix}"))
 }
 
+/// Node k's control socket (`softspin nic --control`, docs/host-interface.md)
+/// in a cluster with NICs: `RUN_DIR/cluster-P/K.sock`. Host programs on
+/// node k find their NIC here (`NicClient::connect`).
+pub fn control_path(prefix: &str, k: u32) -> PathBuf {
+    state_dir(prefix).join(format!("{k}.sock"))
+}
+
+/// Where shared host memory files live (`--host-shm NAME` is
+/// `SHM_DIR/NAME`, as `shm_open(NAME)` would put it).
+pub const SHM_DIR: &str = "/dev/shm";
+
+/// Node k's shared host memory name (`softspin nic --host-shm`):
+/// `softspin-P-K`. A prefix has no `-` and ends with a letter, so the
+/// names of two clusters never meet.
+pub fn shm_name(prefix: &str, k: u32) -> String {
+    format!("softspin-{prefix}-{k}")
+}
+
+/// Node k's shared host memory file: `/dev/shm/softspin-P-K`.
+pub fn shm_path(prefix: &str, k: u32) -> PathBuf {
+    Path::new(SHM_DIR).join(shm_name(prefix, k))
+}
+
+/// Whether `file` (a name in [`SHM_DIR`]) is one of `prefix`'s shm files.
+fn owns_shm(prefix: &str, file: &str) -> bool {
+    file.strip_prefix(&format!("softspin-{prefix}-"))
+        .is_some_and(|r| !r.is_empty() && r.bytes().all(|c| c.is_ascii_digit()))
+}
+
 /// The node table `up` writes (unless `--table` names another file).
 pub fn default_table_path(prefix: &str) -> PathBuf {
     state_dir(prefix).join("nodes.toml")
@@ -439,7 +468,7 @@ fn tail(log: &Path) -> String {
 }
 
 /// Start `softspin nic --iface IF --nodes TABLE --rank K --ready-file F
-/// ARGS` in every node's namespace and wait until each has attached (its
+/// ARGS(K)` in every node's namespace and wait until each has attached (its
 /// ready file appears); a NIC that exits or is not ready within `timeout`
 /// is an error naming it, with its log's last lines.
 pub fn start_nics(
@@ -447,7 +476,7 @@ pub fn start_nics(
     table: &NodeTable,
     table_path: &Path,
     softspin: &Path,
-    nic_args: &[String],
+    nic_args: &dyn Fn(u32) -> Vec<String>,
     timeout: Duration,
 ) -> Result<()> {
     let dir = state_dir(&names.prefix);
@@ -463,7 +492,7 @@ pub fn start_nics(
             .arg(table_path)
             .args(["--rank", &k.to_string(), "--ready-file"])
             .arg(&ready)
-            .args(nic_args);
+            .args(nic_args(k));
         let log = dir.join(format!("nic-{k}.log"));
         let pid = spawn_daemon(&mut cmd, &log)?;
         write_pid(&dir.join(format!("nic-{k}.pid")), pid)?;
@@ -499,12 +528,15 @@ pub fn start_nics(
 pub struct Removed {
     pub namespaces: Vec<String>,
     pub processes: usize,
+    /// Shared host memory files left by NICs that were killed.
+    pub shm_files: usize,
 }
 
 /// Remove everything of prefix `prefix`: the processes in its namespaces
 /// and in its pid files (SIGTERM, then SIGKILL after 3 s), the namespaces
 /// (and with them the veths, the bridge and any XDP program), the state
-/// directory. Idempotent; needs nothing but the prefix.
+/// directory (with the control sockets), the nodes' shm files.
+/// Idempotent; needs nothing but the prefix.
 pub fn down(prefix: &str) -> Result<Removed> {
     let names = Names::new(prefix, 1)?;
     let ours: Vec<String> = namespaces()?
@@ -546,9 +578,22 @@ pub fn down(prefix: &str) -> Result<Removed> {
         std::fs::remove_dir_all(&dir)
             .map_err(|e| ClusterError(format!("removing {}: {e}", dir.display())))?;
     }
+    // A NIC removes its shm file when it exits, but not after a SIGKILL.
+    let mut shm_files = 0;
+    if let Ok(rd) = std::fs::read_dir(SHM_DIR) {
+        for e in rd.flatten() {
+            if e.file_name().to_str().is_some_and(|f| owns_shm(prefix, f)) {
+                std::fs::remove_file(e.path()).map_err(|err| {
+                    ClusterError(format!("removing {}: {err}", e.path().display()))
+                })?;
+                shm_files += 1;
+            }
+        }
+    }
     Ok(Removed {
         namespaces: ours,
         processes,
+        shm_files,
     })
 }
 
@@ -608,6 +653,10 @@ pub struct NodeStatus {
     pub nic: Option<u32>,
     /// The forwarder's pid, if it runs.
     pub forwarder: Option<u32>,
+    /// Its NIC's control socket ([`control_path`]), if it is there.
+    pub control: Option<PathBuf>,
+    /// Its NIC's shared host memory ([`shm_path`]), if it is there.
+    pub shm: Option<PathBuf>,
 }
 
 /// The nodes of cluster `prefix` (from its state directory's node table).
@@ -630,6 +679,8 @@ pub fn status(prefix: &str) -> Result<Vec<NodeStatus>> {
             namespace: n.netns.as_ref().is_some_and(|ns| nss.contains(ns)),
             nic: running(format!("nic-{}.pid", n.rank)),
             forwarder: running(format!("fwd-{}.pid", n.rank)),
+            control: Some(control_path(prefix, n.rank)).filter(|p| p.exists()),
+            shm: Some(shm_path(prefix, n.rank)).filter(|p| p.exists()),
             node: n.clone(),
         })
         .collect())
@@ -657,6 +708,27 @@ mod tests {
         );
         assert!(n.owns("sCa0") && n.owns("sCa11") && n.owns("sCabr"));
         assert!(!n.owns("sCa") && !n.owns("sCab0") && !n.owns("sCa0x") && !n.owns("sCbbr"));
+    }
+
+    #[test]
+    fn per_node_control_and_shm_names() {
+        assert!(control_path("sJa", 3).ends_with("cluster-sJa/3.sock"));
+        assert_eq!(
+            control_path("sJa", 3).parent(),
+            Some(state_dir("sJa").as_path())
+        );
+        assert_eq!(shm_name("sJa", 12), "softspin-sJa-12");
+        assert_eq!(shm_path("sJa", 0), Path::new("/dev/shm/softspin-sJa-0"));
+        assert!(owns_shm("sJa", "softspin-sJa-0") && owns_shm("sJa", "softspin-sJa-12"));
+        for other in [
+            "softspin-sJa-",
+            "softspin-sJa-1x",
+            "softspin-sJab-1",
+            "softspin-sJ-1",
+            "sJa-1",
+        ] {
+            assert!(!owns_shm("sJa", other), "{other}");
+        }
     }
 
     #[test]

@@ -54,7 +54,7 @@
 /**
  * Version of this ABI: bumped when a struct or signature changes.
  */
-#define SS_ABI_VERSION 4
+#define SS_ABI_VERSION 5
 
 /**
  * ECTXs PsPIN's generic driver splits its memory between.
@@ -789,6 +789,13 @@ typedef struct ss_ectx_options {
      * layout: handler memory starts at the image's data.
      */
     uint32_t handler_mem_addr;
+    /**
+     * ABI 5: put the RMA transport block (DiAD's reliability layer,
+     * docs/rma.md "Reliability") in front of this ECTX, as node `rma_rank`
+     * (0..=65535) of a node table; its frames on RMA's UDP port pass
+     * through it. -1 (ss_ectx_options_init) = no transport.
+     */
+    int32_t rma_rank;
 } ss_ectx_options;
 
 /**
@@ -1337,7 +1344,7 @@ int ss_host_write(struct ss_nic *nic, uint64_t addr, const void *data, size_t le
 /**
  * Fill `o` with the defaults: no name, no handlers, image data only, whole
  * packets to L1, no host window, no scratchpad, watchdog 1,000,000
- * instructions, message timeout 1 ms, every packet.
+ * instructions, message timeout 1 ms, every packet, no RMA transport.
  */
 int ss_ectx_options_init(struct ss_ectx_options *o);
 

@@ -117,7 +117,7 @@ fn status_of(k: ErrorKind) -> ss_status {
 }
 
 /// Version of this ABI: bumped when a struct or signature changes.
-pub const SS_ABI_VERSION: u32 = 4;
+pub const SS_ABI_VERSION: u32 = 5;
 
 // PsPIN's generic-driver memory plan, for sdk/pspin: literals so cbindgen
 // writes them into softspin.h, checked against softspin_host::gdriver.
@@ -416,6 +416,11 @@ pub struct ss_ectx_options {
     /// several ECTXs, each with its own handler memory. 0 = softspin's
     /// layout: handler memory starts at the image's data.
     pub handler_mem_addr: u32,
+    /// ABI 5: put the RMA transport block (DiAD's reliability layer,
+    /// docs/rma.md "Reliability") in front of this ECTX, as node `rma_rank`
+    /// (0..=65535) of a node table; its frames on RMA's UDP port pass
+    /// through it. -1 (ss_ectx_options_init) = no transport.
+    pub rma_rank: i32,
 }
 
 /// How ss_nic_attach opens a NIC on an interface. Start from
@@ -1775,7 +1780,7 @@ pub unsafe extern "C" fn ss_host_write(
 
 /// Fill `o` with the defaults: no name, no handlers, image data only, whole
 /// packets to L1, no host window, no scratchpad, watchdog 1,000,000
-/// instructions, message timeout 1 ms, every packet.
+/// instructions, message timeout 1 ms, every packet, no RMA transport.
 #[no_mangle]
 pub unsafe extern "C" fn ss_ectx_options_init(o: *mut ss_ectx_options) -> c_int {
     guard(|| {
@@ -1797,6 +1802,7 @@ pub unsafe extern "C" fn ss_ectx_options_init(o: *mut ss_ectx_options) -> c_int 
             rules_file: std::ptr::null(),
             rules_toml: std::ptr::null(),
             handler_mem_addr: 0,
+            rma_rank: -1,
         };
         Ok(())
     })
@@ -1854,8 +1860,17 @@ pub unsafe extern "C" fn ss_install(
             msg_timeout_ns: Some(o.msg_timeout_ns),
             udp_dst_port: (o.udp_dst_port > 0).then_some(o.udp_dst_port),
             rules,
-            // The C API does not expose the RMA transport block yet.
-            rma: None,
+            rma: match o.rma_rank {
+                -1 => None,
+                r => Some(softspin_engine::RmaTransportConfig::new(
+                    u16::try_from(r).map_err(|_| {
+                        fail(
+                            SS_EINVAL,
+                            format!("options->rma_rank {r}: 0..=65535, or -1 for no RMA transport"),
+                        )
+                    })?,
+                )),
+            },
         };
         *out_ectx = n.nic.install(&image.image, opts)?.0;
         Ok(())

@@ -1206,6 +1206,83 @@ static void test_rma_windows(const char *rma)
     OK(ss_close(nic));
 }
 
+/* An RMA fetch-and-add-64 request (docs/rma.md "Header") from rank 3 to
+ * rank 2, seq 0, adding 5 to the word at offset 0 of key 1: Ethernet, IPv4
+ * (checksum filled), UDP (no checksum) to RMA's port 21328, the header, the
+ * operand. Returns its length. */
+static size_t rma_fadd_frame(uint8_t *f)
+{
+    static const uint8_t head[42] = {
+        2, 0, 0, 0, 0xcc, 2, 2, 0, 0, 0, 0xcc, 1, 0x08, 0x00,                   /* Ethernet */
+        0x45, 0, 0, 76, 0, 7, 0x40, 0, 64, 17, 0, 0, 10, 27, 0, 1, 10, 27, 0, 2, /* IPv4 */
+        0x9c, 0x40, 0x53, 0x50, 0, 56, 0, 0,                                    /* UDP */
+    };
+    static const uint8_t rma[56] = {
+        1, 0, 4, 0, 0, 3, 0, 2, /* version, DATA, fadd64, status, src 3, dst 2 */
+        0, 0, 0, 0, 0, 0, 0, 0, /* seq 0, ack 0 */
+        0, 0, 0, 9, 0, 0, 0, 1, /* txn 9, key 1 */
+        0, 0, 0, 0, 0, 0, 0, 0, /* offset 0 */
+        0, 0, 0, 8, 0, 0, 0, 0, /* length 8, reserved */
+        0, 0, 0, 0, 0, 0, 0, 5, /* addend 5 */
+        0, 0, 0, 0, 0, 0, 0, 0, /* (a CAS's second operand; not sent) */
+    };
+    memcpy(f, head, sizeof head);
+    memcpy(f + 42, rma, 48);
+    uint32_t sum = 0;
+    for (int i = 14; i < 34; i += 2)
+        sum += (uint32_t)(f[i] << 8 | f[i + 1]);
+    while (sum >> 16)
+        sum = (sum & 0xffff) + (sum >> 16);
+    f[24] = (uint8_t)(~sum >> 8);
+    f[25] = (uint8_t)~sum;
+    return 90;
+}
+
+/* options.rma_rank puts the RMA transport in front of the ECTX: a request
+ * that arrives twice (the same seq) is served once, the duplicate dropped
+ * and counted in the report; without it (-1, the default) both copies are
+ * served. Ranks that do not fit 16 bits are refused. */
+static void test_rma_transport(const char *rma)
+{
+    for (int with = 0; with < 2; with++) {
+        ss_nic *nic;
+        ss_image *img;
+        ss_ectx e;
+        ss_ectx_options o;
+        ss_host_window w;
+        uint8_t frame[128], word[8];
+        char text[8192];
+        REQUIRE(ss_open("fpspin", &nic));
+        REQUIRE(ss_image_load(nic, rma, &img));
+        REQUIRE(ss_host_window_create(nic, 4096, &w));
+        ss_ectx_options_init(&o);
+        CHECK(o.rma_rank == -1);
+        o.ph = "rma_target_ph";
+        o.host_window = w;
+        o.rma_rank = 65536;
+        EXPECT(ss_install(nic, img, &o, &e), SS_EINVAL);
+        CHECK(strstr(ss_last_error(), "rma_rank 65536") != NULL);
+        o.rma_rank = -2;
+        EXPECT(ss_install(nic, img, &o, &e), SS_EINVAL);
+        o.rma_rank = with ? 2 : -1;
+        REQUIRE(ss_install(nic, img, &o, &e));
+        OK(ss_activate(nic, e));
+        OK(ss_export_window(nic, e, 1, 0, 4096, 7));
+        size_t len = rma_fadd_frame(frame);
+        for (uint32_t m = 0; m < 2; m++) {
+            OK(ss_send_packet(nic, frame, len, m, 1));
+            OK(ss_run_until_idle(nic));
+        }
+        OK(ss_host_read(nic, w.base, word, 8));
+        CHECK(word[0] == (with ? 5 : 10));
+        OK(ss_report_text(nic, text, sizeof text, NULL));
+        CHECK((strstr(text, "rma transport      rank 2:") != NULL) == with);
+        CHECK(!with || strstr(text, "1 delivered, 1 duplicates") != NULL);
+        OK(ss_image_free(img));
+        OK(ss_close(nic));
+    }
+}
+
 /* A cluster's node table: loaded in rank order, errors named, given to a NIC. */
 static void test_nodes(void)
 {
@@ -1269,6 +1346,7 @@ int main(int argc, char **argv)
     test_live_echo(argv[3]);
     test_slmp_send();
     test_rma_windows(argv[4]);
+    test_rma_transport(argv[4]);
 
     printf("api_test: %d checks, %d failed\n", checks, failures);
     return failures ? 1 : 0;

@@ -1011,8 +1011,9 @@ impl Nic {
     /// "slmp[:PORT]"); `rules` is a TOML rules file (docs/rules.md) and
     /// `rules_toml` the same as text, of which the rulesets naming no ECTX
     /// or this one (`ectx = NAME`) apply; `udp_dst_port` alone means
-    /// "udp:PORT".
-    #[pyo3(signature = (image, *, ph=None, hh=None, th=None, host_window=None, handler_mem_size=None, handler_mem_addr=None, l1_copy=None, scratchpad=None, watchdog=None, msg_timeout_ns=None, udp_dst_port=None, name=None, frame=None, r#match=None, rules=None, rules_toml=None))]
+    /// "udp:PORT". `rma_rank` puts the RMA transport block (docs/rma.md
+    /// "Reliability") in front of the ECTX as that node (0..=65535).
+    #[pyo3(signature = (image, *, ph=None, hh=None, th=None, host_window=None, handler_mem_size=None, handler_mem_addr=None, l1_copy=None, scratchpad=None, watchdog=None, msg_timeout_ns=None, udp_dst_port=None, name=None, frame=None, r#match=None, rules=None, rules_toml=None, rma_rank=None))]
     #[allow(clippy::too_many_arguments)]
     fn install(
         &mut self,
@@ -1033,6 +1034,7 @@ impl Nic {
         r#match: Option<Vec<String>>,
         rules: Option<std::path::PathBuf>,
         rules_toml: Option<String>,
+        rma_rank: Option<u16>,
     ) -> PyResult<Ectx> {
         let frame = frame.map(frame_kind).transpose()?;
         let net = |e: softspin_netio::NetError| err(host::Error::Net(e));
@@ -1083,8 +1085,7 @@ impl Nic {
             msg_timeout_ns,
             udp_dst_port,
             rules: rulesets,
-            // The Python API does not expose the RMA transport block yet.
-            rma: None,
+            rma: rma_rank.map(softspin_engine::RmaTransportConfig::new),
         };
         let h = self.owned.get()?.install(&image.inner, opts).map_err(err)?;
         let e = Ectx {

@@ -340,11 +340,13 @@ class Nic:
         match: Sequence[str] | None = None,
         rules: StrPath | None = None,
         rules_toml: str | None = None,
+        rma_rank: int | None = None,
     ) -> Ectx:
         """Install an ECTX (inactive until `activate`).
 
         Live NIC: `match` (--match shortcuts: "udp:PORT", "icmp", "ipv4", "all", "slmp"),
         `rules` (a TOML rules file) or `rules_toml` (its text) select its frames.
+        `rma_rank`: the RMA transport block in front of it, as that node (docs/rma.md).
         """
     def activate(self, ectx: Ectx) -> None: ...
     def deactivate(self, ectx: Ectx) -> None: ...

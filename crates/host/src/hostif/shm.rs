@@ -37,7 +37,7 @@ pub fn shm_path(name: &str) -> Result<PathBuf> {
             "host shm name `{name}`: a file name (the file is /dev/shm/NAME), without `/`"
         )));
     }
-    Ok(Path::new("/dev/shm").join(name))
+    Ok(Path::new(softspin_cluster::local::SHM_DIR).join(name))
 }
 
 /// An exclusive `flock` on `f`, without waiting (held until `f` closes).
