@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup test-deps third-party check-paths bench-hpu bench-sim bench-live bench-slmp validation benchmarks fuzz
+.PHONY: main test setup test-deps third-party check-paths bench-hpu bench-sim bench-live bench-slmp bench-cluster validation benchmarks fuzz
 main:
 	scripts/main.sh
 test:
@@ -32,6 +32,11 @@ bench-live: test-deps
 # SLMP file transfer against kernel TCP on a veth pair (root; docs/live.md).
 bench-slmp: test-deps
 	.venv/bin/python bench/slmp_bench.py
+# Remote memory on a 2-node cluster: the host-CPU server and kernel TCP
+# (and the NIC-served series once `softspin rma lat|bw` exist) (root;
+# docs/cluster.md "Benchmarks").
+bench-cluster: test-deps
+	.venv/bin/python bench/cluster_bench.py
 validation: test-deps
 	python3 scripts/validation.py
 benchmarks: test-deps

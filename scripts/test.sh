@@ -65,6 +65,12 @@ python3 bench/sim_bench.py --jit --jit-after 1 --identical
 echo "== softspin nic --jit answers on the wire (live test, root)"
 logged "cargo test live jit" cargo test --release -p softspin-cli --features jit --test live jit -- --show-output
 
+# --no-build: `cluster` is the same in the softspin the steps above built
+# (with or without jit); building it again here would recompile the crates.
+echo "== the cluster benchmark's results are consistent (bench/cluster_bench.py --self-test, and --check as root)"
+.venv/bin/python bench/cluster_bench.py --self-test
+logged "cluster_bench.py --check" .venv/bin/python bench/cluster_bench.py --check --no-build
+
 echo "== docs/validation.md is what this build generates (scripts/validation.py --check)"
 logged "validation.py --check" python3 scripts/validation.py --check
 
