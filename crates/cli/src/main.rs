@@ -14,6 +14,7 @@ mod new;
 mod nic;
 mod results;
 mod rma;
+mod rma_bench;
 mod sim;
 mod slmp;
 mod slmp_recv;

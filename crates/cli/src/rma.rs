@@ -37,41 +37,107 @@ pub enum RmaCmd {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
     },
-    // `lat` (pointer chasing) and `bw` come with the benchmarks.
+    /// Remote 8-byte read latency by pointer chasing (multichase-style):
+    /// a seeded random cycle through --region of rank --to's window, each
+    /// read's offset the value the previous read returned, every value
+    /// checked (docs/rma.md "Benchmarks from the command line").
+    #[command(after_help = crate::rma_bench::LAT_HELP)]
+    Lat(crate::rma_bench::LatArgs),
+    /// Goodput of puts or gets of --size bytes with --outstanding of them in
+    /// flight, gets checked byte for byte against what was put first.
+    #[command(after_help = crate::rma_bench::BW_HELP)]
+    Bw(crate::rma_bench::BwArgs),
 }
 
 /// Who posts, to whom, where.
 #[derive(clap::Args)]
 pub struct Endpoints {
-    /// The initiator: the node whose NIC posts the operation.
-    #[arg(long, value_name = "RANK")]
-    from: u16,
-    /// The target node.
-    #[arg(long, value_name = "RANK")]
-    to: u16,
+    #[command(flatten)]
+    pub node: Nodes,
     /// Byte offset in the target's window.
     #[arg(long, value_name = "OFF")]
     offset: u64,
-    /// The target's window key (`cluster up --rma` exports key 1).
-    #[arg(long, default_value_t = 1)]
-    key: u32,
     /// Where the bytes sit in the initiator's host memory (offset in its
     /// RMA ECTX's host window; what is there is overwritten).
     #[arg(long, value_name = "OFF", default_value_t = 0)]
     local: u64,
+}
+
+/// The initiator, the target and how to reach the initiator's NIC.
+#[derive(clap::Args)]
+pub struct Nodes {
+    /// The initiator: the node whose NIC posts the operation.
+    #[arg(long, value_name = "RANK")]
+    pub from: u16,
+    /// The target node.
+    #[arg(long, value_name = "RANK")]
+    pub to: u16,
+    /// The target's window key (`cluster up --rma` exports key 1).
+    #[arg(long, default_value_t = 1)]
+    pub key: u32,
     /// The cluster (`softspin cluster up --prefix P`): node --from's control
     /// socket is RUN_DIR/cluster-P/RANK.sock.
     #[arg(long, default_value = crate::cluster::DEFAULT_PREFIX)]
-    prefix: String,
+    pub prefix: String,
     /// Node --from's control socket (instead of finding it by --prefix).
     #[arg(long, value_name = "PATH")]
-    control: Option<PathBuf>,
-    /// Give up when the operation has not completed after this many seconds.
+    pub control: Option<PathBuf>,
+    /// Give up when an operation has not completed after this many seconds.
     #[arg(long, value_name = "S", default_value_t = 60.0)]
-    timeout: f64,
-    /// Print one JSON object (op, ranks, bytes, packets, time, status).
+    pub timeout: f64,
+    /// Print one JSON object (what was done, the times, the status).
     #[arg(long)]
-    json: bool,
+    pub json: bool,
+}
+
+impl Nodes {
+    /// A client of node --from's NIC posting on its one RMA ECTX, and that
+    /// ECTX; refused with a clear error when the socket is another rank's or
+    /// the NIC runs no (or several) RMA ECTXs.
+    pub fn connect(&self) -> anyhow::Result<(NicClient, u32)> {
+        if !(self.timeout.is_finite() && self.timeout > 0.0 && self.timeout <= 3600.0) {
+            bail!("--timeout {}: 0 < S <= 3600", self.timeout);
+        }
+        let path = self.control.clone().unwrap_or_else(|| {
+            softspin_cluster::local::control_path(&self.prefix, u32::from(self.from))
+        });
+        let mut c = NicClient::connect(&path).with_context(|| {
+            format!(
+                "node {}'s NIC (is the cluster up with NICs serving host programs? `softspin cluster status --prefix {}`)",
+                self.from, self.prefix
+            )
+        })?;
+        if let Some(r) = c.hello()["rank"].as_u64() {
+            if r != u64::from(self.from) {
+                bail!(
+                    "--from {}: the NIC at {} is rank {r}",
+                    self.from,
+                    path.display()
+                );
+            }
+        }
+        let ectx = {
+            let rma: Vec<_> = c.ectxs().iter().filter(|e| e.rma).collect();
+            match rma[..] {
+                [e] => e.ectx,
+                [] => bail!(
+                    "the NIC at {} runs no RMA handlers (examples/rma_target)",
+                    path.display()
+                ),
+                _ => bail!(
+                    "the NIC at {} has {} ECTXs with the RMA handlers; this command posts on one",
+                    path.display(),
+                    rma.len()
+                ),
+            }
+        };
+        c.set_rma_ectx(Some(ectx));
+        Ok((c, ectx))
+    }
+
+    pub fn wait_limit(&self) -> Duration {
+        Duration::from_secs_f64(self.timeout)
+    }
 }
 
 pub const EXIT_HELP: &str = "\
@@ -83,10 +149,9 @@ pub fn main(cmd: RmaCmd) -> anyhow::Result<ExitCode> {
     let (at, op) = match &cmd {
         RmaCmd::Put { at, .. } => (at, "put"),
         RmaCmd::Get { at, .. } => (at, "get"),
+        RmaCmd::Lat(a) => return crate::rma_bench::lat(a),
+        RmaCmd::Bw(a) => return crate::rma_bench::bw(a),
     };
-    if !(at.timeout.is_finite() && at.timeout > 0.0 && at.timeout <= 3600.0) {
-        bail!("--timeout {}: 0 < S <= 3600", at.timeout);
-    }
     let data = match &cmd {
         RmaCmd::Put { file, .. } => {
             let d = std::fs::read(file).with_context(|| format!("reading {}", file.display()))?;
@@ -97,47 +162,14 @@ pub fn main(cmd: RmaCmd) -> anyhow::Result<ExitCode> {
         }
         RmaCmd::Get { len: 0, .. } => bail!("--len 0: a get reads at least one byte"),
         RmaCmd::Get { .. } => None,
+        RmaCmd::Lat(_) | RmaCmd::Bw(_) => unreachable!("returned above"),
     };
     let len = match (&cmd, &data) {
         (_, Some(d)) => d.len() as u64,
         (RmaCmd::Get { len, .. }, None) => *len,
-        _ => unreachable!("a put has data"),
+        _ => unreachable!("a put has data; lat and bw returned"),
     };
-    let path = at
-        .control
-        .clone()
-        .unwrap_or_else(|| softspin_cluster::local::control_path(&at.prefix, u32::from(at.from)));
-    let mut c = NicClient::connect(&path).with_context(|| {
-        format!(
-            "node {}'s NIC (is the cluster up with NICs serving host programs? `softspin cluster status --prefix {}`)",
-            at.from, at.prefix
-        )
-    })?;
-    if let Some(r) = c.hello()["rank"].as_u64() {
-        if r != u64::from(at.from) {
-            bail!(
-                "--from {}: the NIC at {} is rank {r}",
-                at.from,
-                path.display()
-            );
-        }
-    }
-    let ectx = {
-        let rma: Vec<_> = c.ectxs().iter().filter(|e| e.rma).collect();
-        match rma[..] {
-            [e] => e.ectx,
-            [] => bail!(
-                "the NIC at {} runs no RMA handlers (examples/rma_target)",
-                path.display()
-            ),
-            _ => bail!(
-                "the NIC at {} has {} ECTXs with the RMA handlers; this command posts on one",
-                path.display(),
-                rma.len()
-            ),
-        }
-    };
-    c.set_rma_ectx(Some(ectx));
+    let (mut c, ectx) = at.node.connect()?;
     let window = c.window_mem(ectx)?;
     let wlen = window.len();
     let local = usize::try_from(at.local)
@@ -148,7 +180,7 @@ pub fn main(cmd: RmaCmd) -> anyhow::Result<ExitCode> {
         .with_context(|| {
             format!(
                 "--local {} + {len} bytes: beyond node {}'s {wlen}-byte host window",
-                at.local, at.from
+                at.local, at.node.from
             )
         })?;
     if let Some(d) = &data {
@@ -165,30 +197,30 @@ pub fn main(cmd: RmaCmd) -> anyhow::Result<ExitCode> {
         },
     };
     let req = RmaRequest {
-        rank: at.to,
-        key: at.key,
+        rank: at.node.to,
+        key: at.node.key,
         offset: at.offset,
         op: rop,
     };
     let t0 = Instant::now();
     let h = c.post(&req)?;
-    let done = c.wait(h, Duration::from_secs_f64(at.timeout))?;
+    let done = c.wait(h, Duration::from_secs_f64(at.node.timeout))?;
     let secs = t0.elapsed().as_secs_f64();
     let Some(done) = done else {
         bail!(
             "{op} of {len} bytes from rank {} to rank {}: not completed within {} s",
-            at.from,
-            at.to,
-            at.timeout
+            at.node.from,
+            at.node.to,
+            at.node.timeout
         );
     };
     let (status, _) = rma_status_name(done.status);
     let packets = len.div_ceil(MAX_PAYLOAD as u64);
-    if at.json {
+    if at.node.json {
         println!(
             "{}",
             serde_json::json!({
-                "op": op, "from": at.from, "to": at.to, "key": at.key, "offset": at.offset,
+                "op": op, "from": at.node.from, "to": at.node.to, "key": at.node.key, "offset": at.offset,
                 "local": at.local, "bytes": len, "packets": packets, "time_s": secs,
                 "status": status,
                 "error": softspin_host::hostif::rma_error(done.status, &req),
@@ -204,13 +236,13 @@ pub fn main(cmd: RmaCmd) -> anyhow::Result<ExitCode> {
         std::fs::write(out, &window[local])
             .with_context(|| format!("writing {}", out.display()))?;
     }
-    if !at.json {
+    if !at.node.json {
         let arrow = if op == "put" { "->" } else { "<-" };
         println!(
             "{op}: {len} bytes ({packets} packets) rank {} {arrow} rank {} key {} offset {} in {:.3} ms: {status}",
-            at.from,
-            at.to,
-            at.key,
+            at.node.from,
+            at.node.to,
+            at.node.key,
             at.offset,
             secs * 1e3
         );

@@ -89,7 +89,8 @@ pub(crate) struct Live {
     rx: Vec<RxFrame>,
     /// Host-side drops (the port counts its own).
     drops: BTreeMap<String, u64>,
-    /// When the port last delivered a frame.
+    /// When the port last delivered a frame or the host last talked to
+    /// the NIC (`keep_polling`): the loop busy-polls for SPIN_WINDOW after.
     last_rx: Instant,
     /// The wall clock as of the last step's engine run: the run loop's
     /// deadline checks use it instead of reading the clock again (a clock
@@ -435,6 +436,16 @@ impl Nic {
                 return Ok(n);
             };
             self.live_step(left, RX_BATCH)?;
+        }
+    }
+
+    /// The host is in a conversation with the NIC (a control-socket client
+    /// posting RMA operations one after another): busy-poll for a while, as
+    /// after a frame, instead of sleeping up to MAX_SLEEP before the next
+    /// request is seen.
+    pub fn keep_polling(&mut self) {
+        if let Some(l) = self.live.as_mut() {
+            l.last_rx = l.last_rx.max(Instant::now());
         }
     }
 

@@ -17,6 +17,13 @@ pub enum Payload {
 
 pub(super) const GOLDEN: u64 = 0x9E37_79B9_7F4A_7C15;
 
+/// SplitMix64's next value from its state (the stream softspin-testkit's
+/// `Rng` and bench/cluster's C programs draw, so a seed means one thing).
+pub fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(GOLDEN);
+    mix64(*state)
+}
+
 /// SplitMix64 output function: a good 64-bit mixer.
 pub(super) fn mix64(mut z: u64) -> u64 {
     z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);

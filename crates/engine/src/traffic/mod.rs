@@ -102,7 +102,7 @@ use pcap_file::{DataLink, Endianness, PcapError, TsResolution};
 
 use self::frame::*;
 pub use self::frame::{build_frame, FrameKind};
-pub use self::generator::{GenConfig, Generator, Payload};
+pub use self::generator::{splitmix64, GenConfig, Generator, Payload};
 pub use self::pcap::{write_pcap, PcapSink, PcapSource};
 pub use self::trace::TraceSource;
 

@@ -44,6 +44,11 @@ pub const OPS: [&str; 11] = [
 ];
 /// How often the loop looks at the sockets.
 const POLL_EVERY: Duration = Duration::from_millis(1);
+/// After a request, or while client-posted RMA operations are in flight,
+/// the sockets are looked at on every step for this long: a client chasing
+/// pointers posts its next get microseconds after the last completion, and
+/// POLL_EVERY would add up to a millisecond to each.
+const ACTIVE_FOR: Duration = Duration::from_millis(2);
 /// Clients served at once; one more is told so and disconnected.
 pub const MAX_CLIENTS: usize = 64;
 /// Notifications kept for clients not waiting yet; beyond that the oldest
@@ -138,6 +143,8 @@ pub struct ControlServer {
     conns: Vec<Conn>,
     notes: VecDeque<Notification>,
     last_poll: Option<Instant>,
+    /// When a client last sent a request or had RMA operations in flight.
+    last_active: Option<Instant>,
     stats: ServerStats,
     next_conn: u64,
     next_handle: u64,
@@ -178,6 +185,7 @@ impl ControlServer {
             conns: Vec::new(),
             notes: VecDeque::new(),
             last_poll: None,
+            last_active: None,
             stats: ServerStats::default(),
             next_conn: 0,
             next_handle: 0,
@@ -195,17 +203,28 @@ impl ControlServer {
     }
 
     /// Serve what the clients sent, if `POLL_EVERY` has passed since the
-    /// last look (call it after every step of the live loop).
+    /// last look or a client is active (`ACTIVE_FOR`); call it after every
+    /// step of the live loop.
     pub fn poll(&mut self, nic: &mut Nic) {
         let now = Instant::now();
-        if self
-            .last_poll
-            .is_some_and(|t| now.saturating_duration_since(t) < POLL_EVERY)
+        let active = self
+            .last_active
+            .is_some_and(|t| now.saturating_duration_since(t) < ACTIVE_FOR);
+        if !active
+            && self
+                .last_poll
+                .is_some_and(|t| now.saturating_duration_since(t) < POLL_EVERY)
         {
             return;
         }
         self.last_poll = Some(now);
+        let requests = self.stats.requests;
         self.serve(nic, now);
+        if self.stats.requests != requests || !self.routes.is_empty() {
+            self.last_active = Some(now);
+            #[cfg(feature = "live")]
+            nic.keep_polling();
+        }
     }
 
     /// One round: take notifications, accept, read, answer, write.
