@@ -100,6 +100,8 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
     let fill_s = t_fill.elapsed().as_secs_f64();
     let before = target_status(&a.node);
     let mut lat = Vec::with_capacity(a.count as usize);
+    // The post's share: one control-socket round trip of the two a read takes.
+    let mut post = Vec::with_capacity(a.count as usize);
     let (mut cur, mut verified) = (0u64, 0u64);
     let t0 = Instant::now();
     for i in 0..a.count {
@@ -113,6 +115,7 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
         };
         let t = Instant::now();
         let h = c.post(&req)?;
+        post.push(t.elapsed().as_nanos() as u64);
         wait_one(&mut c, &a.node, h, &req)?;
         lat.push(t.elapsed().as_nanos() as u64);
         let got = le64(&c.window_mem(ectx)?[..8]);
@@ -129,6 +132,7 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
     let secs = t0.elapsed().as_secs_f64();
     let after = target_status(&a.node);
     let lat_ns = percentiles(&mut lat);
+    let post_ns = percentiles(&mut post);
     let model = model(before.as_ref(), after.as_ref(), a.count);
     if a.node.json {
         println!(
@@ -137,7 +141,8 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
                 "server": "nic", "from": a.node.from, "to": a.node.to, "key": a.node.key,
                 "region": region, "seed": a.seed, "stride": STRIDE, "lines": region / STRIDE,
                 "count": a.count, "verified": verified, "samples": lat.len(),
-                "time_s": secs, "fill_s": fill_s, "lat_ns": lat_ns, "model": model,
+                "time_s": secs, "fill_s": fill_s, "lat_ns": lat_ns, "post_ns": post_ns,
+                "model": model,
             })
         );
     } else {
@@ -434,8 +439,9 @@ fn target_status(n: &Nodes) -> Option<Value> {
 }
 
 /// What the target's NIC model says about the chase: packets it completed
-/// per read and its modelled packet latency (arrival to last task done, in
-/// NIC time, over every packet since it started, the fill included).
+/// and sent per read, and its modelled packet latency (arrival to last task
+/// done, in NIC time at the profile's clock, over every packet since it
+/// started, the fill included); the NIC's clock advanced per read.
 fn model(before: Option<&Value>, after: Option<&Value>, reads: u64) -> Value {
     let (Some(b), Some(a)) = (before, after) else {
         return Value::Null;
