@@ -496,3 +496,130 @@ fn c_client(cl: &Cluster) {
     assert!(o.status.success(), "rma_client_test: {}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("rma_client_test: ok"));
 }
+
+/// Without root: bad arguments, no NIC, and a NIC that cannot post (its
+/// RMA transport is off) each give exit status 1 and the cause; nothing is
+/// written to the NIC's memory.
+#[test]
+fn rma_commands_refuse_with_the_cause() {
+    let dir = scratch("rma-cli-refuse");
+    let empty = dir.join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let data = dir.join("data.bin");
+    std::fs::write(&data, b"0123456789").unwrap();
+    let out = dir.join("out.bin");
+    let (e, d, o) = (
+        empty.to_str().unwrap(),
+        data.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let nowhere = dir.join("nobody.sock");
+    let nowhere = nowhere.to_str().unwrap();
+    let base = ["--from", "0", "--to", "1", "--offset", "0"];
+    for (args, want) in [
+        (vec!["put", e], "empty"),
+        (vec!["get", "--len", "0", "--out", o], "--len 0"),
+        (vec!["put", "--timeout", "0", d], "--timeout 0"),
+        (vec!["put", "--control", nowhere, d], "node 0's NIC"),
+        (
+            vec!["put", "--prefix", "sHnone", d],
+            "cluster-sHnone/0.sock",
+        ),
+    ] {
+        let mut a = vec!["rma"];
+        a.push(args[0]);
+        a.extend(base);
+        a.extend(&args[1..]);
+        let r = softspin(&a);
+        assert_eq!(r.status.code(), Some(1), "{a:?}: {}", describe(&r));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(want), "{a:?}: want `{want}`: {err}");
+    }
+    // A NIC (socket mode on lo, no node table, no transport): the NIC
+    // refuses the post, the command says why.
+    let image = dir.join("rma_target.elf");
+    let b = Command::new(BIN)
+        .args(["build", "--profile", "fpspin"])
+        .arg(root().join("examples/rma_target/handler.c"))
+        .arg("-o")
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "build: {}", describe(&b));
+    let ctl = dir.join("nic.sock");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let shm = format!("sH-refuse-{}", std::process::id());
+    let mut nic = Command::new(BIN)
+        .args(["nic", "--iface", "lo", "--mode", "socket", "--image"])
+        .arg(&image)
+        .args(["--ph", "rma_target_ph", "--match", &format!("udp:{port}")])
+        .args([
+            "--scratchpad",
+            "12288",
+            "--host-size",
+            "65536",
+            "--host-shm",
+            &shm,
+        ])
+        .args(["--window", "65536", "--control"])
+        .arg(&ctl)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let end = Instant::now() + Duration::from_secs(20);
+    while NicClient::connect(&ctl).is_err() {
+        assert!(nic.try_wait().unwrap().is_none(), "the NIC exited");
+        assert!(Instant::now() < end, "no control socket after 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let c = ctl.to_str().unwrap();
+    let r = softspin(&[
+        "rma",
+        "put",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--offset",
+        "0",
+        "--control",
+        c,
+        "--local",
+        "65530",
+        d,
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{}", describe(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("beyond node 0's 65536-byte host window"),
+        "{}",
+        describe(&r)
+    );
+    let r = softspin(&[
+        "rma",
+        "put",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--offset",
+        "0",
+        "--control",
+        c,
+        d,
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{}", describe(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("RMA transport"),
+        "{}",
+        describe(&r)
+    );
+    let _ = nic.kill();
+    let _ = nic.wait();
+    let _ = std::fs::remove_file(PathBuf::from("/dev/shm").join(&shm));
+    let _ = std::fs::remove_file(&ctl);
+}
