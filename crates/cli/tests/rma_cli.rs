@@ -217,6 +217,40 @@ fn host_programs_put_get_and_atomics_through_their_nics() {
     c0.get(1, KEY, 3001, 0, 8).unwrap();
     let s = c0.status().unwrap();
     assert_eq!(s["errors"], 0, "{s}");
+
+    // Node 1's NIC killed: a blocking put fails naming PEER_FAILED and the
+    // rank, within the transport's bound (docs/rma.md "Reliability"), and
+    // the CLI's exits 1 saying the same.
+    let pid = std::fs::read_to_string(local::state_dir(&cl.prefix).join("nic-1.pid")).unwrap();
+    let k = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let t = Instant::now();
+    let e = c0.put(1, KEY, 0, 0, 4000).unwrap_err().to_string();
+    assert!(e.contains("PEER_FAILED") && e.contains("rank 1"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let f = scratch("rma-cli").join("in.bin");
+    let o = softspin(&[
+        "rma",
+        "put",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--offset",
+        "0",
+        "--prefix",
+        &cl.prefix,
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("PEER_FAILED"),
+        "{}",
+        describe(&o)
+    );
     drop((c0, _c1));
     cl.down(2);
 }
