@@ -587,27 +587,31 @@ fn rma_commands_refuse_with_the_cause() {
         .unwrap()
         .port();
     let shm = format!("sH-refuse-{}", std::process::id());
-    let mut nic = Command::new(BIN)
-        .args(["nic", "--iface", "lo", "--mode", "socket", "--image"])
-        .arg(&image)
-        .args(["--ph", "rma_target_ph", "--match", &format!("udp:{port}")])
-        .args([
-            "--scratchpad",
-            "12288",
-            "--host-size",
-            "65536",
-            "--host-shm",
-            &shm,
-        ])
-        .args(["--window", "65536", "--control"])
-        .arg(&ctl)
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut nic = NicGuard {
+        shm: PathBuf::from("/dev/shm").join(&shm),
+        ctl: ctl.clone(),
+        child: Command::new(BIN)
+            .args(["nic", "--iface", "lo", "--mode", "socket", "--image"])
+            .arg(&image)
+            .args(["--ph", "rma_target_ph", "--match", &format!("udp:{port}")])
+            .args([
+                "--scratchpad",
+                "12288",
+                "--host-size",
+                "65536",
+                "--host-shm",
+                &shm,
+            ])
+            .args(["--window", "65536", "--control"])
+            .arg(&ctl)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    };
     let end = Instant::now() + Duration::from_secs(20);
     while NicClient::connect(&ctl).is_err() {
-        assert!(nic.try_wait().unwrap().is_none(), "the NIC exited");
+        assert!(nic.child.try_wait().unwrap().is_none(), "the NIC exited");
         assert!(Instant::now() < end, "no control socket after 20 s");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -652,8 +656,21 @@ fn rma_commands_refuse_with_the_cause() {
         "{}",
         describe(&r)
     );
-    let _ = nic.kill();
-    let _ = nic.wait();
-    let _ = std::fs::remove_file(PathBuf::from("/dev/shm").join(&shm));
-    let _ = std::fs::remove_file(&ctl);
+}
+
+/// A `softspin nic` killed, and its files removed, when the test ends
+/// (panics included).
+struct NicGuard {
+    child: std::process::Child,
+    shm: PathBuf,
+    ctl: PathBuf,
+}
+
+impl Drop for NicGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.shm);
+        let _ = std::fs::remove_file(&self.ctl);
+    }
 }
