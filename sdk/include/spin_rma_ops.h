@@ -226,7 +226,8 @@ static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint
                                 uint64_t local, uint32_t len, uint64_t a, uint64_t b, spin_rma_t *handle)
 {
     uint32_t width = rma_op_width(op);
-    if (!handle || rank >= spin_num_nodes() || spin_my_rank() < 0 || len == 0 || len > RMA_TXN_MAX_LEN ||
+    if (!handle || rank >= spin_num_nodes() || spin_my_rank() < 0 || rank == (uint32_t)spin_my_rank() ||
+        len == 0 || len > RMA_TXN_MAX_LEN ||
         (width && (offset & (width - 1))))
         return SPIN_FAIL;
     volatile rma_txn_t *e = 0;

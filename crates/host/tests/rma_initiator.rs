@@ -1163,3 +1163,13 @@ fn a_16_mib_put_and_get() {
         "node 0 after the get"
     );
 }
+
+#[test]
+fn a_handlers_op_to_its_own_rank_or_no_rank_is_refused() {
+    let mut c = Cluster::with_chaser(2, None, true);
+    // The put fails to start: status FAILED (6) from chase.c's op_wait.
+    for rank in [0, 2] {
+        let r = c.command(command(2, rank, KEY, 0, 512, 8, 0), 512, 4, 1_000_000 * US);
+        assert_eq!(r[0], Status::Failed as u64, "rank {rank}");
+    }
+}
