@@ -23,12 +23,13 @@
 #include <spin.h>
 #include <fpspin.h>
 #include <spin_rma.h>
+#include <spin_rma_ops.h>
 
 /* Counters (spin_push_counter index; value in parentheses). A response
  * with status S counts under index S (RMA_STATUS_*, the request's length);
  * the frames below get no response. */
 #define RMA_CTR_BAD_FRAME 7   /* not Ethernet/IPv4/UDP, lengths beyond the frame, no RMA header (frame length) */
-#define RMA_CTR_NOT_REQUEST 8 /* a response or transport control packet (kind << 8 | op) */
+#define RMA_CTR_NOT_REQUEST 8 /* a transport control packet (kind << 8 | op); responses go to spin_rma_complete */
 #define RMA_CTR_SEND_FAILED 9 /* the response could not be sent (status) */
 
 #ifdef SOFTSPIN_SABOTAGE
@@ -58,6 +59,11 @@ volatile rma_window_t rma_windows[RMA_WINDOWS];
 /* For the host: table geometry without a copy of the C layout. */
 const uint32_t rma_window_count = RMA_WINDOWS;
 const uint32_t rma_window_bytes = sizeof(rma_window_t);
+
+/* The initiator's table (rma_txns) and buffers: this image also issues
+ * RMA operations, host-posted (doorbells) or a handler's, and completes
+ * them from their responses (sdk/include/spin_rma_ops.h). */
+SPIN_RMA_OPS_STORAGE;
 
 static spin_lock_t rma_locks[RMA_LOCKS];
 static uint8_t rma_out[RMA_HPUS_MAX][RMA_BUF_BYTES] __attribute__((aligned(8)));
@@ -325,7 +331,12 @@ __handler__ void rma_target_ph(handler_args_t *args)
 {
     task_t *t = args->task;
     rma_req_t r;
-    if (!parse_frame((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &r))
+    const uint8_t *f = (const uint8_t *)t->pkt_mem;
+    /* The initiator's frames: the host's doorbells, responses to this
+     * node's requests (counted by spin_rma_ops.h when they match nothing). */
+    if (spin_rma_doorbell(f, t->pkt_mem_size) || spin_rma_complete(f, t->pkt_mem_size))
+        return;
+    if (!parse_frame(f, t->pkt_mem_size, &r))
         return;
     uint8_t *out = out_buffer(t, args);
     if (!out) {

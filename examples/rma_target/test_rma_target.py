@@ -33,6 +33,7 @@ WRITE, READ, FADD32, FADD64, CAS32, CAS64 = range(1, 7)
 RESPONSE = 0x80
 OK, BAD_KEY, OUT_OF_WINDOW, PERMISSION, MALFORMED, UNALIGNED, FAILED = range(7)
 BAD_FRAME, NOT_REQUEST, SEND_FAILED = 7, 8, 9  # handler.c's other counters
+RESPONSE_DROPPED = 10  # spin_rma_ops.h: a response no entry of the initiator's table expects
 R, W, A = 1, 2, 4
 WINDOW = "<IIQQ"  # one window-table entry in NIC memory (little-endian)
 WIDTH = {FADD32: 4, FADD64: 8, CAS32: 4, CAS64: 8}
@@ -81,8 +82,10 @@ class Reference:
         payload = frame[42 + HDR_LEN:34 + udp_len]
         if v != 1:
             return None, BAD_FRAME
-        if kind != DATA or op & RESPONSE:
+        if kind != DATA:
             return None, NOT_REQUEST
+        if op & RESPONSE:  # this node initiated nothing: no entry expects it
+            return None, RESPONSE_DROPPED
         st, data = self._check(op, status, key, off, length, payload), b""
         if st == OK:
             base = self.windows[key][0] + off
@@ -255,8 +258,9 @@ def test_refused_requests_write_nothing(image, scratchpad):
                     good[:16] + struct.pack("!H", 2000) + good[18:],  # IP length beyond the frame
                     good[:38] + struct.pack("!H", 47) + good[40:],  # UDP length below the RMA header
                     good[:20] + b"\x20\x00" + good[22:]],  # a fragment (MF)
-        NOT_REQUEST: [request(WRITE | RESPONSE, 1, 0, 0), request(0, 1, 0, 0, kind=ACK),
-                      request(0, 1, 0, 0, kind=NACK), request(0, 1, 0, 0, kind=UNACK)],
+        NOT_REQUEST: [request(0, 1, 0, 0, kind=ACK), request(0, 1, 0, 0, kind=NACK),
+                      request(0, 1, 0, 0, kind=UNACK)],
+        RESPONSE_DROPPED: [request(WRITE | RESPONSE, 1, 0, 0), request(READ | RESPONSE, 1, 0, 8, b"8 bytes!")],
     }
     frames = [f for fs in cases.values() for f in fs]
     before = t.host()
@@ -311,6 +315,23 @@ def test_hostile_requests_match_the_reference(image):
         want[st] = want.get(st, 0) + 1
     assert t.counters() == want
     assert len(want) >= 8, want  # the mutations reach every check
+
+
+def test_rma_post_from_python_refuses_clearly(image):
+    """Nic.rma_post needs the transport and a node table (the operations
+    themselves are tested between NICs in crates/host/tests/rma_initiator.rs
+    and crates/cli/tests/rma_cli.rs): without them, and with an unknown op,
+    a clear error; nothing is outstanding or completed."""
+    nic = softspin.Nic("fpspin")
+    img = nic.load_image(image)
+    win = nic.host_array(HOST_SIZE)
+    e = nic.install(img, ph="rma_target_ph", host_window=win, scratchpad=SCRATCHPAD)
+    nic.activate(e)
+    with pytest.raises(softspin.Error, match="RMA transport"):
+        nic.rma_post(e, 1, 1, 0, "get", local=0, len=8)
+    with pytest.raises(softspin.InvalidArgumentError, match="RMA op `erase`"):
+        nic.rma_post(e, 1, 1, 0, "erase")
+    assert nic.rma_outstanding(e) == 0 and nic.rma_completions(e) == []
 
 
 def test_export_window_from_python(image):
@@ -408,7 +429,7 @@ def test_cli_sim_pcap(tmp_path):
     served = [ref.serve(f) for f in frames]
     expect = [r for r, _ in served if r is not None]
     assert [st for _, st in served[-10:]] == [OUT_OF_WINDOW, OUT_OF_WINDOW, BAD_KEY, UNALIGNED, MALFORMED, MALFORMED,
-                                              MALFORMED, BAD_FRAME, NOT_REQUEST, NOT_REQUEST]
+                                              MALFORMED, BAD_FRAME, NOT_REQUEST, RESPONSE_DROPPED]
     write_pcap(tmp_path / "in.pcap", frames, gap_us=2000)  # fpspin HPUs are slow: one at a time
     r = subprocess.run([str(CLI), "sim", "--profile", "fpspin", "--image", str(img), "--ph", "rma_target_ph",
                         "--pcap", str(tmp_path / "in.pcap"), "--frame", "eth", "--host-size", str(1 << 16),

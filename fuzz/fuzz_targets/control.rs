@@ -40,6 +40,7 @@ fuzz_target!(|data: &[u8]| {
             name: "notify".into(),
             host: Some(w),
             shm_offset: None,
+            rma: false,
         }],
         ..Default::default()
     };

@@ -10,6 +10,9 @@ use arbitrary::Arbitrary;
 use libfuzzer_sys::fuzz_target;
 use softspin_engine::traffic::{FrameKind, GenConfig, Payload};
 use softspin_fuzz::{HANDLERS, WATCHDOG};
+use softspin_cluster::{Mac, Node, NodeTable};
+use softspin_engine::RmaTransportConfig;
+use softspin_host::rma::{RmaHandle, RmaOp, RmaRequest};
 use softspin_host::{Ectx, EctxOptions, HostWindow, Image, Nic};
 
 /// A host address: inside a window the NIC handed out, or anywhere.
@@ -56,6 +59,17 @@ struct Options {
     /// PsPIN's layout: the ECTX's own handler memory (near L2's handler
     /// base, so some land inside it).
     handler_mem_addr: Option<u16>,
+    /// The RMA transport block in front of it, as this rank.
+    rma: Option<u8>,
+}
+
+/// An RMA operation to post (`Nic::rma_post`), any values.
+#[derive(Arbitrary, Debug)]
+enum FuzzRmaOp {
+    Put { local: u64, len: u64 },
+    Get { local: u64, len: u64 },
+    FetchAdd { width: u8, addend: u64 },
+    Cas { width: u8, compare: u64, swap: u64 },
 }
 
 #[derive(Arbitrary, Debug)]
@@ -92,6 +106,12 @@ enum Call {
     EctxCounts(u8),
     Counters(u8),
     HpuStdout(usize),
+    /// A node table of `nodes % 5 + 1` nodes, this NIC as `rank`.
+    SetNodeTable { nodes: u8, rank: u8 },
+    ExportWindow { ectx: u8, key: u32, offset: u64, size: u64, perms: u32 },
+    RmaPost { ectx: u8, rank: u16, key: u32, offset: u64, op: FuzzRmaOp },
+    RmaCompletions(u8),
+    RmaOutstanding(u8),
 }
 
 #[derive(Default)]
@@ -101,6 +121,9 @@ struct State {
     ectxs: Vec<(Ectx, usize)>,
     allocs: Vec<u32>,
     notifications: Vec<u32>,
+    /// RMA handles posted, and those completed (each exactly once).
+    rma_posted: std::collections::HashSet<RmaHandle>,
+    rma_done: std::collections::HashSet<RmaHandle>,
 }
 
 fn pick<T: Copy>(v: &[T], k: u8) -> Option<T> {
@@ -184,7 +207,7 @@ fn call(nic: &mut Nic, st: &mut State, c: Call) {
                 msg_timeout_ns: o.msg_timeout_ns,
                 udp_dst_port: o.udp_dst_port,
                 rules: Vec::new(),
-                rma: None,
+                rma: o.rma.map(|r| RmaTransportConfig::new(u16::from(r % 4))),
                 handler_mem_addr: o.handler_mem_addr.map(|a| softspin_hpu::abi::L2_HANDLER_BASE + (u32::from(a) << 6)),
             };
             if let Ok(e) = nic.install(&st.images[k], opts) {
@@ -281,6 +304,47 @@ fn call(nic: &mut Nic, st: &mut State, c: Call) {
         }
         Call::HpuStdout(h) => {
             let _ = nic.hpu_stdout(h);
+        }
+        Call::SetNodeTable { nodes, rank } => {
+            let n = usize::from(nodes % 5) + 1;
+            let table = NodeTable::new(
+                (0..n)
+                    .map(|k| Node {
+                        rank: k as u32,
+                        iface: format!("f{k}"),
+                        ipv4: std::net::Ipv4Addr::new(10, 0, 0, k as u8 + 1),
+                        mac: Mac([2, 0, 0, 0, 0, k as u8 + 1]),
+                        udp_port: 21328,
+                        netns: None,
+                    })
+                    .collect(),
+            )
+            .expect("a valid table");
+            let _ = nic.set_node_table(&table, u32::from(rank));
+        }
+        Call::ExportWindow { ectx, key, offset, size, perms } => {
+            let _ = nic.export_window(st.ectx(ectx), key, offset, size, perms);
+        }
+        Call::RmaPost { ectx, rank, key, offset, op } => {
+            let op = match op {
+                FuzzRmaOp::Put { local, len } => RmaOp::Put { local, len },
+                FuzzRmaOp::Get { local, len } => RmaOp::Get { local, len },
+                FuzzRmaOp::FetchAdd { width, addend } => RmaOp::FetchAdd { width, addend },
+                FuzzRmaOp::Cas { width, compare, swap } => RmaOp::Cas { width, compare, swap },
+            };
+            if let Ok(h) = nic.rma_post(st.ectx(ectx), &RmaRequest { rank, key, offset, op }) {
+                assert!(st.rma_posted.insert(h), "handle {h:?} issued twice");
+            }
+        }
+        Call::RmaCompletions(k) => {
+            for c in nic.rma_completions(st.ectx(k)) {
+                assert!(st.rma_posted.contains(&c.handle), "{c:?} never posted");
+                assert!(st.rma_done.insert(c.handle), "{c:?} completed twice");
+                assert!(c.status <= 7, "{c:?}");
+            }
+        }
+        Call::RmaOutstanding(k) => {
+            let _ = nic.rma_outstanding(st.ectx(k));
         }
     }
 }

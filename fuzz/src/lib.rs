@@ -15,13 +15,16 @@ use softspin_hpu::ElfImage;
 /// Handler images the targets build on, embedded so a crash reproduces from
 /// the input file alone. Rebuild with
 /// `target/release/softspin build examples/NAME/handler.c -o fuzz/handlers/NAME.elf`.
-pub const HANDLERS: [(&str, &[u8]); 6] = [
+pub const HANDLERS: [(&str, &[u8]); 7] = [
     ("empty", include_bytes!("../handlers/empty.elf")),
     ("copy_to_host", include_bytes!("../handlers/copy_to_host.elf")),
     ("notify", include_bytes!("../handlers/notify.elf")),
     ("ping_pong", include_bytes!("../handlers/ping_pong.elf")),
     ("pspin_compat", include_bytes!("../handlers/pspin_compat.elf")),
     ("kvstore", include_bytes!("../handlers/kvstore.elf")),
+    // RMA target and initiator: host-posted operations, and frames fed to
+    // it are requests, responses (forged txns) and doorbells.
+    ("rma_target", include_bytes!("../handlers/rma_target.elf")),
 ];
 
 /// A prebuilt image, parsed.

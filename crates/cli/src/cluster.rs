@@ -72,7 +72,7 @@ pub enum ClusterCmd {
     },
 }
 
-const DEFAULT_PREFIX: &str = "ssn";
+pub(crate) const DEFAULT_PREFIX: &str = "ssn";
 
 #[derive(clap::Args)]
 pub struct UpArgs {
@@ -86,9 +86,10 @@ pub struct UpArgs {
     /// The /24 as A.B.C [default: 10.X.Y from a hash of the prefix].
     #[arg(long, value_name = "A.B.C")]
     net: Option<String>,
-    /// The UDP port of every node's NIC in the table.
-    #[arg(long, default_value_t = local::DEFAULT_UDP_PORT)]
-    port: u16,
+    /// The UDP port of every node's NIC in the table [default: 9330; with
+    /// --rma, RMA's port 21328, which initiators address from the table].
+    #[arg(long)]
+    port: Option<u16>,
     /// Put softspin-lossy on every node's link with these flags (as the
     /// tool takes them, e.g. "--loss 0.03 --reorder 0.25 --dup 0.01").
     #[arg(long, value_name = "SPEC", allow_hyphen_values = true)]
@@ -189,7 +190,11 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         names: names.clone(),
         nodes: a.nodes,
         net,
-        udp_port: a.port,
+        udp_port: match (a.port, a.rma) {
+            (Some(p), _) => p,
+            (None, true) => softspin_wire::rma::UDP_PORT,
+            (None, false) => local::DEFAULT_UDP_PORT,
+        },
         lossy,
         table: a.table.clone(),
     };

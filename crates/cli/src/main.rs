@@ -13,6 +13,7 @@ mod live_timeline;
 mod new;
 mod nic;
 mod results;
+mod rma;
 mod sim;
 mod slmp;
 mod slmp_recv;
@@ -53,6 +54,12 @@ enum Cmd {
         #[command(subcommand)]
         cmd: cluster::ClusterCmd,
     },
+    /// Remote memory between the nodes of a cluster (docs/rma.md): put and
+    /// get through a node's NIC process.
+    Rma {
+        #[command(subcommand)]
+        cmd: rma::RmaCmd,
+    },
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
     /// Start a handler project: a directory with a handler, a Makefile, a
@@ -70,6 +77,7 @@ fn main() -> ExitCode {
         Cmd::Slmp { cmd } => slmp::main(cmd),
         Cmd::New(a) => new::main(a),
         Cmd::Cluster { cmd } => cluster::main(cmd),
+        Cmd::Rma { cmd } => rma::main(cmd),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

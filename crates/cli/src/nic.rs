@@ -484,6 +484,9 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
                 "errors": s.errors,
                 "notifications_delivered": s.notifications_delivered,
                 "notifications_dropped": s.notifications_dropped,
+                "rma_posted": s.rma_posted,
+                "rma_delivered": s.rma_delivered,
+                "rma_dropped": s.rma_dropped,
             });
         }
         j["footprint_peak"] = serde_json::json!({
@@ -593,6 +596,7 @@ fn node_info(
             shm_offset: shm
                 .as_ref()
                 .and_then(|s| s.offsets.get(k).copied().flatten()),
+            rma: nic.rma_windows(e).is_ok(),
         });
     }
     Ok(NodeInfo {

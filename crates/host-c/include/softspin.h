@@ -402,6 +402,31 @@ typedef enum ss_error_cause {
 } ss_error_cause;
 
 /**
+ * The operation of an ss_rma_request (docs/rma.md, docs/host-interface.md "RMA").
+ */
+typedef enum ss_rma_op {
+    /**
+     * Write `len` bytes of the RMA ECTX's host window at `local` to the
+     * remote window.
+     */
+    SS_RMA_PUT = 1,
+    /**
+     * Read `len` bytes of the remote window into the host window at `local`.
+     */
+    SS_RMA_GET = 2,
+    /**
+     * Fetch-and-add `operand` to the `width`-byte word; completion value =
+     * the old word.
+     */
+    SS_RMA_FETCH_ADD = 3,
+    /**
+     * Compare-and-swap: `operand` is the compare value, `swap` the new one;
+     * completion value = the old word.
+     */
+    SS_RMA_CAS = 4,
+} ss_rma_op;
+
+/**
  * A connection to a `softspin nic` process's control socket, with the host
  * memory it shares mapped (ss_client_connect). One thread at a time.
  */
@@ -1113,6 +1138,65 @@ typedef struct ss_counter {
     uint64_t count;
 } ss_counter;
 
+/**
+ * One RMA operation for ss_client_post (fields an op does not use are
+ * ignored).
+ */
+typedef struct ss_rma_request {
+    /**
+     * An ss_rma_op.
+     */
+    uint32_t op;
+    /**
+     * The target node's rank.
+     */
+    uint16_t rank;
+    /**
+     * Atomics: 4 or 8.
+     */
+    uint8_t width;
+    /**
+     * The target's window key.
+     */
+    uint32_t key;
+    /**
+     * Byte offset in the target's window.
+     */
+    uint64_t offset;
+    /**
+     * Put/get: offset in this node's RMA ECTX host window, and length.
+     */
+    uint64_t local;
+    uint64_t len;
+    /**
+     * Fetch-and-add: the addend; compare-and-swap: the compare value.
+     */
+    uint64_t operand;
+    /**
+     * Compare-and-swap: the value swapped in.
+     */
+    uint64_t swap;
+} ss_rma_request;
+
+/**
+ * A completed RMA operation (ss_client_wait, ss_client_test).
+ */
+typedef struct ss_rma_completion {
+    /**
+     * The handle ss_client_post gave.
+     */
+    uint64_t handle;
+    /**
+     * 0 OK; 1 BAD_KEY, 2 OUT_OF_WINDOW, 3 PERMISSION, 4 MALFORMED,
+     * 5 UNALIGNED, 6 FAILED (softspin_wire::rma); 7 PEER_FAILED.
+     */
+    uint8_t status;
+    /**
+     * Atomics: the old word; 0 otherwise.
+     */
+    uint64_t value;
+} ss_rma_completion;
+
 #ifdef __cplusplus
 extern "C" {
 #endif // __cplusplus
@@ -1668,6 +1752,84 @@ int ss_client_wait_notification(struct ss_client *c,
  * notification), SS_EIO.
  */
 int ss_client_respond(struct ss_client *c, uint32_t id, uint64_t value);
+
+/**
+ * Post an RMA operation without waiting (docs/host-interface.md "RMA");
+ * `*handle` is this client's handle for ss_client_wait/ss_client_test. A
+ * put sends bytes stored in the host window before the call. Errors:
+ * SS_EINVAL (a bad request: the message says why), SS_EIO.
+ */
+int ss_client_post(struct ss_client *c, const struct ss_rma_request *req, uint64_t *handle);
+
+/**
+ * Wait at most `timeout_ms` for the completion of `handle`: `*got` is 1
+ * and `*out` filled when it came (each completion is returned once), else
+ * 0. A non-OK status is in `out->status`, not an error. Errors: SS_EINVAL
+ * (not a handle of this client's still to be waited for), SS_EIO.
+ */
+int ss_client_wait(struct ss_client *c,
+                   uint64_t handle,
+                   uint64_t timeout_ms,
+                   struct ss_rma_completion *out_completion,
+                   int *got);
+
+/**
+ * ss_client_wait without waiting.
+ */
+int ss_client_test(struct ss_client *c,
+                   uint64_t handle,
+                   struct ss_rma_completion *out_completion,
+                   int *got);
+
+/**
+ * Put (blocking): `len` bytes of the RMA ECTX's host window at `local`
+ * (within ss_client_host_mem at the ECTX's shm offset) to `offset` in rank
+ * `rank`'s window `key`. Errors: SS_EHOST (a non-OK status: the message
+ * names it, e.g. BAD_KEY, and for PEER_FAILED the rank), SS_EINVAL, SS_EIO.
+ */
+int ss_client_put(struct ss_client *c,
+                  uint16_t rank,
+                  uint32_t key,
+                  uint64_t offset,
+                  uint64_t local,
+                  uint64_t len);
+
+/**
+ * Get (blocking): `len` bytes at `offset` of rank `rank`'s window `key`
+ * into the host window at `local`. Errors: as ss_client_put.
+ */
+int ss_client_get(struct ss_client *c,
+                  uint16_t rank,
+                  uint32_t key,
+                  uint64_t offset,
+                  uint64_t local,
+                  uint64_t len);
+
+/**
+ * Fetch-and-add (blocking) on the `width`-byte (4 or 8) word at `offset`;
+ * `*old` gets the word before. Errors: as ss_client_put.
+ */
+int ss_client_fetch_add(struct ss_client *c,
+                        uint16_t rank,
+                        uint32_t key,
+                        uint64_t offset,
+                        uint8_t width,
+                        uint64_t addend,
+                        uint64_t *old);
+
+/**
+ * Compare-and-swap (blocking) on the `width`-byte word at `offset`: `*old`
+ * gets the word before (swapped iff it equalled `compare`). Errors: as
+ * ss_client_put.
+ */
+int ss_client_cas(struct ss_client *c,
+                  uint16_t rank,
+                  uint32_t key,
+                  uint64_t offset,
+                  uint8_t width,
+                  uint64_t compare,
+                  uint64_t swap,
+                  uint64_t *old);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -658,6 +658,60 @@ pub struct ss_notification {
     pub data: [u8; SS_NOTIFY_INLINE_MAX],
 }
 
+/// The operation of an ss_rma_request (docs/rma.md, docs/host-interface.md "RMA").
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ss_rma_op {
+    /// Write `len` bytes of the RMA ECTX's host window at `local` to the
+    /// remote window.
+    SS_RMA_PUT = 1,
+    /// Read `len` bytes of the remote window into the host window at `local`.
+    SS_RMA_GET = 2,
+    /// Fetch-and-add `operand` to the `width`-byte word; completion value =
+    /// the old word.
+    SS_RMA_FETCH_ADD = 3,
+    /// Compare-and-swap: `operand` is the compare value, `swap` the new one;
+    /// completion value = the old word.
+    SS_RMA_CAS = 4,
+}
+
+/// One RMA operation for ss_client_post (fields an op does not use are
+/// ignored).
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct ss_rma_request {
+    /// An ss_rma_op.
+    pub op: u32,
+    /// The target node's rank.
+    pub rank: u16,
+    /// Atomics: 4 or 8.
+    pub width: u8,
+    /// The target's window key.
+    pub key: u32,
+    /// Byte offset in the target's window.
+    pub offset: u64,
+    /// Put/get: offset in this node's RMA ECTX host window, and length.
+    pub local: u64,
+    pub len: u64,
+    /// Fetch-and-add: the addend; compare-and-swap: the compare value.
+    pub operand: u64,
+    /// Compare-and-swap: the value swapped in.
+    pub swap: u64,
+}
+
+/// A completed RMA operation (ss_client_wait, ss_client_test).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ss_rma_completion {
+    /// The handle ss_client_post gave.
+    pub handle: u64,
+    /// 0 OK; 1 BAD_KEY, 2 OUT_OF_WINDOW, 3 PERMISSION, 4 MALFORMED,
+    /// 5 UNALIGNED, 6 FAILED (softspin_wire::rma); 7 PEER_FAILED.
+    pub status: u8,
+    /// Atomics: the old word; 0 otherwise.
+    pub value: u64,
+}
+
 /// A performance counter pushed by an ECTX's handlers (FPsPIN style).
 #[repr(C)]
 #[derive(Clone, Copy, Debug, Default)]
@@ -2728,6 +2782,195 @@ pub unsafe extern "C" fn ss_client_wait_notification(
 #[no_mangle]
 pub unsafe extern "C" fn ss_client_respond(c: *mut ss_client, id: u32, value: u64) -> c_int {
     with_client(c, |c| Ok(c.respond(id, value)?))
+}
+
+fn rma_request(r: &ss_rma_request) -> Result<softspin_host::RmaRequest, softspin_host::Error> {
+    use softspin_host::RmaOp;
+    use ss_rma_op::*;
+    let is = |o: ss_rma_op| r.op == o as u32;
+    let op = match () {
+        _ if is(SS_RMA_PUT) => RmaOp::Put {
+            local: r.local,
+            len: r.len,
+        },
+        _ if is(SS_RMA_GET) => RmaOp::Get {
+            local: r.local,
+            len: r.len,
+        },
+        _ if is(SS_RMA_FETCH_ADD) => RmaOp::FetchAdd {
+            width: r.width,
+            addend: r.operand,
+        },
+        _ if is(SS_RMA_CAS) => RmaOp::Cas {
+            width: r.width,
+            compare: r.operand,
+            swap: r.swap,
+        },
+        _ => {
+            return Err(softspin_host::Error::Invalid(format!(
+                "ss_rma_request.op {}: one of SS_RMA_PUT, SS_RMA_GET, SS_RMA_FETCH_ADD, SS_RMA_CAS",
+                r.op
+            )))
+        }
+    };
+    Ok(softspin_host::RmaRequest {
+        rank: r.rank,
+        key: r.key,
+        offset: r.offset,
+        op,
+    })
+}
+
+/// Post an RMA operation without waiting (docs/host-interface.md "RMA");
+/// `*handle` is this client's handle for ss_client_wait/ss_client_test. A
+/// put sends bytes stored in the host window before the call. Errors:
+/// SS_EINVAL (a bad request: the message says why), SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_post(
+    c: *mut ss_client,
+    req: *const ss_rma_request,
+    handle: *mut u64,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's pointers (checked for NULL).
+        let (r, h) = unsafe {
+            (
+                req.as_ref().ok_or_else(|| null("req"))?,
+                out(handle, "handle")?,
+            )
+        };
+        *h = c.post(&rma_request(r)?)?.0;
+        Ok(())
+    })
+}
+
+fn put_completion(
+    x: Option<softspin_host::RmaCompletion>,
+    pc: &mut ss_rma_completion,
+    pg: &mut c_int,
+) {
+    *pg = c_int::from(x.is_some());
+    if let Some(x) = x {
+        *pc = ss_rma_completion {
+            handle: x.handle.0,
+            status: x.status,
+            value: x.value,
+        };
+    }
+}
+
+/// Wait at most `timeout_ms` for the completion of `handle`: `*got` is 1
+/// and `*out` filled when it came (each completion is returned once), else
+/// 0. A non-OK status is in `out->status`, not an error. Errors: SS_EINVAL
+/// (not a handle of this client's still to be waited for), SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_wait(
+    c: *mut ss_client,
+    handle: u64,
+    timeout_ms: u64,
+    out_completion: *mut ss_rma_completion,
+    got: *mut c_int,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's pointers (checked for NULL).
+        let (pc, pg) = unsafe { (out(out_completion, "out_completion")?, out(got, "got")?) };
+        let x = c.wait(
+            softspin_host::RmaHandle(handle),
+            Duration::from_millis(timeout_ms),
+        )?;
+        put_completion(x, pc, pg);
+        Ok(())
+    })
+}
+
+/// ss_client_wait without waiting.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_test(
+    c: *mut ss_client,
+    handle: u64,
+    out_completion: *mut ss_rma_completion,
+    got: *mut c_int,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's pointers (checked for NULL).
+        let (pc, pg) = unsafe { (out(out_completion, "out_completion")?, out(got, "got")?) };
+        let x = c.test(softspin_host::RmaHandle(handle))?;
+        put_completion(x, pc, pg);
+        Ok(())
+    })
+}
+
+/// Put (blocking): `len` bytes of the RMA ECTX's host window at `local`
+/// (within ss_client_host_mem at the ECTX's shm offset) to `offset` in rank
+/// `rank`'s window `key`. Errors: SS_EHOST (a non-OK status: the message
+/// names it, e.g. BAD_KEY, and for PEER_FAILED the rank), SS_EINVAL, SS_EIO.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_put(
+    c: *mut ss_client,
+    rank: u16,
+    key: u32,
+    offset: u64,
+    local: u64,
+    len: u64,
+) -> c_int {
+    with_client(c, |c| Ok(c.put(rank, key, offset, local, len)?))
+}
+
+/// Get (blocking): `len` bytes at `offset` of rank `rank`'s window `key`
+/// into the host window at `local`. Errors: as ss_client_put.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_get(
+    c: *mut ss_client,
+    rank: u16,
+    key: u32,
+    offset: u64,
+    local: u64,
+    len: u64,
+) -> c_int {
+    with_client(c, |c| Ok(c.get(rank, key, offset, local, len)?))
+}
+
+/// Fetch-and-add (blocking) on the `width`-byte (4 or 8) word at `offset`;
+/// `*old` gets the word before. Errors: as ss_client_put.
+#[no_mangle]
+pub unsafe extern "C" fn ss_client_fetch_add(
+    c: *mut ss_client,
+    rank: u16,
+    key: u32,
+    offset: u64,
+    width: u8,
+    addend: u64,
+    old: *mut u64,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's pointer (checked for NULL).
+        let o = unsafe { out(old, "old")? };
+        *o = c.fetch_add(rank, key, offset, width, addend)?;
+        Ok(())
+    })
+}
+
+/// Compare-and-swap (blocking) on the `width`-byte word at `offset`: `*old`
+/// gets the word before (swapped iff it equalled `compare`). Errors: as
+/// ss_client_put.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn ss_client_cas(
+    c: *mut ss_client,
+    rank: u16,
+    key: u32,
+    offset: u64,
+    width: u8,
+    compare: u64,
+    swap: u64,
+    old: *mut u64,
+) -> c_int {
+    with_client(c, |c| {
+        // SAFETY: the caller's pointer (checked for NULL).
+        let o = unsafe { out(old, "old")? };
+        *o = c.cas(rank, key, offset, width, compare, swap)?;
+        Ok(())
+    })
 }
 
 #[cfg(test)]

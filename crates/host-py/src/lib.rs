@@ -1203,6 +1203,73 @@ impl Nic {
             .collect())
     }
 
+    /// Post an RMA operation on the ECTX running the RMA handlers (docs/rma.md
+    /// "From the host"): `op` is "put"/"get" (`local`, `len`: bytes of the
+    /// ECTX's host window), "fetch_add" (`width`, `addend`) or "cas"
+    /// (`width`, `compare`, `swap`). Never blocks; the handle's completion
+    /// comes from rma_completions while the NIC runs.
+    #[pyo3(signature = (ectx, rank, key, offset, op, local = 0, len = 0, width = 8, addend = 0, compare = 0, swap = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn rma_post(
+        &mut self,
+        ectx: &Ectx,
+        rank: u16,
+        key: u32,
+        offset: u64,
+        op: &str,
+        local: u64,
+        len: u64,
+        width: u8,
+        addend: u64,
+        compare: u64,
+        swap: u64,
+    ) -> PyResult<u64> {
+        use softspin_host::RmaOp;
+        let e = self.handle(ectx)?;
+        let op = match op {
+            "put" => RmaOp::Put { local, len },
+            "get" => RmaOp::Get { local, len },
+            "fetch_add" => RmaOp::FetchAdd { width, addend },
+            "cas" => RmaOp::Cas {
+                width,
+                compare,
+                swap,
+            },
+            other => {
+                return Err(err(softspin_host::Error::Invalid(format!(
+                    "RMA op `{other}`: put, get, fetch_add or cas"
+                ))))
+            }
+        };
+        let r = softspin_host::RmaRequest {
+            rank,
+            key,
+            offset,
+            op,
+        };
+        Ok(self.owned.get()?.rma_post(e, &r).map_err(err)?.0)
+    }
+
+    /// The completions of the ECTX's host-posted RMA operations since the
+    /// last call, each once: [(handle, status, value)] (status 0 OK, 1
+    /// BAD_KEY ... 7 PEER_FAILED; value: an atomic's old word).
+    fn rma_completions(&mut self, ectx: &Ectx) -> PyResult<Vec<(u64, u8, u64)>> {
+        let e = self.handle(ectx)?;
+        Ok(self
+            .owned
+            .get()?
+            .rma_completions(e)
+            .into_iter()
+            .map(|c| (c.handle.0, c.status, c.value))
+            .collect())
+    }
+
+    /// RMA operations posted on the ECTX and not yet completed.
+    fn rma_outstanding(&self, ectx: &Ectx) -> PyResult<usize> {
+        let e = self.handle(ectx)?;
+        Ok(self.owned.get_ref()?.rma_outstanding(e))
+    }
+
     // -- traffic
 
     /// Hand the NIC one packet (a whole frame) of message `msg_id` now.

@@ -51,6 +51,7 @@ mod live;
 mod live_capture;
 mod nodes;
 pub mod rma;
+pub use rma::{RmaCompletion, RmaHandle, RmaOp, RmaRequest};
 pub mod sdk;
 pub mod slmp;
 #[cfg(feature = "live")]
@@ -440,6 +441,8 @@ struct EctxInfo {
     /// (`rma::window::SYMBOL`), for `export_window`.
     host_window: Option<HostWindow>,
     rma_windows: Option<u32>,
+    /// Where its image keeps the RMA initiator's table (`rma::txn::SYMBOL`).
+    rma_txns: Option<u32>,
 }
 
 /// A host window this NIC made: its size, and whether the NIC owns the bytes.
@@ -472,6 +475,8 @@ pub struct Nic {
     live: Option<live::Live>,
     /// The cluster's node table and this NIC's rank (`Nic::set_node_table`).
     nodes: Option<(softspin_cluster::NodeTable, u32)>,
+    /// Host-posted RMA operations, per ECTX (`Nic::rma_post`).
+    rma: rma::Initiators,
 }
 
 impl std::fmt::Debug for Nic {
@@ -551,6 +556,7 @@ impl Nic {
             keep_events: true,
             live: None,
             nodes: None,
+            rma: Default::default(),
         })
     }
 
@@ -802,6 +808,7 @@ impl Nic {
                 .unwrap_or(softspin_engine::traffic::DEFAULT_UDP_PORT),
             host_window: o.host_window,
             rma_windows: image.symbol(softspin_wire::rma::window::SYMBOL).ok(),
+            rma_txns: image.symbol(softspin_wire::rma::txn::SYMBOL).ok(),
         };
         self.ectxs.insert(handle, info);
         self.slots.insert(id, Ectx(handle));
@@ -842,6 +849,7 @@ impl Nic {
         self.collect();
         self.engine.uninstall(id)?;
         self.ectxs.remove(&e.0);
+        self.rma.forget(e);
         self.reprogram_matcher()
     }
 

@@ -617,3 +617,167 @@ pub mod window {
 
     use field::Field;
 }
+
+/// The initiator's outstanding-transaction table (OTT, docs/rma.md
+/// "Initiator"): one entry per operation a node's NIC has in flight, in NIC
+/// memory in the RMA handlers' image (symbol [`txn::SYMBOL`]), little-endian
+/// as [`window`]'s table. The host posts into entries `0..HOST_TXNS`,
+/// handlers allocate `HOST_TXNS..TXNS`. `sdk/include/spin_rma_ops.h` has the
+/// same layout for C (`rma_txn_t`), checked by `tests/rma_c_layout.rs`.
+pub mod txn {
+    mod field {
+        pub type Field = core::ops::Range<usize>;
+        pub const STATE: Field = 0..4;
+        pub const TXN: Field = 4..8;
+        pub const OP: Field = 8..10;
+        pub const FLAGS: Field = 10..12;
+        pub const RANK: Field = 12..16;
+        pub const KEY: Field = 16..20;
+        pub const LENGTH: Field = 20..24;
+        pub const OFFSET: Field = 24..32;
+        pub const LOCAL: Field = 32..40;
+        pub const OPERAND0: Field = 40..48;
+        pub const OPERAND1: Field = 48..56;
+        pub const VALUE: Field = 56..64;
+        pub const PACKETS: Field = 64..68;
+        pub const ANSWERED: Field = 68..72;
+        pub const REMAINING: Field = 72..76;
+        pub const STATUS: Field = 76..80;
+    }
+
+    /// Bytes of one entry.
+    pub const ENTRY_LEN: usize = 80;
+    /// Entries in the table.
+    pub const TXNS: usize = 64;
+    /// Entries the host posts into (`0..HOST_TXNS`); handlers allocate the rest.
+    pub const HOST_TXNS: usize = 32;
+    /// Symbol of the table in the RMA handlers' image.
+    pub const SYMBOL: &str = "rma_txns";
+    /// Packets one entry sends at most (its `answered` bitmap's bits): a
+    /// handler issues them in one call, so this bounds its instructions.
+    pub const MAX_PACKETS: usize = 32;
+    /// Bytes one entry moves at most.
+    pub const MAX_LEN: usize = MAX_PACKETS * super::MAX_PAYLOAD;
+    /// Entry states.
+    pub const FREE: u32 = 0;
+    /// Written whole by the host; its doorbell has not run yet.
+    pub const POSTED: u32 = 1;
+    /// Its requests are out; responses are being counted.
+    pub const IN_FLIGHT: u32 = 2;
+    /// Every packet answered (`status`, `value` final).
+    pub const DONE: u32 = 3;
+    /// The status of an operation whose destination the transport declared
+    /// failed (after `super::Status`'s 0..=6).
+    pub const STATUS_PEER_FAILED: u32 = 7;
+    /// `flags`: `local` is a NIC address (put from device), not a host one.
+    pub const FLAG_NIC_SRC: u16 = 1;
+    /// The wire txn of entry `index` in generation `gen`: the response's
+    /// txn names the entry and, by the generation, which use of it.
+    pub const fn wire_txn(index: usize, gen: u16) -> u32 {
+        (index as u32 & 0xffff) | ((gen as u32) << 16)
+    }
+    /// The entry index a wire txn names.
+    pub const fn index_of(txn: u32) -> usize {
+        (txn & 0xffff) as usize
+    }
+    /// The generation of a wire txn.
+    pub const fn gen_of(txn: u32) -> u16 {
+        (txn >> 16) as u16
+    }
+
+    /// The host's doorbell (docs/rma.md "Host posting"): a frame injected
+    /// into the RMA ECTX's inbound path, not from the wire: Ethernet with
+    /// [`DOORBELL_ETHERTYPE`], then [`DOORBELL_MAGIC`] and the posted
+    /// entry's wire txn, both little-endian u32.
+    pub const DOORBELL_ETHERTYPE: u16 = 0x88b5;
+    /// "SSDB", little-endian.
+    pub const DOORBELL_MAGIC: u32 = 0x4244_5353;
+    /// Bytes of a doorbell frame.
+    pub const DOORBELL_LEN: usize = 14 + 8;
+
+    /// A doorbell frame for the entry with wire txn `txn`.
+    pub fn doorbell(txn: u32) -> [u8; DOORBELL_LEN] {
+        let mut f = [0u8; DOORBELL_LEN];
+        f[12..14].copy_from_slice(&DOORBELL_ETHERTYPE.to_be_bytes());
+        f[14..18].copy_from_slice(&DOORBELL_MAGIC.to_le_bytes());
+        f[18..22].copy_from_slice(&txn.to_le_bytes());
+        f
+    }
+
+    /// One entry as plain values.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+    pub struct Entry {
+        pub state: u32,
+        pub txn: u32,
+        /// `super::Op` as a byte (Write for puts, Read for gets).
+        pub op: u16,
+        pub flags: u16,
+        pub rank: u32,
+        pub key: u32,
+        pub length: u32,
+        pub offset: u64,
+        pub local: u64,
+        pub operands: [u64; 2],
+        pub value: u64,
+        pub packets: u32,
+        pub answered: u32,
+        pub remaining: u32,
+        pub status: u32,
+    }
+
+    impl Entry {
+        pub fn to_bytes(&self) -> [u8; ENTRY_LEN] {
+            let mut b = [0u8; ENTRY_LEN];
+            let mut put = |f: Field, v: &[u8]| b[f].copy_from_slice(v);
+            put(field::STATE, &self.state.to_le_bytes());
+            put(field::TXN, &self.txn.to_le_bytes());
+            put(field::OP, &self.op.to_le_bytes());
+            put(field::FLAGS, &self.flags.to_le_bytes());
+            put(field::RANK, &self.rank.to_le_bytes());
+            put(field::KEY, &self.key.to_le_bytes());
+            put(field::LENGTH, &self.length.to_le_bytes());
+            put(field::OFFSET, &self.offset.to_le_bytes());
+            put(field::LOCAL, &self.local.to_le_bytes());
+            put(field::OPERAND0, &self.operands[0].to_le_bytes());
+            put(field::OPERAND1, &self.operands[1].to_le_bytes());
+            put(field::VALUE, &self.value.to_le_bytes());
+            put(field::PACKETS, &self.packets.to_le_bytes());
+            put(field::ANSWERED, &self.answered.to_le_bytes());
+            put(field::REMAINING, &self.remaining.to_le_bytes());
+            put(field::STATUS, &self.status.to_le_bytes());
+            b
+        }
+
+        pub fn from_bytes(b: &[u8; ENTRY_LEN]) -> Entry {
+            let u16_at = |f: Field| u16::from_le_bytes(b[f].try_into().unwrap_or_default());
+            let u32_at = |f: Field| u32::from_le_bytes(b[f].try_into().unwrap_or_default());
+            let u64_at = |f: Field| u64::from_le_bytes(b[f].try_into().unwrap_or_default());
+            Entry {
+                state: u32_at(field::STATE),
+                txn: u32_at(field::TXN),
+                op: u16_at(field::OP),
+                flags: u16_at(field::FLAGS),
+                rank: u32_at(field::RANK),
+                key: u32_at(field::KEY),
+                length: u32_at(field::LENGTH),
+                offset: u64_at(field::OFFSET),
+                local: u64_at(field::LOCAL),
+                operands: [u64_at(field::OPERAND0), u64_at(field::OPERAND1)],
+                value: u64_at(field::VALUE),
+                packets: u32_at(field::PACKETS),
+                answered: u32_at(field::ANSWERED),
+                remaining: u32_at(field::REMAINING),
+                status: u32_at(field::STATUS),
+            }
+        }
+
+        /// Byte offset of the state field, which the host writes last when
+        /// it posts (a doorbell finds the entry whole or not POSTED).
+        pub const STATE_OFFSET: usize = field::STATE.start;
+        /// Byte offset of the status field (the host sets it to 7 in a
+        /// handler's entry to a destination the transport declared failed).
+        pub const STATUS_OFFSET: usize = field::STATUS.start;
+    }
+
+    use field::Field;
+}

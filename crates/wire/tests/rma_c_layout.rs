@@ -2,22 +2,27 @@
 //! defined in Rust; a C program built with the host compiler includes the
 //! header alone, reads a header and a window entry emitted here through the
 //! header's struct and accessors, and prints what it sees and its constants.
-//! Any field, offset, size or constant that differs fails the test.
+//! Any field, offset, size or constant that differs fails the test. The
+//! same for the initiator's table in sdk/include/spin_rma_ops.h.
 
 use std::io::Write;
 use std::process::{Command, Stdio};
 
 use softspin_testkit::{root, scratch, skip};
-use softspin_wire::rma::{self, window, Kind, Op, Packet, Repr, Status};
+use softspin_wire::rma::{self, txn, window, Kind, Op, Packet, Repr, Status};
 
 const PROGRAM: &str = r#"
 #include <spin_rma.h>
+#include <spin_rma_ops.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 int main(void) {
     uint8_t b[RMA_HDR_LEN + 16];
     rma_window_t w;
-    if (fread(b, 1, sizeof b, stdin) != sizeof b || fread(&w, 1, sizeof w, stdin) != sizeof w) return 1;
+    rma_txn_t t;
+    if (fread(b, 1, sizeof b, stdin) != sizeof b || fread(&w, 1, sizeof w, stdin) != sizeof w ||
+        fread(&t, 1, sizeof t, stdin) != sizeof t) return 1;
     const rma_hdr_t *h = (const rma_hdr_t *)b;
     printf("version %u\nkind %u\nop %u\nstatus %u\n", h->version, h->kind, h->op, h->status);
     printf("src_rank %u\ndst_rank %u\n", rma_get16(h->src_rank), rma_get16(h->dst_rank));
@@ -39,6 +44,17 @@ int main(void) {
     printf("widths");
     for (unsigned op = 0; op <= RMA_OP_CAS64; op++) printf(" %u/%u/%u", rma_op_width(op), rma_op_operands(op), op ? rma_op_perm(op) : 0);
     printf("\n");
+    printf("t %u %u %u %u %u %u %u %llu %llu %llu %llu %llu %u %u %u %u\n", t.state, t.txn, t.op, t.flags, t.rank,
+           t.key, t.length, (unsigned long long)t.offset, (unsigned long long)t.local,
+           (unsigned long long)t.operand[0], (unsigned long long)t.operand[1], (unsigned long long)t.value, t.packets,
+           t.answered, t.remaining, t.status);
+    printf("txns %u %u %u %u %u %u\n", RMA_TXNS, RMA_HOST_TXNS, (unsigned)sizeof(rma_txn_t),
+           (unsigned)offsetof(rma_txn_t, state), RMA_TXN_MAX_PACKETS, RMA_TXN_MAX_LEN);
+    printf("states %u %u %u %u flag %u peer_failed %u status_at %u\n", RMA_TXN_FREE, RMA_TXN_POSTED,
+           RMA_TXN_IN_FLIGHT, RMA_TXN_DONE, RMA_TXN_NIC_SRC, RMA_STATUS_PEER_FAILED,
+           (unsigned)offsetof(rma_txn_t, status));
+    printf("txn 0x%x: %u %u\n", t.txn, RMA_TXN_INDEX(t.txn), RMA_TXN_GEN(t.txn));
+    printf("doorbell %u %u %u\n", RMA_DOORBELL_ETHERTYPE, RMA_DOORBELL_MAGIC, RMA_DOORBELL_LEN);
     return 0;
 }
 "#;
@@ -99,6 +115,24 @@ fn c_header_matches_rust() {
         size: 0x6162_6364_6566_6768,
     };
     input.extend_from_slice(&w.to_bytes());
+    let t = txn::Entry {
+        state: 0x0102_0304,
+        txn: txn::wire_txn(0x0506, 0x0708),
+        op: 0x090a,
+        flags: 0x0b0c,
+        rank: 0x1112_1314,
+        key: 0x1516_1718,
+        length: 0x191a_1b1c,
+        offset: 0x2122_2324_2526_2728,
+        local: 0x3132_3334_3536_3738,
+        operands: [0x4142_4344_4546_4748, 0x5152_5354_5556_5758],
+        value: 0x6162_6364_6566_6768,
+        packets: 0x7172_7374,
+        answered: 0x7576_7778,
+        remaining: 0x797a_7b7c,
+        status: 0x7d7e_7f70,
+    };
+    input.extend_from_slice(&t.to_bytes());
 
     let mut child = Command::new(&exe)
         .stdin(Stdio::piped())
@@ -124,7 +158,9 @@ fn c_header_matches_rust() {
          offset {}\nlength {}\noperand0 {}\noperand1 {}\n\
          w.key {}\nw.perms {}\nw.base {}\nw.size {}\n\
          RMA_UDP_PORT {}\nRMA_VERSION {}\nRMA_HDR_LEN {}\nRMA_MAX_PAYLOAD {}\nRMA_RESPONSE {}\n\
-         RMA_WINDOWS {}\nentry {}\nperm {} {} {} {}\nkey_free {}\nkinds {}\nops {}\nstatus {}\nwidths {}\n",
+         RMA_WINDOWS {}\nentry {}\nperm {} {} {} {}\nkey_free {}\nkinds {}\nops {}\nstatus {}\nwidths {}\n\
+         t {} {} {} {} {} {} {} {} {} {} {} {} {} {} {} {}\n\
+         txns {} {} {} {} {} {}\nstates {} {} {} {} flag {} peer_failed {} status_at {}\ntxn {:#x}: {} {}\ndoorbell {} {} {}\n",
         rma::VERSION,
         r.kind as u8,
         r.op as u8,
@@ -159,6 +195,46 @@ fn c_header_matches_rust() {
         list(Op::ALL, |o| (o as u8).to_string()),
         list(Status::ALL, |s| (s as u8).to_string()),
         widths,
+        t.state,
+        t.txn,
+        t.op,
+        t.flags,
+        t.rank,
+        t.key,
+        t.length,
+        t.offset,
+        t.local,
+        t.operands[0],
+        t.operands[1],
+        t.value,
+        t.packets,
+        t.answered,
+        t.remaining,
+        t.status,
+        txn::TXNS,
+        txn::HOST_TXNS,
+        txn::ENTRY_LEN,
+        txn::Entry::STATE_OFFSET,
+        txn::MAX_PACKETS,
+        txn::MAX_LEN,
+        txn::FREE,
+        txn::POSTED,
+        txn::IN_FLIGHT,
+        txn::DONE,
+        txn::FLAG_NIC_SRC,
+        txn::STATUS_PEER_FAILED,
+        txn::Entry::STATUS_OFFSET,
+        t.txn,
+        txn::index_of(t.txn),
+        txn::gen_of(t.txn),
+        txn::DOORBELL_ETHERTYPE,
+        txn::DOORBELL_MAGIC,
+        txn::DOORBELL_LEN,
     );
+    // The doorbell frame carries its fields where the C side reads them.
+    let d = txn::doorbell(0x0102_0304);
+    assert_eq!(d[12..14], [0x88, 0xb5]);
+    assert_eq!(d[14..18], *b"SSDB");
+    assert_eq!(d[18..22], [4, 3, 2, 1]);
     assert_eq!(got, want);
 }

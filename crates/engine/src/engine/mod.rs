@@ -639,6 +639,11 @@ impl Engine {
         Ok(())
     }
 
+    /// The ECTX the RMA transport block is in front of, if it is enabled.
+    pub fn rma_ectx(&self) -> Option<EctxId> {
+        self.core.rma.as_ref().map(|b| b.ectx())
+    }
+
     /// Destinations the RMA transport declared failed, in order.
     pub fn rma_failed(&self) -> &[softspin_rma::PeerFailed] {
         self.core.rma.as_ref().map_or(&[], |b| b.failed())

@@ -89,6 +89,10 @@ impl RmaBlock {
         })
     }
 
+    pub(super) fn ectx(&self) -> EctxId {
+        self.ectx
+    }
+
     pub(super) fn failed(&self) -> &[PeerFailed] {
         &self.failed
     }
@@ -187,14 +191,18 @@ impl RmaBlock {
     }
 }
 
+/// A frame the block handles: on RMA's port, or an RMA packet.
+pub(super) fn is_block_frame(frame: &[u8]) -> bool {
+    super::inbound::udp_dst_port(frame) == Some(softspin_wire::rma::UDP_PORT)
+        || softspin_rma::is_rma(frame)
+}
+
 /// A frame from the wire: true if it goes on to the inbound engine.
 pub(super) fn from_wire(c: &mut Core, links: &mut Links, frame: &[u8]) -> bool {
     let Some(mut b) = c.rma.take() else {
         return true;
     };
-    let ours = super::inbound::udp_dst_port(frame) == Some(softspin_wire::rma::UDP_PORT)
-        || softspin_rma::is_rma(frame);
-    let pass = if !ours {
+    let pass = if !is_block_frame(frame) {
         true
     } else {
         let r = b.t.receive(c.now, frame);
@@ -225,11 +233,7 @@ pub(super) fn from_handler(
     let Some(mut b) = c.rma.take() else {
         return false;
     };
-    let mine = b.ectx == ectx
-        && frame.as_deref().is_some_and(|f| {
-            super::inbound::udp_dst_port(f) == Some(softspin_wire::rma::UDP_PORT)
-                || softspin_rma::is_rma(f)
-        });
+    let mine = b.ectx == ectx && frame.as_deref().is_some_and(is_block_frame);
     if mine {
         b.send(c, at, frame.take().expect("checked"));
         b.service(c, links);

@@ -365,6 +365,12 @@ class Nic:
     def unexport_window(self, ectx: Ectx, key: int) -> None: ...
     def rma_windows(self, ectx: Ectx) -> list[tuple[int, int, int, int]]:
         """The RMA window table: [(key, perms, base, size)], free entries (key 0) included."""
+    def rma_post(self, ectx: Ectx, rank: int, key: int, offset: int, op: str, local: int = 0, len: int = 0,
+                 width: int = 8, addend: int = 0, compare: int = 0, swap: int = 0) -> int:
+        """Post an RMA operation (put/get/fetch_add/cas); its handle. Completes while the NIC runs."""
+    def rma_completions(self, ectx: Ectx) -> list[tuple[int, int, int]]:
+        """[(handle, status, value)] completed since the last call, each once."""
+    def rma_outstanding(self, ectx: Ectx) -> int: ...
     # traffic
     def send_packet(self, frame: Buffer, msg_id: int = 0, eom: bool = True) -> None:
         """Hand the NIC one packet (a whole frame) now."""

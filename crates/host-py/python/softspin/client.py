@@ -6,6 +6,12 @@
 handlers DMA-write is there without a copy, and what the program stores is
 what they DMA-read. Messages: a 4-byte little-endian length, then one JSON
 object; requests carry ``v`` (the protocol version) and ``op``.
+
+RMA (docs/host-interface.md "RMA"): ``put``/``get``/``fetch_add``/``cas``
+block until the NIC completes the operation; ``post`` returns a handle to
+``wait`` or ``test`` for. A put sends bytes of the RMA ECTX's host window
+(``window_mem``) and a get lands there: store with NumPy before posting,
+read the array after the completion, no copies.
 """
 
 from __future__ import annotations
@@ -35,6 +41,11 @@ class NicClient:
         self._map: mmap.mmap | None = None
         #: The shared host memory as a NumPy uint8 array over the mapping (None: the NIC shares none).
         self.host_mem: np.ndarray | None = None
+        #: The ECTX RMA operations are posted on (None: the one with the RMA handlers).
+        self.rma_ectx: int | None = None
+        #: Seconds blocking RMA calls wait (None: until the NIC completes the operation, which its
+        #: transport bounds by declaring a silent peer failed).
+        self.rma_timeout: float | None = None
         self.hello = self.request("hello")
         self.ectxs = self.hello["ectxs"]
         shm = self.hello.get("shm")
@@ -120,3 +131,57 @@ class NicClient:
     def respond(self, id: int, value: int) -> None:
         """Answer notification ``id``: the waiting handler goes on with ``value``."""
         self.request("respond", id=id, value=value)
+
+    def post(self, rank: int, key: int, offset: int, op: str, **args: int) -> int:
+        """Post an RMA operation without waiting; its handle (this client's).
+
+        ``op`` is ``put`` or ``get`` (with ``local``, ``len``: bytes of the RMA
+        ECTX's host window), ``fetch_add`` (``width``, ``addend``) or ``cas``
+        (``width``, ``compare``, ``swap``).
+        """
+        req = {"rank": rank, "key": key, "offset": offset, "op": op, **args}
+        return int(self.request("rma_post", ectx=self.rma_ectx, request=req)["handle"])
+
+    def test(self, handle: int) -> dict[str, Any] | None:
+        """The completion of ``handle`` (``handle``, ``status``, ``value``, ``error`` if not OK) if it came."""
+        c = self.request("rma_test", handles=[handle])["completions"]
+        return c[0] if c else None
+
+    def wait(self, handle: int, timeout: float) -> dict[str, Any] | None:
+        """Wait at most ``timeout`` seconds for the completion of ``handle`` (None: not yet)."""
+        c = self.request("rma_wait", handles=[handle], timeout_ms=max(0, int(timeout * 1000)))["completions"]
+        return c[0] if c else None
+
+    def wait_any(self, handles: list[int] | None = None, timeout: float = 0.0) -> list[dict[str, Any]]:
+        """Wait until some of ``handles`` (None: any of this client's) complete; the completions that came."""
+        return self.request("rma_wait", handles=handles, timeout_ms=max(0, int(timeout * 1000)))["completions"]
+
+    def _blocking(self, rank: int, key: int, offset: int, op: str, **args: int) -> int:
+        h = self.post(rank, key, offset, op, **args)
+        c = None
+        if self.rma_timeout is None:
+            while c is None:
+                c = self.wait(h, 3600.0)
+        else:
+            c = self.wait(h, self.rma_timeout)
+        if c is None:
+            raise Error(f"RMA {op} to rank {rank}: no completion within {self.rma_timeout} s")
+        if c["status"] != 0:
+            raise Error(c.get("error") or f"RMA {op} to rank {rank}: status {c['status']}")
+        return int(c["value"])
+
+    def put(self, rank: int, key: int, offset: int, local: int, len: int) -> None:
+        """Write ``len`` bytes of the RMA ECTX's host window at ``local`` to rank ``rank``'s window ``key`` at ``offset``."""
+        self._blocking(rank, key, offset, "put", local=local, len=len)
+
+    def get(self, rank: int, key: int, offset: int, local: int, len: int) -> None:
+        """Read ``len`` bytes of rank ``rank``'s window ``key`` at ``offset`` into the host window at ``local``."""
+        self._blocking(rank, key, offset, "get", local=local, len=len)
+
+    def fetch_add(self, rank: int, key: int, offset: int, width: int, addend: int) -> int:
+        """Fetch-and-add on the ``width``-byte (4 or 8) word at ``offset``: the old word."""
+        return self._blocking(rank, key, offset, "fetch_add", width=width, addend=addend)
+
+    def cas(self, rank: int, key: int, offset: int, width: int, compare: int, swap: int) -> int:
+        """Compare-and-swap on the ``width``-byte word at ``offset``: the old word (swapped iff it equalled ``compare``)."""
+        return self._blocking(rank, key, offset, "cas", width=width, compare=compare, swap=swap)

@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 
 use super::shm::ShmMap;
 use super::{recv, send, PROTOCOL_VERSION};
-use crate::{Error, Result};
+use crate::{Error, Result, RmaCompletion, RmaHandle, RmaOp, RmaRequest};
 
 /// An ECTX of the NIC, as `hello` describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -22,6 +22,8 @@ pub struct RemoteEctx {
     pub host_size: Option<u64>,
     /// Where the window starts in [`NicClient::host_mem`].
     pub shm_offset: Option<u64>,
+    /// Its image is the RMA handlers (RMA operations go to it).
+    pub rma: bool,
 }
 
 /// A notification a handler posted (spin_notify), as the NIC forwarded it.
@@ -41,6 +43,13 @@ pub struct NicClient {
     map: Option<ShmMap>,
     hello: Value,
     ectxs: Vec<RemoteEctx>,
+    /// The ECTX RMA operations are posted on (None: the NIC picks the one
+    /// running the RMA handlers).
+    rma_ectx: Option<u32>,
+    /// How long blocking RMA calls wait (None: until the NIC completes the
+    /// operation, which its transport bounds by declaring a silent peer
+    /// failed, docs/rma.md "Reliability").
+    rma_timeout: Option<Duration>,
 }
 
 impl NicClient {
@@ -55,6 +64,8 @@ impl NicClient {
             map: None,
             hello: Value::Null,
             ectxs: Vec::new(),
+            rma_ectx: None,
+            rma_timeout: None,
         };
         let h = c.request("hello", json!({}))?;
         c.ectxs = h["ectxs"]
@@ -208,6 +219,201 @@ impl NicClient {
         self.request("respond", json!({"id": id, "value": value}))
             .map(drop)
     }
+
+    /// Post RMA operations on ECTX `ectx` (default: the one running the RMA
+    /// handlers, when the NIC has exactly one).
+    pub fn set_rma_ectx(&mut self, ectx: Option<u32>) {
+        self.rma_ectx = ectx;
+    }
+
+    /// How long blocking RMA calls wait (None, the default: until the NIC
+    /// completes the operation; an error if the NIC goes away).
+    pub fn set_rma_timeout(&mut self, timeout: Option<Duration>) {
+        self.rma_timeout = timeout;
+    }
+
+    /// Post an RMA operation without waiting (docs/host-interface.md "RMA"):
+    /// a put sends `len` bytes of the ECTX's host window at `local` (in
+    /// [`NicClient::window_mem`]; stored there before posting), a get lands
+    /// there. The handle is this client's: only it sees the completion.
+    pub fn post(&mut self, r: &RmaRequest) -> Result<RmaHandle> {
+        let request = serde_json::to_value(r)
+            .map_err(|e| Error::Invalid(format!("RMA request {r:?}: {e}")))?;
+        let v = self.request(
+            "rma_post",
+            json!({"ectx": self.rma_ectx, "request": request}),
+        )?;
+        v["handle"]
+            .as_u64()
+            .map(RmaHandle)
+            .ok_or_else(|| Error::Host(format!("rma_post: an answer without a handle: {v}")))
+    }
+
+    /// The completion of `h` if it has come (taken: each is returned once).
+    pub fn test(&mut self, h: RmaHandle) -> Result<Option<RmaCompletion>> {
+        let v = self.request("rma_test", json!({ "handles": [h.0] }))?;
+        Ok(completions(&v)?.into_iter().next().map(|(c, _)| c))
+    }
+
+    /// Wait at most `timeout` for the completion of `h` (None: not yet).
+    pub fn wait(&mut self, h: RmaHandle, timeout: Duration) -> Result<Option<RmaCompletion>> {
+        Ok(self.wait_detailed(h, timeout)?.map(|(c, _)| c))
+    }
+
+    /// Wait at most `timeout` until some of `handles` (empty: any of this
+    /// client's operations) complete; the completions that came (each
+    /// taken once).
+    pub fn wait_any(
+        &mut self,
+        handles: &[RmaHandle],
+        timeout: Duration,
+    ) -> Result<Vec<RmaCompletion>> {
+        let hs: Option<Vec<u64>> =
+            (!handles.is_empty()).then(|| handles.iter().map(|h| h.0).collect());
+        let v = self.request(
+            "rma_wait",
+            json!({"handles": hs, "timeout_ms": millis(timeout)}),
+        )?;
+        Ok(completions(&v)?.into_iter().map(|(c, _)| c).collect())
+    }
+
+    /// `wait`, with the NIC's sentence for a non-OK status.
+    fn wait_detailed(
+        &mut self,
+        h: RmaHandle,
+        timeout: Duration,
+    ) -> Result<Option<(RmaCompletion, Option<String>)>> {
+        let v = self.request(
+            "rma_wait",
+            json!({"handles": [h.0], "timeout_ms": millis(timeout)}),
+        )?;
+        Ok(completions(&v)?.into_iter().next())
+    }
+
+    /// Post and wait: the completion's value, or an error naming a non-OK
+    /// status (and, for a failed peer, its rank).
+    fn blocking(&mut self, r: RmaRequest) -> Result<u64> {
+        let h = self.post(&r)?;
+        let got = match self.rma_timeout {
+            Some(t) => self.wait_detailed(h, t)?,
+            None => loop {
+                if let Some(c) = self.wait_detailed(h, super::server::MAX_WAIT)? {
+                    break Some(c);
+                }
+            },
+        };
+        match got {
+            Some((c, None)) if c.status == 0 => Ok(c.value),
+            Some((c, e)) => {
+                Err(Error::Host(e.unwrap_or_else(|| {
+                    super::rma_error(c.status, &r).unwrap_or_default()
+                })))
+            }
+            None => Err(Error::Host(format!(
+                "RMA {:?} to rank {}: no completion within {:?}",
+                r.op,
+                r.rank,
+                self.rma_timeout.unwrap_or_default()
+            ))),
+        }
+    }
+
+    /// Write `len` bytes of the RMA ECTX's host window at `local` to
+    /// `offset` in rank `rank`'s window `key` (sPIN's put from host).
+    pub fn put(&mut self, rank: u16, key: u32, offset: u64, local: u64, len: u64) -> Result<()> {
+        let op = RmaOp::Put { local, len };
+        self.blocking(RmaRequest {
+            rank,
+            key,
+            offset,
+            op,
+        })
+        .map(drop)
+    }
+
+    /// Read `len` bytes at `offset` of rank `rank`'s window `key` into the
+    /// RMA ECTX's host window at `local` (get to host).
+    pub fn get(&mut self, rank: u16, key: u32, offset: u64, local: u64, len: u64) -> Result<()> {
+        let op = RmaOp::Get { local, len };
+        self.blocking(RmaRequest {
+            rank,
+            key,
+            offset,
+            op,
+        })
+        .map(drop)
+    }
+
+    /// Fetch-and-add on the `width`-byte (4 or 8) word at `offset`: the old
+    /// word.
+    pub fn fetch_add(
+        &mut self,
+        rank: u16,
+        key: u32,
+        offset: u64,
+        width: u8,
+        addend: u64,
+    ) -> Result<u64> {
+        let op = RmaOp::FetchAdd { width, addend };
+        self.blocking(RmaRequest {
+            rank,
+            key,
+            offset,
+            op,
+        })
+    }
+
+    /// Compare-and-swap on the `width`-byte word at `offset`: the old word
+    /// (swapped iff it equalled `compare`).
+    #[allow(clippy::too_many_arguments)]
+    pub fn cas(
+        &mut self,
+        rank: u16,
+        key: u32,
+        offset: u64,
+        width: u8,
+        compare: u64,
+        swap: u64,
+    ) -> Result<u64> {
+        let op = RmaOp::Cas {
+            width,
+            compare,
+            swap,
+        };
+        self.blocking(RmaRequest {
+            rank,
+            key,
+            offset,
+            op,
+        })
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The completions of an `rma_wait`/`rma_test` answer, each with the NIC's
+/// error sentence for a non-OK status.
+fn completions(v: &Value) -> Result<Vec<(RmaCompletion, Option<String>)>> {
+    let bad = || Error::Host(format!("an RMA answer with garbled completions: {v}"));
+    let list = v["completions"].as_array().ok_or_else(bad)?;
+    list.iter()
+        .map(|c| {
+            let status = c["status"].as_u64().and_then(|s| u8::try_from(s).ok());
+            match (c["handle"].as_u64(), status, c["value"].as_u64()) {
+                (Some(h), Some(status), Some(value)) => Ok((
+                    RmaCompletion {
+                        handle: RmaHandle(h),
+                        status,
+                        value,
+                    },
+                    c["error"].as_str().map(str::to_string),
+                )),
+                _ => Err(bad()),
+            }
+        })
+        .collect()
 }
 
 fn ectx_of(v: &Value) -> Option<RemoteEctx> {
@@ -217,5 +423,6 @@ fn ectx_of(v: &Value) -> Option<RemoteEctx> {
         host_base: v["host_base"].as_u64(),
         host_size: v["host_size"].as_u64(),
         shm_offset: v["shm_offset"].as_u64(),
+        rma: v["rma"].as_bool().unwrap_or(false),
     })
 }

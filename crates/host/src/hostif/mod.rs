@@ -32,6 +32,55 @@ pub fn default_control_path(iface: &str) -> std::path::PathBuf {
     std::path::Path::new(DEFAULT_CONTROL_DIR).join(format!("{iface}.sock"))
 }
 
+/// The name of an RMA completion status as docs/rma.md writes it (BAD_KEY,
+/// ...), and what it means.
+pub fn rma_status_name(status: u8) -> (String, &'static str) {
+    use softspin_wire::rma::Status;
+    if status == crate::rma::STATUS_PEER_FAILED {
+        return ("PEER_FAILED".into(), "the destination stopped answering");
+    }
+    match Status::from_byte(status) {
+        // BadKey -> BAD_KEY: the variant's name, in the docs' spelling.
+        Ok(s) => {
+            let mut n = String::new();
+            for (i, ch) in format!("{s:?}").chars().enumerate() {
+                if ch.is_uppercase() && i > 0 {
+                    n.push('_');
+                }
+                n.push(ch.to_ascii_uppercase());
+            }
+            (n, s.name())
+        }
+        Err(_) => (format!("status {status}"), "unknown"),
+    }
+}
+
+/// The error a non-OK RMA completion is, naming the operation, the status
+/// and, for a failed peer, the rank; None for OK.
+pub fn rma_error(status: u8, r: &crate::RmaRequest) -> Option<String> {
+    if status == 0 {
+        return None;
+    }
+    let (name, what) = rma_status_name(status);
+    let op = match r.op {
+        crate::RmaOp::Put { .. } => "put",
+        crate::RmaOp::Get { .. } => "get",
+        crate::RmaOp::FetchAdd { .. } => "fetch_add",
+        crate::RmaOp::Cas { .. } => "cas",
+    };
+    Some(if status == crate::rma::STATUS_PEER_FAILED {
+        format!(
+            "RMA {op} to rank {}: {name}: the transport declared rank {} failed ({what})",
+            r.rank, r.rank
+        )
+    } else {
+        format!(
+            "RMA {op} to rank {} (key {}, offset {}): {name} ({what})",
+            r.rank, r.key, r.offset
+        )
+    })
+}
+
 /// Frame one message.
 pub fn encode(msg: &serde_json::Value) -> Vec<u8> {
     let body = msg.to_string().into_bytes();

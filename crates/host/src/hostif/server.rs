@@ -9,8 +9,13 @@
 //! for a client. A client that sends garbage gets an error and is
 //! disconnected; one that goes away mid-request is dropped with its
 //! half-message; neither affects the NIC or other clients.
+//!
+//! RMA from host programs (docs/host-interface.md "RMA"): a client posts an
+//! operation (`Nic::rma_post` on the ECTX running the RMA handlers) and gets
+//! a handle of this server's numbering; the completion the NIC reports for it
+//! goes to that client only, which takes it with `rma_wait`/`rma_test`.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::io::{ErrorKind, Read, Write};
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::path::{Path, PathBuf};
@@ -19,10 +24,12 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use super::{decode, encode, Decoded, MAX_MESSAGE, PROTOCOL_VERSION};
-use crate::{Ectx, Error, HostWindow, Nic, Notification, Result};
+use crate::{
+    Ectx, Error, HostWindow, Nic, Notification, Result, RmaCompletion, RmaHandle, RmaRequest,
+};
 
 /// Every request the server knows, for the error naming them.
-pub const OPS: [&str; 8] = [
+pub const OPS: [&str; 11] = [
     "hello",
     "export_window",
     "unexport_window",
@@ -31,6 +38,9 @@ pub const OPS: [&str; 8] = [
     "status",
     "wait_notification",
     "respond",
+    "rma_post",
+    "rma_wait",
+    "rma_test",
 ];
 /// How often the loop looks at the sockets.
 const POLL_EVERY: Duration = Duration::from_millis(1);
@@ -44,6 +54,13 @@ pub const MAX_WAIT: Duration = Duration::from_secs(3600);
 /// Answers held for a client that has not read them: past this, its
 /// further requests wait in its socket until it reads (backpressure).
 const MAX_UNREAD: usize = 2 * MAX_MESSAGE;
+/// RMA operations a client may have posted and not yet taken the
+/// completion of; more are refused until it waits for some (its memory here
+/// is bounded whatever it does).
+pub const MAX_RMA_PER_CLIENT: usize = 65536;
+/// Completions one `rma_wait`/`rma_test` answer carries at most (each some
+/// 100 bytes of JSON: well within MAX_MESSAGE); the rest wait for the next.
+pub const RMA_COMPLETIONS_PER_ANSWER: usize = 256;
 
 /// An ECTX as host programs see it.
 #[derive(Clone, Debug)]
@@ -54,6 +71,9 @@ pub struct EctxEntry {
     /// shared memory file (None: the window is the NIC process's own).
     pub host: Option<HostWindow>,
     pub shm_offset: Option<u64>,
+    /// Its image is the RMA handlers (examples/rma_target): RMA requests
+    /// without `ectx` go to it when it is the only one.
+    pub rma: bool,
 }
 
 /// What `hello` tells a client.
@@ -68,11 +88,17 @@ pub struct NodeInfo {
 }
 
 struct Conn {
+    /// Names the connection in the RMA routes (never reused).
+    id: u64,
     stream: UnixStream,
     inbuf: Vec<u8>,
     out: Vec<u8>,
-    /// A parked `wait_notification`, until this instant.
-    waiting: Option<Instant>,
+    /// A parked `wait_notification` or `rma_wait`.
+    waiting: Option<Wait>,
+    /// Its RMA handles posted and not completed, and completed and not yet
+    /// taken (by `rma_wait`/`rma_test`).
+    rma_pending: BTreeSet<u64>,
+    rma_done: BTreeMap<u64, Value>,
     /// Close once `out` is sent (garbled input, too many clients).
     closing: bool,
     /// The client closed its side: its complete requests are answered
@@ -90,6 +116,19 @@ pub struct ServerStats {
     pub errors: u64,
     pub notifications_delivered: u64,
     pub notifications_dropped: u64,
+    /// RMA operations posted by clients, completions handed to them, and
+    /// completions dropped because their client had gone.
+    pub rma_posted: u64,
+    pub rma_delivered: u64,
+    pub rma_dropped: u64,
+}
+
+/// Where a completion goes: the client (connection id) and its handle, and
+/// the request (for the error text naming the rank).
+struct Route {
+    conn: u64,
+    handle: u64,
+    req: RmaRequest,
 }
 
 pub struct ControlServer {
@@ -100,6 +139,12 @@ pub struct ControlServer {
     notes: VecDeque<Notification>,
     last_poll: Option<Instant>,
     stats: ServerStats,
+    next_conn: u64,
+    next_handle: u64,
+    /// The NIC's handles of the operations clients posted, per ECTX.
+    routes: HashMap<(Ectx, RmaHandle), Route>,
+    /// ECTXs with routes, and how many (the ones whose completions to take).
+    rma_ectxs: BTreeMap<Ectx, usize>,
 }
 
 fn io(what: &str, path: &Path, e: std::io::Error) -> Error {
@@ -134,6 +179,10 @@ impl ControlServer {
             notes: VecDeque::new(),
             last_poll: None,
             stats: ServerStats::default(),
+            next_conn: 0,
+            next_handle: 0,
+            routes: HashMap::new(),
+            rma_ectxs: BTreeMap::new(),
         })
     }
 
@@ -168,14 +217,49 @@ impl ControlServer {
             }
             self.notes.push_back(n);
         }
+        self.route_completions(nic);
         self.accept();
         for k in 0..self.conns.len() {
             self.read(k);
             self.answer(k, nic, now);
             self.write(k);
         }
-        self.conns
-            .retain(|c| !(c.gone || (c.closing || c.eof) && c.out.is_empty()));
+        let done = |c: &Conn| c.gone || (c.closing || c.eof) && c.out.is_empty();
+        // Completions a departing client will never take; those of its
+        // operations still in flight are dropped as they come.
+        for c in self.conns.iter().filter(|c| done(c)) {
+            self.stats.rma_dropped += c.rma_done.len() as u64;
+        }
+        self.conns.retain(|c| !done(c));
+    }
+
+    /// Move the NIC's completions of client-posted operations to their
+    /// clients.
+    fn route_completions(&mut self, nic: &mut Nic) {
+        let ectxs: Vec<Ectx> = self.rma_ectxs.keys().copied().collect();
+        for e in ectxs {
+            for c in nic.rma_completions(e) {
+                let Some(r) = self.routes.remove(&(e, c.handle)) else {
+                    // Posted by someone else on this NIC (not a client).
+                    continue;
+                };
+                if let Some(n) = self.rma_ectxs.get_mut(&e) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.rma_ectxs.remove(&e);
+                    }
+                }
+                let conn = self.conns.iter_mut().find(|x| x.id == r.conn);
+                match conn.filter(|x| x.rma_pending.contains(&r.handle)) {
+                    Some(x) => {
+                        x.rma_pending.remove(&r.handle);
+                        x.rma_done
+                            .insert(r.handle, completion_json(r.handle, &c, &r.req));
+                    }
+                    None => self.stats.rma_dropped += 1,
+                }
+            }
+        }
     }
 
     fn accept(&mut self) {
@@ -186,11 +270,15 @@ impl ControlServer {
                         continue;
                     }
                     self.stats.connections += 1;
+                    self.next_conn += 1;
                     let mut c = Conn {
+                        id: self.next_conn,
                         stream,
                         inbuf: Vec::new(),
                         out: Vec::new(),
                         waiting: None,
+                        rma_pending: BTreeSet::new(),
+                        rma_done: BTreeMap::new(),
                         closing: false,
                         eof: false,
                         gone: false,
@@ -237,19 +325,41 @@ impl ControlServer {
             if c.eof && c.waiting.is_some() {
                 c.waiting = None;
             }
-            if let Some(deadline) = c.waiting {
-                let n = match self.notes.pop_front() {
-                    Some(n) => {
-                        self.stats.notifications_delivered += 1;
-                        Some(note_json(&n, &self.info))
+            match &c.waiting {
+                Some(Wait::Note(deadline)) => {
+                    let n = match self.notes.pop_front() {
+                        Some(n) => {
+                            self.stats.notifications_delivered += 1;
+                            Some(note_json(&n, &self.info))
+                        }
+                        None if now >= *deadline => None,
+                        None => return,
+                    };
+                    c.waiting = None;
+                    c.out
+                        .extend_from_slice(&encode(&ok(json!({ "notification": n }))));
+                    continue;
+                }
+                Some(Wait::Rma(deadline, handles)) => {
+                    // Something to take, or nothing left to wait for.
+                    let ready = match handles {
+                        Some(h) => {
+                            h.iter().all(|h| !c.rma_pending.contains(h))
+                                || h.iter().any(|h| c.rma_done.contains_key(h))
+                        }
+                        None => c.rma_pending.is_empty() || !c.rma_done.is_empty(),
+                    };
+                    if !ready && now < *deadline {
+                        return;
                     }
-                    None if now >= deadline => None,
-                    None => return,
-                };
-                c.waiting = None;
-                c.out
-                    .extend_from_slice(&encode(&ok(json!({ "notification": n }))));
-                continue;
+                    let handles = handles.clone();
+                    c.waiting = None;
+                    let r = take_completions(c, handles.as_deref());
+                    self.stats.rma_delivered += r.1;
+                    c.out.extend_from_slice(&encode(&ok(r.0)));
+                    continue;
+                }
+                None => {}
             }
             match decode(&c.inbuf) {
                 Decoded::Partial => return,
@@ -267,10 +377,10 @@ impl ControlServer {
                 Decoded::Message(req, used) => {
                     c.inbuf.drain(..used);
                     self.stats.requests += 1;
-                    let r = match self.handle(&req, nic, now) {
+                    let r = match self.handle(k, &req, nic, now) {
                         Ok(Reply::Now(v)) => ok(v),
-                        Ok(Reply::Wait(deadline)) => {
-                            self.conns[k].waiting = Some(deadline);
+                        Ok(Reply::Wait(w)) => {
+                            self.conns[k].waiting = Some(w);
                             continue;
                         }
                         Err(e) => {
@@ -320,8 +430,82 @@ impl ControlServer {
         }
     }
 
+    /// The ECTX an RMA request names, else the only one running the RMA
+    /// handlers, else the only one.
+    fn rma_ectx(&self, req: &Value) -> std::result::Result<&EctxEntry, String> {
+        let mut rma = self.info.ectxs.iter().filter(|e| e.rma);
+        match (req.get("ectx"), rma.next(), rma.next()) {
+            (None | Some(Value::Null), Some(e), None) => Ok(e),
+            _ => self.ectx(req),
+        }
+    }
+
+    fn rma_post(
+        &mut self,
+        k: usize,
+        req: &Value,
+        nic: &mut Nic,
+    ) -> std::result::Result<Value, String> {
+        let e = self.rma_ectx(req)?.ectx;
+        let r: RmaRequest = match req.get("request") {
+            None => {
+                return Err(
+                    "missing `request` ({\"rank\", \"key\", \"offset\", \"op\": put|get|fetch_add|cas, ...})"
+                        .into(),
+                )
+            }
+            Some(v) => serde_json::from_value(v.clone()).map_err(|x| format!("`request`: {x}"))?,
+        };
+        let c = &self.conns[k];
+        if c.rma_pending.len() + c.rma_done.len() >= MAX_RMA_PER_CLIENT {
+            return Err(format!(
+                "this client has {MAX_RMA_PER_CLIENT} RMA operations not yet waited for; take completions (rma_wait) before posting more"
+            ));
+        }
+        let h = nic.rma_post(e, &r).map_err(|x| x.to_string())?;
+        self.next_handle += 1;
+        let handle = self.next_handle;
+        self.routes.insert(
+            (e, h),
+            Route {
+                conn: self.conns[k].id,
+                handle,
+                req: r,
+            },
+        );
+        *self.rma_ectxs.entry(e).or_default() += 1;
+        self.conns[k].rma_pending.insert(handle);
+        self.stats.rma_posted += 1;
+        Ok(json!({ "handle": handle }))
+    }
+
+    /// `rma_wait`/`rma_test`: the handles to watch (None: all of the
+    /// client's), each one the client's.
+    fn rma_handles(&self, k: usize, req: &Value) -> std::result::Result<Option<Vec<u64>>, String> {
+        let hs = match req.get("handles") {
+            None | Some(Value::Null) => return Ok(None),
+            Some(Value::Array(a)) => a,
+            Some(v) => return Err(format!("`handles` {v}: a list of handles from rma_post")),
+        };
+        let c = &self.conns[k];
+        let mut out = Vec::with_capacity(hs.len());
+        for v in hs {
+            let h = v.as_u64().ok_or_else(|| {
+                format!("`handles`: {v} is not a handle (a number from rma_post)")
+            })?;
+            if !c.rma_pending.contains(&h) && !c.rma_done.contains_key(&h) {
+                return Err(format!(
+                    "RMA handle {h} is not an operation of this client still to be waited for (unknown, already taken, or another client's)"
+                ));
+            }
+            out.push(h);
+        }
+        Ok(Some(out))
+    }
+
     fn handle(
         &mut self,
+        k: usize,
         req: &Value,
         nic: &mut Nic,
         now: Instant,
@@ -379,14 +563,18 @@ impl ControlServer {
             }
             "status" => self.status(nic),
             "wait_notification" => {
-                let ms = match req.get("timeout_ms") {
-                    None | Some(Value::Null) => 0,
-                    Some(v) => v.as_u64().ok_or_else(|| {
-                        format!("`timeout_ms` {v}: a whole number of milliseconds")
-                    })?,
-                };
-                let d = Duration::from_millis(ms).min(MAX_WAIT);
-                return Ok(Reply::Wait(now + d));
+                return Ok(Reply::Wait(Wait::Note(now + timeout_arg(req)?)));
+            }
+            "rma_post" => self.rma_post(k, req, nic)?,
+            "rma_wait" => {
+                let handles = self.rma_handles(k, req)?;
+                return Ok(Reply::Wait(Wait::Rma(now + timeout_arg(req)?, handles)));
+            }
+            "rma_test" => {
+                let handles = self.rma_handles(k, req)?;
+                let (v, n) = take_completions(&mut self.conns[k], handles.as_deref());
+                self.stats.rma_delivered += n;
+                v
             }
             "respond" => {
                 nic.respond(u32_arg(req, "id")?, u64_arg(req, "value")?)
@@ -415,6 +603,7 @@ impl ControlServer {
                     "host_base": e.host.map(|w| w.base),
                     "host_size": e.host.map(|w| w.size),
                     "shm_offset": e.shm_offset,
+                    "rma": e.rma,
                 })
             })
             .collect();
@@ -459,6 +648,10 @@ impl ControlServer {
                 "notifications_queued": self.notes.len(),
                 "notifications_delivered": s.notifications_delivered,
                 "notifications_dropped": s.notifications_dropped,
+                "rma_posted": s.rma_posted,
+                "rma_delivered": s.rma_delivered,
+                "rma_dropped": s.rma_dropped,
+                "rma_in_flight": self.routes.len(),
             },
         });
         wire(&mut v, nic);
@@ -494,12 +687,71 @@ impl Drop for ControlServer {
 
 enum Reply {
     Now(Value),
-    /// Park the client until a notification comes or this instant.
-    Wait(Instant),
+    /// Park the client.
+    Wait(Wait),
+}
+
+/// What a parked client waits for.
+enum Wait {
+    /// A notification, until this instant.
+    Note(Instant),
+    /// A completion of one of these handles (None: any of its own), until
+    /// this instant.
+    Rma(Instant, Option<Vec<u64>>),
 }
 
 fn is_wait(req: &Value) -> bool {
-    req.get("op").and_then(Value::as_str) == Some("wait_notification")
+    matches!(
+        req.get("op").and_then(Value::as_str),
+        Some("wait_notification" | "rma_wait")
+    )
+}
+
+/// Take the client's completions of `handles` (None: all of its own), at
+/// most RMA_COMPLETIONS_PER_ANSWER: the answer, and how many it carries.
+fn take_completions(c: &mut Conn, handles: Option<&[u64]>) -> (Value, u64) {
+    let mut got = Vec::new();
+    match handles {
+        Some(hs) => {
+            for h in hs {
+                if got.len() == RMA_COMPLETIONS_PER_ANSWER {
+                    break;
+                }
+                if let Some(v) = c.rma_done.remove(h) {
+                    got.push(v);
+                }
+            }
+        }
+        None => {
+            while got.len() < RMA_COMPLETIONS_PER_ANSWER {
+                let Some((_, v)) = c.rma_done.pop_first() else {
+                    break;
+                };
+                got.push(v);
+            }
+        }
+    }
+    let pending = match handles {
+        Some(hs) => hs.iter().filter(|h| c.rma_pending.contains(h)).count(),
+        None => c.rma_pending.len(),
+    };
+    let n = got.len() as u64;
+    let v = json!({
+        "completions": got,
+        "pending": pending,
+        "ready": c.rma_done.len(),
+    });
+    (v, n)
+}
+
+/// A completion as clients get it: the handle, status and value, and for a
+/// non-OK status `error`, a sentence naming the status (and the rank).
+fn completion_json(handle: u64, c: &RmaCompletion, r: &RmaRequest) -> Value {
+    let mut v = json!({"handle": handle, "status": c.status, "value": c.value});
+    if let Some(e) = super::rma_error(c.status, r) {
+        v["error"] = e.into();
+    }
+    v
 }
 
 fn ok(mut v: Value) -> Value {
@@ -518,6 +770,17 @@ fn u64_arg(req: &Value, name: &str) -> std::result::Result<u64, String> {
             .as_u64()
             .ok_or_else(|| format!("`{name}` {v}: a whole number from 0 to 2^64-1")),
     }
+}
+
+/// `timeout_ms` (absent: 0), at most MAX_WAIT.
+fn timeout_arg(req: &Value) -> std::result::Result<Duration, String> {
+    let ms = match req.get("timeout_ms") {
+        None | Some(Value::Null) => 0,
+        Some(v) => v
+            .as_u64()
+            .ok_or_else(|| format!("`timeout_ms` {v}: a whole number of milliseconds"))?,
+    };
+    Ok(Duration::from_millis(ms).min(MAX_WAIT))
 }
 
 fn u32_arg(req: &Value, name: &str) -> std::result::Result<u32, String> {
@@ -621,6 +884,55 @@ mod tests {
         assert_eq!(super::super::recv(&mut c2).unwrap()["ok"], true);
     }
 
+    /// RMA requests with bad arguments get errors naming them; a handle
+    /// is only ever its client's.
+    #[test]
+    fn rma_requests_are_checked() {
+        let mut nic = Nic::open("fpspin").unwrap();
+        let dir = std::env::temp_dir().join(format!("softspin-hostif-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("rma.sock");
+        let mut srv = ControlServer::bind(&path, NodeInfo::default()).unwrap();
+        let mut c = UnixStream::connect(&path).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let mut ask = |req: Value| {
+            c.write_all(&encode(&req)).unwrap();
+            srv.serve(&mut nic, Instant::now());
+            let r = super::super::recv(&mut c).unwrap();
+            assert_eq!(r["ok"], false, "{r}");
+            r["error"].as_str().unwrap().to_string()
+        };
+        let post = |request: Value| json!({"v": 1, "op": "rma_post", "request": request});
+        assert!(ask(json!({"v": 1, "op": "rma_post"})).contains("this NIC has 0 ECTXs"));
+        let e = ask(json!({"v": 1, "op": "rma_post", "ectx": 0}));
+        assert!(e.contains("no ECTX 0"), "{e}");
+        let e = ask(json!({"v": 1, "op": "rma_test", "handles": [7]}));
+        assert!(
+            e.contains("RMA handle 7 is not an operation of this client"),
+            "{e}"
+        );
+        let e = ask(json!({"v": 1, "op": "rma_wait", "handles": 7}));
+        assert!(e.contains("a list of handles"), "{e}");
+        let e = ask(json!({"v": 1, "op": "rma_wait", "handles": ["x"]}));
+        assert!(e.contains("not a handle"), "{e}");
+        let e = ask(json!({"v": 1, "op": "rma_wait", "timeout_ms": -1}));
+        assert!(e.contains("milliseconds"), "{e}");
+        // No ECTX to name: the ECTX is checked first, then the request.
+        let _ = ask(post(json!({"rank": 1, "op": "put"})));
+        let srv_errors = srv.stats().errors;
+        assert_eq!(srv_errors, 7);
+        // With nothing posted, waiting for "all of mine" answers at once.
+        c.write_all(&encode(
+            &json!({"v": 1, "op": "rma_wait", "timeout_ms": 3600000}),
+        ))
+        .unwrap();
+        srv.serve(&mut nic, Instant::now());
+        let r = super::super::recv(&mut c).unwrap();
+        assert_eq!(r["ok"], true, "{r}");
+        assert_eq!(r["completions"], json!([]), "{r}");
+        assert_eq!(r["pending"], 0, "{r}");
+    }
+
     #[test]
     fn any_bytes_get_answers_never_a_crash() {
         let good = encode(&json!({"v": 1, "op": "status"}));
@@ -640,6 +952,10 @@ mod tests {
                 &json!({"v": 1, "op": "export_window", "ectx": 0, "key": 1, "offset": 0, "size": 8, "perms": 7}),
             ),
             encode(&json!({"v": 1, "op": "respond", "id": 4294967296u64, "value": 1})),
+            encode(
+                &json!({"v": 1, "op": "rma_post", "ectx": 0, "request": {"rank": 1, "key": 1, "offset": 8, "op": "cas", "width": 8, "compare": 1, "swap": 2}}),
+            ),
+            encode(&json!({"v": 1, "op": "rma_wait", "handles": [1, 2], "timeout_ms": 5})),
         ];
         let mut x: u32 = 27;
         for r in &reqs {

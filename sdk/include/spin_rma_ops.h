@@ -1,0 +1,447 @@
+/*
+ * spin_rma_ops.h - the RMA initiator for handlers: sPIN's network actions
+ * (seed 004 §3 and Appendix: put from device, put from host, get, atomics)
+ * on RMA (docs/rma.md "Initiator"). Each op returns at once with a handle
+ * (spin_rma_t, as spin_cmd_t for NIC commands); spin_rma_test and
+ * spin_rma_wait observe its completion, which the responses' handlers
+ * record (spin_rma_complete) in the outstanding-transaction table (OTT).
+ *
+ * Not in spin.h (it includes spin.h on the HPU side). Exactly one file of
+ * the image says SPIN_RMA_OPS_STORAGE; at file scope (the
+ * table, its lock and the frame buffers; the host finds the table by its
+ * symbol, rma_txns). The image's payload handler must hand every frame to
+ * spin_rma_doorbell and spin_rma_complete (examples/rma_target does).
+ *
+ * The table layout is defined in Rust (softspin_wire::rma::txn) and
+ * checked against this header by crates/wire/tests/rma_c_layout.rs.
+ */
+#ifndef SOFTSPIN_SPIN_RMA_OPS_H
+#define SOFTSPIN_SPIN_RMA_OPS_H
+
+#include "spin_rma.h"
+#include "spin_node.h"
+
+/* Entries of the OTT; the host posts into 0..RMA_HOST_TXNS-1, handlers
+ * allocate the rest. */
+#define RMA_TXNS 64
+#define RMA_HOST_TXNS 32
+/* Packets one entry sends (bits of `answered`), and the bytes it moves. */
+#define RMA_TXN_MAX_PACKETS 32
+#define RMA_TXN_MAX_LEN (RMA_TXN_MAX_PACKETS * RMA_MAX_PAYLOAD)
+
+/* Entry states. */
+#define RMA_TXN_FREE 0u
+#define RMA_TXN_POSTED 1u    /* written by the host; its doorbell not yet run */
+#define RMA_TXN_IN_FLIGHT 2u /* requests out, responses being counted */
+#define RMA_TXN_DONE 3u      /* every packet answered; status and value final */
+/* An op's status when the transport declared its destination failed (the
+ * host marks the entry: handlers do not see the transport). */
+#define RMA_STATUS_PEER_FAILED 7
+/* flags: `local` is a NIC address (put from device). */
+#define RMA_TXN_NIC_SRC 1u
+
+/* The host's doorbell frame: Ethernet, this ethertype, then the magic and
+ * the posted entry's wire txn (little-endian u32 each). */
+#define RMA_DOORBELL_ETHERTYPE 0x88b5
+#define RMA_DOORBELL_MAGIC 0x42445353u /* "SSDB" */
+#define RMA_DOORBELL_LEN 22
+
+/* spin_push_counter indices of dropped frames (value: the reason). */
+#define RMA_CTR_RESPONSE_DROPPED 10
+#define RMA_CTR_DOORBELL_DROPPED 11
+/* Reasons. */
+#define RMA_DROP_TXN 1       /* txn names no entry, or an old generation */
+#define RMA_DROP_STATE 2     /* the entry is not in flight */
+#define RMA_DROP_MISMATCH 3  /* source rank, op or key not the entry's */
+#define RMA_DROP_RANGE 4     /* offset or length not one of the entry's packets */
+#define RMA_DROP_DUPLICATE 5 /* that packet was answered already */
+
+/* Wire txn = entry index | generation << 16. */
+#define RMA_TXN_INDEX(txn) ((txn) & 0xffffu)
+#define RMA_TXN_GEN(txn) ((txn) >> 16)
+
+typedef struct rma_txn {
+    uint32_t state;
+    uint32_t txn;     /* wire txn of the current use */
+    uint16_t op;      /* RMA_OP_*: WRITE for puts, READ for gets */
+    uint16_t flags;   /* RMA_TXN_NIC_SRC */
+    uint32_t rank;    /* destination */
+    uint32_t key;
+    uint32_t length;  /* bytes; an atomic's width */
+    uint64_t offset;  /* in the remote window */
+    uint64_t local;   /* host address (put from host, get), or NIC address */
+    uint64_t operand[2];
+    uint64_t value;   /* an atomic's old value */
+    uint32_t packets;
+    uint32_t answered;  /* bit k: packet k answered */
+    uint32_t remaining; /* packets not yet answered */
+    uint32_t status;    /* the first failing status seen, else 0 */
+} rma_txn_t;
+
+_Static_assert(sizeof(rma_txn_t) == 80, "an OTT entry is 80 bytes");
+
+/* A handle: the op's wire txn. */
+typedef uint32_t spin_rma_t;
+
+#ifdef __riscv /* the rest runs on HPUs only */
+#include "spin.h"
+
+#define RMA_OPS_HDRS 42u /* Ethernet + IPv4 + UDP */
+#define RMA_OPS_BUFS 16
+#define RMA_OPS_BUF_BYTES (RMA_OPS_HDRS + RMA_HDR_LEN + RMA_MAX_PAYLOAD + 2)
+
+extern volatile rma_txn_t rma_txns[RMA_TXNS];
+extern spin_lock_t rma_txn_lock;
+extern volatile uint32_t rma_ops_bufs_used;
+extern uint8_t rma_ops_bufs[RMA_OPS_BUFS][RMA_OPS_BUF_BYTES];
+
+#define SPIN_RMA_OPS_STORAGE                                                          \
+    volatile rma_txn_t rma_txns[RMA_TXNS];                                            \
+    const uint32_t rma_txn_count = RMA_TXNS;                                          \
+    const uint32_t rma_txn_bytes = sizeof(rma_txn_t);                                 \
+    spin_lock_t rma_txn_lock;                                                         \
+    volatile uint32_t rma_ops_bufs_used;                                              \
+    uint8_t rma_ops_bufs[RMA_OPS_BUFS][RMA_OPS_BUF_BYTES] __attribute__((aligned(8)))
+
+/* A frame buffer of its own for the op being issued: one of a pool (an
+ * HPU without args cannot name its own slice), taken by test-and-set. */
+static inline uint8_t *rma_ops_buf_take(uint32_t *which)
+{
+    for (;;)
+        for (uint32_t i = 0; i < RMA_OPS_BUFS; i++) {
+            uint32_t bit = 1u << i;
+            if (!(amo_or((volatile uint32_t *)&rma_ops_bufs_used, bit) & bit)) {
+                *which = bit;
+                return rma_ops_bufs[i];
+            }
+        }
+}
+
+static inline void rma_ops_buf_give(uint32_t which) { amo_and((volatile uint32_t *)&rma_ops_bufs_used, ~which); }
+
+/* Packet k of an entry answered with `status` (by a response, or locally
+ * when it could not be sent); the last one marks the entry DONE. */
+static inline void rma_ops_answered(volatile rma_txn_t *e, uint32_t status)
+{
+    if (status != RMA_STATUS_OK && e->status == RMA_STATUS_OK)
+        e->status = status;
+    if (amo_add((volatile int32_t *)&e->remaining, -1) == 1)
+        e->state = RMA_TXN_DONE;
+}
+
+static inline uint32_t rma_ops_csum(const uint8_t *p, uint32_t n)
+{
+    uint32_t s = 0;
+    for (uint32_t i = 0; i + 1 < n; i += 2)
+        s += ((uint32_t)p[i] << 8) | p[i + 1];
+    while (s >> 16)
+        s = (s & 0xffff) + (s >> 16);
+    return ~s & 0xffff;
+}
+
+/* Ethernet/IPv4/UDP and RMA headers of a request to `dst`; returns the
+ * frame length. The UDP checksum is left 0 (optional in IPv4): the
+ * payload would cost a pass over up to 1432 bytes. */
+static inline uint32_t rma_ops_headers(uint8_t *out, const spin_node_t *me, const spin_node_t *dst, uint32_t my_rank,
+                                       volatile rma_txn_t *e, uint64_t offset, uint32_t length, uint32_t payload_len)
+{
+    uint32_t udp_len = 8 + RMA_HDR_LEN + payload_len, ip_len = 20 + udp_len;
+    memcpy(out, dst->mac, 6);
+    memcpy(out + 6, me->mac, 6);
+    out[12] = 0x08;
+    out[13] = 0x00;
+    uint8_t *ip = out + 14;
+    ip[0] = 0x45;
+    ip[1] = 0;
+    rma_put16(ip + 2, ip_len);
+    rma_put16(ip + 4, 0);
+    rma_put16(ip + 6, 0x4000);
+    ip[8] = 64;
+    ip[9] = IP_PROTO_UDP;
+    rma_put16(ip + 10, 0);
+    memcpy(ip + 12, &me->ipv4, 4);
+    memcpy(ip + 16, &dst->ipv4, 4);
+    rma_put16(ip + 10, rma_ops_csum(ip, 20));
+    uint8_t *udp = out + 34;
+    memcpy(udp, &me->udp_port, 2);
+    memcpy(udp + 2, &dst->udp_port, 2);
+    rma_put16(udp + 4, udp_len);
+    rma_put16(udp + 6, 0);
+    rma_hdr_t *h = (rma_hdr_t *)(out + RMA_OPS_HDRS);
+    h->version = RMA_VERSION;
+    h->kind = RMA_KIND_DATA;
+    h->op = (uint8_t)e->op;
+    h->status = RMA_STATUS_OK;
+    rma_put16(h->src_rank, my_rank);
+    rma_put16(h->dst_rank, e->rank);
+    rma_put32(h->seq, 0); /* the transport block stamps seq and ack */
+    rma_put32(h->ack, 0);
+    rma_put32(h->txn, e->txn);
+    rma_put32(h->key, e->key);
+    rma_put64(h->offset, offset);
+    rma_put32(h->length, length);
+    rma_put32(h->reserved, 0);
+    return 14 + ip_len;
+}
+
+/* Send every packet of an IN_FLIGHT entry. A packet that cannot be built
+ * or sent counts as answered with FAILED, so the entry always completes. */
+static inline void rma_ops_issue(volatile rma_txn_t *e)
+{
+    int32_t my = spin_my_rank();
+    const spin_node_t *me = my < 0 ? NULL : spin_node((uint32_t)my), *dst = spin_node(e->rank);
+    uint32_t op = e->op, width = rma_op_width(op), n = e->packets, which;
+    uint8_t *buf = rma_ops_buf_take(&which), *payload = buf + RMA_OPS_HDRS + RMA_HDR_LEN;
+    for (uint32_t k = 0; k < n; k++) {
+        uint32_t off = k * RMA_MAX_PAYLOAD, len = width ? width : e->length - off, plen = 0;
+        if (len > RMA_MAX_PAYLOAD)
+            len = RMA_MAX_PAYLOAD;
+        spin_cmd_t h;
+        int ok = me && dst;
+        if (ok && op == RMA_OP_WRITE) {
+            plen = len;
+            if (e->flags & RMA_TXN_NIC_SRC)
+                memcpy(payload, (const uint8_t *)(uint32_t)e->local + off, len);
+            else
+                ok = spin_dma_from_host(e->local + off, (uint32_t)payload, len, false, &h) == SPIN_OK &&
+                     spin_cmd_wait(h) == SPIN_OK;
+        } else if (width) {
+            plen = width * rma_op_operands(op);
+            rma_putn(payload, e->operand[0], width);
+            rma_putn(payload + width, e->operand[1], width);
+        }
+        if (ok) {
+            uint32_t flen = rma_ops_headers(buf, me, dst, (uint32_t)my, e, e->offset + off, len, plen);
+            /* Wait: the next packet reuses the buffer. */
+            ok = spin_send_packet(buf, flen, &h) == SPIN_OK && spin_cmd_wait(h) == SPIN_OK;
+        }
+        if (!ok && !(amo_or((volatile uint32_t *)&e->answered, 1u << k) & (1u << k)))
+            rma_ops_answered(e, RMA_STATUS_FAILED);
+    }
+    rma_ops_buf_give(which);
+}
+
+/* Take a handler entry (FREE) for a new op; fills it, IN_FLIGHT. */
+static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint32_t key, uint64_t offset,
+                                uint64_t local, uint32_t len, uint64_t a, uint64_t b, spin_rma_t *handle)
+{
+    uint32_t width = rma_op_width(op);
+    if (!handle || rank >= spin_num_nodes() || spin_my_rank() < 0 || rank == (uint32_t)spin_my_rank() ||
+        len == 0 || len > RMA_TXN_MAX_LEN ||
+        (width && (offset & (width - 1))))
+        return SPIN_FAIL;
+    volatile rma_txn_t *e = 0;
+    spin_lock_lock(&rma_txn_lock);
+    for (uint32_t i = RMA_HOST_TXNS; i < RMA_TXNS; i++)
+        if (rma_txns[i].state == RMA_TXN_FREE) {
+            e = &rma_txns[i];
+            e->txn = i | ((RMA_TXN_GEN(e->txn) + 1) << 16);
+            e->state = RMA_TXN_IN_FLIGHT; /* taken; responses cannot match before the sends */
+            break;
+        }
+    spin_lock_unlock(&rma_txn_lock);
+    if (!e)
+        return SPIN_FAIL;
+    e->op = (uint16_t)op;
+    e->flags = (uint16_t)flags;
+    e->rank = rank;
+    e->key = key;
+    e->length = len;
+    e->offset = offset;
+    e->local = local;
+    e->operand[0] = a;
+    e->operand[1] = b;
+    e->value = 0;
+    e->packets = width ? 1 : (len + RMA_MAX_PAYLOAD - 1) / RMA_MAX_PAYLOAD;
+    e->answered = 0;
+    e->remaining = e->packets;
+    e->status = RMA_STATUS_OK;
+    *handle = e->txn;
+    rma_ops_issue(e);
+    return SPIN_OK;
+}
+
+/* Put from device: `len` bytes of NIC memory at `src` to offset `offset` of
+ * the window `key` on node `rank`. `src` must stay unchanged until done. */
+static inline int spin_rma_put(uint32_t rank, uint32_t key, uint64_t offset, const void *src, uint32_t len,
+                               spin_rma_t *h)
+{
+    return rma_ops_start(RMA_OP_WRITE, RMA_TXN_NIC_SRC, rank, key, offset, (uint32_t)src, len, 0, 0, h);
+}
+
+/* Put from host: the NIC DMA-reads `len` bytes of this node's host memory
+ * at `host_addr` (an address in the ECTX's host window) and sends them. */
+static inline int spin_rma_put_from_host(uint32_t rank, uint32_t key, uint64_t offset, uint64_t host_addr,
+                                         uint32_t len, spin_rma_t *h)
+{
+    return rma_ops_start(RMA_OP_WRITE, 0, rank, key, offset, host_addr, len, 0, 0, h);
+}
+
+/* Get to host: `len` remote bytes into this node's host memory at `host_addr`. */
+static inline int spin_rma_get(uint32_t rank, uint32_t key, uint64_t offset, uint64_t host_addr, uint32_t len,
+                               spin_rma_t *h)
+{
+    return rma_ops_start(RMA_OP_READ, 0, rank, key, offset, host_addr, len, 0, 0, h);
+}
+
+/* Remote fetch-and-add on a `width`-byte (4 or 8) word; the old value comes
+ * with the completion. */
+static inline int spin_rma_fetch_add(uint32_t rank, uint32_t key, uint64_t offset, uint32_t width, uint64_t addend,
+                                     spin_rma_t *h)
+{
+    if (width != 4 && width != 8)
+        return SPIN_FAIL;
+    return rma_ops_start(width == 4 ? RMA_OP_FADD32 : RMA_OP_FADD64, 0, rank, key, offset, 0, width, addend, 0, h);
+}
+
+/* Remote compare-and-swap; the old value comes with the completion. */
+static inline int spin_rma_cas(uint32_t rank, uint32_t key, uint64_t offset, uint32_t width, uint64_t compare,
+                               uint64_t swap, spin_rma_t *h)
+{
+    if (width != 4 && width != 8)
+        return SPIN_FAIL;
+    return rma_ops_start(width == 4 ? RMA_OP_CAS32 : RMA_OP_CAS64, 0, rank, key, offset, 0, width, compare, swap,
+                         h);
+}
+
+static inline volatile rma_txn_t *rma_ops_entry(spin_rma_t h)
+{
+    uint32_t i = RMA_TXN_INDEX(h);
+    return i >= RMA_HOST_TXNS && i < RMA_TXNS && rma_txns[i].txn == h ? &rma_txns[i] : 0;
+}
+
+/* *done = whether the op finished (SPIN_FAIL: not a live handle). */
+static inline int spin_rma_test(spin_rma_t h, bool *done)
+{
+    volatile rma_txn_t *e = rma_ops_entry(h);
+    if (!e || e->state == RMA_TXN_FREE)
+        return SPIN_FAIL;
+    *done = e->state == RMA_TXN_DONE;
+    return SPIN_OK;
+}
+
+/* Wait for the op (other HPUs run its responses meanwhile; the watchdog
+ * bounds the wait), take its status (RMA_STATUS_*, RMA_STATUS_PEER_FAILED
+ * once the host library saw the destination fail) and an atomic's old
+ * value, and free the handle. */
+static inline int spin_rma_wait(spin_rma_t h, uint32_t *status, uint64_t *value)
+{
+    volatile rma_txn_t *e = rma_ops_entry(h);
+    if (!e || e->state == RMA_TXN_FREE)
+        return SPIN_FAIL;
+    while (e->state != RMA_TXN_DONE)
+        ;
+    if (status)
+        *status = e->status;
+    if (value)
+        *value = e->value;
+    e->state = RMA_TXN_FREE;
+    return SPIN_OK;
+}
+
+/* 1 if the frame is a doorbell (consumed: the posted entry is issued, or
+ * the doorbell is dropped and counted when it names no POSTED entry: a
+ * doorbell can only start what the host posted). */
+static inline int spin_rma_doorbell(const uint8_t *f, uint32_t len)
+{
+    if (len < RMA_DOORBELL_LEN || f[12] != (RMA_DOORBELL_ETHERTYPE >> 8) || f[13] != (RMA_DOORBELL_ETHERTYPE & 0xff))
+        return 0;
+    uint32_t magic = f[14] | (f[15] << 8) | (f[16] << 16) | ((uint32_t)f[17] << 24);
+    uint32_t txn = f[18] | (f[19] << 8) | (f[20] << 16) | ((uint32_t)f[21] << 24);
+    if (magic != RMA_DOORBELL_MAGIC)
+        return 0;
+    uint32_t i = RMA_TXN_INDEX(txn);
+    volatile rma_txn_t *e = i < RMA_HOST_TXNS ? &rma_txns[i] : 0;
+    int mine = 0;
+    spin_lock_lock(&rma_txn_lock);
+    if (e && e->state == RMA_TXN_POSTED && e->txn == txn) {
+        e->state = RMA_TXN_IN_FLIGHT;
+        mine = 1;
+    }
+    spin_lock_unlock(&rma_txn_lock);
+    if (!mine) {
+        spin_push_counter(RMA_CTR_DOORBELL_DROPPED, txn);
+        return 1;
+    }
+    /* What the host wrote is checked as a handler's op would be: no
+     * entry contents make the NIC send more than RMA_TXN_MAX_PACKETS. */
+    uint32_t w = rma_op_width(e->op), n = e->packets;
+    if ((e->op != RMA_OP_WRITE && e->op != RMA_OP_READ && !w) || e->length == 0 || e->length > RMA_TXN_MAX_LEN ||
+        n != (w ? 1 : (e->length + RMA_MAX_PAYLOAD - 1) / RMA_MAX_PAYLOAD) || (w && e->length != w) ||
+        e->remaining != n || e->answered != 0 || (e->flags & RMA_TXN_NIC_SRC)) {
+        e->status = RMA_STATUS_MALFORMED;
+        e->state = RMA_TXN_DONE;
+        return 1;
+    }
+    rma_ops_issue(e);
+    return 1;
+}
+
+static inline void rma_ops_drop(uint32_t why) { spin_push_counter(RMA_CTR_RESPONSE_DROPPED, why); }
+
+/* 1 if the frame is an RMA response (consumed): matched against the OTT
+ * and recorded (a get's data DMA-written to host memory, an atomic's old
+ * value kept), or dropped and counted if it matches no packet of an entry
+ * in flight (RMA_DROP_*): nothing is ever written for those. */
+static inline int spin_rma_complete(const uint8_t *f, uint32_t len)
+{
+    /* The frame checks of the target's requests (rma_target's parse_frame):
+     * what fails them is a bad frame, not a response. */
+    if (len < RMA_OPS_HDRS + RMA_HDR_LEN || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
+        f[14 + 9] != IP_PROTO_UDP || (rma_get16(f + 20) & 0x3fff))
+        return 0;
+    uint32_t ip_len = rma_get16(f + 16), udp_len = rma_get16(f + 38);
+    if (ip_len > len - 14 || udp_len + 20 > ip_len || udp_len < 8 + RMA_HDR_LEN)
+        return 0;
+    const rma_hdr_t *h = (const rma_hdr_t *)(f + RMA_OPS_HDRS);
+    if (h->version != RMA_VERSION || h->kind != RMA_KIND_DATA || !(h->op & RMA_RESPONSE))
+        return 0;
+    const uint8_t *payload = f + RMA_OPS_HDRS + RMA_HDR_LEN;
+    uint32_t plen = udp_len - 8 - RMA_HDR_LEN, txn = rma_get32(h->txn), i = RMA_TXN_INDEX(txn);
+    if (i >= RMA_TXNS || rma_txns[i].txn != txn) {
+        rma_ops_drop(RMA_DROP_TXN);
+        return 1;
+    }
+    volatile rma_txn_t *e = &rma_txns[i];
+    uint32_t op = h->op & ~RMA_RESPONSE, width = rma_op_width(op), status = h->status;
+    uint32_t length = rma_get32(h->length);
+    uint64_t offset = rma_get64(h->offset);
+    if (e->state != RMA_TXN_IN_FLIGHT) {
+        rma_ops_drop(RMA_DROP_STATE);
+        return 1;
+    }
+    if (rma_get16(h->src_rank) != e->rank || op != e->op || rma_get32(h->key) != e->key) {
+        rma_ops_drop(RMA_DROP_MISMATCH);
+        return 1;
+    }
+    uint32_t k = 0;
+    uint64_t off = offset - e->offset;
+    if (offset < e->offset || off % RMA_MAX_PAYLOAD || off / RMA_MAX_PAYLOAD >= e->packets ||
+        length != (width ? width : (e->length - off < RMA_MAX_PAYLOAD ? e->length - off : RMA_MAX_PAYLOAD))) {
+        rma_ops_drop(RMA_DROP_RANGE);
+        return 1;
+    }
+    k = (uint32_t)(off / RMA_MAX_PAYLOAD);
+    if (amo_or((volatile uint32_t *)&e->answered, 1u << k) & (1u << k)) {
+        rma_ops_drop(RMA_DROP_DUPLICATE);
+        return 1;
+    }
+    if (status == RMA_STATUS_OK) {
+        uint32_t want = op == RMA_OP_READ ? length : width;
+        if (plen != want || status > RMA_STATUS_FAILED)
+            status = RMA_STATUS_MALFORMED;
+        else if (op == RMA_OP_READ) {
+            spin_cmd_t c;
+            if (spin_dma_to_host(e->local + off, (uint32_t)payload, length, false, &c) != SPIN_OK ||
+                spin_cmd_wait(c) != SPIN_OK)
+                status = RMA_STATUS_FAILED;
+        } else if (width)
+            e->value = rma_getn(payload, width);
+    } else if (status > RMA_STATUS_FAILED)
+        status = RMA_STATUS_MALFORMED;
+    rma_ops_answered(e, status);
+    return 1;
+}
+
+#endif /* __riscv */
+#endif
