@@ -163,8 +163,11 @@ static inline uint32_t rma_ops_headers(uint8_t *out, const spin_node_t *me, cons
     memcpy(ip + 16, &dst->ipv4, 4);
     rma_put16(ip + 10, rma_ops_csum(ip, 20));
     uint8_t *udp = out + 34;
-    memcpy(udp, &me->udp_port, 2);
-    memcpy(udp + 2, &dst->udp_port, 2);
+    /* RMA's own port both ways, not the table's udp_port (an application's
+     * port): the peer's matching rules and transport block select RMA
+     * frames by it. */
+    rma_put16(udp, RMA_UDP_PORT);
+    rma_put16(udp + 2, RMA_UDP_PORT);
     rma_put16(udp + 4, udp_len);
     rma_put16(udp + 6, 0);
     rma_hdr_t *h = (rma_hdr_t *)(out + RMA_OPS_HDRS);
