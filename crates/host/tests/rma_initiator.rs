@@ -77,7 +77,8 @@ fn table(n: usize) -> NodeTable {
                 iface: format!("sGi{k}"),
                 ipv4: Ipv4Addr::new(10, 27, 0, k as u8 + 1),
                 mac: Mac(mac(k)),
-                udp_port: rma::UDP_PORT,
+                // An application's port: RMA frames use RMA's own whatever the table says.
+                udp_port: 9330,
                 netns: None,
             })
             .collect(),
