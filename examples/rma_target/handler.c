@@ -40,8 +40,6 @@
 
 /* Locks of the atomics (a power of two). */
 #define RMA_LOCKS 64
-/* Bytes before the RMA header: Ethernet (14) + IPv4 (20) + UDP (8). */
-#define RMA_L2_HDRS 42u
 #define RMA_FRAME_MAX (14u + RMA_MTU) /* Ethernet header + an MTU */
 /* Bytes of one HPU's response buffer: a frame and the atomic's word. */
 #define RMA_BUF_BYTES 1536
@@ -160,38 +158,12 @@ static uint32_t check(const rma_req_t *r, const task_t *t, uint64_t *host)
 }
 
 /* Write the response's headers into `out` for `data_len` payload bytes;
- * returns the frame length. Addresses, ports and ranks swapped; IPv4 with
- * fixed TOS 0, id 0, DF, TTL 64; checksums() fills the checksums. */
+ * returns the frame length. Addresses, ports and ranks swapped. */
 static uint32_t response_headers(const rma_req_t *r, uint8_t *out, uint32_t status, uint32_t data_len)
 {
     const uint8_t *f = r->frame;
-    uint32_t udp_len = 8 + RMA_HDR_LEN + data_len, ip_len = 20 + udp_len;
-    for (int i = 0; i < 6; i++) {
-        out[i] = f[6 + i];
-        out[6 + i] = f[i];
-    }
-    out[12] = 0x08;
-    out[13] = 0x00;
-    uint8_t *ip = out + 14;
-    ip[0] = 0x45;
-    ip[1] = 0;
-    rma_put16(ip + 2, ip_len);
-    rma_put16(ip + 4, 0);
-    rma_put16(ip + 6, 0x4000);
-    ip[8] = 64;
-    ip[9] = IP_PROTO_UDP;
-    rma_put16(ip + 10, 0);
-    for (int i = 0; i < 4; i++) {
-        ip[12 + i] = f[14 + 16 + i];
-        ip[16 + i] = f[14 + 12 + i];
-    }
-    uint8_t *udp = out + 34;
-    for (int i = 0; i < 2; i++) {
-        udp[i] = f[34 + 2 + i];
-        udp[2 + i] = f[34 + i];
-    }
-    rma_put16(udp + 4, udp_len);
-    rma_put16(udp + 6, 0);
+    uint32_t len = rma_l2_headers(out, f + 6, f, f + 30, f + 26, rma_get16(f + 36), rma_get16(f + 34),
+                                  RMA_HDR_LEN + data_len);
     rma_hdr_t *h = (rma_hdr_t *)(out + RMA_L2_HDRS);
     const rma_hdr_t *q = r->h;
     h->version = RMA_VERSION;
@@ -211,59 +183,12 @@ static uint32_t response_headers(const rma_req_t *r, uint8_t *out, uint32_t stat
     }
     for (int i = 0; i < 8; i++)
         h->offset[i] = q->offset[i];
-    return 14 + ip_len;
-}
-
-typedef uint16_t __attribute__((__may_alias__)) rma_u16a;
-typedef uint32_t __attribute__((__may_alias__)) rma_u32a;
-
-/* RFC 1071 sum of `n` bytes at `p` (2-byte aligned) as big-endian 16-bit
- * words, folded to 16 bits. Loads whole words, one access per 4 bytes
- * (a response in L2 costs up to 25 cycles an access), summed in the NIC's
- * little-endian order and swapped once at the end: the ones' complement
- * sum is independent of byte order (RFC 1071 §2 (B)). */
-static uint32_t csum_be(const uint8_t *p, uint32_t n)
-{
-    uint32_t s = 0; /* at most 2 x 744 halves of 0xffff: no overflow */
-    if (((uintptr_t)p & 2) && n >= 2) {
-        s += *(const rma_u16a *)p;
-        p += 2;
-        n -= 2;
-    }
-    for (; n >= 4; p += 4, n -= 4) {
-        uint32_t w = *(const rma_u32a *)p;
-        s += (w & 0xffff) + (w >> 16);
-    }
-    if (n >= 2) {
-        s += *(const rma_u16a *)p;
-        p += 2;
-        n -= 2;
-    }
-    if (n)
-        s += *p; /* the last byte is a word's high half: low in LE order */
-    while (s >> 16)
-        s = (s & 0xffff) + (s >> 16);
-    return ((s & 0xff) << 8) | (s >> 8);
-}
-
-/* The IPv4 header checksum, and the UDP checksum over the IPv4
- * pseudo-header, header and payload (RFC 768; a computed 0 is sent as
- * 0xffff). */
-static void checksums(uint8_t *out)
-{
-    uint8_t *ip = out + 14, *udp = out + 34;
-    rma_put16(ip + 10, ~csum_be(ip, 20) & 0xffff);
-    uint32_t udp_len = rma_get16(udp + 4);
-    uint32_t sum = csum_be(ip + 12, 8) + IP_PROTO_UDP + udp_len + csum_be(udp, udp_len);
-    while (sum >> 16)
-        sum = (sum & 0xffff) + (sum >> 16);
-    uint32_t c = ~sum & 0xffff;
-    rma_put16(udp + 6, c ? c : 0xffff);
+    return len;
 }
 
 static void send(uint8_t *out, uint32_t len, uint32_t status)
 {
-    checksums(out);
+    rma_udp_checksum(out);
     spin_cmd_t h;
     /* Wait: the buffer is this HPU's and the next task reuses it. */
     if (spin_send_packet(out, len, &h) != SPIN_OK || spin_cmd_wait(h) != SPIN_OK)

@@ -86,9 +86,8 @@ typedef uint32_t spin_rma_t;
 #ifdef __riscv /* the rest runs on HPUs only */
 #include "spin.h"
 
-#define RMA_OPS_HDRS 42u /* Ethernet + IPv4 + UDP */
 #define RMA_OPS_BUFS 16
-#define RMA_OPS_BUF_BYTES (RMA_OPS_HDRS + RMA_HDR_LEN + RMA_MAX_PAYLOAD + 2)
+#define RMA_OPS_BUF_BYTES (RMA_L2_HDRS + RMA_HDR_LEN + RMA_MAX_PAYLOAD + 2)
 
 extern volatile rma_txn_t rma_txns[RMA_TXNS];
 extern spin_lock_t rma_txn_lock;
@@ -129,45 +128,18 @@ static inline void rma_ops_answered(volatile rma_txn_t *e, uint32_t status)
         e->state = RMA_TXN_DONE;
 }
 
-static inline uint32_t rma_ops_csum(const uint8_t *p, uint32_t n)
-{
-    uint32_t s = 0;
-    for (uint32_t i = 0; i + 1 < n; i += 2)
-        s += ((uint32_t)p[i] << 8) | p[i + 1];
-    while (s >> 16)
-        s = (s & 0xffff) + (s >> 16);
-    return ~s & 0xffff;
-}
-
 /* Ethernet/IPv4/UDP and RMA headers of a request to `dst`; returns the
  * frame length. The UDP checksum is left 0 (optional in IPv4): the
  * payload would cost a pass over up to 1432 bytes. */
 static inline uint32_t rma_ops_headers(uint8_t *out, const spin_node_t *me, const spin_node_t *dst, uint32_t my_rank,
                                        volatile rma_txn_t *e, uint64_t offset, uint32_t length, uint32_t payload_len)
 {
-    uint32_t udp_len = 8 + RMA_HDR_LEN + payload_len, ip_len = 20 + udp_len;
-    memcpy(out, dst->mac, 6);
-    memcpy(out + 6, me->mac, 6);
-    out[12] = 0x08;
-    out[13] = 0x00;
-    uint8_t *ip = out + 14;
-    ip[0] = 0x45;
-    ip[1] = 0;
-    rma_put16(ip + 2, ip_len);
-    rma_put16(ip + 4, 0);
-    rma_put16(ip + 6, 0x4000);
-    ip[8] = 64;
-    ip[9] = IP_PROTO_UDP;
-    rma_put16(ip + 10, 0);
-    memcpy(ip + 12, &me->ipv4, 4);
-    memcpy(ip + 16, &dst->ipv4, 4);
-    rma_put16(ip + 10, rma_ops_csum(ip, 20));
-    uint8_t *udp = out + 34;
-    memcpy(udp, &me->udp_port, 2);
-    memcpy(udp + 2, &dst->udp_port, 2);
-    rma_put16(udp + 4, udp_len);
-    rma_put16(udp + 6, 0);
-    rma_hdr_t *h = (rma_hdr_t *)(out + RMA_OPS_HDRS);
+    /* RMA's own port both ways, not the table's udp_port (an application's
+     * port): the peer's matching rules and transport block select RMA
+     * frames by it. */
+    uint32_t len = rma_l2_headers(out, dst->mac, me->mac, (const uint8_t *)&me->ipv4, (const uint8_t *)&dst->ipv4,
+                                  RMA_UDP_PORT, RMA_UDP_PORT, RMA_HDR_LEN + payload_len);
+    rma_hdr_t *h = (rma_hdr_t *)(out + RMA_L2_HDRS);
     h->version = RMA_VERSION;
     h->kind = RMA_KIND_DATA;
     h->op = (uint8_t)e->op;
@@ -181,7 +153,7 @@ static inline uint32_t rma_ops_headers(uint8_t *out, const spin_node_t *me, cons
     rma_put64(h->offset, offset);
     rma_put32(h->length, length);
     rma_put32(h->reserved, 0);
-    return 14 + ip_len;
+    return len;
 }
 
 /* Send every packet of an IN_FLIGHT entry. A packet that cannot be built
@@ -191,7 +163,7 @@ static inline void rma_ops_issue(volatile rma_txn_t *e)
     int32_t my = spin_my_rank();
     const spin_node_t *me = my < 0 ? NULL : spin_node((uint32_t)my), *dst = spin_node(e->rank);
     uint32_t op = e->op, width = rma_op_width(op), n = e->packets, which;
-    uint8_t *buf = rma_ops_buf_take(&which), *payload = buf + RMA_OPS_HDRS + RMA_HDR_LEN;
+    uint8_t *buf = rma_ops_buf_take(&which), *payload = buf + RMA_L2_HDRS + RMA_HDR_LEN;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t off = k * RMA_MAX_PAYLOAD, len = width ? width : e->length - off, plen = 0;
         if (len > RMA_MAX_PAYLOAD)
@@ -226,7 +198,8 @@ static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint
                                 uint64_t local, uint32_t len, uint64_t a, uint64_t b, spin_rma_t *handle)
 {
     uint32_t width = rma_op_width(op);
-    if (!handle || rank >= spin_num_nodes() || spin_my_rank() < 0 || len == 0 || len > RMA_TXN_MAX_LEN ||
+    if (!handle || rank >= spin_num_nodes() || spin_my_rank() < 0 || rank == (uint32_t)spin_my_rank() ||
+        len == 0 || len > RMA_TXN_MAX_LEN ||
         (width && (offset & (width - 1))))
         return SPIN_FAIL;
     volatile rma_txn_t *e = 0;
@@ -386,16 +359,16 @@ static inline int spin_rma_complete(const uint8_t *f, uint32_t len)
 {
     /* The frame checks of the target's requests (rma_target's parse_frame):
      * what fails them is a bad frame, not a response. */
-    if (len < RMA_OPS_HDRS + RMA_HDR_LEN || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
+    if (len < RMA_L2_HDRS + RMA_HDR_LEN || f[12] != 0x08 || f[13] != 0x00 || f[14] != 0x45 ||
         f[14 + 9] != IP_PROTO_UDP || (rma_get16(f + 20) & 0x3fff))
         return 0;
     uint32_t ip_len = rma_get16(f + 16), udp_len = rma_get16(f + 38);
     if (ip_len > len - 14 || udp_len + 20 > ip_len || udp_len < 8 + RMA_HDR_LEN)
         return 0;
-    const rma_hdr_t *h = (const rma_hdr_t *)(f + RMA_OPS_HDRS);
+    const rma_hdr_t *h = (const rma_hdr_t *)(f + RMA_L2_HDRS);
     if (h->version != RMA_VERSION || h->kind != RMA_KIND_DATA || !(h->op & RMA_RESPONSE))
         return 0;
-    const uint8_t *payload = f + RMA_OPS_HDRS + RMA_HDR_LEN;
+    const uint8_t *payload = f + RMA_L2_HDRS + RMA_HDR_LEN;
     uint32_t plen = udp_len - 8 - RMA_HDR_LEN, txn = rma_get32(h->txn), i = RMA_TXN_INDEX(txn);
     if (i >= RMA_TXNS || rma_txns[i].txn != txn) {
         rma_ops_drop(RMA_DROP_TXN);

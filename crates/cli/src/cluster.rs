@@ -86,8 +86,8 @@ pub struct UpArgs {
     /// The /24 as A.B.C [default: 10.X.Y from a hash of the prefix].
     #[arg(long, value_name = "A.B.C")]
     net: Option<String>,
-    /// The UDP port of every node's NIC in the table [default: 9330; with
-    /// --rma, RMA's port 21328, which initiators address from the table].
+    /// The UDP port of every node's NIC in the table [default: 9330] (an
+    /// application's port; RMA always uses its own, 21328).
     #[arg(long)]
     port: Option<u16>,
     /// Put softspin-lossy on every node's link with these flags (as the
@@ -190,11 +190,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         names: names.clone(),
         nodes: a.nodes,
         net,
-        udp_port: match (a.port, a.rma) {
-            (Some(p), _) => p,
-            (None, true) => softspin_wire::rma::UDP_PORT,
-            (None, false) => local::DEFAULT_UDP_PORT,
-        },
+        udp_port: a.port.unwrap_or(local::DEFAULT_UDP_PORT),
         lossy,
         table: a.table.clone(),
     };

@@ -217,6 +217,40 @@ fn host_programs_put_get_and_atomics_through_their_nics() {
     c0.get(1, KEY, 3001, 0, 8).unwrap();
     let s = c0.status().unwrap();
     assert_eq!(s["errors"], 0, "{s}");
+
+    // Node 1's NIC killed: a blocking put fails naming PEER_FAILED and the
+    // rank, within the transport's bound (docs/rma.md "Reliability"), and
+    // the CLI's exits 1 saying the same.
+    let pid = std::fs::read_to_string(local::state_dir(&cl.prefix).join("nic-1.pid")).unwrap();
+    let k = Command::new("kill")
+        .args(["-KILL", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(k.success());
+    let t = Instant::now();
+    let e = c0.put(1, KEY, 0, 0, 4000).unwrap_err().to_string();
+    assert!(e.contains("PEER_FAILED") && e.contains("rank 1"), "{e}");
+    assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
+    let f = scratch("rma-cli").join("in.bin");
+    let o = softspin(&[
+        "rma",
+        "put",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--offset",
+        "0",
+        "--prefix",
+        &cl.prefix,
+        f.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    assert!(
+        String::from_utf8_lossy(&o.stderr).contains("PEER_FAILED"),
+        "{}",
+        describe(&o)
+    );
     drop((c0, _c1));
     cl.down(2);
 }
@@ -495,4 +529,148 @@ fn c_client(cl: &Cluster) {
         .unwrap();
     assert!(o.status.success(), "rma_client_test: {}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("rma_client_test: ok"));
+}
+
+/// Without root: bad arguments, no NIC, and a NIC that cannot post (its
+/// RMA transport is off) each give exit status 1 and the cause; nothing is
+/// written to the NIC's memory.
+#[test]
+fn rma_commands_refuse_with_the_cause() {
+    let dir = scratch("rma-cli-refuse");
+    let empty = dir.join("empty.bin");
+    std::fs::write(&empty, b"").unwrap();
+    let data = dir.join("data.bin");
+    std::fs::write(&data, b"0123456789").unwrap();
+    let out = dir.join("out.bin");
+    let (e, d, o) = (
+        empty.to_str().unwrap(),
+        data.to_str().unwrap(),
+        out.to_str().unwrap(),
+    );
+    let nowhere = dir.join("nobody.sock");
+    let nowhere = nowhere.to_str().unwrap();
+    let base = ["--from", "0", "--to", "1", "--offset", "0"];
+    for (args, want) in [
+        (vec!["put", e], "empty"),
+        (vec!["get", "--len", "0", "--out", o], "--len 0"),
+        (vec!["put", "--timeout", "0", d], "--timeout 0"),
+        (vec!["put", "--control", nowhere, d], "node 0's NIC"),
+        (
+            vec!["put", "--prefix", "sHnone", d],
+            "cluster-sHnone/0.sock",
+        ),
+    ] {
+        let mut a = vec!["rma"];
+        a.push(args[0]);
+        a.extend(base);
+        a.extend(&args[1..]);
+        let r = softspin(&a);
+        assert_eq!(r.status.code(), Some(1), "{a:?}: {}", describe(&r));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(want), "{a:?}: want `{want}`: {err}");
+    }
+    // A NIC (socket mode on lo, no node table, no transport): the NIC
+    // refuses the post, the command says why.
+    let image = dir.join("rma_target.elf");
+    let b = Command::new(BIN)
+        .args(["build", "--profile", "fpspin"])
+        .arg(root().join("examples/rma_target/handler.c"))
+        .arg("-o")
+        .arg(&image)
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "build: {}", describe(&b));
+    let ctl = dir.join("nic.sock");
+    let port = std::net::UdpSocket::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let shm = format!("sH-refuse-{}", std::process::id());
+    let mut nic = NicGuard {
+        shm: PathBuf::from("/dev/shm").join(&shm),
+        ctl: ctl.clone(),
+        child: Command::new(BIN)
+            .args(["nic", "--iface", "lo", "--mode", "socket", "--image"])
+            .arg(&image)
+            .args(["--ph", "rma_target_ph", "--match", &format!("udp:{port}")])
+            .args([
+                "--scratchpad",
+                "12288",
+                "--host-size",
+                "65536",
+                "--host-shm",
+                &shm,
+            ])
+            .args(["--window", "65536", "--control"])
+            .arg(&ctl)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    };
+    let end = Instant::now() + Duration::from_secs(20);
+    while NicClient::connect(&ctl).is_err() {
+        assert!(nic.child.try_wait().unwrap().is_none(), "the NIC exited");
+        assert!(Instant::now() < end, "no control socket after 20 s");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let c = ctl.to_str().unwrap();
+    let r = softspin(&[
+        "rma",
+        "put",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--offset",
+        "0",
+        "--control",
+        c,
+        "--local",
+        "65530",
+        d,
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{}", describe(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("beyond node 0's 65536-byte host window"),
+        "{}",
+        describe(&r)
+    );
+    let r = softspin(&[
+        "rma",
+        "put",
+        "--from",
+        "0",
+        "--to",
+        "1",
+        "--offset",
+        "0",
+        "--control",
+        c,
+        d,
+    ]);
+    assert_eq!(r.status.code(), Some(1), "{}", describe(&r));
+    assert!(
+        String::from_utf8_lossy(&r.stderr).contains("RMA transport"),
+        "{}",
+        describe(&r)
+    );
+}
+
+/// A `softspin nic` killed, and its files removed, when the test ends
+/// (panics included).
+struct NicGuard {
+    child: std::process::Child,
+    shm: PathBuf,
+    ctl: PathBuf,
+}
+
+impl Drop for NicGuard {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_file(&self.shm);
+        let _ = std::fs::remove_file(&self.ctl);
+    }
 }

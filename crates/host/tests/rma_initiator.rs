@@ -77,7 +77,8 @@ fn table(n: usize) -> NodeTable {
                 iface: format!("sGi{k}"),
                 ipv4: Ipv4Addr::new(10, 27, 0, k as u8 + 1),
                 mac: Mac(mac(k)),
-                udp_port: rma::UDP_PORT,
+                // An application's port: RMA frames use RMA's own whatever the table says.
+                udp_port: 9330,
                 netns: None,
             })
             .collect(),
@@ -1162,4 +1163,14 @@ fn a_16_mib_put_and_get() {
         x.nic.host_read(x.w.base + BIG as u64 + 7, BIG).unwrap() == data,
         "node 0 after the get"
     );
+}
+
+#[test]
+fn a_handlers_op_to_its_own_rank_or_no_rank_is_refused() {
+    let mut c = Cluster::with_chaser(2, None, true);
+    // The put fails to start: status FAILED (6) from chase.c's op_wait.
+    for rank in [0, 2] {
+        let r = c.command(command(2, rank, KEY, 0, 512, 8, 0), 512, 4, 1_000_000 * US);
+        assert_eq!(r[0], Status::Failed as u64, "rank {rank}");
+    }
 }
