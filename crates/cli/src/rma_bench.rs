@@ -441,7 +441,8 @@ fn target_status(n: &Nodes) -> Option<Value> {
 /// What the target's NIC model says about the chase: packets it completed
 /// and sent per read, and its modelled packet latency (arrival to last task
 /// done, in NIC time at the profile's clock, over every packet since it
-/// started, the fill included); the NIC's clock advanced per read.
+/// started, the fill included). (A live NIC's clock follows the wall clock,
+/// so its advance says nothing of its own.)
 fn model(before: Option<&Value>, after: Option<&Value>, reads: u64) -> Value {
     let (Some(b), Some(a)) = (before, after) else {
         return Value::Null;
@@ -454,7 +455,6 @@ fn model(before: Option<&Value>, after: Option<&Value>, reads: u64) -> Value {
         "target_outbound_packets_per_read": d("outbound_packets") / reads as f64,
         "target_dma_from_host_bytes_per_read": d("dma_from_host_bytes") / reads as f64,
         "target_packet_latency_ns": a["latency_ns"],
-        "target_nic_time_per_read_ns": d("now_ns") / reads as f64,
     })
 }
 
