@@ -303,6 +303,10 @@ def check(rounds, tcp_counts, sabotage, args, nic):
             bad.append(f"NIC-served {what} exited {x['rc']}: {x['stderr']}")
         elif "op" not in x and x["result"].get("verified", args.count) != args.count:
             bad.append(f"NIC-served rma lat verified {x['result'].get('verified')} of {args.count} values")
+        elif "op" in x and x["result"].get("target_dma_bytes") not in (None, x["result"].get("bytes")):
+            # The target NIC's own DMA byte counter against the bytes moved.
+            bad.append(f"NIC-served {what}: the target NIC counted {x['result']['target_dma_bytes']} bytes of DMA "
+                       f"for {x['result'].get('bytes')}")
     for i, rnd in enumerate(rounds):
         for key, label, _, _ in HOST_SERIES:
             h = rnd[key]
@@ -510,7 +514,8 @@ def self_test():
     tcp_counts = {"bytes": 64, "differing": 0}
     caught = {"rc": 1, "mismatches": 3}
     nic = {"lat": [{"rc": 0, "stderr": "", "result": {"verified": 10, "lat_ns": lat}}],
-           "bw": [{"op": "put", "size": 8, "outstanding": 4, "rc": 0, "stderr": "", "result": {"goodput_gbps": 0.5}}]}
+           "bw": [{"op": "put", "size": 8, "outstanding": 4, "rc": 0, "stderr": "",
+                   "result": {"goodput_gbps": 0.5, "bytes": 32, "target_dma_bytes": 32}}]}
     assert check(rounds, tcp_counts, caught, A, nic) == [], check(rounds, tcp_counts, caught, A, nic)
     last = HOST_SERIES[-1][0]
     cases = [
@@ -523,6 +528,7 @@ def self_test():
         (lambda r, t, n: t.update(bytes=63), "TCP receiver counted"),
         (lambda r, t, n: n["lat"][0]["result"].update(verified=3), "rma lat verified"),
         (lambda r, t, n: n["bw"][0].update(rc=1), "rma bw put 8 B x4 exited 1"),
+        (lambda r, t, n: n["bw"][0]["result"].update(target_dma_bytes=31), "counted 31 bytes of DMA"),
     ]
     for mutate, want in cases:
         r, t, n = copy.deepcopy(rounds), copy.deepcopy(tcp_counts), copy.deepcopy(nic)

@@ -15,6 +15,7 @@ mod nic;
 mod results;
 mod rma;
 mod rma_bench;
+mod rma_host;
 mod sim;
 mod slmp;
 mod slmp_recv;

@@ -39,12 +39,25 @@ pub struct LatArgs {
     #[arg(long, value_name = "N", default_value_t = 20_000)]
     count: u64,
     /// Bytes of the target's window the chain spans (a multiple of 64;
-    /// default: the initiator's host window, which stages the chain).
+    /// default: with `--server nic` the initiator's host window, which
+    /// stages the chain; with `host` hostclient's 16 MiB).
     #[arg(long, value_name = "BYTES")]
     region: Option<u64>,
     /// The chain's seed (the same seed gives hostclient's chain).
     #[arg(long, default_value_t = 1)]
     seed: u64,
+    /// Who serves the reads: node --to's NIC from its window (`nic`), or
+    /// the host-CPU baseline: bench/cluster's C UDP server in node --to's
+    /// namespace, chased by its client in node --from's (`host`; built
+    /// with the system `cc` into the cluster's state directory).
+    #[arg(long, value_enum, default_value = "nic")]
+    server: Server,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Server {
+    Nic,
+    Host,
 }
 
 #[derive(clap::Args)]
@@ -79,18 +92,21 @@ enum BwOp {
 /// `--count` reads of a random single cycle (Sattolo) through `region`
 /// bytes of the target's window, wall-clock timed one by one.
 pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
+    if a.count == 0 {
+        bail!("--count 0: chase at least one read");
+    }
+    if a.server == Server::Host {
+        return crate::rma_host::lat(&a.node, a.count, a.region, a.seed, STRIDE);
+    }
     let (mut c, ectx) = a.node.connect()?;
     let wlen = c.window_mem(ectx)?.len() as u64;
     let region = a.region.unwrap_or(wlen / STRIDE * STRIDE);
-    if region < 2 * STRIDE || region % STRIDE != 0 || region > wlen {
+    if region < 2 * STRIDE || !region.is_multiple_of(STRIDE) || region > wlen {
         bail!(
             "--region {region}: a multiple of {STRIDE} of at least {} and at most node {}'s {wlen}-byte host window, which stages the chain",
             2 * STRIDE,
             a.node.from
         );
-    }
-    if a.count == 0 {
-        bail!("--count 0: chase at least one read");
     }
     let chain = chain(region, a.seed);
     // The chain goes to the target's window through the initiator's.
@@ -206,6 +222,7 @@ pub fn bw(a: &BwArgs) -> anyhow::Result<ExitCode> {
     let mut in_flight: Vec<(RmaHandle, u64, RmaRequest)> = Vec::new();
     let (mut posted, mut ops, mut bytes, mut next_shared) = (0u64, 0u64, 0u64, 0u64);
     let limit = Duration::from_secs_f64(a.seconds);
+    let before = target_status(&a.node);
     let t0 = Instant::now();
     loop {
         let more = |posted: u64| match a.total {
@@ -286,6 +303,15 @@ pub fn bw(a: &BwArgs) -> anyhow::Result<ExitCode> {
         }
     }
     let secs = t0.elapsed().as_secs_f64();
+    // The target NIC's own count of the bytes it moved by DMA for these
+    // operations (to its host for puts, from it for gets).
+    let counter = match op {
+        BwOp::Put => "dma_to_host_bytes",
+        BwOp::Get => "dma_from_host_bytes",
+    };
+    let target_dma = before
+        .zip(target_status(&a.node))
+        .and_then(|(b, e)| e[counter].as_u64()?.checked_sub(b[counter].as_u64()?));
     if op == BwOp::Put {
         // Read the slots back: the puts' bytes are what the target holds.
         c.window_mem(ectx)?[..span as usize].fill(0);
@@ -297,6 +323,13 @@ pub fn bw(a: &BwArgs) -> anyhow::Result<ExitCode> {
             );
         }
     }
+    if let Some(d) = target_dma.filter(|&d| d != bytes) {
+        bail!(
+            "rank {}'s NIC counted {d} bytes of DMA ({counter}) for {bytes} bytes of {}s",
+            a.node.to,
+            op_name(op)
+        );
+    }
     let gbps = bytes as f64 * 8.0 / secs / 1e9;
     if a.node.json {
         println!(
@@ -306,6 +339,7 @@ pub fn bw(a: &BwArgs) -> anyhow::Result<ExitCode> {
                 "key": a.node.key, "size": a.size, "outstanding": a.outstanding, "ops": ops,
                 "bytes": bytes, "packets": ops * a.size.div_ceil(softspin_wire::rma::MAX_PAYLOAD as u64),
                 "time_s": secs, "goodput_gbps": gbps, "ops_per_s": ops as f64 / secs,
+                "target_dma_bytes": target_dma,
             })
         );
     } else {
@@ -415,7 +449,7 @@ fn check(d: &RmaCompletion, req: &RmaRequest) -> anyhow::Result<()> {
 }
 
 /// hostclient's latency summary (nearest-rank percentiles), in ns.
-fn percentiles(xs: &mut [u64]) -> Value {
+pub fn percentiles(xs: &mut [u64]) -> Value {
     xs.sort_unstable();
     let n = xs.len();
     let p = |q: f64| xs[(q / 100.0 * (n - 1) as f64 + 0.5) as usize];
@@ -471,7 +505,7 @@ mod tests {
             assert!(!seen[(cur / STRIDE) as usize], "a shorter cycle");
             seen[(cur / STRIDE) as usize] = true;
             cur = le64(&m[cur as usize..]);
-            assert_eq!(cur % STRIDE, 0);
+            assert!(cur.is_multiple_of(STRIDE));
         }
         assert_eq!(cur, 0, "back at the start after every line");
         assert!(seen.iter().all(|&s| s));

@@ -111,9 +111,30 @@ fn lat_and_bw_exact_and_refusals_clear() {
         assert!(!seen[cur / STRIDE], "the chain closes early at {cur}");
         seen[cur / STRIDE] = true;
         cur = u64::from_le_bytes(m[cur..cur + 8].try_into().unwrap()) as usize;
-        assert!(cur % STRIDE == 0 && cur < region, "a chain value {cur}");
+        assert!(cur.is_multiple_of(STRIDE) && cur < region, "a chain value {cur}");
     }
     assert_eq!(cur, 0, "one cycle through all {lines} lines");
+
+    // The host-CPU baseline: the same chain, the same report.
+    let reg = HOST.to_string();
+    let h = json(&cl.rma(
+        "lat",
+        &[
+            "--server", "host", "--count", "200", "--seed", "9", "--region", &reg,
+        ],
+    ));
+    assert_eq!(h["server"], "host", "{h}");
+    assert_eq!(h["verified"], 200, "{h}");
+    assert_eq!(h["region"], j["region"], "{h}");
+    let hv: Vec<f64> = keys
+        .iter()
+        .map(|k| h["lat_ns"][*k].as_f64().unwrap())
+        .collect();
+    assert!(hv[0] > 0.0 && hv.windows(2).all(|w| w[0] <= w[1]), "{h}");
+    assert_eq!(h["readback"]["mismatched_packets"], 0, "{h}");
+    // What the server says it served: the chase's reads among them.
+    let served = h["served"]["read_bytes"].as_u64().unwrap_or_default();
+    assert!(served >= 200 * 8, "{h}");
 
     // bw: bytes = whole operations up to --total; node 1 holds the seeded
     // bytes (SplitMix64 from --seed: the testkit's Rng is the same stream).
@@ -166,6 +187,9 @@ fn lat_and_bw_exact_and_refusals_clear() {
         "{}",
         describe(&o)
     );
+    let o = cl.rma("lat", &["--server", "host", "--to", "7", "--count", "5"]);
+    assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no rank 7"));
     let o = cl.rma("bw", &["--to", "7", "--op", "get", "--size", "8"]);
     assert_eq!(o.status.code(), Some(1), "{}", describe(&o));
     assert!(String::from_utf8_lossy(&o.stderr).contains("no rank 7"));
