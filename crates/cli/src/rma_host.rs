@@ -111,6 +111,8 @@ pub fn lat(
     };
     let got = run();
     // SIGTERM: the server prints what it served and exits.
+    // SAFETY: kill(2) on our own child's pid (not yet waited for, so not
+    // reused); no memory is involved.
     unsafe { libc::kill(srv.id() as i32, libc::SIGTERM) };
     let mut served = String::new();
     let _ = std::io::Read::read_to_string(&mut out, &mut served);

@@ -111,7 +111,10 @@ fn lat_and_bw_exact_and_refusals_clear() {
         assert!(!seen[cur / STRIDE], "the chain closes early at {cur}");
         seen[cur / STRIDE] = true;
         cur = u64::from_le_bytes(m[cur..cur + 8].try_into().unwrap()) as usize;
-        assert!(cur.is_multiple_of(STRIDE) && cur < region, "a chain value {cur}");
+        assert!(
+            cur.is_multiple_of(STRIDE) && cur < region,
+            "a chain value {cur}"
+        );
     }
     assert_eq!(cur, 0, "one cycle through all {lines} lines");
 
