@@ -463,7 +463,9 @@ def _check_product(res, ref, sabotage: bool) -> str | None:
     import numpy as np
     if sabotage:
         ref = ref.copy()
-        ref[len(ref) // 2] += 1.0
+        ref.view(np.uint64)[len(ref)] ^= 1  # the middle element's real part, one bit
+    if res.shape != ref.shape:
+        return f"{res.size} elements, {ref.size} expected"
     a, b = res.view(np.uint64), ref.view(np.uint64)
     if np.array_equal(a, b):
         return None
@@ -551,8 +553,9 @@ def w_acc_server(a: dict) -> dict:
         if m["got"] == total:
             srcv = np.frombuffer(bytes(m["buf"]), np.complex128)
             dst[:] = complex_product(dst, srcv)
-            s.sendto(struct.pack(">4sI", b"DONE", seq), peer)
+            # For the sender's check; before `done`, so it reads this round's.
             Path(a["out"]).write_bytes(dst.tobytes())
+            s.sendto(struct.pack(">4sI", b"DONE", seq), peer)
             served += 1
     return {"served": served}
 
