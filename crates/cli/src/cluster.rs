@@ -190,6 +190,9 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         Some(s) => local::parse_net(s)?,
         None => local::default_net(&a.prefix),
     };
+    if let Some(p) = a.image.as_ref().filter(|p| !p.is_file()) {
+        bail!("--image {}: no such file", p.display());
+    }
     needs_root("up")?;
     let exe = std::env::current_exe().context("finding the softspin binary")?;
     let lossy = match &a.lossy {
@@ -215,7 +218,6 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     let table_path = local::default_table_path(&a.prefix);
     let image = |a: &UpArgs| -> anyhow::Result<RmaImage> {
         let elf = match &a.image {
-            Some(p) if !p.is_file() => bail!("--image {}: no such file", p.display()),
             Some(p) => p.clone(),
             None => build_rma_target(&a.prefix)?,
         };
