@@ -50,7 +50,7 @@ pub enum ClusterCmd {
     /// namespace Pbr), write the node table; with NIC arguments start one
     /// `softspin nic` per node.
     #[command(after_help = UP_HELP)]
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Remove everything of a prefix: NIC processes, forwarders,
     /// namespaces, bridge, state directory (idempotent; also after a crash).
     Down {
@@ -148,7 +148,7 @@ RUN_DIR is $SOFTSPIN_RUN_DIR or /run/softspin. Needs root.";
 
 pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        ClusterCmd::Up(a) => up(a),
+        ClusterCmd::Up(a) => up(*a),
         ClusterCmd::Down { prefix } => {
             needs_root("down")?;
             let r = local::down(&prefix)?;
