@@ -4,7 +4,7 @@ Each run makes its own cluster, checks every node's result against the
 reference its script computes independently (the ping's bytes; NumPy's
 products) and must say `verified`; a sabotaged reference must not; the
 RMA-carried pongs survive lossy links; nothing is left behind, also after
-Ctrl-C. Root only (namespaces); about 45 s.
+Ctrl-C. Root only (namespaces); about 30 s.
 """
 import json
 import os
