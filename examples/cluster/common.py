@@ -614,7 +614,38 @@ def w_acc_sender_baseline(a: dict) -> dict:
             "errors": errors}
 
 
+def w_flood(a: dict) -> dict:
+    """Hostile traffic at node `to`'s NIC (the tests'): a burst of
+    device-mode pings without waiting, and malformed use-case datagrams."""
+    s = udp_socket()
+    dst = (a["ip"], UC["UC_PORT"])
+    src, seq, sent = a["from"], a["seq"], 0
+    magic, chunk, mx = UC["UC_MAGIC"], UC["UC_CHUNK"], UC["UC_MAX_SIZE"]
+    bad = [
+        b"", b"U", HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, src, 1),           # no data
+        HDR.pack(magic ^ 1, UC["UC_MSG_BIT"], 1, 0, 8, 0, src, 1) + bytes(8),        # wrong magic
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 4, 0, src, 1) + bytes(8),            # data past total
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 2 * mx, 0, src, 2) + bytes(8),       # total too large
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 100, 2**32 - 4, src, 2) + bytes(8),  # offset wraps
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, 4000, 1) + bytes(8),           # unknown rank
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, a["to"], 1) + bytes(8),        # the NIC's own rank
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, src, 99) + bytes(8),           # unknown mode
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 17, 1, src, 4) + bytes(16),          # accumulate, unaligned
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 2 * chunk, 0, src, 1) + bytes(chunk + 8),  # over a chunk
+    ]
+    for d in bad:
+        s.sendto(d, dst)
+        sent += 1
+    for _ in range(a["count"]):
+        seq += 1
+        for p in packets(bytes(64), seq, src, UC["UC_MODE_DEVICE"]):
+            s.sendto(p, dst)
+            sent += 1
+    return {"sent": sent}
+
+
 WORKERS = {
+    "flood": w_flood,
     "pinger": w_pinger, "echo-server": w_echo_server, "pinger-baseline": w_pinger_baseline,
     "acc-sender": w_acc_sender, "acc-server": w_acc_server, "acc-sender-baseline": w_acc_sender_baseline,
 }

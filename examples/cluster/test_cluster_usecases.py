@@ -109,3 +109,26 @@ def test_ctrl_c_removes_the_cluster():
     _, err = p.communicate(timeout=60)
     assert p.returncode == 130, err
     assert left_behind(prefix) == []
+
+
+def test_hostile_traffic_leaves_the_nic_answering():
+    """Malformed use-case datagrams and a burst of pings that would make
+    every HPU wait for RMA: no handler error, and the next pings verify."""
+    sys.path.insert(0, str(HERE))
+    import common
+    prefix = PFX + "flx"
+    with common.Cluster(2, prefix, HERE / "pingpong" / "handler.c", "pingpong_hh", "pingpong_ph",
+                        "pingpong_th") as cl:
+        ip = cl.table()[1]["ipv4"]
+        args = {"from": 0, "to": 1, "ip": ip, "control": str(common.control_path(prefix, 0))}
+        assert cl.worker(0, "flood", {**args, "seq": 1 << 20, "count": 300})["sent"] > 300
+        r = cl.worker(0, "pinger", {**args, "mode": "device", "size": 64, "rounds": 3, "seed": 1,
+                                    "sabotage": False, "seq": 2 << 20})
+        assert r["verified"] and len(r["lat_ns"]) == 3, r
+        import softspin
+        with softspin.NicClient(str(common.control_path(prefix, 1))) as c:
+            st, ctrs = c.status(), {i: n for i, _, n in c.counters()}
+        assert st["errors"] == 0, st
+        # The burst met the cap on waiting handlers (refused, counted), not a stall.
+        assert ctrs.get(common.UC["UC_CTR_BUSY"], 0) > 0, ctrs
+    assert left_behind(prefix) == []

@@ -42,6 +42,13 @@
 #define UC_CTR_PONG_FAILED 20   /* an RMA op of a pong or done word failed: its status */
 #define UC_CTR_INCOMPLETE 21    /* a message ended with bytes missing: the bytes received */
 #define UC_CTR_DMA_FAILED 22    /* a host DMA failed: the offset */
+#define UC_CTR_BUSY 23          /* a message refused: UC_MAX_WAITERS handlers already wait for RMA; its seq */
+
+/* Handlers that wait for RMA responses at once, at most: the responses need
+ * HPUs of their own, so a flood of messages must not make every HPU wait
+ * (it would stall the NIC until the watchdog). A message beyond this gets
+ * no answer (counted); its sender sends it again. */
+#define UC_MAX_WAITERS 4
 
 #ifdef __riscv
 #include <spin_rma.h>
@@ -80,5 +87,17 @@ static inline uint64_t uc_host_base(const task_t *t) { return ((uint64_t)t->host
 /* Bytes received per message (by message id), so a completion handler can
  * tell a whole message from one that lost packets. */
 #define UC_MSG_SLOTS 64
+
+/* Take one of UC_MAX_WAITERS places (1), or none (0, counted). */
+static inline int uc_wait_begin(volatile int32_t *waiters, uint32_t seq)
+{
+    if (amo_add(waiters, 1) < UC_MAX_WAITERS)
+        return 1;
+    amo_add(waiters, -1);
+    spin_push_counter(UC_CTR_BUSY, seq);
+    return 0;
+}
+
+static inline void uc_wait_end(volatile int32_t *waiters) { amo_add(waiters, -1); }
 #endif
 #endif

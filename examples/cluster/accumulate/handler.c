@@ -20,6 +20,7 @@ typedef struct {
 } cplx_t;
 
 static volatile uint32_t msg_bytes[UC_MSG_SLOTS];
+static volatile int32_t waiters; /* handlers waiting for RMA responses (uc_wait_begin) */
 /* One slice buffer per HPU (the scratchpad holds rma_target's response buffers). */
 static cplx_t slices[CORE_COUNT][UC_CHUNK / sizeof(cplx_t)];
 
@@ -76,10 +77,13 @@ __handler__ void accumulate_th(handler_args_t *args)
         spin_push_counter(UC_CTR_INCOMPLETE, got);
         return;
     }
+    if (!uc_wait_begin(&waiters, p.seq))
+        return;
     uint64_t word __attribute__((aligned(8))) = p.seq;
     spin_rma_t h;
     uint32_t status = RMA_STATUS_FAILED;
     if (spin_rma_put(p.src, UC_KEY, UC_DONE, &word, 8, &h) != SPIN_OK || spin_rma_wait(h, &status, 0) != SPIN_OK ||
         status != RMA_STATUS_OK)
         spin_push_counter(UC_CTR_PONG_FAILED, status);
+    uc_wait_end(&waiters);
 }

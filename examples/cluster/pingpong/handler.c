@@ -20,6 +20,7 @@
 void rma_target_ph(handler_args_t *args);
 
 static volatile uint32_t msg_bytes[UC_MSG_SLOTS];
+static volatile int32_t waiters; /* handlers waiting for RMA responses (uc_wait_begin) */
 
 /* Wait for an op just issued; its RMA status (FAILED if it was not issued). */
 static uint32_t op_wait(int issued, spin_rma_t h)
@@ -54,12 +55,15 @@ __handler__ void pingpong_hh(handler_args_t *args)
         spin_push_counter(UC_CTR_INCOMPLETE, p.len); /* device mode is one packet */
         return;
     }
+    if (!uc_wait_begin(&waiters, p.seq))
+        return;
     spin_rma_t h;
     uint32_t s = op_wait(spin_rma_put(p.src, UC_KEY, UC_PONG, p.data, p.len, &h), h);
     if (s == RMA_STATUS_OK)
         done(&p);
     else
         spin_push_counter(UC_CTR_PONG_FAILED, s);
+    uc_wait_end(&waiters);
 }
 
 /* Swap source and destination (MAC, IPv4, UDP port) in place and send. */
@@ -119,6 +123,8 @@ __handler__ void pingpong_th(handler_args_t *args)
         spin_push_counter(UC_CTR_INCOMPLETE, got);
         return;
     }
+    if (!uc_wait_begin(&waiters, p.seq))
+        return;
     uint64_t rx = uc_host_base(t) + UC_RX;
     uint32_t status = RMA_STATUS_OK;
     for (uint32_t off = 0; off < p.total;) {
@@ -140,4 +146,5 @@ __handler__ void pingpong_th(handler_args_t *args)
         done(&p);
     else
         spin_push_counter(UC_CTR_PONG_FAILED, status);
+    uc_wait_end(&waiters);
 }
