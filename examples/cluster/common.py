@@ -57,7 +57,8 @@ def ensure_python() -> None:
         import softspin  # noqa: F401
     except ImportError:
         venv = REPO / ".venv" / "bin" / "python"
-        if venv.is_file() and Path(sys.executable).resolve() != venv.resolve():
+        # sys.prefix, not the executable: a venv's python is a symlink to the system's.
+        if venv.is_file() and Path(sys.prefix).resolve() != venv.parent.parent.resolve():
             os.execv(str(venv), [str(venv), *sys.argv])
         sys.exit("examples/cluster needs NumPy and the softspin module: run scripts/setup.sh (it makes .venv)")
 
