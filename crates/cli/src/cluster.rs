@@ -50,7 +50,7 @@ pub enum ClusterCmd {
     /// namespace Pbr), write the node table; with NIC arguments start one
     /// `softspin nic` per node.
     #[command(after_help = UP_HELP)]
-    Up(UpArgs),
+    Up(Box<UpArgs>),
     /// Remove everything of a prefix: NIC processes, forwarders,
     /// namespaces, bridge, state directory (idempotent; also after a crash).
     Down {
@@ -104,6 +104,21 @@ pub struct UpArgs {
     /// optional K, M or G suffix.
     #[arg(long, value_name = "SIZE", requires = "rma", value_parser = crate::nic::parse_size, default_value = "1M")]
     window: u64,
+    /// With --rma: run this image instead of examples/rma_target; it must be
+    /// linked with examples/rma_target/handler.c (a use case's handlers
+    /// beside the RMA ones, e.g. examples/cluster/pingpong).
+    #[arg(long, value_name = "FILE", requires = "rma")]
+    image: Option<PathBuf>,
+    /// With --image: its header handler.
+    #[arg(long, value_name = "SYM", requires = "image")]
+    hh: Option<String>,
+    /// With --image: its payload handler, which hands RMA frames to
+    /// rma_target_ph [default: rma_target_ph].
+    #[arg(long, value_name = "SYM", requires = "image")]
+    ph: Option<String>,
+    /// With --image: its completion handler.
+    #[arg(long, value_name = "SYM", requires = "image")]
+    th: Option<String>,
     /// Also write the node table here [always: RUN_DIR/cluster-PREFIX/nodes.toml].
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
@@ -126,12 +141,14 @@ in its namespace (pid, log and ready files in RUN_DIR/cluster-PREFIX/);
 up waits until each has attached and removes everything if one fails.
 With --rma every node's NIC also gets examples/rma_target (built into
 RUN_DIR/cluster-PREFIX/), --rma (rank k), --host-shm softspin-PREFIX-k,
---control RUN_DIR/cluster-PREFIX/k.sock and --window SIZE,1.
+--control RUN_DIR/cluster-PREFIX/k.sock and --window SIZE,1; --image FILE
+(with --hh/--ph/--th) runs a use case's image linked with the RMA handlers
+instead (examples/cluster).
 RUN_DIR is $SOFTSPIN_RUN_DIR or /run/softspin. Needs root.";
 
 pub fn main(cmd: ClusterCmd) -> anyhow::Result<ExitCode> {
     match cmd {
-        ClusterCmd::Up(a) => up(a),
+        ClusterCmd::Up(a) => up(*a),
         ClusterCmd::Down { prefix } => {
             needs_root("down")?;
             let r = local::down(&prefix)?;
@@ -173,6 +190,9 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
         Some(s) => local::parse_net(s)?,
         None => local::default_net(&a.prefix),
     };
+    if let Some(p) = a.image.as_ref().filter(|p| !p.is_file()) {
+        bail!("--image {}: no such file", p.display());
+    }
     needs_root("up")?;
     let exe = std::env::current_exe().context("finding the softspin binary")?;
     let lossy = match &a.lossy {
@@ -196,10 +216,20 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     };
     let table = local::up(&plan)?;
     let table_path = local::default_table_path(&a.prefix);
-    let rma_image = match a
-        .rma
-        .then(|| anyhow::Ok((build_rma_target(&a.prefix)?, rma_scratchpad()?)))
-    {
+    let image = |a: &UpArgs| -> anyhow::Result<RmaImage> {
+        let elf = match &a.image {
+            Some(p) => p.clone(),
+            None => build_rma_target(&a.prefix)?,
+        };
+        Ok(RmaImage {
+            elf,
+            scratchpad: rma_scratchpad()?,
+            hh: a.hh.clone(),
+            ph: a.ph.clone().unwrap_or_else(|| "rma_target_ph".into()),
+            th: a.th.clone(),
+        })
+    };
+    let rma_image = match a.rma.then(|| image(&a)) {
         Some(Err(e)) => {
             let _ = local::down(&a.prefix);
             return Err(e.context(format!("cluster {} removed", a.prefix)));
@@ -209,7 +239,7 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     };
     let per_node = |k: u32| {
         let mut v = match &rma_image {
-            Some((img, sp)) => rma_nic_args(&a.prefix, k, img, a.window, *sp),
+            Some(img) => rma_nic_args(&a.prefix, k, img, a.window),
             None => Vec::new(),
         };
         v.extend(nic_args.iter().cloned());
@@ -292,15 +322,31 @@ fn build_rma_target(prefix: &str) -> anyhow::Result<PathBuf> {
     Ok(elf)
 }
 
+/// The handlers every node runs in RMA mode: examples/rma_target, or a
+/// use case's image linked with it (`--image`).
+struct RmaImage {
+    elf: PathBuf,
+    scratchpad: u32,
+    hh: Option<String>,
+    ph: String,
+    th: Option<String>,
+}
+
 /// Node k's NIC arguments in RMA mode: the handlers behind the transport
 /// as rank k, its shm and control socket by the cluster's names, its window.
-fn rma_nic_args(prefix: &str, k: u32, image: &Path, window: u64, scratchpad: u32) -> Vec<String> {
+fn rma_nic_args(prefix: &str, k: u32, img: &RmaImage, window: u64) -> Vec<String> {
     let mut v: Vec<String> = vec!["--profile".into(), RMA_PROFILE.into(), "--image".into()];
-    v.push(image.display().to_string());
+    v.push(img.elf.display().to_string());
+    for (flag, sym) in [("--hh", &img.hh), ("--th", &img.th)] {
+        if let Some(sym) = sym {
+            v.extend([flag.to_string(), sym.clone()]);
+        }
+    }
+    let scratchpad = img.scratchpad;
     v.extend(
         [
             "--ph",
-            "rma_target_ph",
+            &img.ph,
             "--match",
             &format!("udp:{}", softspin_wire::rma::UDP_PORT),
             "--scratchpad",
@@ -395,7 +441,14 @@ mod tests {
     #[test]
     fn rma_mode_names_each_node() {
         assert_eq!(rma_scratchpad().unwrap(), 12288);
-        let v = rma_nic_args("sJa", 2, Path::new("/x/rma.elf"), 1 << 20, 12288).join(" ");
+        let img = RmaImage {
+            elf: "/x/rma.elf".into(),
+            scratchpad: rma_scratchpad().unwrap(),
+            hh: None,
+            ph: "rma_target_ph".into(),
+            th: None,
+        };
+        let v = rma_nic_args("sJa", 2, &img, 1 << 20).join(" ");
         for part in [
             "--image /x/rma.elf --ph rma_target_ph --match udp:21328 --scratchpad 12288",
             "--host-size 1048576 --rma --host-shm softspin-sJa-2 --control ",
@@ -403,5 +456,19 @@ mod tests {
         ] {
             assert!(v.contains(part), "{part} in {v}");
         }
+        assert!(!v.contains("--hh") && !v.contains("--th"), "{v}");
+        // A use case's image (`up --rma --image F --hh H --ph P --th T`).
+        let img = RmaImage {
+            elf: "/x/uc.elf".into(),
+            hh: Some("uc_hh".into()),
+            ph: "uc_ph".into(),
+            th: Some("uc_th".into()),
+            ..img
+        };
+        let v = rma_nic_args("sJa", 2, &img, 1 << 20).join(" ");
+        assert!(
+            v.contains("--image /x/uc.elf --hh uc_hh --th uc_th --ph uc_ph --match udp:21328"),
+            "{v}"
+        );
     }
 }

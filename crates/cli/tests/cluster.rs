@@ -644,3 +644,25 @@ fn handlers_cannot_write_the_node_table() {
         describe(&o)
     );
 }
+
+/// `up --image` (a use case's image in RMA mode): only with --rma, the
+/// handler flags only with --image, and a missing file is named before
+/// anything is made (so also without root).
+#[test]
+fn up_image_needs_rma_and_a_file() {
+    for (args, want) in [
+        (&["--image", "uc.elf"][..], "--rma"),
+        (&["--rma", "--ph", "x_ph"][..], "--image"),
+        (
+            &["--rma", "--image", "/nonexistent/uc.elf"][..],
+            "--image /nonexistent/uc.elf: no such file",
+        ),
+    ] {
+        let mut v = vec!["cluster", "up", "--nodes", "2", "--prefix", "sMimg"];
+        v.extend_from_slice(args);
+        let o = softspin(&v);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains(want), "{args:?}: {err}");
+    }
+    assert!(namespaces("sMimg").is_empty());
+}

@@ -1,0 +1,717 @@
+"""Shared code of the multi-node use cases (examples/cluster/NAME/run).
+
+The cluster's lifecycle (`softspin cluster up --rma --image ...`, always
+torn down), the use cases' wire format and host-memory layout (read from
+uc.h, so the handlers and these scripts share one definition), access to
+each node's host memory through `softspin.NicClient`, the workers that run
+inside a node's namespace (`softspin cluster exec`; started as
+`python common.py worker ROLE JSON`), the host-CPU baselines over kernel
+UDP sockets, statistics and the one JSON object a run prints.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import socket
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+
+
+def _defines(path: Path) -> dict[str, int]:
+    """The integer #defines of uc.h (the handlers' own definitions)."""
+    out: dict[str, int] = {}
+    for line in path.read_text().splitlines():
+        m = re.match(r"#define (UC_\w+) (0x[0-9a-fA-F]+|\d+)u?\b", line)
+        if m:
+            out[m.group(1)] = int(m.group(2), 0)
+    return out
+
+
+UC = _defines(HERE / "uc.h")
+# The header after UDP (uc.h): magic, msg id, flags, seq, total, offset, src rank, mode.
+HDR = struct.Struct(">HIIIIIHH")
+assert HDR.size == UC["UC_HDR"], "uc.h's UC_HDR and the header's fields disagree"
+# The host baselines' UDP port: not UC_PORT or RMA's, which each node's XDP
+# program steers to its NIC; this one reaches the kernel.
+BASELINE_PORT = UC["UC_PORT"] + 100
+ROUND_TIMEOUT_S = 0.5  # no completion within this: the round is sent again (lost packets)
+MAX_TRIES = 6
+BYE = b"BYE"  # a baseline client's last datagram: its server exits
+
+
+def ensure_python() -> None:
+    """Re-run under the repository's venv (NumPy, softspin) if this Python lacks them."""
+    try:
+        import numpy  # noqa: F401
+        import softspin  # noqa: F401
+    except ImportError:
+        venv = REPO / ".venv" / "bin" / "python"
+        # sys.prefix, not the executable: a venv's python is a symlink to the system's.
+        if venv.is_file() and Path(sys.prefix).resolve() != venv.parent.parent.resolve():
+            os.execv(str(venv), [str(venv), *sys.argv])
+        sys.exit("examples/cluster needs NumPy and the softspin module: run scripts/setup.sh (it makes .venv)")
+
+
+def softspin_bin() -> str:
+    return os.environ.get("SOFTSPIN") or str(REPO / "target" / "release" / "softspin")
+
+
+def run_dir() -> Path:
+    return Path(os.environ.get("SOFTSPIN_RUN_DIR", "/run/softspin"))
+
+
+def control_path(prefix: str, rank: int) -> Path:
+    """Node `rank`'s control socket (docs/cluster.md "Names")."""
+    return run_dir() / f"cluster-{prefix}" / f"{rank}.sock"
+
+
+def rules_toml() -> str:
+    """The NIC's ruleset for the use cases' messages (uc.h's fields)."""
+    return (
+        "[[ruleset]]\n"
+        'name = "usecase"\n'
+        f'match = ["ip", "udp", "udp_dport:{UC["UC_PORT"]}"]\n'
+        "# end of message: bit 0 of the flags word at byte 48 (unit 12)\n"
+        f'eom = {{ index = 12, mask = {UC["UC_EOM"]}, start = {UC["UC_EOM"]}, end = {UC["UC_EOM"]} }}\n'
+        "msg_id = { offset = 44, size = 4 }\n"
+    )
+
+
+class Cluster:
+    """`softspin cluster up --rma` with a use case's image on every node,
+    removed on exit (also after an error, Ctrl-C or SIGTERM)."""
+
+    def __init__(self, nodes: int, prefix: str, handler: Path, hh: str, ph: str, th: str,
+                 lossy: str | None = None) -> None:
+        self.nodes, self.prefix = nodes, prefix
+        self.handler, self.hh, self.ph, self.th, self.lossy = handler, hh, ph, th, lossy
+        self.tmp = tempfile.TemporaryDirectory(prefix=f"uc-{prefix}-")
+        self.up = False
+
+    def __enter__(self) -> Cluster:
+        signal.signal(signal.SIGTERM, _sigterm)
+        tmp = Path(self.tmp.name)
+        elf = tmp / "usecase.elf"
+        sh([softspin_bin(), "build", "--profile", "fpspin", str(REPO / "examples/rma_target/handler.c"),
+            str(self.handler), "-o", str(elf)])
+        rules = tmp / "rules.toml"
+        rules.write_text(rules_toml())
+        cmd = [softspin_bin(), "cluster", "up", "--nodes", str(self.nodes), "--prefix", self.prefix,
+               "--rma", "--window", str(UC["UC_WINDOW"]), "--image", str(elf),
+               "--hh", self.hh, "--ph", self.ph, "--th", self.th]
+        if self.lossy:
+            cmd += ["--lossy", self.lossy]
+        # Messages of up to 1 MiB from a Python sender take longer than the
+        # default message timeout (1 ms); a completion handler putting 1 MiB
+        # spins on its RMA waits longer than the default watchdog.
+        cmd += ["--", "--rules", str(rules), "--timeout-ns", "2000000000", "--watchdog", "200000000"]
+        self.up = True
+        sh(cmd, quiet=True)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self.up:
+            subprocess.run([softspin_bin(), "cluster", "down", "--prefix", self.prefix],
+                           stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        self.tmp.cleanup()
+
+    def table(self) -> list[dict]:
+        import tomllib
+        with open(run_dir() / f"cluster-{self.prefix}" / "nodes.toml", "rb") as f:
+            return sorted(tomllib.load(f)["node"], key=lambda n: n["rank"])
+
+    def worker(self, rank: int, role: str, args: dict, background: bool = False):
+        """Run `role` (a function of WORKERS) in node `rank`'s namespace;
+        its JSON result, or the process when `background`."""
+        cmd = [softspin_bin(), "cluster", "exec", str(rank), "--prefix", self.prefix, "--",
+               sys.executable, str(HERE / "common.py"), "worker", role, json.dumps(args)]
+        if background:
+            return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+        if p.returncode != 0:
+            raise RuntimeError(f"worker {role} on node {rank} exited {p.returncode}")
+        return json.loads(p.stdout.strip().splitlines()[-1])
+
+
+def _sigterm(signum, frame):  # noqa: ANN001
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def sh(cmd: list[str], quiet: bool = False) -> None:
+    p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, check=False)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd[:4])} ... exited {p.returncode}: {p.stderr.strip()[-2000:]}")
+    if not quiet and p.stderr.strip():
+        print(p.stderr.strip(), file=sys.stderr)
+
+
+def base_parser(name: str, modes: list[str], default_mode: str) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(prog=f"examples/cluster/{name}/run")
+    ap.add_argument("--nodes", type=int, default=4)
+    ap.add_argument("--size", default="1024", help="message bytes; several with commas")
+    ap.add_argument("--mode", default=default_mode, help=f"{', '.join(modes)}; several with commas")
+    ap.add_argument("--prefix", default=os.environ.get("SS_NS_PREFIX", "") + "uc" + name[:2],
+                    help="the cluster's names (namespaces PREFIX0..)")
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--lossy", help="softspin-lossy flags for every link (cluster up --lossy)")
+    ap.add_argument("--no-baseline", action="store_true", help="skip the host-CPU baseline")
+    ap.add_argument("--sabotage", action="store_true",
+                    help="perturb the reference: verified must come out false (the check can fail)")
+    ap.add_argument("--json", action="store_true", help="print one JSON object (else a table)")
+    ap.modes = modes  # type: ignore[attr-defined]
+    return ap
+
+
+def parse_common(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    a = ap.parse_args()
+    a.sizes = [int(s) for s in a.size.split(",")]
+    a.modes = a.mode.split(",")
+    for m in a.modes:
+        if m not in ap.modes:  # type: ignore[attr-defined]
+            ap.error(f"--mode {m}: one of {', '.join(ap.modes)}")  # type: ignore[attr-defined]
+    for s in a.sizes:
+        if not 1 <= s <= UC["UC_MAX_SIZE"]:
+            ap.error(f"--size {s}: 1 to {UC['UC_MAX_SIZE']} bytes")
+    if a.nodes < 2:
+        ap.error("--nodes: at least 2")
+    if a.rounds < 1:
+        ap.error("--rounds: at least 1")
+    if os.geteuid() != 0:
+        sys.exit(f"{ap.prog} needs root (softspin cluster up: namespaces)")
+    return a
+
+
+def median_us(ns: list[int]) -> float | None:
+    return round(statistics.median(ns) / 1000, 2) if ns else None
+
+
+def gbps(size: int, lat_us: float | None) -> float | None:
+    return round(size * 8 / (lat_us * 1000), 4) if lat_us else None
+
+
+def report(a: argparse.Namespace, points: list[dict], verified: bool, extra: dict) -> int:
+    """Print the run's JSON object (or a table); the exit status: 0 only if verified."""
+    last = points[-1] if points else {}
+    out = {
+        "verified": verified,
+        "nodes": a.nodes,
+        "size": a.sizes[0] if len(a.sizes) == 1 else a.sizes,
+        "mode": a.modes[0] if len(a.modes) == 1 else a.modes,
+        "rounds": a.rounds,
+        "lossy": a.lossy,
+        "sabotage": a.sabotage,
+        # The last point's numbers at the top; every point below.
+        "offload_latency_us": last.get("offload_latency_us"),
+        "baseline_latency_us": last.get("baseline_latency_us"),
+        "offload_goodput_gbps": last.get("offload_goodput_gbps"),
+        "baseline_goodput_gbps": last.get("baseline_goodput_gbps"),
+        "points": points,
+        **extra,
+    }
+    if a.json:
+        print(json.dumps(out))
+    else:
+        print(f"{'mode':8} {'size':>8} {'offload us':>11} {'baseline us':>12} {'off Gb/s':>9} {'base Gb/s':>9} ok")
+        for p in points:
+            print(f"{p['mode']:8} {p['size']:>8} {p['offload_latency_us'] or '-':>11} "
+                  f"{p['baseline_latency_us'] or '-':>12} {p['offload_goodput_gbps'] or '-':>9} "
+                  f"{p['baseline_goodput_gbps'] or '-':>9} {p['verified']}")
+        print("verified" if verified else "NOT verified")
+    return 0 if verified else 1
+
+
+def point(mode: str, size: int, off: list[dict], base: list[dict]) -> dict:
+    """One (mode, size): the pairs' workers' results merged."""
+    off_ns = [x for r in off for x in r["lat_ns"]]
+    base_ns = [x for r in base for x in r["lat_ns"]]
+    ol, bl = median_us(off_ns), median_us(base_ns)
+    return {
+        "mode": mode, "size": size,
+        "verified": all(r["verified"] for r in off + base) and bool(off),
+        "pairs": [{"from": r["from"], "to": r["to"], "verified": r["verified"], "retries": r["retries"],
+                   "errors": r["errors"][:3]} for r in off],
+        "baseline_pairs": [{"from": r["from"], "to": r["to"], "verified": r["verified"],
+                            "retries": r["retries"], "errors": r["errors"][:3]} for r in base],
+        "offload_latency_us": ol, "baseline_latency_us": bl,
+        "offload_goodput_gbps": gbps(size, ol), "baseline_goodput_gbps": gbps(size, bl),
+    }
+
+
+# ---------------------------------------------------------------------------
+# Workers: run inside a node's namespace. Each prints one JSON line.
+
+
+def packets(data: bytes, seq: int, src: int, mode: int) -> list[bytes]:
+    """The datagrams of one message (uc.h); the last has the EOM flag."""
+    chunk, n = UC["UC_CHUNK"], len(data)
+    msg = UC["UC_MSG_BIT"] | (src << 20) | (seq & 0xFFFFF)
+    out = []
+    for off in range(0, n, chunk):
+        last = off + chunk >= n
+        hdr = HDR.pack(UC["UC_MAGIC"], msg, UC["UC_EOM"] if last else 0, seq, n, off, src, mode)
+        out.append(hdr + data[off:off + chunk])
+    return out
+
+
+def udp_socket(bind_port: int = 0) -> socket.socket:
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    for opt in (getattr(socket, "SO_RCVBUFFORCE", 33), getattr(socket, "SO_SNDBUFFORCE", 32)):
+        try:
+            s.setsockopt(socket.SOL_SOCKET, opt, 8 << 20)
+        except OSError:
+            pass
+    s.bind(("0.0.0.0", bind_port))
+    return s
+
+
+def _client_mem(path: str):
+    import softspin
+    c = softspin.NicClient(path)
+    e = next(x for x in c.ectxs if x.get("rma"))
+    return c, c.window_mem(e["ectx"])
+
+
+def _u64(mem, off: int) -> int:
+    return int(mem[off:off + 8].view("<u8")[0])
+
+
+def _set_u64(mem, off: int, v: int) -> None:
+    mem[off:off + 8].view("<u8")[0] = v
+
+
+def _wait_u64(mem, off: int, want: int, timeout: float) -> bool:
+    end = time.perf_counter() + timeout
+    while time.perf_counter() < end:
+        if _u64(mem, off) == want:
+            return True
+    return False
+
+
+def _recv_message(s: socket.socket, seq: int, total: int, timeout: float) -> tuple[bytes | None, tuple | None]:
+    """Reassemble message `seq` of `total` bytes from datagrams (others are dropped)."""
+    buf, got, peer = bytearray(total), 0, None
+    seen: set[int] = set()
+    end = time.perf_counter() + timeout
+    while got < total:
+        left = end - time.perf_counter()
+        if left <= 0:
+            return None, peer
+        s.settimeout(left)
+        try:
+            d, peer = s.recvfrom(65536)
+        except socket.timeout:
+            return None, peer
+        if len(d) < HDR.size:
+            continue
+        magic, _msg, _fl, sq, tot, off, _src, _mode = HDR.unpack_from(d)
+        body = d[HDR.size:]
+        if magic != UC["UC_MAGIC"] or sq != seq or tot != total or off in seen or off + len(body) > total:
+            continue
+        seen.add(off)
+        buf[off:off + len(body)] = body
+        got += len(body)
+    return bytes(buf), peer
+
+
+def w_pinger(a: dict) -> dict:
+    """Offload ping-pong: send the ping to node `to`'s NIC; the pong lands in
+    this node's host memory (device, host) or comes back as datagrams (stream)."""
+    import numpy as np
+    rng = np.random.default_rng(a["seed"])
+    mode = {"device": UC["UC_MODE_DEVICE"], "host": UC["UC_MODE_HOST"], "stream": UC["UC_MODE_STREAM"]}[a["mode"]]
+    c, mem = _client_mem(a["control"])
+    s = udp_socket()
+    dst = (a["ip"], UC["UC_PORT"])
+    size, seq = a["size"], a["seq"]
+    lat, errors, retries, ok = [], [], 0, True
+    for _ in range(a["rounds"]):
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        for _try in range(MAX_TRIES):
+            seq += 1
+            mem[UC["UC_PONG"]:UC["UC_PONG"] + size] = 0
+            pkts = packets(data, seq, a["from"], mode)
+            t0 = time.perf_counter_ns()
+            for p in pkts:
+                s.sendto(p, dst)
+            if mode == UC["UC_MODE_STREAM"]:
+                pong, _ = _recv_message(s, seq, size, ROUND_TIMEOUT_S)
+                t1 = time.perf_counter_ns()
+            else:
+                pong = None
+                if _wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
+                    t1 = time.perf_counter_ns()
+                    pong = mem[UC["UC_PONG"]:UC["UC_PONG"] + size].tobytes()
+            if pong is not None:
+                break
+            retries += 1
+        else:
+            ok = False
+            errors.append(f"no pong after {MAX_TRIES} tries (seq {seq})")
+            continue
+        lat.append(t1 - t0)
+        ref = bytearray(data)
+        if a["sabotage"]:
+            ref[len(ref) // 2] ^= 0x01
+        if pong != bytes(ref):
+            ok = False
+            bad = next(i for i in range(size) if pong[i] != ref[i])
+            errors.append(f"pong byte {bad} is {pong[bad]}, the ping's {ref[bad]}")
+    c.close()
+    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
+            "errors": errors}
+
+
+def w_echo_server(a: dict) -> dict:
+    """Baseline ping-pong peer: receive each whole message on a kernel
+    socket, then send it back (the host CPU does what the handlers did)."""
+    s = udp_socket(BASELINE_PORT)
+    print("ready", flush=True)
+    served, deadline = 0, time.perf_counter() + a["idle_s"]
+    msgs: dict[int, dict] = {}
+    while served < a["messages"] and time.perf_counter() < deadline:
+        s.settimeout(max(0.01, deadline - time.perf_counter()))
+        try:
+            d, peer = s.recvfrom(65536)
+        except socket.timeout:
+            break
+        if d == BYE:
+            break
+        magic, _msg, _fl, seq, total, off, _src, _mode = HDR.unpack_from(d)
+        if magic != UC["UC_MAGIC"]:
+            continue
+        m = msgs.setdefault(seq, {"got": 0, "parts": {}})
+        if off not in m["parts"]:
+            m["parts"][off] = d
+            m["got"] += len(d) - HDR.size
+        if m["got"] == total:
+            for o in sorted(m["parts"]):
+                s.sendto(m["parts"][o], peer)
+            del msgs[seq]
+            served += 1
+            deadline = time.perf_counter() + a["idle_s"]
+    return {"served": served}
+
+
+def _bye(s: socket.socket, dst: tuple) -> None:
+    for _ in range(3):
+        s.sendto(BYE, dst)
+
+
+def w_pinger_baseline(a: dict) -> dict:
+    import numpy as np
+    rng = np.random.default_rng(a["seed"])
+    s = udp_socket()
+    dst = (a["ip"], BASELINE_PORT)
+    size, seq = a["size"], a["seq"]
+    lat, errors, retries, ok = [], [], 0, True
+    for _ in range(a["rounds"]):
+        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
+        for _try in range(MAX_TRIES):
+            seq += 1
+            t0 = time.perf_counter_ns()
+            for p in packets(data, seq, a["from"], 0):
+                s.sendto(p, dst)
+            pong, _ = _recv_message(s, seq, size, ROUND_TIMEOUT_S)
+            t1 = time.perf_counter_ns()
+            if pong is not None:
+                break
+            retries += 1
+        else:
+            ok = False
+            errors.append(f"no echo after {MAX_TRIES} tries")
+            continue
+        lat.append(t1 - t0)
+        if pong != data:
+            ok = False
+            errors.append("the echo differs from the ping")
+    _bye(s, dst)
+    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
+            "errors": errors}
+
+
+def complex_product(d, s):
+    """dst * src element-wise in float64, in the handler's order (re = dr sr
+    - di si, im = dr si + di sr), each operation rounded (no fused
+    multiply-add), as the HPUs' IEEE soft-float does."""
+    import numpy as np
+    out = np.empty_like(d)
+    out.real = d.real * s.real - d.imag * s.imag
+    out.imag = d.real * s.imag + d.imag * s.real
+    return out
+
+
+def _arrays(rng, n: int):
+    import numpy as np
+    # Mixed magnitudes and signs, zeros: products that round.
+    d = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)) + 1j * rng.standard_normal(n)
+    s = rng.standard_normal(n) + 1j * (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n))
+    d[:: 17] = 0
+    return d.astype(np.complex128), s.astype(np.complex128)
+
+
+def _check_product(res, ref, sabotage: bool) -> str | None:
+    import numpy as np
+    if sabotage:
+        ref = ref.copy()
+        ref.view(np.uint64)[len(ref)] ^= 1  # the middle element's real part, one bit
+    if res.shape != ref.shape:
+        return f"{res.size} elements, {ref.size} expected"
+    a, b = res.view(np.uint64), ref.view(np.uint64)
+    if np.array_equal(a, b):
+        return None
+    i = int(np.flatnonzero(a != b)[0]) // 2
+    return f"element {i} is {res[i]!r}, NumPy's {ref[i]!r}"
+
+
+def w_acc_sender(a: dict) -> dict:
+    """Offload accumulate: set the destination's array (its host memory,
+    through its NicClient), send ours; the destination's completion handler
+    puts the round's seq into our UC_DONE; then check its array."""
+    import numpy as np
+    rng = np.random.default_rng(a["seed"])
+    c, mem = _client_mem(a["control"])
+    dc, dmem = _client_mem(a["dst_control"])
+    s = udp_socket()
+    dst = (a["ip"], UC["UC_PORT"])
+    n, seq = a["size"] // 16, a["seq"]
+    rx = UC["UC_RX"]
+    lat, errors, retries, ok = [], [], 0, True
+    for _ in range(a["rounds"]):
+        d, src = _arrays(rng, n)
+        for _try in range(MAX_TRIES):
+            seq += 1
+            dmem[rx:rx + n * 16] = np.frombuffer(d.tobytes(), np.uint8)  # the destination's array, afresh
+            t0 = time.perf_counter_ns()
+            for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
+                s.sendto(p, dst)
+            if _wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
+                t1 = time.perf_counter_ns()
+                break
+            retries += 1
+        else:
+            ok = False
+            errors.append(f"no completion after {MAX_TRIES} tries")
+            continue
+        lat.append(t1 - t0)
+        res = np.frombuffer(dmem[rx:rx + n * 16].tobytes(), np.complex128)
+        err = _check_product(res, complex_product(d, src), a["sabotage"])
+        if err:
+            ok = False
+            errors.append(err)
+    c.close()
+    dc.close()
+    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
+            "errors": errors}
+
+
+def w_acc_server(a: dict) -> dict:
+    """Baseline accumulate destination: receive the whole array on a kernel
+    socket, multiply it into this host's array with NumPy, answer `done`;
+    each round's result goes to a file for the sender's check."""
+    import numpy as np
+    s = udp_socket(BASELINE_PORT)
+    print("ready", flush=True)
+    served, results, dst = 0, [], None
+    while served < a["messages"]:
+        s.settimeout(a["idle_s"])
+        try:
+            d, peer = s.recvfrom(65536)
+        except socket.timeout:
+            break
+        if d == BYE:
+            break
+        if d[:4] == b"INIB":  # this host's array, before each round (not timed): offset, total, bytes
+            off = struct.unpack_from("<I", d, 4)[0]
+            if off == 0:
+                dst = np.zeros(struct.unpack_from("<I", d, 8)[0] // 16, np.complex128)
+            dst.view(np.uint8)[off:off + len(d) - 12] = np.frombuffer(d[12:], np.uint8)
+            s.sendto(b"OK", peer)
+            continue
+        magic, _msg, _fl, seq, total, off, _src, _mode = HDR.unpack_from(d)
+        if magic != UC["UC_MAGIC"] or dst is None or total != dst.nbytes:
+            continue
+        m = results[-1] if results and results[-1]["seq"] == seq else None
+        if m is None:
+            m = {"seq": seq, "buf": bytearray(total), "got": 0, "seen": set()}
+            results.append(m)
+        if off in m["seen"]:
+            continue
+        m["seen"].add(off)
+        body = d[HDR.size:]
+        m["buf"][off:off + len(body)] = body
+        m["got"] += len(body)
+        if m["got"] == total:
+            srcv = np.frombuffer(bytes(m["buf"]), np.complex128)
+            dst[:] = complex_product(dst, srcv)
+            # For the sender's check; before `done`, so it reads this round's.
+            Path(a["out"]).write_bytes(dst.tobytes())
+            s.sendto(struct.pack(">4sI", b"DONE", seq), peer)
+            served += 1
+    return {"served": served}
+
+
+def w_acc_sender_baseline(a: dict) -> dict:
+    import numpy as np
+    rng = np.random.default_rng(a["seed"])
+    s = udp_socket()
+    dst = (a["ip"], BASELINE_PORT)
+    n, seq = a["size"] // 16, a["seq"]
+    lat, errors, retries, ok = [], [], 0, True
+    for _ in range(a["rounds"]):
+        d, src = _arrays(rng, n)
+        raw = d.tobytes()
+        for off in range(0, len(raw), 1400):  # the destination's array (not timed)
+            for _try in range(MAX_TRIES):
+                s.sendto(b"INIB" + struct.pack("<II", off, len(raw)) + raw[off:off + 1400], dst)
+                s.settimeout(ROUND_TIMEOUT_S)
+                try:
+                    if s.recvfrom(16)[0] == b"OK":
+                        break
+                except socket.timeout:
+                    continue
+        for _try in range(MAX_TRIES):
+            seq += 1
+            t0 = time.perf_counter_ns()
+            for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
+                s.sendto(p, dst)
+            got = False
+            end = time.perf_counter() + ROUND_TIMEOUT_S
+            while time.perf_counter() < end:
+                s.settimeout(max(0.001, end - time.perf_counter()))
+                try:
+                    r = s.recvfrom(16)[0]
+                except socket.timeout:
+                    break
+                if r == struct.pack(">4sI", b"DONE", seq):
+                    got = True
+                    break
+            t1 = time.perf_counter_ns()
+            if got:
+                break
+            retries += 1
+        else:
+            ok = False
+            errors.append(f"no completion after {MAX_TRIES} tries")
+            continue
+        lat.append(t1 - t0)
+        res = np.frombuffer(Path(a["out"]).read_bytes(), np.complex128)
+        err = _check_product(res, complex_product(d, src), a["sabotage"])
+        if err:
+            ok = False
+            errors.append(err)
+    _bye(s, dst)
+    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
+            "errors": errors}
+
+
+def w_flood(a: dict) -> dict:
+    """Hostile traffic at node `to`'s NIC (the tests'): a burst of
+    device-mode pings without waiting, and malformed use-case datagrams."""
+    s = udp_socket()
+    dst = (a["ip"], UC["UC_PORT"])
+    src, seq, sent = a["from"], a["seq"], 0
+    magic, chunk, mx = UC["UC_MAGIC"], UC["UC_CHUNK"], UC["UC_MAX_SIZE"]
+    bad = [
+        b"", b"U", HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, src, 1),           # no data
+        HDR.pack(magic ^ 1, UC["UC_MSG_BIT"], 1, 0, 8, 0, src, 1) + bytes(8),        # wrong magic
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 4, 0, src, 1) + bytes(8),            # data past total
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 2 * mx, 0, src, 2) + bytes(8),       # total too large
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 100, 2**32 - 4, src, 2) + bytes(8),  # offset wraps
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, 4000, 1) + bytes(8),           # unknown rank
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, a["to"], 1) + bytes(8),        # the NIC's own rank
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, src, 99) + bytes(8),           # unknown mode
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 17, 1, src, 4) + bytes(16),          # accumulate, unaligned
+        HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 2 * chunk, 0, src, 1) + bytes(chunk + 8),  # over a chunk
+    ]
+    for d in bad:
+        s.sendto(d, dst)
+        sent += 1
+    for _ in range(a["count"]):
+        seq += 1
+        for p in packets(bytes(64), seq, src, UC["UC_MODE_DEVICE"]):
+            s.sendto(p, dst)
+            sent += 1
+    return {"sent": sent}
+
+
+WORKERS = {
+    "flood": w_flood,
+    "pinger": w_pinger, "echo-server": w_echo_server, "pinger-baseline": w_pinger_baseline,
+    "acc-sender": w_acc_sender, "acc-server": w_acc_server, "acc-sender-baseline": w_acc_sender_baseline,
+}
+
+
+def run_baseline(cl: Cluster, server_role: str, client_role: str, server_rank: int, client_rank: int,
+                 server_args: dict, client_args: dict) -> dict:
+    """A host-CPU baseline: its server in one namespace, its client in another."""
+    srv = cl.worker(server_rank, server_role, server_args, background=True)
+    try:
+        if srv.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"baseline server {server_role} on node {server_rank} did not start")
+        return cl.worker(client_rank, client_role, client_args)
+    finally:
+        try:
+            srv.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            srv.kill()
+            srv.wait()
+
+
+def main(name: str, a: argparse.Namespace, handlers: tuple[str, str, str],
+         offload_role: str, server_role: str, baseline_role: str) -> int:
+    """A use case's run: its cluster; per mode and size, node i against node
+    (i+1) % N for every i, offload then the host baseline; one report."""
+    hh, ph, th = handlers
+    points: list[dict] = []
+    extra: dict = {}
+    seq = 0
+    try:
+        with Cluster(a.nodes, a.prefix, HERE / name / "handler.c", hh, ph, th, a.lossy) as cl:
+            nodes = cl.table()
+            tmp = Path(cl.tmp.name)
+            for mode in a.modes:
+                for size in a.sizes:
+                    off, base = [], []
+                    for i in range(a.nodes):
+                        j = (i + 1) % a.nodes
+                        args = {"from": i, "to": j, "ip": nodes[j]["ipv4"], "mode": mode, "size": size,
+                                "rounds": a.rounds, "seed": (i << 32) ^ size ^ seq, "sabotage": a.sabotage,
+                                "control": str(control_path(a.prefix, i)),
+                                "dst_control": str(control_path(a.prefix, j)),
+                                "out": str(tmp / f"baseline-{j}.bin")}
+                        seq += 1 << 16
+                        off.append(cl.worker(i, offload_role, {**args, "seq": seq}))
+                        if not a.no_baseline:
+                            seq += 1 << 16
+                            base.append(run_baseline(cl, server_role, baseline_role, j, i,
+                                                     {"idle_s": 10.0, "messages": a.rounds * MAX_TRIES,
+                                                      "out": args["out"]}, {**args, "seq": seq}))
+                    points.append(point(mode, size, off, base))
+    except KeyboardInterrupt:
+        print("interrupted; cluster removed", file=sys.stderr)
+        return 130
+    except (RuntimeError, OSError, json.JSONDecodeError) as e:
+        extra["error"] = str(e)
+        print(f"{name}: {e}", file=sys.stderr)
+        report(a, points, False, extra)
+        return 1
+    verified = bool(points) and all(p["verified"] for p in points)
+    return report(a, points, verified, extra)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 4 and sys.argv[1] == "worker" and sys.argv[2] in WORKERS:
+        print(json.dumps(WORKERS[sys.argv[2]](json.loads(sys.argv[3]))), flush=True)
+    else:
+        sys.exit("usage: common.py worker ROLE JSON (started by examples/cluster/NAME/run)")
