@@ -1013,24 +1013,37 @@ fn mutated_responses_write_only_inside_the_gets_destination() {
             let mut op = rma::Op::Read;
             let mut key = KEY;
             let mut offset = 3000 + k * rma::MAX_PAYLOAD as u64;
-            let mut length = (u64::from(len) - k * 1432).min(1432) as u32;
+            // k = 7 is past the get's last packet: a full-sized forged one.
+            let mut length = u64::from(len).wrapping_sub(k * 1432).min(1432) as u32;
             let mut payload = length as usize;
             for _ in 0..1 + rng.below(3) {
                 match rng.below(7) {
                     0 => {
-                        txn_ = [rng.below(1 << 32) as u32, w ^ (1 << 16), w + 1, w - 1]
-                            [rng.below(4) as usize]
+                        txn_ = [
+                            rng.below(1 << 32) as u32,
+                            w ^ (1 << 16),
+                            w.wrapping_add(1),
+                            w.wrapping_sub(1),
+                        ][rng.below(4) as usize]
                     }
                     1 => src = rng.below(3) as u16,
                     2 => op = rma::Op::ALL[rng.below(rma::Op::ALL.len() as u64) as usize],
                     3 => key = rng.below(3) as u32,
                     4 => {
-                        offset = [rng.below(1 << 20), offset + 1, offset - 1, offset + 1432]
-                            [rng.below(4) as usize]
+                        offset = [
+                            rng.below(1 << 20),
+                            offset + 1,
+                            offset.wrapping_sub(1),
+                            offset + 1432,
+                        ][rng.below(4) as usize]
                     }
                     5 => {
-                        length = [rng.below(3000) as u32, length + 1, length - 1, 0]
-                            [rng.below(4) as usize]
+                        length = [
+                            rng.below(3000) as u32,
+                            length + 1,
+                            length.wrapping_sub(1),
+                            0,
+                        ][rng.below(4) as usize]
                     }
                     _ => payload = rng.below(1433) as usize,
                 }
