@@ -136,12 +136,29 @@ class Cluster:
         its JSON result, or the process when `background`."""
         cmd = [softspin_bin(), "cluster", "exec", str(rank), "--prefix", self.prefix, "--",
                sys.executable, str(HERE / "common.py"), "worker", role, json.dumps(args)]
+        # A session of its own: on Ctrl-C the worker and everything it runs
+        # (cluster exec, ip netns exec, Python) are killed as one group, so
+        # none outlives the run holding our stdout/stderr open.
+        p = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, start_new_session=True)
         if background:
-            return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-        p = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
+            return p
+        try:
+            out, _ = p.communicate()
+        except BaseException:
+            kill_group(p)
+            raise
         if p.returncode != 0:
             raise RuntimeError(f"worker {role} on node {rank} exited {p.returncode}")
-        return json.loads(p.stdout.strip().splitlines()[-1])
+        return json.loads(out.strip().splitlines()[-1])
+
+
+def kill_group(p: subprocess.Popen) -> None:
+    """Kill a worker started by Cluster.worker and all it runs."""
+    try:
+        os.killpg(p.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def _sigterm(signum, frame):  # noqa: ANN001
@@ -663,9 +680,8 @@ def run_baseline(cl: Cluster, server_role: str, client_role: str, server_rank: i
     finally:
         try:
             srv.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            srv.kill()
-            srv.wait()
+        except BaseException:
+            kill_group(srv)
 
 
 def main(name: str, a: argparse.Namespace, handlers: tuple[str, str, str],
