@@ -550,6 +550,16 @@ fn rma_commands_refuse_with_the_cause() {
     let nowhere = dir.join("nobody.sock");
     let nowhere = nowhere.to_str().unwrap();
     let base = ["--from", "0", "--to", "1", "--offset", "0"];
+    // `softspin rma CMD BASE ARGS..` exits 1 with `want` in its message.
+    let refused = |args: &[&str], want: &str| {
+        let mut a = vec!["rma", args[0]];
+        a.extend(base);
+        a.extend(&args[1..]);
+        let r = softspin(&a);
+        assert_eq!(r.status.code(), Some(1), "{a:?}: {}", describe(&r));
+        let err = String::from_utf8_lossy(&r.stderr);
+        assert!(err.contains(want), "{a:?}: want `{want}`: {err}");
+    };
     for (args, want) in [
         (vec!["put", e], "empty"),
         (vec!["get", "--len", "0", "--out", o], "--len 0"),
@@ -560,14 +570,7 @@ fn rma_commands_refuse_with_the_cause() {
             "cluster-sHnone/0.sock",
         ),
     ] {
-        let mut a = vec!["rma"];
-        a.push(args[0]);
-        a.extend(base);
-        a.extend(&args[1..]);
-        let r = softspin(&a);
-        assert_eq!(r.status.code(), Some(1), "{a:?}: {}", describe(&r));
-        let err = String::from_utf8_lossy(&r.stderr);
-        assert!(err.contains(want), "{a:?}: want `{want}`: {err}");
+        refused(&args, want);
     }
     // A NIC (socket mode on lo, no node table, no transport): the NIC
     // refuses the post, the command says why.
@@ -616,46 +619,11 @@ fn rma_commands_refuse_with_the_cause() {
         std::thread::sleep(Duration::from_millis(20));
     }
     let c = ctl.to_str().unwrap();
-    let r = softspin(&[
-        "rma",
-        "put",
-        "--from",
-        "0",
-        "--to",
-        "1",
-        "--offset",
-        "0",
-        "--control",
-        c,
-        "--local",
-        "65530",
-        d,
-    ]);
-    assert_eq!(r.status.code(), Some(1), "{}", describe(&r));
-    assert!(
-        String::from_utf8_lossy(&r.stderr).contains("beyond node 0's 65536-byte host window"),
-        "{}",
-        describe(&r)
+    refused(
+        &["put", "--control", c, "--local", "65530", d],
+        "beyond node 0's 65536-byte host window",
     );
-    let r = softspin(&[
-        "rma",
-        "put",
-        "--from",
-        "0",
-        "--to",
-        "1",
-        "--offset",
-        "0",
-        "--control",
-        c,
-        d,
-    ]);
-    assert_eq!(r.status.code(), Some(1), "{}", describe(&r));
-    assert!(
-        String::from_utf8_lossy(&r.stderr).contains("RMA transport"),
-        "{}",
-        describe(&r)
-    );
+    refused(&["put", "--control", c, d], "RMA transport");
 }
 
 /// A `softspin nic` killed, and its files removed, when the test ends
