@@ -5,7 +5,8 @@ torn down), the use cases' wire format and host-memory layout (read from
 uc.h, so the handlers and these scripts share one definition), access to
 each node's host memory through `softspin.NicClient`, the workers that run
 inside a node's namespace (`softspin cluster exec`; started as
-`python common.py worker ROLE JSON`), the host-CPU baselines over kernel
+`python common.py worker NAME/ROLE JSON`; each use case's roles are in its
+NAME/workers.py), the host-CPU baselines over kernel
 UDP sockets, statistics and the one JSON object a run prints.
 """
 from __future__ import annotations
@@ -132,7 +133,7 @@ class Cluster:
             return sorted(tomllib.load(f)["node"], key=lambda n: n["rank"])
 
     def worker(self, rank: int, role: str, args: dict, background: bool = False):
-        """Run `role` (a function of WORKERS) in node `rank`'s namespace;
+        """Run `role` (find_worker: ROLE or NAME/ROLE) in node `rank`'s namespace;
         its JSON result, or the process when `background`."""
         cmd = [softspin_bin(), "cluster", "exec", str(rank), "--prefix", self.prefix, "--",
                sys.executable, str(HERE / "common.py"), "worker", role, json.dumps(args)]
@@ -292,30 +293,30 @@ def udp_socket(bind_port: int = 0) -> socket.socket:
     return s
 
 
-def _client_mem(path: str):
+def client_mem(path: str):
     import softspin
     c = softspin.NicClient(path)
     e = next(x for x in c.ectxs if x.get("rma"))
     return c, c.window_mem(e["ectx"])
 
 
-def _u64(mem, off: int) -> int:
+def u64(mem, off: int) -> int:
     return int(mem[off:off + 8].view("<u8")[0])
 
 
-def _set_u64(mem, off: int, v: int) -> None:
+def set_u64(mem, off: int, v: int) -> None:
     mem[off:off + 8].view("<u8")[0] = v
 
 
-def _wait_u64(mem, off: int, want: int, timeout: float) -> bool:
+def wait_u64(mem, off: int, want: int, timeout: float) -> bool:
     end = time.perf_counter() + timeout
     while time.perf_counter() < end:
-        if _u64(mem, off) == want:
+        if u64(mem, off) == want:
             return True
     return False
 
 
-def _recv_message(s: socket.socket, seq: int, total: int, timeout: float) -> tuple[bytes | None, tuple | None]:
+def recv_message(s: socket.socket, seq: int, total: int, timeout: float) -> tuple[bytes | None, tuple | None]:
     """Reassemble message `seq` of `total` bytes from datagrams (others are dropped)."""
     buf, got, peer = bytearray(total), 0, None
     seen: set[int] = set()
@@ -341,295 +342,9 @@ def _recv_message(s: socket.socket, seq: int, total: int, timeout: float) -> tup
     return bytes(buf), peer
 
 
-def w_pinger(a: dict) -> dict:
-    """Offload ping-pong: send the ping to node `to`'s NIC; the pong lands in
-    this node's host memory (device, host) or comes back as datagrams (stream)."""
-    import numpy as np
-    rng = np.random.default_rng(a["seed"])
-    mode = {"device": UC["UC_MODE_DEVICE"], "host": UC["UC_MODE_HOST"], "stream": UC["UC_MODE_STREAM"]}[a["mode"]]
-    c, mem = _client_mem(a["control"])
-    s = udp_socket()
-    dst = (a["ip"], UC["UC_PORT"])
-    size, seq = a["size"], a["seq"]
-    lat, errors, retries, ok = [], [], 0, True
-    for _ in range(a["rounds"]):
-        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
-        for _try in range(MAX_TRIES):
-            seq += 1
-            mem[UC["UC_PONG"]:UC["UC_PONG"] + size] = 0
-            pkts = packets(data, seq, a["from"], mode)
-            t0 = time.perf_counter_ns()
-            for p in pkts:
-                s.sendto(p, dst)
-            if mode == UC["UC_MODE_STREAM"]:
-                pong, _ = _recv_message(s, seq, size, ROUND_TIMEOUT_S)
-                t1 = time.perf_counter_ns()
-            else:
-                pong = None
-                if _wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
-                    t1 = time.perf_counter_ns()
-                    pong = mem[UC["UC_PONG"]:UC["UC_PONG"] + size].tobytes()
-            if pong is not None:
-                break
-            retries += 1
-        else:
-            ok = False
-            errors.append(f"no pong after {MAX_TRIES} tries (seq {seq})")
-            continue
-        lat.append(t1 - t0)
-        ref = bytearray(data)
-        if a["sabotage"]:
-            ref[len(ref) // 2] ^= 0x01
-        if pong != bytes(ref):
-            ok = False
-            bad = next(i for i in range(size) if pong[i] != ref[i])
-            errors.append(f"pong byte {bad} is {pong[bad]}, the ping's {ref[bad]}")
-    c.close()
-    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
-            "errors": errors}
-
-
-def w_echo_server(a: dict) -> dict:
-    """Baseline ping-pong peer: receive each whole message on a kernel
-    socket, then send it back (the host CPU does what the handlers did)."""
-    s = udp_socket(BASELINE_PORT)
-    print("ready", flush=True)
-    served, deadline = 0, time.perf_counter() + a["idle_s"]
-    msgs: dict[int, dict] = {}
-    while served < a["messages"] and time.perf_counter() < deadline:
-        s.settimeout(max(0.01, deadline - time.perf_counter()))
-        try:
-            d, peer = s.recvfrom(65536)
-        except socket.timeout:
-            break
-        if d == BYE:
-            break
-        magic, _msg, _fl, seq, total, off, _src, _mode = HDR.unpack_from(d)
-        if magic != UC["UC_MAGIC"]:
-            continue
-        m = msgs.setdefault(seq, {"got": 0, "parts": {}})
-        if off not in m["parts"]:
-            m["parts"][off] = d
-            m["got"] += len(d) - HDR.size
-        if m["got"] == total:
-            for o in sorted(m["parts"]):
-                s.sendto(m["parts"][o], peer)
-            del msgs[seq]
-            served += 1
-            deadline = time.perf_counter() + a["idle_s"]
-    return {"served": served}
-
-
-def _bye(s: socket.socket, dst: tuple) -> None:
+def bye(s: socket.socket, dst: tuple) -> None:
     for _ in range(3):
         s.sendto(BYE, dst)
-
-
-def w_pinger_baseline(a: dict) -> dict:
-    import numpy as np
-    rng = np.random.default_rng(a["seed"])
-    s = udp_socket()
-    dst = (a["ip"], BASELINE_PORT)
-    size, seq = a["size"], a["seq"]
-    lat, errors, retries, ok = [], [], 0, True
-    for _ in range(a["rounds"]):
-        data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
-        for _try in range(MAX_TRIES):
-            seq += 1
-            t0 = time.perf_counter_ns()
-            for p in packets(data, seq, a["from"], 0):
-                s.sendto(p, dst)
-            pong, _ = _recv_message(s, seq, size, ROUND_TIMEOUT_S)
-            t1 = time.perf_counter_ns()
-            if pong is not None:
-                break
-            retries += 1
-        else:
-            ok = False
-            errors.append(f"no echo after {MAX_TRIES} tries")
-            continue
-        lat.append(t1 - t0)
-        if pong != data:
-            ok = False
-            errors.append("the echo differs from the ping")
-    _bye(s, dst)
-    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
-            "errors": errors}
-
-
-def complex_product(d, s):
-    """dst * src element-wise in float64, in the handler's order (re = dr sr
-    - di si, im = dr si + di sr), each operation rounded (no fused
-    multiply-add), as the HPUs' IEEE soft-float does."""
-    import numpy as np
-    out = np.empty_like(d)
-    out.real = d.real * s.real - d.imag * s.imag
-    out.imag = d.real * s.imag + d.imag * s.real
-    return out
-
-
-def _arrays(rng, n: int):
-    import numpy as np
-    # Mixed magnitudes and signs, zeros: products that round.
-    d = (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n)) + 1j * rng.standard_normal(n)
-    s = rng.standard_normal(n) + 1j * (rng.standard_normal(n) * 10.0 ** rng.integers(-30, 30, n))
-    d[:: 17] = 0
-    return d.astype(np.complex128), s.astype(np.complex128)
-
-
-def _check_product(res, ref, sabotage: bool) -> str | None:
-    import numpy as np
-    if sabotage:
-        ref = ref.copy()
-        ref.view(np.uint64)[len(ref)] ^= 1  # the middle element's real part, one bit
-    if res.shape != ref.shape:
-        return f"{res.size} elements, {ref.size} expected"
-    a, b = res.view(np.uint64), ref.view(np.uint64)
-    if np.array_equal(a, b):
-        return None
-    i = int(np.flatnonzero(a != b)[0]) // 2
-    return f"element {i} is {res[i]!r}, NumPy's {ref[i]!r}"
-
-
-def w_acc_sender(a: dict) -> dict:
-    """Offload accumulate: set the destination's array (its host memory,
-    through its NicClient), send ours; the destination's completion handler
-    puts the round's seq into our UC_DONE; then check its array."""
-    import numpy as np
-    rng = np.random.default_rng(a["seed"])
-    c, mem = _client_mem(a["control"])
-    dc, dmem = _client_mem(a["dst_control"])
-    s = udp_socket()
-    dst = (a["ip"], UC["UC_PORT"])
-    n, seq = a["size"] // 16, a["seq"]
-    rx = UC["UC_RX"]
-    lat, errors, retries, ok = [], [], 0, True
-    for _ in range(a["rounds"]):
-        d, src = _arrays(rng, n)
-        for _try in range(MAX_TRIES):
-            seq += 1
-            dmem[rx:rx + n * 16] = np.frombuffer(d.tobytes(), np.uint8)  # the destination's array, afresh
-            t0 = time.perf_counter_ns()
-            for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
-                s.sendto(p, dst)
-            if _wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
-                t1 = time.perf_counter_ns()
-                break
-            retries += 1
-        else:
-            ok = False
-            errors.append(f"no completion after {MAX_TRIES} tries")
-            continue
-        lat.append(t1 - t0)
-        res = np.frombuffer(dmem[rx:rx + n * 16].tobytes(), np.complex128)
-        err = _check_product(res, complex_product(d, src), a["sabotage"])
-        if err:
-            ok = False
-            errors.append(err)
-    c.close()
-    dc.close()
-    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
-            "errors": errors}
-
-
-def w_acc_server(a: dict) -> dict:
-    """Baseline accumulate destination: receive the whole array on a kernel
-    socket, multiply it into this host's array with NumPy, answer `done`;
-    each round's result goes to a file for the sender's check."""
-    import numpy as np
-    s = udp_socket(BASELINE_PORT)
-    print("ready", flush=True)
-    served, results, dst = 0, [], None
-    while served < a["messages"]:
-        s.settimeout(a["idle_s"])
-        try:
-            d, peer = s.recvfrom(65536)
-        except socket.timeout:
-            break
-        if d == BYE:
-            break
-        if d[:4] == b"INIB":  # this host's array, before each round (not timed): offset, total, bytes
-            off = struct.unpack_from("<I", d, 4)[0]
-            if off == 0:
-                dst = np.zeros(struct.unpack_from("<I", d, 8)[0] // 16, np.complex128)
-            dst.view(np.uint8)[off:off + len(d) - 12] = np.frombuffer(d[12:], np.uint8)
-            s.sendto(b"OK", peer)
-            continue
-        magic, _msg, _fl, seq, total, off, _src, _mode = HDR.unpack_from(d)
-        if magic != UC["UC_MAGIC"] or dst is None or total != dst.nbytes:
-            continue
-        m = results[-1] if results and results[-1]["seq"] == seq else None
-        if m is None:
-            m = {"seq": seq, "buf": bytearray(total), "got": 0, "seen": set()}
-            results.append(m)
-        if off in m["seen"]:
-            continue
-        m["seen"].add(off)
-        body = d[HDR.size:]
-        m["buf"][off:off + len(body)] = body
-        m["got"] += len(body)
-        if m["got"] == total:
-            srcv = np.frombuffer(bytes(m["buf"]), np.complex128)
-            dst[:] = complex_product(dst, srcv)
-            # For the sender's check; before `done`, so it reads this round's.
-            Path(a["out"]).write_bytes(dst.tobytes())
-            s.sendto(struct.pack(">4sI", b"DONE", seq), peer)
-            served += 1
-    return {"served": served}
-
-
-def w_acc_sender_baseline(a: dict) -> dict:
-    import numpy as np
-    rng = np.random.default_rng(a["seed"])
-    s = udp_socket()
-    dst = (a["ip"], BASELINE_PORT)
-    n, seq = a["size"] // 16, a["seq"]
-    lat, errors, retries, ok = [], [], 0, True
-    for _ in range(a["rounds"]):
-        d, src = _arrays(rng, n)
-        raw = d.tobytes()
-        for off in range(0, len(raw), 1400):  # the destination's array (not timed)
-            for _try in range(MAX_TRIES):
-                s.sendto(b"INIB" + struct.pack("<II", off, len(raw)) + raw[off:off + 1400], dst)
-                s.settimeout(ROUND_TIMEOUT_S)
-                try:
-                    if s.recvfrom(16)[0] == b"OK":
-                        break
-                except socket.timeout:
-                    continue
-        for _try in range(MAX_TRIES):
-            seq += 1
-            t0 = time.perf_counter_ns()
-            for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
-                s.sendto(p, dst)
-            got = False
-            end = time.perf_counter() + ROUND_TIMEOUT_S
-            while time.perf_counter() < end:
-                s.settimeout(max(0.001, end - time.perf_counter()))
-                try:
-                    r = s.recvfrom(16)[0]
-                except socket.timeout:
-                    break
-                if r == struct.pack(">4sI", b"DONE", seq):
-                    got = True
-                    break
-            t1 = time.perf_counter_ns()
-            if got:
-                break
-            retries += 1
-        else:
-            ok = False
-            errors.append(f"no completion after {MAX_TRIES} tries")
-            continue
-        lat.append(t1 - t0)
-        res = np.frombuffer(Path(a["out"]).read_bytes(), np.complex128)
-        err = _check_product(res, complex_product(d, src), a["sabotage"])
-        if err:
-            ok = False
-            errors.append(err)
-    _bye(s, dst)
-    return {"from": a["from"], "to": a["to"], "lat_ns": lat, "verified": ok, "retries": retries,
-            "errors": errors}
 
 
 def w_flood(a: dict) -> dict:
@@ -662,11 +377,23 @@ def w_flood(a: dict) -> dict:
     return {"sent": sent}
 
 
-WORKERS = {
-    "flood": w_flood,
-    "pinger": w_pinger, "echo-server": w_echo_server, "pinger-baseline": w_pinger_baseline,
-    "acc-sender": w_acc_sender, "acc-server": w_acc_server, "acc-sender-baseline": w_acc_sender_baseline,
-}
+WORKERS = {"flood": w_flood}
+
+
+def find_worker(role: str):
+    """`ROLE` (a shared worker above) or `NAME/ROLE` (WORKERS of the use
+    case's own examples/cluster/NAME/workers.py)."""
+    if "/" not in role:
+        return WORKERS.get(role)
+    import importlib.util
+    name, fn = role.split("/", 1)
+    path = HERE / name / "workers.py"
+    if not re.fullmatch(r"\w+", name) or not path.is_file():
+        return None
+    spec = importlib.util.spec_from_file_location(f"uc_{name}_workers", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return getattr(mod, "WORKERS", {}).get(fn)
 
 
 def run_baseline(cl: Cluster, server_role: str, client_role: str, server_rank: int, client_rank: int,
@@ -727,7 +454,10 @@ def main(name: str, a: argparse.Namespace, handlers: tuple[str, str, str],
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "worker" and sys.argv[2] in WORKERS:
-        print(json.dumps(WORKERS[sys.argv[2]](json.loads(sys.argv[3]))), flush=True)
+    # The use cases' workers.py import this module as `common`: the same one.
+    sys.modules["common"] = sys.modules[__name__]
+    worker = find_worker(sys.argv[2]) if len(sys.argv) == 4 and sys.argv[1] == "worker" else None
+    if worker:
+        print(json.dumps(worker(json.loads(sys.argv[3]))), flush=True)
     else:
         sys.exit("usage: common.py worker ROLE JSON (started by examples/cluster/NAME/run)")

@@ -122,7 +122,7 @@ def test_hostile_traffic_leaves_the_nic_answering():
         ip = cl.table()[1]["ipv4"]
         args = {"from": 0, "to": 1, "ip": ip, "control": str(common.control_path(prefix, 0))}
         assert cl.worker(0, "flood", {**args, "seq": 1 << 20, "count": 300})["sent"] > 300
-        r = cl.worker(0, "pinger", {**args, "mode": "device", "size": 64, "rounds": 3, "seed": 1,
+        r = cl.worker(0, "pingpong/pinger", {**args, "mode": "device", "size": 64, "rounds": 3, "seed": 1,
                                     "sabotage": False, "seq": 2 << 20})
         assert r["verified"] and len(r["lat_ns"]) == 3, r
         import softspin
