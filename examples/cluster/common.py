@@ -29,7 +29,7 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 
 
-def _defines(path: Path) -> dict[str, int]:
+def defines(path: Path) -> dict[str, int]:
     """The integer #defines of uc.h (the handlers' own definitions)."""
     out: dict[str, int] = {}
     for line in path.read_text().splitlines():
@@ -39,7 +39,7 @@ def _defines(path: Path) -> dict[str, int]:
     return out
 
 
-UC = _defines(HERE / "uc.h")
+UC = defines(HERE / "uc.h")
 # The header after UDP (uc.h): magic, msg id, flags, seq, total, offset, src rank, mode.
 HDR = struct.Struct(">HIIIIIHH")
 assert HDR.size == UC["UC_HDR"], "uc.h's UC_HDR and the header's fields disagree"
