@@ -119,6 +119,11 @@ pub struct UpArgs {
     /// With --image: its completion handler.
     #[arg(long, value_name = "SYM", requires = "image")]
     th: Option<String>,
+    /// With --rma: the NIC model every node runs and the handlers are built
+    /// for (`softspin nic --profile`; fpspin: FPsPIN's 40 MHz FPGA, pspin:
+    /// PsPIN's 1 GHz ASIC).
+    #[arg(long, value_name = "NAME", requires = "rma", default_value = DEFAULT_RMA_PROFILE)]
+    profile: String,
     /// Also write the node table here [always: RUN_DIR/cluster-PREFIX/nodes.toml].
     #[arg(long, value_name = "FILE")]
     table: Option<PathBuf>,
@@ -139,8 +144,10 @@ namespace. With NIC arguments every node runs
   softspin nic --iface PREFIXke --nodes TABLE --rank k --ready-file F ARGS
 in its namespace (pid, log and ready files in RUN_DIR/cluster-PREFIX/);
 up waits until each has attached and removes everything if one fails.
-With --rma every node's NIC also gets examples/rma_target (built into
-RUN_DIR/cluster-PREFIX/), --rma (rank k), --host-shm softspin-PREFIX-k,
+With --rma every node's NIC also gets the RMA handlers, examples/rma_target
+and examples/rma_chase (built for --profile into RUN_DIR/cluster-PREFIX/;
+the ECTX takes UDP ports 21328 and 21329; --watchdog 100000000 unless the
+NIC arguments give one), --rma (rank k), --host-shm softspin-PREFIX-k,
 --control RUN_DIR/cluster-PREFIX/k.sock and --window SIZE,1; --image FILE
 (with --hh/--ph/--th) runs a use case's image linked with the RMA handlers
 instead (examples/cluster).
@@ -193,6 +200,12 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     if let Some(p) = a.image.as_ref().filter(|p| !p.is_file()) {
         bail!("--image {}: no such file", p.display());
     }
+    if softspin_host::NicConfig::profile(&a.profile).is_none() {
+        bail!(
+            "--profile {}: no such NIC model (`softspin profiles` lists them)",
+            a.profile
+        );
+    }
     needs_root("up")?;
     let exe = std::env::current_exe().context("finding the softspin binary")?;
     let lossy = match &a.lossy {
@@ -217,16 +230,24 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     let table = local::up(&plan)?;
     let table_path = local::default_table_path(&a.prefix);
     let image = |a: &UpArgs| -> anyhow::Result<RmaImage> {
-        let elf = match &a.image {
-            Some(p) => p.clone(),
-            None => build_rma_target(&a.prefix)?,
+        let (elf, default_ph, chase) = match &a.image {
+            Some(p) => (p.clone(), "rma_target_ph", None),
+            None => (
+                build_rma_handlers(&a.prefix, &a.profile)?,
+                "rma_chase_ph",
+                Some(rma_chase_port()?),
+            ),
         };
         Ok(RmaImage {
             elf,
-            scratchpad: rma_scratchpad()?,
+            profile: a.profile.clone(),
+            scratchpad: rma_scratchpad(&a.profile)?,
             hh: a.hh.clone(),
-            ph: a.ph.clone().unwrap_or_else(|| "rma_target_ph".into()),
+            ph: a.ph.clone().unwrap_or_else(|| default_ph.into()),
             th: a.th.clone(),
+            chase_port: chase,
+            watchdog: (!nic_args.iter().any(|x| x.starts_with("--watchdog")))
+                .then_some(RMA_WATCHDOG),
         })
     };
     let rma_image = match a.rma.then(|| image(&a)) {
@@ -287,38 +308,59 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The RMA target handlers, built into the binary so `up --rma` works
-/// wherever `softspin build` does.
+/// The RMA handlers, built into the binary so `up --rma` works wherever
+/// `softspin build` does: the target, and the handler-initiated commands
+/// (pointer chasing: `softspin rma lat --initiator nic`).
 const RMA_TARGET_SRC: &str = include_str!("../../../examples/rma_target/handler.c");
-/// The profile the NICs run (`softspin nic`'s default) and the handlers
-/// are built for.
-const RMA_PROFILE: &str = "fpspin";
+const RMA_CHASE_SRC: &str = include_str!("../../../examples/rma_chase/chase.c");
+/// Instructions a handler may run per invocation on the RMA NICs: handlers
+/// that wait for RMA responses poll while they wait (a pointer chase of
+/// `rma lat --initiator nic` waits for each of its reads), which at 1 GHz
+/// exhausts the NIC's default budget of 10^6 within a millisecond on a
+/// loaded machine.
+const RMA_WATCHDOG: u64 = 100_000_000;
+/// The profile the NICs run by default (`softspin nic`'s default).
+pub const DEFAULT_RMA_PROFILE: &str = "fpspin";
 /// Scratchpad per cluster for the handlers' response buffers: NB_CORES x
 /// RMA_BUF_BYTES (examples/rma_target/README.md "Where responses are
 /// built"), read from the source the binary carries so they cannot differ.
-fn rma_scratchpad() -> anyhow::Result<u32> {
+/// examples/rma_chase's command port (its CHASE_PORT), read from the source
+/// the binary carries.
+pub fn rma_chase_port() -> anyhow::Result<u16> {
+    RMA_CHASE_SRC
+        .lines()
+        .find_map(|l| l.strip_prefix("#define CHASE_PORT "))
+        .and_then(|v| v.trim().parse::<u16>().ok())
+        .context("examples/rma_chase/chase.c defines no CHASE_PORT")
+}
+
+fn rma_scratchpad(profile: &str) -> anyhow::Result<u32> {
     let buf = RMA_TARGET_SRC
         .lines()
         .find_map(|l| l.strip_prefix("#define RMA_BUF_BYTES "))
         .and_then(|v| v.trim().parse::<u32>().ok())
         .context("examples/rma_target/handler.c defines no RMA_BUF_BYTES")?;
-    let cfg = softspin_host::NicConfig::profile(RMA_PROFILE).context("the RMA profile")?;
+    let cfg = softspin_host::NicConfig::profile(profile).context("the RMA profile")?;
     Ok(cfg.hpus_per_cluster * buf)
 }
 
-/// Build examples/rma_target as `softspin build --profile fpspin` does,
-/// into the cluster's state directory (made anew by every `up`).
-fn build_rma_target(prefix: &str) -> anyhow::Result<PathBuf> {
+/// Build examples/rma_target and examples/rma_chase into one image, as
+/// `softspin build --profile PROFILE` does, in the cluster's state
+/// directory (made anew by every `up`).
+fn build_rma_handlers(prefix: &str, profile: &str) -> anyhow::Result<PathBuf> {
     let dir = local::state_dir(prefix);
-    let src = dir.join("rma_target.c");
-    std::fs::write(&src, RMA_TARGET_SRC).with_context(|| format!("writing {}", src.display()))?;
-    let elf = dir.join("rma_target.elf");
-    crate::build::main(crate::build::BuildArgs::handler(
-        vec![src],
-        elf.clone(),
-        RMA_PROFILE,
-    ))
-    .context("building the RMA target handlers (examples/rma_target)")?;
+    let mut srcs = Vec::new();
+    for (name, text) in [
+        ("rma_target.c", RMA_TARGET_SRC),
+        ("rma_chase.c", RMA_CHASE_SRC),
+    ] {
+        let src = dir.join(name);
+        std::fs::write(&src, text).with_context(|| format!("writing {}", src.display()))?;
+        srcs.push(src);
+    }
+    let elf = dir.join("rma.elf");
+    crate::build::main(crate::build::BuildArgs::handler(srcs, elf.clone(), profile))
+        .context("building the RMA handlers (examples/rma_target, examples/rma_chase)")?;
     Ok(elf)
 }
 
@@ -326,16 +368,21 @@ fn build_rma_target(prefix: &str) -> anyhow::Result<PathBuf> {
 /// use case's image linked with it (`--image`).
 struct RmaImage {
     elf: PathBuf,
+    profile: String,
     scratchpad: u32,
     hh: Option<String>,
     ph: String,
     th: Option<String>,
+    /// The default image: its ECTX also takes rma_chase's command port.
+    chase_port: Option<u16>,
+    /// `--watchdog` for the NICs, unless their arguments give one.
+    watchdog: Option<u64>,
 }
 
 /// Node k's NIC arguments in RMA mode: the handlers behind the transport
 /// as rank k, its shm and control socket by the cluster's names, its window.
 fn rma_nic_args(prefix: &str, k: u32, img: &RmaImage, window: u64) -> Vec<String> {
-    let mut v: Vec<String> = vec!["--profile".into(), RMA_PROFILE.into(), "--image".into()];
+    let mut v: Vec<String> = vec!["--profile".into(), img.profile.clone(), "--image".into()];
     v.push(img.elf.display().to_string());
     for (flag, sym) in [("--hh", &img.hh), ("--th", &img.th)] {
         if let Some(sym) = sym {
@@ -367,6 +414,12 @@ fn rma_nic_args(prefix: &str, k: u32, img: &RmaImage, window: u64) -> Vec<String
         ]
         .map(String::from),
     );
+    if let Some(port) = img.chase_port {
+        v.extend(["--match".into(), format!("udp:{port}")]);
+    }
+    if let Some(w) = img.watchdog {
+        v.extend(["--watchdog".into(), w.to_string()]);
+    }
     v
 }
 
@@ -440,19 +493,22 @@ mod tests {
     /// handlers' scratchpad (8 HPUs x 1536 bytes on fpspin), the window.
     #[test]
     fn rma_mode_names_each_node() {
-        assert_eq!(rma_scratchpad().unwrap(), 12288);
+        assert_eq!(rma_scratchpad("fpspin").unwrap(), 12288);
         let img = RmaImage {
             elf: "/x/rma.elf".into(),
-            scratchpad: rma_scratchpad().unwrap(),
+            profile: "fpspin".into(),
+            scratchpad: rma_scratchpad("fpspin").unwrap(),
             hh: None,
-            ph: "rma_target_ph".into(),
+            ph: "rma_chase_ph".into(),
             th: None,
+            chase_port: Some(rma_chase_port().unwrap()),
+            watchdog: Some(RMA_WATCHDOG),
         };
         let v = rma_nic_args("sJa", 2, &img, 1 << 20).join(" ");
         for part in [
-            "--image /x/rma.elf --ph rma_target_ph --match udp:21328 --scratchpad 12288",
+            "--profile fpspin --image /x/rma.elf --ph rma_chase_ph --match udp:21328 --scratchpad 12288",
             "--host-size 1048576 --rma --host-shm softspin-sJa-2 --control ",
-            "cluster-sJa/2.sock --window 1048576,1",
+            "cluster-sJa/2.sock --window 1048576,1 --match udp:21329 --watchdog 100000000",
         ] {
             assert!(v.contains(part), "{part} in {v}");
         }
@@ -463,6 +519,7 @@ mod tests {
             hh: Some("uc_hh".into()),
             ph: "uc_ph".into(),
             th: Some("uc_th".into()),
+            chase_port: None,
             ..img
         };
         let v = rma_nic_args("sJa", 2, &img, 1 << 20).join(" ");
@@ -470,5 +527,16 @@ mod tests {
             v.contains("--image /x/uc.elf --hh uc_hh --th uc_th --ph uc_ph --match udp:21328"),
             "{v}"
         );
+        assert!(!v.contains("udp:21329"), "{v}");
+        // Another model: built for and run with it, its scratchpad sized by its HPUs.
+        let pspin = rma_scratchpad("pspin").unwrap();
+        let img = RmaImage {
+            profile: "pspin".into(),
+            scratchpad: pspin,
+            ..img
+        };
+        let v = rma_nic_args("sJa", 2, &img, 1 << 20).join(" ");
+        assert!(v.starts_with("--profile pspin --image"), "{v}");
+        assert!(v.contains(&format!("--scratchpad {pspin} ")), "{v}");
     }
 }

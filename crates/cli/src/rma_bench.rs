@@ -8,7 +8,7 @@
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-use anyhow::bail;
+use anyhow::{bail, Context};
 use serde_json::{json, Value};
 use softspin_engine::traffic::splitmix64;
 use softspin_host::hostif::rma_error;
@@ -52,6 +52,26 @@ pub struct LatArgs {
     /// with the system `cc` into the cluster's state directory).
     #[arg(long, value_enum, default_value = "nic")]
     server: Server,
+    /// Who issues the reads (with `--server nic`): node --from's host,
+    /// posting each through its NIC's control socket (`host`), or node
+    /// --from's NIC alone (`nic`): a handler of `cluster up --rma`'s image
+    /// (examples/rma_chase) issues each read when the previous response
+    /// arrives, --hops reads per command, with no host in the loop (DiAD's
+    /// accelerator-issued reads, seed 003 §IV). The command is a datagram
+    /// sent from node --to's namespace, so it crosses the wire.
+    #[arg(long, value_enum, default_value = "host")]
+    initiator: Initiator,
+    /// With `--initiator nic`: dependent reads per command; a sample is one
+    /// command's wall time (command datagram to results in host memory)
+    /// over its reads.
+    #[arg(long, value_name = "N", default_value_t = 32)]
+    hops: u32,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum Initiator {
+    Host,
+    Nic,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -96,7 +116,13 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
         bail!("--count 0: chase at least one read");
     }
     if a.server == Server::Host {
+        if a.initiator == Initiator::Nic {
+            bail!("--initiator nic chases through a NIC-served window: not with --server host");
+        }
         return crate::rma_host::lat(&a.node, a.count, a.region, a.seed, STRIDE);
+    }
+    if a.initiator == Initiator::Nic && !(1..=4096).contains(&a.hops) {
+        bail!("--hops {}: 1 to 4096 reads per command", a.hops);
     }
     let (mut c, ectx) = a.node.connect()?;
     let wlen = c.window_mem(ectx)?.len() as u64;
@@ -115,6 +141,9 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
     transfer(&mut c, &a.node, true, 0, 0, region)?;
     let fill_s = t_fill.elapsed().as_secs_f64();
     let before = target_status(&a.node);
+    if a.initiator == Initiator::Nic {
+        return nic_chase(a, &mut c, ectx, &chain, region, fill_s, before);
+    }
     let mut lat = Vec::with_capacity(a.count as usize);
     // The post's share: one control-socket round trip of the two a read takes.
     let mut post = Vec::with_capacity(a.count as usize);
@@ -173,6 +202,148 @@ pub fn lat(a: &LatArgs) -> anyhow::Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// examples/rma_chase's command (its chase_cmd_t, little-endian): magic
+/// "CHSE", op, rank, key, remote offset, local offset, reads, arg.
+const CHASE_MAGIC: u32 = 0x4553_4843;
+const CHASE_OP_CHASE: u32 = 1;
+/// Where the chase's reads land in node --from's window (the chain's
+/// staging area, free once the chain is in place), and its results after
+/// them: last value, reads done, status (u64 each).
+const CHASE_LOCAL: u64 = 0;
+
+/// `rma lat --initiator nic`: commands of --hops reads to node --from's
+/// NIC until --count reads, each checked against the chain.
+fn nic_chase(
+    a: &LatArgs,
+    c: &mut NicClient,
+    ectx: u32,
+    chain: &[u8],
+    region: u64,
+    fill_s: f64,
+    before: Option<Value>,
+) -> anyhow::Result<ExitCode> {
+    use softspin_cluster::{local, NodeTable};
+    let n = &a.node;
+    let table = NodeTable::load(&local::default_table_path(&n.prefix)).with_context(|| {
+        format!(
+            "cluster `{}` (softspin cluster up --prefix {})",
+            n.prefix, n.prefix
+        )
+    })?;
+    let (Some(from), Some(to)) = (table.node(u32::from(n.from)), table.node(u32::from(n.to)))
+    else {
+        bail!(
+            "ranks {} and {} must both be in the node table ({} nodes)",
+            n.from,
+            n.to,
+            table.nodes().len()
+        );
+    };
+    let Some(ns) = to.netns.clone() else {
+        bail!("--initiator nic sends its commands from node {}'s network namespace: a cluster made by `softspin cluster up`", n.to);
+    };
+    let dst = std::net::SocketAddr::from((from.ipv4, crate::cluster::rma_chase_port()?));
+    let sock = socket_in_netns(&ns)?;
+    let res = (CHASE_LOCAL + 8) as usize;
+    let deadline = n.wait_limit();
+    let mut per_read = Vec::new();
+    let (mut cur, mut verified, mut nic_s) = (0u64, 0u64, 0f64);
+    while verified < a.count {
+        let hops = u64::from(a.hops).min(a.count - verified);
+        let mem = c.window_mem(ectx)?;
+        mem[res..res + 24].fill(0xff); // hops u64::MAX: not yet done
+        let mut cmd = Vec::with_capacity(40);
+        for w in [CHASE_MAGIC, CHASE_OP_CHASE, u32::from(n.to), n.key] {
+            cmd.extend(w.to_le_bytes());
+        }
+        cmd.extend(cur.to_le_bytes());
+        cmd.extend(CHASE_LOCAL.to_le_bytes());
+        cmd.extend((hops as u32).to_le_bytes());
+        cmd.extend(0u32.to_le_bytes());
+        let t = Instant::now();
+        sock.send_to(&cmd, dst)
+            .context("sending the chase command")?;
+        let (last, done, status) = loop {
+            let m = c.window_mem(ectx)?;
+            if le64(&m[res + 8..]) != u64::MAX {
+                // The handler writes the three words with one DMA: read them together.
+                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+                break (le64(&m[res..]), le64(&m[res + 8..]), le64(&m[res + 16..]));
+            }
+            if t.elapsed() > deadline {
+                bail!(
+                    "node {}'s NIC did not finish a chase of {hops} reads within {} s ({verified} verified before it; is the cluster's image the default one, with examples/rma_chase?)",
+                    n.from, n.timeout
+                );
+            }
+            std::thread::yield_now();
+        };
+        let took = t.elapsed();
+        nic_s += took.as_secs_f64();
+        if status != 0 || done != hops {
+            bail!(
+                "node {}'s chase from offset {cur}: {done} of {hops} reads done, RMA status {status} ({verified} verified before it)",
+                n.from
+            );
+        }
+        let mut want = cur;
+        for _ in 0..hops {
+            want = le64(&chain[want as usize..]);
+        }
+        if last != want {
+            bail!(
+                "node {}'s chase from offset {cur}: ended at {last:#x}, the chain says {want:#x}",
+                n.from
+            );
+        }
+        per_read.push((took.as_nanos() as u64) / hops);
+        verified += hops;
+        cur = last;
+    }
+    let after = target_status(n);
+    let lat_ns = percentiles(&mut per_read);
+    let model = model(before.as_ref(), after.as_ref(), a.count);
+    if n.json {
+        println!(
+            "{}",
+            json!({
+                "server": "nic", "initiator": "nic", "from": n.from, "to": n.to, "key": n.key,
+                "region": region, "seed": a.seed, "stride": STRIDE, "lines": region / STRIDE,
+                "count": a.count, "hops": a.hops, "verified": verified, "samples": per_read.len(),
+                "time_s": nic_s, "fill_s": fill_s, "lat_ns": lat_ns, "model": model,
+            })
+        );
+    } else {
+        println!(
+            "rma lat: {verified} of {} reads verified, issued by rank {}'s NIC to rank {} ({region}-byte chain, {} reads per command); per read p50 {:.1} us, mean {:.1} us",
+            a.count,
+            n.from,
+            n.to,
+            a.hops,
+            lat_ns["p50"].as_f64().unwrap_or_default() / 1e3,
+            lat_ns["mean"].as_f64().unwrap_or_default() / 1e3,
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// A UDP socket made in network namespace `ns` (it stays there; setns
+/// moves only the thread that makes it, which then ends).
+fn socket_in_netns(ns: &str) -> anyhow::Result<std::net::UdpSocket> {
+    let path = format!("/run/netns/{ns}");
+    std::thread::spawn(move || -> anyhow::Result<std::net::UdpSocket> {
+        use std::os::fd::AsRawFd;
+        let f = std::fs::File::open(&path).with_context(|| format!("opening {path}"))?;
+        // SAFETY: a namespace fd open for the call; CLONE_NEWNET moves only this thread.
+        if unsafe { libc::setns(f.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            bail!("entering {path}: {}", std::io::Error::last_os_error());
+        }
+        Ok(std::net::UdpSocket::bind("0.0.0.0:0")?)
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("the namespace thread panicked"))?
 }
 
 /// --outstanding operations of --size bytes in flight until --total bytes
