@@ -8,7 +8,8 @@ common.Cluster.worker as "matching/ROLE"; each returns one JSON-able dict).
   rendezvous done by Python on kernel UDP sockets.
 - `race`: posts against arrivals in every order between every pair of
   nodes, exact and wildcard receives, every buffer checked.
-- `hostile`: malformed datagrams and a flood of unexpected messages.
+- `hostile`: malformed datagrams and a flood of unexpected messages;
+  `drain` receives what the flood left.
 """
 import random
 import socket
@@ -271,11 +272,30 @@ def _phase(eps, msgs, rng, stats) -> list[str]:
     return errors
 
 
+def socket_in(netns: str) -> socket.socket:
+    """A UDP socket in network namespace `netns` (this thread goes there
+    and back), so one worker sends each node's messages from its node."""
+    import ctypes
+    import os
+    libc, newnet = ctypes.CDLL(None, use_errno=True), 0x40000000  # CLONE_NEWNET
+    home, there = os.open("/proc/self/ns/net", os.O_RDONLY), os.open(f"/run/netns/{netns}", os.O_RDONLY)
+    try:
+        if libc.setns(there, newnet) != 0:
+            raise OSError(ctypes.get_errno(), f"setns {netns}")
+        try:
+            return common.udp_socket()
+        finally:
+            if libc.setns(home, newnet) != 0:
+                raise OSError(ctypes.get_errno(), "setns back")
+    finally:
+        os.close(home)
+        os.close(there)
+
+
 def w_race(a: dict) -> dict:
     rng = random.Random(a["seed"])
     n, sizes = a["nodes"], a["sizes"]
-    s = common.udp_socket()
-    eps = [Endpoint(a["controls"][k], k, a["ips"], s) for k in range(n)]
+    eps = [Endpoint(a["controls"][k], k, a["ips"], socket_in(a["netns"][k])) for k in range(n)]
     tags = iter(rng.sample(range(MT["UC_MT_TAG_MAX"] + 1), 10000))
     stats: dict = {}
     errors: list[str] = []
@@ -326,4 +346,18 @@ def w_hostile(a: dict) -> dict:
     return {"malformed": len(bad), "flood": MT["UC_MT_SLOTS"] + extra}
 
 
-WORKERS = {"pair": w_pair, "server": w_server, "client": w_client, "race": w_race, "hostile": w_hostile}
+def w_drain(a: dict) -> dict:
+    """Receive `count` messages of `tag` from any source at node `rank`:
+    their 8-byte values, in the order received."""
+    ep = Endpoint(a["control"], a["rank"], a["ips"])
+    values = []
+    for _ in range(a["count"]):
+        buf = ep.buffer(8)
+        ep.recv(ANY, a["tag"], buf, TIMEOUT_S)
+        values.append(struct.unpack("<Q", buf.tobytes())[0])
+    ep.close()
+    return {"values": values}
+
+
+WORKERS = {"pair": w_pair, "server": w_server, "client": w_client, "race": w_race, "hostile": w_hostile,
+           "drain": w_drain}
