@@ -216,7 +216,7 @@ int main(int argc, char **argv)
             cookie = mt_isend(&snd, s, &dst, cases[i].tag, data, size);
         } else {
             cookie = mt_isend(&snd, s, &dst, cases[i].tag, data, size);
-            usleep(50000);
+            usleep(200000); /* the message is at the NIC: case III */
             if (mt_irecv(&rcv, cases[i].src, cases[i].rtag, buf, cases[i].cap, &r))
                 return 1;
         }
