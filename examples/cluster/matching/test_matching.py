@@ -1,5 +1,5 @@
 """Message matching with rendezvous on a 4-node cluster (run, workers.py,
-host.c). Root only (namespaces); about 50 s.
+host.c). Root only (namespaces); about 40 s.
 
 `run` verifies every node's receives byte for byte for eager and
 rendezvous sizes, posted and unexpected, and a sabotaged reference must
