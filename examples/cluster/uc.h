@@ -29,6 +29,8 @@
 #define UC_MODE_HOST 2   /* ping-pong: the completion handler puts it from host memory */
 #define UC_MODE_STREAM 3 /* ping-pong: each payload handler sends its packet back */
 #define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
+#define UC_MODE_EAGER 9  /* matching: a small message, its data in the packet (matching/matching.h) */
+#define UC_MODE_RNDV 10  /* matching: a large message's request to send; the receiver's NIC gets the data */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1
