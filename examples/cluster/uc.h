@@ -29,6 +29,8 @@
 #define UC_MODE_HOST 2   /* ping-pong: the completion handler puts it from host memory */
 #define UC_MODE_STREAM 3 /* ping-pong: each payload handler sends its packet back */
 #define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
+#define UC_MODE_KV_PUT 13 /* key-value store: insert or overwrite (kvstore/kvstore.h) */
+#define UC_MODE_KV_GET 14 /* key-value store: look up, the value put into the requester's memory */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1
