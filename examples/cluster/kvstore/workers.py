@@ -392,4 +392,62 @@ def w_server(a: dict) -> dict:
             "table": {k.hex(): v.hex() for k, v in table.items()}}
 
 
-WORKERS = {"client": w_client, "c-client": w_c_client, "server": w_server}
+def w_hostile(a: dict) -> dict:
+    """Bad requests at node `to`'s NIC (the test's): malformed ones (counted
+    UC_KV_CTR_BAD), keys or ranks it does not serve (UC_KV_CTR_NOT_OWNER);
+    then a cycle written into its table, which a get must answer with
+    UC_KV_CHAIN (bounded steps, no hang); then, the table repaired, a put
+    and a get that must work."""
+    import numpy as np
+    n, to, frm = a["nodes"], a["to"], a["rank"]
+    s = udp_socket()
+    dst = (a["ips"][to], UC["UC_PORT"])
+    mine = _keys("h", frm, n, 1, lambda k: owner(k, n) == to)[0]
+    other = _keys("h", frm, n, 1, lambda k: owner(k, n) not in (to, frm))[0]
+    put, get = UC["UC_MODE_KV_PUT"], UC["UC_MODE_KV_GET"]
+    kmax, vmax = KV["UC_KV_KEY_MAX"], KV["UC_KV_VAL_MAX"]
+
+    ids = iter(range(UC["UC_MSG_BIT"] | 0x7F000, UC["UC_MSG_BIT"] | 0x80000))  # a message each
+
+    def dgram(data: bytes, mode: int = get, src: int = frm, flags: int = UC["UC_EOM"], off: int = 0) -> bytes:
+        return HDR.pack(UC["UC_MAGIC"], next(ids), flags, 1, off + len(data), off, src, mode) + data
+
+    bad = [
+        dgram(b"\0\0\0"),                                              # shorter than the request header
+        dgram(REQ.pack(KV["UC_KV_SLOTS"], len(mine), 0, 0) + mine),      # no such reply slot
+        dgram(REQ.pack(0, 0, 0, 0)),                                     # no key
+        dgram(REQ.pack(0, kmax + 1, 0, 0) + bytes(kmax + 1)),            # key too long
+        dgram(REQ.pack(0, len(mine), vmax + 1, 0) + mine + bytes(vmax + 1), put),  # value too large
+        dgram(REQ.pack(0, len(mine), 4, 0) + mine + bytes(4)),           # a get with a value
+        dgram(REQ.pack(0, len(mine) + 1, 0, 0) + mine),                 # lengths disagree with the datagram
+        dgram(REQ.pack(0, len(mine), 0, 0) + mine, flags=0),             # not the message's last packet
+        dgram(REQ.pack(0, len(mine), 0, 0) + mine, off=8),               # not its first
+        dgram(REQ.pack(0, len(mine), 0, 0) + mine, mode=99),             # not a key-value mode
+    ]
+    not_owner = [
+        dgram(REQ.pack(0, len(other), 0, 0) + other),                    # a key another node owns
+        dgram(REQ.pack(0, len(mine), 0, 0) + mine, src=4000),            # an unknown rank
+        dgram(REQ.pack(0, len(mine), 0, 0) + mine, src=to),              # the owner itself
+    ]
+    for d in bad + not_owner:
+        s.sendto(d, dst)
+    # A cycle in the owner's table: its bucket's head -> the last entry -> itself.
+    dc, dmem = client_mem(a["dst_control"])
+    last = KV["UC_KV_ENTRIES"]
+    head_at = KV["UC_KV_TABLE"] + 4 * bucket(mine, n)
+    at = KV["UC_KV_POOL"] + (last - 1) * KV["UC_KV_ENTRY"]
+    saved = dmem[head_at:head_at + 4].tobytes()
+    dmem[at:at + ENTRY.size] = np.frombuffer(ENTRY.pack(last, 1, 0), np.uint8)
+    dmem[head_at:head_at + 4] = np.frombuffer(struct.pack("<I", last), np.uint8)
+    cl = Offload({**a, "seq": a["seq"]})
+    chain = cl.wait(cl.send("get", mine, b""), KV_TIMEOUT_S)
+    dmem[head_at:head_at + 4] = np.frombuffer(saved, np.uint8)
+    v = b"after the cycle"
+    r = run_ops(cl, [("put", mine, v), ("get", mine, b"")], {}, False)
+    cl.close()
+    dc.close()
+    return {"bad": len(bad), "not_owner": len(not_owner), "chain_status": chain[0] if chain else None,
+            "after": r}
+
+
+WORKERS = {"hostile": w_hostile, "client": w_client, "c-client": w_c_client, "server": w_server}
