@@ -10,7 +10,7 @@
  *   client hash NODES KEY_HEX            (prints the owner and the bucket)
  *
  * Prints "STATUS VALUE_HEX" ("-" for no value). A request without reply in
- * 2 s is sent again with the next seq, up to 6 times. Exit status: 0 a
+ * UC_KV_TIMEOUT_MS is sent again with the next seq, UC_KV_TRIES times at most. Exit status: 0 a
  * reply, 1 none or an error of the library, 2 bad arguments.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -27,9 +27,6 @@
 
 #include "../uc.h"
 #include "kvstore.h"
-
-#define TRIES 6
-#define TIMEOUT_S 2.0
 
 static int usage(void)
 {
@@ -108,7 +105,7 @@ int main(int argc, char **argv)
     long kl = unhex(argv[8], key, sizeof key), vl = put && argc == 10 ? unhex(argv[9], val, sizeof val) : 0;
     if ((!put && strcmp(argv[7], "get") != 0) || argc != (put ? 10 : 9) || kl <= 0 || vl < 0 ||
         inet_pton(AF_INET, argv[3], &dst.sin_addr) != 1 || !parse_u32(argv[4], 0xffff, &rank) ||
-        !parse_u32(argv[5], UC_KV_SLOTS - 1, &slot) || !parse_u32(argv[6], 0xffffffffu - TRIES, &seq))
+        !parse_u32(argv[5], UC_KV_SLOTS - 1, &slot) || !parse_u32(argv[6], 0xffffffffu - UC_KV_TRIES, &seq))
         return usage();
 
     ss_client *c;
@@ -144,7 +141,7 @@ int main(int argc, char **argv)
     le16(d + 6, 0);
     memcpy(d + UC_KV_REQ_HDR, key, (size_t)kl);
     memcpy(d + UC_KV_REQ_HDR + kl, val, (size_t)vl);
-    for (int try = 0; try < TRIES; try++) {
+    for (int try = 0; try < UC_KV_TRIES; try++) {
         seq++;
         be16(pkt, UC_MAGIC);
         be32(pkt + 2, UC_MSG_BIT | rank << 20 | (seq & 0xfffff));
@@ -160,7 +157,7 @@ int main(int argc, char **argv)
         }
         /* Poll the slot: the record is whole once its seq and check match. */
         static uint8_t copy[UC_KV_REC_HDR + UC_KV_VAL_MAX];
-        for (double end = now_s() + TIMEOUT_S; now_s() < end;) {
+        for (double end = now_s() + (UC_KV_TIMEOUT_MS / 1000.0); now_s() < end;) {
             if (rd32(rec) != seq)
                 continue;
             uint32_t n = rd32(rec + 8);
@@ -179,7 +176,7 @@ int main(int argc, char **argv)
             return 0;
         }
     }
-    fprintf(stderr, "client: no reply from %s after %d tries\n", argv[3], TRIES);
+    fprintf(stderr, "client: no reply from %s after %d tries\n", argv[3], UC_KV_TRIES);
     close(s);
     ss_client_close(c);
     return 1;

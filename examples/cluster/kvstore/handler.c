@@ -10,8 +10,8 @@
  * and answers with one RMA put from device of the reply record into the
  * requester's window (reliable, and the requester's CPU only polls its
  * memory). A lock per bucket in NIC memory orders requests on one chain.
- * Malformed requests, keys this node does not own and unknown ranks are
- * dropped and counted. Every other frame goes to rma_target_ph.
+ * Malformed requests, keys this node does not own, unknown ranks and
+ * duplicates (a seq not above its rank's last) are dropped and counted. Every other frame goes to rma_target_ph.
  */
 #include <spin.h>
 #include <spin_rma_ops.h>
@@ -20,9 +20,10 @@
 
 void rma_target_ph(handler_args_t *args);
 
-static volatile int32_t waiters; /* handlers waiting for RMA responses (uc_wait_begin) */
+static volatile int32_t waiters; /* handlers waiting for RMA responses (UC_KV_MAX_WAITERS) */
 static volatile int32_t next_entry;   /* the pool's next free entry */
 static spin_lock_t locks[UC_KV_BUCKETS];
+static volatile uint32_t last_seq[UC_KV_MAX_RANKS]; /* per requester (kvstore.h) */
 /* One buffer per HPU: an entry to write, or a reply record. */
 static uint8_t bufs[CORE_COUNT][UC_KV_ENTRY] __attribute__((aligned(8)));
 
@@ -157,12 +158,15 @@ __handler__ void kvstore_hh(handler_args_t *args)
     const uint8_t *key = p.data + UC_KV_REQ_HDR;
     uint32_t nodes = spin_num_nodes(), h = uc_kv_fnv(UC_KV_FNV_BASIS, key, klen);
     int32_t me = spin_my_rank();
-    if (me < 0 || uc_kv_owner(h, nodes) != (uint32_t)me || p.src >= nodes || p.src == (uint32_t)me) {
+    if (me < 0 || uc_kv_owner(h, nodes) != (uint32_t)me || p.src >= nodes || p.src >= UC_KV_MAX_RANKS ||
+        p.src == (uint32_t)me) {
         spin_push_counter(UC_KV_CTR_NOT_OWNER, p.src);
         return;
     }
-    if (!uc_wait_begin(&waiters, p.seq)) /* refused before the table changes: a resend finds it as it was */
+    if (amo_maxu(&last_seq[p.src], p.seq) >= p.seq) { /* atomic: a copy on another HPU meanwhile loses too */
+        spin_push_counter(UC_KV_CTR_STALE, p.seq);
         return;
+    }
     uint32_t bucket = uc_kv_bucket(h, nodes), len;
     uint8_t *buf = bufs[args->hpu_gid];
     spin_lock_lock(&locks[bucket]);
@@ -173,12 +177,19 @@ __handler__ void kvstore_hh(handler_args_t *args)
     put_le32(buf + 4, status);
     put_le32(buf + 8, len);
     put_le32(buf + 12, uc_kv_check(buf, buf + UC_KV_REC_HDR, len));
+    /* Only waiting for RMA takes HPUs the responses need: capped. Refused,
+     * the requester resends (a put is applied again, with the same value). */
+    if (amo_add(&waiters, 1) >= UC_KV_MAX_WAITERS) {
+        amo_add(&waiters, -1);
+        spin_push_counter(UC_CTR_BUSY, p.seq);
+        return;
+    }
     spin_rma_t rh;
     uint32_t s = RMA_STATUS_FAILED;
     if (spin_rma_put(p.src, UC_KEY, UC_KV_REPLY + slot * UC_KV_SLOT_SIZE, buf, UC_KV_REC_HDR + len, &rh) != SPIN_OK ||
         spin_rma_wait(rh, &s, 0) != SPIN_OK || s != RMA_STATUS_OK)
         spin_push_counter(UC_CTR_PONG_FAILED, s);
-    uc_wait_end(&waiters);
+    amo_add(&waiters, -1);
 }
 
 __handler__ void kvstore_ph(handler_args_t *args)

@@ -49,6 +49,23 @@
  * the watchdog however long the host's chains (seed 004: "abort after a
  * fixed number of steps"). */
 #define UC_KV_MAX_STEPS 64
+/* Ranks whose last request seq the owner keeps: a requester's seqs only
+ * grow (one request at a time, a resend takes the next), so a request not
+ * above the last one served is a duplicate or a late copy the link made,
+ * dropped: applied again it could undo a newer put of the same key. */
+#define UC_KV_MAX_RANKS 1024
+
+/* Handlers waiting for their reply's RMA response at once, at most (as
+ * uc.h's UC_MAX_WAITERS, which is too few here: a requester's next request
+ * often arrives while the handler of its last one still waits for the
+ * response to the reply it already has; 3 requesters make 6 waiters). The
+ * rest of the NIC's 32 HPUs stay free for the responses. */
+#define UC_KV_MAX_WAITERS 8
+
+/* The clients (Python and C): a request without reply this long is sent
+ * again with the next seq, this many times at most. */
+#define UC_KV_TIMEOUT_MS 500
+#define UC_KV_TRIES 6
 
 /* Reply statuses. */
 #define UC_KV_OK 1      /* put stored / get found */
@@ -62,6 +79,7 @@
 #define UC_KV_CTR_NOT_OWNER 31 /* a request for a key another node owns, or from an unknown rank: the rank */
 #define UC_KV_CTR_FULL 32      /* a put found no free entry: its seq */
 #define UC_KV_CTR_CHAIN 33     /* a chain too long or broken: the bucket */
+#define UC_KV_CTR_STALE 34     /* a request at or below its rank's last seq (a duplicate): its seq */
 
 static inline uint32_t uc_kv_fnv(uint32_t h, const uint8_t *p, uint32_t n)
 {

@@ -12,6 +12,7 @@ import os
 import random
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -111,11 +112,22 @@ def test_bad_requests_and_a_cyclic_table_are_counted():
         assert r["after"]["verified"], r  # the NIC still serves
         import softspin
         with softspin.NicClient(str(common.control_path(prefix, 1))) as c:
-            st, ctrs = c.status(), {i: n for i, _, n in c.counters()}
+            end = time.time() + 10
+            while True:  # the duplicate was the worker's last datagram
+                st, ctrs = c.status(), {i: n for i, _, n in c.counters()}
+                if KV["UC_KV_CTR_STALE"] in ctrs or time.time() > end:
+                    break
+                time.sleep(0.1)
+            # The duplicate was not applied: the value stays.
+            c2, mem = common.client_mem(str(common.control_path(prefix, 1)))
+            table, errs = kvw.walk_table(mem[:kvw.TABLE_END].tobytes(), 1, 3)
+            c2.close()
+        assert not errs and list(table.values()) == [b"after the cycle"], (table, errs)
         assert st["errors"] == 0, st
         assert ctrs.get(KV["UC_KV_CTR_BAD"]) == r["bad"], ctrs
         assert ctrs.get(KV["UC_KV_CTR_NOT_OWNER"]) == r["not_owner"], ctrs
         assert ctrs.get(KV["UC_KV_CTR_CHAIN"]) == 1, ctrs
+        assert ctrs.get(KV["UC_KV_CTR_STALE"]) == 1, ctrs
     assert left_behind(prefix) == []
 
 

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import common
-from common import BASELINE_PORT, BYE, HDR, MAX_TRIES, UC, bye, client_mem, packets, udp_socket
+from common import BASELINE_PORT, BYE, HDR, UC, bye, client_mem, packets, udp_socket
 
 KV = common.defines(Path(__file__).resolve().parent / "kvstore.h")
 REQ = struct.Struct("<HHHH")     # slot, key length, value length, zero
@@ -22,7 +22,8 @@ assert REQ.size == KV["UC_KV_REQ_HDR"] and REC.size == KV["UC_KV_REC_HDR"]
 assert ENTRY.size + KV["UC_KV_KEY_MAX"] + KV["UC_KV_VAL_MAX"] == KV["UC_KV_ENTRY"]
 TABLE_END = KV["UC_KV_POOL"] + KV["UC_KV_ENTRIES"] * KV["UC_KV_ENTRY"]
 assert TABLE_END <= UC["UC_WINDOW"]
-KV_TIMEOUT_S = 2.0  # a request without reply this long is sent again (new seq)
+KV_TIMEOUT_S = KV["UC_KV_TIMEOUT_MS"] / 1000  # a request without reply this long is sent again (new seq),
+TRIES = KV["UC_KV_TRIES"]  # this many times at most
 OP_MODE = {"put": UC["UC_MODE_KV_PUT"], "get": UC["UC_MODE_KV_GET"]}
 STATUS = {KV["UC_KV_OK"]: "ok", KV["UC_KV_MISS"]: "miss", KV["UC_KV_FULL"]: "full",
           KV["UC_KV_CHAIN"]: "chain", KV["UC_KV_DMA"]: "dma"}
@@ -227,12 +228,12 @@ class Baseline:
 
 
 def run_ops(cl, ops: list[tuple], ref: dict, sabotage: bool) -> dict:
-    """Each request until answered (resent after KV_TIMEOUT_S, MAX_TRIES
+    """Each request until answered (resent after KV_TIMEOUT_S, TRIES
     times); every get's answer against the reference dict as of then."""
     lat = {"put": [], "get": []}
     errors, retries, sabotaged = [], 0, not sabotage
     for op, k, v in ops:
-        for _ in range(MAX_TRIES):
+        for _ in range(TRIES):
             t0 = time.perf_counter_ns()
             r = cl.wait(cl.send(op, k, v), KV_TIMEOUT_S)
             t1 = time.perf_counter_ns()
@@ -240,7 +241,7 @@ def run_ops(cl, ops: list[tuple], ref: dict, sabotage: bool) -> dict:
                 break
             retries += 1
         else:
-            errors.append(f"{op} {k!r}: no reply after {MAX_TRIES} tries")
+            errors.append(f"{op} {k!r}: no reply after {TRIES} tries")
             continue
         lat[op].append(t1 - t0)
         st, got = r
@@ -290,7 +291,7 @@ def w_c_client(a: dict) -> dict:
     c.close()
     errors, seq = [], a["seq"]
     for op, k, v, want in steps:
-        seq += MAX_TRIES
+        seq += TRIES
         dst = a["ips"][owner(k, a["nodes"])]
         cmd = [a["bin"], a["control"], ectx, dst, str(a["rank"]), "1", str(seq), op, k.hex()] + ([v.hex()] if op == "put" else [])
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
@@ -325,8 +326,11 @@ def serve(mem: bytearray, d: bytes, rank: int, nodes: int, state: dict) -> tuple
             or (is_get and vl) or len(data) != REQ.size + kl + vl):
         return None
     key, val = data[REQ.size:REQ.size + kl], data[REQ.size + kl:]
-    if owner(key, nodes) != rank or src >= nodes or src == rank:
+    if owner(key, nodes) != rank or src >= nodes or src >= KV["UC_KV_MAX_RANKS"] or src == rank:
         return None
+    if state["last"].get(src, 0) >= seq:  # a duplicate (kvstore.h)
+        return None
+    state["last"][src] = seq
     b = bucket(key, nodes)
     head_at = KV["UC_KV_TABLE"] + 4 * b
     head = struct.unpack_from("<I", mem, head_at)[0]
@@ -367,7 +371,7 @@ def w_server(a: dict) -> dict:
     table (the handler's layout) in this process, a record back as a
     datagram; until every other node's client said BYE (or idle_s)."""
     mem = bytearray(TABLE_END)
-    state = {"next": 0}
+    state = {"next": 0, "last": {}}
     s = udp_socket(BASELINE_PORT)
     print("ready", flush=True)
     byes, served, dropped = set(), 0, 0
@@ -397,7 +401,8 @@ def w_hostile(a: dict) -> dict:
     UC_KV_CTR_BAD), keys or ranks it does not serve (UC_KV_CTR_NOT_OWNER);
     then a cycle written into its table, which a get must answer with
     UC_KV_CHAIN (bounded steps, no hang); then, the table repaired, a put
-    and a get that must work."""
+    and a get that must work; then a request with the last seq again
+    (UC_KV_CTR_STALE, not applied)."""
     import numpy as np
     n, to, frm = a["nodes"], a["to"], a["rank"]
     s = udp_socket()
@@ -444,6 +449,7 @@ def w_hostile(a: dict) -> dict:
     dmem[head_at:head_at + 4] = np.frombuffer(saved, np.uint8)
     v = b"after the cycle"
     r = run_ops(cl, [("put", mine, v), ("get", mine, b"")], {}, False)
+    s.sendto(request(cl.seq, frm, "put", mine, b"stale", 0), dst)  # the last seq again: a duplicate
     cl.close()
     dc.close()
     return {"bad": len(bad), "not_owner": len(not_owner), "chain_status": chain[0] if chain else None,
