@@ -5,7 +5,8 @@ what a Python dict holds after the same puts, with overwrites, missing keys
 and keys that collide in one bucket; every owner's table, read from its
 host memory, must equal the reference; a sabotaged reference must fail;
 bad requests and a cycle in a table are dropped and counted, not a fault or
-a hang; nothing is left behind. Root only (namespaces); about 40 s.
+a hang; lossy links change nothing; nothing is left behind. Root only
+(namespaces); about 40 s.
 """
 import json
 import os
@@ -64,6 +65,16 @@ def test_puts_and_gets_match_a_dict():
                 assert str(KV[c]) not in n["counters"], (c, n)
 
 
+@needs_root
+def test_through_lossy_links():
+    # Lost requests are sent again with the next seq, duplicated ones are
+    # dropped as stale (a late copy must not undo a newer put), replies
+    # are RMA puts the transport resends; the baseline alike over UDP.
+    out = run("l", "--size", "64", "--no-c-client",
+              "--lossy", "--loss 0.03 --reorder 0.25 --reorder-max-us 2000 --dup 0.05 --seed 5")
+    assert out["verified"], json.dumps(out, indent=1)
+
+
 def test_workload_forces_collisions_overwrites_and_misses():
     """What the run's check covers is in the workload (independent of the NICs)."""
     ops = kvw.workload(1, 2, 4, 2, 64, 0)
@@ -112,10 +123,14 @@ def test_bad_requests_and_a_cyclic_table_are_counted():
         assert r["after"]["verified"], r  # the NIC still serves
         import softspin
         with softspin.NicClient(str(common.control_path(prefix, 1))) as c:
-            end = time.time() + 10
-            while True:  # the duplicate was the worker's last datagram
+            end = time.time() + 15
+            while True:
+                # The duplicate was the worker's last datagram; the request
+                # without its last packet stays open until the MPQ timeout
+                # (2 s of NIC time, common.Cluster), which the engine
+                # records as the one handler error.
                 st, ctrs = c.status(), {i: n for i, _, n in c.counters()}
-                if KV["UC_KV_CTR_STALE"] in ctrs or time.time() > end:
+                if (KV["UC_KV_CTR_STALE"] in ctrs and st["message_timeouts"]) or time.time() > end:
                     break
                 time.sleep(0.1)
             # The duplicate was not applied: the value stays.
@@ -123,7 +138,7 @@ def test_bad_requests_and_a_cyclic_table_are_counted():
             table, errs = kvw.walk_table(mem[:kvw.TABLE_END].tobytes(), 1, 3)
             c2.close()
         assert not errs and list(table.values()) == [b"after the cycle"], (table, errs)
-        assert st["errors"] == 0, st
+        assert st["message_timeouts"] == 1 and st["errors"] == 1, st  # no fault of a handler
         assert ctrs.get(KV["UC_KV_CTR_BAD"]) == r["bad"], ctrs
         assert ctrs.get(KV["UC_KV_CTR_NOT_OWNER"]) == r["not_owner"], ctrs
         assert ctrs.get(KV["UC_KV_CTR_CHAIN"]) == 1, ctrs

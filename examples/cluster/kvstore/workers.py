@@ -449,7 +449,10 @@ def w_hostile(a: dict) -> dict:
     dmem[head_at:head_at + 4] = np.frombuffer(saved, np.uint8)
     v = b"after the cycle"
     r = run_ops(cl, [("put", mine, v), ("get", mine, b"")], {}, False)
-    s.sendto(request(cl.seq, frm, "put", mine, b"stale", 0), dst)  # the last seq again: a duplicate
+    # The last seq again, a late copy; as a message of its own (the NIC
+    # may still hold the original's message id open).
+    data = REQ.pack(0, len(mine), 5, 0) + mine + b"stale"
+    s.sendto(HDR.pack(UC["UC_MAGIC"], next(ids), UC["UC_EOM"], cl.seq, len(data), 0, frm, put) + data, dst)
     cl.close()
     dc.close()
     return {"bad": len(bad), "not_owner": len(not_owner), "chain_status": chain[0] if chain else None,
