@@ -42,11 +42,12 @@ static long unhex(const char *s, uint8_t *out, size_t cap)
     size_t n = strlen(s);
     if (n % 2 || n / 2 > cap)
         return -1;
-    for (size_t i = 0; i < n / 2; i++) {
-        unsigned v;
-        if (sscanf(s + 2 * i, "%2x", &v) != 1)
+    for (size_t i = 0; i < n; i++) {
+        char ch = s[i];
+        int v = ch >= '0' && ch <= '9' ? ch - '0' : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10 : -1;
+        if (v < 0)
             return -1;
-        out[i] = (uint8_t)v;
+        out[i / 2] = (uint8_t)(i % 2 ? out[i / 2] | v : v << 4);
     }
     return (long)(n / 2);
 }
@@ -165,7 +166,8 @@ int main(int argc, char **argv)
                 continue;
             for (uint32_t i = 0; i < UC_KV_REC_HDR + n; i++)
                 copy[i] = rec[i];
-            if (rd32(copy) != seq || rd32(copy + 8) != n || rd32(copy + 12) != uc_kv_check(copy, copy + UC_KV_REC_HDR, n))
+            if (rd32(copy) != seq || rd32(copy + 8) != n ||
+                rd32(copy + 12) != uc_kv_check(copy, copy + UC_KV_REC_HDR, n))
                 continue;
             printf("%u ", rd32(copy + 4));
             for (uint32_t i = 0; i < n; i++)

@@ -143,15 +143,15 @@ __handler__ void kvstore_hh(handler_args_t *args)
     task_t *t = args->task;
     uc_pkt_t p;
     if (!uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &p))
-        return; /* RMA frames (rma_target_ph takes them), or not ours at all (rma_target_ph counts them) */
+        return; /* RMA frames, or not ours at all: rma_target_ph takes or counts them */
     /* One packet, the request's fields inside it, the buffers there. */
     uint32_t slot = p.len >= UC_KV_REQ_HDR ? le16(p.data) : 0;
     uint32_t klen = p.len >= UC_KV_REQ_HDR ? le16(p.data + 2) : 0;
     uint32_t vlen = p.len >= UC_KV_REQ_HDR ? le16(p.data + 4) : 0;
-    if ((p.mode != UC_MODE_KV_PUT && p.mode != UC_MODE_KV_GET) || !(p.flags & UC_EOM) || p.offset != 0 || p.len != p.total || p.len < UC_KV_REQ_HDR || slot >= UC_KV_SLOTS ||
-        klen == 0 || klen > UC_KV_KEY_MAX || vlen > UC_KV_VAL_MAX || (p.mode == UC_MODE_KV_GET && vlen) ||
-        p.len != UC_KV_REQ_HDR + klen + vlen || args->hpu_gid >= CORE_COUNT ||
-        t->host_mem_size < UC_KV_POOL + UC_KV_ENTRIES * UC_KV_ENTRY) {
+    if ((p.mode != UC_MODE_KV_PUT && p.mode != UC_MODE_KV_GET) || !(p.flags & UC_EOM) || p.offset != 0 ||
+        p.len != p.total || p.len < UC_KV_REQ_HDR || slot >= UC_KV_SLOTS || klen == 0 || klen > UC_KV_KEY_MAX ||
+        vlen > UC_KV_VAL_MAX || (p.mode == UC_MODE_KV_GET && vlen) || p.len != UC_KV_REQ_HDR + klen + vlen ||
+        args->hpu_gid >= CORE_COUNT || t->host_mem_size < UC_KV_POOL + UC_KV_ENTRIES * UC_KV_ENTRY) {
         spin_push_counter(UC_KV_CTR_BAD, p.len);
         return;
     }

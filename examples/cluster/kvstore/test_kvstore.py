@@ -98,7 +98,8 @@ def test_c_client_hash_agrees_with_python():
         key, nodes = rng.randbytes(rng.randint(1, KV["UC_KV_KEY_MAX"])), rng.randint(1, 17)
         out = subprocess.run([str(client), "hash", str(nodes), key.hex()], capture_output=True, text=True, check=True)
         assert out.stdout.split() == [str(kvw.owner(key, nodes)), str(kvw.bucket(key, nodes))], key
-    for bad in (["hash", "0", "61"], ["hash", "4", "6"], ["hash", "4", "zz"], ["x"]):
+    for bad in (["hash", "0", "61"], ["hash", "4", "6"], ["hash", "4", "zz"], ["hash", "4", " 1"], ["hash", "4", ""],
+                ["x"]):
         assert subprocess.run([str(client), *bad], capture_output=True).returncode == 2, bad
 
 

@@ -293,7 +293,8 @@ def w_c_client(a: dict) -> dict:
     for op, k, v, want in steps:
         seq += TRIES
         dst = a["ips"][owner(k, a["nodes"])]
-        cmd = [a["bin"], a["control"], ectx, dst, str(a["rank"]), "1", str(seq), op, k.hex()] + ([v.hex()] if op == "put" else [])
+        cmd = [a["bin"], a["control"], ectx, dst, str(a["rank"]), "1", str(seq), op, k.hex()]
+        cmd += [v.hex()] if op == "put" else []
         p = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
         if p.returncode != 0:
             errors.append(f"client {op} {k!r} exited {p.returncode}: {p.stderr.strip()[-300:]}")
@@ -303,7 +304,8 @@ def w_c_client(a: dict) -> dict:
         if a["sabotage"] and op == "get" and want[0] == KV["UC_KV_OK"] and not errors:
             want = (want[0], bytes([want[1][0] ^ 1]) + want[1][1:])
         if got != want:
-            errors.append(f"client {op} {k!r}: {got[0]}, {got[1][:8]!r}..., the reference {want[0]}, {want[1][:8]!r}...")
+            errors.append(f"client {op} {k!r}: {got[0]}, {got[1][:8]!r}..., "
+                          f"the reference {want[0]}, {want[1][:8]!r}...")
     return {"rank": a["rank"], "put": [mine.hex(), val.hex()], "errors": errors, "verified": not errors}
 
 
@@ -311,7 +313,7 @@ def w_c_client(a: dict) -> dict:
 # The host-CPU baseline's server: the same table in this process's memory.
 
 
-def serve(mem: bytearray, d: bytes, rank: int, nodes: int, state: dict) -> tuple[int, bytes, int, int] | None:
+def serve(mem: bytearray, d: bytes, rank: int, nodes: int, state: dict) -> tuple[int, int, bytes, int] | None:
     """One request against the table as the handler does it: (seq, status,
     value, slot), or None for what the handler drops (counted)."""
     if len(d) < HDR.size + REQ.size:
