@@ -31,6 +31,8 @@
 #define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
 #define UC_MODE_EAGER 9  /* matching: a small message, its data in the packet (matching/matching.h) */
 #define UC_MODE_RNDV 10  /* matching: a large message's request to send; the receiver's NIC gets the data */
+#define UC_MODE_KV_PUT 13 /* key-value store: insert or overwrite (kvstore/kvstore.h) */
+#define UC_MODE_KV_GET 14 /* key-value store: look up, the value put into the requester's memory */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1
