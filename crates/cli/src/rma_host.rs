@@ -39,9 +39,10 @@ const SOURCES: [(&str, &str); 5] = [
         include_str!("../../../sdk/include/spin_rma.h"),
     ),
 ];
-/// The host server's UDP port: beside the NIC's, whose frames the NIC's
-/// matcher takes (bench/cluster_bench.py's blocking server uses the same).
-const PORT: u16 = softspin_wire::rma::UDP_PORT + 1;
+/// The host server's UDP port: near the NIC's but none the RMA NICs'
+/// matchers take (RMA's, and examples/rma_chase's command port, RMA's + 1),
+/// so its datagrams reach the kernel.
+const PORT: u16 = softspin_wire::rma::UDP_PORT + 5;
 /// hostclient's default region.
 const DEFAULT_REGION: u64 = 16 << 20;
 /// A guard: the server ends itself if this command is killed.

@@ -118,6 +118,53 @@ fn lat_and_bw_exact_and_refusals_clear() {
     }
     assert_eq!(cur, 0, "one cycle through all {lines} lines");
 
+    // The chase issued by node 0's NIC (examples/rma_chase): the same
+    // report, and its last result in node 0's memory is where 200 steps
+    // along the chain in node 1's memory lead.
+    let n = json(&cl.rma(
+        "lat",
+        &[
+            "--initiator",
+            "nic",
+            "--count",
+            "200",
+            "--hops",
+            "30",
+            "--seed",
+            "9",
+        ],
+    ));
+    assert_eq!(
+        (n["initiator"].as_str(), n["verified"].as_u64()),
+        (Some("nic"), Some(200)),
+        "{n}"
+    );
+    assert_eq!(n["samples"], 7, "ceil(200 / 30) commands: {n}");
+    let nv: Vec<f64> = keys
+        .iter()
+        .map(|k| n["lat_ns"][*k].as_f64().unwrap())
+        .collect();
+    assert!(nv[0] > 0.0 && nv.windows(2).all(|w| w[0] <= w[1]), "{n}");
+    let mut want = 0usize;
+    for _ in 0..200 {
+        want = u64::from_le_bytes(m[want..want + 8].try_into().unwrap()) as usize;
+    }
+    let m0 = cl.shm(0);
+    let word = |o: usize| u64::from_le_bytes(m0[o..o + 8].try_into().unwrap());
+    assert_eq!(
+        (word(8), word(16), word(24)),
+        (want as u64, 200 - 6 * 30, 0),
+        "last value, reads of the last command, status"
+    );
+    for bad in [
+        &["--initiator", "nic", "--server", "host"][..],
+        &["--initiator", "nic", "--hops", "0"],
+    ] {
+        let o = cl.rma("lat", bad);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && err.contains("--"), "{bad:?}: {err}");
+    }
+
     // The host-CPU baseline: the same chain, the same report.
     let reg = HOST.to_string();
     let h = json(&cl.rma(
