@@ -29,6 +29,8 @@
 #define UC_MODE_HOST 2   /* ping-pong: the completion handler puts it from host memory */
 #define UC_MODE_STREAM 3 /* ping-pong: each payload handler sends its packet back */
 #define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
+#define UC_MODE_ALLREDUCE 7 /* allreduce (allreduce/allreduce.h): sum by recursive doubling between the NICs */
+#define UC_MODE_BARRIER 8   /* barrier: an allreduce of one int32 per host */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1
