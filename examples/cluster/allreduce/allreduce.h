@@ -25,7 +25,7 @@
 
 #define UC_AR_MAX 0x10000  /* largest vector, bytes */
 #define UC_AR_MAX_STEPS 5  /* recursive-doubling steps: P <= 32 */
-#define UC_AR_MAX_NODES 32 /* with extras up to 2P - 1, but 32 keeps the tests' namespaces in reach */
+#define UC_AR_MAX_NODES 32 /* N: then P <= 32, at most UC_AR_MAX_STEPS steps */
 
 /* Host memory of every node (its window, key UC_KEY); UC_DONE (../uc.h)
  * gets the round's seq once this node's UC_AR_OUT holds the sum. */

@@ -8,7 +8,7 @@ import socket
 import time
 from pathlib import Path
 
-from common import BASELINE_PORT, HDR, MAX_TRIES, UC, client_mem, defines, set_u64, udp_socket, wait_u64
+from common import BASELINE_PORT, HDR, MAX_TRIES, UC, client_mem, defines, set_u64, u64, udp_socket
 
 AR = defines(Path(__file__).resolve().parent / "allreduce.h")
 DTYPES = {"int32": AR["UC_AR_INT32"], "float": AR["UC_AR_FLOAT"], "double": AR["UC_AR_DOUBLE"]}
@@ -42,12 +42,29 @@ def wait_go(d: Path, r: int) -> dict | None:
     return json.loads(f.read_text())
 
 
+# Every node's worker waits at once, on cores the NICs share: they sleep
+# this long between looks rather than spin, or they would starve the NICs.
+POLL_S = 0.0001
+
+
 def start_at(go: dict, rank: int) -> int:
-    """Spin until the round's start (later for the delayed rank); the time sent."""
+    """Wait for the round's start (later for the delayed rank); the time sent."""
     t = go["t_ns"] + (go["delay_ns"] if rank == go["delay_rank"] else 0)
+    while time.time_ns() < t - 1_000_000:
+        time.sleep(POLL_S)
     while time.time_ns() < t:
         pass
     return time.time_ns()
+
+
+def wait_done(mem, seq: int, timeout: float) -> bool:
+    """UC_DONE == seq within `timeout` (common.wait_u64, without spinning)."""
+    end = time.perf_counter() + timeout
+    while u64(mem, UC["UC_DONE"]) != seq:
+        if time.perf_counter() > end:
+            return False
+        time.sleep(POLL_S)
+    return True
 
 
 def mode_of(a: dict) -> tuple[int, int]:
@@ -78,7 +95,7 @@ def w_offload(a: dict) -> dict:
         for _try in range(MAX_TRIES):
             for pk in pkts:
                 s.sendto(pk, dst)
-            if wait_u64(mem, UC["UC_DONE"], go["seq"], TRY_S):
+            if wait_done(mem, go["seq"], TRY_S):
                 done = True
                 break
             retries += 1
