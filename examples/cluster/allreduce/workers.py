@@ -197,9 +197,8 @@ def w_hostile(a: dict) -> dict:
     and reasons are returned for the driver to compare."""
     s = udp_socket()
     dst = (a["ip"], UC["UC_PORT"])
-    to, n, seq = a["to"], a["nodes"], a["seq"]
-    p, _e, _steps = geometry(n)
-    good_src = to ^ 1  # the host whose vector NIC `to` starts from (to < P)
+    to, seq = a["to"], a["seq"]
+    good_src = to ^ 1  # the host whose vector NIC `to` starts from (to < P: NICs 0 and 1)
     m, b = UC["UC_MODE_ALLREDUCE"], UC["UC_MODE_BARRIER"]
     inp, i32, dbl = AR["UC_AR_TAG_IN"], AR["UC_AR_INT32"], AR["UC_AR_DOUBLE"]
     eom, chunk = UC["UC_EOM"], UC["UC_CHUNK"]
