@@ -2,7 +2,7 @@
 
 Every host's sum must equal, bit for bit, the NumPy reference the script
 adds in the NICs' order (int32, float, double), on 4 nodes and on 5 (not a
-power of two); no host may leave the barrier before the delayed last one
+power of two, the hosts' side in C); no host may leave the barrier before the delayed last one
 arrives; malformed datagrams are dropped and counted exactly; a sabotaged
 reference (the sum, the barrier's last arrival) gives `verified: false`;
 nothing is left behind, also after Ctrl-C. Root only (namespaces); about 20 s.
@@ -53,10 +53,10 @@ def test_allreduce_every_type_and_barrier_on_4_nodes():
         assert nic["ok"] and nic["dropped"] == nic["expected_dropped"] > 10, nic
 
 
-def test_five_nodes_not_a_power_of_two():
-    out = run("--dtype", "double", "--size", "1408", nodes=5)
+def test_five_nodes_not_a_power_of_two_from_the_c_host_program():
+    out = run("--dtype", "double", "--size", "1408", "--host-api", "c", nodes=5)
     assert out["verified"], json.dumps(out, indent=1)
-    assert out["steps"] == 2 and out["extras"] == 1
+    assert out["steps"] == 2 and out["extras"] == 1 and out["host_api"] == "c"
 
 
 def test_sabotaged_references_are_caught():

@@ -34,12 +34,14 @@ def ar_packets(data: bytes, seq: int, src: int, tag: int, dtype: int, mode: int)
 
 
 def wait_go(d: Path, r: int) -> dict | None:
+    """Round r's go file (run writes it whole): "seq t_ns delay_rank delay_ns"."""
     f, end = d / f"go-{r}", time.perf_counter() + GO_WAIT_S
     while not f.exists():
         if time.perf_counter() > end:
             return None
         time.sleep(0.0005)
-    return json.loads(f.read_text())
+    seq, t_ns, delay_rank, delay_ns = (int(x) for x in f.read_text().split())
+    return {"seq": seq, "t_ns": t_ns, "delay_rank": delay_rank, "delay_ns": delay_ns}
 
 
 # Every node's worker waits at once, on cores the NICs share: they sleep
@@ -73,14 +75,20 @@ def mode_of(a: dict) -> tuple[int, int]:
     return UC["UC_MODE_ALLREDUCE"], DTYPES[a["mode"]]
 
 
+def first_nic(rank: int, n: int) -> tuple[int, int]:
+    """The NIC host `rank` sends its vector to, and the tag: NIC rank^1
+    (IN), or for an extra host P+v, NIC v^1 (EXTRA)."""
+    p, _e, _steps = geometry(n)
+    return (rank ^ 1, AR["UC_AR_TAG_IN"]) if rank < p else ((rank - p) ^ 1, AR["UC_AR_TAG_EXTRA"])
+
+
 def w_offload(a: dict) -> dict:
     """Host `rank` of the offload: its vector (UC_AR_SRC of its memory) to
-    the NIC that starts from it (NIC rank^1, or for an extra host P+v NIC
-    v^1); the NICs do the rest and write UC_AR_OUT and UC_DONE here."""
+    the NIC that starts from it (first_nic); the NICs do the rest and write
+    UC_AR_OUT and UC_DONE here."""
     c, mem = client_mem(a["control"])
     rank, size = a["rank"], a["size"]
-    p, _e, _steps = geometry(a["nodes"])
-    to, tag = (rank ^ 1, AR["UC_AR_TAG_IN"]) if rank < p else ((rank - p) ^ 1, AR["UC_AR_TAG_EXTRA"])
+    to, tag = first_nic(rank, a["nodes"])
     mode, dtype = mode_of(a)
     s = udp_socket()
     dst = (a["ips"][to], UC["UC_PORT"])
@@ -103,6 +111,21 @@ def w_offload(a: dict) -> dict:
                           "retries": retries}), flush=True)
     c.close()
     return {"rank": rank}
+
+
+def w_offload_c(a: dict) -> dict:
+    """w_offload by the C host program (host.c, built by run): its lines
+    go straight to the driver."""
+    import subprocess
+    import softspin
+    with softspin.NicClient(a["control"]) as c:
+        ectx = next(e["name"] for e in c.ectxs if e.get("rma"))
+    to, tag = first_nic(a["rank"], a["nodes"])
+    mode, dtype = mode_of(a)
+    rc = subprocess.run([a["binary"], a["control"], ectx, a["ips"][to], str(a["rank"]), str(to), str(tag),
+                         str(dtype), str(mode), str(a["size"]), str(a["rounds"]), a["dir"], str(MAX_TRIES),
+                         str(int(TRY_S * 1000))], check=False).returncode
+    return {"rank": a["rank"], "exit": rc}
 
 
 def recv_tagged(s: socket.socket, pending: dict, seq: int, tag: int, src: int, total: int,
@@ -236,4 +259,4 @@ def w_hostile(a: dict) -> dict:
     return {"to": to, "dropped": len(reasons), "reason_sum": sum(reasons)}
 
 
-WORKERS = {"offload": w_offload, "baseline": w_baseline, "hostile": w_hostile}
+WORKERS = {"offload": w_offload, "offload-c": w_offload_c, "baseline": w_baseline, "hostile": w_hostile}
