@@ -69,7 +69,7 @@ def test_sabotaged_references_are_caught():
 
 def test_bad_arguments_are_refused():
     for args in (["--mode", "double", "--size", "12"], ["--size", "70000"], ["--nodes", "33"],
-                 ["--mode", "sum"], ["--lossy", "--loss 0.01"]):
+                 ["--mode", "sum"], ["--lossy", "--loss 0.01"], ["--host-api", "rust"]):
         p = subprocess.run([sys.executable, str(HERE / "run"), *args], capture_output=True, text=True)
         assert p.returncode == 2 and "run: error:" in p.stderr, (args, p.stderr)
 
