@@ -33,6 +33,8 @@
 #define UC_MODE_RNDV 10  /* matching: a large message's request to send; the receiver's NIC gets the data */
 #define UC_MODE_KV_PUT 13 /* key-value store: insert or overwrite (kvstore/kvstore.h) */
 #define UC_MODE_KV_GET 14 /* key-value store: look up, the value put into the requester's memory */
+#define UC_MODE_ALLREDUCE 7 /* allreduce (allreduce/allreduce.h): sum by recursive doubling between the NICs */
+#define UC_MODE_BARRIER 8   /* barrier: an allreduce of one int32 per host */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1
