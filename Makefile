@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup test-deps third-party check-paths bench-hpu bench-sim bench-live bench-slmp bench-cluster validation benchmarks fuzz
+.PHONY: main test setup test-deps third-party check-paths bench-hpu bench-sim bench-live bench-slmp bench-cluster bench-usecases validation benchmarks fuzz
 main:
 	scripts/main.sh
 test:
@@ -37,6 +37,11 @@ bench-slmp: test-deps
 # docs/cluster.md "Benchmarks").
 bench-cluster: test-deps
 	.venv/bin/python bench/cluster_bench.py
+# sPIN's use cases between hosts (examples/cluster/*/run), offload against
+# the host CPU, medians of interleaved rounds (root; docs/usecases.md
+# "Benchmarks"). ARGS: e.g. --quick, --only pingpong, --rounds 5.
+bench-usecases: test-deps
+	.venv/bin/python bench/usecases_bench.py $(ARGS)
 validation: test-deps
 	python3 scripts/validation.py
 benchmarks: test-deps

@@ -49,17 +49,20 @@ OUT = os.path.join(ROOT, "target", "bench-usecases")
 PLOT_LAT = os.path.join(ROOT, "docs", "img", "usecases_latency.png")
 PLOT_RATIO = os.path.join(ROOT, "docs", "img", "usecases_ratio.png")
 
-# What each use case runs. modes None: the run's own default mode (no
-# --mode). check: the one small point --check runs (default: the first
-# mode, the smallest size, the fewest nodes listed).
+# What each use case runs: one entry, or a list of entries (each one run
+# per node count and round: for modes that take different sizes). modes
+# None: the run's own default (no --mode). check: the one small point
+# --check runs (default: the first entry's first mode, smallest size and
+# fewest nodes).
 USECASES = {
-    "pingpong": {"modes": ["device", "host", "stream"], "sizes": [8, 1024, 16384, 65536], "nodes": [4],
-                 "check": {"nodes": 2}},
+    # device mode is one packet (1408 B at most); host and stream take any size.
+    "pingpong": [{"modes": ["device"], "sizes": [8, 1024], "nodes": [4], "check": {"nodes": 2}},
+                 {"modes": ["host", "stream"], "sizes": [8, 1024, 16384, 65536], "nodes": [4]}],
     "accumulate": {"modes": ["nic"], "sizes": [1024, 16384, 65536], "nodes": [4], "check": {"nodes": 2}},
-    "matching": {"modes": ["posted", "unexpected"], "sizes": [64, 1024, 65536], "nodes": [4],
+    "matching": {"modes": ["posted", "unexpected"], "sizes": [64, 1024, 16384, 65536], "nodes": [4],
                  "check": {"nodes": 2}},
     "kvstore": {"modes": ["nic"], "sizes": [64, 1024], "nodes": [4], "check": {"nodes": 2}},
-    "allreduce": {"modes": ["int32", "double", "barrier"], "sizes": [1024, 65536], "nodes": [4, 8],
+    "allreduce": {"modes": ["int32", "float", "double", "barrier"], "sizes": [1024, 16384, 65536], "nodes": [4, 8],
                   "check": {"nodes": 2}},
     "broadcast": {"modes": ["store", "stream"], "sizes": [8, 65536], "nodes": [2, 4, 8]},
     # Four data nodes and one parity node: 5 or nothing.
@@ -80,31 +83,33 @@ def discover(cluster_dir=CLUSTER):
     return sorted(n for n in os.listdir(cluster_dir) if os.path.isfile(os.path.join(cluster_dir, n, "run")))
 
 
-def spec(name):
-    return USECASES.get(name, DEFAULT)
+def entries(name):
+    e = USECASES.get(name, DEFAULT)
+    return e if isinstance(e, list) else [e]
 
 
 def plan(names, mode="full"):
     """The runs of one round, in order: {"usecase", "nodes", "modes", "sizes"}.
-    mode: full (the table), quick (smallest size and node count), check
-    (one small point)."""
+    mode: full (the table), quick (each entry's smallest size and fewest
+    nodes), check (one small point per use case)."""
     runs = []
     for name in names:
-        s = spec(name)
         if mode == "check":
-            c = s.get("check", {})
-            nodes = c.get("nodes", min(s["nodes"]))
-            modes = c.get("modes", s["modes"][:1] if s["modes"] else None)
-            runs.append({"usecase": name, "nodes": nodes, "modes": modes, "sizes": c.get("sizes", [min(s["sizes"])])})
+            e = entries(name)[0]
+            c = e.get("check", {})
+            modes = c.get("modes", e["modes"][:1] if e["modes"] else None)
+            runs.append({"usecase": name, "nodes": c.get("nodes", min(e["nodes"])), "modes": modes,
+                         "sizes": c.get("sizes", [min(e["sizes"])])})
             continue
-        for nodes in (s["nodes"][:1] if mode == "quick" else s["nodes"]):
-            sizes = [min(s["sizes"])] if mode == "quick" else list(s["sizes"])
-            runs.append({"usecase": name, "nodes": nodes, "modes": s["modes"], "sizes": sizes})
+        for e in entries(name):
+            for nodes in (e["nodes"][:1] if mode == "quick" else e["nodes"]):
+                sizes = [min(e["sizes"])] if mode == "quick" else list(e["sizes"])
+                runs.append({"usecase": name, "nodes": nodes, "modes": e["modes"], "sizes": sizes})
     return runs
 
 
-def command(r, prefix, run_rounds):
-    cmd = [os.path.join(CLUSTER, r["usecase"], "run"), "--json", "--nodes", str(r["nodes"]),
+def command(r, prefix, run_rounds, cluster_dir=CLUSTER):
+    cmd = [os.path.join(cluster_dir, r["usecase"], "run"), "--json", "--nodes", str(r["nodes"]),
            "--size", ",".join(map(str, r["sizes"])), "--rounds", str(run_rounds),
            "--prefix", prefix + r["usecase"][:2]]
     if r["modes"]:
@@ -112,11 +117,11 @@ def command(r, prefix, run_rounds):
     return cmd
 
 
-def execute(r, prefix, run_rounds, timeout):
+def execute(r, prefix, run_rounds, timeout, cluster_dir=CLUSTER):
     """One run: its exit status, JSON (None if it printed none), stderr's
     tail and wall time. A run past `timeout` gets SIGTERM (it removes its
     cluster), then its process group SIGKILL."""
-    cmd = command(r, prefix, run_rounds)
+    cmd = command(r, prefix, run_rounds, cluster_dir)
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     timed_out = False
@@ -355,15 +360,19 @@ def self_test():
         names = discover(d)
     assert names == ["pingpong", "zeta"], names
     full = plan(names + ["broadcast", "raid"])
-    assert [(r["usecase"], r["nodes"]) for r in full] == [("pingpong", 4), ("zeta", 4), ("broadcast", 2),
+    assert [(r["usecase"], r["nodes"]) for r in full] == [("pingpong", 4), ("pingpong", 4), ("zeta", 4), ("broadcast", 2),
                                                           ("broadcast", 4), ("broadcast", 8), ("raid", 5)], full
-    assert full[1]["modes"] is None and full[1]["sizes"] == DEFAULT["sizes"]
-    assert "--mode" not in command(full[1], "x", 3) and "--mode" in command(full[0], "x", 3)
+    assert full[2]["modes"] is None and full[2]["sizes"] == DEFAULT["sizes"]
+    assert "--mode" not in command(full[2], "x", 3) and "--mode" in command(full[0], "x", 3)
+    # pingpong: device mode (one packet) on its own run, with its own sizes.
+    pp = [(r["modes"], r["sizes"]) for r in plan(["pingpong"])]
+    assert pp == [(["device"], [8, 1024]), (["host", "stream"], [8, 1024, 16384, 65536])], pp
     chk = plan(["pingpong", "broadcast", "raid", "zeta"], "check")
     assert [(r["usecase"], r["nodes"], r["modes"], r["sizes"]) for r in chk] == [
         ("pingpong", 2, ["device"], [8]), ("broadcast", 2, ["store"], [8]), ("raid", 5, None, [64]),
         ("zeta", 4, None, [1024])], chk
-    assert all(len(r["sizes"]) == 1 for r in plan(["pingpong", "allreduce"], "quick"))
+    quick = plan(["pingpong", "allreduce"], "quick")
+    assert [(r["nodes"], r["sizes"]) for r in quick] == [(4, [8]), (4, [8]), (4, [1024])], quick
 
     # Three rounds of two use cases; latencies chosen so medians and ratios are known.
     rounds = []
@@ -408,6 +417,23 @@ def self_test():
         mutate(r)
         got = problems_of(r)
         assert any(want in g for g in got), (want, got)
+    # execute() on stand-in runs: JSON found after other output, a failure
+    # and a run without JSON recorded, a hanging run stopped.
+    with tempfile.TemporaryDirectory() as d:
+        good = json.dumps(rounds[0]["result"])
+        bodies = {"good": f"echo building; echo '{good}'", "bad": "echo '{\"verified\": false}'; exit 1",
+                  "nojson": "echo oops >&2; exit 2", "hang": "exec sleep 30"}
+        for n, body in bodies.items():
+            os.makedirs(os.path.join(d, n))
+            with open(os.path.join(d, n, "run"), "w") as f:
+                f.write(f"#!/bin/sh\n{body}\n")
+            os.chmod(os.path.join(d, n, "run"), 0o755)
+        ex = {n: execute({**rounds[0], "usecase": n}, "t", 1, 1 if n == "hang" else 30, d) for n in bodies}
+    assert ex["good"]["rc"] == 0 and problems_of(ex["good"]) == [], ex["good"]
+    assert ex["bad"]["rc"] == 1 and any("verified is False" in g for g in problems_of(ex["bad"])), ex["bad"]
+    assert any("without a JSON object: oops" in g for g in problems_of(ex["nojson"])), ex["nojson"]
+    assert ex["hang"]["timed_out"] == 1 and ex["hang"]["rc"] != 0, ex["hang"]
+
     bad = copy.deepcopy(rounds)
     bad[0]["result"]["points"][0].update(verified=False, offload_latency_us=1e9)
     assert [s for s in summarise(bad) if s["mode"] == "device" and s["size"] == 8][0]["rounds"] == 2
