@@ -29,6 +29,8 @@
 #define UC_MODE_HOST 2   /* ping-pong: the completion handler puts it from host memory */
 #define UC_MODE_STREAM 3 /* ping-pong: each payload handler sends its packet back */
 #define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
+#define UC_MODE_RAID_WRITE 11 /* raid: a client's write to a data node (raid/raid.h) */
+#define UC_MODE_RAID_DELTA 12 /* raid: a delta to the parity node (the host baseline's; the NICs send RMA puts) */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1
