@@ -299,6 +299,10 @@ impl Nic {
             live.port.flush().map_err(net)?;
         }
         self.collect();
+        // A handler waiting on an op to a failed node gets PEER_FAILED even
+        // when no host program posts on this NIC (rma_completions is then
+        // never called).
+        self.rma_fail_handler_ops_now();
         Ok(taken)
     }
 
