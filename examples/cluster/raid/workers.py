@@ -116,7 +116,8 @@ def _acks_c(a, addr, data, seq, tmp: Path) -> tuple[dict, int, int, int]:
     """One write by the C client (client.c): the same protocol."""
     f = tmp / f"write-{seq}.bin"
     f.write_bytes(data.tobytes())
-    p = subprocess.run([a["c_client"], a["controls"][str(CLIENT)], str(seq), str(addr), str(f), *a["ips"]],
+    p = subprocess.run([a["c_client"], a["controls"][str(CLIENT)], a["ectx_name"], str(seq), str(addr), str(f),
+                        *a["ips"]],
                        capture_output=True, text=True, timeout=TRIES * TRY_S + 10)
     f.unlink()
     if p.returncode not in (0, 1, 3) or not p.stdout.strip():
@@ -145,6 +146,7 @@ def w_client(a: dict) -> dict:
     clients = {int(r): client_mem(path) for r, path in a["controls"].items()}
     mems = {r: m for r, (_c, m) in clients.items()}
     mem = mems[CLIENT]
+    a["ectx_name"] = next(x["name"] for x in clients[CLIENT][0].ectxs if x.get("rma"))
     for k, r in enumerate(DATA):
         mems[r][STORE:STORE + SIZE] = stores[k]
     mems[PARITY][STORE:STORE + SIZE] = parity_of(stores)
