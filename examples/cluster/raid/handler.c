@@ -111,11 +111,9 @@ static int write_part(const uc_pkt_t *p, uint32_t *addr, uint32_t *at, uint32_t 
     return 1;
 }
 
-/* A well-formed write for this node, or 0 (counted). */
-static int write_packet(const task_t *t, uc_pkt_t *p)
+/* 1 if a use-case packet is a write this node serves, else 0 (counted). */
+static int write_for_me(const task_t *t, const uc_pkt_t *p)
 {
-    if (!uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, p))
-        return 0;
     if (p->mode != UC_MODE_RAID_WRITE) {
         drop(UC_RAID_BAD_MODE);
         return 0;
@@ -196,7 +194,7 @@ __handler__ void raid_ph(handler_args_t *args)
         return;
     }
     uint32_t addr, at, n, s = t->flow_id % UC_MSG_SLOTS;
-    if (!write_packet(t, &p) || !write_part(&p, &addr, &at, &n))
+    if (!write_for_me(t, &p) || !write_part(&p, &addr, &at, &n))
         return;
     if (addr != msg_addr[s]) {
         drop(UC_RAID_BAD_SAME);
