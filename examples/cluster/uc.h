@@ -29,6 +29,8 @@
 #define UC_MODE_HOST 2   /* ping-pong: the completion handler puts it from host memory */
 #define UC_MODE_STREAM 3 /* ping-pong: each payload handler sends its packet back */
 #define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
+#define UC_MODE_BC_STORE 5  /* broadcast: the completion handler forwards the whole message to the children */
+#define UC_MODE_BC_STREAM 6 /* broadcast: each payload handler forwards its packet to the children */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1

@@ -1,0 +1,181 @@
+"""Workers of the broadcast use case (run inside a node's namespace by
+common.Cluster.worker as "broadcast/ROLE"; each returns one JSON-able dict).
+
+`root` (rank 0) sends the message to its children in the binomial tree
+and waits until every node has all of it; `relay` is a non-root node's
+host process in the host-CPU baseline. The tree is broadcast.h's,
+computed here again for the hosts' side.
+"""
+import os
+import socket
+import struct
+import time
+from pathlib import Path
+
+from common import (BASELINE_PORT, BYE, HDR, MAX_TRIES, UC, bye, client_mem, defines, packets, set_u64, u64,
+                    udp_socket)
+
+BC = defines(Path(__file__).resolve().parent / "broadcast.h")
+ROOT = BC["UC_BC_ROOT"]
+MODES = {"store": UC["UC_MODE_BC_STORE"], "stream": UC["UC_MODE_BC_STREAM"]}
+# A round not complete at every node within this is sent again: a tree of
+# 16 interpreted NICs on two cores forwards 64 KiB in well under a second.
+ROUND_TIMEOUT_S = 3.0
+SRC_OFF = 22  # the source rank's offset in the header (HDR: magic, msg, flags, seq, total, offset, src)
+assert struct.calcsize(">HIIIII") == SRC_OFF
+
+
+def bc_parent(r: int) -> int:
+    """Rank r's parent (r > 0): r without its highest set bit."""
+    return r - (1 << (r.bit_length() - 1))
+
+
+def bc_children(r: int, n: int) -> list[int]:
+    """Rank r's children among n nodes, largest subtree first: r + 2^k for 2^k > r."""
+    out, b = [], 1
+    while 2 * b < n:
+        b <<= 1
+    while b > r:
+        if r + b < n:
+            out.append(r + b)
+        b >>= 1
+    return out
+
+
+def with_src(d: bytes, rank: int) -> bytes:
+    return d[:SRC_OFF] + struct.pack(">H", rank) + d[SRC_OFF + 2:]
+
+
+def send_message(s: socket.socket, pkts: list[bytes], dsts: list[tuple], stream: bool) -> None:
+    """A node's sends to its children: whole message per child (store), or
+    each packet to every child before the next (stream)."""
+    if stream:
+        for p in pkts:
+            for d in dsts:
+                s.sendto(p, d)
+    else:
+        for d in dsts:
+            for p in pkts:
+                s.sendto(p, d)
+
+
+def w_root(a: dict) -> dict:
+    """Rank 0: each round, fresh random bytes into its own UC_RX, every other
+    node's UC_RX cleared, the message sent to its children (to their NICs,
+    or with `baseline` to their host processes); then it polls every node's
+    UC_DONE (each node's shm window, as that node's host would poll its own)
+    until all show the round's seq, and compares every node's bytes with
+    the reference."""
+    import numpy as np
+    rng = np.random.default_rng(a["seed"])
+    n, size, seq, stream = len(a["ips"]), a["size"], a["seq"], a["mode"] == "stream"
+    port = BASELINE_PORT if a["baseline"] else UC["UC_PORT"]
+    mode = MODES[a["mode"]]
+    clients = [client_mem(p) for p in a["controls"]]
+    mems = [m for _, m in clients]
+    rx = slice(UC["UC_RX"], UC["UC_RX"] + size)
+    dsts = [(a["ips"][c], port) for c in bc_children(ROOT, n)]
+    s = udp_socket()
+    lat, errors, retries, ok = [], [], 0, True
+    node_ok = [True] * n
+    for _ in range(a["rounds"]):
+        data = rng.integers(0, 256, size, dtype=np.uint8)
+        mems[ROOT][rx] = data
+        for _try in range(MAX_TRIES):
+            seq += 1
+            for r in range(n):
+                if r != ROOT:
+                    mems[r][rx] = 0
+            pkts = packets(data.tobytes(), seq, ROOT, mode)
+            pending = [r for r in range(n) if r != ROOT]
+            t0 = time.perf_counter_ns()
+            send_message(s, pkts, dsts, stream)
+            end = time.perf_counter() + ROUND_TIMEOUT_S
+            while pending and time.perf_counter() < end:
+                pending = [r for r in pending if u64(mems[r], UC["UC_DONE"]) != seq]
+                os.sched_yield()  # two cores, shared with every node's NIC
+            t1 = time.perf_counter_ns()
+            if not pending:
+                break
+            retries += 1
+        else:
+            ok = False
+            errors.append(f"nodes {pending} incomplete after {MAX_TRIES} tries (seq {seq})")
+            continue
+        lat.append(t1 - t0)
+        ref = bytearray(data.tobytes())  # the reference: the bytes generated above, not the root's memory
+        if a["sabotage"]:
+            ref[len(ref) // 2] ^= 0x01
+        ref = np.frombuffer(bytes(ref), dtype=np.uint8)
+        for r in range(n):
+            got = mems[r][rx]
+            bad = np.flatnonzero(got != ref)
+            if bad.size:
+                ok = node_ok[r] = False
+                errors.append(f"node {r} byte {bad[0]} is {got[bad[0]]}, the root's {ref[bad[0]]}")
+    for c, _ in clients:
+        c.close()
+    if a["baseline"]:
+        for d in [(ip, BASELINE_PORT) for r, ip in enumerate(a["ips"]) if r != ROOT]:
+            bye(s, d)
+    return {"from": ROOT, "to": [r for r in range(n) if r != ROOT], "lat_ns": lat, "verified": ok,
+            "retries": retries, "errors": errors, "nodes_verified": node_ok}
+
+
+def w_relay(a: dict) -> dict:
+    """Baseline: node `rank`'s host process. Receives the message from its
+    parent on a kernel socket, forwards it to its children (each datagram as
+    it arrives in stream mode, the whole message once complete in store
+    mode), and puts it into its host memory (UC_RX, then UC_DONE = seq)."""
+    import numpy as np
+    rank, ips, stream = a["rank"], a["ips"], a["mode"] == "stream"
+    parent, n = bc_parent(rank), len(ips)
+    dsts = [(ips[c], BASELINE_PORT) for c in bc_children(rank, n)]
+    c, mem = client_mem(a["control"])
+    s = udp_socket(BASELINE_PORT)
+    print("ready", flush=True)
+    served, dropped = 0, 0
+    msgs: dict[int, dict] = {}
+    deadline = time.perf_counter() + a["idle_s"]
+    while time.perf_counter() < deadline:
+        s.settimeout(max(0.01, deadline - time.perf_counter()))
+        try:
+            d, _ = s.recvfrom(65536)
+        except socket.timeout:
+            break
+        if d == BYE:
+            break
+        if len(d) <= HDR.size:
+            dropped += 1
+            continue
+        magic, _msg, _fl, seq, total, off, src, _mode = HDR.unpack_from(d)
+        body = d[HDR.size:]
+        if magic != UC["UC_MAGIC"] or src != parent or not 0 < total <= UC["UC_MAX_SIZE"] \
+                or off + len(body) > total:
+            dropped += 1
+            continue
+        m = msgs.setdefault(seq, {"got": 0, "parts": {}})
+        if off in m["parts"]:
+            continue
+        fwd = with_src(d, rank)
+        m["parts"][off] = fwd
+        m["got"] += len(body)
+        if stream:
+            send_message(s, [fwd], dsts, True)
+        if m["got"] == total:
+            parts = [m["parts"][o] for o in sorted(m["parts"])]
+            msg = b"".join(p[HDR.size:] for p in parts)
+            mem[UC["UC_RX"]:UC["UC_RX"] + total] = np.frombuffer(msg, dtype=np.uint8)
+            set_u64(mem, UC["UC_DONE"], seq)
+            if not stream:
+                send_message(s, parts, dsts, False)
+            del msgs[seq]
+            served += 1
+        while len(msgs) > 64:  # rounds that never completed (lost datagrams)
+            del msgs[min(msgs)]
+        deadline = time.perf_counter() + a["idle_s"]
+    c.close()
+    return {"rank": rank, "served": served, "dropped": dropped}
+
+
+WORKERS = {"root": w_root, "relay": w_relay}
