@@ -17,7 +17,8 @@
  * uc.h's 20-23, which these handlers use too. */
 #define UC_BC_CTR_NOT_PARENT 30 /* a broadcast packet not from this node's parent (or at the root, or no node table): its source rank */
 #define UC_BC_CTR_SEND_FAILED 31 /* a forward to a child could not be sent: the child's rank */
-#define UC_BC_CTR_UNORDERED 32   /* a stream forward gave up waiting for its predecessor packet (lost): its offset */
+#define UC_BC_CTR_UNORDERED 32   /* a stream packet forwarded without its predecessor (lost) or not again (a repeat): its offset */
+#define UC_BC_CTR_BAD_MODE 33    /* a use-case packet of another use case's mode: the mode */
 
 /* A stream-mode payload handler forwards its packet only after the
  * message's previous packet went out (the child's NIC ends a message at

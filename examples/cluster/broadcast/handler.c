@@ -78,19 +78,39 @@ __handler__ void broadcast_hh(handler_args_t *args)
     }
 }
 
+/* fwd_next while a handler forwards its packet. */
+#define FWD_BUSY 0xffffffffu
+
 /* Stream mode: wait (bounded) until the message's previous packet was
- * forwarded, forward this one, let the next go. */
+ * forwarded, claim the turn (compare-and-swap: a repeated packet must not
+ * go out twice), forward, let the next go. A packet already passed (a
+ * repeat) is not sent again; one whose predecessor never came (lost) goes
+ * after the wait. Both are counted. */
 static void forward_in_order(uint8_t *f, const uc_pkt_t *p, uint32_t slot)
 {
+    volatile uint32_t *next = &fwd_next[slot];
     uint32_t start = spin_cycles();
-    while (fwd_next[slot] != p->offset) {
-        if (spin_cycles() - start > UC_BC_ORDER_WAIT_CYCLES) {
+    for (;;) {
+        uint32_t n = *next, waited = spin_cycles() - start;
+        if (n != FWD_BUSY && n > p->offset) {
             spin_push_counter(UC_BC_CTR_UNORDERED, p->offset);
-            break;
+            return;
+        }
+        if (n == p->offset || (n != FWD_BUSY && waited > UC_BC_ORDER_WAIT_CYCLES)) {
+            if (compare_and_swap(next, n, FWD_BUSY) != 0)
+                continue;
+            if (n != p->offset)
+                spin_push_counter(UC_BC_CTR_UNORDERED, p->offset);
+            forward(f, p->len);
+            *next = p->offset + p->len;
+            return;
+        }
+        if (waited > 2 * UC_BC_ORDER_WAIT_CYCLES) { /* the turn's holder never let go */
+            spin_push_counter(UC_BC_CTR_UNORDERED, p->offset);
+            forward(f, p->len);
+            return;
         }
     }
-    forward(f, p->len);
-    fwd_next[slot] = p->offset + p->len;
 }
 
 __handler__ void broadcast_ph(handler_args_t *args)
@@ -101,8 +121,16 @@ __handler__ void broadcast_ph(handler_args_t *args)
         rma_target_ph(args);
         return;
     }
-    if (!is_bc(&p) || !from_parent(&p, 1) || t->host_mem_size < UC_RX + UC_MAX_SIZE)
+    if (!is_bc(&p)) {
+        spin_push_counter(UC_BC_CTR_BAD_MODE, p.mode);
         return;
+    }
+    if (!from_parent(&p, 1))
+        return;
+    if (t->host_mem_size < UC_RX + UC_MAX_SIZE) {
+        spin_push_counter(UC_CTR_DMA_FAILED, p.offset);
+        return;
+    }
     uint32_t slot = t->flow_id % UC_MSG_SLOTS;
     spin_cmd_t c;
     /* The DMA reads only the data; forwarding rewrites only the headers. */

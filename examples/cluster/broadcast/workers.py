@@ -178,4 +178,42 @@ def w_relay(a: dict) -> dict:
     return {"rank": rank, "served": served, "dropped": dropped}
 
 
-WORKERS = {"root": w_root, "relay": w_relay}
+def w_hostile(a: dict) -> dict:
+    """The test's bad input at node `ips[to]`'s NIC (`to` > 0): broadcast
+    packets from a rank that is not its parent, from an unknown rank, to the
+    root; another use case's mode; a store message missing its middle; a
+    repeated stream packet; sizes too large; malformed datagrams. Returns
+    how many of each kind it sent."""
+    s = udp_socket()
+    to, n = a["to"], len(a["ips"])
+    dst, root = (a["ips"][to], UC["UC_PORT"]), (a["ips"][ROOT], UC["UC_PORT"])
+    store, stream, chunk = MODES["store"], MODES["stream"], UC["UC_CHUNK"]
+    not_parent = next(r for r in range(n) if r not in (to, bc_parent(to)))
+    seq, sent = a["seq"], {"not_parent": 0, "bad_mode": 0, "incomplete": 0, "repeat": 0, "malformed": 0}
+
+    def send(kind, pkts, d=dst):
+        for p in pkts:
+            s.sendto(p, d)
+        sent[kind] += 1
+
+    for src, d in ((not_parent, dst), (4000, dst), (to, root)):
+        seq += 1
+        send("not_parent", packets(bytes(100), seq, src, store), d)
+    seq += 1
+    send("bad_mode", packets(bytes(64), seq, bc_parent(to), UC["UC_MODE_DEVICE"]))
+    seq += 1
+    pk = packets(bytes(3 * chunk), seq, bc_parent(to), store)
+    send("incomplete", [pk[0], pk[2]])
+    seq += 1
+    pk = packets(bytes(2 * chunk), seq, bc_parent(to), stream)
+    send("repeat", [pk[0], pk[0], pk[1]])
+    magic = UC["UC_MAGIC"]
+    for d in (b"", b"UC", HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, bc_parent(to), store),  # no data
+              HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 2 * UC["UC_MAX_SIZE"], 0, bc_parent(to), store) + bytes(8),
+              HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 4, 0, bc_parent(to), stream) + bytes(8),  # past total
+              HDR.pack(magic ^ 1, UC["UC_MSG_BIT"], 1, 0, 8, 0, bc_parent(to), store) + bytes(8)):
+        send("malformed", [d])
+    return sent
+
+
+WORKERS = {"root": w_root, "relay": w_relay, "hostile": w_hostile}
