@@ -13,12 +13,21 @@
 
 #define UC_BC_ROOT 0
 
+/* A message's id names its destination: UC_MSG_BIT | rank << UC_BC_RANK_SHIFT
+ * | (seq & UC_BC_SEQ_MASK). The copies of one round for different nodes
+ * must not meet in one NIC's MPQ as one message: a bridge floods frames to
+ * a node it has not yet heard from to every port, and the NICs' XDP
+ * programs take every frame to UC_PORT, whatever its destination. */
+#define UC_BC_RANK_SHIFT 20
+#define UC_BC_SEQ_MASK 0xfffff
+
 /* Counters the handlers push (spin_push_counter): index, value. Apart from
  * uc.h's 20-23, which these handlers use too. */
 #define UC_BC_CTR_NOT_PARENT 30 /* a broadcast packet not from this node's parent (or at the root, or no node table): its source rank */
 #define UC_BC_CTR_SEND_FAILED 31 /* a forward to a child could not be sent: the child's rank */
 #define UC_BC_CTR_UNORDERED 32   /* a stream packet forwarded without its predecessor (lost) or not again (a repeat): its offset */
 #define UC_BC_CTR_BAD_MODE 33    /* a use-case packet of another use case's mode: the mode */
+#define UC_BC_CTR_NOT_MINE 34    /* a broadcast packet to another node's MAC (flooded by the bridge): its message id */
 
 /* A stream-mode payload handler forwards its packet only after the
  * message's previous packet went out (the child's NIC ends a message at

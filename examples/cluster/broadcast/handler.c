@@ -31,12 +31,19 @@ static uint8_t frames[CORE_COUNT][UC_DATA_OFF + UC_CHUNK] __attribute__((aligned
 
 static int is_bc(const uc_pkt_t *p) { return p->mode == UC_MODE_BC_STORE || p->mode == UC_MODE_BC_STREAM; }
 
-/* 1 if this node takes the packet: it has a rank, is not the root, and the
- * packet comes from its parent; else 0 (counted when `count`). */
-static int from_parent(const uc_pkt_t *p, int count)
+/* 1 if this node takes the broadcast packet: it is addressed to this
+ * NIC's MAC, the node has a rank, is not the root, and the packet comes
+ * from its parent; else 0 (counted when `count`). */
+static int mine(const uint8_t *f, const uc_pkt_t *p, int count)
 {
     int32_t me = spin_my_rank();
-    if (me > UC_BC_ROOT && (uint32_t)me < spin_num_nodes() && p->src == bc_parent((uint32_t)me))
+    const spin_node_t *my = me < 0 ? NULL : spin_node((uint32_t)me);
+    if (my && memcmp(f, my->mac, 6) != 0) {
+        if (count)
+            spin_push_counter(UC_BC_CTR_NOT_MINE, p->msg);
+        return 0;
+    }
+    if (my && me != UC_BC_ROOT && p->src == bc_parent((uint32_t)me))
         return 1;
     if (count)
         spin_push_counter(UC_BC_CTR_NOT_PARENT, p->src);
@@ -45,7 +52,7 @@ static int from_parent(const uc_pkt_t *p, int count)
 
 /* Send frame `f` (UC headers and `len` data bytes at UC_DATA_OFF) to each
  * child, largest subtree first, re-addressing its Ethernet/IPv4/UDP
- * headers (IPv4 checksum computed, UDP's 0) and its source rank. */
+ * headers (IPv4 checksum computed, UDP's 0), message id and source rank. */
 static void forward(uint8_t *f, uint32_t len)
 {
     uint32_t me = (uint32_t)spin_my_rank(), n = spin_num_nodes();
@@ -58,6 +65,7 @@ static void forward(uint8_t *f, uint32_t len)
         const spin_node_t *child = spin_node(me + b);
         if (!child)
             continue;
+        rma_put32(f + 44, UC_MSG_BIT | (me + b) << UC_BC_RANK_SHIFT | (rma_get32(f + 52) & UC_BC_SEQ_MASK));
         uint32_t flen = rma_l2_headers(f, child->mac, my->mac, (const uint8_t *)&my->ipv4,
                                        (const uint8_t *)&child->ipv4, UC_PORT, UC_PORT, UC_HDR + len);
         spin_cmd_t c;
@@ -71,7 +79,8 @@ __handler__ void broadcast_hh(handler_args_t *args)
 {
     task_t *t = args->task;
     uc_pkt_t p;
-    if (uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &p)) {
+    if (uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &p) && is_bc(&p) &&
+        mine((const uint8_t *)t->pkt_mem, &p, 0)) {
         /* Runs first and alone on the message. */
         msg_bytes[t->flow_id % UC_MSG_SLOTS] = 0;
         fwd_next[t->flow_id % UC_MSG_SLOTS] = 0;
@@ -125,7 +134,7 @@ __handler__ void broadcast_ph(handler_args_t *args)
         spin_push_counter(UC_BC_CTR_BAD_MODE, p.mode);
         return;
     }
-    if (!from_parent(&p, 1))
+    if (!mine((const uint8_t *)t->pkt_mem, &p, 1))
         return;
     if (t->host_mem_size < UC_RX + UC_MAX_SIZE) {
         spin_push_counter(UC_CTR_DMA_FAILED, p.offset);
@@ -148,7 +157,8 @@ __handler__ void broadcast_th(handler_args_t *args)
 {
     task_t *t = args->task;
     uc_pkt_t p;
-    if (!uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &p) || !is_bc(&p) || !from_parent(&p, 0))
+    if (!uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &p) || !is_bc(&p) ||
+        !mine((const uint8_t *)t->pkt_mem, &p, 0))
         return;
     uint32_t got = msg_bytes[t->flow_id % UC_MSG_SLOTS];
     if (got != p.total) { /* a packet lost or duplicated: no done word, the root sends the round again */
@@ -178,7 +188,7 @@ __handler__ void broadcast_th(handler_args_t *args)
         }
         uint8_t *h = f + RMA_L2_HDRS;
         rma_put16(h, UC_MAGIC);
-        rma_put32(h + 2, p.msg);
+        rma_put32(h + 2, p.msg); /* forward's, per child */
         rma_put32(h + 6, off + len == p.total ? UC_EOM : 0);
         rma_put32(h + 10, p.seq);
         rma_put32(h + 14, p.total);

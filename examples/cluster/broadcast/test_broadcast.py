@@ -83,9 +83,11 @@ def test_bad_input_is_dropped_and_counted():
     prefix = PFX + "h"
     bc = common.defines(HERE / "broadcast.h")
     with common.Cluster(4, prefix, HERE / "handler.c", "broadcast_hh", "broadcast_ph", "broadcast_th") as cl:
-        ips = [x["ipv4"] for x in cl.table()]
+        table = cl.table()
+        ips = [x["ipv4"] for x in table]
         # From node 1's namespace: a node's own address would not pass its NIC.
-        sent = cl.worker(1, "broadcast/hostile", {"ips": ips, "to": 3, "seq": 1 << 20})
+        sent = cl.worker(1, "broadcast/hostile", {"ips": ips, "to": 3, "seq": 1 << 20, "iface": table[1]["iface"],
+                                                  "mac": table[1]["mac"], "src_ip": ips[1]})
         assert all(sent.values()), sent
         controls = [str(common.control_path(prefix, r)) for r in range(4)]
         r = cl.worker(0, "broadcast/root", {"ips": ips, "controls": controls, "mode": "stream", "size": 3000,
@@ -100,6 +102,8 @@ def test_bad_input_is_dropped_and_counted():
     assert ctrs[3].get(bc["UC_BC_CTR_NOT_PARENT"]) == 2, ctrs  # from a non-parent, from rank 4000 (1 packet each)
     assert ctrs[0].get(bc["UC_BC_CTR_NOT_PARENT"]) == 1, ctrs  # the root takes none
     assert ctrs[3].get(bc["UC_BC_CTR_BAD_MODE"]) == 1, ctrs
+    # The frame to a MAC no node has reached every node (flooded): none took it.
+    assert ctrs[3].get(bc["UC_BC_CTR_NOT_MINE"]) == 1 and ctrs[0].get(bc["UC_BC_CTR_NOT_MINE"]) == 1, ctrs
     # The store message missing its middle; the stream message with a
     # packet twice (its byte count is over).
     assert ctrs[3].get(common.UC["UC_CTR_INCOMPLETE"]) == 2, ctrs

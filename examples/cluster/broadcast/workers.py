@@ -23,6 +23,10 @@ MODES = {"store": UC["UC_MODE_BC_STORE"], "stream": UC["UC_MODE_BC_STREAM"]}
 ROUND_TIMEOUT_S = 3.0
 SRC_OFF = 22  # the source rank's offset in the header (HDR: magic, msg, flags, seq, total, offset, src)
 assert struct.calcsize(">HIIIII") == SRC_OFF
+# Sent by the root to every node's kernel (no one listens there): the
+# answers (ICMP port unreachable) teach the bridge every node's MAC, so
+# it stops flooding frames to nodes that never sent one (broadcast.h).
+ANNOUNCE_PORT = BASELINE_PORT + 1
 
 
 def bc_parent(r: int) -> int:
@@ -42,21 +46,27 @@ def bc_children(r: int, n: int) -> list[int]:
     return out
 
 
-def with_src(d: bytes, rank: int) -> bytes:
-    return d[:SRC_OFF] + struct.pack(">H", rank) + d[SRC_OFF + 2:]
+def to_child(d: bytes, src: int, child: int) -> bytes:
+    """Datagram `d` as `src` sends it to `child`: the message id names the
+    child (broadcast.h), the source rank is `src`."""
+    seq = HDR.unpack_from(d)[3]
+    msg = UC["UC_MSG_BIT"] | child << BC["UC_BC_RANK_SHIFT"] | (seq & BC["UC_BC_SEQ_MASK"])
+    return d[:2] + struct.pack(">I", msg) + d[6:SRC_OFF] + struct.pack(">H", src) + d[SRC_OFF + 2:]
 
 
-def send_message(s: socket.socket, pkts: list[bytes], dsts: list[tuple], stream: bool) -> None:
-    """A node's sends to its children: whole message per child (store), or
-    each packet to every child before the next (stream)."""
+def send_message(s: socket.socket, pkts: list[bytes], src: int, dsts: list[tuple[int, tuple]],
+                 stream: bool) -> None:
+    """Node `src`'s sends to its children (rank, address): the whole message
+    per child (store), or each packet to every child before the next
+    (stream)."""
     if stream:
         for p in pkts:
-            for d in dsts:
-                s.sendto(p, d)
+            for c, d in dsts:
+                s.sendto(to_child(p, src, c), d)
     else:
-        for d in dsts:
+        for c, d in dsts:
             for p in pkts:
-                s.sendto(p, d)
+                s.sendto(to_child(p, src, c), d)
 
 
 def w_root(a: dict) -> dict:
@@ -74,8 +84,12 @@ def w_root(a: dict) -> dict:
     clients = [client_mem(p) for p in a["controls"]]
     mems = [m for _, m in clients]
     rx = slice(UC["UC_RX"], UC["UC_RX"] + size)
-    dsts = [(a["ips"][c], port) for c in bc_children(ROOT, n)]
+    dsts = [(c, (a["ips"][c], port)) for c in bc_children(ROOT, n)]
     s = udp_socket()
+    for r, ip in enumerate(a["ips"]):
+        if r != ROOT:
+            s.sendto(b"", (ip, ANNOUNCE_PORT))
+    time.sleep(0.05)
     lat, errors, retries, ok = [], [], 0, True
     node_ok = [True] * n
     for _ in range(a["rounds"]):
@@ -89,7 +103,7 @@ def w_root(a: dict) -> dict:
             pkts = packets(data.tobytes(), seq, ROOT, mode)
             pending = [r for r in range(n) if r != ROOT]
             t0 = time.perf_counter_ns()
-            send_message(s, pkts, dsts, stream)
+            send_message(s, pkts, ROOT, dsts, stream)
             end = time.perf_counter() + ROUND_TIMEOUT_S
             while pending and time.perf_counter() < end:
                 pending = [r for r in pending if u64(mems[r], UC["UC_DONE"]) != seq]
@@ -130,7 +144,7 @@ def w_relay(a: dict) -> dict:
     import numpy as np
     rank, ips, stream = a["rank"], a["ips"], a["mode"] == "stream"
     parent, n = bc_parent(rank), len(ips)
-    dsts = [(ips[c], BASELINE_PORT) for c in bc_children(rank, n)]
+    dsts = [(c, (ips[c], BASELINE_PORT)) for c in bc_children(rank, n)]
     c, mem = client_mem(a["control"])
     s = udp_socket(BASELINE_PORT)
     print("ready", flush=True)
@@ -157,18 +171,17 @@ def w_relay(a: dict) -> dict:
         m = msgs.setdefault(seq, {"got": 0, "parts": {}})
         if off in m["parts"]:
             continue
-        fwd = with_src(d, rank)
-        m["parts"][off] = fwd
+        m["parts"][off] = d
         m["got"] += len(body)
         if stream:
-            send_message(s, [fwd], dsts, True)
+            send_message(s, [d], rank, dsts, True)
         if m["got"] == total:
             parts = [m["parts"][o] for o in sorted(m["parts"])]
             msg = b"".join(p[HDR.size:] for p in parts)
             mem[UC["UC_RX"]:UC["UC_RX"] + total] = np.frombuffer(msg, dtype=np.uint8)
             set_u64(mem, UC["UC_DONE"], seq)
             if not stream:
-                send_message(s, parts, dsts, False)
+                send_message(s, parts, rank, dsts, False)
             del msgs[seq]
             served += 1
         while len(msgs) > 64:  # rounds that never completed (lost datagrams)
@@ -182,7 +195,8 @@ def w_hostile(a: dict) -> dict:
     """The test's bad input at node `ips[to]`'s NIC (`to` > 0): broadcast
     packets from a rank that is not its parent, from an unknown rank, to the
     root; another use case's mode; a store message missing its middle; a
-    repeated stream packet; sizes too large; malformed datagrams. Returns
+    repeated stream packet; a frame to another MAC; sizes too large;
+    malformed datagrams. Returns
     how many of each kind it sent."""
     s = udp_socket()
     to, n = a["to"], len(a["ips"])
@@ -207,6 +221,22 @@ def w_hostile(a: dict) -> dict:
     seq += 1
     pk = packets(bytes(2 * chunk), seq, bc_parent(to), stream)
     send("repeat", [pk[0], pk[0], pk[1]])
+    # To node `to`'s address but a MAC no node has: the bridge floods it to
+    # every node (given `iface`, the sender's interface, and its `mac`).
+    if a.get("iface"):
+        import sys
+        from common import REPO
+        sys.path.insert(0, str(REPO / "tests" / "py"))
+        from packets import PROTO_UDP, eth, ipv4, udp
+        seq += 1
+        body = packets(bytes(32), seq, bc_parent(to), store)[0]
+        src_ip, dst_ip = socket.inet_aton(a["src_ip"]), socket.inet_aton(a["ips"][to])
+        frame = eth(bytes.fromhex("02ff00000001"), bytes.fromhex(a["mac"].replace(":", "")),
+                    ipv4(src_ip, dst_ip, PROTO_UDP, udp(src_ip, dst_ip, UC["UC_PORT"], UC["UC_PORT"], body)))
+        with socket.socket(socket.AF_PACKET, socket.SOCK_RAW) as raw:
+            raw.bind((a["iface"], 0))
+            raw.send(frame)
+        sent["not_mine"] = 1
     magic = UC["UC_MAGIC"]
     for d in (b"", b"UC", HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 8, 0, bc_parent(to), store),  # no data
               HDR.pack(magic, UC["UC_MSG_BIT"], 1, 0, 2 * UC["UC_MAX_SIZE"], 0, bc_parent(to), store) + bytes(8),
