@@ -26,8 +26,8 @@ void rma_target_ph(handler_args_t *args);
 static volatile uint32_t msg_bytes[UC_MSG_SLOTS];
 /* Stream mode: the offset of the next packet to forward, per message. */
 static volatile uint32_t fwd_next[UC_MSG_SLOTS];
-/* One frame per HPU for store mode's chunks read from host memory. */
-static uint8_t frames[CORE_COUNT][UC_DATA_OFF + UC_CHUNK] __attribute__((aligned(8)));
+/* Two frames per HPU for store mode's chunks read from host memory. */
+static uint8_t frames[CORE_COUNT][2][UC_DATA_OFF + UC_CHUNK] __attribute__((aligned(8)));
 
 static int is_bc(const uc_pkt_t *p) { return p->mode == UC_MODE_BC_STORE || p->mode == UC_MODE_BC_STREAM; }
 
@@ -153,6 +153,38 @@ __handler__ void broadcast_ph(handler_args_t *args)
     amo_add((volatile int32_t *)&msg_bytes[slot], (int32_t)p.len);
 }
 
+/* Store mode, a message of several packets: read it back from host memory
+ * chunk by chunk and send each chunk to every child, the next chunk's DMA
+ * under the current one's sends (two frames per HPU). */
+static void forward_from_host(const handler_args_t *args, const uc_pkt_t *p, uint64_t rx)
+{
+    if (args->hpu_gid >= CORE_COUNT)
+        return;
+    uint8_t(*f)[UC_DATA_OFF + UC_CHUNK] = frames[args->hpu_gid];
+    spin_cmd_t c;
+    int issued = spin_dma_from_host(rx, (uint32_t)(f[0] + UC_DATA_OFF), p->total < UC_CHUNK ? p->total : UC_CHUNK,
+                                    false, &c);
+    for (uint32_t off = 0, k = 0; off < p->total; off += UC_CHUNK, k ^= 1) {
+        uint32_t len = p->total - off < UC_CHUNK ? p->total - off : UC_CHUNK, next = off + UC_CHUNK;
+        if (issued != SPIN_OK || spin_cmd_wait(c) != SPIN_OK) {
+            spin_push_counter(UC_CTR_DMA_FAILED, off);
+            return;
+        }
+        if (next < p->total)
+            issued = spin_dma_from_host(rx + next, (uint32_t)(f[k ^ 1] + UC_DATA_OFF),
+                                        p->total - next < UC_CHUNK ? p->total - next : UC_CHUNK, false, &c);
+        uint8_t *h = f[k] + RMA_L2_HDRS;
+        rma_put16(h, UC_MAGIC);
+        rma_put32(h + 2, p->msg); /* forward's, per child */
+        rma_put32(h + 6, off + len == p->total ? UC_EOM : 0);
+        rma_put32(h + 10, p->seq);
+        rma_put32(h + 14, p->total);
+        rma_put32(h + 18, off);
+        rma_put16(h + 24, p->mode); /* the source rank (h + 22) is forward's */
+        forward(f[k], len);
+    }
+}
+
 __handler__ void broadcast_th(handler_args_t *args)
 {
     task_t *t = args->task;
@@ -165,35 +197,16 @@ __handler__ void broadcast_th(handler_args_t *args)
         spin_push_counter(UC_CTR_INCOMPLETE, got);
         return;
     }
-    uint64_t base = uc_host_base(t);
+    /* The children first: the done word only tells this node's host. */
+    if (p.mode == UC_MODE_BC_STORE) {
+        if (p.total == p.len) /* one packet: forward it from device */
+            forward((uint8_t *)t->pkt_mem, p.len);
+        else
+            forward_from_host(args, &p, uc_host_base(t) + UC_RX);
+    }
     uint64_t word __attribute__((aligned(8))) = p.seq;
     spin_cmd_t c;
-    if (spin_dma_to_host(base + UC_DONE, (uint32_t)&word, 8, false, &c) != SPIN_OK || spin_cmd_wait(c) != SPIN_OK)
+    if (spin_dma_to_host(uc_host_base(t) + UC_DONE, (uint32_t)&word, 8, false, &c) != SPIN_OK ||
+        spin_cmd_wait(c) != SPIN_OK)
         spin_push_counter(UC_CTR_DMA_FAILED, UC_DONE);
-    if (p.mode != UC_MODE_BC_STORE)
-        return;
-    if (p.total == p.len) { /* one packet: forward it from device */
-        forward((uint8_t *)t->pkt_mem, p.len);
-        return;
-    }
-    if (args->hpu_gid >= CORE_COUNT)
-        return;
-    uint8_t *f = frames[args->hpu_gid];
-    for (uint32_t off = 0; off < p.total; off += UC_CHUNK) {
-        uint32_t len = p.total - off < UC_CHUNK ? p.total - off : UC_CHUNK;
-        if (spin_dma_from_host(base + UC_RX + off, (uint32_t)(f + UC_DATA_OFF), len, false, &c) != SPIN_OK ||
-            spin_cmd_wait(c) != SPIN_OK) {
-            spin_push_counter(UC_CTR_DMA_FAILED, off);
-            return;
-        }
-        uint8_t *h = f + RMA_L2_HDRS;
-        rma_put16(h, UC_MAGIC);
-        rma_put32(h + 2, p.msg); /* forward's, per child */
-        rma_put32(h + 6, off + len == p.total ? UC_EOM : 0);
-        rma_put32(h + 10, p.seq);
-        rma_put32(h + 14, p.total);
-        rma_put32(h + 18, off);
-        rma_put16(h + 24, p.mode); /* the source rank (h + 22) is forward's */
-        forward(f, len);
-    }
 }
