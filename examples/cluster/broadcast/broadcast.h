@@ -21,13 +21,13 @@
 #define UC_BC_RANK_SHIFT 20
 #define UC_BC_SEQ_MASK 0xfffff
 
-/* Counters the handlers push (spin_push_counter): index, value. Apart from
- * uc.h's 20-23, which these handlers use too. */
-#define UC_BC_CTR_NOT_PARENT 30 /* a broadcast packet not from this node's parent (or at the root, or no node table): its source rank */
+/* Counters the handlers push (spin_push_counter): index, value. Besides
+ * uc.h's 21 (incomplete message) and 22 (failed DMA). */
+#define UC_BC_CTR_NOT_PARENT 30  /* not from this node's parent (or at the root, or no node table): the source rank */
 #define UC_BC_CTR_SEND_FAILED 31 /* a forward to a child could not be sent: the child's rank */
-#define UC_BC_CTR_UNORDERED 32   /* a stream packet forwarded without its predecessor (lost) or not again (a repeat): its offset */
+#define UC_BC_CTR_UNORDERED 32   /* stream: forwarded without its predecessor (lost), or not again (a repeat): offset */
 #define UC_BC_CTR_BAD_MODE 33    /* a use-case packet of another use case's mode: the mode */
-#define UC_BC_CTR_NOT_MINE 34    /* a broadcast packet to another node's MAC (flooded by the bridge): its message id */
+#define UC_BC_CTR_NOT_MINE 34    /* to another node's MAC (the bridge flooded it): its message id */
 
 /* A stream-mode payload handler forwards its packet only after the
  * message's previous packet went out (the child's NIC ends a message at

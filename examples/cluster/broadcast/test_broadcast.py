@@ -68,6 +68,13 @@ def test_both_modes_and_the_baseline_verify():
         assert pt["pairs"][0]["to"] == [1, 2, 3] and pt["baseline_pairs"][0]["verified"], pt
 
 
+def test_eight_nodes_three_hops():
+    # Node 7 gets the message from 3, which got it from 1, from the root.
+    out, err = run("e", "--mode", "store,stream", "--size", "3000", "--no-baseline", nodes=8)
+    assert out["verified"], json.dumps(out, indent=1) + err
+    assert all(pt["nodes_verified"] == [True] * 8 for pt in out["points"]), out
+
+
 def test_sabotaged_reference_is_caught():
     out, _ = run("s", "--mode", "stream", "--size", "8", "--no-baseline", "--sabotage")
     assert out["verified"] is False
