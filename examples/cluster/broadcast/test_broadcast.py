@@ -3,13 +3,15 @@
 Every node's host memory must hold the root's bytes after each round, in
 both NIC modes and through the host baseline; a sabotaged reference must
 be caught; bad input to the handlers is dropped and counted while the
-next broadcast still verifies; nothing is left behind. Root only
-(namespaces); about 40 s.
+next broadcast still verifies; nothing is left behind, also after
+Ctrl-C. Root only (namespaces); about 30 s.
 """
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -116,4 +118,21 @@ def test_bad_input_is_dropped_and_counted():
     assert ctrs[3].get(common.UC["UC_CTR_INCOMPLETE"]) == 2, ctrs
     assert ctrs[3].get(bc["UC_BC_CTR_UNORDERED"]) == 1, ctrs  # the repeated stream packet, not sent on
     assert ctrs[3].get(7, 0) >= sent["malformed"], ctrs  # rma_target's bad frames (RMA_CTR_BAD_FRAME)
+    assert left_behind(prefix) == []
+
+
+def test_ctrl_c_removes_the_cluster():
+    prefix = PFX + "i"
+    p = subprocess.Popen([sys.executable, str(HERE / "run"), "--nodes", "4", "--prefix", prefix, "--rounds", "100000",
+                          "--size", "8", "--mode", "stream", "--json"],
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    sock = Path(os.environ.get("SOFTSPIN_RUN_DIR", "/run/softspin")) / f"cluster-{prefix}" / "3.sock"
+    end = time.time() + 60
+    while not sock.exists() and time.time() < end and p.poll() is None:
+        time.sleep(0.1)
+    assert sock.exists(), "the cluster never came up"
+    time.sleep(1.0)  # in the middle of the rounds
+    p.send_signal(signal.SIGINT)
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
     assert left_behind(prefix) == []
