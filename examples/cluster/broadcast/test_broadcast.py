@@ -43,8 +43,11 @@ def test_tree_matches_the_binomial_definition():
     """workers.py's tree (the hosts' side; handler.c has its own): every
     rank but the root has one parent, which lists it as a child, and rank
     r is as deep as r has bits set (binomial: each hop adds one)."""
-    sys.path.insert(0, str(HERE))
-    import workers
+    import importlib.util
+    # A name of its own: other use cases' tests may load their workers.py too.
+    spec = importlib.util.spec_from_file_location("uc_broadcast_workers_test", HERE / "workers.py")
+    workers = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(workers)
     for n in range(2, 33):
         kids = {r: workers.bc_children(r, n) for r in range(n)}
         assert sorted(c for cs in kids.values() for c in cs) == list(range(1, n))
