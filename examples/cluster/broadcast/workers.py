@@ -54,19 +54,22 @@ def to_child(d: bytes, src: int, child: int) -> bytes:
     return d[:2] + struct.pack(">I", msg) + d[6:SRC_OFF] + struct.pack(">H", src) + d[SRC_OFF + 2:]
 
 
-def send_message(s: socket.socket, pkts: list[bytes], src: int, dsts: list[tuple[int, tuple]],
-                 stream: bool) -> None:
-    """Node `src`'s sends to its children (rank, address): the whole message
-    per child (store), or each packet to every child before the next
-    (stream)."""
+def for_children(pkts: list[bytes], src: int, dsts: list[tuple[int, tuple]]) -> list[tuple[tuple, list[bytes]]]:
+    """Node `src`'s datagrams for each of its children (rank, address)."""
+    return [(addr, [to_child(p, src, c) for p in pkts]) for c, addr in dsts]
+
+
+def send_message(s: socket.socket, per_child: list[tuple[tuple, list[bytes]]], stream: bool) -> None:
+    """A node's sends to its children: the whole message per child (store),
+    or each packet to every child before the next (stream)."""
     if stream:
-        for p in pkts:
-            for c, d in dsts:
-                s.sendto(to_child(p, src, c), d)
+        for i in range(len(per_child[0][1]) if per_child else 0):
+            for addr, ps in per_child:
+                s.sendto(ps[i], addr)
     else:
-        for c, d in dsts:
-            for p in pkts:
-                s.sendto(to_child(p, src, c), d)
+        for addr, ps in per_child:
+            for p in ps:
+                s.sendto(p, addr)
 
 
 def w_root(a: dict) -> dict:
@@ -101,10 +104,10 @@ def w_root(a: dict) -> dict:
             for r in range(n):
                 if r != ROOT:
                     mems[r][rx] = 0
-            pkts = packets(data.tobytes(), seq, ROOT, mode)
+            per_child = for_children(packets(data.tobytes(), seq, ROOT, mode), ROOT, dsts)
             pending = [r for r in range(n) if r != ROOT]
             t0 = time.perf_counter_ns()
-            send_message(s, pkts, ROOT, dsts, stream)
+            send_message(s, per_child, stream)
             end = time.perf_counter() + ROUND_TIMEOUT_S
             while pending and time.perf_counter() < end:
                 pending = [r for r in pending if u64(mems[r], UC["UC_DONE"]) != seq]
@@ -176,14 +179,14 @@ def w_relay(a: dict) -> dict:
         m["parts"][off] = d
         m["got"] += len(body)
         if stream:
-            send_message(s, [d], rank, dsts, True)
+            send_message(s, for_children([d], rank, dsts), True)
         if m["got"] == total:
             parts = [m["parts"][o] for o in sorted(m["parts"])]
             msg = b"".join(p[HDR.size:] for p in parts)
             mem[UC["UC_RX"]:UC["UC_RX"] + total] = np.frombuffer(msg, dtype=np.uint8)
             set_u64(mem, UC["UC_DONE"], seq)
             if not stream:
-                send_message(s, parts, rank, dsts, False)
+                send_message(s, for_children(parts, rank, dsts), False)
             del msgs[seq]
             served += 1
         while len(msgs) > 64:  # rounds that never completed (lost datagrams)
