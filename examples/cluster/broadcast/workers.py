@@ -145,7 +145,7 @@ def w_relay(a: dict) -> dict:
     """Baseline: node `rank`'s host process. Receives the message from its
     parent on a kernel socket, forwards it to its children (each datagram as
     it arrives in stream mode, the whole message once complete in store
-    mode), and puts it into its host memory (UC_RX, then UC_DONE = seq)."""
+    mode), then puts it into its host memory (UC_RX, then UC_DONE = seq)."""
     import numpy as np
     rank, ips, stream = a["rank"], a["ips"], a["mode"] == "stream"
     parent, n = bc_parent(rank), len(ips)
@@ -183,10 +183,10 @@ def w_relay(a: dict) -> dict:
         if m["got"] == total:
             parts = [m["parts"][o] for o in sorted(m["parts"])]
             msg = b"".join(p[HDR.size:] for p in parts)
+            if not stream:  # the children first, as the NICs do
+                send_message(s, for_children(parts, rank, dsts), False)
             mem[UC["UC_RX"]:UC["UC_RX"] + total] = np.frombuffer(msg, dtype=np.uint8)
             set_u64(mem, UC["UC_DONE"], seq)
-            if not stream:
-                send_message(s, for_children(parts, rank, dsts), False)
             del msgs[seq]
             served += 1
         while len(msgs) > 64:  # rounds that never completed (lost datagrams)
