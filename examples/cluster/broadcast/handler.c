@@ -50,6 +50,16 @@ static int mine(const uint8_t *f, const uc_pkt_t *p, int count)
     return 0;
 }
 
+/* 1 if this node has children: the smallest power of two above its rank
+ * still lands inside the cluster. */
+static int has_children(void)
+{
+    uint32_t me = (uint32_t)spin_my_rank(), b = 1;
+    while (b <= me)
+        b <<= 1;
+    return me + b < spin_num_nodes();
+}
+
 /* Send frame `f` (UC headers and `len` data bytes at UC_DATA_OFF) to each
  * child, largest subtree first, re-addressing its Ethernet/IPv4/UDP
  * headers (IPv4 checksum computed, UDP's 0), message id and source rank. */
@@ -158,7 +168,7 @@ __handler__ void broadcast_ph(handler_args_t *args)
  * under the current one's sends (two frames per HPU). */
 static void forward_from_host(const handler_args_t *args, const uc_pkt_t *p, uint64_t rx)
 {
-    if (args->hpu_gid >= CORE_COUNT)
+    if (args->hpu_gid >= CORE_COUNT || !has_children()) /* a leaf reads nothing back */
         return;
     uint8_t(*f)[UC_DATA_OFF + UC_CHUNK] = frames[args->hpu_gid];
     spin_cmd_t c;
