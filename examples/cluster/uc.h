@@ -35,6 +35,10 @@
 #define UC_MODE_KV_GET 14 /* key-value store: look up, the value put into the requester's memory */
 #define UC_MODE_ALLREDUCE 7 /* allreduce (allreduce/allreduce.h): sum by recursive doubling between the NICs */
 #define UC_MODE_BARRIER 8   /* barrier: an allreduce of one int32 per host */
+#define UC_MODE_RAID_WRITE 11 /* raid: a client's write to a data node (raid/raid.h) */
+#define UC_MODE_RAID_DELTA 12 /* raid: a delta to the parity node (the host baseline's; the NICs send RMA puts) */
+#define UC_MODE_BC_STORE 5  /* broadcast: the completion handler forwards the whole message to the children */
+#define UC_MODE_BC_STREAM 6 /* broadcast: each payload handler forwards its packet to the children */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1

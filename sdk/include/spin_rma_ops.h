@@ -162,8 +162,13 @@ static inline void rma_ops_issue(volatile rma_txn_t *e)
 {
     int32_t my = spin_my_rank();
     const spin_node_t *me = my < 0 ? NULL : spin_node((uint32_t)my), *dst = spin_node(e->rank);
-    uint32_t op = e->op, width = rma_op_width(op), n = e->packets, which;
-    uint8_t *buf = rma_ops_buf_take(&which), *payload = buf + RMA_L2_HDRS + RMA_HDR_LEN;
+    uint32_t op = e->op, width = rma_op_width(op), n = e->packets, which = 0;
+    /* A request without data (a get, an atomic) is built on the HPU's
+     * stack, in its L1 scratchpad: single-cycle stores instead of the L2
+     * pool's ~25-cycle ones, on the path every remote read waits for. */
+    uint8_t small[RMA_L2_HDRS + RMA_HDR_LEN + 16] __attribute__((aligned(8)));
+    uint8_t *buf = op == RMA_OP_WRITE ? rma_ops_buf_take(&which) : small;
+    uint8_t *payload = buf + RMA_L2_HDRS + RMA_HDR_LEN;
     for (uint32_t k = 0; k < n; k++) {
         uint32_t off = k * RMA_MAX_PAYLOAD, len = width ? width : e->length - off, plen = 0;
         if (len > RMA_MAX_PAYLOAD)
@@ -190,7 +195,8 @@ static inline void rma_ops_issue(volatile rma_txn_t *e)
         if (!ok && !(amo_or((volatile uint32_t *)&e->answered, 1u << k) & (1u << k)))
             rma_ops_answered(e, RMA_STATUS_FAILED);
     }
-    rma_ops_buf_give(which);
+    if (which)
+        rma_ops_buf_give(which);
 }
 
 /* Take a handler entry (FREE) for a new op; fills it, IN_FLIGHT. */

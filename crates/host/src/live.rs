@@ -300,6 +300,10 @@ impl Nic {
             live.port.flush().map_err(net)?;
         }
         self.collect();
+        // A handler waiting on an op to a failed node gets PEER_FAILED even
+        // when no host program posts on this NIC (rma_completions is then
+        // never called).
+        self.rma_fail_handler_ops_now();
         // A busy-polling step that found nothing to do gives its CPU to
         // whatever else is runnable there (another node's NIC, the host
         // program): with more pollers than cores, a NIC that just woke for

@@ -534,6 +534,34 @@ impl Nic {
             .unwrap_or_default()
     }
 
+    /// Mark the handlers' operations in flight to a destination the
+    /// transport declared failed DONE with [`STATUS_PEER_FAILED`], on the
+    /// ECTX behind the transport, whether or not the host posted anything
+    /// there ([`Nic::rma_completions`] does it only for the ECTX it is
+    /// given). The live loop calls it after every step; an embedding that
+    /// runs the engine itself calls it (or `rma_completions`) as it goes.
+    pub fn rma_fail_handler_ops_now(&mut self) {
+        if self.engine.rma_failed().is_empty() {
+            return;
+        }
+        let Some(id) = self.engine.rma_ectx() else {
+            return;
+        };
+        let Some(table) = self
+            .ectxs
+            .values()
+            .find(|x| x.id == id)
+            .and_then(|x| x.rma_txns)
+        else {
+            return;
+        };
+        let failed = self.rma_failed_ranks();
+        let bytes = self
+            .nic_read(table, txn::TXNS * txn::ENTRY_LEN)
+            .unwrap_or_default();
+        self.rma_fail_handler_ops(table, &bytes, &failed);
+    }
+
     /// Handlers' operations to a destination the transport declared failed
     /// complete with [`STATUS_PEER_FAILED`] too: the host marks their
     /// entries (the handlers cannot see the transport), so a handler

@@ -150,6 +150,10 @@ struct Cluster {
     msg: u32,
     /// Every completion, by node.
     done: Vec<BTreeMap<RmaHandle, RmaCompletion>>,
+    /// The host takes completions as the NICs run (`rma_completions`);
+    /// false: it only calls `rma_fail_handler_ops_now`, as the live loop
+    /// of a NIC with no host program does.
+    polls: bool,
 }
 
 impl Cluster {
@@ -168,6 +172,7 @@ impl Cluster {
             dead: vec![false; nodes],
             msg: 0,
             done: vec![BTreeMap::new(); nodes],
+            polls: true,
         }
     }
 
@@ -241,6 +246,10 @@ impl Cluster {
                         Event::HandlerError(e) => panic!("node {k}: handler error: {e:?}"),
                         _ => {}
                     }
+                }
+                if !self.polls {
+                    self.n[k].nic.rma_fail_handler_ops_now();
+                    continue;
                 }
                 let e = self.n[k].e;
                 for c in self.n[k].nic.rma_completions(e) {
@@ -892,6 +901,18 @@ fn handlers_put_from_device_and_from_host_and_run_atomics() {
     let r = c.command(command(2, 1, 9, 0, 256, 100, 0), 256, 4, 2_000_000 * US);
     assert_eq!(r[0], Status::BadKey as u64);
     assert_eq!(c.host(1), snapshot);
+}
+
+#[test]
+fn a_handlers_op_to_a_failed_node_ends_with_peer_failed_with_no_host_program() {
+    // Nobody takes completions (no host program posts on node 0): the
+    // waiting handler still learns of the failure, not from its watchdog.
+    let mut c = Cluster::with_chaser(2, None, true);
+    c.polls = false;
+    c.dead[1] = true;
+    let limit = tcfg(0).failure_bound_ps() + 50_000 * US;
+    let r = c.command(command(2, 1, KEY, 0, 0, 100, 0x41), 0, 4, limit);
+    assert_eq!(r[0], u64::from(STATUS_PEER_FAILED), "status");
 }
 
 /// A response for node 0 as rank `src` would send it, on a port past the
