@@ -247,20 +247,41 @@ def fmt(v, nd=0):
     return f"{v:,.{nd}f}" if nd == 0 else f"{v:.{nd}f}"
 
 
+def size_label(b):
+    return f"{b >> 20} MiB" if b >= 1 << 20 and b % (1 << 20) == 0 else \
+        f"{b >> 10} KiB" if b >= 1024 and b % 1024 == 0 else f"{b} B"
+
+
 def tables(summary):
-    """Markdown, one table per use case (docs/usecases.md quotes them)."""
+    """Markdown (docs/usecases.md quotes them): per use case, latency
+    offload / host in µs and the ratio, a row per (mode, nodes), a column
+    per size (with the NIC-time share where a run reports one); then the
+    goodput at each row's largest size."""
     lines = []
     for uc in sorted({s["usecase"] for s in summary}):
-        lines += [f"\n**{uc}**\n",
-                  "| mode | nodes | size (B) | offload µs | baseline µs | offload / baseline | "
-                  "offload Gbit/s | baseline Gbit/s | NIC-time share |",
-                  "|---|---|---|---|---|---|---|---|---|"]
-        for s in summary:
-            if s["usecase"] == uc:
-                lines.append(f"| {s['mode']} | {s['nodes']} | {s['size']} | {fmt(s['offload_latency_us'])} | "
-                             f"{fmt(s['baseline_latency_us'])} | {fmt(s['ratio'], 2)} | "
-                             f"{fmt(s['offload_goodput_gbps'], 4)} | {fmt(s['baseline_goodput_gbps'], 4)} | "
-                             f"{fmt(s[SHARE_KEY], 2)} |")
+        rows = series(summary, uc)
+        sizes = sorted({p["size"] for _, pts in rows for p in pts})
+        lines += [f"\n| {uc}: latency µs, offload / host (ratio) | " + " | ".join(map(size_label, sizes)) + " |",
+                  "|---" * (len(sizes) + 1) + "|"]
+        for label, pts in rows:
+            by = {p["size"]: p for p in pts}
+            cells = []
+            for z in sizes:
+                p = by.get(z)
+                if p is None:
+                    cells.append("")
+                    continue
+                c = f"{fmt(p['offload_latency_us'])} / {fmt(p['baseline_latency_us'])} ({fmt(p['ratio'], 2)})"
+                if p[SHARE_KEY] is not None:
+                    c += f", NIC {p[SHARE_KEY]:.0%}"
+                cells.append(c)
+            lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    lines += ["\n| goodput Gbit/s at the largest size | size | offload | host |", "|---|---|---|---|"]
+    for uc in sorted({s["usecase"] for s in summary}):
+        for label, pts in series(summary, uc):
+            p = pts[-1]
+            lines.append(f"| {uc} {label} | {size_label(p['size'])} | {fmt(p['offload_goodput_gbps'], 4)} | "
+                         f"{fmt(p['baseline_goodput_gbps'], 4)} |")
     return "\n".join(lines)
 
 
@@ -396,7 +417,10 @@ def self_test():
     assert by[("allreduce", "barrier", 4)]["ratio"] == 1
     assert len(summ) == 6
     t = tables(summ)
-    assert "| device | 4 | 8 | 200 | 20 | 10.00 |" in t and "**allreduce**" in t, t
+    assert "| device, 4 nodes | 200 / 20 (10.00) | 400 / 20 (20.00) |" in t, t
+    assert "| stream, 4 nodes | 200 / 20 (10.00), NIC 20% | 200 / 20 (10.00) |" in t, t
+    assert "| allreduce: latency µs, offload / host (ratio) | 4 B | 1 KiB |" in t, t
+    assert "| pingpong stream, 4 nodes | 1 KiB | 0.0410 | 0.4096 |" in t, t
 
     # Each kind of breakage is named; a broken point is left out of the medians.
     cases = [
@@ -466,7 +490,7 @@ def main():
     ap.add_argument("--timeout", type=int, default=RUN_TIMEOUT_S, help=f"seconds per run (default {RUN_TIMEOUT_S})")
     ap.add_argument("--out", help="results file (default bench/results/usecases-<UTC time>.json; "
                                   "with --check target/bench-usecases/check.json)")
-    ap.add_argument("--plot", metavar="FILE", help="only redraw the plots from this results file")
+    ap.add_argument("--plot", metavar="FILE", help="only redraw the plots (and print the tables) from this results file")
     ap.add_argument("--self-test", action="store_true", help="test the summary and checks on made-up runs (no root)")
     args = ap.parse_args()
     if args.self_test:
@@ -474,7 +498,9 @@ def main():
         return
     if args.plot:
         with open(args.plot) as f:
-            plot(json.load(f), PLOT_LAT, PLOT_RATIO)
+            res = json.load(f)
+        plot(res, PLOT_LAT, PLOT_RATIO)
+        print(tables(res["summary"]))
         return
     names = discover()
     if args.only:
