@@ -237,7 +237,10 @@ def summarise(runs):
         out.append({"usecase": uc, "nodes": nodes, "mode": mode, "size": size, "rounds": len(a["off"]),
                     "offload_latency_us": median(a["off"]), "baseline_latency_us": median(a["base"]),
                     "offload_goodput_gbps": median(a["off_g"]), "baseline_goodput_gbps": median(a["base_g"]),
-                    "ratio": median(a["ratio"]), SHARE_KEY: median(a["share"])})
+                    "ratio": median(a["ratio"]), SHARE_KEY: median(a["share"]),
+                    # The rounds' spread: how far one round's ratio is from another's.
+                    "ratio_min": min((r for r in a["ratio"] if r is not None), default=None),
+                    "ratio_max": max((r for r in a["ratio"] if r is not None), default=None)})
     return out
 
 
@@ -280,6 +283,8 @@ def tables(summary):
     for uc in sorted({s["usecase"] for s in summary}):
         for label, pts in series(summary, uc):
             p = pts[-1]
+            if not p["offload_goodput_gbps"] and not p["baseline_goodput_gbps"]:
+                continue  # the barrier: no payload
             lines.append(f"| {uc} {label} | {size_label(p['size'])} | {fmt(p['offload_goodput_gbps'], 4)} | "
                          f"{fmt(p['baseline_goodput_gbps'], 4)} |")
     return "\n".join(lines)
@@ -321,9 +326,11 @@ def plot(res, lat_path, ratio_path):
                     if base:
                         ax.plot(*zip(*base), "s--", ms=4, color=f"C{k}", mfc="none", label=f"{label}: host")
                 else:
-                    r = [(x, p["ratio"]) for x, p in zip(xs, pts) if p["ratio"]]
+                    r = [(x, p["ratio"], p["ratio"] - p["ratio_min"], p["ratio_max"] - p["ratio"])
+                         for x, p in zip(xs, pts) if p["ratio"]]
                     if r:
-                        ax.plot(*zip(*r), "o-", ms=4, color=f"C{k}", label=label)
+                        x, y, lo, hi = zip(*r)
+                        ax.errorbar(x, y, yerr=[lo, hi], fmt="o-", ms=4, capsize=2, color=f"C{k}", label=label)
             if what == "ratio":
                 ax.axhline(1, color="gray", lw=1, ls=":")
             ax.set_xscale("log", base=2)
@@ -336,7 +343,8 @@ def plot(res, lat_path, ratio_path):
         for j in range(len(ucs), rows * cols):
             axes[j // cols][j % cols].axis("off")
         title = ("sPIN use cases on a softspin cluster: offload (solid) against the host CPU (dashed)"
-                 if what == "latency" else "offload / host-CPU baseline latency (below 1: the NICs win)")
+                 if what == "latency" else
+                 "offload / host-CPU baseline latency, median and the rounds' range (below 1: the NICs win)")
         fig.suptitle(f"{title}\n{note}", fontsize=9)
         fig.tight_layout()
         os.makedirs(os.path.dirname(path), exist_ok=True)
@@ -381,8 +389,9 @@ def self_test():
         names = discover(d)
     assert names == ["pingpong", "zeta"], names
     full = plan(names + ["broadcast", "raid"])
-    assert [(r["usecase"], r["nodes"]) for r in full] == [("pingpong", 4), ("pingpong", 4), ("zeta", 4), ("broadcast", 2),
-                                                          ("broadcast", 4), ("broadcast", 8), ("raid", 5)], full
+    assert [(r["usecase"], r["nodes"]) for r in full] == [("pingpong", 4), ("pingpong", 4), ("zeta", 4),
+                                                          ("broadcast", 2), ("broadcast", 4), ("broadcast", 8),
+                                                          ("raid", 5)], full
     assert full[2]["modes"] is None and full[2]["sizes"] == DEFAULT["sizes"]
     assert "--mode" not in command(full[2], "x", 3) and "--mode" in command(full[0], "x", 3)
     # pingpong: device mode (one packet) on its own run, with its own sizes.
@@ -402,7 +411,9 @@ def self_test():
                           [point("device", 8, a, b), point("device", 1024, a * 2, b),
                            point("stream", 8, a, b, nic_time_share=0.1 * (k + 1)), point("stream", 1024, a, b)]))
         rounds.append(run("allreduce", 4, ["double", "barrier"], [1024], k + 1,
-                          [point("double", 1024, a, b), point("barrier", 4, b, b)], nic_time_share=0.5))
+                          [point("double", 1024, a, b),
+                           point("barrier", 4, b, b, offload_goodput_gbps=0.0, baseline_goodput_gbps=0.0)],
+                          nic_time_share=0.5))
     for r in rounds:
         assert problems_of(r) == [], problems_of(r)
     summ = summarise(rounds)
@@ -411,6 +422,7 @@ def self_test():
     # Medians of 100,300,200 and 10,20,40; the ratio is the median of 10, 15, 5 (not 200 / 20).
     assert (dev8["offload_latency_us"], dev8["baseline_latency_us"], dev8["ratio"], dev8["rounds"]) == (
         200, 20, 10, 3), dev8
+    assert (dev8["ratio_min"], dev8["ratio_max"]) == (5, 15), dev8
     assert by[("pingpong", "device", 1024)]["ratio"] == 20
     assert dev8[SHARE_KEY] is None and by[("pingpong", "stream", 8)][SHARE_KEY] == 0.2
     assert by[("allreduce", "double", 1024)][SHARE_KEY] == 0.5  # from the top of the run's JSON
@@ -421,6 +433,7 @@ def self_test():
     assert "| stream, 4 nodes | 200 / 20 (10.00), NIC 20% | 200 / 20 (10.00) |" in t, t
     assert "| allreduce: latency µs, offload / host (ratio) | 4 B | 1 KiB |" in t, t
     assert "| pingpong stream, 4 nodes | 1 KiB | 0.0410 | 0.4096 |" in t, t
+    assert "| allreduce barrier" not in t.split("goodput")[1], t  # no payload, no goodput row
 
     # Each kind of breakage is named; a broken point is left out of the medians.
     cases = [
@@ -490,7 +503,8 @@ def main():
     ap.add_argument("--timeout", type=int, default=RUN_TIMEOUT_S, help=f"seconds per run (default {RUN_TIMEOUT_S})")
     ap.add_argument("--out", help="results file (default bench/results/usecases-<UTC time>.json; "
                                   "with --check target/bench-usecases/check.json)")
-    ap.add_argument("--plot", metavar="FILE", help="only redraw the plots (and print the tables) from this results file")
+    ap.add_argument("--plot", metavar="FILE",
+                    help="only redraw the plots (and print the tables) from this results file")
     ap.add_argument("--self-test", action="store_true", help="test the summary and checks on made-up runs (no root)")
     args = ap.parse_args()
     if args.self_test:
