@@ -239,8 +239,8 @@ def summarise(runs):
                     "offload_goodput_gbps": median(a["off_g"]), "baseline_goodput_gbps": median(a["base_g"]),
                     "ratio": median(a["ratio"]), SHARE_KEY: median(a["share"]),
                     # The rounds' spread: how far one round's ratio is from another's.
-                    "ratio_min": min((r for r in a["ratio"] if r is not None), default=None),
-                    "ratio_max": max((r for r in a["ratio"] if r is not None), default=None)})
+                    "ratio_min": median([min((r for r in a["ratio"] if r is not None), default=None)]),
+                    "ratio_max": median([max((r for r in a["ratio"] if r is not None), default=None)])})
     return out
 
 
@@ -326,7 +326,7 @@ def plot(res, lat_path, ratio_path):
                     if base:
                         ax.plot(*zip(*base), "s--", ms=4, color=f"C{k}", mfc="none", label=f"{label}: host")
                 else:
-                    r = [(x, p["ratio"], p["ratio"] - p["ratio_min"], p["ratio_max"] - p["ratio"])
+                    r = [(x, p["ratio"], max(0, p["ratio"] - p["ratio_min"]), max(0, p["ratio_max"] - p["ratio"]))
                          for x, p in zip(xs, pts) if p["ratio"]]
                     if r:
                         x, y, lo, hi = zip(*r)
@@ -478,8 +478,11 @@ def self_test():
         import matplotlib  # noqa: F401
     except ImportError:
         return "plan, checks, medians and summary ok (no matplotlib: plots not tried)"
+    # One round: ratio, its minimum and maximum the same (rounded alike: no negative error bar).
+    one = summarise([run("accumulate", 4, ["nic"], [8], 1, [point("nic", 8, 100, 3)])])
+    assert one[0]["ratio"] == one[0]["ratio_min"] == one[0]["ratio_max"] == 33.3333, one
     with tempfile.TemporaryDirectory() as d:
-        res = {"summary": summ, "machine": {"cpus": 2, "loadavg_1_5_15_before": [1.0, 1.0, 1.0]},
+        res = {"summary": summ + one, "machine": {"cpus": 2, "loadavg_1_5_15_before": [1.0, 1.0, 1.0]},
                "config": {"rounds": 3}}
         plot(res, os.path.join(d, "l.png"), os.path.join(d, "r.png"))
         assert os.path.getsize(os.path.join(d, "l.png")) > 0 and os.path.getsize(os.path.join(d, "r.png")) > 0
