@@ -29,7 +29,8 @@ error, and the script exits 1 after writing the results.
 --check (CI, scripts/test.sh): one round, one small point per use case
 present on 2 or 4 nodes (more only where the use case needs them: raid),
 asserting consistency, not speed: verified, exit status 0, the JSON keys
-and the points asked for present. Without root it prints SKIPPED and
+and the points asked for present; and the first use case run again with
+--sabotage must be caught (verified false, exit nonzero). Without root it prints SKIPPED and
 exits 0. --self-test (no root): the medians, ratios, summary and checks
 on made-up run outputs, consistent and broken.
 """
@@ -108,20 +109,22 @@ def plan(names, mode="full"):
     return runs
 
 
-def command(r, prefix, run_rounds, cluster_dir=CLUSTER):
+def command(r, prefix, run_rounds, cluster_dir=CLUSTER, sabotage=False):
     cmd = [os.path.join(cluster_dir, r["usecase"], "run"), "--json", "--nodes", str(r["nodes"]),
            "--size", ",".join(map(str, r["sizes"])), "--rounds", str(run_rounds),
            "--prefix", prefix + r["usecase"][:2]]
     if r["modes"]:
         cmd += ["--mode", ",".join(r["modes"])]
+    if sabotage:
+        cmd.append("--sabotage")  # the run perturbs its reference: verified must come out false
     return cmd
 
 
-def execute(r, prefix, run_rounds, timeout, cluster_dir=CLUSTER):
+def execute(r, prefix, run_rounds, timeout, cluster_dir=CLUSTER, sabotage=False):
     """One run: its exit status, JSON (None if it printed none), stderr's
     tail and wall time. A run past `timeout` gets SIGTERM (it removes its
     cluster), then its process group SIGKILL."""
-    cmd = command(r, prefix, run_rounds, cluster_dir)
+    cmd = command(r, prefix, run_rounds, cluster_dir, sabotage)
     t0 = time.monotonic()
     p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     timed_out = False
@@ -199,6 +202,14 @@ def problems_of(rec):
     if res.get("nodes") not in (None, rec["nodes"]):
         out.append(f"{where}: ran on {res['nodes']} nodes, asked for {rec['nodes']}")
     return out
+
+
+def sabotage_problems(rec):
+    """--check runs one use case with --sabotage: the check must see it fail."""
+    got = problems_of(rec)
+    if any("verified is False" in g for g in got) and rec["rc"] != 0:
+        return []
+    return [f"{rec['usecase']} --sabotage went unnoticed (exit {rec['rc']}; {got or 'no problem found'})"]
 
 
 def median(xs):
@@ -470,6 +481,8 @@ def self_test():
     assert ex["bad"]["rc"] == 1 and any("verified is False" in g for g in problems_of(ex["bad"])), ex["bad"]
     assert any("without a JSON object: oops" in g for g in problems_of(ex["nojson"])), ex["nojson"]
     assert ex["hang"]["timed_out"] == 1 and ex["hang"]["rc"] != 0, ex["hang"]
+    assert sabotage_problems(ex["bad"]) == [] and sabotage_problems(ex["good"]), ex
+    assert "--sabotage" in command(full[0], "x", 1, sabotage=True) and "--sabotage" not in command(full[0], "x", 1)
 
     bad = copy.deepcopy(rounds)
     bad[0]["result"]["points"][0].update(verified=False, offload_latency_us=1e9)
@@ -550,13 +563,20 @@ def main():
             print(f"round {rnd}/{args.rounds}: {r['usecase']} on {r['nodes']} nodes: "
                   f"{'ok' if not rec['problems'] else 'FAILED'} ({rec['seconds']} s)", flush=True)
     problems = [p for rec in records for p in rec["problems"]]
+    sabotage = None
+    if args.check and runs_of_round:
+        sabotage = {**execute(runs_of_round[0], args.prefix, args.run_rounds, args.timeout, sabotage=True),
+                    "round": "sabotage"}
+        problems += sabotage_problems(sabotage)
+        print(f"sabotaged: {sabotage['usecase']} on {sabotage['nodes']} nodes: "
+              f"{'caught' if not sabotage_problems(sabotage) else 'NOT caught'} ({sabotage['seconds']} s)")
     # Other work on the machine shows in the numbers: say how much there was.
     res = {"machine": {**machine(), "loadavg_1_5_15_before": load_before, "loadavg_1_5_15_after": os.getloadavg()},
            "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
            "seconds": round(time.monotonic() - t0, 1),
            "config": {"rounds": args.rounds, "run_rounds": args.run_rounds, "check": args.check,
                       "quick": args.quick, "usecases": names, "plan": runs_of_round},
-           "summary": summarise(records), "problems": problems, "runs": records}
+           "summary": summarise(records), "problems": problems, "runs": records, "sabotage": sabotage}
     out = args.out or (os.path.join(OUT, "check.json") if args.check else
                        os.path.join(RESULTS, time.strftime("usecases-%Y%m%dT%H%MZ.json", time.gmtime())))
     os.makedirs(os.path.dirname(out), exist_ok=True)
@@ -578,7 +598,8 @@ def main():
         print("FAILED:\n  " + "\n  ".join(problems), file=sys.stderr)
         sys.exit(1)
     if args.check:
-        print("use-case benchmark check: consistent (every run verified, exit 0, its JSON keys and points there)")
+        print("use-case benchmark check: consistent (every run verified, exit 0, its JSON keys and points there; "
+              "a sabotaged run caught)")
 
 
 if __name__ == "__main__":
