@@ -70,7 +70,7 @@ logged "cargo test live jit" cargo test --release -p softspin-cli --features jit
 echo "== the cluster benchmark's results are consistent (bench/cluster_bench.py --self-test, and --check as root)"
 .venv/bin/python bench/cluster_bench.py --self-test
 logged "cluster_bench.py --check" .venv/bin/python bench/cluster_bench.py --check --no-build
-echo "== the use-case benchmark's results are consistent (bench/usecases_bench.py --self-test, and --check as root: ~25 s)"
+echo "== the use-case benchmark's results are consistent (bench/usecases_bench.py --self-test, and --check as root: ~20 s)"
 .venv/bin/python bench/usecases_bench.py --self-test
 logged "usecases_bench.py --check" .venv/bin/python bench/usecases_bench.py --check
 
