@@ -21,18 +21,19 @@ Writes bench/results/usecases-<UTC time>.json (the machine, the load
 average before and after, every run's JSON and exit status) and the plots
 docs/img/usecases_latency.png and docs/img/usecases_ratio.png, which
 docs/usecases.md "Benchmarks" quotes; --plot FILE redraws them from a
-results file. A run that exits nonzero, prints no JSON, or reports
+results file and prints its tables. A run that exits nonzero, prints no JSON, or reports
 verified false (or lacks a key or a point asked for) is recorded with its
 error, and the script exits 1 after writing the results.
 
 --quick: one round, each use case's smallest size and node count.
---check (CI, scripts/test.sh): one round, one small point per use case
-present on 2 or 4 nodes (more only where the use case needs them: raid),
+--check (CI, scripts/test.sh; ~20 s): one round, one small point per use
+case present, on 2 nodes (more only where the use case needs them: raid),
 asserting consistency, not speed: verified, exit status 0, the JSON keys
 and the points asked for present; and the first use case run again with
---sabotage must be caught (verified false, exit nonzero). Without root it prints SKIPPED and
-exits 0. --self-test (no root): the medians, ratios, summary and checks
-on made-up run outputs, consistent and broken.
+--sabotage must be caught (verified false, exit nonzero). Without root it
+prints SKIPPED and exits 0. --self-test (no root): the plan, medians,
+ratios, summary and checks on made-up run outputs, consistent and broken,
+and on stand-in run scripts (failing, silent, hanging).
 """
 import argparse
 import json
