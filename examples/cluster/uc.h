@@ -25,20 +25,20 @@
  * from 0 in arrival order on the same ECTX, and the two must not meet. */
 #define UC_MSG_BIT 0x80000000u
 
-#define UC_MODE_DEVICE 1 /* ping-pong: the header handler puts the pong from device */
-#define UC_MODE_HOST 2   /* ping-pong: the completion handler puts it from host memory */
-#define UC_MODE_STREAM 3 /* ping-pong: each payload handler sends its packet back */
-#define UC_MODE_ACC 4    /* accumulate: payload handlers multiply into host memory */
-#define UC_MODE_EAGER 9  /* matching: a small message, its data in the packet (matching/matching.h) */
-#define UC_MODE_RNDV 10  /* matching: a large message's request to send; the receiver's NIC gets the data */
-#define UC_MODE_KV_PUT 13 /* key-value store: insert or overwrite (kvstore/kvstore.h) */
-#define UC_MODE_KV_GET 14 /* key-value store: look up, the value put into the requester's memory */
-#define UC_MODE_ALLREDUCE 7 /* allreduce (allreduce/allreduce.h): sum by recursive doubling between the NICs */
-#define UC_MODE_BARRIER 8   /* barrier: an allreduce of one int32 per host */
+#define UC_MODE_DEVICE 1      /* ping-pong: the header handler puts the pong from device */
+#define UC_MODE_HOST 2        /* ping-pong: the completion handler puts it from host memory */
+#define UC_MODE_STREAM 3      /* ping-pong: each payload handler sends its packet back */
+#define UC_MODE_ACC 4         /* accumulate: payload handlers multiply into host memory */
+#define UC_MODE_BC_STORE 5    /* broadcast: the completion handler forwards the whole message to the children */
+#define UC_MODE_BC_STREAM 6   /* broadcast: each payload handler forwards its packet to the children */
+#define UC_MODE_ALLREDUCE 7   /* allreduce (allreduce/allreduce.h): sum by recursive doubling between the NICs */
+#define UC_MODE_BARRIER 8     /* barrier: an allreduce of one int32 per host */
+#define UC_MODE_EAGER 9       /* matching: a small message, its data in the packet (matching/matching.h) */
+#define UC_MODE_RNDV 10       /* matching: a large message's request to send; the receiver's NIC gets the data */
 #define UC_MODE_RAID_WRITE 11 /* raid: a client's write to a data node (raid/raid.h) */
 #define UC_MODE_RAID_DELTA 12 /* raid: a delta to the parity node (the host baseline's; the NICs send RMA puts) */
-#define UC_MODE_BC_STORE 5  /* broadcast: the completion handler forwards the whole message to the children */
-#define UC_MODE_BC_STREAM 6 /* broadcast: each payload handler forwards its packet to the children */
+#define UC_MODE_KV_PUT 13     /* key-value store: insert or overwrite (kvstore/kvstore.h) */
+#define UC_MODE_KV_GET 14     /* key-value store: look up, the value put into the requester's memory */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1

@@ -253,7 +253,7 @@ fn nic_chase(
     while verified < a.count {
         let hops = u64::from(a.hops).min(a.count - verified);
         let mem = c.window_mem(ectx)?;
-        mem[res..res + 24].fill(0xff); // hops u64::MAX: not yet done
+        mem[res..res + 24].fill(0xff); // the marker: not done yet
         let mut cmd = Vec::with_capacity(40);
         for w in [CHASE_MAGIC, CHASE_OP_CHASE, u32::from(n.to), n.key] {
             cmd.extend(w.to_le_bytes());
@@ -267,10 +267,11 @@ fn nic_chase(
             .context("sending the chase command")?;
         let (last, done, status) = loop {
             let m = c.window_mem(ectx)?;
-            if le64(&m[res + 8..]) != u64::MAX {
-                // The handler writes the three words with one DMA: read them together.
-                std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-                break (le64(&m[res..]), le64(&m[res + 8..]), le64(&m[res + 16..]));
+            // One DMA writes the three words, in no promised order: done
+            // when none holds the marker any more (none of them can).
+            let w = (le64(&m[res..]), le64(&m[res + 8..]), le64(&m[res + 16..]));
+            if w.0 != u64::MAX && w.1 != u64::MAX && w.2 != u64::MAX {
+                break w;
             }
             if t.elapsed() > deadline {
                 bail!(

@@ -160,6 +160,20 @@ fn check_against_ip(c: &Cluster, t: &NodeTable) {
             addr.contains(&format!("inet {}/24 ", n.ipv4)),
             "{ns}: {addr}"
         );
+        // The bridge has the node's MAC as a static entry on its port (no
+        // flooding of its unicast frames to the other nodes).
+        let br = format!("{}br", c.prefix);
+        let o = Command::new("bridge")
+            .args(["-n", &br, "fdb", "show", "br", &br])
+            .output()
+            .unwrap();
+        let fdb = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            fdb.lines()
+                .any(|l| l.starts_with(&format!("{} dev ", n.mac)) && l.contains("static")),
+            "{br}: no static entry for {}: {fdb}",
+            n.mac
+        );
         // Only lo and the node's interface: the root namespace's are elsewhere.
         let o = Command::new("ip")
             .args(["-n", ns, "-o", "link"])

@@ -293,6 +293,13 @@ fn a_host_program_shares_memory_with_its_nic() {
     assert_eq!(s["wire"]["tx_frames"], 7, "{s}");
     assert_eq!(s["dma_to_host_bytes"], 700, "{s}");
     assert_eq!(s["ectxs"][e.name.as_str()]["packets"], 7, "{s}");
+    // The handlers' time in the model: some, and no more than every HPU
+    // busy since the NIC started.
+    let busy = s["hpu_busy_ns"].as_f64().unwrap();
+    assert!(
+        busy > 0.0 && busy <= 64.0 * s["now_ns"].as_f64().unwrap(),
+        "{s}"
+    );
 
     // Withdrawn: the key is refused from then on.
     c.unexport_window(e.ectx, 7).unwrap();

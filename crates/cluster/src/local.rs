@@ -344,6 +344,18 @@ fn make(plan: &Plan) -> Result<NodeTable> {
         } else {
             ip(&["-n", &br, "link", "set", &peer, "master", &br])?;
         }
+        // The bridge knows where each node is from the start, as a switch
+        // with static entries: it never floods a unicast frame for a node
+        // that has not sent yet to every port, where the other nodes' NICs
+        // (which match on headers, as FPsPIN's matching engine, not on the
+        // MAC) would take it as theirs.
+        let port = if plan.lossy.is_some() {
+            n.port_if(k)
+        } else {
+            peer.clone()
+        };
+        let fdb = ["-n", &br, "fdb", "add", &mac.to_string(), "dev", &port];
+        run(Command::new("bridge").args(fdb).args(["master", "static"]))?;
         ip(&["-n", &br, "link", "set", &peer, "up"])?;
         ip(&["-n", &ns, "link", "set", &ifc, "up"])?;
         nodes.push(Node {

@@ -658,6 +658,8 @@ impl ControlServer {
             "dma_to_host_bytes": r.dma_to_host_bytes,
             "dma_from_host_bytes": r.dma_from_host_bytes,
             "latency_ns": r.latency_ns,
+            // The model's handler time so far, over all HPUs.
+            "hpu_busy_ns": nic.hpu_busy_ps() as f64 / 1e3,
             "ectxs": ectxs,
             "control": {
                 "clients": self.conns.len(),
