@@ -132,6 +132,19 @@ class Cluster:
         with open(run_dir() / f"cluster-{self.prefix}" / "nodes.toml", "rb") as f:
             return sorted(tomllib.load(f)["node"], key=lambda n: n["rank"])
 
+    def hpu_busy_ns(self) -> float:
+        """The model's handler time so far, over every HPU of every node
+        (the NICs' status, `hpu_busy_ns`)."""
+        import softspin
+        total = 0.0
+        for k in range(self.nodes):
+            c = softspin.NicClient(str(control_path(self.prefix, k)))
+            try:
+                total += float(c.status()["hpu_busy_ns"])
+            finally:
+                c.close()
+        return total
+
     def worker(self, rank: int, role: str, args: dict, background: bool = False):
         """Run `role` (find_worker: ROLE or NAME/ROLE) in node `rank`'s namespace;
         its JSON result, or the process when `background`."""
@@ -210,6 +223,15 @@ def parse_common(ap: argparse.ArgumentParser) -> argparse.Namespace:
     return a
 
 
+def nic_time_share(busy_ns: float, lat_ns: list[int]) -> float | None:
+    """The NIC-time share of an offload: the handler time the NICs' model
+    counted over its rounds (all HPUs of all nodes) over the rounds' summed
+    wall-clock latency. Below 1, the rest of the time went to the software
+    datapath, the host side and waiting; above 1, handlers ran in parallel."""
+    total = sum(lat_ns)
+    return round(busy_ns / total, 4) if total else None
+
+
 def median_us(ns: list[int]) -> float | None:
     return round(statistics.median(ns) / 1000, 2) if ns else None
 
@@ -249,7 +271,7 @@ def report(a: argparse.Namespace, points: list[dict], verified: bool, extra: dic
     return 0 if verified else 1
 
 
-def point(mode: str, size: int, off: list[dict], base: list[dict]) -> dict:
+def point(mode: str, size: int, off: list[dict], base: list[dict], busy_ns: float | None = None) -> dict:
     """One (mode, size): the pairs' workers' results merged."""
     off_ns = [x for r in off for x in r["lat_ns"]]
     base_ns = [x for r in base for x in r["lat_ns"]]
@@ -263,6 +285,7 @@ def point(mode: str, size: int, off: list[dict], base: list[dict]) -> dict:
                             "retries": r["retries"], "errors": r["errors"][:3]} for r in base],
         "offload_latency_us": ol, "baseline_latency_us": bl,
         "offload_goodput_gbps": gbps(size, ol), "baseline_goodput_gbps": gbps(size, bl),
+        "nic_time_share": None if busy_ns is None else nic_time_share(busy_ns, off_ns),
     }
 
 
@@ -427,7 +450,7 @@ def main(name: str, a: argparse.Namespace, handlers: tuple[str, str, str],
             tmp = Path(cl.tmp.name)
             for mode in a.modes:
                 for size in a.sizes:
-                    off, base = [], []
+                    off, base, busy = [], [], 0.0
                     for i in range(a.nodes):
                         j = (i + 1) % a.nodes
                         args = {"from": i, "to": j, "ip": nodes[j]["ipv4"], "mode": mode, "size": size,
@@ -436,13 +459,15 @@ def main(name: str, a: argparse.Namespace, handlers: tuple[str, str, str],
                                 "dst_control": str(control_path(a.prefix, j)),
                                 "out": str(tmp / f"baseline-{j}.bin")}
                         seq += 1 << 16
+                        b0 = cl.hpu_busy_ns()
                         off.append(cl.worker(i, offload_role, {**args, "seq": seq}))
+                        busy += cl.hpu_busy_ns() - b0
                         if not a.no_baseline:
                             seq += 1 << 16
                             base.append(run_baseline(cl, server_role, baseline_role, j, i,
                                                      {"idle_s": 10.0, "messages": a.rounds * MAX_TRIES,
                                                       "out": args["out"]}, {**args, "seq": seq}))
-                    points.append(point(mode, size, off, base))
+                    points.append(point(mode, size, off, base, busy))
     except KeyboardInterrupt:
         print("interrupted; cluster removed", file=sys.stderr)
         return 130
