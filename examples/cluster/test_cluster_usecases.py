@@ -100,3 +100,16 @@ def test_hostile_traffic_leaves_the_nic_answering():
         # The burst met the cap on waiting handlers (refused, counted), not a stall.
         assert ctrs.get(common.UC["UC_CTR_BUSY"], 0) > 0, ctrs
     assert left_behind(prefix) == []
+
+
+def test_with_retries_gives_each_try_a_fresh_seq_and_counts_the_unanswered():
+    seqs = []
+
+    def answer_third(seq, tag):
+        seqs.append(seq)
+        return (tag, seq) if len(seqs) == 3 else None
+    assert common.with_retries(answer_third, 10, "x") == (("x", 13), 2, 13)
+    assert seqs == [11, 12, 13]
+    seqs.clear()
+    assert common.with_retries(lambda seq: seqs.append(seq), 0) == (None, common.MAX_TRIES, common.MAX_TRIES)
+    assert seqs == list(range(1, common.MAX_TRIES + 1))
