@@ -62,6 +62,7 @@
 
 #ifdef __riscv
 #include <spin_rma.h>
+#include <spin_rma_ops.h>
 
 typedef struct uc_pkt {
     uint32_t msg, flags, seq, total, offset, src, mode, len;
@@ -109,5 +110,28 @@ static inline int uc_wait_begin(volatile int32_t *waiters, uint32_t seq)
 }
 
 static inline void uc_wait_end(volatile int32_t *waiters) { amo_add(waiters, -1); }
+
+/* DMA between host memory and NIC memory (L1/L2), waited for; 1 if done. */
+static inline int uc_dma_read(uint64_t host, void *nic, uint32_t len)
+{
+    spin_cmd_t c;
+    return spin_dma_from_host(host, (uint32_t)nic, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
+}
+
+static inline int uc_dma_write(uint64_t host, const void *nic, uint32_t len)
+{
+    spin_cmd_t c;
+    return spin_dma_to_host(host, (uint32_t)nic, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
+}
+
+/* Wait for an op just issued (`issued`: what issuing it returned); its RMA
+ * status, FAILED if it was not issued or the wait failed. */
+static inline uint32_t uc_op_wait(int issued, spin_rma_t h)
+{
+    uint32_t status = RMA_STATUS_FAILED;
+    if (issued != SPIN_OK || spin_rma_wait(h, &status, 0) != SPIN_OK)
+        return RMA_STATUS_FAILED;
+    return status;
+}
 #endif
 #endif
