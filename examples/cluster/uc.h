@@ -133,5 +133,34 @@ static inline uint32_t uc_op_wait(int issued, spin_rma_t h)
         return RMA_STATUS_FAILED;
     return status;
 }
+#else
+#include <stdint.h>
+
+/* Host programs in C (client.c, host.c): big-endian stores, and the header
+ * above at p (the handlers read it with uc_parse, common.py with HDR). */
+static inline void uc_put16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void uc_put32(uint8_t *p, uint32_t v)
+{
+    uc_put16(p, v >> 16);
+    uc_put16(p + 2, v);
+}
+
+static inline void uc_put_hdr(uint8_t *p, uint32_t msg, uint32_t flags, uint32_t seq, uint32_t total, uint32_t offset,
+                              uint32_t src, uint32_t mode)
+{
+    uc_put16(p, UC_MAGIC);
+    uc_put32(p + 2, msg);
+    uc_put32(p + 6, flags);
+    uc_put32(p + 10, seq);
+    uc_put32(p + 14, total);
+    uc_put32(p + 18, offset);
+    uc_put16(p + 22, src);
+    uc_put16(p + 24, mode);
+}
 #endif
 #endif
