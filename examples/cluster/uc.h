@@ -133,6 +133,19 @@ static inline uint32_t uc_op_wait(int issued, spin_rma_t h)
         return RMA_STATUS_FAILED;
     return status;
 }
+
+/* Wait for k ops issued together (issued[i]: what issuing op i returned):
+ * `status` while they all end OK, else the first failure's status (the
+ * caller passes what it kept so far, so the first failure of all stays). */
+static inline uint32_t uc_op_wait_all(const int *issued, const spin_rma_t *h, uint32_t k, uint32_t status)
+{
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t s = uc_op_wait(issued[i], h[i]);
+        if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
+            status = s;
+    }
+    return status;
+}
 #else
 #include <stdint.h>
 

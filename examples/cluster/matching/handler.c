@@ -158,11 +158,7 @@ static void rendezvous(uint64_t base, const mt_get_t *g)
                 issued[k] = spin_rma_get(g->src, UC_KEY, g->soff + off, base + g->post.buf + off, len, &h[k]);
                 off += len;
             }
-            for (uint32_t i = 0; i < k; i++) {
-                uint32_t s = uc_op_wait(issued[i], h[i]);
-                if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
-                    status = s;
-            }
+            status = uc_op_wait_all(issued, h, k, status);
         }
         if (status != RMA_STATUS_OK)
             spin_push_counter(UC_MT_CTR_GET, status);

@@ -127,11 +127,7 @@ __handler__ void pingpong_th(handler_args_t *args)
             issued[k] = spin_rma_put_from_host(p.src, UC_KEY, UC_PONG + off, rx + off, len, &h[k]);
             off += len;
         }
-        for (uint32_t i = 0; i < k; i++) {
-            uint32_t s = uc_op_wait(issued[i], h[i]);
-            if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
-                status = s;
-        }
+        status = uc_op_wait_all(issued, h, k, status);
     }
     if (status == RMA_STATUS_OK)
         done(&p);

@@ -263,11 +263,7 @@ static uint32_t update_parity(const task_t *t, uint32_t addr, uint32_t n, uint32
                                                &h[k]);
             off += len;
         }
-        for (uint32_t i = 0; i < k; i++) {
-            uint32_t s = uc_op_wait(issued[i], h[i]);
-            if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
-                status = s;
-        }
+        status = uc_op_wait_all(issued, h, k, status);
         if (status != RMA_STATUS_OK)
             break; /* the rest would fail alike (a dead parity node): answer the client now */
     }
