@@ -372,6 +372,20 @@ def bye(s: socket.socket, dst: tuple) -> None:
         s.sendto(BYE, dst)
 
 
+def with_retries(attempt, seq: int, *args):
+    """One round, sent again while it goes unanswered (lost packets): up to
+    MAX_TRIES calls of `attempt(seq, *args)`, each with the next seq (a late
+    answer to an earlier try is not taken for this one), each sending and
+    waiting, returning the answer or None. (The answer or None, how many
+    tries went unanswered, the last seq used.)"""
+    for failed in range(MAX_TRIES):
+        seq += 1
+        r = attempt(seq, *args)
+        if r is not None:
+            return r, failed, seq
+    return None, MAX_TRIES, seq
+
+
 def w_flood(a: dict) -> dict:
     """Hostile traffic at node `to`'s NIC (the tests'): a burst of
     device-mode pings without waiting, and malformed use-case datagrams."""

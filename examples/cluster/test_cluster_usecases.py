@@ -8,48 +8,31 @@ Ctrl-C. Root only (namespaces); about 30 s.
 """
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+import common  # noqa: E402
+from uctest import interrupt_mid_run, left_behind, run_json  # noqa: E402
+
 PFX = os.environ.get("SS_TEST_NS_PREFIX", "sM")
-KEYS = ["verified", "nodes", "size", "mode", "offload_latency_us", "baseline_latency_us",
-        "offload_goodput_gbps", "baseline_goodput_gbps", "points"]
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="SKIPPED: the use cases need root (softspin cluster up)")
 
 
-def left_behind(prefix):
-    """The cluster's namespaces (P<digits>, Pbr) and shm files still there."""
-    ns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True).stdout.split()
-    return [n for n in ns if re.fullmatch(re.escape(prefix) + r"(\d+|br)", n)] + \
-        [f for f in os.listdir("/dev/shm") if f.startswith(f"softspin-{prefix}-")]
-
-
 def run(name, *args, expect_ok=True):
-    prefix = PFX + name[:2] + "x"
-    p = subprocess.run([sys.executable, str(HERE / name / "run"), "--nodes", "4", "--prefix", prefix,
-                        "--rounds", "2", "--json", *args], capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip(), p.stderr
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    for k in KEYS:
-        assert k in out, f"{k} missing from {out}"
-    assert out["nodes"] == 4
-    assert (p.returncode == 0) == out["verified"], (p.returncode, out)  # the exit status tells the truth
+    out, err = run_json(HERE / name / "run", PFX + name[:2] + "x", *args)
     if expect_ok:
-        assert out["verified"], json.dumps(out, indent=1) + p.stderr
+        assert out["verified"], json.dumps(out, indent=1) + err
         for pt in out["points"]:
             assert len(pt["pairs"]) == 4 and all(x["verified"] for x in pt["pairs"]), pt
             assert pt["offload_latency_us"] > 0
             if "--no-baseline" not in args:
                 assert len(pt["baseline_pairs"]) == 4 and pt["baseline_latency_us"] > 0, pt
-    assert left_behind(prefix) == [], "the run left its cluster behind"
     return out
 
 
@@ -95,27 +78,12 @@ def test_bad_arguments_are_refused():
 
 
 def test_ctrl_c_removes_the_cluster():
-    prefix = PFX + "intx"
-    p = subprocess.Popen([sys.executable, str(HERE / "pingpong" / "run"), "--nodes", "2", "--prefix", prefix,
-                          "--rounds", "100000", "--size", "64", "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sock = Path(os.environ.get("SOFTSPIN_RUN_DIR", "/run/softspin")) / f"cluster-{prefix}" / "1.sock"
-    end = time.time() + 60
-    while not sock.exists() and time.time() < end and p.poll() is None:
-        time.sleep(0.1)
-    assert sock.exists(), "the cluster never came up"
-    time.sleep(1.0)  # in the middle of the rounds
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
-    assert left_behind(prefix) == []
+    interrupt_mid_run(HERE / "pingpong" / "run", PFX + "intx", "--size", "64", nodes=2)
 
 
 def test_hostile_traffic_leaves_the_nic_answering():
     """Malformed use-case datagrams and a burst of pings that would make
     every HPU wait for RMA: no handler error, and the next pings verify."""
-    sys.path.insert(0, str(HERE))
-    import common
     prefix = PFX + "flx"
     with common.Cluster(2, prefix, HERE / "pingpong" / "handler.c", "pingpong_hh", "pingpong_ph",
                         "pingpong_th") as cl:
@@ -132,3 +100,16 @@ def test_hostile_traffic_leaves_the_nic_answering():
         # The burst met the cap on waiting handlers (refused, counted), not a stall.
         assert ctrs.get(common.UC["UC_CTR_BUSY"], 0) > 0, ctrs
     assert left_behind(prefix) == []
+
+
+def test_with_retries_gives_each_try_a_fresh_seq_and_counts_the_unanswered():
+    seqs = []
+
+    def answer_third(seq, tag):
+        seqs.append(seq)
+        return (tag, seq) if len(seqs) == 3 else None
+    assert common.with_retries(answer_third, 10, "x") == (("x", 13), 2, 13)
+    assert seqs == [11, 12, 13]
+    seqs.clear()
+    assert common.with_retries(lambda seq: seqs.append(seq), 0) == (None, common.MAX_TRIES, common.MAX_TRIES)
+    assert seqs == list(range(1, common.MAX_TRIES + 1))

@@ -62,6 +62,7 @@
 
 #ifdef __riscv
 #include <spin_rma.h>
+#include <spin_rma_ops.h>
 
 typedef struct uc_pkt {
     uint32_t msg, flags, seq, total, offset, src, mode, len;
@@ -109,5 +110,70 @@ static inline int uc_wait_begin(volatile int32_t *waiters, uint32_t seq)
 }
 
 static inline void uc_wait_end(volatile int32_t *waiters) { amo_add(waiters, -1); }
+
+/* DMA between host memory and NIC memory (L1/L2), waited for; 1 if done. */
+static inline int uc_dma_read(uint64_t host, void *nic, uint32_t len)
+{
+    spin_cmd_t c;
+    return spin_dma_from_host(host, (uint32_t)nic, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
+}
+
+static inline int uc_dma_write(uint64_t host, const void *nic, uint32_t len)
+{
+    spin_cmd_t c;
+    return spin_dma_to_host(host, (uint32_t)nic, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
+}
+
+/* Wait for an op just issued (`issued`: what issuing it returned); its RMA
+ * status, FAILED if it was not issued or the wait failed. */
+static inline uint32_t uc_op_wait(int issued, spin_rma_t h)
+{
+    uint32_t status = RMA_STATUS_FAILED;
+    if (issued != SPIN_OK || spin_rma_wait(h, &status, 0) != SPIN_OK)
+        return RMA_STATUS_FAILED;
+    return status;
+}
+
+/* Wait for k ops issued together (issued[i]: what issuing op i returned):
+ * `status` while they all end OK, else the first failure's status (the
+ * caller passes what it kept so far, so the first failure of all stays). */
+static inline uint32_t uc_op_wait_all(const int *issued, const spin_rma_t *h, uint32_t k, uint32_t status)
+{
+    for (uint32_t i = 0; i < k; i++) {
+        uint32_t s = uc_op_wait(issued[i], h[i]);
+        if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
+            status = s;
+    }
+    return status;
+}
+#else
+#include <stdint.h>
+
+/* Host programs in C (client.c, host.c): big-endian stores, and the header
+ * above at p (the handlers read it with uc_parse, common.py with HDR). */
+static inline void uc_put16(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+static inline void uc_put32(uint8_t *p, uint32_t v)
+{
+    uc_put16(p, v >> 16);
+    uc_put16(p + 2, v);
+}
+
+static inline void uc_put_hdr(uint8_t *p, uint32_t msg, uint32_t flags, uint32_t seq, uint32_t total, uint32_t offset,
+                              uint32_t src, uint32_t mode)
+{
+    uc_put16(p, UC_MAGIC);
+    uc_put32(p + 2, msg);
+    uc_put32(p + 6, flags);
+    uc_put32(p + 10, seq);
+    uc_put32(p + 14, total);
+    uc_put32(p + 18, offset);
+    uc_put16(p + 22, src);
+    uc_put16(p + 24, mode);
+}
 #endif
 #endif

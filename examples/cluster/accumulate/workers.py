@@ -6,7 +6,7 @@ import time
 from pathlib import Path
 
 from common import (BASELINE_PORT, BYE, HDR, MAX_TRIES, ROUND_TIMEOUT_S, UC, bye, client_mem, packets,
-                    udp_socket, wait_u64)
+                    udp_socket, wait_u64, with_retries)
 
 
 
@@ -57,23 +57,26 @@ def w_acc_sender(a: dict) -> dict:
     n, seq = a["size"] // 16, a["seq"]
     rx = UC["UC_RX"]
     lat, errors, retries, ok = [], [], 0, True
+
+    def accumulate(seq, d, src):
+        """One try: ns until the completion, or None."""
+        dmem[rx:rx + n * 16] = np.frombuffer(d.tobytes(), np.uint8)  # the destination's array, afresh
+        t0 = time.perf_counter_ns()
+        for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
+            s.sendto(p, dst)
+        if wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
+            return time.perf_counter_ns() - t0
+        return None
+
     for _ in range(a["rounds"]):
         d, src = _arrays(rng, n)
-        for _try in range(MAX_TRIES):
-            seq += 1
-            dmem[rx:rx + n * 16] = np.frombuffer(d.tobytes(), np.uint8)  # the destination's array, afresh
-            t0 = time.perf_counter_ns()
-            for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
-                s.sendto(p, dst)
-            if wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
-                t1 = time.perf_counter_ns()
-                break
-            retries += 1
-        else:
+        ns, failed, seq = with_retries(accumulate, seq, d, src)
+        retries += failed
+        if ns is None:
             ok = False
             errors.append(f"no completion after {MAX_TRIES} tries")
             continue
-        lat.append(t1 - t0)
+        lat.append(ns)
         res = np.frombuffer(dmem[rx:rx + n * 16].tobytes(), np.complex128)
         err = _check_product(res, complex_product(d, src), a["sabotage"])
         if err:
@@ -138,6 +141,23 @@ def w_acc_sender_baseline(a: dict) -> dict:
     dst = (a["ip"], BASELINE_PORT)
     n, seq = a["size"] // 16, a["seq"]
     lat, errors, retries, ok = [], [], 0, True
+
+    def accumulate(seq, src):
+        """One try: ns until the server's DONE for `seq`, or None."""
+        t0 = time.perf_counter_ns()
+        for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
+            s.sendto(p, dst)
+        end = time.perf_counter() + ROUND_TIMEOUT_S
+        while time.perf_counter() < end:
+            s.settimeout(max(0.001, end - time.perf_counter()))
+            try:
+                r = s.recvfrom(16)[0]
+            except socket.timeout:
+                return None
+            if r == struct.pack(">4sI", b"DONE", seq):
+                return time.perf_counter_ns() - t0
+        return None
+
     for _ in range(a["rounds"]):
         d, src = _arrays(rng, n)
         raw = d.tobytes()
@@ -150,31 +170,13 @@ def w_acc_sender_baseline(a: dict) -> dict:
                         break
                 except socket.timeout:
                     continue
-        for _try in range(MAX_TRIES):
-            seq += 1
-            t0 = time.perf_counter_ns()
-            for p in packets(src.tobytes(), seq, a["from"], UC["UC_MODE_ACC"]):
-                s.sendto(p, dst)
-            got = False
-            end = time.perf_counter() + ROUND_TIMEOUT_S
-            while time.perf_counter() < end:
-                s.settimeout(max(0.001, end - time.perf_counter()))
-                try:
-                    r = s.recvfrom(16)[0]
-                except socket.timeout:
-                    break
-                if r == struct.pack(">4sI", b"DONE", seq):
-                    got = True
-                    break
-            t1 = time.perf_counter_ns()
-            if got:
-                break
-            retries += 1
-        else:
+        ns, failed, seq = with_retries(accumulate, seq, src)
+        retries += failed
+        if ns is None:
             ok = False
             errors.append(f"no completion after {MAX_TRIES} tries")
             continue
-        lat.append(t1 - t0)
+        lat.append(ns)
         res = np.frombuffer(Path(a["out"]).read_bytes(), np.complex128)
         err = _check_product(res, complex_product(d, src), a["sabotage"])
         if err:

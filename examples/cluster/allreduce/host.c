@@ -80,18 +80,6 @@ static int wait_go(const char *dir, uint64_t r, uint64_t *seq, uint64_t *t_ns, l
     return 1;
 }
 
-static void put16(uint8_t *p, uint32_t v)
-{
-    uint16_t x = htons((uint16_t)v);
-    memcpy(p, &x, 2);
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    uint32_t x = htonl(v);
-    memcpy(p, &x, 4);
-}
-
 int main(int argc, char **argv)
 {
     if (argc != 14) {
@@ -146,14 +134,8 @@ int main(int argc, char **argv)
         for (uint32_t k = 0; k < n; k++) {
             uint32_t o = k * UC_CHUNK, l = size - o < UC_CHUNK ? (uint32_t)(size - o) : UC_CHUNK;
             uint8_t *p = pkts[k];
-            put16(p, UC_MAGIC);
-            put32(p + 2, UC_MSG_BIT | (uint32_t)rank << 20 | (uint32_t)tag << 15 | k);
-            put32(p + 6, flags);
-            put32(p + 10, (uint32_t)seq);
-            put32(p + 14, (uint32_t)size);
-            put32(p + 18, o);
-            put16(p + 22, (uint32_t)rank);
-            put16(p + 24, (uint32_t)mode);
+            uc_put_hdr(p, UC_MSG_BIT | (uint32_t)rank << 20 | (uint32_t)tag << 15 | k, flags, (uint32_t)seq,
+                       (uint32_t)size, o, (uint32_t)rank, (uint32_t)mode);
             memcpy(p + UC_HDR, win + UC_AR_SRC + o, l);
         }
         uint64_t start = t_ns + ((long long)rank == delay_rank ? delay_ns : 0);

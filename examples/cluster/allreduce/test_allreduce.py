@@ -9,18 +9,15 @@ nothing is left behind, also after Ctrl-C. Root only (namespaces); about 20 s.
 """
 import json
 import os
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-import common  # noqa: E402
-from test_cluster_usecases import KEYS, left_behind  # noqa: E402
+from uctest import interrupt_mid_run, run_json  # noqa: E402
 
 PFX = os.environ.get("SS_TEST_NS_PREFIX", "sA") + "arx"
 
@@ -28,16 +25,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="SKIPPED: the use case
 
 
 def run(*args, nodes=4):
-    p = subprocess.run([sys.executable, str(HERE / "run"), "--nodes", str(nodes), "--prefix", PFX, "--rounds", "2",
-                        "--json", *args], capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip(), p.stderr
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    for k in KEYS:
-        assert k in out, f"{k} missing from {out}"
-    assert out["nodes"] == nodes
-    assert (p.returncode == 0) == out["verified"], (p.returncode, out)  # the exit status tells the truth
-    assert left_behind(PFX) == [], "the run left its cluster behind"
-    return out
+    return run_json(HERE / "run", PFX, *args, nodes=nodes)[0]
 
 
 def test_allreduce_every_type_and_barrier_on_4_nodes():
@@ -75,16 +63,4 @@ def test_bad_arguments_are_refused():
 
 
 def test_ctrl_c_mid_round_removes_the_cluster_and_workers():
-    prefix = PFX[:-1] + "i"
-    p = subprocess.Popen([sys.executable, str(HERE / "run"), "--nodes", "3", "--prefix", prefix, "--rounds", "100000",
-                          "--size", "1024", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sock = common.control_path(prefix, 2)
-    end = time.time() + 60
-    while not sock.exists() and time.time() < end and p.poll() is None:
-        time.sleep(0.1)
-    assert sock.exists(), "the cluster never came up"
-    time.sleep(1.5)  # in the middle of the rounds
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
-    assert left_behind(prefix) == []
+    interrupt_mid_run(HERE / "run", PFX[:-1] + "i", "--size", "1024", nodes=3, settle_s=1.5)

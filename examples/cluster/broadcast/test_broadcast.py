@@ -8,17 +8,14 @@ Ctrl-C. Root only (namespaces); about 30 s.
 """
 import json
 import os
-import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from test_cluster_usecases import KEYS, left_behind  # noqa: E402
+from uctest import interrupt_mid_run, left_behind, run_json  # noqa: E402
 
 PFX = os.environ.get("SS_TEST_NS_PREFIX", "sB") + "bc"
 
@@ -26,17 +23,7 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="SKIPPED: broadcast ne
 
 
 def run(tag, *args, nodes=4):
-    prefix = PFX + tag
-    p = subprocess.run([sys.executable, str(HERE / "run"), "--nodes", str(nodes), "--prefix", prefix,
-                        "--rounds", "2", "--json", *args], capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip(), p.stderr
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    for k in KEYS:
-        assert k in out, f"{k} missing from {out}"
-    assert out["nodes"] == nodes
-    assert (p.returncode == 0) == out["verified"], (p.returncode, out)  # the exit status tells the truth
-    assert left_behind(prefix) == [], "the run left its cluster behind"
-    return out, p.stderr
+    return run_json(HERE / "run", PFX + tag, *args, nodes=nodes)
 
 
 def test_tree_matches_the_binomial_definition():
@@ -125,17 +112,4 @@ def test_bad_input_is_dropped_and_counted():
 
 
 def test_ctrl_c_removes_the_cluster():
-    prefix = PFX + "i"
-    p = subprocess.Popen([sys.executable, str(HERE / "run"), "--nodes", "4", "--prefix", prefix, "--rounds", "100000",
-                          "--size", "8", "--mode", "stream", "--json"],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    sock = Path(os.environ.get("SOFTSPIN_RUN_DIR", "/run/softspin")) / f"cluster-{prefix}" / "3.sock"
-    end = time.time() + 60
-    while not sock.exists() and time.time() < end and p.poll() is None:
-        time.sleep(0.1)
-    assert sock.exists(), "the cluster never came up"
-    time.sleep(1.0)  # in the middle of the rounds
-    p.send_signal(signal.SIGINT)
-    _, err = p.communicate(timeout=60)
-    assert p.returncode == 130, err
-    assert left_behind(prefix) == []
+    interrupt_mid_run(HERE / "run", PFX + "i", "--size", "8", "--mode", "stream", nodes=4)

@@ -62,16 +62,6 @@ static int parse_u32(const char *s, uint32_t max, uint32_t *out)
     return 1;
 }
 
-static void be16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-static void be32(uint8_t *p, uint32_t v)
-{
-    be16(p, v >> 16);
-    be16(p + 2, v);
-}
 static void le16(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)v;
@@ -144,14 +134,8 @@ int main(int argc, char **argv)
     memcpy(d + UC_KV_REQ_HDR + kl, val, (size_t)vl);
     for (int try = 0; try < UC_KV_TRIES; try++) {
         seq++;
-        be16(pkt, UC_MAGIC);
-        be32(pkt + 2, UC_MSG_BIT | rank << 20 | (seq & 0xfffff));
-        be32(pkt + 6, UC_EOM);
-        be32(pkt + 10, seq);
-        be32(pkt + 14, len);
-        be32(pkt + 18, 0);
-        be16(pkt + 22, rank);
-        be16(pkt + 24, put ? UC_MODE_KV_PUT : UC_MODE_KV_GET);
+        uc_put_hdr(pkt, UC_MSG_BIT | rank << 20 | (seq & 0xfffff), UC_EOM, seq, len, 0, rank,
+                   put ? UC_MODE_KV_PUT : UC_MODE_KV_GET);
         if (sendto(s, pkt, UC_HDR + len, 0, (struct sockaddr *)&dst, sizeof dst) < 0) {
             perror("client: sendto");
             break;

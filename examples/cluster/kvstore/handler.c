@@ -40,18 +40,6 @@ static void put_le32(uint8_t *p, uint32_t v)
     put_le16(p + 2, v >> 16);
 }
 
-static int dma_read(uint64_t host, void *dst, uint32_t len)
-{
-    spin_cmd_t c;
-    return spin_dma_from_host(host, (uint32_t)dst, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
-}
-
-static int dma_write(uint64_t host, const void *src, uint32_t len)
-{
-    spin_cmd_t c;
-    return spin_dma_to_host(host, (uint32_t)src, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
-}
-
 /* Walk the chain from its head: the entry index + 1 holding the key (0 if
  * none, with *status UC_KV_MISS), or 0 with *status CHAIN/DMA. */
 static uint32_t find(uint64_t base, uint32_t head, const uint8_t *key, uint32_t klen, uint32_t bucket,
@@ -65,7 +53,7 @@ static uint32_t find(uint64_t base, uint32_t head, const uint8_t *key, uint32_t 
             *status = UC_KV_CHAIN;
             return 0;
         }
-        if (!dma_read(base + UC_KV_POOL + (head - 1) * UC_KV_ENTRY, e, sizeof e)) {
+        if (!uc_dma_read(base + UC_KV_POOL + (head - 1) * UC_KV_ENTRY, e, sizeof e)) {
             spin_push_counter(UC_CTR_DMA_FAILED, head);
             *status = UC_KV_DMA;
             return 0;
@@ -86,7 +74,7 @@ static uint32_t serve(const task_t *t, const uc_pkt_t *p, const uint8_t *key, ui
     uint8_t hb[4];
     uint32_t status;
     *out_len = 0;
-    if (!dma_read(head_at, hb, 4))
+    if (!uc_dma_read(head_at, hb, 4))
         return UC_KV_DMA;
     uint32_t head = le32(hb);
     uint32_t at = find(base, head, key, klen, bucket, &status);
@@ -97,12 +85,12 @@ static uint32_t serve(const task_t *t, const uc_pkt_t *p, const uint8_t *key, ui
             return UC_KV_MISS;
         uint64_t entry = base + UC_KV_POOL + (at - 1) * UC_KV_ENTRY;
         uint8_t h[UC_KV_ENTRY_HDR];
-        if (!dma_read(entry, h, sizeof h))
+        if (!uc_dma_read(entry, h, sizeof h))
             return UC_KV_DMA;
         uint32_t len = le16(h + 6);
         if (len > UC_KV_VAL_MAX)
             return UC_KV_CHAIN; /* the host wrote a bad entry */
-        if (len && !dma_read(entry + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, buf + UC_KV_REC_HDR, len))
+        if (len && !uc_dma_read(entry + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, buf + UC_KV_REC_HDR, len))
             return UC_KV_DMA;
         *out_len = len;
         return UC_KV_OK;
@@ -126,13 +114,13 @@ static uint32_t serve(const task_t *t, const uc_pkt_t *p, const uint8_t *key, ui
     memcpy(buf + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, val, vlen);
     uint64_t entry = base + UC_KV_POOL + (at - 1) * UC_KV_ENTRY;
     if (fresh) {
-        if (!dma_write(entry, buf, UC_KV_ENTRY_HDR + UC_KV_KEY_MAX + vlen))
+        if (!uc_dma_write(entry, buf, UC_KV_ENTRY_HDR + UC_KV_KEY_MAX + vlen))
             return UC_KV_DMA;
         put_le32(hb, at); /* linked only once the entry is written */
-        if (!dma_write(head_at, hb, 4))
+        if (!uc_dma_write(head_at, hb, 4))
             return UC_KV_DMA;
-    } else if (!dma_write(entry + 4, buf + 4, 4) || /* the next link stays */
-               !dma_write(entry + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, buf + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, vlen)) {
+    } else if (!uc_dma_write(entry + 4, buf + 4, 4) || /* the next link stays */
+               !uc_dma_write(entry + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, buf + UC_KV_ENTRY_HDR + UC_KV_KEY_MAX, vlen)) {
         return UC_KV_DMA;
     }
     return UC_KV_OK;

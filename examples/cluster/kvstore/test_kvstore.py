@@ -21,7 +21,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import common  # noqa: E402
-from test_cluster_usecases import KEYS, left_behind  # noqa: E402
+from uctest import left_behind, run_json  # noqa: E402
 
 sys.modules["common"] = common
 import importlib.util  # noqa: E402
@@ -35,18 +35,8 @@ PFX = os.environ.get("SS_TEST_NS_PREFIX", "sK") + "kv"
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="SKIPPED: the key-value store needs root (softspin cluster up)")
 
 
-def run(tag, *args, expect_ok=True):
-    prefix = PFX + tag
-    p = subprocess.run([sys.executable, str(HERE / "run"), "--nodes", "4", "--prefix", prefix, "--rounds", "2",
-                        "--json", *args], capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip(), p.stderr
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    for k in KEYS:
-        assert k in out, f"{k} missing from {out}"
-    assert out["nodes"] == 4
-    assert (p.returncode == 0) == out["verified"], (p.returncode, out)  # the exit status tells the truth
-    assert left_behind(prefix) == [], "the run left its cluster behind"
-    return out
+def run(tag, *args):
+    return run_json(HERE / "run", PFX + tag, *args)[0]
 
 
 @needs_root
@@ -105,7 +95,7 @@ def test_c_client_hash_agrees_with_python():
 
 @needs_root
 def test_sabotaged_reference_is_caught():
-    out = run("s", "--size", "64", "--sabotage", expect_ok=False)
+    out = run("s", "--size", "64", "--sabotage")
     assert out["verified"] is False
     pt = out["points"][0]
     assert all(not c["verified"] and c["errors"] for c in pt["clients"] + pt["c_clients"] + pt["baseline_clients"])

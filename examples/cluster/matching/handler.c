@@ -61,18 +61,6 @@ static volatile int32_t waiters;      /* handlers waiting for RMA (uc_wait_begin
 #define MT_MAX_GETS 4
 static mt_get_t gets_of[CORE_COUNT][MT_MAX_GETS];
 
-static int dma_read(uint64_t host, void *nic, uint32_t len)
-{
-    spin_cmd_t c;
-    return spin_dma_from_host(host, (uint32_t)nic, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
-}
-
-static int dma_write(uint64_t host, const void *nic, uint32_t len)
-{
-    spin_cmd_t c;
-    return spin_dma_to_host(host, (uint32_t)nic, len, false, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
-}
-
 static int matches(uint32_t want_src, uint32_t want_tag, uint32_t src, uint32_t tag)
 {
     return (want_src == UC_MT_ANY || want_src == src) && (want_tag == UC_MT_ANY || want_tag == tag);
@@ -86,7 +74,7 @@ static void complete(uint64_t base, uint32_t id, uint32_t status, uint32_t len, 
     uint32_t rec[7] = {status, len, src, tag, slot, gen, how};
     uint64_t at = base + UC_MT_COMPL + (uint64_t)(id % UC_MT_POSTS) * UC_MT_COMPL_LEN;
     uint32_t done = id + 1;
-    if (!dma_write(at, rec, sizeof rec) || !dma_write(at + UC_MT_DONE_OFF, &done, 4))
+    if (!uc_dma_write(at, rec, sizeof rec) || !uc_dma_write(at + UC_MT_DONE_OFF, &done, 4))
         spin_push_counter(UC_CTR_DMA_FAILED, id);
 }
 
@@ -96,14 +84,14 @@ static void complete(uint64_t base, uint32_t id, uint32_t status, uint32_t len, 
 static void ingest(uint64_t base, mt_get_t *gets, uint32_t *ngets, uint32_t max_gets)
 {
     uint32_t count;
-    if (!dma_read(base + UC_MT_POSTED, &count, 4))
+    if (!uc_dma_read(base + UC_MT_POSTED, &count, 4))
         return;
     /* At most a ring's worth per call: a host that bumps the count wildly
      * gets BAD_POST completions, not a handler that never ends. */
     for (uint32_t n = 0; ingested != count && n < UC_MT_POSTS && *ngets < max_gets; n++) {
         uint32_t id = ingested++;
         mt_post_t p;
-        if (!dma_read(base + UC_MT_POST + (uint64_t)(id % UC_MT_POSTS) * UC_MT_POST_LEN, &p, UC_MT_POST_LEN))
+        if (!uc_dma_read(base + UC_MT_POST + (uint64_t)(id % UC_MT_POSTS) * UC_MT_POST_LEN, &p, UC_MT_POST_LEN))
             continue;
         if (p.id != id || p.buf < UC_MT_RECV || p.buf > UC_MT_END || p.cap > UC_MT_END - p.buf) {
             complete(base, id, UC_MT_BAD_POST, 0, 0, 0, UC_MT_NO_SLOT, 0, 0);
@@ -144,14 +132,6 @@ static int take_post(uint32_t src, uint32_t tag, mt_post_t *out)
     return 0;
 }
 
-static uint32_t op_wait(int issued, spin_rma_t h)
-{
-    uint32_t status = RMA_STATUS_FAILED;
-    if (issued != SPIN_OK || spin_rma_wait(h, &status, 0) != SPIN_OK)
-        return RMA_STATUS_FAILED;
-    return status;
-}
-
 /* Get in RMA_TXN_MAX_LEN pieces, a few in flight (each needs an HPU for
  * its responses: fewer than the HPUs). */
 #define GETS_IN_FLIGHT 4
@@ -178,11 +158,7 @@ static void rendezvous(uint64_t base, const mt_get_t *g)
                 issued[k] = spin_rma_get(g->src, UC_KEY, g->soff + off, base + g->post.buf + off, len, &h[k]);
                 off += len;
             }
-            for (uint32_t i = 0; i < k; i++) {
-                uint32_t s = op_wait(issued[i], h[i]);
-                if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
-                    status = s;
-            }
+            status = uc_op_wait_all(issued, h, k, status);
         }
         if (status != RMA_STATUS_OK)
             spin_push_counter(UC_MT_CTR_GET, status);
@@ -194,7 +170,7 @@ static void rendezvous(uint64_t base, const mt_get_t *g)
         return;
     uint64_t word __attribute__((aligned(8))) = g->cookie;
     spin_rma_t h;
-    uint32_t s = op_wait(
+    uint32_t s = uc_op_wait(
         spin_rma_put(g->src, UC_KEY, UC_MT_FINS + (uint64_t)(g->cookie % UC_MT_SENDS) * 8, &word, 8, &h), h);
     if (s != RMA_STATUS_OK)
         spin_push_counter(UC_MT_CTR_GET, s);
@@ -207,7 +183,7 @@ static void drop(uint32_t why) { spin_push_counter(UC_MT_CTR_DROPPED, why); }
  * (lock held); UC_MT_SLOTS if none. */
 static uint32_t free_slot(uint64_t base, int need_data)
 {
-    if (need_data && !dma_read(base + UC_MT_ACKS, acks, sizeof acks))
+    if (need_data && !uc_dma_read(base + UC_MT_ACKS, acks, sizeof acks))
         return UC_MT_SLOTS;
     for (uint32_t k = 0; k < UC_MT_SLOTS; k++)
         if (unexp[k].state == MT_FREE && (!need_data || acks[k] == slot_gen[k]))
@@ -275,14 +251,14 @@ __handler__ void matching_hh(handler_args_t *args)
     } else if (matched) {
         /* Case I: straight into the receive buffer. */
         uint32_t status = p.len > post.cap ? UC_MT_TRUNCATED : UC_MT_OK;
-        if (status == UC_MT_OK && !dma_write(base + post.buf, p.data, p.len))
+        if (status == UC_MT_OK && !uc_dma_write(base + post.buf, p.data, p.len))
             spin_push_counter(UC_CTR_DMA_FAILED, post.id);
         complete(base, post.id, status, p.len, p.src, tag, UC_MT_NO_SLOT, 0, UC_MT_HOW_POSTED);
     } else {
         /* Case III: into an unexpected slot, under the lock, so a receive
          * ingested next finds the data there. */
         uint32_t k = free_slot(base, 1);
-        if (k < UC_MT_SLOTS && dma_write(base + UC_MT_UNEXP + (uint64_t)k * UC_MT_EAGER_MAX, p.data, p.len)) {
+        if (k < UC_MT_SLOTS && uc_dma_write(base + UC_MT_UNEXP + (uint64_t)k * UC_MT_EAGER_MAX, p.data, p.len)) {
             slot_gen[k]++;
             unexp[k] = (mt_unexp_t){MT_EAGER, p.src, tag, p.len, 0, 0, arrivals++};
         } else {

@@ -145,18 +145,13 @@ static uint64_t mt_isend(mt_ep *ep, int s, const struct sockaddr_in *to, uint32_
         ep->send_at += (n + 63) & ~63u;
         memcpy(ep->mem + soff, data, n);
         cookie = (uint32_t)++ep->cookie;
-        uint32_t rts[2] = {htonl(soff), htonl(cookie)};
-        memcpy(pkt + UC_HDR, rts, sizeof rts);
+        uc_put32(pkt + UC_HDR, soff);
+        uc_put32(pkt + UC_HDR + 4, cookie);
         body = UC_MT_RTS_LEN;
     } else {
         memcpy(pkt + UC_HDR, data, n);
     }
-    uint16_t h16[2] = {htons(UC_MAGIC), 0};
-    uint32_t h32[6] = {htonl(msg), htonl(UC_EOM | (tag << UC_MT_TAG_SHIFT)), htonl(seq), htonl(n), 0, 0};
-    memcpy(pkt, h16, 2);
-    memcpy(pkt + 2, h32, 20);
-    uint16_t tail[2] = {htons((uint16_t)ep->rank), htons((uint16_t)mode)};
-    memcpy(pkt + 22, tail, 4);
+    uc_put_hdr(pkt, msg, UC_EOM | (tag << UC_MT_TAG_SHIFT), seq, n, 0, ep->rank, mode);
     sendto(s, pkt, UC_HDR + body, 0, (const struct sockaddr *)to, sizeof *to);
     return cookie;
 }

@@ -19,7 +19,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 import common  # noqa: E402
-from test_cluster_usecases import KEYS, left_behind  # noqa: E402
+from uctest import left_behind, run_json  # noqa: E402
 
 PFX = os.environ.get("SS_TEST_NS_PREFIX", "sX") + "mt"
 MT = {**common.UC, **common.defines(HERE / "matching.h")}
@@ -27,22 +27,12 @@ MT = {**common.UC, **common.defines(HERE / "matching.h")}
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="SKIPPED: the matching use case needs root (softspin cluster up)")
 
 
-def run(*args):
-    prefix = PFX + "r"
-    p = subprocess.run([sys.executable, str(HERE / "run"), "--nodes", "4", "--prefix", prefix, "--json", *args],
-                       capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip(), p.stderr
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    for k in KEYS:
-        assert k in out, f"{k} missing from {out}"
-    assert out["nodes"] == 4
-    assert (p.returncode == 0) == out["verified"], (p.returncode, out)
-    assert left_behind(prefix) == [], "the run left its cluster behind"
-    return out
+def run(*args, rounds):
+    return run_json(HERE / "run", PFX + "r", *args, rounds=rounds)[0]
 
 
 def test_run_eager_and_rendezvous_posted_and_unexpected():
-    out = run("--size", "100,3000", "--mode", "posted,unexpected", "--rounds", "2")
+    out = run("--size", "100,3000", "--mode", "posted,unexpected", rounds=2)
     assert out["verified"], json.dumps(out, indent=1)
     assert [(p["mode"], p["protocol"]) for p in out["points"]] == [
         ("posted", "eager"), ("posted", "rendezvous"), ("unexpected", "eager"), ("unexpected", "rendezvous")]
@@ -53,7 +43,7 @@ def test_run_eager_and_rendezvous_posted_and_unexpected():
 
 
 def test_sabotaged_reference_is_caught():
-    out = run("--size", "64", "--mode", "posted", "--rounds", "1", "--sabotage", "--no-baseline")
+    out = run("--size", "64", "--mode", "posted", "--sabotage", "--no-baseline", rounds=1)
     assert out["verified"] is False
     assert all(not x["verified"] and x["errors"] for x in out["points"][0]["pairs"]), out
 

@@ -22,22 +22,13 @@ void rma_target_ph(handler_args_t *args);
 static volatile uint32_t msg_bytes[UC_MSG_SLOTS];
 static volatile int32_t waiters; /* handlers waiting for RMA responses (uc_wait_begin) */
 
-/* Wait for an op just issued; its RMA status (FAILED if it was not issued). */
-static uint32_t op_wait(int issued, spin_rma_t h)
-{
-    uint32_t status = RMA_STATUS_FAILED;
-    if (issued != SPIN_OK || spin_rma_wait(h, &status, 0) != SPIN_OK)
-        return RMA_STATUS_FAILED;
-    return status;
-}
-
 /* The round's seq into the pinger's UC_DONE, after its pong is written
  * (the wait before it orders the two). */
 static void done(const uc_pkt_t *p)
 {
     uint64_t word __attribute__((aligned(8))) = p->seq;
     spin_rma_t h;
-    uint32_t s = op_wait(spin_rma_put(p->src, UC_KEY, UC_DONE, &word, 8, &h), h);
+    uint32_t s = uc_op_wait(spin_rma_put(p->src, UC_KEY, UC_DONE, &word, 8, &h), h);
     if (s != RMA_STATUS_OK)
         spin_push_counter(UC_CTR_PONG_FAILED, s);
 }
@@ -58,7 +49,7 @@ __handler__ void pingpong_hh(handler_args_t *args)
     if (!uc_wait_begin(&waiters, p.seq))
         return;
     spin_rma_t h;
-    uint32_t s = op_wait(spin_rma_put(p.src, UC_KEY, UC_PONG, p.data, p.len, &h), h);
+    uint32_t s = uc_op_wait(spin_rma_put(p.src, UC_KEY, UC_PONG, p.data, p.len, &h), h);
     if (s == RMA_STATUS_OK)
         done(&p);
     else
@@ -136,11 +127,7 @@ __handler__ void pingpong_th(handler_args_t *args)
             issued[k] = spin_rma_put_from_host(p.src, UC_KEY, UC_PONG + off, rx + off, len, &h[k]);
             off += len;
         }
-        for (uint32_t i = 0; i < k; i++) {
-            uint32_t s = op_wait(issued[i], h[i]);
-            if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
-                status = s;
-        }
+        status = uc_op_wait_all(issued, h, k, status);
     }
     if (status == RMA_STATUS_OK)
         done(&p);

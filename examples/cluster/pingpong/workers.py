@@ -4,7 +4,7 @@ import socket
 import time
 
 from common import (BASELINE_PORT, BYE, HDR, MAX_TRIES, ROUND_TIMEOUT_S, UC, bye, client_mem, packets,
-                    recv_message, udp_socket, wait_u64)
+                    recv_message, udp_socket, wait_u64, with_retries)
 
 
 
@@ -19,31 +19,32 @@ def w_pinger(a: dict) -> dict:
     dst = (a["ip"], UC["UC_PORT"])
     size, seq = a["size"], a["seq"]
     lat, errors, retries, ok = [], [], 0, True
+
+    def ping(seq, data):
+        """One try: (the pong, ns), or None."""
+        mem[UC["UC_PONG"]:UC["UC_PONG"] + size] = 0
+        pkts = packets(data, seq, a["from"], mode)
+        t0 = time.perf_counter_ns()
+        for p in pkts:
+            s.sendto(p, dst)
+        if mode == UC["UC_MODE_STREAM"]:
+            pong, _ = recv_message(s, seq, size, ROUND_TIMEOUT_S)
+            return None if pong is None else (pong, time.perf_counter_ns() - t0)
+        if wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
+            t1 = time.perf_counter_ns()
+            return mem[UC["UC_PONG"]:UC["UC_PONG"] + size].tobytes(), t1 - t0
+        return None
+
     for _ in range(a["rounds"]):
         data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
-        for _try in range(MAX_TRIES):
-            seq += 1
-            mem[UC["UC_PONG"]:UC["UC_PONG"] + size] = 0
-            pkts = packets(data, seq, a["from"], mode)
-            t0 = time.perf_counter_ns()
-            for p in pkts:
-                s.sendto(p, dst)
-            if mode == UC["UC_MODE_STREAM"]:
-                pong, _ = recv_message(s, seq, size, ROUND_TIMEOUT_S)
-                t1 = time.perf_counter_ns()
-            else:
-                pong = None
-                if wait_u64(mem, UC["UC_DONE"], seq, ROUND_TIMEOUT_S):
-                    t1 = time.perf_counter_ns()
-                    pong = mem[UC["UC_PONG"]:UC["UC_PONG"] + size].tobytes()
-            if pong is not None:
-                break
-            retries += 1
-        else:
+        got, failed, seq = with_retries(ping, seq, data)
+        retries += failed
+        if got is None:
             ok = False
             errors.append(f"no pong after {MAX_TRIES} tries (seq {seq})")
             continue
-        lat.append(t1 - t0)
+        pong, ns = got
+        lat.append(ns)
         ref = bytearray(data)
         if a["sabotage"]:
             ref[len(ref) // 2] ^= 0x01
@@ -94,23 +95,25 @@ def w_pinger_baseline(a: dict) -> dict:
     dst = (a["ip"], BASELINE_PORT)
     size, seq = a["size"], a["seq"]
     lat, errors, retries, ok = [], [], 0, True
+
+    def ping(seq, data):
+        """One try: (the echo, ns), or None."""
+        t0 = time.perf_counter_ns()
+        for p in packets(data, seq, a["from"], 0):
+            s.sendto(p, dst)
+        pong, _ = recv_message(s, seq, size, ROUND_TIMEOUT_S)
+        return None if pong is None else (pong, time.perf_counter_ns() - t0)
+
     for _ in range(a["rounds"]):
         data = rng.integers(0, 256, size, dtype=np.uint8).tobytes()
-        for _try in range(MAX_TRIES):
-            seq += 1
-            t0 = time.perf_counter_ns()
-            for p in packets(data, seq, a["from"], 0):
-                s.sendto(p, dst)
-            pong, _ = recv_message(s, seq, size, ROUND_TIMEOUT_S)
-            t1 = time.perf_counter_ns()
-            if pong is not None:
-                break
-            retries += 1
-        else:
+        got, failed, seq = with_retries(ping, seq, data)
+        retries += failed
+        if got is None:
             ok = False
             errors.append(f"no echo after {MAX_TRIES} tries")
             continue
-        lat.append(t1 - t0)
+        pong, ns = got
+        lat.append(ns)
         if pong != data:
             ok = False
             errors.append("the echo differs from the ping")

@@ -44,18 +44,6 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
-static void put16(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-static void put32(uint8_t *p, uint32_t v)
-{
-    put16(p, v >> 16);
-    put16(p + 2, v);
-}
-
 static int fail(const char *what)
 {
     fprintf(stderr, "raid client: %s\n", what);
@@ -71,15 +59,9 @@ static int send_part(int s, const struct sockaddr_in *to, uint32_t seq, uint32_t
     uint8_t pkt[UC_HDR + UC_CHUNK];
     for (uint32_t k = 0; k < npkt; k++) {
         uint32_t len = n - k * UC_RAID_PER_PKT < UC_RAID_PER_PKT ? n - k * UC_RAID_PER_PKT : UC_RAID_PER_PKT;
-        put16(pkt, UC_MAGIC);
-        put32(pkt + 2, UC_MSG_BIT | (uint32_t)UC_RAID_CLIENT << 20 | (seq & 0xFFFFF));
-        put32(pkt + 6, k + 1 == npkt ? UC_EOM : 0);
-        put32(pkt + 10, seq);
-        put32(pkt + 14, total);
-        put32(pkt + 18, k * UC_CHUNK);
-        put16(pkt + 22, UC_RAID_CLIENT);
-        put16(pkt + 24, UC_MODE_RAID_WRITE);
-        put32(pkt + UC_HDR, addr);
+        uc_put_hdr(pkt, UC_MSG_BIT | (uint32_t)UC_RAID_CLIENT << 20 | (seq & 0xFFFFF), k + 1 == npkt ? UC_EOM : 0, seq,
+                   total, k * UC_CHUNK, UC_RAID_CLIENT, UC_MODE_RAID_WRITE);
+        uc_put32(pkt + UC_HDR, addr);
         memcpy(pkt + UC_HDR + UC_RAID_ADDR_LEN, data + k * UC_RAID_PER_PKT, len);
         if (sendto(s, pkt, UC_HDR + UC_RAID_ADDR_LEN + len, 0, (const struct sockaddr *)to, sizeof *to) < 0)
             return -1;

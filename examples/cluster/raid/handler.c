@@ -244,15 +244,6 @@ static int apply_write(handler_args_t *args, uint32_t addr, uint32_t n, uint32_t
     return 1;
 }
 
-/* Wait for an op just issued; its RMA status (FAILED if it was not issued). */
-static uint32_t op_wait(int issued, spin_rma_t h)
-{
-    uint32_t status = RMA_STATUS_FAILED;
-    if (issued != SPIN_OK || spin_rma_wait(h, &status, 0) != SPIN_OK)
-        return RMA_STATUS_FAILED;
-    return status;
-}
-
 /* Put the delta of [addr, addr + n) from area `slot` into the parity
  * node's UC_RAID_LAND, pieces of RMA_TXN_MAX_LEN, a few in flight (each
  * waits for an HPU to take its responses: fewer than the HPUs). */
@@ -272,11 +263,7 @@ static uint32_t update_parity(const task_t *t, uint32_t addr, uint32_t n, uint32
                                                &h[k]);
             off += len;
         }
-        for (uint32_t i = 0; i < k; i++) {
-            uint32_t s = op_wait(issued[i], h[i]);
-            if (s != RMA_STATUS_OK && status == RMA_STATUS_OK)
-                status = s;
-        }
+        status = uc_op_wait_all(issued, h, k, status);
         if (status != RMA_STATUS_OK)
             break; /* the rest would fail alike (a dead parity node): answer the client now */
     }
@@ -319,7 +306,7 @@ __handler__ void raid_th(handler_args_t *args)
         spin_push_counter(UC_CTR_RAID_PARITY, status);
     uint64_t word __attribute__((aligned(8))) = p.seq | (uint64_t)status << 32;
     spin_rma_t h;
-    uint32_t st = op_wait(
+    uint32_t st = uc_op_wait(
         spin_rma_put(p.src, UC_KEY, UC_RAID_ACK + 8 * (uint32_t)spin_my_rank(), &word, sizeof word, &h), h);
     if (st != RMA_STATUS_OK)
         spin_push_counter(UC_CTR_PONG_FAILED, st);

@@ -19,30 +19,22 @@ import pytest
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
-from test_cluster_usecases import KEYS, left_behind  # noqa: E402
+from uctest import run_json  # noqa: E402
 
 PFX = os.environ.get("SS_TEST_NS_PREFIX", "sR") + "rd"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="SKIPPED: the use cases need root (softspin cluster up)")
 
 
-def run(tag, *args, expect_ok=True):
-    prefix = PFX + tag
-    p = subprocess.run([sys.executable, str(HERE / "run"), "--nodes", "5", "--prefix", prefix, "--rounds", "2",
-                        "--json", *args], capture_output=True, text=True, timeout=120)
-    assert p.stdout.strip(), p.stderr
-    out = json.loads(p.stdout.strip().splitlines()[-1])
-    for k in KEYS:
-        assert k in out, f"{k} missing from {out}"
-    assert out["nodes"] == 5 and out["cluster_nodes"] == 6 and out["data_ranks"] == [2, 3, 4, 5], out
-    assert (p.returncode == 0) == out["verified"], (p.returncode, out)  # the exit status tells the truth
+def run(tag, *args, expect_ok=True, rounds=2):
+    out, err = run_json(HERE / "run", PFX + tag, *args, nodes=5, rounds=rounds)
+    assert out["cluster_nodes"] == 6 and out["data_ranks"] == [2, 3, 4, 5], out
     if expect_ok:
-        assert out["verified"], json.dumps(out, indent=1) + p.stderr
+        assert out["verified"], json.dumps(out, indent=1) + err
         for pt in out["points"]:
             assert pt["offload_latency_us"] > 0, pt
             if "--no-baseline" not in args:
                 assert pt["baseline_latency_us"] > 0 and pt["baseline_pairs"][0]["verified"], pt
-    assert left_behind(prefix) == [], "the run left its cluster behind"
     return out
 
 
@@ -68,7 +60,7 @@ def test_the_c_client_verifies():
 
 
 def test_sabotaged_reference_is_caught():
-    out = run("s", "--size", "4096", "--rounds", "1", "--sabotage", expect_ok=False)
+    out = run("s", "--size", "4096", "--sabotage", expect_ok=False, rounds=1)
     pt = out["points"][0]
     assert out["verified"] is False
     assert not pt["pairs"][0]["verified"] and pt["pairs"][0]["errors"], pt
@@ -76,7 +68,7 @@ def test_sabotaged_reference_is_caught():
 
 
 def test_killing_the_parity_node_gives_the_client_errors_and_no_false_ack():
-    out = run("k", "--size", "4096", "--rounds", "3", "--kill-parity", "1", "--no-baseline")
+    out = run("k", "--size", "4096", "--kill-parity", "1", "--no-baseline", rounds=3)
     f = out["fault"]
     assert f["killed_rank"] == 1 and f["round"] == 1, f
     # Every write a data node acked OK is in the parity (the rest may be, in part).
