@@ -36,6 +36,7 @@ def test_allreduce_every_type_and_barrier_on_4_nodes():
                                                               ("double", 3000), ("barrier", 4)]
     for p in out["points"]:
         assert p["offload_latency_us"] > 0 and p["baseline_latency_us"] > 0, p
+        assert isinstance(p["nic_time_share"], float) and p["nic_time_share"] > 0, p
     assert out["steps"] == 2 and out["extras"] == 0
     for nic in out["hostile"]["nics"]:  # every bad datagram dropped and counted, no handler error
         assert nic["ok"] and nic["dropped"] == nic["expected_dropped"] > 10, nic

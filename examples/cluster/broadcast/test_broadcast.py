@@ -58,6 +58,7 @@ def test_both_modes_and_the_baseline_verify():
         assert pt["nodes_verified"] == [True] * 4, pt
         assert pt["offload_latency_us"] > 0 and pt["baseline_latency_us"] > 0, pt
         assert pt["pairs"][0]["to"] == [1, 2, 3] and pt["baseline_pairs"][0]["verified"], pt
+        assert isinstance(pt["nic_time_share"], float) and pt["nic_time_share"] > 0, pt
 
 
 def test_eight_nodes_three_hops():

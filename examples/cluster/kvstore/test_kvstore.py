@@ -49,6 +49,7 @@ def test_puts_and_gets_match_a_dict():
         assert len(pt["clients"]) == 8 and len(pt["c_clients"]) == 4 and len(pt["baseline_clients"]) == 8, pt
         assert pt["tables"] == [] and pt["baseline_tables"] == []
         assert pt["gets"] > pt["puts"] > 0 and pt["offload_latency_us"] > 0 and pt["baseline_latency_us"] > 0
+        assert isinstance(pt["nic_time_share"], float) and pt["nic_time_share"] > 0, pt
         for n in pt["nics"]:  # well-formed traffic: nothing dropped as bad
             assert n["handler_errors"] == 0, n
             for c in ("UC_KV_CTR_BAD", "UC_KV_CTR_NOT_OWNER", "UC_KV_CTR_FULL", "UC_KV_CTR_CHAIN"):

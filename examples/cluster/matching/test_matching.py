@@ -40,6 +40,7 @@ def test_run_eager_and_rendezvous_posted_and_unexpected():
         assert len(p["pairs"]) == 4 and all(x["verified"] for x in p["pairs"]), p
         assert len(p["baseline_pairs"]) == 4 and p["baseline_latency_us"] > 0, p
         assert p["matched"] == {p["mode"]: 8}, p  # every receive on the path its round asked for
+        assert isinstance(p["nic_time_share"], float) and p["nic_time_share"] > 0, p
 
 
 def test_sabotaged_reference_is_caught():

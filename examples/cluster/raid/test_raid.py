@@ -33,6 +33,8 @@ def run(tag, *args, expect_ok=True, rounds=2):
         assert out["verified"], json.dumps(out, indent=1) + err
         for pt in out["points"]:
             assert pt["offload_latency_us"] > 0, pt
+            if "--kill-parity" not in args:  # the killed NIC's handler time is gone: no share
+                assert isinstance(pt["nic_time_share"], float) and pt["nic_time_share"] > 0, pt
             if "--no-baseline" not in args:
                 assert pt["baseline_latency_us"] > 0 and pt["baseline_pairs"][0]["verified"], pt
     return out
