@@ -75,8 +75,8 @@ HOST_SERIES = [
     ("host", "host-CPU server, blocking socket", rma_udp_port() + 1, []),
     ("host_poll", "host-CPU server, busy-polling", rma_udp_port() + 4, ["--busy-poll"]),
 ]
-NIC_LABEL = "NIC-served, host-posted: softspin rma lat|bw"
-NIC_INIT_LABEL = "NIC-served, NIC-issued: rma lat --initiator nic"
+NIC_LABEL = "NIC-served, host-posted, rma lat|bw"
+NIC_INIT_LABEL = "NIC-served, NIC-issued, rma lat --initiator nic"
 SERVER_LIFETIME_S = 3600  # a guard: servers end themselves if left behind
 
 SIZES = [8 ** k for k in range(1, 9)]  # 8 B .. 16 MiB

@@ -49,6 +49,7 @@ BASELINE_PORT = UC["UC_PORT"] + 100
 ROUND_TIMEOUT_S = 0.5  # no completion within this: the round is sent again (lost packets)
 MAX_TRIES = 6
 BYE = b"BYE"  # a baseline client's last datagram: its server exits
+PROFILE = "fpspin"  # the NICs' model, unless --profile says otherwise
 
 
 def ensure_python() -> None:
@@ -94,8 +95,9 @@ class Cluster:
     removed on exit (also after an error, Ctrl-C or SIGTERM)."""
 
     def __init__(self, nodes: int, prefix: str, handler: Path, hh: str, ph: str, th: str,
-                 lossy: str | None = None) -> None:
+                 lossy: str | None = None, profile: str | None = None) -> None:
         self.nodes, self.prefix = nodes, prefix
+        self.profile = profile or PROFILE
         self.handler, self.hh, self.ph, self.th, self.lossy = handler, hh, ph, th, lossy
         self.tmp = tempfile.TemporaryDirectory(prefix=f"uc-{prefix}-")
         self.up = False
@@ -104,12 +106,12 @@ class Cluster:
         signal.signal(signal.SIGTERM, _sigterm)
         tmp = Path(self.tmp.name)
         elf = tmp / "usecase.elf"
-        sh([softspin_bin(), "build", "--profile", "fpspin", str(REPO / "examples/rma_target/handler.c"),
+        sh([softspin_bin(), "build", "--profile", self.profile, str(REPO / "examples/rma_target/handler.c"),
             str(self.handler), "-o", str(elf)])
         rules = tmp / "rules.toml"
         rules.write_text(rules_toml())
         cmd = [softspin_bin(), "cluster", "up", "--nodes", str(self.nodes), "--prefix", self.prefix,
-               "--rma", "--window", str(UC["UC_WINDOW"]), "--image", str(elf),
+               "--rma", "--window", str(UC["UC_WINDOW"]), "--profile", self.profile, "--image", str(elf),
                "--hh", self.hh, "--ph", self.ph, "--th", self.th]
         if self.lossy:
             cmd += ["--lossy", self.lossy]
@@ -196,6 +198,9 @@ def base_parser(name: str, modes: list[str], default_mode: str) -> argparse.Argu
                     help="the cluster's names (namespaces PREFIX0..)")
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--lossy", help="softspin-lossy flags for every link (cluster up --lossy)")
+    ap.add_argument("--profile", default=PROFILE,
+                    help="the NICs' model (cluster up --profile): fpspin, FPsPIN's 40 MHz HPUs (default); "
+                         "pspin, PsPIN's 1 GHz")
     ap.add_argument("--no-baseline", action="store_true", help="skip the host-CPU baseline")
     ap.add_argument("--sabotage", action="store_true",
                     help="perturb the reference: verified must come out false (the check can fail)")
@@ -205,7 +210,9 @@ def base_parser(name: str, modes: list[str], default_mode: str) -> argparse.Argu
 
 
 def parse_common(ap: argparse.ArgumentParser) -> argparse.Namespace:
+    global PROFILE
     a = ap.parse_args()
+    PROFILE = a.profile  # every Cluster of this run
     a.sizes = [int(s) for s in a.size.split(",")]
     a.modes = a.mode.split(",")
     for m in a.modes:
@@ -250,6 +257,7 @@ def report(a: argparse.Namespace, points: list[dict], verified: bool, extra: dic
         "mode": a.modes[0] if len(a.modes) == 1 else a.modes,
         "rounds": a.rounds,
         "lossy": a.lossy,
+        "profile": a.profile,
         "sabotage": a.sabotage,
         # The last point's numbers at the top; every point below.
         "offload_latency_us": last.get("offload_latency_us"),
