@@ -535,6 +535,12 @@ impl Nic {
         Nic::with_config(load_config(path)?)
     }
 
+    /// Busy time of all HPUs so far, ps of NIC time (the model's handler
+    /// time; live or simulated).
+    pub fn hpu_busy_ps(&self) -> u64 {
+        self.engine.hpu_busy().1
+    }
+
     pub fn with_config(cfg: NicConfig) -> Result<Nic> {
         let mut engine = Engine::new(cfg)?;
         engine.keep_outputs(true);

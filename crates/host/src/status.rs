@@ -77,12 +77,6 @@ pub fn drops_by_cause(wire: &LiveStats, r: &Report) -> BTreeMap<String, u64> {
 }
 
 impl Nic {
-    /// Busy time of all HPUs so far, ps of NIC time (the model's handler
-    /// time; live or simulated).
-    pub fn hpu_busy_ps(&self) -> u64 {
-        self.engine.hpu_busy().1
-    }
-
     /// A snapshot of the live NIC's progress; `None` for a simulated NIC.
     /// Takes the engine's report: call it every second or so, not per step.
     pub fn live_status(&self) -> Option<LiveStatus> {
