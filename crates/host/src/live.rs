@@ -308,8 +308,10 @@ impl Nic {
         // whatever else is runnable there (another node's NIC, the host
         // program): with more pollers than cores, a NIC that just woke for
         // a frame otherwise waits for a poller's time slice to end (ms).
-        // Alone on its core, the yield returns at once.
-        if taken == 0 && !sent && wait.is_zero() {
+        // Alone on its core, the yield returns at once. Not while a handler
+        // waits for the host's answer: under load a yield can cost a time
+        // slice, and that wait's limit runs on the wall clock.
+        if taken == 0 && !sent && wait.is_zero() && !self.engine.waits_for_host() {
             std::thread::yield_now();
         }
         Ok(taken)

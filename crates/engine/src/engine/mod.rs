@@ -1250,10 +1250,7 @@ impl Engine {
                 && progressed
                 && self.core.pause_for_host
                 && matches!(e.ev, Ev::WaitLimit { .. } | Ev::TimeoutCheck)
-                && self
-                    .hpus
-                    .iter()
-                    .any(|s| s.ctl.state == HpuState::Blocked && s.ctl.wait_notify.is_some())
+                && self.waits_for_host()
             {
                 every(self);
                 return Ok(());
@@ -1293,6 +1290,14 @@ impl Engine {
             Ev::RmaTimer => transport::on_timer(&mut self.core, &mut self.cu.links),
         }
         Ok(())
+    }
+
+    /// A handler waits for the host's answer to a notification (its wait
+    /// is limited in NIC time, which follows the wall clock live).
+    pub fn waits_for_host(&self) -> bool {
+        self.hpus
+            .iter()
+            .any(|s| s.ctl.state == HpuState::Blocked && s.ctl.wait_notify.is_some())
     }
 
     /// Nothing left to do: no event scheduled, no packet or notification on
