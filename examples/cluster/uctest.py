@@ -48,9 +48,13 @@ def interrupt_mid_run(script: Path, prefix: str, *args: str, nodes: int, settle_
     """Start a run of many rounds, wait for its last node's control socket
     (the cluster is up), SIGINT it `settle_s` later (mid-run): it must exit
     130 and leave nothing behind."""
+    # SIGINT's default action in the run: the test itself may have been
+    # started with SIGINT ignored (a background job of a script), which the
+    # run would inherit and then never see the interrupt.
     p = subprocess.Popen([sys.executable, str(script), "--nodes", str(nodes), "--prefix", prefix,
                           "--rounds", "100000", "--json", *args],
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     sock = common.control_path(prefix, nodes - 1)
     end = time.time() + 60
     while not sock.exists() and time.time() < end and p.poll() is None:
