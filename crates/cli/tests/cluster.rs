@@ -671,6 +671,11 @@ fn up_image_needs_rma_and_a_file() {
             &["--rma", "--image", "/nonexistent/uc.elf"][..],
             "--image /nonexistent/uc.elf: no such file",
         ),
+        (&["--profile", "pspin"][..], "--rma"),
+        (
+            &["--rma", "--profile", "nosuch"][..],
+            "--profile nosuch: no such NIC model",
+        ),
     ] {
         let mut v = vec!["cluster", "up", "--nodes", "2", "--prefix", "sMimg"];
         v.extend_from_slice(args);
