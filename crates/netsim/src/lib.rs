@@ -1,0 +1,12 @@
+//! Networks of simulated sPIN NICs (issue 29, docs/scale.md).
+//!
+//! Seed 004 §4.2 coupled a network simulator (LogGOPSim) with a CPU
+//! simulator (gem5) that timed every handler. Here SimGrid owns simulated
+//! time and the network (a fat tree of 36-port switches), and every node's
+//! NIC is a softspin engine driven through its embedding API
+//! (`softspin_engine::Engine`, "Embedding") running the same handler
+//! binaries as the live cluster.
+
+pub mod params;
+
+pub use params::{NetParams, NicKind, ParamsError};
