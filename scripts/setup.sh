@@ -31,6 +31,8 @@ command -v ld.lld-19 >/dev/null || need_pkgs+=(lld-19)
 command -v llvm-objdump-19 >/dev/null || need_pkgs+=(llvm-19)
 [ -f /usr/include/bpf/bpf_helpers.h ] || need_pkgs+=(libbpf-dev)
 command -v gcc >/dev/null || need_pkgs+=(gcc)
+# SimGrid's C API: softspin-netsim (a workspace member) links libsimgrid.
+[ -f /usr/include/simgrid/actor.h ] || need_pkgs+=(libsimgrid-dev)
 # pyo3's build script (crates/host-py is a workspace member) asks python3.
 command -v python3 >/dev/null || need_pkgs+=(python3)
 if [ $tests = 1 ]; then
@@ -84,7 +86,7 @@ cargo build --release --quiet --workspace || die "cargo build failed"
 # The Python module `softspin` (crates/host-py) in a venv at .venv, built by
 # maturin into its own target dir (pyo3 built for the venv's Python), and
 # rebuilt only when its Rust or Python sources changed.
-PY_PINS="maturin==1.9.6 numpy==2.2.6 pytest==8.4.2 matplotlib==3.10.7"
+PY_PINS="maturin==1.9.6 numpy==2.2.6 pytest==8.4.2 matplotlib==3.10.7 dask==2026.8.0 distributed==2026.8.0"
 if [ ! -x .venv/bin/python ] || ! .venv/bin/python -m pip --version >/dev/null 2>&1; then
     echo "setup: creating .venv"
     rm -rf .venv
