@@ -7,6 +7,7 @@
 //! (`softspin_engine::Engine`, "Embedding") running the same handler
 //! binaries as the live cluster.
 
+pub mod loggp;
 pub mod params;
 
 pub use params::{NetParams, NicKind, ParamsError};
