@@ -460,4 +460,42 @@ mod tests {
         );
         assert_eq!(rdma_bcast_ns(&round(), &b), 2.0 * 1207.0 + 2000.0);
     }
+
+    /// LogGOPSim's own times (bench/scale/loggopsim.sh at commit 76451de,
+    /// bench/results/loggopsim-sc17.json) against `rdma_bcast_ns` for the
+    /// sc17 profile, L = the fat tree's diameter. G is rounded to 1 fs for
+    /// LogGOPSim's integers, hence the tolerance. If the profile changes,
+    /// re-run the script.
+    #[test]
+    fn rdma_matches_loggopsim_runs() {
+        let text = include_str!("../../../bench/results/loggopsim-sc17.json");
+        let field = |row: &str, name: &str| -> f64 {
+            let at = row.find(&format!("\"{name}\": ")).unwrap() + name.len() + 4;
+            let end = row[at..].find([',', '\n', '}']).unwrap();
+            row[at..at + end].trim().parse().unwrap()
+        };
+        let p = NetParams::sc17();
+        let rows: Vec<&str> = text.split("\"nodes\": ").skip(1).collect();
+        assert_eq!(rows.len(), 20, "2..1024 nodes x {{8, 65536}} B");
+        for row in rows {
+            let row = format!("\"nodes\": {row}");
+            let (n, s) = (field(&row, "nodes") as u32, field(&row, "size") as u64);
+            let hops = FatTree::for_nodes(p.switch_ports, n).diameter();
+            let uniform = move |_: u32, _: u32| hops;
+            let kids = move |v: u32| binomial_children(v, n);
+            let b = Bcast {
+                nodes: n,
+                size: s,
+                hops: &uniform,
+                children: &kids,
+                dma: None,
+            };
+            let ours = rdma_bcast_ns(&p, &b);
+            let theirs = field(&row, "time_ns");
+            assert!(
+                (ours - theirs).abs() <= 1e-4 * theirs,
+                "{n} nodes, {s} B: closed form {ours} ns, LogGOPSim {theirs} ns (profile changed? re-run bench/scale/loggopsim.sh)"
+            );
+        }
+    }
 }
