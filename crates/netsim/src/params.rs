@@ -1,8 +1,9 @@
 //! The simulated system's parameters, as one named profile: seed 004
-//! §4.2-4.3 (sPIN, SC'17). The extracted text of the seed lost the symbols'
-//! values; they are taken from the published paper (Hoefler et al., SC'17,
-//! §4.2-4.3) and cited per field. A `--params FILE` (TOML, the same field
-//! names) overrides any of them.
+//! §4.2-4.3 (sPIN, SC'17). The extracted text of the seed lost most
+//! symbols' values; each field says where its value comes from: the seed's
+//! own words, arithmetic on them, or the published paper (Hoefler et al.,
+//! SC'17, §4.2-4.3). docs/scale.md "Parameters" has the table. A
+//! `--params FILE` (TOML, the same field names) overrides any of them.
 
 use serde::{Deserialize, Serialize};
 
@@ -34,9 +35,9 @@ impl std::str::FromStr for NicKind {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DmaParams {
-    /// L, one way.
+    /// L, one way (ns).
     pub latency_ns: f64,
-    /// 1 / G.
+    /// 1 / G, GiB/s (G in ns per byte = 1 / (this × 2^30 / 1e9)).
     pub bandwidth_gib_s: f64,
 }
 
@@ -46,24 +47,37 @@ pub struct DmaParams {
 pub struct NetParams {
     /// The profile's name, reported with every result.
     pub name: String,
-    /// o: CPU overhead to inject a message (not parallelisable).
+    /// o: CPU overhead to inject a message (not parallelisable). 65 ns:
+    /// the paper's §4.2 ("measured on a modern InfiniBand system"); the
+    /// seed's text lost the number.
     pub o_ns: f64,
-    /// g: gap between two messages a NIC injects (1 / message rate;
-    /// 150 M messages/s, ConnectX-4).
+    /// g: gap between two messages a NIC injects. 6.7 ns = 1 / (150 M
+    /// messages/s), the ConnectX-4 rate the seed's §4.2 names (and the
+    /// paper's value).
     pub g_ns: f64,
-    /// Link bandwidth (G = 1 / bandwidth per byte).
+    /// Link bandwidth in GiB/s: 400 Gib/s (seed §4.2) / 8 = 50 GiB/s, the
+    /// rate §5.1 also uses ("deposits data at a rate of 50 GiB/s"). G is
+    /// per byte, as in LogGOPSim (sizes in bytes, `(s-1)G`): 18.63 ps/B.
+    /// The paper's "G = 2.5 ps" is 1 / (400 × 10^9) s, the time of one
+    /// bit; taken per byte it would model 3.2 Tb/s, so it is not used.
     pub link_gib_s: f64,
-    /// Time a packet takes through one switch.
+    /// Time a packet takes through one switch (cut-through): 50 ns, the
+    /// paper's §4.2 ("as measured on modern switches"); lost in the seed.
     pub switch_ns: f64,
-    /// Propagation delay of one cable.
+    /// Propagation delay of one cable: 33.4 ns, the paper's §4.2 (a 10 m
+    /// wire; 10 m / c = 33.36 ns); lost in the seed.
     pub wire_ns: f64,
-    /// Ports per switch of the fat tree.
+    /// Ports per switch of the fat tree: 36 (seed §4.2, in its text).
     pub switch_ports: u32,
-    /// Largest packet (payload) on the wire.
+    /// Largest packet (payload) on the wire: 4 KiB (seed §4.4.2 "full
+    /// 4KiB packets"; LogGOPSim2's run.sh passes --network-pktsize=4096).
     pub mtu: u32,
-    /// The discrete NIC's DMA path (PCIe 4.0 x32).
+    /// The discrete NIC's DMA path, PCIe 4.0 x32: 250 ns (seed §4.4.2 "the
+    /// 250ns DMA latency"), 64 GiB/s (seed §4.3).
     pub discrete: DmaParams,
-    /// The integrated NIC's DMA path (the memory controller).
+    /// The integrated NIC's DMA path, the memory controller: 50 ns (the
+    /// paper's §4.3; lost in the seed, whose host DRAM latency is 51 ns),
+    /// 150 GiB/s ("the same bandwidth as the main CPU", seed §4.3).
     pub integrated: DmaParams,
 }
 
@@ -201,5 +215,23 @@ mod tests {
         // 50 GiB/s: 1e12 / (50 * 2^30) ps per byte.
         let p = NetParams::sc17();
         assert!((p.link_ps_per_byte() - 18.626).abs() < 1e-3);
+        // Eight times the 400 Gib/s link's time per bit, 1e12 / (400 * 2^30)
+        // ps; the paper's 2.5 ps is the same per bit at 400 * 10^9 b/s.
+        assert!((p.link_ps_per_byte() / 8.0 - 2.328).abs() < 1e-3);
+    }
+
+    #[test]
+    fn sc17_values_follow_from_the_seeds_words() {
+        let p = NetParams::sc17();
+        // 150 M messages/s.
+        assert!((p.g_ns - 1e9 / 150e6).abs() < 0.05);
+        // A 10 m wire at the speed of light.
+        assert!((p.wire_ns - 10.0 / 299_792_458.0 * 1e9).abs() < 0.05);
+        assert_eq!((p.switch_ports, p.mtu), (36, 4096));
+        assert_eq!(
+            (p.discrete.latency_ns, p.discrete.bandwidth_gib_s),
+            (250.0, 64.0)
+        );
+        assert_eq!(p.integrated.bandwidth_gib_s, 150.0);
     }
 }
