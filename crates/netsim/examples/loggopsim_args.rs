@@ -79,7 +79,8 @@ fn run() -> Result<(), String> {
             children: &kids,
             dma: None,
         },
-    );
+    )
+    .map_err(|e| e.to_string())?;
     println!(
         "{l} {o} {g} {big_g} {{\"nodes\": {nodes}, \"size\": {size}, \"profile\": \"{}\", \"unit_ns\": {}, \
          \"L_ns\": {}, \"o_ns\": {}, \"g_ns\": {}, \"G_ps_per_byte\": {g_ps_exact}, \"levels\": {}, \

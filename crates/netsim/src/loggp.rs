@@ -96,6 +96,49 @@ pub fn binomial_children(v: u32, nodes: u32) -> Vec<u32> {
     out
 }
 
+/// The same tree, farthest child first (smallest subtree first): the order
+/// `examples/cluster/broadcast` sends in (`forward`, `bc_children`), so its
+/// simulated times can be checked with the order it really uses.
+pub fn binomial_children_far_first(v: u32, nodes: u32) -> Vec<u32> {
+    let mut c = binomial_children(v, nodes);
+    c.reverse();
+    c
+}
+
+/// A tree `Bcast::children` describes that the walk cannot use.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TreeError {
+    #[error("node {parent} lists child {child}, not in {parent}+1..{nodes}")]
+    BadChild { parent: u32, child: u32, nodes: u32 },
+    #[error("node {node} has {parents} parents (every node but the root needs one)")]
+    Parents { node: u32, parents: u32 },
+}
+
+/// Every child above its parent and below `nodes`, every node but the root
+/// with exactly one parent.
+fn check_tree(b: &Bcast) -> Result<(), TreeError> {
+    let mut parents = vec![0u32; b.nodes as usize];
+    for v in 0..b.nodes {
+        for c in (b.children)(v) {
+            if c <= v || c >= b.nodes {
+                return Err(TreeError::BadChild {
+                    parent: v,
+                    child: c,
+                    nodes: b.nodes,
+                });
+            }
+            parents[c as usize] += 1;
+        }
+    }
+    match parents.iter().enumerate().skip(1).find(|(_, &k)| k != 1) {
+        Some((node, &k)) => Err(TreeError::Parents {
+            node: node as u32,
+            parents: k,
+        }),
+        None => Ok(()),
+    }
+}
+
 /// Time to write or read `bytes` through a DMA path (seed 004 §4.3: a
 /// LogGP system with o = g = 0): L + bytes / bandwidth.
 pub fn dma_ns(d: &DmaParams, bytes: u64) -> f64 {
@@ -126,7 +169,8 @@ pub struct Bcast<'a> {
 /// hop costs o + L(a, b) + (s-1)G [+ DMA into host memory] + o. Returns
 /// the time the last CPU is done, LogGOPSim's "max over hosts". With
 /// `dma: None` and uniform hops this is what LogGOPSim computes.
-pub fn rdma_bcast_ns(p: &NetParams, b: &Bcast) -> f64 {
+pub fn rdma_bcast_ns(p: &NetParams, b: &Bcast) -> Result<f64, TreeError> {
+    check_tree(b)?;
     let n = b.nodes as usize;
     let (o, g, gb) = (p.o_ns, p.g_ns, big_g(p));
     let tail = b.size.saturating_sub(1) as f64 * gb;
@@ -143,7 +187,7 @@ pub fn rdma_bcast_ns(p: &NetParams, b: &Bcast) -> f64 {
         }
         end = end.max(cpu).max(recv_done[v as usize]);
     }
-    end
+    Ok(end)
 }
 
 /// How a sPIN NIC forwards (seed 004 §4.4.3).
@@ -167,7 +211,13 @@ pub enum Forwarding {
 ///
 /// Single packet, uniform hops L, N = 2^k, largest subtree first:
 /// streaming = o + k (L + (s-1)G + h), store = that + (k-1) h.
-pub fn spin_bcast_ns(p: &NetParams, b: &Bcast, handler_ns: f64, mode: Forwarding) -> f64 {
+pub fn spin_bcast_ns(
+    p: &NetParams,
+    b: &Bcast,
+    handler_ns: f64,
+    mode: Forwarding,
+) -> Result<f64, TreeError> {
+    check_tree(b)?;
     let n = b.nodes as usize;
     let (o, g, gb) = (p.o_ns, p.g_ns, big_g(p));
     let mtu = p.mtu as u64;
@@ -253,7 +303,7 @@ pub fn spin_bcast_ns(p: &NetParams, b: &Bcast, handler_ns: f64, mode: Forwarding
             }
         }
     }
-    end
+    Ok(end)
 }
 
 #[cfg(test)]
@@ -379,14 +429,23 @@ mod tests {
         // A hop: o + L + 7 G + o = 1207; the deepest node (7) is three
         // first-children down: 3 x 1207. LogGOPSim at 76451de prints the
         // same (L=1000 o=100 g=10 G=1, schedgen binomialtreebcast -s 8 -d 8).
-        assert_eq!(rdma_bcast_ns(&round(), &bcast(8, 8, &kids8)), 3621.0);
+        assert_eq!(
+            rdma_bcast_ns(&round(), &bcast(8, 8, &kids8)).unwrap(),
+            3621.0
+        );
         // Three nodes: node 2 is the root's second send (after o = 100):
         // 100 + 1207.
         let kids3 = |v| binomial_children(v, 3);
-        assert_eq!(rdma_bcast_ns(&round(), &bcast(3, 8, &kids3)), 1307.0);
+        assert_eq!(
+            rdma_bcast_ns(&round(), &bcast(3, 8, &kids3)).unwrap(),
+            1307.0
+        );
         // Two nodes, 1 KiB: o + L + 1023 G + o.
         let kids2 = |v| binomial_children(v, 2);
-        assert_eq!(rdma_bcast_ns(&round(), &bcast(2, 1024, &kids2)), 2223.0);
+        assert_eq!(
+            rdma_bcast_ns(&round(), &bcast(2, 1024, &kids2)).unwrap(),
+            2223.0
+        );
         // DMA into host memory adds L_dma + s / bandwidth per hop.
         let d = DmaParams {
             latency_ns: 250.0,
@@ -394,7 +453,7 @@ mod tests {
         };
         let mut b = bcast(2, 1024, &kids2);
         b.dma = Some(&d);
-        assert!((rdma_bcast_ns(&round(), &b) - (2223.0 + 250.0 + 1024.0)).abs() < 1e-6);
+        assert!((rdma_bcast_ns(&round(), &b).unwrap() - (2223.0 + 250.0 + 1024.0)).abs() < 1e-6);
     }
 
     #[test]
@@ -405,23 +464,26 @@ mod tests {
         // handler (50) forwards at 1157, node 3 has it at 2164, done 2214.
         // = o + 2 (L + 7G + h).
         assert_eq!(
-            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming),
+            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming).unwrap(),
             2214.0
         );
         // Store and forward: payload then completion handler before the
         // put from device: one more h per forwarding level.
-        assert_eq!(spin_bcast_ns(&round(), &b, 50.0, Forwarding::Store), 2264.0);
+        assert_eq!(
+            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Store).unwrap(),
+            2264.0
+        );
         // The uniform closed form of the doc comment, N = 1024.
         let kids = |v| binomial_children(v, 1024);
         let b = bcast(1024, 8, &kids);
         let (o, l, h) = (100.0, 1000.0 + 7.0, 50.0);
         let stream = o + 10.0 * (l + h);
         assert_eq!(
-            spin_bcast_ns(&round(), &b, h, Forwarding::Streaming),
+            spin_bcast_ns(&round(), &b, h, Forwarding::Streaming).unwrap(),
             stream
         );
         assert_eq!(
-            spin_bcast_ns(&round(), &b, h, Forwarding::Store),
+            spin_bcast_ns(&round(), &b, h, Forwarding::Store).unwrap(),
             stream + 9.0 * h
         );
     }
@@ -437,7 +499,7 @@ mod tests {
         // at max(o, g + 127 G) = 137) is done at 137 + 100 + 1000 + 127 +
         // 50 = 1414.
         assert_eq!(
-            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming),
+            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming).unwrap(),
             2399.0
         );
     }
@@ -455,10 +517,71 @@ mod tests {
             ..bcast(4, 8, &kids4)
         };
         assert_eq!(
-            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming),
+            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming).unwrap(),
             4214.0
         );
-        assert_eq!(rdma_bcast_ns(&round(), &b), 2.0 * 1207.0 + 2000.0);
+        assert_eq!(rdma_bcast_ns(&round(), &b).unwrap(), 2.0 * 1207.0 + 2000.0);
+    }
+
+    #[test]
+    fn farthest_first_costs_one_send_per_level() {
+        // N = 4, the root sends to 2 first, to 1 o = 100 later: node 1
+        // forwards to 3 a send later than largest-first.
+        assert_eq!(binomial_children_far_first(0, 4), vec![2, 1]);
+        let far = |v| binomial_children_far_first(v, 4);
+        let b = bcast(4, 8, &far);
+        assert_eq!(rdma_bcast_ns(&round(), &b).unwrap(), 100.0 + 2.0 * 1207.0);
+        // Node 1 has the packet at 100 + 100 + 1007 = 1207, forwards at
+        // 1257; node 3 has it at 2264, done 2314.
+        assert_eq!(
+            spin_bcast_ns(&round(), &b, 50.0, Forwarding::Streaming).unwrap(),
+            2314.0
+        );
+    }
+
+    #[test]
+    fn bad_trees_are_refused() {
+        type Children<'a> = &'a dyn Fn(u32) -> Vec<u32>;
+        let cases: [(Children, TreeError); 4] = [
+            (
+                &|v| if v == 0 { vec![1, 9] } else { vec![] },
+                TreeError::BadChild {
+                    parent: 0,
+                    child: 9,
+                    nodes: 3,
+                },
+            ),
+            (
+                &|v| if v == 2 { vec![1] } else { vec![] },
+                TreeError::BadChild {
+                    parent: 2,
+                    child: 1,
+                    nodes: 3,
+                },
+            ),
+            (
+                &|v| if v == 0 { vec![1] } else { vec![] },
+                TreeError::Parents {
+                    node: 2,
+                    parents: 0,
+                },
+            ),
+            (
+                &|v| if v < 2 { vec![2] } else { vec![] },
+                TreeError::Parents {
+                    node: 1,
+                    parents: 0,
+                },
+            ),
+        ];
+        for (kids, want) in cases {
+            let b = bcast(3, 8, kids);
+            assert_eq!(rdma_bcast_ns(&round(), &b), Err(want.clone()));
+            assert_eq!(
+                spin_bcast_ns(&round(), &b, 1.0, Forwarding::Store),
+                Err(want)
+            );
+        }
     }
 
     /// LogGOPSim's own times (bench/scale/loggopsim.sh at commit 76451de,
@@ -490,7 +613,7 @@ mod tests {
                 children: &kids,
                 dma: None,
             };
-            let ours = rdma_bcast_ns(&p, &b);
+            let ours = rdma_bcast_ns(&p, &b).unwrap();
             let theirs = field(&row, "time_ns");
             assert!(
                 (ours - theirs).abs() <= 1e-4 * theirs,
