@@ -47,7 +47,11 @@ META_COLUMNS = ("rep", "status", "exit", "error", "wall_s")
 STDERR_TAIL = 2000
 
 
-class GridError(Exception):
+class SweepError(Exception):
+    """The sweep cannot run: the message says why."""
+
+
+class GridError(SweepError):
     """A bad grid file: the message names the file and the key."""
 
 
@@ -315,7 +319,7 @@ def check_subcommand(binary, grid):
     try:
         p = subprocess.run([binary, grid.command, "--help"], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired) as e:
-        raise GridError(f"cannot run {binary}: {e}") from None
+        raise SweepError(f"cannot run {binary}: {e}") from None
     if p.returncode != 0:
         raise GridError(f"{grid.path}: command = {grid.command!r}: {binary} has no such subcommand "
                         f"(`{os.path.basename(binary)} {grid.command} --help` failed)")
@@ -410,10 +414,12 @@ def plot(grid, out, rows):
                 ax.errorbar(xs, mean, yerr=[lo, hi], marker="o", capsize=3, label=label)
             else:
                 ax.plot(xs, mean, marker="o", label=label)
-        if pl.get("logx"):
-            ax.set_xscale("log")
-        if pl.get("logy"):
-            ax.set_yscale("log")
+        for axis, key, values in ((ax.xaxis, "logx", [v for p in groups.values() for v in p]),
+                                  (ax.yaxis, "logy", [r[y] for r in ok if isinstance(r.get(y), (int, float))])):
+            if pl.get(key):
+                # Base 2 when every value is a power of two (sizes, node counts).
+                pow2 = values and all(v > 0 and math.log2(v).is_integer() for v in values)
+                (ax.set_xscale if axis is ax.xaxis else ax.set_yscale)("log", base=2 if pow2 else 10)
         ax.set_xlabel(x)
         ax.set_ylabel(y)
         fixed = ", ".join(f"{k} = {v}" for k, v in pl["where"].items())
@@ -445,9 +451,15 @@ def sweep(args):
     grid = load_grid(args.grid)
     binary = args.softspin or shutil.which("softspin")
     if not binary:
-        raise GridError("no softspin binary: pass --softspin PATH or put softspin on PATH")
+        raise SweepError("no softspin binary: pass --softspin PATH or put softspin on PATH")
     binary = os.path.abspath(binary)
     check_subcommand(binary, grid)
+    for mod, what in (("distributed", "Dask"), ("matplotlib", "matplotlib")):
+        try:
+            __import__(mod)
+        except ImportError:
+            raise SweepError(f"{sys.executable} has no {what} ({mod}): run scripts/setup.sh, "
+                            "or set SOFTSPIN_PYTHON to a Python that has it") from None
     out = os.path.abspath(args.out or (os.path.join(grid.dir, grid.out) if grid.out else
                                        os.path.splitext(grid.path)[0] + ".out"))
     points_dir = os.path.join(out, "points")
@@ -551,7 +563,7 @@ def main(argv=None):
         return EXIT_FAILURE
     try:
         return sweep(args)
-    except GridError as e:
+    except SweepError as e:
         print(f"sweep: error: {e}", file=sys.stderr)
         return EXIT_FAILURE
     except KeyboardInterrupt:
