@@ -292,3 +292,53 @@ seed_base = 5
     assert pts[3] == ({"until_ns": 20}, 1, ["sim", "--quiet", "--gdb-break", "a", "--gdb-break", "b",
                                            "--until-ns", "20", "--seed", "6", "--json"])
     assert len({sweep.point_key(a, r) for _, r, a in pts}) == 4
+
+
+def test_mangled_grid_files_give_grid_errors(tmp_path):
+    """A fuzz in small: mutations of a full grid file are accepted or refused
+    with a GridError, never another exception."""
+    import random
+
+    good = """command = "sim"
+timeout_s = 30
+accept_exit = [0, 5]
+out = "o"
+[args]
+image = "h.elf"
+quiet = true
+[grid]
+size = [64, 1024]
+messages = [1, 2]
+[repeat]
+count = 2
+seed_arg = "seed"
+[output]
+fields = ["sim_time_ns"]
+[[plot]]
+x = "size"
+y = "sim_time_ns"
+series = "messages"
+logx = true
+title = "t"
+file = "a.png"
+where = { }
+"""
+    sweep.Grid("g", __import__("tomllib").loads(good))
+    values = ['""', "0", "-1", "1.5", "true", "[]", "[1, 1]", '["a"]', "{ }", "{ a = 1 }", "[[1]]", '"sim"',
+              '"size"', "[{ a = 1 }]", "1e300"]
+    rng = random.Random(29)
+    lines = good.splitlines()
+    g = tmp_path / "m.toml"
+    for _ in range(1500):
+        m = list(lines)
+        for _ in range(rng.randint(1, 3)):
+            i = rng.randrange(len(m))
+            if "=" in m[i] and rng.random() < 0.8:
+                m[i] = m[i].split("=")[0] + "= " + rng.choice(values)
+            else:
+                del m[i]
+        g.write_text("\n".join(m) + "\n")
+        try:
+            sweep.load_grid(str(g))
+        except sweep.GridError:
+            pass

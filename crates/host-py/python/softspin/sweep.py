@@ -168,7 +168,7 @@ class Grid:
                 if not isinstance(pl.get(k), str):
                     raise _err(p, f"{where}: {k} is required (a grid axis or a field name)")
             series = pl.get("series")
-            if series is not None and series not in self.axes:
+            if series is not None and (not isinstance(series, str) or series not in self.axes):
                 raise _err(p, f"{where}: series = {series!r} is not a grid axis ({', '.join(self.axes)})")
             fixed = pl.get("where", {})
             if not isinstance(fixed, dict):
@@ -184,6 +184,8 @@ class Grid:
             if loose:
                 raise _err(p, f"{where}: grid axis {', '.join(loose)} varies but is not x or series; "
                            f"fix it with where = {{ {loose[0]} = ... }}")
+            if not isinstance(pl.get("title", ""), str):
+                raise _err(p, f"{where}: title must be a string")
             for k in ("logx", "logy"):
                 if not isinstance(pl.get(k, False), bool):
                     raise _err(p, f"{where}: {k} must be true or false")
