@@ -342,3 +342,60 @@ where = { }
             sweep.load_grid(str(g))
         except sweep.GridError:
             pass
+
+
+def test_remote_scheduler(tmp_path, empty_elf):
+    """--scheduler: the points run on another cluster's workers (here one
+    on loopback, its workers separate processes that import no runner)."""
+    import logging
+
+    import distributed
+
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, dashboard_address=None,
+                                  silence_logs=logging.ERROR, host="127.0.0.1") as cluster:
+        grid = write(tmp_path / "g.toml", f"""
+command = "sim"
+[args]
+image = "{empty_elf}"
+ph = "empty_ph"
+[grid]
+messages = [1, 3]
+size = [64, 1024]
+""")
+        p = subprocess.run([str(CLI), "sweep", str(grid), "--scheduler", cluster.scheduler_address, "--json"],
+                           capture_output=True, text=True, timeout=120)
+        assert p.returncode == 0, p.stderr
+        assert json.loads(p.stdout)["ran"] == 4
+        with distributed.Client(cluster) as c:
+            # The points were that scheduler's tasks (keys softspin-HASH).
+            done = c.run_on_scheduler(
+                lambda dask_scheduler: dask_scheduler.task_prefixes["softspin"].state_counts["memory"])
+            assert done == 4
+    rows = json.loads((tmp_path / "g.out" / "results.json").read_text())
+    direct = sim_direct(empty_elf, messages=3, size=1024)
+    assert rows[3]["sim_time_ns"] == direct["sim_time_ns"]
+    # --workers is for the local cluster only.
+    p = cli_sweep(grid, "--scheduler", "tcp://127.0.0.1:1")
+    assert p.returncode == 2 and "--workers" in p.stderr
+
+
+def test_interrupt_keeps_finished_points(tmp_path):
+    import signal
+    import time
+
+    grid = write(tmp_path / "g.toml", 'command = "sim"\n[grid]\nmode = ["ok", "hang"]\nn = [1, 2]\n')
+    p = subprocess.Popen([sys.executable, "-P", str(RUNNER), str(grid), "--softspin", str(fake(tmp_path)),
+                          "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         start_new_session=True)
+    points = tmp_path / "g.out" / "points"
+    deadline = time.monotonic() + 60
+    while len(list(points.glob("*.json"))) < 2 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert len(list(points.glob("*.json"))) == 2, "the ok points never finished"
+    os.killpg(p.pid, signal.SIGINT)  # as Ctrl-C does: the whole process group
+    _, err = p.communicate(timeout=60)
+    assert p.returncode == sweep.EXIT_INTERRUPTED, err
+    assert "finished points are kept" in err
+    grid.write_text('command = "sim"\n[grid]\nmode = ["ok"]\nn = [1, 2]\n')
+    q = runner(grid, fake(tmp_path), "--json")
+    assert q.returncode == 0 and json.loads(q.stdout)["kept"] == 2
