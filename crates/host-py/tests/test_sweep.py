@@ -138,9 +138,12 @@ def test_resume_skips_finished_points(tmp_path, empty_elf):
     new = runs(log)[6:]
     assert len(new) == 3 and all("--size 256" in r for r in new)
 
+    mine = tmp_path / "g.out" / "points" / "notes.json"
+    mine.write_text("{}")
     p = runner(grid, w, "--fresh")
     assert p.returncode == 0, p.stderr
     assert len(runs(log)) == 9 + 9
+    assert mine.exists(), "--fresh removed a file that is no point record"
 
 
 FAKE = r"""#!/bin/sh

@@ -26,6 +26,7 @@ import subprocess
 import sys
 import time
 import tomllib
+import uuid
 
 # Exit statuses (`softspin sweep --help` prints the same; a test checks).
 EXIT_OK = 0  # every point ran and exited with an accepted status
@@ -45,6 +46,7 @@ PLOT_KEYS = {"x", "y", "series", "logx", "logy", "where", "file", "title"}
 # Columns every row has besides its parameters and fields.
 META_COLUMNS = ("rep", "status", "exit", "error", "wall_s")
 STDERR_TAIL = 2000
+KEY_LEN = 20  # hex digits of a point's key
 
 
 class SweepError(Exception):
@@ -234,7 +236,7 @@ def load_grid(path):
 def point_key(argv, rep):
     """A point's file name in OUT/points: a hash of its arguments and repetition."""
     canon = json.dumps({"argv": argv, "rep": rep}, sort_keys=True)
-    return hashlib.sha256(canon.encode()).hexdigest()[:20]
+    return hashlib.sha256(canon.encode()).hexdigest()[:KEY_LEN]
 
 
 def run_point(binary, argv, cwd, timeout_s, accept_exit):
@@ -465,9 +467,13 @@ def sweep(args):
     out = os.path.abspath(args.out or (os.path.join(grid.dir, grid.out) if grid.out else
                                        os.path.splitext(grid.path)[0] + ".out"))
     points_dir = os.path.join(out, "points")
-    if args.fresh and os.path.isdir(points_dir):
-        shutil.rmtree(points_dir)
     os.makedirs(points_dir, exist_ok=True)
+    if args.fresh:
+        # Only our own records: OUT/points may be a directory the user chose.
+        for name in os.listdir(points_dir):
+            stem = name.removesuffix(".json")
+            if name.endswith(".json") and len(stem) == KEY_LEN and all(c in "0123456789abcdef" for c in stem):
+                os.remove(os.path.join(points_dir, name))
 
     todo, records = [], []
     for i, (params, rep, argv) in enumerate(grid.points()):
@@ -495,11 +501,13 @@ def sweep(args):
 
                 cloudpickle.register_pickle_by_value(sys.modules[__name__])
 
+            # A token per sweep keeps two sweeps of the same points on one scheduler apart.
+            token = uuid.uuid4().hex[:8]
             futures = {}
             for i in todo:
                 r = records[i]
                 fut = client.submit(run_point, binary, r["argv"], grid.dir, grid.timeout_s, grid.accept_exit,
-                                    key=f"softspin-{r['key']}", pure=False)
+                                    key=f"softspin-{r['key']}-{token}", pure=False)
                 futures[fut] = i
             for fut in distributed.as_completed(futures):
                 i = futures[fut]
@@ -573,6 +581,9 @@ def main(argv=None):
         return EXIT_INTERRUPTED
     except OSError as e:
         print(f"sweep: error: {e}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as e:  # Dask's own failures (a lost scheduler, ...): a message, not a traceback
+        print(f"sweep: error: {type(e).__name__}: {e}", file=sys.stderr)
         return EXIT_FAILURE
 
 
