@@ -226,6 +226,8 @@ BAD_GRIDS = [
      "grid axis n varies but is not x or series"),
     ('command = "sim"\n[grid]\nsize = [1]\n[[plot]]\nx = "size"\ny = "t"\nseries = "m"\n', "series = 'm' is not a grid axis"),
     ('command = "sim"\n[grid]\nsize = [1]\n[[plot]]\nx = "size"\n', "y is required"),
+    ('command = "sim"\n[grid]\nsize = [1]\n[output]\nfields = ["a"]\n[[plot]]\nx = "size"\ny = "b"\n',
+     "y = 'b' is neither a grid axis nor in [output] fields"),
     ('command = "sim"\ntimeout_s = -1\n[grid]\nsize = [1]\n', "timeout_s = -1"),
     ('command = "sim"\n[grid\n', "not valid TOML"),
 ]

@@ -169,6 +169,8 @@ class Grid:
             for k in ("x", "y"):
                 if not isinstance(pl.get(k), str):
                     raise _err(p, f"{where}: {k} is required (a grid axis or a field name)")
+                if self.fields is not None and pl[k] not in (*self.fields, *self.axes, *META_COLUMNS):
+                    raise _err(p, f"{where}: {k} = {pl[k]!r} is neither a grid axis nor in [output] fields")
             series = pl.get("series")
             if series is not None and (not isinstance(series, str) or series not in self.axes):
                 raise _err(p, f"{where}: series = {series!r} is not a grid axis ({', '.join(self.axes)})")
@@ -407,6 +409,9 @@ def plot(grid, out, rows):
             if not isinstance(r.get(x), (int, float)) or not isinstance(r.get(y), (int, float)):
                 continue
             groups.setdefault(r.get(series) if series else None, {}).setdefault(r[x], []).append(r[y])
+        if not groups:
+            print(f"sweep: warning: {pl['file']}: no successful point has numbers for x = {x!r} and y = {y!r}",
+                  file=sys.stderr)
         fig, ax = plt.subplots(figsize=(6.4, 4.4))
         for s, pts in groups.items():
             xs = sorted(pts)
