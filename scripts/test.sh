@@ -92,7 +92,7 @@ logged "cargo test --profile checked (cli)" cargo test --profile checked -p soft
     --bins --test sim --test reproductions --test cli_results --test build_profile -- --show-output
 logged "cargo test --profile checked (netio)" cargo test --profile checked -p softspin-netio --lib --test matcher -- --show-output
 
-echo "== Python host API and examples (pytest)"
+echo "== Python host API, examples and softspin sweep (pytest; the sweep's 100-point sim grid on a local Dask cluster)"
 logged pytest .venv/bin/python -m pytest -q -rs crates/host-py/tests examples/ping_pong examples/copy_to_host examples/slmp_recv examples/slmp_ddt examples/rma_target examples/cluster
 
 echo "== fuzz smoke (every target briefly; make fuzz runs them longer)"

@@ -20,6 +20,7 @@ mod sim;
 mod slmp;
 mod slmp_recv;
 mod status;
+mod sweep;
 
 #[derive(Parser)]
 #[command(
@@ -62,6 +63,9 @@ enum Cmd {
         #[command(subcommand)]
         cmd: rma::RmaCmd,
     },
+    /// A grid of `sim` or `netsim` runs on Dask: one table (CSV, JSON) and
+    /// plots; resumable (docs/sweep.md).
+    Sweep(sweep::SweepArgs),
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
     /// Start a handler project: a directory with a handler, a Makefile, a
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Cmd::New(a) => new::main(a),
         Cmd::Cluster { cmd } => cluster::main(cmd),
         Cmd::Rma { cmd } => rma::main(cmd),
+        Cmd::Sweep(a) => sweep::main(a),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS
