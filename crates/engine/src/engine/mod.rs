@@ -1008,7 +1008,7 @@ impl Engine {
                 size: want,
             });
         }
-        let program = Program::decode(&spec.image.code_ranges(), &cfg.hpu).map_err(|e| {
+        let program = Program::decode_shared(&spec.image.code_ranges(), &cfg.hpu).map_err(|e| {
             EctxError::Decode {
                 ectx: name.clone(),
                 msg: e.to_string(),
@@ -1019,11 +1019,11 @@ impl Engine {
         let c = &mut self.core;
         c.mem
             .l2_handler
-            .fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
+            .zero((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize);
         if let (Some(d), false) = (image_data, data_shared) {
             c.mem
                 .l2_handler
-                .fill((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize, 0);
+                .zero((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize);
         }
         for s in &spec.image.segments {
             if s.perm.has(Perm::X) {
@@ -1040,10 +1040,9 @@ impl Engine {
         }
         for (cl, s) in scratch.iter().enumerate() {
             if s.size > 0 {
-                c.mem.l1[cl].fill(
+                c.mem.l1[cl].zero(
                     (s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize,
                     s.size as usize,
-                    0,
                 );
             }
         }
@@ -1067,7 +1066,7 @@ impl Engine {
         desc.encode_ectx_fields(c.cfg.clusters, &mut task_t);
         let e = Ectx {
             spec,
-            program: Arc::new(program),
+            program,
             entries,
             handler_mem: hm,
             image_data,
@@ -1147,7 +1146,7 @@ impl Engine {
             return false;
         }
         t.write(0, bytes);
-        t.fill(bytes.len(), t.len() - bytes.len(), 0);
+        t.zero(bytes.len(), t.len() - bytes.len());
         true
     }
 
@@ -1516,7 +1515,7 @@ mod test_util {
             .expect("a one-instruction program");
         Ectx {
             spec,
-            program: Arc::new(program),
+            program,
             entries: kinds.map(|k| k.then_some(abi::PROG_MEM_BASE)),
             handler_mem: (abi::L2_HANDLER_BASE, 64),
             image_data: None,
