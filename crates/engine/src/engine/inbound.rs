@@ -85,7 +85,7 @@ impl PacketBuffer {
 
     /// A frame is in the packet buffer (or lost): its vector goes back to
     /// the traffic source for a later packet.
-    fn recycle(&mut self, mut frame: Vec<u8>) {
+    pub(super) fn recycle(&mut self, mut frame: Vec<u8>) {
         if let Some(src) = self.source.as_mut() {
             src.recycle(frame);
         } else if self.spare_frames.len() < MAX_SPARE_FRAMES {
@@ -401,6 +401,15 @@ impl Engine {
 
     pub(super) fn on_inject(&mut self) -> Result<(), SimError> {
         match self.pkt.next_injected() {
+            // The embedder's frame (from a network, a live port) cannot fit
+            // a slot: lost as on a link with a smaller MTU, and counted,
+            // rather than ending the run (a source's is an error: its file
+            // or generator settings are wrong).
+            Some(a) if a.frame.len() > self.core.cfg.pkt_slot_size as usize => {
+                self.core.stats.too_large += 1;
+                self.pkt.recycle(a.frame);
+                Ok(())
+            }
             Some(a) => self.accept(a),
             None => Ok(()),
         }
@@ -415,7 +424,9 @@ impl Engine {
     /// Feed an arrival (embedding API, see the crate docs): a frame, its
     /// message, and optionally the ECTX a matching engine in front of the
     /// NIC chose. It arrives at `a.time_ps` or now, whichever is later, and
-    /// after every packet injected before it.
+    /// after every packet injected before it. A frame longer than a packet
+    /// slot (`pkt_slot_size`) is dropped then and counted
+    /// (`Stats::too_large`, `Report::too_large`).
     pub fn inject(&mut self, a: Arrival) {
         self.pkt.inject(&mut self.core, a);
     }

@@ -1422,6 +1422,7 @@ impl Engine {
             },
             latency_ns: s.latency.summary_ns(),
             drops: s.drops,
+            too_large: s.too_large,
             backpressure_ns: Ps(s.backpressure_ps).as_ns_f64(),
             mpq_stall_ns: Ps(s.mpq_stall_ps).as_ns_f64(),
             // Over the window from the first arrival to the last completion.
@@ -1515,7 +1516,7 @@ mod test_util {
             .expect("a one-instruction program");
         Ectx {
             spec,
-            program,
+            program: Arc::new(program),
             entries: kinds.map(|k| k.then_some(abi::PROG_MEM_BASE)),
             handler_mem: (abi::L2_HANDLER_BASE, 64),
             image_data: None,
