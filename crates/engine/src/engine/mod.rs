@@ -83,6 +83,19 @@ pub struct TimelineEvent {
     pub args: Option<serde_json::Value>,
 }
 
+/// A node table `Engine::set_node_entries` refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeTableError {
+    #[error("{0} nodes: a node table holds at most {max} (SOFTSPIN_MAX_NODES)", max = abi::MAX_NODES)]
+    TooManyNodes(u32),
+    #[error("{what} rank {rank} is not in the table of {num_nodes} nodes")]
+    NoSuchRank {
+        what: &'static str,
+        rank: u32,
+        num_nodes: u32,
+    },
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum SimError {
     #[error(transparent)]
@@ -1148,6 +1161,46 @@ impl Engine {
         t.write(0, bytes);
         t.zero(bytes.len(), t.len() - bytes.len());
         true
+    }
+
+    /// Put part of a node table in NIC memory (issue 29: a node of a
+    /// large simulated network needs its own entry and its peers'): the
+    /// header (this NIC's rank, `num_nodes`) and the given entries, rank
+    /// and node. Entries not given keep what they held (zeros at first),
+    /// and only the memory pages of written entries are touched, so a
+    /// node's table costs what it holds, not `MAX_NODES` entries.
+    pub fn set_node_entries(
+        &mut self,
+        my_rank: u32,
+        num_nodes: u32,
+        entries: &[(u32, abi::NodeEntry)],
+    ) -> Result<(), NodeTableError> {
+        if num_nodes > abi::MAX_NODES {
+            return Err(NodeTableError::TooManyNodes(num_nodes));
+        }
+        if my_rank >= num_nodes {
+            return Err(NodeTableError::NoSuchRank {
+                what: "my_rank",
+                rank: my_rank,
+                num_nodes,
+            });
+        }
+        if let Some(&(rank, _)) = entries.iter().find(|(r, _)| *r >= num_nodes) {
+            return Err(NodeTableError::NoSuchRank {
+                what: "entry",
+                rank,
+                num_nodes,
+            });
+        }
+        let t = &self.core.mem.node_table;
+        t.write(0, &abi::node_table_header(my_rank, num_nodes));
+        for (rank, n) in entries {
+            t.write(
+                abi::node_entry_offset(*rank) as usize,
+                &abi::encode_node_entry(*rank, n),
+            );
+        }
+        Ok(())
     }
 
     /// The node-table region's first `len` bytes (what handlers read).
