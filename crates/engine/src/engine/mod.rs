@@ -49,6 +49,7 @@ use crate::config::{BufferFull, NicConfig};
 use crate::ectx::{extents, Ectx, EctxError, EctxSpec, HandlerKind, MatchRule, Scratch};
 use crate::stats::{self, HandlerError, Report, Stats, MAX_ERRORS_KEPT};
 use crate::traffic::{Arrival, Source, TrafficError};
+
 use crate::units::{Ns, Ps};
 
 use self::command_unit::*;
@@ -1543,6 +1544,51 @@ fn same_code(a: &ElfImage, b: &ElfImage) -> bool {
 
 /// Helpers for the blocks' unit tests: a shared context, ECTXs without an
 /// image, and the events the blocks pushed.
+/// Free ids `0..cap` handed out lowest first, the most recently released
+/// first after that (a stack that starts as `cap-1, ..., 0`), without a
+/// list of all of them up front: ids never used cost nothing, so the
+/// per-id state behind them (packet slots, MPQs) can grow on first use
+/// (an engine per simulated NIC, issue 29).
+pub(super) struct FreeIds {
+    released: Vec<u32>,
+    /// Ids from here to `cap` were never handed out.
+    fresh: u32,
+    cap: u32,
+}
+
+impl FreeIds {
+    pub(super) fn new(cap: u32) -> FreeIds {
+        FreeIds {
+            released: Vec::new(),
+            fresh: 0,
+            cap,
+        }
+    }
+
+    pub(super) fn pop(&mut self) -> Option<u32> {
+        self.released.pop().or_else(|| {
+            (self.fresh < self.cap).then(|| {
+                self.fresh += 1;
+                self.fresh - 1
+            })
+        })
+    }
+
+    pub(super) fn push(&mut self, id: u32) {
+        debug_assert!(id < self.fresh && !self.released.contains(&id));
+        self.released.push(id);
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.released.is_empty() && self.fresh == self.cap
+    }
+
+    /// Ids handed out and not released.
+    pub(super) fn in_use(&self) -> u32 {
+        self.fresh - self.released.len() as u32
+    }
+}
+
 #[cfg(test)]
 mod test_util {
     use super::*;
@@ -1599,5 +1645,36 @@ mod test_util {
             v.push((e.time, format!("{:?}", e.ev)));
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod free_ids_tests {
+    use super::FreeIds;
+
+    /// The same ids in the same order as the full stack it replaces
+    /// (`cap-1, ..., 0`, released ids pushed on top).
+    #[test]
+    fn hands_out_ids_as_the_full_stack_did() {
+        let cap = 5;
+        let mut lazy = FreeIds::new(cap);
+        let mut stack: Vec<u32> = (0..cap).rev().collect();
+        let mut held = Vec::new();
+        // A fixed mix of takes and releases, past exhaustion.
+        for (k, take) in [1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1]
+            .into_iter()
+            .enumerate()
+        {
+            if take == 1 {
+                let (a, b) = (lazy.pop(), stack.pop());
+                assert_eq!(a, b, "step {k}");
+                held.extend(a);
+            } else if let Some(id) = held.pop() {
+                lazy.push(id);
+                stack.push(id);
+            }
+            assert_eq!(lazy.is_empty(), stack.is_empty(), "step {k}");
+            assert_eq!(lazy.in_use() as usize, held.len(), "step {k}");
+        }
     }
 }
