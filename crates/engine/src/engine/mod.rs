@@ -547,12 +547,9 @@ impl Core {
 impl Engine {
     pub fn new(cfg: NicConfig) -> Result<Engine, crate::config::ConfigError> {
         cfg.validate()?;
+        let timing = Arc::new(cfg.hpu.clone());
         let hpus = (0..cfg.hpus())
-            .map(|gid| {
-                let mut hpu = Hpu::new(&cfg.hpu);
-                hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
-                Slot::new(hpu, gid, gid / cfg.hpus_per_cluster as usize)
-            })
+            .map(|gid| Slot::new(timing.clone(), gid, gid / cfg.hpus_per_cluster as usize))
             .collect();
         let core = Core::new(cfg);
         let cfg = &core.cfg;
