@@ -1,8 +1,8 @@
 //! Memory and time per Engine, for networks of simulated NICs (issue 29:
 //! one Engine per node, thousands in one process). Creates N engines of the
 //! pspin profile, installs examples/cluster/broadcast's image (with
-//! rma_target, as `cluster up --rma --image` does) in each, sends each one
-//! packet, and prints the resident memory per engine after each step, read
+//! rma_target, as `cluster up --rma --image` does) in each with a node
+//! table of its binomial-tree peers, sends each one packet, and prints the resident memory per engine after each step, read
 //! from /proc/self/status.
 //!
 //! `cargo run --release -p softspin-engine --example footprint -- [N]`
@@ -64,6 +64,26 @@ fn main() {
         let id = e.install(s).unwrap();
         e.activate(id).unwrap();
     }
+    // Each node's table: its own entry and its binomial-tree peers'
+    // (rank +- 2^k), of a network of MAX_NODES nodes.
+    let nodes = softspin_hpu::abi::MAX_NODES;
+    for (k, e) in engines.iter_mut().enumerate() {
+        let me = (k as u32 * 7919) % nodes;
+        let peers = (0..nodes.ilog2())
+            .flat_map(|b| [me ^ (1 << b)])
+            .chain([me])
+            .map(|r| {
+                let b = r.to_be_bytes();
+                let entry = softspin_hpu::abi::NodeEntry {
+                    ipv4: [10, b[1], b[2], b[3]],
+                    mac: [2, 0, 0, b[1], b[2], b[3]],
+                    udp_port: 9330,
+                };
+                (r, entry)
+            })
+            .collect::<Vec<_>>();
+        e.set_node_entries(me, nodes, &peers).unwrap();
+    }
     let t_install = t.elapsed();
     let after_install = rss_bytes();
 
@@ -83,10 +103,13 @@ fn main() {
     let t_packet = t.elapsed();
     let after_packet = rss_bytes();
 
+    // Each memory mapping is a kernel VMA; a process has at most
+    // vm.max_map_count (65,530 by default) of them.
+    let maps = std::fs::read_to_string("/proc/self/maps").map_or(0, |m| m.lines().count());
     let per = |a: u64, b: u64| (b.saturating_sub(a)) as f64 / n as f64;
     println!(
         "{{\"engines\": {n}, \"bytes_per_engine\": {{\"new\": {:.0}, \"install\": {:.0}, \"one_packet\": {:.0}}}, \
-         \"us_per_engine\": {{\"new\": {:.1}, \"install\": {:.1}, \"one_packet\": {:.1}}}, \"rss_total_mb\": {:.1}}}",
+         \"us_per_engine\": {{\"new\": {:.1}, \"install\": {:.1}, \"one_packet\": {:.1}}}, \"rss_total_mb\": {:.1}, \"mappings\": {maps}}}",
         per(base, after_new),
         per(base, after_install),
         per(base, after_packet),
