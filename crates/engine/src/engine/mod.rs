@@ -1572,7 +1572,7 @@ impl FreeIds {
     }
 
     pub(super) fn push(&mut self, id: u32) {
-        debug_assert!(id < self.fresh && !self.released.contains(&id));
+        debug_assert!(id < self.fresh, "id {id} was never handed out");
         self.released.push(id);
     }
 
