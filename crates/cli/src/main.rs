@@ -10,6 +10,7 @@ mod cluster;
 mod gdb;
 mod isa;
 mod live_timeline;
+mod netsim;
 mod new;
 mod nic;
 mod results;
@@ -62,6 +63,9 @@ enum Cmd {
         #[command(subcommand)]
         cmd: rma::RmaCmd,
     },
+    /// A network of simulated NICs on SimGrid: every node runs a use
+    /// case's handlers (docs/scale.md).
+    Netsim(Box<netsim::NetsimArgs>),
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
     /// Start a handler project: a directory with a handler, a Makefile, a
@@ -80,6 +84,7 @@ fn main() -> ExitCode {
         Cmd::New(a) => new::main(a),
         Cmd::Cluster { cmd } => cluster::main(cmd),
         Cmd::Rma { cmd } => rma::main(cmd),
+        Cmd::Netsim(a) => netsim::main(*a),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

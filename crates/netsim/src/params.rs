@@ -138,7 +138,7 @@ impl NetParams {
                 )));
             }
         }
-        if self.switch_ports < 4 || self.switch_ports % 2 != 0 {
+        if self.switch_ports < 4 || !self.switch_ports.is_multiple_of(2) {
             return Err(ParamsError::Invalid(format!(
                 "switch_ports = {}: an even number, at least 4",
                 self.switch_ports
