@@ -124,6 +124,10 @@ struct World {
     errors: Vec<String>,
     max_lag: u64,
     fatal: Option<String>,
+    /// Per node: host work waiting (from the NIC time it became due), and
+    /// whether the node's host actor is alive to take it.
+    host_queue: Vec<std::collections::VecDeque<(u64, Vec<crate::workload::HostSend>)>>,
+    host_alive: Vec<bool>,
 }
 
 thread_local! {
@@ -165,6 +169,9 @@ impl World {
             if !e.set_node_table(&t) {
                 return Err("the node table does not fit the NIC's region".into());
             }
+            self.workload
+                .setup_engine(k, &mut e, id)
+                .map_err(|m| format!("node {k}: {m}"))?;
             self.nics[i].engine = Some(Box::new(e));
             self.nics[i].ectx = Some(id);
             self.nics[i].stats.engine = true;
@@ -231,6 +238,10 @@ impl World {
         for d in &done {
             let nic = &mut self.nics[i];
             let e = nic.engine.as_mut().expect("ran above");
+            let r = self.workload.host_reacts(k, d.msg_id, e);
+            if !r.is_empty() {
+                self.host_queue[i].push_back((d.time_ps, r));
+            }
             if nic.stats.done_ps.is_none() && node_done.is_none() && self.workload.node_done(k, e) {
                 node_done = Some(d.time_ps);
             }
@@ -369,17 +380,26 @@ fn nic_loop(k: u32) {
             (true, Some(t)) => now_ps.max(t),
             _ => now_ps,
         };
-        let (sends, finished) = with_world(|w| {
+        let (sends, finished, spawn) = with_world(|w| {
             let s = w.step(k, t, arrival);
             w.in_flight += s.len() as u64;
             w.transfers += s.len() as u64;
+            let i = k as usize;
+            let spawn = !w.host_queue[i].is_empty() && !w.host_alive[i];
+            if spawn {
+                w.host_alive[i] = true;
+                w.hosts_sending += 1;
+            }
             let f = w.finished() && !w.notified;
             if f {
                 w.notified = true;
                 w.in_flight += 1;
             }
-            (s, f)
+            (s, f, spawn)
         });
+        if spawn {
+            start_actor(&format!("host{k}"), k, host_actor, k);
+        }
         for (d, frame) in sends {
             let n = frame.len() as u64;
             put(&nic_mailbox(d), Msg::Frame(frame), n);
@@ -396,37 +416,56 @@ extern "C" fn host_actor(argc: c_int, argv: *mut *mut c_char) {
 }
 
 /// A host's sends: `o` of CPU per message, and its NIC's port puts one
-/// packet out per max(g, frame x G) (LogGOPS's g and G).
+/// packet out per max(g, frame x G) (LogGOPS's g and G). First the
+/// workload's sends at the start, then (while any come) its answers to
+/// messages its NIC completed, each from its completion's time on.
 fn host_loop(k: u32) {
-    let (sends, o, g, link) = with_world(|w| {
+    let i = k as usize;
+    let (first, o, g, link) = with_world(|w| {
         let p = &w.spec.params;
+        let first = if w.host_alive[i] {
+            Vec::new()
+        } else {
+            w.host_alive[i] = true;
+            w.workload.host_sends(k)
+        };
         (
-            w.workload.host_sends(k),
+            first,
             p.o_ns * 1e-9,
             p.g_ns * 1e-9,
             FatTree::link_bytes_s(p),
         )
     });
     let mut port_free = 0.0f64;
-    for s in sends {
-        if s.first_of_message {
+    let mut batch = Some((0u64, first));
+    while let Some((due_ps, sends)) = batch {
+        let due = due_ps as f64 * 1e-12;
+        if due > sg::now() {
             // SAFETY: in an actor.
-            unsafe { sg::sg_actor_sleep_for(o) };
+            unsafe { sg::sg_actor_sleep_until(due) };
         }
-        let start = sg::now().max(port_free);
-        if start > sg::now() {
-            // SAFETY: in an actor.
-            unsafe { sg::sg_actor_sleep_until(start) };
+        for s in sends {
+            if s.first_of_message {
+                // SAFETY: in an actor.
+                unsafe { sg::sg_actor_sleep_for(o) };
+            }
+            let start = sg::now().max(port_free);
+            if start > sg::now() {
+                // SAFETY: in an actor.
+                unsafe { sg::sg_actor_sleep_until(start) };
+            }
+            port_free = start + g.max(s.frame.len() as f64 / link);
+            let n = s.frame.len() as u64;
+            with_world(|w| {
+                w.in_flight += 1;
+                w.transfers += 1;
+            });
+            put(&nic_mailbox(s.to), Msg::Frame(s.frame), n);
         }
-        port_free = start + g.max(s.frame.len() as f64 / link);
-        let n = s.frame.len() as u64;
-        with_world(|w| {
-            w.in_flight += 1;
-            w.transfers += 1;
-        });
-        put(&nic_mailbox(s.to), Msg::Frame(s.frame), n);
+        batch = with_world(|w| w.host_queue[i].pop_front());
     }
     let finished = with_world(|w| {
+        w.host_alive[i] = false;
         w.hosts_sending -= 1;
         let f = w.finished() && !w.notified;
         if f {
@@ -466,6 +505,20 @@ fn ctl_loop() {
     for k in 0..n {
         with_world(|w| w.in_flight += 1);
         put(&nic_mailbox(k), Msg::Stop, 0);
+    }
+}
+
+/// Start actor `name` on host `host` running `f` with argv [name, rank].
+fn start_actor(name: &str, host: u32, f: sg::MainFn, rank: u32) {
+    let hn = sg::cstr(&format!("n{host}"));
+    let an = sg::cstr(name);
+    let r = sg::cstr(&rank.to_string());
+    let argv = [an.as_ptr(), r.as_ptr()];
+    // SAFETY: SimGrid is initialised; it copies the name and argv.
+    unsafe {
+        let h = sg::sg_host_by_name(hn.as_ptr());
+        let a = sg::sg_actor_init(an.as_ptr(), h);
+        sg::sg_actor_start_(a, f, 2, argv.as_ptr());
     }
 }
 
@@ -539,6 +592,8 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
             errors: Vec::new(),
             max_lag: 0,
             fatal: None,
+            host_queue: (0..n).map(|_| Default::default()).collect(),
+            host_alive: vec![false; n as usize],
         })
     });
     sg::init(&simgrid_cfg());
@@ -547,15 +602,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     // (SimGrid copies names and argv).
     unsafe {
         sg::simgrid_load_platform(path.as_ptr());
-        let start = |name: &str, host: u32, f: sg::MainFn, rank: u32| {
-            let hn = sg::cstr(&format!("n{host}"));
-            let h = sg::sg_host_by_name(hn.as_ptr());
-            let an = sg::cstr(name);
-            let a = sg::sg_actor_init(an.as_ptr(), h);
-            let r = sg::cstr(&rank.to_string());
-            let argv = [an.as_ptr(), r.as_ptr()];
-            sg::sg_actor_start_(a, f, 2, argv.as_ptr());
-        };
+        let start = start_actor;
         start("ctl", 0, ctl_actor, 0);
         for k in 0..n {
             start(&format!("nic{k}"), k, nic_actor, k);

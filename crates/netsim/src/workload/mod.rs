@@ -50,6 +50,24 @@ pub trait Workload {
     /// Frames node `k`'s host sends at the start, in order (empty: node k's
     /// host only waits).
     fn host_sends(&self, k: u32) -> Vec<HostSend>;
+    /// After node k's NIC completed message `msg_id`: frames node k's host
+    /// sends in answer (the host-CPU baselines: `rdma` forwards after each
+    /// message lands). The host actor pays `o` per message from the
+    /// completion's time on. Default: none.
+    fn host_reacts(&self, _k: u32, _msg_id: u32, _engine: &mut Engine) -> Vec<HostSend> {
+        Vec::new()
+    }
+    /// Called once on node k's engine after its ECTX is installed and
+    /// active, before its first packet (e.g. `enable_rma_transport` for the
+    /// use cases whose handlers issue RMA). Default: nothing.
+    fn setup_engine(
+        &self,
+        _k: u32,
+        _engine: &mut Engine,
+        _ectx: softspin_engine::EctxId,
+    ) -> Result<(), String> {
+        Ok(())
+    }
     /// Nodes that must finish for the run to be complete.
     fn expected_done(&self) -> u32;
     /// After node k's NIC completed a message: is node k now done?
