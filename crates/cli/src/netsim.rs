@@ -111,7 +111,11 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
     let out = softspin_netsim::run(spec, Box::new(workload)).map_err(|e| anyhow::anyhow!(e))?;
     let rss = peak_rss_kib();
     report(&a, &params, &out, rss);
-    Ok(ExitCode::from(status(&out) as u8))
+    let st = status(&out);
+    if st != exit::Status::Ok {
+        eprintln!("softspin: netsim: {}", cause(&a, &out, st));
+    }
+    Ok(ExitCode::from(st as u8))
 }
 
 fn status(o: &Outcome) -> exit::Status {
@@ -125,6 +129,35 @@ fn status(o: &Outcome) -> exit::Status {
         exit::Status::Failure
     } else {
         exit::Status::Ok
+    }
+}
+
+/// The exit status's reason, in words.
+fn cause(a: &NetsimArgs, o: &Outcome, st: exit::Status) -> String {
+    let sum = |f: fn(&NodeStats) -> u64| o.per_node.iter().map(f).sum::<u64>();
+    match st {
+        exit::Status::HandlerError => format!(
+            "{} handler errors{}",
+            sum(|s| s.errors),
+            o.error_samples
+                .first()
+                .map_or(String::new(), |e| format!(" (first: {e})"))
+        ),
+        exit::Status::Dropped => format!("{} packets dropped", sum(|s| s.drops)),
+        _ if !o.completed => {
+            let done = o.per_node.iter().filter(|s| s.done_ps.is_some()).count();
+            match o.ended {
+                "limit" => format!(
+                    "not complete: {done} nodes done by --limit-ms {}",
+                    a.limit_ms
+                ),
+                _ => format!("not complete: {done} nodes done, then nothing left to happen"),
+            }
+        }
+        _ => {
+            let bad = o.per_node.iter().filter(|s| !s.verified).count();
+            format!("not verified: {bad} nodes' host memory differs from the reference")
+        }
     }
 }
 
@@ -154,6 +187,7 @@ fn report(a: &NetsimArgs, p: &NetParams, o: &Outcome, rss: Option<u64>) {
         "params": p.name,
         "nic_model": "pspin",
         "completed": o.completed,
+        "ended": o.ended,
         "completion_ns": o.completion_ps.map(|t| t as f64 / 1e3),
         "verified": o.verified,
         "nodes_not_verified": bad,
@@ -184,7 +218,7 @@ fn report(a: &NetsimArgs, p: &NetParams, o: &Outcome, rss: Option<u64>) {
     );
     match o.completion_ps {
         Some(t) => println!("completion: {:.3} us (simulated)", t as f64 / 1e6),
-        None => println!("completion: not complete"),
+        None => println!("completion: not complete (ended: {})", o.ended),
     }
     let line = |name: &str, f: &dyn Fn(&NodeStats) -> u64| {
         if let serde_json::Value::Object(m) = summary(&ran, f) {

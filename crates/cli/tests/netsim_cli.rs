@@ -102,10 +102,28 @@ fn a_sabotaged_reference_is_not_verified_and_exits_1() {
     let j = json(&o);
     assert_eq!(j["verified"], false);
     assert_eq!(j["nodes_not_verified"].as_array().unwrap().len(), 4);
+    assert_eq!(j["ended"], "done", "complete, only the reference differs");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("not verified: 4 nodes"), "{err}");
     let o = broadcast(2, 8, "store", &["--sabotage"]);
     let text = String::from_utf8_lossy(&o.stdout);
     assert_eq!(o.status.code(), Some(1));
     assert!(text.contains("\"verified\": false"), "{text}");
+}
+
+#[test]
+fn a_run_stopped_by_its_limit_is_incomplete_and_exits_1() {
+    let o = broadcast(16, 65536, "store", &["--limit-ms", "0.01"]);
+    assert_eq!(o.status.code(), Some(1));
+    let j = json(&o);
+    assert_eq!(j["completed"], false);
+    assert_eq!(j["ended"], "limit");
+    assert_eq!(j["verified"], false);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.contains("not complete") && err.contains("--limit-ms 0.01"),
+        "{err}"
+    );
 }
 
 #[test]
@@ -158,6 +176,7 @@ fn bad_arguments_are_refused_by_name() {
             .collect::<Vec<_>>()
     };
     for (over, want) in [
+        (vec![("--limit-ms", "0")], "--limit-ms 0"),
         (vec![("--workload", "gossip")], "--workload gossip"),
         (vec![("--mode", "rdma")], "--mode rdma"),
         (vec![("--nodes", "1")], "--nodes 1"),

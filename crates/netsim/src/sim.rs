@@ -82,6 +82,10 @@ pub struct NodeStats {
 pub struct Outcome {
     pub nodes: u32,
     pub completed: bool,
+    /// Why the run ended: "done" (every node done), "quiet" (nothing left
+    /// to happen: no transfer in flight, no engine event pending) or
+    /// "limit" (the simulated time limit).
+    pub ended: &'static str,
     /// The last node's done time (ps since the start).
     pub completion_ps: Option<u64>,
     pub verified: bool,
@@ -128,6 +132,7 @@ struct World {
     /// whether the node's host actor is alive to take it.
     host_queue: Vec<std::collections::VecDeque<(u64, Vec<crate::workload::HostSend>)>>,
     host_alive: Vec<bool>,
+    hit_limit: bool,
 }
 
 thread_local! {
@@ -499,6 +504,8 @@ fn ctl_loop() {
             sg::sg_comm_unref(recv);
             drop(Box::from_raw(*slot as *mut Msg));
             with_world(|w| w.in_flight -= 1);
+        } else {
+            with_world(|w| w.hit_limit = true);
         }
     }
     let n = with_world(|w| w.spec.nodes);
@@ -594,6 +601,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
             fatal: None,
             host_queue: (0..n).map(|_| Default::default()).collect(),
             host_alive: vec![false; n as usize],
+            hit_limit: false,
         })
     });
     sg::init(&simgrid_cfg());
@@ -651,6 +659,13 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     Ok(Outcome {
         nodes: n,
         completed,
+        ended: if completed {
+            "done"
+        } else if w.hit_limit {
+            "limit"
+        } else {
+            "quiet"
+        },
         completion_ps,
         verified: verified && completed,
         engines,
