@@ -18,7 +18,7 @@ use std::ffi::{c_char, c_int, c_void, CStr};
 use std::time::Instant;
 
 use serde::Serialize;
-use softspin_engine::traffic::Arrival;
+use softspin_engine::traffic::{wire_time_ps, Arrival};
 use softspin_engine::{EctxId, EctxSpec, Engine, HostLink, MatchRule, NicConfig};
 use softspin_netio::rules::{parse_rules, Matcher};
 
@@ -93,15 +93,18 @@ pub struct Outcome {
     pub transfers: u64,
     /// First handler errors, in words (node: error).
     pub error_samples: Vec<String>,
-    /// Largest delay between a frame's NIC time and its transfer's start
-    /// (ps; the clocks' rounding, expected 0 or 1).
+    /// Largest shift of a frame's time by the coupling (ps): a sent frame's
+    /// transfer starting after its NIC time, or an arrival taken later than
+    /// its time because the receiving engine was already past it.
     pub max_send_lag_ps: u64,
     pub wall_s: f64,
     pub per_node: Vec<NodeStats>,
 }
 
 enum Msg {
-    Frame(Vec<u8>),
+    /// A frame, and how long before its transfer started its sender's port
+    /// had already been serialising it (ps; see `World::step`).
+    Frame(Vec<u8>, u64),
     Stop,
 }
 
@@ -186,11 +189,20 @@ impl World {
 
     /// Run node k's engine to `t` and take what it produced: frames to send
     /// (destination node, bytes), done checks, errors.
-    fn step(&mut self, k: u32, t: u64, arrival: Option<Vec<u8>>) -> Vec<(u32, Vec<u8>)> {
+    ///
+    /// A frame a handler sent is stamped when its last byte left the NIC's
+    /// port (the engine serialises it at the link's rate), and its SimGrid
+    /// transfer, started then, serialises it again on the first link. The
+    /// receiver takes that once back (`credit_ps`): the frame is injected
+    /// at its transfer's end minus the sender's serialisation, so a frame
+    /// costs its latency plus one serialisation. An engine already past
+    /// that time takes it at its own now (the largest such shift is
+    /// reported in `max_send_lag_ps`).
+    fn step(&mut self, k: u32, t: u64, arrival: Option<(Vec<u8>, u64)>) -> Vec<(u32, Vec<u8>)> {
         let n = self.spec.nodes;
         let i = k as usize;
         let mut verdict = None;
-        if let Some(frame) = &arrival {
+        if let Some((frame, _)) = &arrival {
             self.nics[i].stats.packets += 1;
             verdict = self.matcher.classify(frame);
             if verdict.is_none() {
@@ -210,13 +222,21 @@ impl World {
         };
         let t = t.max(e.now_ps());
         let mut failed = None;
-        if let Err(err) = e.run_until(t) {
+        // With an arrival, run only to its (credited) time first.
+        let first = match &arrival {
+            Some((_, credit)) => t.saturating_sub(*credit).max(e.now_ps()),
+            None => t,
+        };
+        if let Err(err) = e.run_until(first) {
             failed = Some(err.to_string());
         }
-        if let Some(frame) = arrival {
+        let mut clamp = 0;
+        if let Some((frame, credit)) = arrival {
             let v = verdict.expect("classified above");
+            let at = t.saturating_sub(credit).max(e.now_ps());
+            clamp = at - t.saturating_sub(credit);
             e.inject(Arrival {
-                time_ps: t,
+                time_ps: at,
                 frame,
                 msg_id: v.msg_id.unwrap_or(0),
                 eom: v.eom,
@@ -260,7 +280,7 @@ impl World {
         }
         nic.stats.drops += unroutable;
         nic.stats.sent += sends.len() as u64;
-        self.max_lag = self.max_lag.max(lag);
+        self.max_lag = self.max_lag.max(lag).max(clamp);
         if let Some(d) = node_done {
             nic.stats.done_ps = Some(d);
             self.done += 1;
@@ -370,10 +390,10 @@ fn nic_loop(k: u32) {
             with_world(|w| w.in_flight -= 1);
             match *msg {
                 Msg::Stop => return,
-                Msg::Frame(f) => {
+                Msg::Frame(f, credit) => {
                     // SAFETY: as for the first receive.
                     recv = unsafe { sg::sg_mailbox_get_async(mb, &mut *slot) };
-                    Some(f)
+                    Some((f, credit))
                 }
             }
         } else {
@@ -405,9 +425,11 @@ fn nic_loop(k: u32) {
         if spawn {
             start_actor(&format!("host{k}"), k, host_actor, k);
         }
+        let rate = with_world(|w| w.cfg.line_rate_gbps);
         for (d, frame) in sends {
             let n = frame.len() as u64;
-            put(&nic_mailbox(d), Msg::Frame(frame), n);
+            let credit = wire_time_ps(frame.len(), rate).unwrap_or(0);
+            put(&nic_mailbox(d), Msg::Frame(frame, credit), n);
         }
         if finished {
             put("ctl", Msg::Stop, 0);
@@ -465,7 +487,8 @@ fn host_loop(k: u32) {
                 w.in_flight += 1;
                 w.transfers += 1;
             });
-            put(&nic_mailbox(s.to), Msg::Frame(s.frame), n);
+            // The host actor starts the transfer at the packet's first byte.
+            put(&nic_mailbox(s.to), Msg::Frame(s.frame, 0), n);
         }
         batch = with_world(|w| w.host_queue[i].pop_front());
     }
