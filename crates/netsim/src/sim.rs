@@ -70,6 +70,8 @@ pub struct NodeStats {
     /// `spin_push_counter` events (the use case's counted bad input).
     pub counters: u64,
     pub sent: u64,
+    /// When the NIC's first sent frame left its port (last byte, ps).
+    pub first_send_ps: Option<u64>,
     /// When the NIC's first packet arrived (ps).
     pub first_arrival_ps: Option<u64>,
     /// When the workload saw this node done (ps).
@@ -110,6 +112,10 @@ enum Msg {
 
 struct Nic {
     engine: Option<Box<Engine>>,
+    /// Frames whose NIC time is still ahead (the engine stamps a frame when
+    /// its last byte will have left the port, which can be after the time
+    /// it was run to): (time, destination, frame), in time order.
+    pending: std::collections::VecDeque<(u64, u32, Vec<u8>)>,
     ectx: Option<EctxId>,
     stats: NodeStats,
     has_event: bool,
@@ -249,16 +255,30 @@ impl World {
         }
         let (out, _writes, done) = e.drain_outputs();
         let next = e.next_event_ps();
-        let mut sends = Vec::with_capacity(out.len());
-        let mut lag = 0;
         let mut unroutable = 0;
+        let pending = &mut self.nics[i].pending;
         for p in out {
-            lag = lag.max(t.saturating_sub(p.time_ps));
             match crate::node::of_frame(&p.frame, n) {
-                Some(d) => sends.push((d, p.frame)),
+                Some(d) => {
+                    let at = pending.partition_point(|q| q.0 <= p.time_ps);
+                    pending.insert(at, (p.time_ps, d, p.frame));
+                }
                 None => unroutable += 1,
             }
         }
+        let mut sends = Vec::new();
+        let mut lag = 0;
+        let mut first_send = None;
+        while pending.front().is_some_and(|q| q.0 <= t) {
+            let (at, d, frame) = pending.pop_front().expect("checked");
+            lag = lag.max(t - at);
+            first_send.get_or_insert(at);
+            sends.push((d, frame));
+        }
+        let next = match (next, pending.front()) {
+            (Some(a), Some(q)) => Some(a.min(q.0)),
+            (a, q) => a.or(q.map(|q| q.0)),
+        };
         let mut node_done = None;
         for d in &done {
             let nic = &mut self.nics[i];
@@ -279,6 +299,9 @@ impl World {
             }
         }
         nic.stats.drops += unroutable;
+        if nic.stats.first_send_ps.is_none() {
+            nic.stats.first_send_ps = first_send;
+        }
         nic.stats.sent += sends.len() as u64;
         self.max_lag = self.max_lag.max(lag).max(clamp);
         if let Some(d) = node_done {
@@ -368,10 +391,13 @@ fn nic_loop(k: u32) {
     // (re-posted after each receive below)
     loop {
         let next = with_world(|w| {
-            w.nics[k as usize]
-                .engine
-                .as_ref()
-                .and_then(|e| e.next_event_ps())
+            let nic = &w.nics[k as usize];
+            let e = nic.engine.as_ref().and_then(|e| e.next_event_ps());
+            let p = nic.pending.front().map(|q| q.0);
+            match (e, p) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            }
         });
         let now = sg::now();
         let timeout = next.map_or(-1.0, |t| (t as f64 * 1e-12 - now).max(0.0));
@@ -601,6 +627,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     let nics = (0..n)
         .map(|k| Nic {
             engine: None,
+            pending: Default::default(),
             ectx: None,
             stats: NodeStats {
                 node: k,
