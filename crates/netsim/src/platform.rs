@@ -35,11 +35,9 @@ impl FatTree {
     /// hosts (`nodes` >= 1, `ports` even >= 4, as `NetParams::check` says).
     pub fn new(nodes: u32, ports: u32) -> FatTree {
         let half = ports / 2;
-        let mut levels = 1u32;
         // Capacity with L levels: half^(L-1) x ports.
-        while (half as u64).pow(levels - 1) * ports as u64 > 0
-            && ((half as u64).pow(levels - 1) * ports as u64) < nodes as u64
-        {
+        let mut levels = 1u32;
+        while (half as u64).pow(levels - 1) * (ports as u64) < nodes as u64 {
             levels += 1;
         }
         if levels == 1 {
