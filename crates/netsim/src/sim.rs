@@ -125,7 +125,8 @@ struct World {
     spec: RunSpec,
     workload: Box<dyn Workload>,
     matcher: Matcher,
-    table: Vec<u8>,
+    /// The UDP port in every node-table entry.
+    udp_port: u16,
     cfg: NicConfig,
     nics: Vec<Nic>,
     in_flight: u64,
@@ -177,12 +178,15 @@ impl World {
             s.matching = MatchRule::UdpDstPort(p.udp_port);
             let id = e.install(s).map_err(|e| format!("node {k}: {e}"))?;
             e.activate(id).map_err(|e| format!("node {k}: {e}"))?;
-            let mut t = self.table.clone();
-            let at = softspin_hpu::abi::node_table::MY_RANK as usize;
-            t[at..at + 4].copy_from_slice(&k.to_le_bytes());
-            if !e.set_node_table(&t) {
-                return Err("the node table does not fit the NIC's region".into());
-            }
+            let n = self.spec.nodes;
+            let mut peers = self.workload.peers(k).unwrap_or_else(|| (0..n).collect());
+            peers.push(k);
+            let entries: Vec<_> = peers
+                .into_iter()
+                .map(|r| (r, crate::node::entry(r, self.udp_port)))
+                .collect();
+            e.set_node_entries(k, n, &entries)
+                .map_err(|e| format!("node {k}: node table: {e}"))?;
             self.workload
                 .setup_engine(k, &mut e, id)
                 .map_err(|m| format!("node {k}: {m}"))?;
@@ -606,12 +610,13 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     let wall = Instant::now();
     let n = spec.nodes;
     let p = workload.program();
-    let table = crate::node::table(0, n, p.udp_port).ok_or_else(|| {
-        format!(
+    if n > softspin_hpu::abi::MAX_NODES {
+        return Err(format!(
             "--nodes {n}: a NIC's node table holds at most {} nodes",
             softspin_hpu::abi::MAX_NODES
-        )
-    })?;
+        ));
+    }
+    let udp_port = p.udp_port;
     let matcher = parse_rules(&p.rules)
         .and_then(Matcher::new)
         .map_err(|e| format!("the workload's rules: {e}"))?;
@@ -641,7 +646,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
             spec,
             workload,
             matcher,
-            table,
+            udp_port,
             cfg,
             nics,
             in_flight: 0,

@@ -68,6 +68,12 @@ pub trait Workload {
     ) -> Result<(), String> {
         Ok(())
     }
+    /// The nodes whose node-table entries node k's handlers read (its own
+    /// is always written). `None`: every node's. Entries not written cost
+    /// no memory, which is what lets 16,384 NICs fit (docs/scale.md).
+    fn peers(&self, _k: u32) -> Option<Vec<u32>> {
+        None
+    }
     /// Nodes that must finish for the run to be complete.
     fn expected_done(&self) -> u32;
     /// After node k's NIC completed a message: is node k now done?
