@@ -9,5 +9,6 @@
 
 pub mod loggp;
 pub mod params;
+pub mod trace;
 
 pub use params::{NetParams, NicKind, ParamsError};

@@ -1,0 +1,401 @@
+//! Trace replay's pure parts (docs/scale.md "Trace replay"): the TI parser
+//! on traces recorded by smpirun (examples/traces), its errors, the
+//! collectives' decomposition and the matching reference, each against
+//! expectations worked out by hand from the MPI programs in
+//! examples/traces/src.
+
+use std::path::{Path, PathBuf};
+
+use softspin_netsim::trace::program::Step;
+use softspin_netsim::trace::{self, ti, Action, TAG_COLL, TAG_SENDRECV, TAG_USER_MAX};
+
+fn traces() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/traces")
+}
+
+/// Eager limit of examples/cluster/matching (UC_MT_EAGER_MAX).
+const EAGER: u64 = 1408;
+
+fn load(name: &str) -> trace::Trace {
+    trace::load(&traces().join(name)).unwrap_or_else(|e| panic!("{name}: {e}"))
+}
+
+fn err_of(text: &str) -> String {
+    match trace::parse_str("t.txt", text) {
+        Ok(t) => match trace::programs(&t).and_then(|p| trace::reference(&p, EAGER).map(|_| ())) {
+            Ok(()) => panic!("accepted:\n{text}"),
+            Err(e) => e.to_string(),
+        },
+        Err(e) => e.to_string(),
+    }
+}
+
+fn reference_of(text: &str) -> (Vec<trace::Program>, trace::Reference) {
+    let t = trace::parse_str("t.txt", text).unwrap();
+    let p = trace::programs(&t).unwrap();
+    let r = trace::reference(&p, EAGER).unwrap();
+    (p, r)
+}
+
+#[test]
+fn datatype_ids_as_smpi_writes_them() {
+    // datatypes.c sends 3 elements of BYTE, DOUBLE, INT, CHAR, SHORT, LONG,
+    // FLOAT (tag = index) on x86-64 Linux.
+    let sizes = [1u64, 8, 4, 1, 2, 8, 4];
+    let t = load("datatypes");
+    let sends: Vec<(u32, u64)> = t.ranks[0]
+        .iter()
+        .filter_map(|a| match a.action {
+            Action::Send { tag, bytes, .. } => Some((tag, bytes)),
+            _ => None,
+        })
+        .collect();
+    let want: Vec<(u32, u64)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (i as u32, 3 * s))
+        .collect();
+    assert_eq!(sends, want);
+}
+
+#[test]
+fn ring_trace() {
+    let t = load("ring");
+    assert_eq!(t.ranks.len(), 4);
+    // rank 2: init, compute 3e5, recv, send, compute, recv, send, irecv, isend, waitall, finalize
+    let r2: Vec<&Action> = t.ranks[2].iter().map(|a| &a.action).collect();
+    assert_eq!(r2[1], &Action::Compute { flops: 3e5 });
+    assert_eq!(
+        r2[2],
+        &Action::Recv {
+            from: 1,
+            tag: 0,
+            bytes: 64,
+            blocking: true
+        }
+    );
+    assert_eq!(
+        r2[3],
+        &Action::Send {
+            to: 3,
+            tag: 0,
+            bytes: 64,
+            blocking: true
+        }
+    );
+    assert!(r2.contains(&&Action::Send {
+        to: 3,
+        tag: 9,
+        bytes: 32,
+        blocking: false
+    }));
+    assert_eq!(r2.last(), Some(&&Action::Finalize));
+    // the file and line are kept: rank 2's third line
+    assert_eq!(t.ranks[2][2].at.line, 3);
+    assert!(t.ranks[2][2].at.file.ends_with("ring/rank-2.txt"));
+
+    let p = trace::programs(&t).unwrap();
+    let r = trace::reference(&p, EAGER).unwrap();
+    // 2 rounds of 64 B around the ring and one 4-double shift: 3 per rank
+    assert_eq!(r.messages.len(), 12);
+    assert_eq!(r.total_bytes(), 4 * (2 * 64 + 32));
+    // rank 0's first send (round 0) is rank 1's first receive
+    let m = r.of_send(0, 0).unwrap();
+    assert_eq!((m.dst, m.recv_req, m.tag, m.bytes), (1, 0, 0, 64));
+    assert_eq!(r.of_recv(1, 0), Some(m));
+}
+
+#[test]
+fn halo_trace_rendezvous_and_sendrecv() {
+    let t = load("halo");
+    let p = trace::programs(&t).unwrap();
+    let r = trace::reference(&p, EAGER).unwrap();
+    // 3 steps x 4 ranks x (two 8 KiB borders + one int via sendRecv)
+    assert_eq!(r.messages.len(), 36);
+    let big = r.messages.iter().filter(|m| m.rendezvous(EAGER)).count();
+    assert_eq!(big, 24);
+    assert!(r
+        .messages
+        .iter()
+        .filter(|m| m.bytes == 8192)
+        .all(|m| m.tag == 1 || m.tag == 2));
+    let sr: Vec<_> = r
+        .messages
+        .iter()
+        .filter(|m| m.tag == TAG_SENDRECV)
+        .collect();
+    assert_eq!(sr.len(), 12);
+    // sendRecv goes right: each rank's comes from its left neighbour, in step order
+    for m in sr {
+        assert_eq!(m.dst, (m.src + 1) % 4);
+        assert_eq!(m.bytes, 4);
+        assert!(m.seq < 3);
+    }
+    // the same trace with eager-only progress is fine too, and with
+    // everything rendezvous it still completes (receives are posted first)
+    trace::reference(&p, u64::MAX).unwrap();
+    trace::reference(&p, 0).unwrap();
+}
+
+#[test]
+fn collectives_trace() {
+    let t = load("allreduce");
+    let p = trace::programs(&t).unwrap();
+    let r = trace::reference(&p, EAGER).unwrap();
+    // n = 4: a binomial reduce and a bcast are 3 messages each.
+    // 2 allreduce (reduce + bcast of 2048 B), bcast 128 B, reduce 64 B,
+    // barrier (reduce + bcast of 0 B)
+    assert_eq!(r.messages.len(), 2 * 6 + 3 + 3 + 6);
+    assert_eq!(r.total_bytes(), 2 * 6 * 2048 + 3 * 128 + 3 * 64);
+    assert!(r.messages.iter().all(|m| m.tag >= TAG_COLL));
+    // allreduce's compute (0 flops here) follows its messages
+    let computes = p[1]
+        .steps
+        .iter()
+        .filter(|s| matches!(s.step, Step::Compute { .. }))
+        .count();
+    assert_eq!(computes, 2 + 2 + 1); // 2 compute lines, 2 allreduce, 1 reduce
+}
+
+#[test]
+fn bcast_tree_from_root_1() {
+    // n = 4, root 1: relative ranks 0..3 = ranks 1,2,3,0; relative 0
+    // sends to 2 then 1, relative 2 sends to 3: 1->3, 1->2, 3->0.
+    let text =
+        "0 init\n0 bcast 5 1\n1 init\n1 bcast 5 1\n2 init\n2 bcast 5 1\n3 init\n3 bcast 5 1\n";
+    let (p, r) = reference_of(text);
+    let mut edges: Vec<(u32, u32)> = r.messages.iter().map(|m| (m.src, m.dst)).collect();
+    edges.sort();
+    assert_eq!(edges, vec![(1, 2), (1, 3), (3, 0)]);
+    // root 1 sends the farther child (3) first
+    let firsts: Vec<u32> = p[1]
+        .steps
+        .iter()
+        .filter_map(|s| match s.step {
+            Step::Send { to, .. } => Some(to),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(firsts, vec![3, 2]);
+}
+
+#[test]
+fn matching_is_per_channel_in_order() {
+    // Two messages with one tag match the receives in order (sizes 10, 20
+    // into buffers of 10, 20); tags 1 and 2 may be received in reverse
+    // when eager.
+    let text = "0 init\n0 isend 1 5 10\n0 isend 1 5 20\n0 send 1 1 7\n0 send 1 2 8\n0 waitall 2\n\
+                1 init\n1 irecv 0 5 10\n1 irecv 0 5 20\n1 recv 0 2 8\n1 recv 0 1 7\n1 waitall 2\n";
+    let (_, r) = reference_of(text);
+    let m0 = r.of_recv(1, 0).unwrap();
+    let m1 = r.of_recv(1, 1).unwrap();
+    assert_eq!((m0.bytes, m0.seq, m0.send_req), (10, 0, 0));
+    assert_eq!((m1.bytes, m1.seq, m1.send_req), (20, 1, 1));
+    assert_eq!(r.of_recv(1, 2).unwrap().tag, 2);
+    assert_eq!(r.of_recv(1, 3).unwrap().tag, 1);
+    // different messages get different seeds; the same message the same
+    let seeds: std::collections::HashSet<u64> = r.messages.iter().map(|m| m.seed(7)).collect();
+    assert_eq!(seeds.len(), 4);
+    assert_eq!(m0.seed(7), r.of_send(0, 0).unwrap().seed(7));
+    assert_ne!(m0.seed(7), m0.seed(8));
+}
+
+#[test]
+fn a_receive_buffer_larger_than_the_message() {
+    let (_, r) = reference_of("0 init\n0 send 1 3 10\n1 init\n1 recv 0 3 100\n");
+    let m = &r.messages[0];
+    assert_eq!((m.bytes, m.capacity), (10, 100));
+}
+
+#[test]
+fn rendezvous_deadlock_is_reported() {
+    // Both send 4 KiB first: fine eager, stuck under rendezvous.
+    let text =
+        "0 init\n0 send 1 0 4096\n0 recv 1 0 4096\n1 init\n1 send 0 0 4096\n1 recv 0 0 4096\n";
+    let t = trace::parse_str("t.txt", text).unwrap();
+    let p = trace::programs(&t).unwrap();
+    trace::reference(&p, 4096).unwrap();
+    let e = trace::reference(&p, EAGER).unwrap_err().to_string();
+    assert!(
+        e.contains("cannot complete")
+            && e.contains("rank 0 at t.txt:2")
+            && e.contains("rank 1 at t.txt:5"),
+        "{e}"
+    );
+}
+
+#[test]
+fn bad_traces_are_refused_with_file_and_line() {
+    let ok = "1 init\n1 recv 0 0 8\n";
+    let cases: &[(&str, &str)] = &[
+        (
+            "0 init\n0 alltoall 8 8\n1 init\n",
+            "t.txt:2: action `alltoall` is not supported",
+        ),
+        (
+            "0 init\n0 frobnicate\n1 init\n",
+            "t.txt:2: unknown action `frobnicate`",
+        ),
+        (
+            "0 init\n0 send 0 0 8\n1 init\n",
+            "t.txt:2: destination 0 is the rank itself",
+        ),
+        (
+            "0 init\n0 send 7 0 8\n1 init\n",
+            "t.txt:2: destination 7 is not a rank",
+        ),
+        (
+            "0 init\n0 send -1 0 8\n1 init\n",
+            "t.txt:2: destination `-1` is not a rank",
+        ),
+        (
+            "0 init\n0 send 1 0 8.5\n1 init\n",
+            "t.txt:2: count `8.5` is not a whole number",
+        ),
+        (
+            "0 init\n0 send 1 0 8 9\n1 init\n",
+            "t.txt:2: datatype id `9`",
+        ),
+        ("0 init\n0 send 1 0 nan\n1 init\n", "t.txt:2: count `nan`"),
+        ("0 init\n0 send 1 0 1e12\n1 init\n", "t.txt:2: message of"),
+        (
+            "0 init\n0 send 1 0\n1 init\n",
+            "t.txt:2: `send` needs its count",
+        ),
+        (
+            "0 init\n0 send 1 0 8 0 0\n1 init\n",
+            "t.txt:2: `send` takes at most 4 arguments",
+        ),
+        ("0 init\n0 compute -3\n1 init\n", "t.txt:2: flops `-3`"),
+        ("x init\n", "t.txt:1: rank `x` is not a rank"),
+        (
+            "0 init\n0 finalize\n0 compute 1\n1 init\n",
+            "t.txt:3: an action after `finalize`",
+        ),
+        (
+            "0 compute 1\n1 init\n",
+            "t.txt:1: rank 0 does not start with `init`",
+        ),
+        ("0 init\n2 init\n", "rank 1 has no actions"),
+        ("0 init\n", "1 rank(s)"),
+        (
+            "0 init\n0 wait 0 1 3\n1 init\n",
+            "t.txt:2: `wait 0 1 3`: no such outstanding",
+        ),
+        (
+            "0 init\n0 wait 2 3 3\n1 init\n",
+            "t.txt:2: `wait 2 3` names a request not of rank 0",
+        ),
+    ];
+    for (text, want) in cases {
+        let e = err_of(text);
+        assert!(e.contains(want), "{text:?}: got {e:?}, want {want:?}");
+    }
+    let tag = format!("0 init\n0 send 1 {} 8\n1 init\n", TAG_USER_MAX + 1);
+    assert!(err_of(&tag).contains("t.txt:2: tag"));
+    // matching errors name the unmatched side
+    assert!(err_of(&format!("0 init\n{ok}"))
+        .contains("t.txt:3: receive of 8 bytes by rank 1 from 0, tag 0"));
+    assert!(err_of("0 init\n0 send 1 0 8\n1 init\n")
+        .contains("t.txt:2: send of 8 bytes from rank 0 to 1"));
+    assert!(err_of("0 init\n0 send 1 0 9\n1 init\n1 recv 0 0 8\n")
+        .contains("t.txt:4: receive buffer of 8 bytes"));
+    // collectives must agree
+    let e = err_of("0 init\n0 bcast 8 0\n1 init\n1 bcast 8 1\n");
+    assert!(
+        e.contains("t.txt:4: collective") && e.contains("t.txt:2"),
+        "{e}"
+    );
+    assert!(err_of("0 init\n0 barrier\n1 init\n")
+        .contains("t.txt:2: collective Barrier of rank 0: rank 1 does not call it"));
+}
+
+#[test]
+fn an_index_file_and_directory_errors() {
+    let dir = std::env::temp_dir().join(format!("ssW4-trace-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("files")).unwrap();
+    std::fs::write(dir.join("files/a.txt"), "0 init\n0 send 1 0 8\n").unwrap();
+    std::fs::write(dir.join("files/b.txt"), "1 init\n1 recv 0 0 8\n").unwrap();
+    std::fs::write(dir.join("index.txt"), "files/a.txt\nfiles/b.txt\n").unwrap();
+    let t = trace::load(&dir.join("index.txt")).unwrap();
+    assert_eq!(t.ranks.len(), 2);
+    let t = trace::load(&dir.join("files")).unwrap();
+    assert_eq!(t.ranks.len(), 2);
+    std::fs::write(dir.join("index.txt"), "files/a.txt\nfiles/missing.txt\n").unwrap();
+    let e = trace::load(&dir.join("index.txt")).unwrap_err().to_string();
+    assert!(
+        e.contains("index.txt:2: reading") && e.contains("missing.txt"),
+        "{e}"
+    );
+    std::fs::create_dir_all(dir.join("empty")).unwrap();
+    let e = trace::load(&dir.join("empty")).unwrap_err().to_string();
+    assert!(e.contains("no *.txt action files"), "{e}");
+    let e = trace::load(&dir.join("nonexistent"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("nonexistent"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Mutated recorded traces: an error or a trace, never a panic, and
+/// whatever is accepted has a consistent reference.
+#[test]
+fn mutated_traces_never_panic() {
+    let texts: Vec<String> = ["halo", "allreduce", "ring"]
+        .iter()
+        .map(|n| {
+            (0..4)
+                .map(|r| {
+                    std::fs::read_to_string(traces().join(format!("{n}/rank-{r}.txt"))).unwrap()
+                })
+                .collect()
+        })
+        .collect();
+    let words = [
+        "-1",
+        "0",
+        "1",
+        "3",
+        "9",
+        "99999999999",
+        "1e308",
+        "nan",
+        "wait",
+        "bcast",
+        "",
+        "\n",
+        "init",
+    ];
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    let mut next = || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        s
+    };
+    let mut accepted = 0;
+    for k in 0..3000 {
+        let mut w: Vec<String> = texts[k % texts.len()]
+            .split(' ')
+            .map(String::from)
+            .collect();
+        for _ in 0..(1 + next() % 3) {
+            let i = (next() % w.len() as u64) as usize;
+            w[i] = words[(next() % words.len() as u64) as usize].to_string();
+        }
+        let t = w.join(" ");
+        if let Ok(tr) = trace::parse_str("m.txt", &t) {
+            if let Ok(p) = trace::programs(&tr) {
+                if let Ok(r) = trace::reference(&p, EAGER) {
+                    accepted += 1;
+                    for m in &r.messages {
+                        assert!(m.bytes <= m.capacity);
+                        assert_eq!(r.of_send(m.src, m.send_req), Some(m));
+                    }
+                }
+            }
+        }
+    }
+    assert!(accepted > 0);
+    let _ = ti::MAX_RANKS;
+}
