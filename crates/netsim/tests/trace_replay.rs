@@ -399,3 +399,151 @@ fn mutated_traces_never_panic() {
     assert!(accepted > 0);
     let _ = ti::MAX_RANKS;
 }
+
+// --- the LogGP timing model (trace::timing), against hand-derived sums ---
+
+use softspin_netsim::trace::{Matching, Model};
+use softspin_netsim::{NetParams, NicKind};
+
+fn timing(text: &str, matching: Matching) -> (f64, Vec<f64>) {
+    let p = NetParams::sc17();
+    let (progs, r) = reference_of(text);
+    let m = Model {
+        params: &p,
+        nic: NicKind::Discrete,
+        matching,
+        eager_max: EAGER,
+        host_flops: 1e9,
+    };
+    let t = trace::completion(&progs, &r, &m).unwrap();
+    (t.completion_ns, t.rank_end_ns)
+}
+
+/// Hand-derived parts: two nodes on one 36-port switch are one switch and
+/// two wires apart; G per byte from 50 GiB/s; the discrete NIC's DMA is
+/// 250 ns + bytes at 64 GiB/s; copies at 150 GiB/s.
+struct Hand {
+    o: f64,
+    l: f64,
+    g_byte: f64,
+}
+impl Hand {
+    fn new() -> Hand {
+        let p = NetParams::sc17();
+        Hand {
+            o: p.o_ns,
+            l: p.switch_ns + 2.0 * p.wire_ns,
+            g_byte: 1e9 / (50.0 * 1073741824.0),
+        }
+    }
+    fn dma(&self, b: f64) -> f64 {
+        250.0 + b * 1e9 / (64.0 * 1073741824.0)
+    }
+    fn copy(&self, b: f64) -> f64 {
+        b * 1e9 / (150.0 * 1073741824.0)
+    }
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() < 1e-6 * b.abs().max(1.0)
+}
+
+#[test]
+fn timing_eager_posted_and_unexpected() {
+    let h = Hand::new();
+    let posted = "0 init\n0 send 1 0 100\n1 init\n1 recv 0 0 100\n";
+    let landed = h.o + h.l + 100.0 * h.g_byte + h.dma(100.0);
+    let (t, ends) = timing(posted, Matching::Nic);
+    assert!(
+        close(ends[0], h.o) && close(t, landed),
+        "{ends:?} vs {landed}"
+    );
+    let (t, _) = timing(posted, Matching::Host);
+    assert!(close(t, landed + h.o + h.copy(100.0)), "{t}");
+
+    // the receiver computes 1 s first: the message waits (case III)
+    let late = "0 init\n0 send 1 0 100\n1 init\n1 compute 1e9\n1 recv 0 0 100\n";
+    let (t, _) = timing(late, Matching::Nic);
+    assert!(close(t, 1e9 + h.o + h.copy(100.0)), "{t}");
+    let (t, _) = timing(late, Matching::Host);
+    assert!(close(t, 1e9 + 2.0 * h.o + h.copy(100.0)), "{t}");
+}
+
+#[test]
+fn timing_rendezvous() {
+    let h = Hand::new();
+    let s = 100_000.0;
+    let text = "0 init\n0 send 1 0 100000\n1 init\n1 recv 0 0 100000\n";
+    let (_, ends) = timing(text, Matching::Nic);
+    // header at o + L; get L; data L + sG (+ DMA); FIN L
+    assert!(
+        close(ends[1], h.o + 3.0 * h.l + s * h.g_byte + h.dma(s)),
+        "{ends:?}"
+    );
+    assert!(close(ends[0], h.o + 4.0 * h.l + s * h.g_byte), "{ends:?}");
+    let (_, ends) = timing(text, Matching::Host);
+    // clear-to-send at 2o + 2L at the sender, data sent o later
+    assert!(
+        close(ends[0], 3.0 * h.o + 2.0 * h.l + s * h.g_byte),
+        "{ends:?}"
+    );
+    assert!(
+        close(ends[1], 3.0 * h.o + 3.0 * h.l + s * h.g_byte + h.dma(s)),
+        "{ends:?}"
+    );
+}
+
+#[test]
+fn timing_overlap_needs_nic_matching() {
+    // The receiver posts a large receive, computes 1 s, then waits: with
+    // NIC matching the sender is done in about a microsecond; with host
+    // matching it waits for the receiver's CPU to reach MPI again.
+    let text =
+        "0 init\n0 send 1 0 100000\n1 init\n1 irecv 0 0 100000\n1 compute 1e9\n1 wait 0 1 0\n";
+    let (_, nic) = timing(text, Matching::Nic);
+    let (_, host) = timing(text, Matching::Host);
+    assert!(nic[0] < 5e3, "{nic:?}");
+    assert!(host[0] > 1e9, "{host:?}");
+    assert!(close(nic[1], Hand::new().o + 1e9));
+}
+
+#[test]
+fn timing_of_the_recorded_traces() {
+    let p = NetParams::sc17();
+    println!("| trace | ranks | messages | bytes | NIC matching (µs) | host matching (µs) |");
+    println!("|---|---|---|---|---|---|");
+    for name in ["ring", "halo", "allreduce"] {
+        let t = load(name);
+        let progs = trace::programs(&t).unwrap();
+        let r = trace::reference(&progs, EAGER).unwrap();
+        let mut out = Vec::new();
+        for matching in [Matching::Nic, Matching::Host] {
+            let m = Model {
+                params: &p,
+                nic: NicKind::Discrete,
+                matching,
+                eager_max: EAGER,
+                host_flops: 1e9,
+            };
+            out.push(trace::completion(&progs, &r, &m).unwrap().completion_ns);
+        }
+        println!(
+            "| {name} | {} | {} | {} | {:.3} | {:.3} |",
+            t.ranks.len(),
+            r.messages.len(),
+            r.total_bytes(),
+            out[0] / 1e3,
+            out[1] / 1e3
+        );
+        // at least the compute: ring's rank 3 computes 2 x 4e5 flops, halo 3 x 2e6, allreduce 2 x 5e5
+        let compute = match name {
+            "ring" => 8e5,
+            "halo" => 6e6,
+            _ => 1e6,
+        };
+        assert!(
+            out.iter().all(|&t| t > compute && t < compute + 1e6),
+            "{name}: {out:?}"
+        );
+    }
+}

@@ -8,10 +8,12 @@
 pub mod program;
 pub mod reference;
 pub mod ti;
+pub mod timing;
 
 pub use program::{programs, Program, Step};
 pub use reference::{reference, Matched, Reference};
 pub use ti::{load, parse_str, Action, Loc, Trace, TraceError};
+pub use timing::{completion, Matching, Model, Timing};
 
 /// Tags the matching handler carries: 24 bits (examples/cluster/matching/
 /// matching.h, UC_MT_TAG_MAX). The trace's own tags take the lower
