@@ -547,3 +547,61 @@ fn timing_of_the_recorded_traces() {
         );
     }
 }
+
+// --- the matching handler's host interface (trace::mt) ---
+
+use softspin_netsim::trace::mt::Mt;
+
+#[test]
+fn mt_packets_are_mtapis() {
+    let mt = Mt::new().unwrap();
+    assert_eq!(mt.eager_max, EAGER);
+    // mtapi.packet(3, 0x12345, 0xabcdef, UC_MODE_EAGER, 5, b"abcde"), printed by Python
+    let want = "554380312345abcdef01000123450000000500000000000300096162636465";
+    let got: String = mt
+        .packet(3, 0x12345, 0xabcdef, false, 5, b"abcde")
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    assert_eq!(got, want);
+    // mtapi.rts(0x110000, 7)
+    assert_eq!(mt.rts(0x110000, 7), [0, 0x11, 0, 0, 0, 0, 0, 7]);
+    // a rendezvous packet's mode is UC_MODE_RNDV (10) at bytes 24..26
+    assert_eq!(
+        &mt.packet(1, 0, 0, true, 4096, &mt.rts(0x110000, 1))[24..26],
+        &[0, 10]
+    );
+}
+
+#[test]
+fn mt_posts_and_completions() {
+    let mt = Mt::new().unwrap();
+    // ring entries: 20 bytes of little-endian u32s from 0x1000, 64 of them
+    assert_eq!(mt.post_at(0), 0x1000);
+    assert_eq!(mt.post_at(65), 0x1000 + 20);
+    let e = mt.post_entry(5, Some(2), None, 0x20000, 64);
+    assert_eq!(
+        e,
+        [5, 0, 0, 0, 2, 0, 0, 0, 0xff, 0xff, 0xff, 0xff, 0, 0, 2, 0, 64, 0, 0, 0]
+    );
+    // a completion: status, len, src, tag, slot, gen, how, done = id + 1
+    assert_eq!(mt.completion_at(3), 0x2000 + 3 * 32);
+    let rec = |done: u32, slot: u32| -> Vec<u8> {
+        [0u32, 64, 2, 9, slot, 4, 2, done]
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect()
+    };
+    let c = mt.completion(3, &rec(4, 7)).unwrap();
+    assert_eq!(
+        (c.status, c.len, c.src, c.tag, c.slot, c.gen, c.how),
+        (0, 64, 2, 9, Some(7), 4, mt.how_unexpected)
+    );
+    assert_eq!(mt.completion(3, &rec(4, 0xffff_ffff)).unwrap().slot, None);
+    assert_eq!(mt.completion(3, &rec(3, 7)), None, "not done yet");
+    assert_eq!(mt.completion(3, &rec(4, 7)[..28]), None, "short record");
+    assert_eq!(mt.unexp_at(2), 0x4000 + 2 * 1408);
+    assert_eq!(mt.fin_at(65), 0x200 + 8);
+    // the replay's tags fit the handler's
+    assert_eq!(mt.tag_max, (1 << trace::TAG_BITS) - 1);
+}
