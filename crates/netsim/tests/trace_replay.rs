@@ -279,6 +279,14 @@ fn bad_traces_are_refused_with_file_and_line() {
         ("0 init\n2 init\n", "rank 1 has no actions"),
         ("0 init\n", "1 rank(s)"),
         (
+            "0 init\n0 recv -333 -444 8 2\n1 init\n",
+            "t.txt:2: a wildcard receive (MPI_ANY_SOURCE -333",
+        ),
+        (
+            "0 init\n0 irecv 1 -444 8\n1 init\n",
+            "t.txt:2: a wildcard receive",
+        ),
+        (
             "0 init\n0 wait 0 1 3\n1 init\n",
             "t.txt:2: `wait 0 1 3`: no such outstanding",
         ),

@@ -29,6 +29,14 @@ pub const DATATYPES: [(u32, &str, u64); 7] = [
     (6, "MPI_BYTE", 1),
 ];
 
+/// How SMPI 3.32 records MPI_ANY_SOURCE and MPI_ANY_TAG (its values of
+/// them; the actual source and tag are not recorded).
+pub const ANY_SOURCE: &str = "-333";
+pub const ANY_TAG: &str = "-444";
+const WILDCARD: &str =
+    "a wildcard receive (MPI_ANY_SOURCE -333 or MPI_ANY_TAG -444) is not supported: \
+     the trace does not record which message it got, and that depends on timing";
+
 /// A position in the input, for errors and for the replay's report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loc {
@@ -186,6 +194,9 @@ impl Line<'_> {
 
     fn rank(&self, i: usize, what: &str) -> Result<u32, TraceError> {
         let s = self.arg(i, what)?;
+        if s == ANY_SOURCE {
+            return Err(self.err(WILDCARD));
+        }
         match s.parse::<u32>() {
             Ok(r) if r < MAX_RANKS => Ok(r),
             _ => Err(self.err(format!("{what} `{s}` is not a rank (0..{MAX_RANKS})"))),
@@ -194,6 +205,9 @@ impl Line<'_> {
 
     fn tag(&self, i: usize) -> Result<u32, TraceError> {
         let s = self.arg(i, "tag")?;
+        if s == ANY_TAG {
+            return Err(self.err(WILDCARD));
+        }
         match s.parse::<u32>() {
             Ok(t) if t <= super::TAG_USER_MAX => Ok(t),
             _ => Err(self.err(format!(
