@@ -613,3 +613,42 @@ fn mt_posts_and_completions() {
     // the replay's tags fit the handler's
     assert_eq!(mt.tag_max, (1 << trace::TAG_BITS) - 1);
 }
+
+#[test]
+fn mt_limits() {
+    let mt = Mt::new().unwrap();
+    let check = |text: &str| {
+        let t = trace::parse_str("t.txt", text).unwrap();
+        let p = trace::programs(&t).unwrap();
+        trace::mt::check_limits(&p, &mt).map_err(|e| e.to_string())
+    };
+    for name in ["ring", "halo", "allreduce"] {
+        let p = trace::programs(&load(name)).unwrap();
+        trace::mt::check_limits(&p, &mt).unwrap();
+    }
+    // 512 KiB is the largest message (UC_MT_MAX)
+    check("0 init\n0 send 1 0 524288\n1 init\n1 recv 0 0 524288\n").unwrap();
+    let e = check("0 init\n0 send 1 0 524289\n1 init\n1 recv 0 0 524289\n").unwrap_err();
+    assert!(
+        e.contains("t.txt:2: rank 0: a message of 524289 bytes"),
+        "{e}"
+    );
+    // 64 receives outstanding, not 65; the count drops at the wait
+    let posts = |k: usize| {
+        let mut t = String::from("0 init\n1 init\n");
+        for i in 0..k {
+            t += &format!("0 isend 1 {i} 8\n1 irecv 0 {i} 8\n");
+        }
+        t + "0 waitall 1\n1 waitall 1\n1 irecv 0 99 8\n0 send 1 99 8\n1 waitall 1\n"
+    };
+    check(&posts(64)).unwrap();
+    let e = check(&posts(65)).unwrap_err();
+    assert!(
+        e.contains("rank 1: more than 64 receives outstanding"),
+        "{e}"
+    );
+    // send area 0x110000..0x200000: two 512 KiB rendezvous sends in flight do not fit
+    let e = check("0 init\n0 isend 1 0 524288\n0 isend 1 1 524288\n0 waitall 2\n1 init\n1 irecv 0 0 524288\n1 irecv 0 1 524288\n1 waitall 2\n")
+        .unwrap_err();
+    assert!(e.contains("t.txt:3: rank 0: 1048576 bytes of rendezvous sends in flight: the send area holds 983040"), "{e}");
+}

@@ -5,6 +5,9 @@
 //! live host APIs (`mtapi.py`, `host.c`); every number comes from the C
 //! headers the handlers are built with (uc.h, matching.h), read here.
 
+use super::program::{Program, Step};
+use super::ti::TraceError;
+
 /// examples/cluster/matching/matching.h.
 pub const MATCHING_H: &str = include_str!("../../../../examples/cluster/matching/matching.h");
 /// examples/cluster/uc.h.
@@ -236,4 +239,83 @@ impl Mt {
         r[4..].copy_from_slice(&cookie.to_be_bytes());
         r
     }
+}
+
+/// What the matching handlers hold at once, against what a rank's program
+/// needs (each request counted from its issue to the wait that ends it):
+/// messages up to `max` bytes, `posts` receives outstanding and their
+/// buffers in the receive area, `sends` rendezvous sends in flight and
+/// their data in the send area. A trace beyond them is refused before the
+/// replay, naming the line (unexpected slots depend on timing: the replay
+/// counts drops instead).
+pub fn check_limits(progs: &[Program], mt: &Mt) -> Result<(), TraceError> {
+    for (r, p) in progs.iter().enumerate() {
+        // Open requests: (bytes, is a rendezvous send).
+        let mut open: Vec<Option<(u64, bool)>> = vec![None; p.requests];
+        let (mut recvs, mut recv_bytes, mut sends, mut send_bytes) = (0u64, 0u64, 0u64, 0u64);
+        for s in &p.steps {
+            let err = |msg: String| {
+                Err(TraceError {
+                    at: s.at.clone(),
+                    msg: format!("rank {r}: {msg}"),
+                })
+            };
+            match &s.step {
+                Step::Send { req, bytes, .. } | Step::Recv { req, bytes, .. }
+                    if *bytes > mt.max =>
+                {
+                    let _ = req;
+                    return err(format!(
+                        "a message of {bytes} bytes: the matching handler takes at most {}",
+                        mt.max
+                    ));
+                }
+                Step::Recv { req, bytes, .. } => {
+                    open[*req] = Some((*bytes, false));
+                    recvs += 1;
+                    recv_bytes += bytes;
+                    if recvs > mt.posts {
+                        return err(format!("more than {} receives outstanding", mt.posts));
+                    }
+                    if recv_bytes > mt.send - mt.recv {
+                        return err(format!(
+                            "{recv_bytes} bytes of receive buffers outstanding: the receive area holds {}",
+                            mt.send - mt.recv
+                        ));
+                    }
+                }
+                Step::Send { req, bytes, .. } if *bytes > mt.eager_max => {
+                    open[*req] = Some((*bytes, true));
+                    sends += 1;
+                    send_bytes += bytes;
+                    if sends > mt.sends {
+                        return err(format!("more than {} rendezvous sends in flight", mt.sends));
+                    }
+                    if send_bytes > mt.end - mt.send {
+                        return err(format!(
+                            "{send_bytes} bytes of rendezvous sends in flight: the send area holds {}",
+                            mt.end - mt.send
+                        ));
+                    }
+                }
+                Step::Wait { reqs } => {
+                    for q in reqs {
+                        match open[*q].take() {
+                            Some((b, true)) => {
+                                sends -= 1;
+                                send_bytes -= b;
+                            }
+                            Some((b, false)) => {
+                                recvs -= 1;
+                                recv_bytes -= b;
+                            }
+                            None => {}
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
