@@ -652,3 +652,46 @@ fn mt_limits() {
         .unwrap_err();
     assert!(e.contains("t.txt:3: rank 0: 1048576 bytes of rendezvous sends in flight: the send area holds 983040"), "{e}");
 }
+
+/// Large traces take linear time: 100,000 open requests waited for one by
+/// one (a quadratic search would take minutes), and a 4,096-rank ring.
+#[test]
+fn large_traces() {
+    let k = 100_000;
+    let mut t = String::from("0 init\n1 init\n");
+    for i in 0..k {
+        t += &format!("0 isend 1 {} 8\n1 irecv 0 {} 8\n", i % 7, i % 7);
+    }
+    for i in 0..k {
+        t += &format!("0 wait 0 1 {}\n1 wait 0 1 {}\n", i % 7, i % 7);
+    }
+    let start = std::time::Instant::now();
+    let (progs, r) = reference_of(&t);
+    assert_eq!(r.messages.len(), k);
+    let p = NetParams::sc17();
+    let m = Model {
+        params: &p,
+        nic: NicKind::Discrete,
+        matching: Matching::Host,
+        eager_max: EAGER,
+        host_flops: 1e9,
+    };
+    trace::completion(&progs, &r, &m).unwrap();
+
+    let n = 4096;
+    let mut t = String::new();
+    for i in 0..n {
+        t += &format!("{i} init\n");
+        if i == 0 {
+            t += &format!("0 send 1 0 64\n0 recv {} 0 64\n", n - 1);
+        } else {
+            t += &format!("{i} recv {} 0 64\n{i} send {} 0 64\n", i - 1, (i + 1) % n);
+        }
+    }
+    let (progs, r) = reference_of(&t);
+    assert_eq!(r.messages.len(), n);
+    let timing = trace::completion(&progs, &r, &m).unwrap();
+    // the token goes round once: n messages one after the other
+    assert!(timing.completion_ns > n as f64 * p.o_ns);
+    assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+}

@@ -5,6 +5,7 @@
 //! complete, and the bytes every message carries. docs/scale.md "Trace
 //! replay".
 
+pub mod driver;
 pub mod mt;
 pub mod program;
 pub mod reference;

@@ -4,6 +4,8 @@
 //! decomposed into binomial trees of messages (the textbook MPICH shape,
 //! the same on every rank, so all ranks agree on who sends what).
 
+use std::collections::{BTreeSet, HashMap, VecDeque};
+
 use super::ti::{Action, Loc, Trace, TraceError};
 use super::{COLL_TAGS, TAG_COLL, TAG_SENDRECV};
 
@@ -45,13 +47,43 @@ pub struct Program {
     pub requests: usize,
 }
 
+/// A rank's open requests: found by SMPI's key in O(log n), drained in
+/// issue order (a trace of millions of requests must not take quadratic
+/// time).
+#[derive(Default)]
+struct Open {
+    by_key: HashMap<(u32, u32, bool), VecDeque<usize>>,
+    all: BTreeSet<usize>,
+}
+
+impl Open {
+    fn push(&mut self, req: usize, key: (u32, u32, bool)) {
+        self.by_key.entry(key).or_default().push_back(req);
+        self.all.insert(req);
+    }
+    fn take(&mut self, key: (u32, u32, bool)) -> Option<usize> {
+        let q = self.by_key.get_mut(&key)?;
+        let r = q.pop_front()?;
+        if q.is_empty() {
+            self.by_key.remove(&key);
+        }
+        self.all.remove(&r);
+        Some(r)
+    }
+    fn drain(&mut self) -> Vec<usize> {
+        self.by_key.clear();
+        std::mem::take(&mut self.all).into_iter().collect()
+    }
+}
+
 struct Builder<'a> {
     rank: u32,
     n: u32,
     prog: Program,
     /// Issued, not yet waited for: request, peer (source or destination
     /// for `wait`), tag, is a send.
-    open: Vec<(usize, u32, u32, bool)>,
+    /// (oldest first per key: peer, tag, is a send; and in issue order).
+    open: Open,
     coll_seq: u32,
     at: &'a Loc,
 }
@@ -158,7 +190,7 @@ impl Builder<'_> {
                 if blocking {
                     self.wait(vec![r]);
                 } else {
-                    self.open.push((r, to, tag, true));
+                    self.open.push(r, (to, tag, true));
                 }
             }
             Action::Recv {
@@ -171,7 +203,7 @@ impl Builder<'_> {
                 if blocking {
                     self.wait(vec![r]);
                 } else {
-                    self.open.push((r, from, tag, false));
+                    self.open.push(r, (from, tag, false));
                 }
             }
             Action::Wait { src, dst, tag } => {
@@ -183,19 +215,17 @@ impl Builder<'_> {
                 } else {
                     (src, false)
                 };
-                let i = self
+                let r = self
                     .open
-                    .iter()
-                    .position(|o| o.1 == peer && o.2 == tag && o.3 == is_send)
+                    .take((peer, tag, is_send))
                     .ok_or_else(|| TraceError {
                         at: self.at.clone(),
                         msg: format!("`wait {src} {dst} {tag}`: no such outstanding isend/irecv"),
                     })?;
-                let (r, ..) = self.open.remove(i);
                 self.wait(vec![r]);
             }
             Action::WaitAll => {
-                let reqs = self.open.drain(..).map(|o| o.0).collect();
+                let reqs = self.open.drain();
                 self.wait(reqs);
             }
             Action::SendRecv {
@@ -278,7 +308,7 @@ pub fn programs(trace: &Trace) -> Result<Vec<Program>, TraceError> {
             rank: r as u32,
             n,
             prog: Program::default(),
-            open: Vec::new(),
+            open: Open::default(),
             coll_seq: 0,
             at: &last.at,
         };
@@ -287,7 +317,7 @@ pub fn programs(trace: &Trace) -> Result<Vec<Program>, TraceError> {
             b.action(&a.action)?;
         }
         b.at = &last.at;
-        let rest = b.open.drain(..).map(|o| o.0).collect();
+        let rest = b.open.drain();
         b.wait(rest);
         out.push(b.prog);
     }

@@ -18,6 +18,7 @@
 
 use std::collections::{HashMap, VecDeque};
 
+use super::driver::{Cursor, Next};
 use super::program::{Program, Step};
 use super::ti::{Loc, TraceError};
 
@@ -164,49 +165,60 @@ pub fn reference(progs: &[Program], eager_max: u64) -> Result<Reference, TraceEr
 /// Run the programs without time: does every rank reach its end?
 fn progress(progs: &[Program], refr: &Reference, eager_max: u64) -> Result<(), TraceError> {
     let n = progs.len();
-    let mut pc = vec![0usize; n];
+    let mut cur: Vec<Cursor> = progs.iter().map(Cursor::new).collect();
     let mut issued: Vec<Vec<bool>> = progs.iter().map(|p| vec![false; p.requests]).collect();
     let mut queue: VecDeque<usize> = (0..n).collect();
     let mut queued = vec![true; n];
-    let done = |issued: &Vec<Vec<bool>>, r: usize, req: usize| -> bool {
-        if let Some(m) = refr.of_send(r as u32, req) {
-            !m.rendezvous(eager_max) || issued[m.dst as usize][m.recv_req]
-        } else if let Some(m) = refr.of_recv(r as u32, req) {
-            issued[m.src as usize][m.send_req]
-        } else {
-            false
+    let wake = |r: u32, queue: &mut VecDeque<usize>, queued: &mut Vec<bool>| {
+        if !queued[r as usize] {
+            queued[r as usize] = true;
+            queue.push_back(r as usize);
         }
     };
     while let Some(r) = queue.pop_front() {
         queued[r] = false;
-        let steps = &progs[r].steps;
-        while pc[r] < steps.len() {
-            match &steps[pc[r]].step {
-                Step::Compute { .. } | Step::Sleep { .. } => {}
-                Step::Send { req, to, .. } | Step::Recv { req, from: to, .. } => {
-                    issued[r][*req] = true;
-                    let peer = *to as usize;
-                    if !queued[peer] {
-                        queued[peer] = true;
-                        queue.push_back(peer);
+        loop {
+            match cur[r].step() {
+                Next::Compute { .. } | Next::Sleep { .. } => {}
+                Next::Blocked | Next::Finished => break,
+                Next::Send { req, .. } => {
+                    issued[r][req] = true;
+                    // (`reference` matched every send and receive)
+                    let Some(m) = refr.of_send(r as u32, req) else {
+                        continue;
+                    };
+                    let posted = issued[m.dst as usize][m.recv_req];
+                    if !m.rendezvous(eager_max) || posted {
+                        cur[r].complete(req);
+                    }
+                    if posted {
+                        cur[m.dst as usize].complete(m.recv_req);
+                        wake(m.dst, &mut queue, &mut queued);
                     }
                 }
-                Step::Wait { reqs } => {
-                    if !reqs.iter().all(|&q| done(&issued, r, q)) {
-                        break;
+                Next::Recv { req, .. } => {
+                    issued[r][req] = true;
+                    let m = refr
+                        .of_recv(r as u32, req)
+                        .expect("every receive is matched");
+                    if issued[m.src as usize][m.send_req] {
+                        cur[r].complete(req);
+                        if m.rendezvous(eager_max) {
+                            cur[m.src as usize].complete(m.send_req);
+                            wake(m.src, &mut queue, &mut queued);
+                        }
                     }
                 }
             }
-            pc[r] += 1;
         }
     }
-    let blocked: Vec<usize> = (0..n).filter(|&r| pc[r] < progs[r].steps.len()).collect();
+    let blocked: Vec<usize> = (0..n).filter(|&r| !cur[r].finished()).collect();
     if let Some(&first) = blocked.first() {
-        let at = &progs[first].steps[pc[first]].at;
+        let at = cur[first].at().expect("not finished");
         let list: Vec<String> = blocked
             .iter()
             .take(8)
-            .map(|&r| format!("rank {r} at {}", progs[r].steps[pc[r]].at))
+            .map(|&r| format!("rank {r} at {}", cur[r].at().expect("not finished")))
             .collect();
         return Err(err(at, format!(
             "the trace cannot complete: {} rank(s) wait forever ({}{}); a send larger than {eager_max} bytes waits for its receive (rendezvous)",

@@ -30,6 +30,8 @@
 //! - Copies run at the host CPU's memory bandwidth, the integrated NIC's
 //!   (seed 004 §4.3: "the same bandwidth as the main CPU").
 
+use std::collections::VecDeque;
+
 use super::program::{Program, Step};
 use super::reference::Reference;
 use super::ti::TraceError;
@@ -92,63 +94,79 @@ pub fn completion(progs: &[Program], refr: &Reference, m: &Model) -> Result<Timi
     let mut pc = vec![0usize; n];
     // Work until no rank moves (each pass advances every rank as far as it
     // can; a rank blocked in a wait is retried after the others moved).
-    loop {
-        let mut moved = false;
-        for r in 0..n {
-            while pc[r] < progs[r].steps.len() {
-                let at = &progs[r].steps[pc[r]];
-                match &at.step {
-                    Step::Compute { flops } => cpu[r] += flops / m.host_flops * 1e9,
-                    Step::Sleep { secs } => cpu[r] += secs * 1e9,
-                    Step::Send { req, bytes, .. } => {
-                        cpu[r] += p.o_ns;
-                        let inj = cpu[r].max(nic_free[r]);
-                        let wire = if *bytes > m.eager_max { 0 } else { *bytes };
-                        nic_free[r] = inj + p.g_ns.max(wire as f64 * g_byte);
-                        let q = &mut reqs[r][*req];
-                        q.issued = Some(cpu[r]);
-                        q.injected = Some(inj);
-                    }
-                    Step::Recv { req, .. } => {
-                        cpu[r] += p.o_ns;
-                        reqs[r][*req].issued = Some(cpu[r]);
-                    }
-                    Step::Wait { reqs: list } => {
-                        // Inside a wait the CPU progresses every request
-                        // it has issued (MPI's progress engine), not only
-                        // the awaited ones.
-                        for q in reqs[r].iter_mut().filter(|q| q.issued.is_some()) {
-                            q.waiting.get_or_insert(cpu[r]);
-                        }
-                        let mut end = cpu[r];
-                        let mut all = true;
-                        for &q in list {
-                            let t = match reqs[r][q].done {
-                                Some(t) => Some(t),
-                                None => {
-                                    finish(r as u32, q, &reqs, refr, m, &lat, g_byte, &dma, &copy)
-                                }
-                            };
-                            match t {
-                                Some(t) => {
-                                    reqs[r][q].done = Some(t);
-                                    end = end.max(t);
-                                }
-                                None => all = false,
-                            }
-                        }
-                        if !all {
-                            break;
-                        }
-                        cpu[r] = end;
-                    }
-                }
-                pc[r] += 1;
-                moved = true;
+    // Issued requests whose CPU has not yet been in a wait since.
+    let mut unwaited: Vec<Vec<usize>> = vec![Vec::new(); n];
+    // Ranks to run: all at first, then those whose peers learnt something
+    // they may wait for (an issue, a wait begun).
+    let mut queue: VecDeque<usize> = (0..n).collect();
+    let mut queued = vec![true; n];
+    let peer = |r: usize, q: usize| -> Option<u32> {
+        refr.of_send(r as u32, q)
+            .map(|m| m.dst)
+            .or_else(|| refr.of_recv(r as u32, q).map(|m| m.src))
+    };
+    let wake = |to: Option<u32>, queue: &mut VecDeque<usize>, queued: &mut [bool]| {
+        if let Some(t) = to {
+            if !queued[t as usize] {
+                queued[t as usize] = true;
+                queue.push_back(t as usize);
             }
         }
-        if !moved {
-            break;
+    };
+    while let Some(r) = queue.pop_front() {
+        queued[r] = false;
+        while pc[r] < progs[r].steps.len() {
+            let at = &progs[r].steps[pc[r]];
+            match &at.step {
+                Step::Compute { flops } => cpu[r] += flops / m.host_flops * 1e9,
+                Step::Sleep { secs } => cpu[r] += secs * 1e9,
+                Step::Send { req, bytes, .. } => {
+                    cpu[r] += p.o_ns;
+                    let inj = cpu[r].max(nic_free[r]);
+                    let wire = if *bytes > m.eager_max { 0 } else { *bytes };
+                    nic_free[r] = inj + p.g_ns.max(wire as f64 * g_byte);
+                    let q = &mut reqs[r][*req];
+                    q.issued = Some(cpu[r]);
+                    q.injected = Some(inj);
+                    unwaited[r].push(*req);
+                    wake(peer(r, *req), &mut queue, &mut queued);
+                }
+                Step::Recv { req, .. } => {
+                    cpu[r] += p.o_ns;
+                    reqs[r][*req].issued = Some(cpu[r]);
+                    unwaited[r].push(*req);
+                    wake(peer(r, *req), &mut queue, &mut queued);
+                }
+                Step::Wait { reqs: list } => {
+                    // Inside a wait the CPU progresses every request it
+                    // has issued (MPI's progress engine), not only the
+                    // awaited ones.
+                    for q in std::mem::take(&mut unwaited[r]) {
+                        reqs[r][q].waiting = Some(cpu[r]);
+                        wake(peer(r, q), &mut queue, &mut queued);
+                    }
+                    let mut end = cpu[r];
+                    let mut all = true;
+                    for &q in list {
+                        let t = match reqs[r][q].done {
+                            Some(t) => Some(t),
+                            None => finish(r as u32, q, &reqs, refr, m, &lat, g_byte, &dma, &copy),
+                        };
+                        match t {
+                            Some(t) => {
+                                reqs[r][q].done = Some(t);
+                                end = end.max(t);
+                            }
+                            None => all = false,
+                        }
+                    }
+                    if !all {
+                        break;
+                    }
+                    cpu[r] = end;
+                }
+            }
+            pc[r] += 1;
         }
     }
     if let Some(r) = (0..n).find(|&r| pc[r] < progs[r].steps.len()) {
