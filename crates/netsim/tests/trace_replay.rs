@@ -513,6 +513,18 @@ fn timing_overlap_needs_nic_matching() {
     assert!(nic[0] < 5e3, "{nic:?}");
     assert!(host[0] > 1e9, "{host:?}");
     assert!(close(nic[1], Hand::new().o + 1e9));
+    // a host speed of 0 is an error, not infinity
+    let p = NetParams::sc17();
+    let (progs, r) = reference_of(text);
+    let m = Model {
+        params: &p,
+        nic: NicKind::Discrete,
+        matching: Matching::Nic,
+        eager_max: EAGER,
+        host_flops: 0.0,
+    };
+    let e = trace::completion(&progs, &r, &m).unwrap_err().to_string();
+    assert!(e.contains("host speed 0 flop/s"), "{e}");
 }
 
 #[test]

@@ -78,6 +78,18 @@ struct Req {
 pub fn completion(progs: &[Program], refr: &Reference, m: &Model) -> Result<Timing, TraceError> {
     let p = m.params;
     let n = progs.len();
+    if !(m.host_flops.is_finite() && m.host_flops > 0.0) {
+        return Err(TraceError {
+            at: progs.first().and_then(|p| p.steps.first()).map_or_else(
+                || super::ti::Loc {
+                    file: "trace".into(),
+                    line: 0,
+                },
+                |s| s.at.clone(),
+            ),
+            msg: format!("host speed {} flop/s: must be positive", m.host_flops),
+        });
+    }
     let tree = FatTree::for_nodes(p.switch_ports, n as u32);
     let lat = |a: u32, b: u32| tree.hops(a, b).latency_ns(p);
     let g_byte = p.link_ps_per_byte() / 1000.0;
