@@ -27,4 +27,5 @@ record() { # NAME NPROCS
 record ring 4
 record halo 4
 record allreduce 4
+record alltoall 4
 record datatypes 2

@@ -158,6 +158,44 @@ fn collectives_trace() {
 }
 
 #[test]
+fn block_collectives_trace() {
+    let t = load("alltoall");
+    let p = trace::programs(&t).unwrap();
+    let r = trace::reference(&p, EAGER).unwrap();
+    // n = 4: gather and scatter 3 messages each (4 and 3 doubles), the
+    // allgather ring 4 x 3 (5 doubles), alltoall 4 x 3 (6 ints)
+    assert_eq!(r.messages.len(), 3 + 3 + 12 + 12);
+    assert_eq!(r.total_bytes(), 3 * 32 + 3 * 24 + 12 * 40 + 12 * 24);
+    // gather goes to rank 2, scatter comes from rank 1
+    let gather: Vec<_> = r.messages.iter().filter(|m| m.bytes == 32).collect();
+    assert!(gather.iter().all(|m| m.dst == 2) && gather.len() == 3);
+    let scatter: Vec<_> = r
+        .messages
+        .iter()
+        .filter(|m| m.bytes == 24 && m.tag == gather[0].tag + 1)
+        .collect();
+    assert!(scatter.iter().all(|m| m.src == 1) && scatter.len() == 3);
+    // alltoall: every ordered pair once
+    let mut pairs: Vec<(u32, u32)> = r
+        .messages
+        .iter()
+        .filter(|m| m.tag == gather[0].tag + 3)
+        .map(|m| (m.src, m.dst))
+        .collect();
+    pairs.sort();
+    let want: Vec<(u32, u32)> = (0..4)
+        .flat_map(|a| (0..4).filter(move |&b| b != a).map(move |b| (a, b)))
+        .collect();
+    assert_eq!(pairs, want);
+    // an allgather whose block is larger than the receive's: truncated
+    let e = err_of("0 init\n0 allgather 2 1\n1 init\n1 allgather 2 1\n");
+    assert!(
+        e.contains("receive buffer of 1 bytes for a message of 2 bytes"),
+        "{e}"
+    );
+}
+
+#[test]
 fn bcast_tree_from_root_1() {
     // n = 4, root 1: relative ranks 0..3 = ranks 1,2,3,0; relative 0
     // sends to 2 then 1, relative 2 sends to 3: 1->3, 1->2, 3->0.
@@ -229,8 +267,8 @@ fn bad_traces_are_refused_with_file_and_line() {
     let ok = "1 init\n1 recv 0 0 8\n";
     let cases: &[(&str, &str)] = &[
         (
-            "0 init\n0 alltoall 8 8\n1 init\n",
-            "t.txt:2: action `alltoall` is not supported",
+            "0 init\n0 alltoallv 8 8\n1 init\n",
+            "t.txt:2: action `alltoallv` is not supported",
         ),
         (
             "0 init\n0 frobnicate\n1 init\n",
@@ -349,7 +387,7 @@ fn an_index_file_and_directory_errors() {
 /// whatever is accepted has a consistent reference.
 #[test]
 fn mutated_traces_never_panic() {
-    let texts: Vec<String> = ["halo", "allreduce", "ring"]
+    let texts: Vec<String> = ["halo", "allreduce", "ring", "alltoall"]
         .iter()
         .map(|n| {
             (0..4)
@@ -532,7 +570,7 @@ fn timing_of_the_recorded_traces() {
     let p = NetParams::sc17();
     println!("| trace | ranks | messages | bytes | NIC matching (µs) | host matching (µs) |");
     println!("|---|---|---|---|---|---|");
-    for name in ["ring", "halo", "allreduce"] {
+    for name in ["ring", "halo", "allreduce", "alltoall"] {
         let t = load(name);
         let progs = trace::programs(&t).unwrap();
         let r = trace::reference(&progs, EAGER).unwrap();
@@ -555,11 +593,13 @@ fn timing_of_the_recorded_traces() {
             out[0] / 1e3,
             out[1] / 1e3
         );
-        // at least the compute: ring's rank 3 computes 2 x 4e5 flops, halo 3 x 2e6, allreduce 2 x 5e5
+        // at least the compute (ns at 1 Gflop/s): ring's rank 3 computes
+        // 2 x 4e5 flops, halo 3 x 2e6, allreduce 2 x 5e5, alltoall none
         let compute = match name {
             "ring" => 8e5,
             "halo" => 6e6,
-            _ => 1e6,
+            "allreduce" => 1e6,
+            _ => 0.0,
         };
         assert!(
             out.iter().all(|&t| t > compute && t < compute + 1e6),
@@ -634,7 +674,7 @@ fn mt_limits() {
         let p = trace::programs(&t).unwrap();
         trace::mt::check_limits(&p, &mt).map_err(|e| e.to_string())
     };
-    for name in ["ring", "halo", "allreduce"] {
+    for name in ["ring", "halo", "allreduce", "alltoall"] {
         let p = trace::programs(&load(name)).unwrap();
         trace::mt::check_limits(&p, &mt).unwrap();
     }
@@ -706,4 +746,25 @@ fn large_traces() {
     // the token goes round once: n messages one after the other
     assert!(timing.completion_ns > n as f64 * p.o_ns);
     assert!(start.elapsed().as_secs() < 20, "{:?}", start.elapsed());
+}
+
+/// A few collective lines on many ranks make many messages: past
+/// MAX_STEPS the trace is refused at the line, not run out of memory.
+#[test]
+fn too_many_steps() {
+    let n = 2048; // an alltoall: 2 (n - 1) steps per rank, 8.4 M in all
+    let mut t = String::new();
+    for i in 0..n {
+        t += &format!("{i} init\n{i} alltoall 1 1\n");
+    }
+    let tr = trace::parse_str("t.txt", &t).unwrap();
+    let e = trace::programs(&tr).unwrap_err().to_string();
+    assert!(
+        e.contains(&format!(
+            "more than {} point-to-point steps",
+            trace::program::MAX_STEPS
+        )),
+        "{e}"
+    );
+    assert!(e.starts_with("t.txt:"), "{e}");
 }

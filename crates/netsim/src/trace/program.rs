@@ -9,6 +9,10 @@ use std::collections::{BTreeSet, HashMap, VecDeque};
 use super::ti::{Action, Loc, Trace, TraceError};
 use super::{COLL_TAGS, TAG_COLL, TAG_SENDRECV};
 
+/// Steps of all ranks' programs at most: a few lines of collectives on
+/// many ranks make many messages (an alltoall: n (n - 1)).
+pub const MAX_STEPS: usize = 1 << 22;
+
 /// One step of a rank's program. `req` numbers the rank's requests from 0.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Step {
@@ -247,6 +251,71 @@ impl Builder<'_> {
                 self.reduce(root, bytes);
                 self.push(Step::Compute { flops });
             }
+            Action::Gather {
+                send_bytes,
+                recv_bytes,
+                root,
+            } => {
+                // linear: the root posts a receive per rank, then waits
+                let tag = self.coll_tag();
+                if self.rank == root {
+                    let reqs = (0..self.n)
+                        .filter(|&p| p != root)
+                        .map(|p| self.recv(p, tag, recv_bytes))
+                        .collect();
+                    self.wait(reqs);
+                } else {
+                    let s = self.send(root, tag, send_bytes);
+                    self.wait(vec![s]);
+                }
+            }
+            Action::Scatter {
+                send_bytes,
+                recv_bytes,
+                root,
+            } => {
+                let tag = self.coll_tag();
+                if self.rank == root {
+                    let reqs = (0..self.n)
+                        .filter(|&p| p != root)
+                        .map(|p| self.send(p, tag, send_bytes))
+                        .collect();
+                    self.wait(reqs);
+                } else {
+                    let r = self.recv(root, tag, recv_bytes);
+                    self.wait(vec![r]);
+                }
+            }
+            Action::AllGather {
+                send_bytes,
+                recv_bytes,
+            } => {
+                // a ring: n - 1 steps, each passing one block to the right
+                let tag = self.coll_tag();
+                let (left, right) = ((self.rank + self.n - 1) % self.n, (self.rank + 1) % self.n);
+                for step in 1..self.n {
+                    // first this rank's own block, then the ones received
+                    let b = if step == 1 { send_bytes } else { recv_bytes };
+                    let r = self.recv(left, tag, recv_bytes);
+                    let s = self.send(right, tag, b);
+                    self.wait(vec![r, s]);
+                }
+            }
+            Action::AllToAll {
+                send_bytes,
+                recv_bytes,
+            } => {
+                // pairwise: every receive posted, every send issued, one wait
+                let tag = self.coll_tag();
+                let mut reqs = Vec::with_capacity(2 * self.n as usize);
+                for j in 1..self.n {
+                    reqs.push(self.recv((self.rank + self.n - j) % self.n, tag, recv_bytes));
+                }
+                for j in 1..self.n {
+                    reqs.push(self.send((self.rank + j) % self.n, tag, send_bytes));
+                }
+                self.wait(reqs);
+            }
             Action::AllReduce { bytes, flops } => {
                 self.reduce(0, bytes);
                 self.bcast(0, bytes);
@@ -300,6 +369,7 @@ pub fn programs(trace: &Trace) -> Result<Vec<Program>, TraceError> {
         }
     }
     let mut out = Vec::with_capacity(trace.ranks.len());
+    let mut steps = 0;
     for (r, acts) in trace.ranks.iter().enumerate() {
         let Some(last) = acts.last() else {
             return Ok(out);
@@ -315,10 +385,17 @@ pub fn programs(trace: &Trace) -> Result<Vec<Program>, TraceError> {
         for a in acts {
             b.at = &a.at;
             b.action(&a.action)?;
+            if steps + b.prog.steps.len() > MAX_STEPS {
+                return Err(TraceError {
+                    at: a.at.clone(),
+                    msg: format!("the trace makes more than {MAX_STEPS} point-to-point steps (collectives included)"),
+                });
+            }
         }
         b.at = &last.at;
         let rest = b.open.drain();
         b.wait(rest);
+        steps += b.prog.steps.len();
         out.push(b.prog);
     }
     Ok(out)

@@ -8,6 +8,7 @@
 
 use std::fmt;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 /// Ranks at most (a trace names ranks; a node is simulated per rank).
 pub const MAX_RANKS: u32 = 1 << 16;
@@ -40,7 +41,8 @@ const WILDCARD: &str =
 /// A position in the input, for errors and for the replay's report.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Loc {
-    pub file: PathBuf,
+    /// Shared: every step of a replay carries its line.
+    pub file: Arc<Path>,
     pub line: usize,
 }
 
@@ -117,6 +119,31 @@ pub enum Action {
         bytes: u64,
         flops: f64,
     },
+    /// `gather SCOUNT RCOUNT [ROOT [STYPE [RTYPE]]]`: each rank's block to
+    /// the root (counts per rank).
+    Gather {
+        send_bytes: u64,
+        recv_bytes: u64,
+        root: u32,
+    },
+    /// `scatter SCOUNT RCOUNT [ROOT [STYPE [RTYPE]]]`: a block from the root
+    /// to each rank.
+    Scatter {
+        send_bytes: u64,
+        recv_bytes: u64,
+        root: u32,
+    },
+    /// `allgather SCOUNT RCOUNT [STYPE [RTYPE]]`.
+    AllGather {
+        send_bytes: u64,
+        recv_bytes: u64,
+    },
+    /// `alltoall SCOUNT RCOUNT [STYPE [RTYPE]]`: a block from every rank
+    /// to every other.
+    AllToAll {
+        send_bytes: u64,
+        recv_bytes: u64,
+    },
     /// `comm_size`, `comm_split`, `comm_dup`: SMPI's replay ignores them too.
     Comm,
 }
@@ -130,6 +157,10 @@ impl Action {
                 | Action::Bcast { .. }
                 | Action::Reduce { .. }
                 | Action::AllReduce { .. }
+                | Action::Gather { .. }
+                | Action::Scatter { .. }
+                | Action::AllGather { .. }
+                | Action::AllToAll { .. }
         )
     }
 }
@@ -137,22 +168,19 @@ impl Action {
 /// The actions SMPI writes that the replay does not take (yet), refused by
 /// name: the collectives without a decomposition here, and `test`, whose
 /// outcome depends on the recorded run's timing.
-pub const UNSUPPORTED: [&str; 11] = [
+pub const UNSUPPORTED: [&str; 7] = [
     "test",
-    "gather",
     "gatherv",
-    "allgather",
     "allgatherv",
-    "scatter",
     "scatterv",
-    "alltoall",
     "alltoallv",
     "reducescatter",
     "location",
 ];
 
 pub const SUPPORTED: &str = "init, finalize, compute, sleep, send, isend, recv, irecv, wait, \
-     waitall, sendRecv, barrier, bcast, reduce, allreduce, comm_size, comm_split, comm_dup";
+     waitall, sendRecv, barrier, bcast, reduce, allreduce, gather, scatter, allgather, alltoall, \
+     comm_size, comm_split, comm_dup";
 
 /// One parsed line.
 #[derive(Clone, Debug, PartialEq)]
@@ -375,6 +403,43 @@ fn parse_line(line: &Line) -> Result<Action, TraceError> {
                 flops: line.number(3, "flops")?,
             }
         }
+        "gather" | "scatter" => {
+            line.at_most(7)?;
+            let root = if line.words.len() > 4 {
+                line.rank(4, "root")?
+            } else {
+                0
+            };
+            let (send_bytes, recv_bytes) = (line.bytes(2, 5)?, line.bytes(3, 6)?);
+            if name == "gather" {
+                Action::Gather {
+                    send_bytes,
+                    recv_bytes,
+                    root,
+                }
+            } else {
+                Action::Scatter {
+                    send_bytes,
+                    recv_bytes,
+                    root,
+                }
+            }
+        }
+        "allgather" | "alltoall" => {
+            line.at_most(6)?;
+            let (send_bytes, recv_bytes) = (line.bytes(2, 4)?, line.bytes(3, 5)?);
+            if name == "allgather" {
+                Action::AllGather {
+                    send_bytes,
+                    recv_bytes,
+                }
+            } else {
+                Action::AllToAll {
+                    send_bytes,
+                    recv_bytes,
+                }
+            }
+        }
         "comm_size" | "comm_split" | "comm_dup" => Action::Comm,
         other if UNSUPPORTED.contains(&other) => {
             return Err(line.err(format!(
@@ -388,9 +453,10 @@ fn parse_line(line: &Line) -> Result<Action, TraceError> {
 
 /// Parse the text of one action file into `trace` (ranks grow as needed).
 pub fn parse_into(trace: &mut Trace, file: &Path, text: &str) -> Result<(), TraceError> {
+    let file: Arc<Path> = Arc::from(file);
     for (i, raw) in text.lines().enumerate() {
         let at = Loc {
-            file: file.to_path_buf(),
+            file: file.clone(),
             line: i + 1,
         };
         if i >= MAX_LINES {
@@ -433,7 +499,7 @@ pub fn parse_str(name: &str, text: &str) -> Result<Trace, TraceError> {
     check(
         &trace,
         &Loc {
-            file: name.into(),
+            file: Arc::from(Path::new(name)),
             line: 0,
         },
     )?;
@@ -451,7 +517,7 @@ fn is_index(text: &str) -> bool {
 fn read(path: &Path, from: Option<&Loc>) -> Result<String, TraceError> {
     std::fs::read_to_string(path).map_err(|e| TraceError {
         at: from.cloned().unwrap_or(Loc {
-            file: path.to_path_buf(),
+            file: Arc::from(path),
             line: 0,
         }),
         msg: format!("reading {}: {e}", path.display()),
@@ -463,7 +529,7 @@ fn read(path: &Path, from: Option<&Loc>) -> Result<String, TraceError> {
 /// one action file holding every rank's lines. Then check it (`check`).
 pub fn load(path: &Path) -> Result<Trace, TraceError> {
     let top = Loc {
-        file: path.to_path_buf(),
+        file: Arc::from(path),
         line: 0,
     };
     let mut trace = Trace::default();
@@ -497,7 +563,7 @@ pub fn load(path: &Path) -> Result<Trace, TraceError> {
                     continue;
                 }
                 let at = Loc {
-                    file: path.to_path_buf(),
+                    file: Arc::from(path),
                     line: i + 1,
                 };
                 let f = dir.join(l);
@@ -584,7 +650,12 @@ pub fn check(trace: &Trace, top: &Loc) -> Result<(), TraceError> {
                     }
                     peer(if *src as usize == r { *dst } else { *src }, "peer")?;
                 }
-                Action::Bcast { root, .. } | Action::Reduce { root, .. } if *root as usize >= n => {
+                Action::Bcast { root, .. }
+                | Action::Reduce { root, .. }
+                | Action::Gather { root, .. }
+                | Action::Scatter { root, .. }
+                    if *root as usize >= n =>
+                {
                     return err(format!("root {root} is not a rank of this trace (0..{n})"));
                 }
                 _ => {}

@@ -82,7 +82,7 @@ pub fn completion(progs: &[Program], refr: &Reference, m: &Model) -> Result<Timi
         return Err(TraceError {
             at: progs.first().and_then(|p| p.steps.first()).map_or_else(
                 || super::ti::Loc {
-                    file: "trace".into(),
+                    file: std::path::Path::new("trace").into(),
                     line: 0,
                 },
                 |s| s.at.clone(),
