@@ -29,7 +29,7 @@
 /* The node table of a cluster (spin_node.h): a read-only region of its
  * own above program memory, SOFTSPIN_MAX_NODES entries at most. */
 #define SOFTSPIN_NODE_TABLE_BASE    0x1E000000u
-#define SOFTSPIN_MAX_NODES          1024
+#define SOFTSPIN_MAX_NODES          16384
 
 /* ---- ecall service numbers (a7) ---- */
 /* Linux-compatible numbers, used by bare-metal programs and printf. */

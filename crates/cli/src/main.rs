@@ -10,6 +10,7 @@ mod cluster;
 mod gdb;
 mod isa;
 mod live_timeline;
+mod netsim;
 mod new;
 mod nic;
 mod results;
@@ -66,6 +67,9 @@ enum Cmd {
     /// A grid of `sim` or `netsim` runs on Dask: one table (CSV, JSON) and
     /// plots; resumable (docs/sweep.md).
     Sweep(sweep::SweepArgs),
+    /// A network of simulated NICs on SimGrid: every node runs a use
+    /// case's handlers (docs/scale.md).
+    Netsim(Box<netsim::NetsimArgs>),
     /// Print the SDK directory (for -I paths and the make fragment).
     SdkPath,
     /// Start a handler project: a directory with a handler, a Makefile, a
@@ -85,6 +89,7 @@ fn main() -> ExitCode {
         Cmd::Cluster { cmd } => cluster::main(cmd),
         Cmd::Rma { cmd } => rma::main(cmd),
         Cmd::Sweep(a) => sweep::main(a),
+        Cmd::Netsim(a) => netsim::main(*a),
         Cmd::SdkPath => build::sdk_dir().map(|d| {
             println!("{}", d.display());
             ExitCode::SUCCESS

@@ -436,14 +436,17 @@ impl NicConfig {
             1,
             abi::PROG_MEM_BASE - abi::L2_PKT_BASE,
         )?;
+        // Slots start on L1 granules (64 B), so a packet's headers are as
+        // aligned in the L2 slot as in L1 whatever the slot size.
         if self.pkt_slot_size < 64
+            || !self.pkt_slot_size.is_multiple_of(64)
             || self.pkt_slot_size > self.l2_pkt_size
             || self.pkt_slot_size > self.l1_pkt_buffer
         {
             return bad(
                 "pkt_slot_size",
                 format!(
-                    "{} must be >= 64 and fit both the L2 packet buffer (l2_pkt_size {}) and the L1 packet buffer (l1_pkt_buffer {})",
+                    "{} must be a multiple of 64 (at least 64) and fit both the L2 packet buffer (l2_pkt_size {}) and the L1 packet buffer (l1_pkt_buffer {})",
                     self.pkt_slot_size, self.l2_pkt_size, self.l1_pkt_buffer
                 ),
             );
@@ -691,6 +694,34 @@ mod tests {
     fn profiles_are_valid() {
         NicConfig::pspin().validate().unwrap();
         NicConfig::fpspin().validate().unwrap();
+    }
+
+    /// Issue 29's 4 KiB MTU: a larger slot by configuration, within the
+    /// packet buffers and on granules; the defaults stay 2 KiB.
+    #[test]
+    fn packet_slots_grow_by_config_within_the_buffers() {
+        assert_eq!(NicConfig::pspin().pkt_slot_size, 2048);
+        assert_eq!(NicConfig::fpspin().pkt_slot_size, 2048);
+        let c = NicConfig::from_toml("pkt_slot_size = 4160\n", "t.toml").unwrap();
+        assert_eq!(c.pkt_slot_size, 4160);
+        NicConfig::from_toml("profile = \"fpspin\"\npkt_slot_size = 9216\n", "t.toml").unwrap();
+        for (toml, why) in [
+            ("pkt_slot_size = 4138\n", "multiple of 64"),
+            ("pkt_slot_size = 32\n", "multiple of 64"),
+            ("pkt_slot_size = 65536\n", "l1_pkt_buffer 32768"),
+            (
+                "l2_pkt_size = 4096\npkt_slot_size = 8192\n",
+                "l2_pkt_size 4096",
+            ),
+        ] {
+            let e = NicConfig::from_toml(toml, "t.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.contains("`pkt_slot_size`") && e.contains(why),
+                "{toml}: {e}"
+            );
+        }
     }
 
     #[test]

@@ -22,7 +22,7 @@ pub use config::{BufferFull, ConfigError, HostLink, NicConfig};
 pub use ectx::{EctxError, EctxSpec, HandlerKind, MatchRule};
 pub use engine::{
     DebugHpus, EctxId, Engine, HostBuffer, HostMemory, HostRegions, HostWrite, HpuDebugger,
-    MessageDone, Notification, OutPacket, Resume, RmaReport, RmaTransportConfig, SimError,
-    TimelineEvent, RMA_COST_PS,
+    MessageDone, NodeTableError, Notification, OutPacket, Resume, RmaReport, RmaTransportConfig,
+    SimError, TimelineEvent, RMA_COST_PS,
 };
 pub use stats::Report;

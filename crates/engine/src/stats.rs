@@ -242,6 +242,9 @@ pub struct Stats {
     pub bytes_in: u64,
     pub unmatched: u64,
     pub drops: u64,
+    /// Injected frames longer than a packet slot (`pkt_slot_size`),
+    /// dropped on arrival (a traffic source's are an error instead).
+    pub too_large: u64,
     pub backpressure_ps: u64,
     pub mpq_stall_ps: u64,
     pub packets_done: u64,
@@ -412,6 +415,10 @@ pub struct Report {
     pub offered_gbps: f64,
     pub latency_ns: LatencyNs,
     pub drops: u64,
+    /// Injected frames dropped for being longer than a packet slot
+    /// (`Stats::too_large`); absent when none.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub too_large: u64,
     pub backpressure_ns: f64,
     pub mpq_stall_ns: f64,
     pub hpu_utilization: f64,
@@ -437,6 +444,10 @@ pub struct Report {
     pub rma: Option<crate::engine::RmaReport>,
 }
 
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
 impl Report {
     /// A human-readable summary in the spirit of PsPIN's simulation output.
     pub fn text(&self) -> String {
@@ -449,6 +460,13 @@ impl Report {
             "packets            {} processed of {} arrived ({} bytes), {} unmatched, {} dropped",
             self.packets, self.packets_in, self.bytes, self.unmatched, self.drops
         );
+        if self.too_large > 0 {
+            let _ = writeln!(
+                s,
+                "too large          {} injected frames longer than the packet slot (pkt_slot_size), dropped",
+                self.too_large
+            );
+        }
         if self.backpressure_ns > 0.0 || self.mpq_stall_ns > 0.0 {
             let _ = writeln!(
                 s,

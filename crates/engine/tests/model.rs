@@ -573,3 +573,74 @@ fn hpu_busy_follows_a_running_task() {
         end - start
     );
 }
+
+/// The pspin profile with packet slots for a 4 KiB MTU (issue 29): 4 KiB of
+/// payload plus Ethernet, IPv4 and UDP headers, rounded up to L1 granules.
+fn mtu4k() -> NicConfig {
+    NicConfig {
+        pkt_slot_size: (4096 + 14 + 20 + 8u32).next_multiple_of(64),
+        ..NicConfig::pspin()
+    }
+}
+
+/// A 4 KiB payload behind PsPIN's IP/UDP header (`packet`'s layout).
+const PKT_4K: usize = 4096 + 20 + 8;
+
+#[test]
+fn four_kib_packets_reach_the_host_byte_exact() {
+    let (messages, per) = (3u32, 6u32);
+    let n = messages * per;
+    let mut s = spec(Some("dma_ph"));
+    s.host_window = (DEFAULT_HOST_BASE, n as u64 * PKT_4K as u64);
+    let mut e = engine_with(mtu4k(), s);
+    let r = run(&mut e, traffic(messages, per, PKT_4K, 2000));
+    assert_eq!((r.packets, r.drops), (n as u64, 0));
+    assert_eq!(r.dma_to_host_bytes, n as u64 * PKT_4K as u64);
+    let mut host = vec![0u8; n as usize * PKT_4K];
+    assert!(e.host_memory().read(DEFAULT_HOST_BASE, &mut host));
+    let want: Vec<u8> = (0..n).flat_map(|k| packet(k, PKT_4K)).collect();
+    assert!(host == want, "host memory differs from the 4 KiB packets");
+}
+
+#[test]
+fn four_kib_packets_are_sent_back_whole() {
+    let mut e = engine_with(mtu4k(), spec(Some("echo_ph")));
+    let src = traffic(2, 5, PKT_4K, 2000);
+    let mut want: Vec<Vec<u8>> = src.0.iter().map(|a| a.frame.clone()).collect();
+    let r = run(&mut e, src);
+    assert_eq!((r.packets, r.outbound_packets), (10, 10));
+    let mut got: Vec<Vec<u8>> = e.outbound().iter().map(|o| o.frame.clone()).collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+}
+
+/// An injected frame (the embedding API: a network simulator, a live port)
+/// longer than the slot is dropped and counted, and the NIC goes on.
+#[test]
+fn an_injected_frame_longer_than_a_slot_is_dropped_and_counted() {
+    let mut e = engine_with(mtu4k(), spec(Some("echo_ph")));
+    let slot = e.config().pkt_slot_size as usize;
+    let at = |t: u64, frame: Vec<u8>, m: u32| Arrival {
+        time_ps: t,
+        frame,
+        msg_id: m,
+        eom: true,
+        origin: "inject".into(),
+        ectx: None,
+    };
+    let fits = packet(0, slot);
+    e.inject(at(1000, packet(1, slot + 1), 0));
+    e.inject(at(2000, fits.clone(), 1));
+    e.run_until(1_000_000).unwrap();
+    let r = e.report();
+    assert_eq!((r.too_large, r.packets, r.outbound_packets), (1, 1, 1));
+    assert_eq!(
+        e.outbound()[0].frame,
+        fits,
+        "the frame that fits goes through"
+    );
+    assert!(r.text().contains("too large"), "{}", r.text());
+    let json = serde_json::to_value(&r).unwrap();
+    assert_eq!(json["too_large"], 1);
+}

@@ -236,8 +236,11 @@ impl HandlerArgs {
 /// at a fixed address above program memory (which ends at most at
 /// `PROG_MEM_BASE + 16 MiB`), so handlers need no pointer to find it.
 pub const NODE_TABLE_BASE: u32 = 0x1E00_0000;
-/// Most nodes a NIC's table holds (`SOFTSPIN_MAX_NODES`).
-pub const MAX_NODES: u32 = 1024;
+/// Most nodes a NIC's table holds (`SOFTSPIN_MAX_NODES`): issue 29's
+/// largest simulated network. The region is as large (256 KiB) in every
+/// engine, but only the pages of entries written cost memory
+/// (`node_table_header`, `encode_node_entry`).
+pub const MAX_NODES: u32 = 16384;
 
 /// Where the fields of `spin_node_table_t` and `spin_node_t` lie
 /// (`tests/abi.rs` checks them against clang's `offsetof`).
@@ -276,24 +279,42 @@ pub fn encode_node_table(my_rank: u32, nodes: &[NodeEntry]) -> Option<Vec<u8>> {
     }
     let mut b =
         vec![0u8; node_table::NODES as usize + nodes.len() * node_table::ENTRY_SIZE as usize];
-    put_u32(&mut b, node_table::MY_RANK, my_rank);
-    put_u32(&mut b, node_table::NUM_NODES, nodes.len() as u32);
+    b[..node_table::NODES as usize]
+        .copy_from_slice(&node_table_header(my_rank, nodes.len() as u32));
     for (k, n) in nodes.iter().enumerate() {
-        let at = (node_table::NODES + k as u32 * node_table::ENTRY_SIZE) as usize;
-        let e = &mut b[at..at + node_table::ENTRY_SIZE as usize];
-        e[0..4].copy_from_slice(&n.ipv4);
-        e[4..10].copy_from_slice(&n.mac);
-        e[10..12].copy_from_slice(&n.udp_port.to_be_bytes());
-        e[12..16].copy_from_slice(&(k as u32).to_le_bytes());
+        let at = node_entry_offset(k as u32) as usize;
+        b[at..at + node_table::ENTRY_SIZE as usize]
+            .copy_from_slice(&encode_node_entry(k as u32, n));
     }
     Some(b)
 }
 
+/// The region's header: this NIC's rank and the number of nodes.
+pub fn node_table_header(my_rank: u32, num_nodes: u32) -> [u8; node_table::NODES as usize] {
+    let mut b = [0u8; node_table::NODES as usize];
+    put_u32(&mut b, node_table::MY_RANK, my_rank);
+    put_u32(&mut b, node_table::NUM_NODES, num_nodes);
+    b
+}
+
+/// Where rank `rank`'s entry lies in the region.
+pub fn node_entry_offset(rank: u32) -> u32 {
+    node_table::NODES + rank * node_table::ENTRY_SIZE
+}
+
+/// The bytes of rank `rank`'s entry (`spin_node_t`).
+pub fn encode_node_entry(rank: u32, n: &NodeEntry) -> [u8; node_table::ENTRY_SIZE as usize] {
+    let mut e = [0u8; node_table::ENTRY_SIZE as usize];
+    e[0..4].copy_from_slice(&n.ipv4);
+    e[4..10].copy_from_slice(&n.mac);
+    e[10..12].copy_from_slice(&n.udp_port.to_be_bytes());
+    e[12..16].copy_from_slice(&rank.to_le_bytes());
+    e
+}
+
 /// The region's header without a table: no rank, no nodes.
 pub fn empty_node_table() -> [u8; node_table::NODES as usize] {
-    let mut b = [0u8; node_table::NODES as usize];
-    put_u32(&mut b, node_table::MY_RANK, node_table::NO_RANK);
-    b
+    node_table_header(node_table::NO_RANK, 0)
 }
 
 /// `ecall` service numbers (in a7).

@@ -78,19 +78,60 @@ pub struct MemBlock {
     ptr: *mut u8,
     len: usize,
     words: usize,
+    /// An anonymous mapping of its own (`words * 8` bytes), not a box.
+    mapped: bool,
 }
+
+/// Blocks from this size on are mapped by `mmap` directly: their pages
+/// cost memory only once touched, and unlike the allocator's own large
+/// allocations (glibc: at most 65,536 mappings, `M_MMAP_MAX`; beyond,
+/// zeroed heap memory that costs as it is handed out) there is no count
+/// limit short of the kernel's, which merges adjacent mappings. Thousands
+/// of engines in one process (issue 29) hold seven such blocks each.
+const MAP_MIN: usize = 64 << 10;
 
 impl MemBlock {
     /// A zeroed block of `len` bytes.
     pub fn new(len: usize) -> Arc<MemBlock> {
         let words = len.div_ceil(8).max(1);
-        let buf: Box<[u64]> = vec![0u64; words].into_boxed_slice();
-        let ptr = Box::into_raw(buf) as *mut u64 as *mut u8;
+        let (ptr, mapped) = match Self::map(words * 8) {
+            Some(p) => (p, true),
+            None => {
+                let buf: Box<[u64]> = vec![0u64; words].into_boxed_slice();
+                (Box::into_raw(buf) as *mut u64 as *mut u8, false)
+            }
+        };
         // Arc although MemBlock is neither Send nor Sync: only its
         // reference count is wanted (the engine shares blocks among HPU
         // address spaces on one thread); Rc would do the same.
         #[allow(clippy::arc_with_non_send_sync)]
-        Arc::new(MemBlock { ptr, len, words })
+        Arc::new(MemBlock {
+            ptr,
+            len,
+            words,
+            mapped,
+        })
+    }
+
+    /// A zero-filled anonymous mapping of `bytes` (at least `MAP_MIN`), or
+    /// `None` (smaller, or the kernel refused: the allocator then).
+    fn map(bytes: usize) -> Option<*mut u8> {
+        if bytes < MAP_MIN {
+            return None;
+        }
+        // SAFETY: a fresh private anonymous mapping at an address the
+        // kernel chooses; no existing memory is affected.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                bytes,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS | libc::MAP_NORESERVE,
+                -1,
+                0,
+            )
+        };
+        (p != libc::MAP_FAILED).then_some(p as *mut u8)
     }
 
     pub fn len(&self) -> usize {
@@ -150,6 +191,30 @@ impl MemBlock {
         unsafe { std::ptr::write_bytes(self.ptr.add(offset), byte, len) }
     }
 
+    /// Zero a range (host side) without writing to pages that are already
+    /// zero: a new block's pages are mapped lazily by the OS, and reading
+    /// them does not map memory, so clearing a fresh block costs none (an
+    /// engine per simulated NIC, issue 29).
+    pub fn zero(&self, offset: usize, len: usize) {
+        const PAGE: usize = 4096;
+        assert!(
+            offset.checked_add(len).is_some_and(|e| e <= self.len),
+            "MemBlock::zero out of range"
+        );
+        let end = offset + len;
+        let mut at = offset;
+        while at < end {
+            let next = ((at / PAGE + 1) * PAGE).min(end);
+            // SAFETY: at..next lies within the range checked above.
+            let chunk = unsafe { std::slice::from_raw_parts(self.ptr.add(at), next - at) };
+            if chunk.iter().any(|&b| b != 0) {
+                // SAFETY: as above.
+                unsafe { std::ptr::write_bytes(self.ptr.add(at), 0, next - at) }
+            }
+            at = next;
+        }
+    }
+
     pub fn to_vec(&self, offset: usize, len: usize) -> Vec<u8> {
         let mut v = vec![0; len];
         self.read(offset, &mut v);
@@ -159,6 +224,12 @@ impl MemBlock {
 
 impl Drop for MemBlock {
     fn drop(&mut self) {
+        if self.mapped {
+            // SAFETY: the mapping `new` made, of this length, unmapped
+            // once: no reference into it outlives the block.
+            unsafe { libc::munmap(self.ptr as *mut libc::c_void, self.words * 8) };
+            return;
+        }
         // SAFETY: reconstructs the boxed slice leaked in `new`.
         unsafe {
             drop(Box::from_raw(std::ptr::slice_from_raw_parts_mut(
@@ -915,6 +986,41 @@ mod tests {
         assert_eq!(a.to_vec(0, 12), [0, 1, 2, 0, 1, 2, 3, 4, 5, 6, 7, 11]);
         let r = std::panic::catch_unwind(|| a.copy_to(10, &b, 0, 7));
         assert!(r.is_err(), "a source range past the block's end panics");
+    }
+
+    #[test]
+    fn zero_clears_only_the_range() {
+        let b = MemBlock::new(3 * 4096 + 100);
+        b.fill(0, b.len(), 0xAB);
+        b.zero(4000, 4096 + 200);
+        let v = b.to_vec(0, b.len());
+        for (i, &x) in v.iter().enumerate() {
+            let want = if (4000..4000 + 4096 + 200).contains(&i) {
+                0
+            } else {
+                0xAB
+            };
+            assert_eq!(x, want, "byte {i}");
+        }
+        b.zero(0, b.len());
+        assert!(b.to_vec(0, b.len()).iter().all(|&x| x == 0));
+        assert!(std::panic::catch_unwind(|| b.zero(b.len() - 1, 2)).is_err());
+    }
+
+    /// Blocks from MAP_MIN on are mappings of their own: zeroed, usable to
+    /// their last byte, unmapped on drop (many made and dropped).
+    #[test]
+    fn large_blocks_are_zeroed_mappings() {
+        for _ in 0..64 {
+            let b = MemBlock::new(4 << 20);
+            assert!(b.mapped);
+            assert!(b.to_vec(0, 4096).iter().all(|&x| x == 0));
+            b.write(b.len() - 3, &[1, 2, 3]);
+            assert_eq!(b.to_vec(b.len() - 4, 4), [0, 1, 2, 3]);
+        }
+        let small = MemBlock::new(MAP_MIN - 8);
+        assert!(!small.mapped);
+        assert!(small.to_vec(0, small.len()).iter().all(|&x| x == 0));
     }
 
     #[test]

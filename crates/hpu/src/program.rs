@@ -354,6 +354,57 @@ impl Program {
         })
     }
 
+    /// [`Program::decode`], shared: every caller decoding the same ranges
+    /// with the same timing model gets the same `Arc` while one is alive
+    /// (a network of simulated NICs installs one image in thousands of
+    /// engines; issue 29). The cache holds the code bytes and a `Weak`, so
+    /// a program no engine uses is freed.
+    pub fn decode_shared(
+        ranges: &[(u32, &[u8])],
+        timing: &TimingModel,
+    ) -> Result<std::sync::Arc<Program>, ProgramError> {
+        use std::hash::{Hash, Hasher};
+        use std::sync::{Arc, Mutex, Weak};
+        struct Cached {
+            ranges: Vec<(u32, Vec<u8>)>,
+            timing: TimingModel,
+            program: Weak<Program>,
+        }
+        static CACHE: Mutex<Vec<(u64, Cached)>> = Mutex::new(Vec::new());
+        let mut h = std::collections::hash_map::DefaultHasher::new();
+        ranges.hash(&mut h);
+        let key = h.finish();
+        let same = |c: &Cached| {
+            c.timing == *timing
+                && c.ranges.len() == ranges.len()
+                && c.ranges
+                    .iter()
+                    .zip(ranges)
+                    .all(|(a, b)| a.0 == b.0 && a.1 == b.1)
+        };
+        // A poisoned lock only means another thread panicked mid-update of
+        // a cache that holds nothing it could leave half-made.
+        let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(p) = cache
+            .iter()
+            .filter(|(k, c)| *k == key && same(c))
+            .find_map(|(_, c)| c.program.upgrade())
+        {
+            return Ok(p);
+        }
+        let p = Arc::new(Program::decode(ranges, timing)?);
+        cache.retain(|(_, c)| c.program.strong_count() > 0);
+        cache.push((
+            key,
+            Cached {
+                ranges: ranges.iter().map(|(a, b)| (*a, b.to_vec())).collect(),
+                timing: timing.clone(),
+                program: Arc::downgrade(&p),
+            },
+        ));
+        Ok(p)
+    }
+
     pub fn base(&self) -> u32 {
         self.base
     }
@@ -604,6 +655,35 @@ mod tests {
             })
         );
         assert_eq!(p.inst_at(0x10c), None);
+    }
+
+    #[test]
+    fn decode_shared_shares_same_code_and_timing_only() {
+        let a = words(&[0x0005_A503, 0x0015_0513, 0x0000_0063]);
+        let b = words(&[0x0005_A503, 0x0025_0513, 0x0000_0063]);
+        let t = TimingModel::default();
+        let p1 = Program::decode_shared(&[(0x100, &a)], &t).unwrap();
+        let p2 = Program::decode_shared(&[(0x100, &a.clone())], &t).unwrap();
+        assert!(std::sync::Arc::ptr_eq(&p1, &p2), "same bytes, same timing");
+        for other in [
+            Program::decode_shared(&[(0x100, &b)], &t).unwrap(),
+            Program::decode_shared(&[(0x200, &a)], &t).unwrap(),
+            Program::decode_shared(
+                &[(0x100, &a)],
+                &TimingModel {
+                    load_use_stall: 7,
+                    ..t.clone()
+                },
+            )
+            .unwrap(),
+        ] {
+            assert!(!std::sync::Arc::ptr_eq(&p1, &other));
+        }
+        // Freed when the last user lets go: a new decode, a new id.
+        let id = p1.id;
+        drop((p1, p2));
+        assert_ne!(Program::decode_shared(&[(0x100, &a)], &t).unwrap().id, id);
+        assert!(Program::decode_shared(&[], &t).is_err());
     }
 
     #[test]

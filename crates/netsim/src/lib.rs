@@ -12,3 +12,12 @@ pub mod params;
 pub mod trace;
 
 pub use params::{NetParams, NicKind, ParamsError};
+pub mod hostmem;
+pub mod node;
+pub mod platform;
+pub mod sg;
+pub mod sim;
+pub mod workload;
+
+pub use platform::FatTree;
+pub use sim::{run, NodeStats, Outcome, RunSpec};

@@ -4,6 +4,7 @@
 
 use super::*;
 use crate::stats::ErrorCause;
+use softspin_hpu::TimingModel;
 
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 pub(super) enum HpuState {
@@ -109,8 +110,49 @@ pub(super) enum End {
     },
 }
 
+/// An HPU's core state (registers, address space: 3.4 KB), made when
+/// first used: an engine per simulated NIC (issue 29) whose traffic keeps
+/// a few HPUs busy pays for those only. Reads and writes go through
+/// `Deref`, so the engine uses it as the `Hpu` it holds.
+pub(super) struct LazyHpu {
+    hpu: std::cell::OnceCell<Box<Hpu>>,
+    timing: Arc<TimingModel>,
+}
+
+impl LazyHpu {
+    pub(super) fn new(timing: Arc<TimingModel>) -> LazyHpu {
+        LazyHpu {
+            hpu: std::cell::OnceCell::new(),
+            timing,
+        }
+    }
+
+    fn make(&self) -> Box<Hpu> {
+        let mut hpu = Hpu::new(&self.timing);
+        hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
+        Box::new(hpu)
+    }
+}
+
+impl std::ops::Deref for LazyHpu {
+    type Target = Hpu;
+    fn deref(&self) -> &Hpu {
+        self.hpu.get_or_init(|| self.make())
+    }
+}
+
+impl std::ops::DerefMut for LazyHpu {
+    fn deref_mut(&mut self) -> &mut Hpu {
+        if self.hpu.get().is_none() {
+            let h = self.make();
+            let _ = self.hpu.set(h);
+        }
+        self.hpu.get_mut().expect("set above")
+    }
+}
+
 pub(super) struct Slot {
-    pub(super) hpu: Hpu,
+    pub(super) hpu: LazyHpu,
     pub(super) ctl: HpuCtl,
     /// The program of the ECTX whose windows are mapped (`mapped_ectx`),
     /// held here so a quantum borrows it instead of counting a reference
@@ -119,10 +161,10 @@ pub(super) struct Slot {
 }
 
 impl Slot {
-    /// HPU `gid` of cluster `cluster` (`hpu` configured by the caller).
-    pub(super) fn new(hpu: Hpu, gid: usize, cluster: usize) -> Slot {
+    /// HPU `gid` of cluster `cluster`, its core made on first use.
+    pub(super) fn new(timing: Arc<TimingModel>, gid: usize, cluster: usize) -> Slot {
         Slot {
-            hpu,
+            hpu: LazyHpu::new(timing),
             ctl: HpuCtl::new(gid, cluster),
             program: None,
         }

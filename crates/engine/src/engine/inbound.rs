@@ -36,8 +36,9 @@ pub(super) enum Admit {
 /// (a traffic source or the host), the slots they occupy until their last
 /// task completes, and the packets waiting for a slot.
 pub(super) struct PacketBuffer {
+    /// Per slot handed out so far (grown on first use).
     slots: Vec<SlotState>,
-    free_slots: Vec<u32>,
+    free_slots: FreeIds,
     source: Option<Box<dyn Source>>,
     /// Frames of injected packets, copied into the packet buffer, kept for
     /// the host to refill (`Engine::take_spare_frame`) when no source
@@ -61,16 +62,8 @@ impl PacketBuffer {
     pub(super) fn new(cfg: &NicConfig) -> PacketBuffer {
         let nslots = cfg.l2_pkt_size / cfg.pkt_slot_size;
         PacketBuffer {
-            slots: (0..nslots)
-                .map(|_| SlotState {
-                    refs: 0,
-                    arrival_ps: 0,
-                    len: 0,
-                    aborted: false,
-                    failed: false,
-                })
-                .collect(),
-            free_slots: (0..nslots).rev().collect(),
+            slots: Vec::new(),
+            free_slots: FreeIds::new(nslots),
             source: None,
             spare_frames: Vec::new(),
             pending: None,
@@ -85,7 +78,7 @@ impl PacketBuffer {
 
     /// A frame is in the packet buffer (or lost): its vector goes back to
     /// the traffic source for a later packet.
-    fn recycle(&mut self, mut frame: Vec<u8>) {
+    pub(super) fn recycle(&mut self, mut frame: Vec<u8>) {
         if let Some(src) = self.source.as_mut() {
             src.recycle(frame);
         } else if self.spare_frames.len() < MAX_SPARE_FRAMES {
@@ -190,13 +183,18 @@ impl PacketBuffer {
         let off = slot * c.cfg.pkt_slot_size;
         c.mem.l2_pkt.write(off as usize, &a.frame);
         self.recycle(a.frame);
-        self.slots[slot as usize] = SlotState {
+        let state = SlotState {
             refs: 0,
             arrival_ps: now,
             len: len as u32,
             aborted: false,
             failed: false,
         };
+        if slot as usize == self.slots.len() {
+            self.slots.push(state);
+        } else {
+            self.slots[slot as usize] = state;
+        }
         c.stats.ectx_packets.entry(ectx).0 += 1;
         Admit::Her(Her {
             slot,
@@ -246,7 +244,7 @@ impl PacketBuffer {
 
     /// Injected but not arrived, waiting for a slot, or in a slot.
     pub(super) fn held(&self) -> u64 {
-        (self.injected.len() + self.blocked.len() + self.slots.len() - self.free_slots.len()) as u64
+        (self.injected.len() + self.blocked.len()) as u64 + self.free_slots.in_use() as u64
     }
 
     pub(super) fn arrival_ps(&self, slot: u32) -> u64 {
@@ -401,6 +399,15 @@ impl Engine {
 
     pub(super) fn on_inject(&mut self) -> Result<(), SimError> {
         match self.pkt.next_injected() {
+            // The embedder's frame (from a network, a live port) cannot fit
+            // a slot: lost as on a link with a smaller MTU, and counted,
+            // rather than ending the run (a source's is an error: its file
+            // or generator settings are wrong).
+            Some(a) if a.frame.len() > self.core.cfg.pkt_slot_size as usize => {
+                self.core.stats.too_large += 1;
+                self.pkt.recycle(a.frame);
+                Ok(())
+            }
             Some(a) => self.accept(a),
             None => Ok(()),
         }
@@ -415,7 +422,9 @@ impl Engine {
     /// Feed an arrival (embedding API, see the crate docs): a frame, its
     /// message, and optionally the ECTX a matching engine in front of the
     /// NIC chose. It arrives at `a.time_ps` or now, whichever is later, and
-    /// after every packet injected before it.
+    /// after every packet injected before it. A frame longer than a packet
+    /// slot (`pkt_slot_size`) is dropped then and counted
+    /// (`Stats::too_large`, `Report::too_large`).
     pub fn inject(&mut self, a: Arrival) {
         self.pkt.inject(&mut self.core, a);
     }

@@ -49,6 +49,7 @@ use crate::config::{BufferFull, NicConfig};
 use crate::ectx::{extents, Ectx, EctxError, EctxSpec, HandlerKind, MatchRule, Scratch};
 use crate::stats::{self, HandlerError, Report, Stats, MAX_ERRORS_KEPT};
 use crate::traffic::{Arrival, Source, TrafficError};
+
 use crate::units::{Ns, Ps};
 
 use self::command_unit::*;
@@ -81,6 +82,19 @@ pub struct TimelineEvent {
     pub tid: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub args: Option<serde_json::Value>,
+}
+
+/// A node table `Engine::set_node_entries` refuses.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NodeTableError {
+    #[error("{0} nodes: a node table holds at most {max} (SOFTSPIN_MAX_NODES)", max = abi::MAX_NODES)]
+    TooManyNodes(u32),
+    #[error("{what} rank {rank} is not in the table of {num_nodes} nodes")]
+    NoSuchRank {
+        what: &'static str,
+        rank: u32,
+        num_nodes: u32,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -533,12 +547,9 @@ impl Core {
 impl Engine {
     pub fn new(cfg: NicConfig) -> Result<Engine, crate::config::ConfigError> {
         cfg.validate()?;
+        let timing = Arc::new(cfg.hpu.clone());
         let hpus = (0..cfg.hpus())
-            .map(|gid| {
-                let mut hpu = Hpu::new(&cfg.hpu);
-                hpu.return_addr = softspin_hpu::hpu::DEFAULT_RETURN_ADDR;
-                Slot::new(hpu, gid, gid / cfg.hpus_per_cluster as usize)
-            })
+            .map(|gid| Slot::new(timing.clone(), gid, gid / cfg.hpus_per_cluster as usize))
             .collect();
         let core = Core::new(cfg);
         let cfg = &core.cfg;
@@ -1008,7 +1019,7 @@ impl Engine {
                 size: want,
             });
         }
-        let program = Program::decode(&spec.image.code_ranges(), &cfg.hpu).map_err(|e| {
+        let program = Program::decode_shared(&spec.image.code_ranges(), &cfg.hpu).map_err(|e| {
             EctxError::Decode {
                 ectx: name.clone(),
                 msg: e.to_string(),
@@ -1019,11 +1030,11 @@ impl Engine {
         let c = &mut self.core;
         c.mem
             .l2_handler
-            .fill((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize, 0);
+            .zero((hm.0 - abi::L2_HANDLER_BASE) as usize, hm.1 as usize);
         if let (Some(d), false) = (image_data, data_shared) {
             c.mem
                 .l2_handler
-                .fill((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize, 0);
+                .zero((d.0 - abi::L2_HANDLER_BASE) as usize, d.1 as usize);
         }
         for s in &spec.image.segments {
             if s.perm.has(Perm::X) {
@@ -1040,10 +1051,9 @@ impl Engine {
         }
         for (cl, s) in scratch.iter().enumerate() {
             if s.size > 0 {
-                c.mem.l1[cl].fill(
+                c.mem.l1[cl].zero(
                     (s.addr - abi::L1_BASE - cl as u32 * abi::L1_CLUSTER_STRIDE) as usize,
                     s.size as usize,
-                    0,
                 );
             }
         }
@@ -1067,7 +1077,7 @@ impl Engine {
         desc.encode_ectx_fields(c.cfg.clusters, &mut task_t);
         let e = Ectx {
             spec,
-            program: Arc::new(program),
+            program,
             entries,
             handler_mem: hm,
             image_data,
@@ -1147,8 +1157,48 @@ impl Engine {
             return false;
         }
         t.write(0, bytes);
-        t.fill(bytes.len(), t.len() - bytes.len(), 0);
+        t.zero(bytes.len(), t.len() - bytes.len());
         true
+    }
+
+    /// Put part of a node table in NIC memory (issue 29: a node of a
+    /// large simulated network needs its own entry and its peers'): the
+    /// header (this NIC's rank, `num_nodes`) and the given entries, rank
+    /// and node. Entries not given keep what they held (zeros at first),
+    /// and only the memory pages of written entries are touched, so a
+    /// node's table costs what it holds, not `MAX_NODES` entries.
+    pub fn set_node_entries(
+        &mut self,
+        my_rank: u32,
+        num_nodes: u32,
+        entries: &[(u32, abi::NodeEntry)],
+    ) -> Result<(), NodeTableError> {
+        if num_nodes > abi::MAX_NODES {
+            return Err(NodeTableError::TooManyNodes(num_nodes));
+        }
+        if my_rank >= num_nodes {
+            return Err(NodeTableError::NoSuchRank {
+                what: "my_rank",
+                rank: my_rank,
+                num_nodes,
+            });
+        }
+        if let Some(&(rank, _)) = entries.iter().find(|(r, _)| *r >= num_nodes) {
+            return Err(NodeTableError::NoSuchRank {
+                what: "entry",
+                rank,
+                num_nodes,
+            });
+        }
+        let t = &self.core.mem.node_table;
+        t.write(0, &abi::node_table_header(my_rank, num_nodes));
+        for (rank, n) in entries {
+            t.write(
+                abi::node_entry_offset(*rank) as usize,
+                &abi::encode_node_entry(*rank, n),
+            );
+        }
+        Ok(())
     }
 
     /// The node-table region's first `len` bytes (what handlers read).
@@ -1423,6 +1473,7 @@ impl Engine {
             },
             latency_ns: s.latency.summary_ns(),
             drops: s.drops,
+            too_large: s.too_large,
             backpressure_ns: Ps(s.backpressure_ps).as_ns_f64(),
             mpq_stall_ns: Ps(s.mpq_stall_ps).as_ns_f64(),
             // Over the window from the first arrival to the last completion.
@@ -1490,6 +1541,51 @@ fn same_code(a: &ElfImage, b: &ElfImage) -> bool {
 
 /// Helpers for the blocks' unit tests: a shared context, ECTXs without an
 /// image, and the events the blocks pushed.
+/// Free ids `0..cap` handed out lowest first, the most recently released
+/// first after that (a stack that starts as `cap-1, ..., 0`), without a
+/// list of all of them up front: ids never used cost nothing, so the
+/// per-id state behind them (packet slots, MPQs) can grow on first use
+/// (an engine per simulated NIC, issue 29).
+pub(super) struct FreeIds {
+    released: Vec<u32>,
+    /// Ids from here to `cap` were never handed out.
+    fresh: u32,
+    cap: u32,
+}
+
+impl FreeIds {
+    pub(super) fn new(cap: u32) -> FreeIds {
+        FreeIds {
+            released: Vec::new(),
+            fresh: 0,
+            cap,
+        }
+    }
+
+    pub(super) fn pop(&mut self) -> Option<u32> {
+        self.released.pop().or_else(|| {
+            (self.fresh < self.cap).then(|| {
+                self.fresh += 1;
+                self.fresh - 1
+            })
+        })
+    }
+
+    pub(super) fn push(&mut self, id: u32) {
+        debug_assert!(id < self.fresh, "id {id} was never handed out");
+        self.released.push(id);
+    }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.released.is_empty() && self.fresh == self.cap
+    }
+
+    /// Ids handed out and not released.
+    pub(super) fn in_use(&self) -> u32 {
+        self.fresh - self.released.len() as u32
+    }
+}
+
 #[cfg(test)]
 mod test_util {
     use super::*;
@@ -1546,5 +1642,36 @@ mod test_util {
             v.push((e.time, format!("{:?}", e.ev)));
         }
         v
+    }
+}
+
+#[cfg(test)]
+mod free_ids_tests {
+    use super::FreeIds;
+
+    /// The same ids in the same order as the full stack it replaces
+    /// (`cap-1, ..., 0`, released ids pushed on top).
+    #[test]
+    fn hands_out_ids_as_the_full_stack_did() {
+        let cap = 5;
+        let mut lazy = FreeIds::new(cap);
+        let mut stack: Vec<u32> = (0..cap).rev().collect();
+        let mut held = Vec::new();
+        // A fixed mix of takes and releases, past exhaustion.
+        for (k, take) in [1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 1, 1, 0, 1, 0, 0, 0, 1]
+            .into_iter()
+            .enumerate()
+        {
+            if take == 1 {
+                let (a, b) = (lazy.pop(), stack.pop());
+                assert_eq!(a, b, "step {k}");
+                held.extend(a);
+            } else if let Some(id) = held.pop() {
+                lazy.push(id);
+                stack.push(id);
+            }
+            assert_eq!(lazy.is_empty(), stack.is_empty(), "step {k}");
+            assert_eq!(lazy.in_use() as usize, held.len(), "step {k}");
+        }
     }
 }

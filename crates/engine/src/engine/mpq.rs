@@ -46,6 +46,28 @@ pub(super) struct Mpq {
     rec: MessageRecord,
 }
 
+impl Mpq {
+    /// A free MPQ, made when one is first needed.
+    fn new() -> Mpq {
+        Mpq {
+            active: false,
+            gen: 0,
+            ectx: 0,
+            msg_id: 0,
+            hh: HhState::Done,
+            queue: VecDeque::new(),
+            first: None,
+            ph_inflight: 0,
+            eom: None,
+            th_started: false,
+            in_ready: false,
+            last_activity: 0,
+            timer: None,
+            rec: MessageRecord::default(),
+        }
+    }
+}
+
 /// Most errors and host writes a message record lists (the totals count
 /// every one): keeps a record's memory bounded whatever handlers do.
 pub const MAX_RECORD_ITEMS: usize = 256;
@@ -124,8 +146,9 @@ impl MpqWait {
 /// MPQ, message deadlines, the ready queue the scheduler takes tasks from
 /// (round-robin), and the records of ended messages.
 pub(super) struct MpqEngine {
+    /// Per MPQ handed out so far (grown on first use).
     mpqs: Vec<Mpq>,
-    free: Vec<usize>,
+    free: FreeIds,
     msg_map: HashMap<(EctxId, u32), usize, FastHash>,
     wait: MpqWait,
     wait_since: Option<u64>,
@@ -152,25 +175,8 @@ impl MpqEngine {
     /// `n` free MPQs, the lowest handed out first.
     pub(super) fn new(n: u32) -> MpqEngine {
         MpqEngine {
-            mpqs: (0..n)
-                .map(|_| Mpq {
-                    active: false,
-                    gen: 0,
-                    ectx: 0,
-                    msg_id: 0,
-                    hh: HhState::Done,
-                    queue: VecDeque::new(),
-                    first: None,
-                    ph_inflight: 0,
-                    eom: None,
-                    th_started: false,
-                    in_ready: false,
-                    last_activity: 0,
-                    timer: None,
-                    rec: MessageRecord::default(),
-                })
-                .collect(),
-            free: (0..n as usize).rev().collect(),
+            mpqs: Vec::new(),
+            free: FreeIds::new(n),
             msg_map: HashMap::default(),
             wait: MpqWait::default(),
             wait_since: None,
@@ -216,7 +222,10 @@ impl MpqEngine {
         let m = match open {
             Some(m) => m,
             None => {
-                let m = self.free.pop().expect("caller checked for a free MPQ");
+                let m = self.free.pop().expect("caller checked for a free MPQ") as usize;
+                if m == self.mpqs.len() {
+                    self.mpqs.push(Mpq::new());
+                }
                 let e = c.ectxs[her.ectx].as_mut().unwrap();
                 e.open_messages += 1;
                 let has_hh = e.entries[0].is_some();
@@ -427,7 +436,7 @@ impl MpqEngine {
         if let Some(e) = c.ectxs[ectx].as_mut() {
             e.open_messages -= 1;
         }
-        self.free.push(m);
+        self.free.push(m as u32);
         let hers = self.wait.pop_message()?;
         if self.wait.is_empty() {
             if let Some(s) = self.wait_since.take() {

@@ -7,27 +7,10 @@
 
 use super::program::{Program, Step};
 use super::ti::TraceError;
+use crate::workload::{c_define as define, UC_H};
 
 /// examples/cluster/matching/matching.h.
 pub const MATCHING_H: &str = include_str!("../../../../examples/cluster/matching/matching.h");
-/// examples/cluster/uc.h.
-pub const UC_H: &str = include_str!("../../../../examples/cluster/uc.h");
-
-/// A `#define NAME VALUE` integer of a C header.
-fn define(text: &str, name: &str) -> Option<u64> {
-    text.lines().find_map(|l| {
-        let mut it = l.strip_prefix("#define ")?.split_whitespace();
-        if it.next()? != name {
-            return None;
-        }
-        let v = it.next()?.trim_end_matches('u');
-        match v.strip_prefix("0x") {
-            Some(h) => u64::from_str_radix(h, 16).ok(),
-            None => v.parse().ok(),
-        }
-    })
-}
-
 /// The handlers' layout and constants (names as in the headers, without
 /// their UC_MT_ / UC_ prefix).
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,260 @@
+//! `softspin netsim`: a network of simulated sPIN NICs on SimGrid (issue
+//! 29, docs/scale.md): every node's NIC runs the live use case's handler
+//! binary, SimGrid's fat tree carries the packets.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{bail, Context};
+use softspin_netsim::workload::broadcast::{Broadcast, Mode};
+use softspin_netsim::{NetParams, NicKind, NodeStats, Outcome, RunSpec};
+
+use crate::exit;
+
+#[derive(clap::Args)]
+#[command(after_help = NETSIM_HELP)]
+pub struct NetsimArgs {
+    /// Nodes in the network (each a host and a NIC).
+    #[arg(long)]
+    nodes: u32,
+    /// What runs: broadcast.
+    #[arg(long)]
+    workload: String,
+    /// Message size in bytes.
+    #[arg(long)]
+    size: usize,
+    /// broadcast: streaming (payload handlers forward each packet) or store
+    /// (the completion handler forwards the whole message).
+    #[arg(long)]
+    mode: String,
+    /// Where the NIC sits: discrete (PCIe) or integrated.
+    #[arg(long, default_value = "discrete")]
+    nic: String,
+    /// Parameters (TOML, the sc17 profile's fields) overriding sc17's.
+    #[arg(long, value_name = "FILE")]
+    params: Option<PathBuf>,
+    /// Print one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Flip one bit of the reference the nodes are checked against (the
+    /// run must then report `verified: false` and exit 1).
+    #[arg(long)]
+    sabotage: bool,
+    /// Seed of the message's bytes.
+    #[arg(long, default_value_t = 4)]
+    seed: u64,
+    /// Simulated time after which the run stops, in ms.
+    #[arg(long, default_value_t = 100.0)]
+    limit_ms: f64,
+}
+
+const NETSIM_HELP: &str = "\
+Exit status: 0 verified (every node's host memory holds the reference's
+bytes, no handler error, no drop); 1 not verified, incomplete, or bad input;
+3 a handler error; 5 a drop.";
+
+fn peak_rss_kib() -> Option<u64> {
+    let s = std::fs::read_to_string("/proc/self/status").ok()?;
+    s.lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// min / mean / max of a per-node value over the nodes that ran an engine.
+fn summary(v: &[&NodeStats], f: impl Fn(&NodeStats) -> u64) -> serde_json::Value {
+    if v.is_empty() {
+        return serde_json::json!(null);
+    }
+    let xs: Vec<u64> = v.iter().map(|s| f(s)).collect();
+    let sum: u64 = xs.iter().sum();
+    serde_json::json!({
+        "min": xs.iter().min(),
+        "mean": sum as f64 / xs.len() as f64,
+        "max": xs.iter().max(),
+    })
+}
+
+pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
+    let params = match &a.params {
+        Some(p) => {
+            let text =
+                std::fs::read_to_string(p).with_context(|| format!("--params {}", p.display()))?;
+            NetParams::from_toml(&text).with_context(|| format!("--params {}", p.display()))?
+        }
+        None => NetParams::sc17(),
+    };
+    let nic: NicKind = a.nic.parse().map_err(|e| anyhow::anyhow!("--nic: {e}"))?;
+    if a.nodes < 2 {
+        bail!("--nodes {}: at least 2", a.nodes);
+    }
+    if !(a.limit_ms.is_finite() && a.limit_ms > 0.0) {
+        bail!("--limit-ms {}: a positive number", a.limit_ms);
+    }
+    let cfg = softspin_netsim::sim::nic_config(&params, nic);
+    let dir = std::env::temp_dir().join(format!("softspin-netsim-build-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
+    let workload = match a.workload.as_str() {
+        "broadcast" => {
+            let mode: Mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+            Broadcast::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+        }
+        w => bail!("--workload {w}: unknown (known: broadcast)"),
+    };
+    std::fs::remove_dir_all(&dir).ok();
+    let workload = workload.map_err(|e| anyhow::anyhow!(e))?;
+    let spec = RunSpec {
+        params: params.clone(),
+        nic,
+        nodes: a.nodes,
+        limit_s: a.limit_ms * 1e-3,
+    };
+    let out = softspin_netsim::run(spec, Box::new(workload)).map_err(|e| anyhow::anyhow!(e))?;
+    let rss = peak_rss_kib();
+    report(&a, &params, &out, rss);
+    let st = status(&out);
+    if st != exit::Status::Ok {
+        eprintln!("softspin: netsim: {}", cause(&a, &out, st));
+    }
+    Ok(ExitCode::from(st as u8))
+}
+
+fn status(o: &Outcome) -> exit::Status {
+    let errors: u64 = o.per_node.iter().map(|s| s.errors).sum();
+    let drops: u64 = o.per_node.iter().map(|s| s.drops).sum();
+    if errors > 0 {
+        exit::Status::HandlerError
+    } else if drops > 0 {
+        exit::Status::Dropped
+    } else if !o.verified {
+        exit::Status::Failure
+    } else {
+        exit::Status::Ok
+    }
+}
+
+/// The exit status's reason, in words.
+fn cause(a: &NetsimArgs, o: &Outcome, st: exit::Status) -> String {
+    let sum = |f: fn(&NodeStats) -> u64| o.per_node.iter().map(f).sum::<u64>();
+    match st {
+        exit::Status::HandlerError => format!(
+            "{} handler errors{}",
+            sum(|s| s.errors),
+            o.error_samples
+                .first()
+                .map_or(String::new(), |e| format!(" (first: {e})"))
+        ),
+        exit::Status::Dropped => format!("{} packets dropped", sum(|s| s.drops)),
+        _ if !o.completed => {
+            let done = o.per_node.iter().filter(|s| s.done_ps.is_some()).count();
+            match o.ended {
+                "limit" => format!(
+                    "not complete: {done} nodes done by --limit-ms {}",
+                    a.limit_ms
+                ),
+                _ => format!("not complete: {done} nodes done, then nothing left to happen"),
+            }
+        }
+        _ => {
+            let bad = o.per_node.iter().filter(|s| !s.verified).count();
+            format!("not verified: {bad} nodes' host memory differs from the reference")
+        }
+    }
+}
+
+fn report(a: &NetsimArgs, p: &NetParams, o: &Outcome, rss: Option<u64>) {
+    let ran: Vec<&NodeStats> = o.per_node.iter().filter(|s| s.engine).collect();
+    let slowest = o
+        .per_node
+        .iter()
+        .filter(|s| s.done_ps.is_some())
+        .max_by_key(|s| s.done_ps);
+    let bad: Vec<u32> = o
+        .per_node
+        .iter()
+        .filter(|s| !s.verified)
+        .map(|s| s.node)
+        .take(16)
+        .collect();
+    let (errors, drops, counters) = o.per_node.iter().fold((0, 0, 0), |t, s| {
+        (t.0 + s.errors, t.1 + s.drops, t.2 + s.counters)
+    });
+    let j = serde_json::json!({
+        "workload": a.workload,
+        "mode": a.mode,
+        "nodes": o.nodes,
+        "size": a.size,
+        "nic": a.nic,
+        "params": p.name,
+        "nic_model": "pspin",
+        "completed": o.completed,
+        "ended": o.ended,
+        "completion_ns": o.completion_ps.map(|t| t as f64 / 1e3),
+        "verified": o.verified,
+        "nodes_not_verified": bad,
+        "handler_errors": errors,
+        "drops": drops,
+        "counters": counters,
+        "error_samples": o.error_samples,
+        "per_node": {
+            "handlers": summary(&ran, |s| s.handlers),
+            "hpu_busy_ns": summary(&ran, |s| s.hpu_busy_ps / 1000),
+            "packets": summary(&ran, |s| s.packets),
+            "sent": summary(&ran, |s| s.sent),
+        },
+        "slowest_node": slowest,
+        "engines": o.engines,
+        "transfers": o.transfers,
+        "max_send_lag_ps": o.max_send_lag_ps,
+        "wall_s": o.wall_s,
+        "peak_rss_mib": rss.map(|k| k as f64 / 1024.0),
+    });
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&j).unwrap_or_default());
+        return;
+    }
+    println!(
+        "netsim: {} {} of {} B on {} nodes ({} NIC, params {}, NIC model pspin)",
+        a.workload, a.mode, a.size, o.nodes, a.nic, p.name
+    );
+    match o.completion_ps {
+        Some(t) => println!("completion: {:.3} us (simulated)", t as f64 / 1e6),
+        None => println!("completion: not complete (ended: {})", o.ended),
+    }
+    let line = |name: &str, f: &dyn Fn(&NodeStats) -> u64| {
+        if let serde_json::Value::Object(m) = summary(&ran, f) {
+            println!(
+                "  {name:<12} min {} mean {:.1} max {}",
+                m["min"],
+                m["mean"].as_f64().unwrap_or(0.0),
+                m["max"]
+            );
+        }
+    };
+    println!("per node ({} NICs ran):", ran.len());
+    line("handlers", &|s| s.handlers);
+    line("hpu_busy_ns", &|s| s.hpu_busy_ps / 1000);
+    line("packets", &|s| s.packets);
+    if let Some(s) = slowest {
+        println!(
+            "slowest node: {} done at {:.3} us ({} handlers)",
+            s.node,
+            s.done_ps.unwrap_or(0) as f64 / 1e6,
+            s.handlers
+        );
+    }
+    println!("handler errors {errors}, drops {drops}, counters {counters}");
+    for e in &o.error_samples {
+        println!("  {e}");
+    }
+    println!("verified: {}", o.verified);
+    if !bad.is_empty() {
+        println!("nodes not verified (first {}): {bad:?}", bad.len());
+    }
+    println!(
+        "engines allocated: {}, transfers {}, wall {:.2} s, peak RSS {} MiB",
+        o.engines,
+        o.transfers,
+        o.wall_s,
+        rss.map_or("?".into(), |k| format!("{:.0}", k as f64 / 1024.0))
+    );
+}

@@ -1,0 +1,150 @@
+//! Workloads: what runs on a network of sPIN NICs (issue 29 §3). A
+//! workload says what every node's NIC installs (a handler image built
+//! from the live use case's own source, `examples/cluster/NAME/handler.c`,
+//! as `softspin cluster up --image` runs it), what the host actors send,
+//! when a node is done, and how each node's host memory is checked against
+//! a reference computed independently (a seeded RNG's bytes, never read
+//! back from a node).
+
+pub mod broadcast;
+
+use std::path::{Path, PathBuf};
+
+use softspin_engine::{Engine, NicConfig};
+use softspin_hpu::ElfImage;
+
+/// One frame a host hands its NIC's port: to node `to`.
+#[derive(Clone, Debug)]
+pub struct HostSend {
+    pub to: u32,
+    pub frame: Vec<u8>,
+    /// The first packet of a host-level message: the host pays `o` for it.
+    pub first_of_message: bool,
+}
+
+/// What every NIC of a workload runs.
+#[derive(Clone, Debug)]
+pub struct NicProgram {
+    pub image: ElfImage,
+    pub hh: Option<String>,
+    pub ph: Option<String>,
+    pub th: Option<String>,
+    /// The rules file (TOML, softspin-netio's format) that gives each
+    /// frame its message id and end of message: the NIC's matching engine.
+    pub rules: String,
+    /// The UDP port the handlers' ECTX takes.
+    pub udp_port: u16,
+    /// Host memory window per node (bytes at `HOST_BASE`).
+    pub host_window: u64,
+    /// Instruction budget per handler, message timeout.
+    pub watchdog: u64,
+    pub msg_timeout_ns: u64,
+}
+
+/// Where every node's host window starts (the engine's default).
+pub const HOST_BASE: u64 = softspin_engine::ectx::DEFAULT_HOST_BASE;
+
+pub trait Workload {
+    fn name(&self) -> &str;
+    fn program(&self) -> &NicProgram;
+    /// Frames node `k`'s host sends at the start, in order (empty: node k's
+    /// host only waits).
+    fn host_sends(&self, k: u32) -> Vec<HostSend>;
+    /// After node k's NIC completed message `msg_id`: frames node k's host
+    /// sends in answer (the host-CPU baselines: `rdma` forwards after each
+    /// message lands). The host actor pays `o` per message from the
+    /// completion's time on. Default: none.
+    fn host_reacts(&self, _k: u32, _msg_id: u32, _engine: &mut Engine) -> Vec<HostSend> {
+        Vec::new()
+    }
+    /// Called once on node k's engine after its ECTX is installed and
+    /// active, before its first packet (e.g. `enable_rma_transport` for the
+    /// use cases whose handlers issue RMA). Default: nothing.
+    fn setup_engine(
+        &self,
+        _k: u32,
+        _engine: &mut Engine,
+        _ectx: softspin_engine::EctxId,
+    ) -> Result<(), String> {
+        Ok(())
+    }
+    /// Nodes that must finish for the run to be complete.
+    fn expected_done(&self) -> u32;
+    /// After node k's NIC completed a message: is node k now done?
+    fn node_done(&self, k: u32, engine: &mut Engine) -> bool;
+    /// Node k's host memory (`None`: its NIC never ran) holds the right
+    /// bytes.
+    fn verify(&self, k: u32, engine: Option<&mut Engine>) -> bool;
+}
+
+/// The `#define NAME VALUE` integers of a C header (uc.h, broadcast.h):
+/// the handlers' and the host side's one definition.
+pub fn c_define(text: &str, name: &str) -> Option<u64> {
+    text.lines().find_map(|l| {
+        let rest = l.strip_prefix("#define ")?;
+        let mut it = rest.split_whitespace();
+        if it.next()? != name {
+            return None;
+        }
+        let v = it.next()?.trim_end_matches('u');
+        match v.strip_prefix("0x") {
+            Some(h) => u64::from_str_radix(h, 16).ok(),
+            None => v.parse().ok(),
+        }
+    })
+}
+
+/// The repository's examples directory (the use cases' sources).
+pub fn examples_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples")
+}
+
+/// examples/cluster/uc.h, the use cases' shared header.
+pub const UC_H: &str = include_str!("../../../../examples/cluster/uc.h");
+
+/// A uc.h define; a missing one is a build-time fact broken, reported.
+pub fn uc(name: &str) -> Result<u64, String> {
+    c_define(UC_H, name).ok_or_else(|| format!("examples/cluster/uc.h defines no {name}"))
+}
+
+/// The use cases' ruleset (examples/cluster/common.py `rules_toml`): the
+/// message id at byte 44, end of message at bit 0 of the flags word.
+pub fn uc_rules() -> Result<String, String> {
+    let (port, eom) = (uc("UC_PORT")?, uc("UC_EOM")?);
+    Ok(format!(
+        "[[ruleset]]\nname = \"usecase\"\nmatch = [\"ip\", \"udp\", \"udp_dport:{port}\"]\n\
+         eom = {{ index = 12, mask = {eom}, start = {eom}, end = {eom} }}\n\
+         msg_id = {{ offset = 44, size = 4 }}\n"
+    ))
+}
+
+/// Build a use case's handlers linked with examples/rma_target (as
+/// examples/cluster/common.py does) for the NIC model `cfg`, into `dir`.
+pub fn build_usecase(name: &str, cfg: &NicConfig, dir: &Path) -> Result<ElfImage, String> {
+    let ex = examples_dir();
+    let srcs = [
+        ex.join("rma_target/handler.c"),
+        ex.join(format!("cluster/{name}/handler.c")),
+    ];
+    let elf = dir.join(format!("{name}.elf"));
+    let mut o = softspin_sdk::BuildOptions::handler(&srcs, &elf);
+    o.define = cfg.sdk_defines();
+    o.link_symbols = cfg.memory_map().link_symbols();
+    softspin_sdk::build(&o).map_err(|e| format!("building examples/cluster/{name}: {e}"))?;
+    ElfImage::load(&elf).map_err(|e| format!("{}: {e}", elf.display()))
+}
+
+/// Deterministic bytes for a reference (splitmix64).
+pub fn seeded_bytes(seed: u64, n: usize) -> Vec<u8> {
+    let mut s = seed;
+    let mut out = Vec::with_capacity(n + 8);
+    while out.len() < n {
+        s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = s;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        out.extend_from_slice(&(z ^ (z >> 31)).to_le_bytes());
+    }
+    out.truncate(n);
+    out
+}
