@@ -11,6 +11,7 @@ use crate::workload::{c_define as define, UC_H};
 
 /// examples/cluster/matching/matching.h.
 pub const MATCHING_H: &str = include_str!("../../../../examples/cluster/matching/matching.h");
+
 /// The handlers' layout and constants (names as in the headers, without
 /// their UC_MT_ / UC_ prefix).
 #[derive(Clone, Debug, PartialEq, Eq)]
