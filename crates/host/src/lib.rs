@@ -1308,6 +1308,12 @@ impl Nic {
         self.engine.enable_jit(compile_after);
     }
 
+    /// Regions the JIT has compiled; `None` without `enable_jit`.
+    #[cfg(feature = "jit")]
+    pub fn jit_regions_compiled(&self) -> Option<u64> {
+        self.engine.jit_regions_compiled()
+    }
+
     pub fn timeline(&self) -> &[TimelineEvent] {
         self.engine.timeline()
     }

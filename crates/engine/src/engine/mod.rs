@@ -578,6 +578,15 @@ impl Engine {
         self.jit_after = compile_after;
     }
 
+    /// With `enable_jit`: regions the ECTXs' JITs have compiled (the
+    /// current ones: a JIT replaced with its ECTX's program takes its count
+    /// along); `None` when handlers are interpreted.
+    #[cfg(feature = "jit")]
+    pub fn jit_regions_compiled(&self) -> Option<u64> {
+        let jits = self.jits.as_ref()?;
+        Some(jits.iter().flatten().map(|(_, j)| j.compiled).sum())
+    }
+
     /// Record a Chrome trace-event timeline while running.
     pub fn enable_timeline(&mut self) {
         self.core.timeline = Some(Vec::new());
