@@ -18,8 +18,8 @@ pub struct JitArgs {
     pub no_jit: bool,
     /// With the JIT: compile a region at its entry's N-th use; 1 compiles
     /// everything at once (short runs, tests).
-    #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
-    pub jit_after: u16,
+    #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u32).range(1..))]
+    pub jit_after: u32,
 }
 
 /// Whether this softspin has the JIT compiled in.
@@ -42,7 +42,7 @@ impl JitArgs {
     /// The compile threshold when the JIT runs, `None` for the
     /// interpreter; an error when `--jit` asks for a JIT this build lacks
     /// (before anything else happens, e.g. attaching to an interface).
-    pub fn resolve(&self) -> anyhow::Result<Option<u16>> {
+    pub fn resolve(&self) -> anyhow::Result<Option<u32>> {
         if self.no_jit {
             return Ok(None);
         }
@@ -59,7 +59,7 @@ impl JitArgs {
 /// `sim --json`'s `hpu_engine`: which engine ran the handlers and, for the
 /// JIT, its threshold and the regions it compiled (results are the same
 /// either way; `bench/sim_bench.py --identical` leaves this key out).
-pub fn engine_json(nic: &softspin_host::Nic, jit: Option<u16>) -> serde_json::Value {
+pub fn engine_json(nic: &softspin_host::Nic, jit: Option<u32>) -> serde_json::Value {
     let mut v = serde_json::json!({ "kind": engine_name(jit) });
     if let Some(after) = jit {
         v["compile_after"] = after.into();
@@ -74,7 +74,7 @@ pub fn engine_json(nic: &softspin_host::Nic, jit: Option<u16>) -> serde_json::Va
 }
 
 /// The name `sim --json` and `isa run --stats` give the engine that ran.
-pub fn engine_name(jit: Option<u16>) -> &'static str {
+pub fn engine_name(jit: Option<u32>) -> &'static str {
     if jit.is_some() {
         "jit"
     } else {

@@ -762,7 +762,7 @@ pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
 
 /// Handlers through the JIT, compiling a region at its entry's `after`-th
 /// use (sim, nic; `JitArgs::resolve` refused it already in a build without).
-pub fn enable_jit(nic: &mut Nic, after: u16) {
+pub fn enable_jit(nic: &mut Nic, after: u32) {
     #[cfg(feature = "jit")]
     nic.enable_jit(after);
     #[cfg(not(feature = "jit"))]

@@ -580,9 +580,9 @@ fn jit_flag_without_the_jit_feature_is_an_error() {
         "isa run: {}",
         describe(&o)
     );
-    // A threshold of 0 or past 16 bits is a usage error (exit status 2),
+    // A threshold of 0 or past 32 bits is a usage error (exit status 2),
     // refused while the arguments are parsed.
-    for n in ["0", "70000"] {
+    for n in ["0", "5000000000"] {
         let o = softspin()
             .args(["isa", "run", "--jit", "--jit-after", n])
             .arg(elf())

@@ -1304,7 +1304,7 @@ impl Nic {
     /// entry's `compile_after`-th use (`softspin_hpu::JIT_COMPILE_AFTER`
     /// by default).
     #[cfg(feature = "jit")]
-    pub fn enable_jit(&mut self, compile_after: u16) {
+    pub fn enable_jit(&mut self, compile_after: u32) {
         self.engine.enable_jit(compile_after);
     }
 

@@ -404,7 +404,7 @@ pub struct Engine {
     jits: Option<Vec<Option<EctxJit>>>,
     /// Their compile threshold (`Jit::compile_after`).
     #[cfg(feature = "jit")]
-    jit_after: u16,
+    jit_after: u32,
 }
 
 impl Core {
@@ -573,7 +573,7 @@ impl Engine {
     /// `compile_after`-th use (`softspin_hpu::JIT_COMPILE_AFTER` by
     /// default); every result is the interpreter's.
     #[cfg(feature = "jit")]
-    pub fn enable_jit(&mut self, compile_after: u16) {
+    pub fn enable_jit(&mut self, compile_after: u32) {
         self.jits.get_or_insert_with(Vec::new);
         self.jit_after = compile_after;
     }
