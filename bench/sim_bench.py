@@ -65,6 +65,11 @@ def sh(cmd):
     return r.stdout
 
 
+# The engine each binary's last run used (`sim --json`'s hpu_engine; a
+# build from before it was reported has only the interpreter).
+ENGINES = {}
+
+
 def sim(softspin, image, flags, size, packets, cfg):
     """One run: (report, wall seconds, packets)."""
     msgs = max(1, packets // PKTS_PER_MSG)
@@ -75,8 +80,8 @@ def sim(softspin, image, flags, size, packets, cfg):
     out = sh(cmd)
     wall = time.perf_counter() - t0
     rep = json.loads(out)
-    # Which engine ran; the rest must not depend on it.
-    rep.pop("hpu_engine", None)
+    # Which engine ran (kept apart: the rest must not depend on it).
+    ENGINES[softspin] = (rep.pop("hpu_engine", None) or {}).get("kind", "interpreter")
     return rep, wall, msgs * PKTS_PER_MSG
 
 
@@ -289,13 +294,14 @@ def main():
                   f"back-pressure {rep['backpressure_ns'] / 1e3:.1f} us, HPU utilisation {rep['hpu_utilization'] * 100:.1f} %, "
                   f"{h['name']} {h['cycles_mean']:.0f} cycles / {h['instructions_mean']:.0f} instr")
             row = {"case": key, "title": title, "packets": n, "nic_ns": nic_ns}
-            for name, _ in bins:
+            for name, b in bins:
                 w = statistics.median(walls[name])
                 ns_s, pk_s = nic_ns / w, rep["packets"] / w
-                row[name] = {"wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
+                row[name] = {"engine": ENGINES.get(b), "wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
                              "packets_per_s": pk_s, "x_rtl": ns_s / RTL_NS_PER_S}
                 shown = {"this": "interpreter", "compare": "jit"}.get(name, name) if a.jit else name
                 label = "" if not a.compare else f"{shown:>11}: "
+                label += f"[{ENGINES.get(b, '?')}] "
                 print(f"    {label}wall {w:.3f} s   {ns_s:,.0f} NIC-ns per wall-s   {pk_s:,.0f} packets per wall-s   "
                       f"{ns_s / RTL_NS_PER_S:,.0f}x the RTL simulation")
             if a.compare:
