@@ -7,6 +7,7 @@
 //! back from a node).
 
 pub mod broadcast;
+pub mod pingpong;
 
 use std::path::{Path, PathBuf};
 
@@ -67,6 +68,13 @@ pub trait Workload {
         _ectx: softspin_engine::EctxId,
     ) -> Result<(), String> {
         Ok(())
+    }
+    /// A frame node k's rules do not give its NIC (not for sPIN), which
+    /// node k's host network stack receives: `None` if the workload expects
+    /// none such (a drop), else whether node k is now done (e.g. the last
+    /// pong datagram of ping-pong's stream mode). Default: `None`.
+    fn host_receives(&self, _k: u32, _frame: &[u8]) -> Option<bool> {
+        None
     }
     /// Nodes that must finish for the run to be complete.
     fn expected_done(&self) -> u32;
