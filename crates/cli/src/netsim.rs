@@ -6,6 +6,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use softspin_netsim::workload::accumulate::Accumulate;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
 use softspin_netsim::workload::pingpong::PingPong;
 use softspin_netsim::workload::Workload;
@@ -19,7 +20,8 @@ pub struct NetsimArgs {
     /// Nodes in the network (each a host and a NIC).
     #[arg(long)]
     nodes: u32,
-    /// What runs: broadcast, pingpong (node 0 and the last node).
+    /// What runs: broadcast, pingpong, accumulate (these two between node 0
+    /// and the last node).
     #[arg(long)]
     workload: String,
     /// Message size in bytes.
@@ -27,7 +29,8 @@ pub struct NetsimArgs {
     size: usize,
     /// broadcast: streaming (payload handlers forward each packet) or store
     /// (the completion handler forwards the whole message); pingpong:
-    /// device, host or stream (examples/cluster/pingpong).
+    /// device, host or stream (examples/cluster/pingpong); accumulate:
+    /// streaming (its payload handlers work per packet).
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.
@@ -107,7 +110,14 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
             PingPong::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
                 .map(|w| Box::new(w) as Box<dyn Workload>)
         }
-        w => bail!("--workload {w}: unknown (known: broadcast, pingpong)"),
+        "accumulate" => {
+            if !matches!(a.mode.as_str(), "streaming" | "stream") {
+                bail!("--mode {}: accumulate runs `streaming` (its payload handlers multiply per packet)", a.mode);
+            }
+            Accumulate::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
+        }
+        w => bail!("--workload {w}: unknown (known: broadcast, pingpong, accumulate)"),
     };
     std::fs::remove_dir_all(&dir).ok();
     let workload = workload.map_err(|e| anyhow::anyhow!(e))?;

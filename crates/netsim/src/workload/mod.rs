@@ -6,6 +6,7 @@
 //! a reference computed independently (a seeded RNG's bytes, never read
 //! back from a node).
 
+pub mod accumulate;
 pub mod broadcast;
 pub mod pingpong;
 
