@@ -81,7 +81,7 @@ impl Accumulate {
     ) -> Result<Accumulate, String> {
         let c = UcConsts::read()?;
         let max = uc("UC_MAX_SIZE")? as usize;
-        if size == 0 || size > max || size % ELEM != 0 {
+        if size == 0 || size > max || !size.is_multiple_of(ELEM) {
             return Err(format!(
                 "--size {size}: accumulate takes complex doubles, a multiple of {ELEM} bytes up to {max} (uc.h UC_MAX_SIZE)"
             ));
