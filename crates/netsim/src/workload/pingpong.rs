@@ -318,7 +318,8 @@ impl PingPong {
         }
         let off = be32(60)? as usize;
         let data = &f[68..34 + udp_len];
-        (off.is_multiple_of(self.c.chunk) && off + data.len() <= self.size).then_some((off, data))
+        (!data.is_empty() && off.is_multiple_of(self.c.chunk) && off + data.len() <= self.size)
+            .then_some((off, data))
     }
 }
 
