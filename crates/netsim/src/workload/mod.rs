@@ -6,7 +6,9 @@
 //! a reference computed independently (a seeded RNG's bytes, never read
 //! back from a node).
 
+pub mod accumulate;
 pub mod broadcast;
+pub mod pingpong;
 
 use std::path::{Path, PathBuf};
 
@@ -72,6 +74,13 @@ pub trait Workload {
     /// is always written). `None`: every node's. Entries not written cost
     /// no memory, which is what lets 16,384 NICs fit (docs/scale.md).
     fn peers(&self, _k: u32) -> Option<Vec<u32>> {
+        None
+    }
+    /// A frame node k's rules do not give its NIC (not for sPIN), which
+    /// node k's host network stack receives: `None` if the workload expects
+    /// none such (a drop), else whether node k is now done (e.g. the last
+    /// pong datagram of ping-pong's stream mode). Default: `None`.
+    fn host_receives(&self, _k: u32, _frame: &[u8]) -> Option<bool> {
         None
     }
     /// Nodes that must finish for the run to be complete.
