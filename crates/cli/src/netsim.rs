@@ -23,8 +23,9 @@ pub struct NetsimArgs {
     /// Message size in bytes.
     #[arg(long)]
     size: usize,
-    /// broadcast: streaming (payload handlers forward each packet) or store
-    /// (the completion handler forwards the whole message).
+    /// broadcast: streaming (payload handlers forward each packet), store
+    /// (the completion handler forwards the whole message), rdma (the host
+    /// CPU forwards once it landed) or portals (triggered puts forward it).
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.

@@ -209,3 +209,55 @@ fn bad_arguments_are_refused_by_name() {
     );
     std::fs::remove_dir_all(&dir).ok();
 }
+
+/// The baselines (docs/scale.md "Baselines"): the handlers only deposit,
+/// then the host (`rdma`) or the triggered puts (`portals`) forward; every
+/// node still gets every packet once and verifies, and a sabotaged
+/// reference is caught.
+#[test]
+fn rdma_and_portals_broadcasts_verify() {
+    for nodes in [2u32, 4, 16] {
+        let mut t = std::collections::HashMap::new();
+        for mode in ["rdma", "portals"] {
+            for size in [8usize, 65536] {
+                let o = broadcast(nodes, size, mode, &[]);
+                let j = json(&o);
+                let what = format!("{nodes} nodes, {mode}, {size} B: {j}");
+                assert!(o.status.success(), "{what}");
+                assert_eq!(j["verified"], true, "{what}");
+                assert_eq!(j["handler_errors"], 0, "{what}");
+                assert_eq!(j["drops"], 0, "{what}");
+                assert_eq!(j["counters"], 0, "{what}");
+                assert_eq!(j["engines"], nodes - 1, "{what}");
+                let packets = size.div_ceil(1408) as u64;
+                assert_eq!(j["per_node"]["packets"]["max"], packets, "{what}");
+                assert_eq!(j["transfers"], packets * (nodes as u64 - 1), "{what}");
+                t.insert((mode, size), j["completion_ns"].as_f64().unwrap());
+            }
+        }
+        // Portals pays no o per forward: faster wherever a node forwards.
+        if nodes > 2 {
+            for size in [8, 65536] {
+                assert!(t[&("portals", size)] < t[&("rdma", size)], "{t:?}");
+            }
+        }
+    }
+    let o = broadcast(4, 5000, "rdma", &["--sabotage"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json(&o)["verified"], false);
+}
+
+/// Fig. 5a's small-message side on 16 nodes: sPIN's streaming broadcast
+/// beats both baselines for 8 B.
+#[test]
+fn streaming_beats_rdma_and_portals_for_8_bytes() {
+    let t = |mode| {
+        json(&broadcast(16, 8, mode, &[]))["completion_ns"]
+            .as_f64()
+            .unwrap()
+    };
+    let s = t("streaming");
+    for mode in ["rdma", "portals"] {
+        assert!(s < t(mode), "streaming {s} ns, {mode} {} ns", t(mode));
+    }
+}
