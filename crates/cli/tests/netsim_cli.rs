@@ -247,17 +247,21 @@ fn rdma_and_portals_broadcasts_verify() {
     assert_eq!(json(&o)["verified"], false);
 }
 
-/// Fig. 5a's small-message side on 16 nodes: sPIN's streaming broadcast
-/// beats both baselines for 8 B.
+/// Fig. 5a's small-message side at 1,024 processes (seed 004 §4.4.3):
+/// sPIN's streaming broadcast of 8 B beats both baselines on the discrete
+/// NIC (about 1 s of wall time per run). On the integrated NIC it does not
+/// here (docs/scale.md "Results": the handler's ~2 us per hop outweighs
+/// the 50 ns DMA the baselines pay), nor does it at 64 KiB: not tests.
 #[test]
-fn streaming_beats_rdma_and_portals_for_8_bytes() {
+fn streaming_beats_rdma_and_portals_for_8_bytes_at_1024_nodes() {
     let t = |mode| {
-        json(&broadcast(16, 8, mode, &[]))["completion_ns"]
+        json(&broadcast(1024, 8, mode, &["--nic", "discrete"]))["completion_ns"]
             .as_f64()
             .unwrap()
     };
     let s = t("streaming");
     for mode in ["rdma", "portals"] {
-        assert!(s < t(mode), "streaming {s} ns, {mode} {} ns", t(mode));
+        let b = t(mode);
+        assert!(s < b, "streaming {s} ns, {mode} {b} ns");
     }
 }
