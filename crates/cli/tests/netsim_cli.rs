@@ -178,9 +178,9 @@ fn bad_arguments_are_refused_by_name() {
     for (over, want) in [
         (vec![("--limit-ms", "0")], "--limit-ms 0"),
         (vec![("--workload", "gossip")], "--workload gossip"),
-        (vec![("--mode", "rdma")], "--mode rdma"),
+        (vec![("--mode", "flood")], "--mode flood"),
         (vec![("--nodes", "1")], "--nodes 1"),
-        (vec![("--nodes", "5000")], "--nodes 5000"),
+        (vec![("--nodes", "16385")], "--nodes 16385"),
         (vec![("--size", "0")], "--size 0"),
         (vec![("--size", "2000000")], "--size 2000000"),
         (vec![("--nic", "pcie")], "--nic"),
