@@ -1,6 +1,6 @@
 # Convenience targets; the README's two commands are scripts/main.sh and
 # scripts/test.sh.
-.PHONY: main test setup test-deps third-party check-paths bench-hpu bench-sim bench-live bench-slmp bench-cluster bench-usecases validation benchmarks fuzz
+.PHONY: main test setup test-deps third-party check-paths bench-hpu bench-sim bench-live bench-slmp bench-cluster bench-usecases bench-scale validation benchmarks fuzz
 main:
 	scripts/main.sh
 test:
@@ -42,6 +42,12 @@ bench-cluster: test-deps
 # "Benchmarks"). ARGS: e.g. --quick, --only pingpong, --rounds 5.
 bench-usecases: test-deps
 	.venv/bin/python bench/usecases_bench.py $(ARGS)
+# Seed 004's Fig. 5a on softspin netsim: broadcast of 8 B and 64 KiB on
+# 2..1,024 nodes, four modes, both NICs, and the paper's checks
+# (docs/scale.md "Results"; a few minutes). ARGS: e.g. --nodes 2,4,8.
+bench-scale: test-deps
+	cargo build --release -p softspin-cli
+	.venv/bin/python bench/scale_bench.py $(ARGS)
 validation: test-deps
 	python3 scripts/validation.py
 benchmarks: test-deps

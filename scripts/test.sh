@@ -81,6 +81,8 @@ echo "== the cluster benchmark's results are consistent (bench/cluster_bench.py 
 logged "cluster_bench.py --check" .venv/bin/python bench/cluster_bench.py --check --no-build
 echo "== the use-case benchmark's results are consistent (bench/usecases_bench.py --self-test, and --check as root: ~20 s)"
 .venv/bin/python bench/usecases_bench.py --self-test
+echo "== the scale benchmark's checks (bench/scale_bench.py --self-test)"
+.venv/bin/python bench/scale_bench.py --self-test
 logged "usecases_bench.py --check" .venv/bin/python bench/usecases_bench.py --check
 
 echo "== docs/validation.md is what this build generates (scripts/validation.py --check)"

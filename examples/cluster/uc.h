@@ -39,6 +39,7 @@
 #define UC_MODE_RAID_DELTA 12 /* raid: a delta to the parity node (the host baseline's; the NICs send RMA puts) */
 #define UC_MODE_KV_PUT 13     /* key-value store: insert or overwrite (kvstore/kvstore.h) */
 #define UC_MODE_KV_GET 14     /* key-value store: look up, the value put into the requester's memory */
+#define UC_MODE_BC_DEPOSIT 20 /* broadcast, netsim's rdma/portals baselines: the NIC only deposits; others forward */
 
 /* Host memory of every node (its window, exported under UC_KEY). */
 #define UC_KEY 1

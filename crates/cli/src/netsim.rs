@@ -27,10 +27,11 @@ pub struct NetsimArgs {
     /// Message size in bytes.
     #[arg(long)]
     size: usize,
-    /// broadcast: streaming (payload handlers forward each packet) or store
-    /// (the completion handler forwards the whole message); pingpong:
-    /// device, host or stream (examples/cluster/pingpong); accumulate:
-    /// streaming (its payload handlers work per packet).
+    /// broadcast: streaming (payload handlers forward each packet), store
+    /// (the completion handler forwards the whole message), rdma (the host
+    /// CPU forwards once it landed) or portals (triggered puts forward it);
+    /// pingpong: device, host or stream (examples/cluster/pingpong);
+    /// accumulate: streaming (its payload handlers work per packet).
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.

@@ -189,9 +189,9 @@ fn bad_arguments_are_refused_by_name() {
     for (over, want) in [
         (vec![("--limit-ms", "0")], "--limit-ms 0"),
         (vec![("--workload", "gossip")], "--workload gossip"),
-        (vec![("--mode", "rdma")], "--mode rdma"),
+        (vec![("--mode", "flood")], "--mode flood"),
         (vec![("--nodes", "1")], "--nodes 1"),
-        (vec![("--nodes", "20000")], "--nodes 20000"),
+        (vec![("--nodes", "16385")], "--nodes 16385"),
         (vec![("--size", "0")], "--size 0"),
         (vec![("--size", "2000000")], "--size 2000000"),
         (vec![("--nic", "pcie")], "--nic"),
@@ -219,4 +219,60 @@ fn bad_arguments_are_refused_by_name() {
         "a missing argument is a usage error"
     );
     std::fs::remove_dir_all(&dir).ok();
+}
+
+/// The baselines (docs/scale.md "Baselines"): the handlers only deposit,
+/// then the host (`rdma`) or the triggered puts (`portals`) forward; every
+/// node still gets every packet once and verifies, and a sabotaged
+/// reference is caught.
+#[test]
+fn rdma_and_portals_broadcasts_verify() {
+    for nodes in [2u32, 4, 16] {
+        let mut t = std::collections::HashMap::new();
+        for mode in ["rdma", "portals"] {
+            for size in [8usize, 65536] {
+                let o = broadcast(nodes, size, mode, &[]);
+                let j = json(&o);
+                let what = format!("{nodes} nodes, {mode}, {size} B: {j}");
+                assert!(o.status.success(), "{what}");
+                assert_eq!(j["verified"], true, "{what}");
+                assert_eq!(j["handler_errors"], 0, "{what}");
+                assert_eq!(j["drops"], 0, "{what}");
+                assert_eq!(j["counters"], 0, "{what}");
+                assert_eq!(j["engines"], nodes - 1, "{what}");
+                let packets = size.div_ceil(1408) as u64;
+                assert_eq!(j["per_node"]["packets"]["max"], packets, "{what}");
+                assert_eq!(j["transfers"], packets * (nodes as u64 - 1), "{what}");
+                t.insert((mode, size), j["completion_ns"].as_f64().unwrap());
+            }
+        }
+        // Portals pays no o per forward: faster wherever a node forwards.
+        if nodes > 2 {
+            for size in [8, 65536] {
+                assert!(t[&("portals", size)] < t[&("rdma", size)], "{t:?}");
+            }
+        }
+    }
+    let o = broadcast(4, 5000, "rdma", &["--sabotage"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert_eq!(json(&o)["verified"], false);
+}
+
+/// Fig. 5a's small-message side at 1,024 processes (seed 004 §4.4.3):
+/// sPIN's streaming broadcast of 8 B beats both baselines on the discrete
+/// NIC (about 1 s of wall time per run). On the integrated NIC it does not
+/// here (docs/scale.md "Results": the handler's ~2 us per hop outweighs
+/// the 50 ns DMA the baselines pay), nor does it at 64 KiB: not tests.
+#[test]
+fn streaming_beats_rdma_and_portals_for_8_bytes_at_1024_nodes() {
+    let t = |mode| {
+        json(&broadcast(1024, 8, mode, &["--nic", "discrete"]))["completion_ns"]
+            .as_f64()
+            .unwrap()
+    };
+    let s = t("streaming");
+    for mode in ["rdma", "portals"] {
+        let b = t(mode);
+        assert!(s < b, "streaming {s} ns, {mode} {b} ns");
+    }
 }

@@ -97,8 +97,8 @@ pub fn binomial_children(v: u32, nodes: u32) -> Vec<u32> {
 }
 
 /// The same tree, farthest child first (smallest subtree first): the order
-/// `examples/cluster/broadcast` sends in (`forward`, `bc_children`), so its
-/// simulated times can be checked with the order it really uses.
+/// `examples/cluster/broadcast` once sent in by mistake, kept to show what
+/// it cost (one send per level).
 pub fn binomial_children_far_first(v: u32, nodes: u32) -> Vec<u32> {
     let mut c = binomial_children(v, nodes);
     c.reverse();

@@ -4,7 +4,7 @@
  *
  * The tree: binomial, rooted at rank 0. Node r's parent is r without its
  * highest set bit; its children are r + 2^k for every 2^k > r with
- * r + 2^k < N, the largest subtree (largest k) first. workers.py computes
+ * r + 2^k < N, the largest subtree (smallest k) first. workers.py computes
  * the same tree in Python (bc_children, bc_parent) for the root's sends
  * and the host baseline.
  */

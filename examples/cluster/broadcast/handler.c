@@ -12,7 +12,11 @@
  *    chunk (DMA from host into a frame, sent to every child).
  *  - UC_MODE_BC_STREAM: each payload handler forwards its packet to the
  *    children as it arrives (in the message's order), then DMAs it.
- * Both: once every byte of the message is in host memory, the completion
+ *  - UC_MODE_BC_DEPOSIT (softspin netsim's host-CPU and triggered-put
+ *    baselines, docs/scale.md): the payload handlers only DMA each packet
+ *    to UC_RX; something else (the host, or Portals' triggered puts)
+ *    forwards.
+ * All: once every byte of the message is in host memory, the completion
  * handler DMA-writes the round's seq into UC_DONE, which the host polls.
  * Every other frame goes to rma_target_ph.
  */
@@ -29,7 +33,10 @@ static volatile uint32_t fwd_next[UC_MSG_SLOTS];
 /* Two frames per HPU for store mode's chunks read from host memory. */
 static uint8_t frames[CORE_COUNT][2][UC_DATA_OFF + UC_CHUNK] __attribute__((aligned(8)));
 
-static int is_bc(const uc_pkt_t *p) { return p->mode == UC_MODE_BC_STORE || p->mode == UC_MODE_BC_STREAM; }
+static int is_bc(const uc_pkt_t *p)
+{
+    return p->mode == UC_MODE_BC_STORE || p->mode == UC_MODE_BC_STREAM || p->mode == UC_MODE_BC_DEPOSIT;
+}
 
 /* 1 if this node takes the broadcast packet: it is addressed to this
  * NIC's MAC, the node has a rank, is not the root, and the packet comes
@@ -61,17 +68,18 @@ static int has_children(void)
 }
 
 /* Send frame `f` (UC headers and `len` data bytes at UC_DATA_OFF) to each
- * child, largest subtree first, re-addressing its Ethernet/IPv4/UDP
+ * child, largest subtree first (smallest k: child r + 2^k has about
+ * N / 2^(k+1) nodes below it), re-addressing its Ethernet/IPv4/UDP
  * headers (IPv4 checksum computed, UDP's 0), message id and source rank. */
 static void forward(uint8_t *f, uint32_t len)
 {
     uint32_t me = (uint32_t)spin_my_rank(), n = spin_num_nodes();
     const spin_node_t *my = spin_node(me);
     rma_put16(f + 64, me);
-    uint32_t b = 1; /* the largest power of two below n */
-    while (2 * b < n)
+    uint32_t b = 1; /* the smallest power of two above me */
+    while (b <= me)
         b <<= 1;
-    for (; b > me; b >>= 1) {
+    for (; me + b < n && b != 0; b <<= 1) {
         const spin_node_t *child = spin_node(me + b);
         if (!child)
             continue;

@@ -44,7 +44,8 @@ def test_tree_matches_the_binomial_definition():
         for r in range(1, n):
             depth[r] = depth[workers.bc_parent(r)] + 1
         assert all(d == bin(r).count("1") for r, d in depth.items()), (n, depth)
-    assert workers.bc_children(0, 16) == [8, 4, 2, 1] and workers.bc_children(1, 16) == [9, 5, 3]
+    # Largest subtree first: child 1 heads 8 of 16 nodes, child 8 only itself.
+    assert workers.bc_children(0, 16) == [1, 2, 4, 8] and workers.bc_children(1, 16) == [3, 5, 9]
 
 
 def test_both_modes_and_the_baseline_verify():

@@ -35,14 +35,14 @@ def bc_parent(r: int) -> int:
 
 
 def bc_children(r: int, n: int) -> list[int]:
-    """Rank r's children among n nodes, largest subtree first: r + 2^k for 2^k > r."""
+    """Rank r's children among n nodes, largest subtree first: r + 2^k for
+    2^k > r, smallest k first (child r + 2^k heads ~n / 2^(k+1) nodes)."""
     out, b = [], 1
-    while 2 * b < n:
+    while b <= r:
         b <<= 1
-    while b > r:
-        if r + b < n:
-            out.append(r + b)
-        b >>= 1
+    while r + b < n:
+        out.append(r + b)
+        b <<= 1
     return out
 
 

@@ -4,7 +4,11 @@
 //! every other node's NIC writes it to host memory (UC_RX) and forwards it
 //! to its children, per packet (`streaming` = the use case's `stream`) or
 //! after the whole message (`store`); a node is done once its NIC wrote
-//! the round's seq into UC_DONE.
+//! the round's seq into UC_DONE. The baselines (Fig. 5a's RDMA and Portals
+//! 4; docs/scale.md "Baselines"): the handlers only deposit
+//! (UC_MODE_BC_DEPOSIT) and, once a node's NIC completed the message, its
+//! host forwards it to the children (`rdma`: o per message, g apart) or
+//! its pre-set triggered puts do (`portals`: no o, no handler).
 
 use softspin_engine::traffic::{build_frame, FrameKind};
 use softspin_engine::{Engine, NicConfig};
@@ -20,6 +24,10 @@ pub enum Mode {
     Streaming,
     /// The completion handler forwards the whole message (UC_MODE_BC_STORE).
     Store,
+    /// The host CPU forwards once the message landed (handlers deposit).
+    Rdma,
+    /// Triggered puts forward once the message landed, without a CPU.
+    Portals,
 }
 
 impl std::str::FromStr for Mode {
@@ -28,7 +36,11 @@ impl std::str::FromStr for Mode {
         match s {
             "streaming" | "stream" => Ok(Mode::Streaming),
             "store" => Ok(Mode::Store),
-            _ => Err(format!("--mode {s}: broadcast runs `streaming` or `store`")),
+            "rdma" => Ok(Mode::Rdma),
+            "portals" => Ok(Mode::Portals),
+            _ => Err(format!(
+                "--mode {s}: broadcast runs `streaming`, `store`, `rdma` or `portals`"
+            )),
         }
     }
 }
@@ -45,6 +57,8 @@ pub struct Broadcast {
     reference: Vec<u8>,
     program: NicProgram,
     c: Consts,
+    /// The baselines' put from host: the DMA read of its first packet.
+    read_first_ps: u64,
 }
 
 struct Consts {
@@ -96,6 +110,7 @@ impl Broadcast {
             mode: uc(match mode {
                 Mode::Streaming => "UC_MODE_BC_STREAM",
                 Mode::Store => "UC_MODE_BC_STORE",
+                Mode::Rdma | Mode::Portals => "UC_MODE_BC_DEPOSIT",
             })? as u16,
             rx: uc("UC_RX")?,
             done: uc("UC_DONE")?,
@@ -118,6 +133,11 @@ impl Broadcast {
             watchdog: 200_000_000,
             msg_timeout_ns: 2_000_000_000,
         };
+        // Seed 004 §4.3: L_dma + bytes / bandwidth (bandwidth in Gb/s).
+        let first = size.min(c.chunk) as f64;
+        let read_first_ps = (cfg.host.latency_ns as f64 * 1e3
+            + first * 8.0 / cfg.host.bandwidth_gbps * 1e3)
+            .round() as u64;
         Ok(Broadcast {
             nodes,
             size,
@@ -126,6 +146,7 @@ impl Broadcast {
             reference,
             program,
             c,
+            read_first_ps,
         })
     }
 
@@ -133,31 +154,44 @@ impl Broadcast {
         self.mode
     }
 
-    /// Children of rank r, largest subtree first (broadcast.h's tree).
+    /// Children of rank r, largest subtree first (broadcast.h's tree, the
+    /// order `forward()` sends in: LogGOPSim's binomial tree).
     pub fn children(r: u32, n: u32) -> Vec<u32> {
-        let mut b = 1u32;
-        while 2 * b < n {
-            b <<= 1;
-        }
+        crate::loggp::binomial_children(r, n)
+    }
+
+    /// Node `from`'s sends of the whole message to each of its children,
+    /// UC datagrams of at most UC_CHUNK bytes; `cpu`: the first of each
+    /// child's message costs the sender's CPU o.
+    fn sends_to_children(&self, from: u32, cpu: bool) -> Vec<HostSend> {
         let mut v = Vec::new();
-        while b > r {
-            if r + b < n {
-                v.push(r + b);
+        for child in Self::children(from, self.nodes) {
+            let mut off = 0;
+            while off < self.size {
+                let len = self.c.chunk.min(self.size - off);
+                // The sizes are checked in new(): a frame always builds.
+                if let Ok(frame) = self.frame(from, child, off, len) {
+                    v.push(HostSend {
+                        to: child,
+                        frame,
+                        first_of_message: cpu && off == 0,
+                    });
+                }
+                off += len;
             }
-            b >>= 1;
         }
         v
     }
 
-    /// One UC datagram from the root to `child`: bytes [off, off + len).
-    fn frame(&self, child: u32, off: usize, len: usize) -> Result<Vec<u8>, String> {
+    /// One UC datagram from node `from` to `child`: bytes [off, off + len).
+    fn frame(&self, from: u32, child: u32, off: usize, len: usize) -> Result<Vec<u8>, String> {
         let c = &self.c;
         let hdr = 26usize; // uc.h UC_HDR
         let size = 14 + 20 + 8 + hdr + len;
         let mut f = build_frame(
             FrameKind::Eth,
             size,
-            node::ipv4(0),
+            node::ipv4(from),
             node::ipv4(child),
             c.port,
             c.port,
@@ -165,7 +199,7 @@ impl Broadcast {
         )
         .map_err(|e| e.to_string())?;
         f[0..6].copy_from_slice(&node::mac(child));
-        f[6..12].copy_from_slice(&node::mac(0));
+        f[6..12].copy_from_slice(&node::mac(from));
         let msg = c.msg_bit | child << c.rank_shift | (SEQ & c.seq_mask);
         let flags = if off + len == self.size { c.eom } else { 0 };
         let h = &mut f[42..];
@@ -175,7 +209,7 @@ impl Broadcast {
         h[10..14].copy_from_slice(&SEQ.to_be_bytes());
         h[14..18].copy_from_slice(&(self.size as u32).to_be_bytes());
         h[18..22].copy_from_slice(&(off as u32).to_be_bytes());
-        h[22..24].copy_from_slice(&0u16.to_be_bytes());
+        h[22..24].copy_from_slice(&(from as u16).to_be_bytes());
         h[24..26].copy_from_slice(&c.mode.to_be_bytes());
         h[26..].copy_from_slice(&self.data[off..off + len]);
         Ok(f)
@@ -211,23 +245,33 @@ impl Workload for Broadcast {
         if k != 0 {
             return Vec::new();
         }
-        let mut v = Vec::new();
-        for child in Self::children(0, self.nodes) {
-            let mut off = 0;
-            while off < self.size {
-                let len = self.c.chunk.min(self.size - off);
-                // The sizes are checked in new(): a frame always builds.
-                if let Ok(frame) = self.frame(child, off, len) {
-                    v.push(HostSend {
-                        to: child,
-                        frame,
-                        first_of_message: off == 0,
-                    });
-                }
-                off += len;
-            }
+        self.sends_to_children(0, true)
+    }
+
+    /// The baselines: once node k's NIC has the whole message in host
+    /// memory (its done word written), the host (`rdma`, paying o per
+    /// child) or the triggered puts (`portals`, no CPU) send it on.
+    fn host_reacts(&self, k: u32, _msg_id: u32, engine: &mut Engine) -> Vec<HostSend> {
+        let cpu = match self.mode {
+            Mode::Rdma => true,
+            Mode::Portals => false,
+            Mode::Streaming | Mode::Store => return Vec::new(),
+        };
+        if k == 0 || self.done_word(engine) != Some(SEQ as u64) {
+            return Vec::new();
         }
-        v
+        self.sends_to_children(k, cpu)
+    }
+
+    /// Both baselines put from host memory (seed 004 §4.4.1: "the data is
+    /// fetched via DMA from the CPU's main memory as in the RDMA case"):
+    /// the first packet's DMA read comes before the first send; later
+    /// packets' reads overlap the sends (PCIe's 64 GiB/s outruns the link).
+    fn react_delay_ps(&self, _k: u32) -> u64 {
+        match self.mode {
+            Mode::Rdma | Mode::Portals => self.read_first_ps,
+            Mode::Streaming | Mode::Store => 0,
+        }
     }
 
     fn expected_done(&self) -> u32 {
@@ -262,8 +306,10 @@ mod tests {
     /// children r + 2^k for 2^k > r.
     #[test]
     fn the_tree_is_the_use_cases() {
-        assert_eq!(Broadcast::children(0, 16), vec![8, 4, 2, 1]);
-        assert_eq!(Broadcast::children(1, 16), vec![9, 5, 3]);
+        // Largest subtree first: child 1 heads 8 nodes, child 8 only itself.
+        assert_eq!(Broadcast::children(0, 16), vec![1, 2, 4, 8]);
+        assert_eq!(Broadcast::children(1, 16), vec![3, 5, 9]);
+        assert_eq!(Broadcast::children(3, 16), vec![7, 11]);
         assert_eq!(Broadcast::children(8, 16), Vec::<u32>::new());
         assert_eq!(Broadcast::children(0, 2), vec![1]);
         assert_eq!(Broadcast::children(2, 5), Vec::<u32>::new());

@@ -59,6 +59,13 @@ pub trait Workload {
     fn host_reacts(&self, _k: u32, _msg_id: u32, _engine: &mut Engine) -> Vec<HostSend> {
         Vec::new()
     }
+    /// Simulated time from node k's NIC completing a message to its
+    /// `host_reacts` sends becoming due (ps): e.g. the DMA read of the
+    /// first packet from host memory that a put from host waits for.
+    /// Default: 0.
+    fn react_delay_ps(&self, _k: u32) -> u64 {
+        0
+    }
     /// Called once on node k's engine after its ECTX is installed and
     /// active, before its first packet (e.g. `enable_rma_transport` for the
     /// use cases whose handlers issue RMA). Default: nothing.
