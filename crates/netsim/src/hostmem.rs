@@ -12,6 +12,10 @@ pub struct SparseHost {
     base: u64,
     size: u64,
     pages: HashMap<u64, Box<[u8; PAGE as usize]>>,
+    /// Ranges whose writes a host program waits for (`HostProgram::watch`),
+    /// and the writes into them not yet taken: (address, length).
+    watch: Vec<std::ops::Range<u64>>,
+    touched: Vec<(u64, usize)>,
 }
 
 impl SparseHost {
@@ -20,7 +24,20 @@ impl SparseHost {
             base,
             size,
             pages: HashMap::new(),
+            watch: Vec::new(),
+            touched: Vec::new(),
         }
+    }
+
+    /// Record the writes that touch `ranges` (the NIC's DMA and direct
+    /// writes alike: the host sees its memory change, not how).
+    pub fn set_watch(&mut self, ranges: Vec<std::ops::Range<u64>>) {
+        self.watch = ranges;
+    }
+
+    /// The watched writes since the last call.
+    pub fn take_touched(&mut self) -> Vec<(u64, usize)> {
+        std::mem::take(&mut self.touched)
     }
 
     fn inside(&self, addr: u64, len: usize) -> bool {
@@ -66,6 +83,10 @@ impl HostMemory for SparseHost {
             p[off..off + n].copy_from_slice(&data[done..done + n]);
             done += n;
         }
+        let end = addr + data.len() as u64;
+        if self.watch.iter().any(|r| r.start < end && addr < r.end) {
+            self.touched.push((addr, data.len()));
+        }
         true
     }
 }
@@ -87,5 +108,18 @@ mod tests {
         assert_eq!(z, [0; 8], "untouched bytes read as zero");
         assert!(!h.write(0x1000 + 3 * PAGE - 4, &[0; 8]), "past the end");
         assert!(!h.read(0xfff, &mut z), "below the base");
+    }
+
+    #[test]
+    fn records_writes_that_touch_a_watched_range() {
+        let mut h = SparseHost::new(0x1000, PAGE);
+        h.set_watch(vec![0x1100..0x1108, 0x1f00..0x1f00]);
+        assert!(h.write(0x10f8, &[0; 8]), "ends where the range starts");
+        assert!(h.write(0x1200, &[0; 8]));
+        assert!(h.take_touched().is_empty());
+        assert!(h.write(0x10fc, &[0; 8]), "overlaps its first bytes");
+        assert!(h.write(0x1107, &[0; 1]));
+        assert_eq!(h.take_touched(), vec![(0x10fc, 8), (0x1107, 1)]);
+        assert!(h.take_touched().is_empty(), "taken once");
     }
 }

@@ -30,6 +30,9 @@ extern "C" {
     pub fn sg_actor_sleep_for(duration: f64);
     pub fn sg_actor_sleep_until(t: f64);
     pub fn sg_actor_set_stacksize(actor: Actor, size: u32);
+    pub fn sg_actor_self() -> Actor;
+    pub fn sg_actor_suspend(actor: Actor);
+    pub fn sg_actor_resume(actor: Actor);
     pub fn sg_mailbox_by_name(name: *const c_char) -> Mailbox;
     pub fn sg_mailbox_set_receiver(name: *const c_char);
     pub fn sg_mailbox_put_init(mb: Mailbox, payload: *mut c_void, size: c_long) -> Comm;

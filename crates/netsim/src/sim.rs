@@ -26,7 +26,7 @@ use crate::hostmem::SparseHost;
 use crate::params::{NetParams, NicKind};
 use crate::platform::FatTree;
 use crate::sg;
-use crate::workload::{Workload, HOST_BASE};
+use crate::workload::{HostProgram, HostSend, HostSignal, HostStep, Workload, HOST_BASE};
 
 /// The NIC model every node runs: PsPIN (1 GHz, 4 x 8 HPUs), the profile
 /// examples/cluster's use cases verify on at full speed, with the host link
@@ -125,6 +125,16 @@ struct Nic {
     seq_msg: u32,
 }
 
+/// A node's host program and what the coupling keeps for it.
+struct Prog {
+    /// Taken out while it runs (`resume` borrows the engine).
+    prog: Option<Box<dyn HostProgram>>,
+    watch: Vec<std::ops::Range<u64>>,
+    signals: Vec<HostSignal>,
+    /// The host actor, while it is suspended in a `Wait`.
+    waiting: Option<sg::Actor>,
+}
+
 struct World {
     spec: RunSpec,
     workload: Box<dyn Workload>,
@@ -147,6 +157,13 @@ struct World {
     host_queue: Vec<std::collections::VecDeque<(u64, Vec<crate::workload::HostSend>)>>,
     host_alive: Vec<bool>,
     hit_limit: bool,
+    /// Per node: its host program, if the workload gives one.
+    progs: Vec<Option<Prog>>,
+    /// Waiting host programs a NIC step signalled: resumed by that NIC's
+    /// actor once its borrow of the world is over.
+    to_resume: Vec<sg::Actor>,
+    /// The run is over: host programs stop at their next step.
+    stopping: bool,
 }
 
 thread_local! {
@@ -171,7 +188,11 @@ impl World {
         if self.nics[i].engine.is_none() {
             let p = self.workload.program();
             let mut e = Engine::new(self.cfg.clone()).map_err(|e| e.to_string())?;
-            e.set_host_memory(Box::new(SparseHost::new(HOST_BASE, p.host_window)));
+            let mut host = SparseHost::new(HOST_BASE, p.host_window);
+            if let Some(pr) = &self.progs[i] {
+                host.set_watch(pr.watch.clone());
+            }
+            e.set_host_memory(Box::new(host));
             let mut s = EctxSpec::new(self.workload.name(), p.image.clone());
             s.hh = p.hh.clone();
             s.ph = p.ph.clone();
@@ -250,6 +271,7 @@ impl World {
         if arrival.is_none() && self.nics[i].engine.is_none() {
             return Vec::new();
         }
+        let has_prog = self.progs[i].is_some();
         let e = match self.engine_for(k) {
             Ok(e) => e,
             Err(m) => {
@@ -285,6 +307,11 @@ impl World {
             }
         }
         let (out, _writes, done) = e.drain_outputs();
+        let touched = if has_prog {
+            take_touched(e)
+        } else {
+            Vec::new()
+        };
         let next = e.next_event_ps();
         let mut unroutable = 0;
         let pending = &mut self.nics[i].pending;
@@ -311,6 +338,25 @@ impl World {
             (a, q) => a.or(q.map(|q| q.0)),
         };
         let mut node_done = None;
+        if let Some(pr) = self.progs[i].as_mut() {
+            pr.signals
+                .extend(done.iter().map(|d| HostSignal::Completed {
+                    msg_id: d.msg_id,
+                    time_ps: d.time_ps,
+                }));
+            pr.signals
+                .extend(touched.into_iter().map(|(addr, len)| HostSignal::Wrote {
+                    addr,
+                    len,
+                    time_ps: t,
+                }));
+            if !pr.signals.is_empty() {
+                if let Some(a) = pr.waiting.take() {
+                    self.to_resume.push(a);
+                    self.hosts_sending += 1;
+                }
+            }
+        }
         for d in &done {
             let nic = &mut self.nics[i];
             let e = nic.engine.as_mut().expect("ran above");
@@ -319,7 +365,11 @@ impl World {
                 let due = d.time_ps + self.workload.react_delay_ps(k);
                 self.host_queue[i].push_back((due, r));
             }
-            if nic.stats.done_ps.is_none() && node_done.is_none() && self.workload.node_done(k, e) {
+            if !has_prog
+                && nic.stats.done_ps.is_none()
+                && node_done.is_none()
+                && self.workload.node_done(k, e)
+            {
                 node_done = Some(d.time_ps);
             }
         }
@@ -358,6 +408,14 @@ impl World {
             || (self.in_flight == 0 && self.busy == 0 && self.hosts_sending == 0)
             || self.fatal.is_some()
     }
+}
+
+/// The watched writes node k's host memory saw since the last call.
+fn take_touched(e: &mut Engine) -> Vec<(u64, usize)> {
+    (e.host_memory() as &mut dyn std::any::Any)
+        .downcast_mut::<SparseHost>()
+        .map(SparseHost::take_touched)
+        .unwrap_or_default()
 }
 
 fn put(to: &str, msg: Msg, bytes: u64) {
@@ -480,6 +538,12 @@ fn nic_loop(k: u32) {
             }
             (s, f, spawn)
         });
+        let resume = with_world(|w| std::mem::take(&mut w.to_resume));
+        for a in resume {
+            // SAFETY: a host actor suspended in its Wait (it is resumed
+            // once: `waiting` was taken).
+            unsafe { sg::sg_actor_resume(a) };
+        }
         if spawn {
             start_actor(&format!("host{k}"), k, host_actor, k);
         }
@@ -506,22 +570,15 @@ extern "C" fn host_actor(argc: c_int, argv: *mut *mut c_char) {
 /// messages its NIC completed, each from its completion's time on.
 fn host_loop(k: u32) {
     let i = k as usize;
-    let (first, o, g, link) = with_world(|w| {
-        let p = &w.spec.params;
+    let (first, mut port) = with_world(|w| {
         let first = if w.host_alive[i] {
             Vec::new()
         } else {
             w.host_alive[i] = true;
             w.workload.host_sends(k)
         };
-        (
-            first,
-            p.o_ns * 1e-9,
-            p.g_ns * 1e-9,
-            FatTree::link_bytes_s(p),
-        )
+        (first, HostPort::of(&w.spec.params))
     });
-    let mut port_free = 0.0f64;
     let mut batch = Some((0u64, first));
     while let Some((due_ps, sends)) = batch {
         let due = due_ps as f64 * 1e-12;
@@ -529,25 +586,7 @@ fn host_loop(k: u32) {
             // SAFETY: in an actor.
             unsafe { sg::sg_actor_sleep_until(due) };
         }
-        for s in sends {
-            if s.first_of_message {
-                // SAFETY: in an actor.
-                unsafe { sg::sg_actor_sleep_for(o) };
-            }
-            let start = sg::now().max(port_free);
-            if start > sg::now() {
-                // SAFETY: in an actor.
-                unsafe { sg::sg_actor_sleep_until(start) };
-            }
-            port_free = start + g.max(s.frame.len() as f64 / link);
-            let n = s.frame.len() as u64;
-            with_world(|w| {
-                w.in_flight += 1;
-                w.transfers += 1;
-            });
-            // The host actor starts the transfer at the packet's first byte.
-            put(&nic_mailbox(s.to), Msg::Frame(s.frame, 0), n);
-        }
+        port.send(sends);
         batch = with_world(|w| w.host_queue[i].pop_front());
     }
     let finished = with_world(|w| {
@@ -563,6 +602,163 @@ fn host_loop(k: u32) {
     if finished {
         put("ctl", Msg::Stop, 0);
     }
+}
+
+/// A host's side of its port: `o` of CPU per message, one packet out per
+/// max(g, frame x G) (LogGOPS's g and G).
+struct HostPort {
+    o: f64,
+    g: f64,
+    link: f64,
+    /// When the port can start the next packet (s).
+    free: f64,
+}
+
+impl HostPort {
+    fn of(p: &NetParams) -> HostPort {
+        HostPort {
+            o: p.o_ns * 1e-9,
+            g: p.g_ns * 1e-9,
+            link: FatTree::link_bytes_s(p),
+            free: 0.0,
+        }
+    }
+
+    fn send(&mut self, sends: Vec<HostSend>) {
+        for s in sends {
+            if s.first_of_message {
+                // SAFETY: in an actor.
+                unsafe { sg::sg_actor_sleep_for(self.o) };
+            }
+            let start = sg::now().max(self.free);
+            if start > sg::now() {
+                // SAFETY: in an actor.
+                unsafe { sg::sg_actor_sleep_until(start) };
+            }
+            self.free = start + self.g.max(s.frame.len() as f64 / self.link);
+            let n = s.frame.len() as u64;
+            with_world(|w| {
+                w.in_flight += 1;
+                w.transfers += 1;
+            });
+            // The host actor starts the transfer at the packet's first byte.
+            put(&nic_mailbox(s.to), Msg::Frame(s.frame, 0), n);
+        }
+    }
+}
+
+extern "C" fn prog_actor(argc: c_int, argv: *mut *mut c_char) {
+    let k = arg_rank(argc, argv);
+    guarded("host program", || prog_loop(k));
+}
+
+/// Node k's host program, step by step: compute sleeps, sends pay `o` and
+/// the port, a doorbell reaches its own NIC at once (a transfer of no
+/// bytes on the host's loopback), and a wait suspends the actor until its
+/// NIC's step signals it (no polling). While waiting it does not count as
+/// busy, so a run whose hosts all wait on nothing ends "quiet".
+fn prog_loop(k: u32) {
+    let i = k as usize;
+    let mut port = with_world(|w| HostPort::of(&w.spec.params));
+    loop {
+        let step = with_world(|w| {
+            if w.stopping || w.fatal.is_some() {
+                return None;
+            }
+            let now = ps(sg::now());
+            let mut prog = w.progs[i].as_mut().and_then(|p| p.prog.take())?;
+            let signals = std::mem::take(&mut w.progs[i].as_mut()?.signals);
+            let r = w.engine_for(k).and_then(|e| {
+                let r = prog.resume(now, signals, e);
+                // The host's own writes are no signal to itself.
+                take_touched(e);
+                r
+            });
+            if let Some(p) = w.progs[i].as_mut() {
+                p.prog = Some(prog);
+            }
+            match r {
+                Ok(s) => Some(s),
+                Err(m) => {
+                    w.fatal
+                        .get_or_insert(format!("node {k}: host program: {m}"));
+                    None
+                }
+            }
+        });
+        match step {
+            Some(HostStep::Compute(secs)) if secs.is_finite() && secs >= 0.0 => {
+                // SAFETY: in an actor.
+                unsafe { sg::sg_actor_sleep_for(secs) };
+            }
+            Some(HostStep::Compute(secs)) => {
+                with_world(|w| {
+                    w.fatal
+                        .get_or_insert(format!("node {k}: host program: compute for {secs} s"));
+                });
+                break;
+            }
+            Some(HostStep::Send(v)) => port.send(v),
+            Some(HostStep::Doorbell(frame)) => {
+                with_world(|w| w.in_flight += 1);
+                put(&nic_mailbox(k), Msg::Frame(frame, 0), 0);
+            }
+            Some(HostStep::Wait) => {
+                let (suspend, finished) = with_world(|w| {
+                    let Some(p) = w.progs[i].as_mut() else {
+                        return (false, false);
+                    };
+                    if !p.signals.is_empty() {
+                        return (false, false);
+                    }
+                    // SAFETY: in an actor.
+                    p.waiting = Some(unsafe { sg::sg_actor_self() });
+                    w.hosts_sending -= 1;
+                    (true, notify(w))
+                });
+                if finished {
+                    put("ctl", Msg::Stop, 0);
+                }
+                if suspend {
+                    // SAFETY: in an actor; a NIC step or the control actor
+                    // resumes it (whoever takes `waiting`).
+                    unsafe { sg::sg_actor_suspend(sg::sg_actor_self()) };
+                }
+            }
+            Some(HostStep::Finished) => {
+                with_world(|w| {
+                    let nic = &mut w.nics[i];
+                    if nic.stats.done_ps.is_none() {
+                        nic.stats.done_ps = Some(ps(sg::now()));
+                        w.done += 1;
+                    }
+                });
+                break;
+            }
+            None => break,
+        }
+    }
+    let finished = with_world(|w| {
+        if let Some(p) = w.progs[i].as_mut() {
+            p.prog = None;
+        }
+        w.hosts_sending -= 1;
+        notify(w)
+    });
+    if finished {
+        put("ctl", Msg::Stop, 0);
+    }
+}
+
+/// The run just finished and the control actor is not told yet: the
+/// caller tells it (one Stop, counted in flight).
+fn notify(w: &mut World) -> bool {
+    let f = w.finished() && !w.notified;
+    if f {
+        w.notified = true;
+        w.in_flight += 1;
+    }
+    f
 }
 
 /// Waits for the end (every node done, or quiet, or the limit), then
@@ -588,6 +784,22 @@ fn ctl_loop() {
         } else {
             with_world(|w| w.hit_limit = true);
         }
+    }
+    let waiting: Vec<sg::Actor> = with_world(|w| {
+        w.stopping = true;
+        let v: Vec<_> = w
+            .progs
+            .iter_mut()
+            .filter_map(|p| p.as_mut()?.waiting.take())
+            .collect();
+        // Busy again until they return (each takes one off).
+        w.hosts_sending += v.len() as u32;
+        v
+    });
+    for a in waiting {
+        // SAFETY: a host program suspended in its Wait; it sees
+        // `stopping` and returns.
+        unsafe { sg::sg_actor_resume(a) };
     }
     let n = with_world(|w| w.spec.nodes);
     for k in 0..n {
@@ -624,6 +836,9 @@ fn simgrid_cfg() -> Vec<String> {
         "surf/precision:1e-12",
         "network/TCP-gamma:0",
         "contexts/stack-size:512",
+        // A host's doorbell to its own NIC is a transfer of no bytes on
+        // the loopback: it arrives at once.
+        "network/loopback-lat:0",
     ]
     .map(String::from)
     .to_vec()
@@ -654,6 +869,17 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     let xml = dir.join("platform.xml");
     std::fs::write(&xml, tree.xml(&spec.params)).map_err(|e| format!("{}: {e}", xml.display()))?;
     let cfg = nic_config(&spec.params, spec.nic);
+    let progs: Vec<Option<Prog>> = (0..n)
+        .map(|k| {
+            workload.host_program(k).map(|p| Prog {
+                watch: p.watch(),
+                prog: Some(p),
+                signals: Vec::new(),
+                waiting: None,
+            })
+        })
+        .collect();
+    let with_prog: Vec<u32> = (0..n).filter(|&k| progs[k as usize].is_some()).collect();
     let hosts: Vec<u32> = (0..n)
         .filter(|&k| !workload.host_sends(k).is_empty())
         .collect();
@@ -680,7 +906,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
             nics,
             in_flight: 0,
             busy: 0,
-            hosts_sending: hosts.len() as u32,
+            hosts_sending: (hosts.len() + with_prog.len()) as u32,
             done: 0,
             transfers: 0,
             notified: false,
@@ -690,6 +916,9 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
             host_queue: (0..n).map(|_| Default::default()).collect(),
             host_alive: vec![false; n as usize],
             hit_limit: false,
+            progs,
+            to_resume: Vec::new(),
+            stopping: false,
         })
     });
     sg::init(&simgrid_cfg());
@@ -705,6 +934,9 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
         }
         for &k in &hosts {
             start(&format!("host{k}"), k, host_actor, k);
+        }
+        for &k in &with_prog {
+            start(&format!("prog{k}"), k, prog_actor, k);
         }
         sg::simgrid_run();
     }

@@ -90,6 +90,12 @@ pub trait Workload {
     fn host_receives(&self, _k: u32, _frame: &[u8]) -> Option<bool> {
         None
     }
+    /// Node k's host program (`None`: its host only sends `host_sends` and
+    /// `host_reacts`). A node with one is done when its program finishes,
+    /// not by `node_done`. Default: none.
+    fn host_program(&self, _k: u32) -> Option<Box<dyn HostProgram>> {
+        None
+    }
     /// Nodes that must finish for the run to be complete.
     fn expected_done(&self) -> u32;
     /// After node k's NIC completed a message: is node k now done?
@@ -97,6 +103,54 @@ pub trait Workload {
     /// Node k's host memory (`None`: its NIC never ran) holds the right
     /// bytes.
     fn verify(&self, k: u32, engine: Option<&mut Engine>) -> bool;
+}
+
+/// What a host program does next (`HostProgram::resume`).
+#[derive(Clone, Debug)]
+pub enum HostStep {
+    /// Spend host CPU time, in seconds (a trace's `compute`).
+    Compute(f64),
+    /// Send frames on the network: `o` per message, the port's g and G.
+    Send(Vec<HostSend>),
+    /// Hand a frame to the node's own NIC now, as if it had arrived (a
+    /// doorbell: live, an RMA write into NIC memory). Host-memory writes
+    /// before it are made in `resume`, through the engine.
+    Doorbell(Vec<u8>),
+    /// Sleep until the NIC signals: a completed message, or a write into
+    /// a watched range (at once if a signal is already waiting).
+    Wait,
+    /// Done: the node counts as done from now on.
+    Finished,
+}
+
+/// Why a waiting host program woke.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HostSignal {
+    /// The NIC completed message `msg_id` (all its handlers finished).
+    Completed { msg_id: u32, time_ps: u64 },
+    /// The NIC wrote `len` bytes at `addr`, touching a watched range (by
+    /// DMA or a direct write; the time is when the NIC actor saw it).
+    Wrote { addr: u64, len: usize, time_ps: u64 },
+}
+
+/// A node's host, run as a state machine by the coupling's host actor
+/// (issue 29 §3's trace replay: compute, post receives, wait for the NIC).
+pub trait HostProgram {
+    /// Host addresses whose writes by the NIC wake the program. Default:
+    /// none (completed messages only).
+    fn watch(&self) -> Vec<std::ops::Range<u64>> {
+        Vec::new()
+    }
+    /// The next step at `now_ps`, given the signals since the last call,
+    /// in order. `engine` is the node's NIC: the host reads and writes its
+    /// own memory through `engine.host_memory()`. An error ends the run
+    /// (reported, node k named).
+    fn resume(
+        &mut self,
+        now_ps: u64,
+        signals: Vec<HostSignal>,
+        engine: &mut Engine,
+    ) -> Result<HostStep, String>;
 }
 
 /// The `#define NAME VALUE` integers of a C header (uc.h, broadcast.h):
