@@ -104,7 +104,8 @@ doc = {
     "tool": "LogGOPSim",
     "commit": commit,
     "upstream": "https://github.com/spcl/LogGOPSim",
-    "source": src,
+    # A local clone is named by its kind, not its path (scripts/check-paths.py).
+    "source": src if "://" in src else "a local clone of upstream",
     "compiler": gxx,
     "pattern": "schedgen -p binomialtreebcast (root 0)",
     "eager_threshold": "S = 1e9 bytes (every message eager)",
