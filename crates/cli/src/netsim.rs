@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
+use softspin_netsim::workload::raid::{Mode as RaidMode, Raid};
 use softspin_netsim::{NetParams, NicKind, NodeStats, Outcome, RunSpec};
 
 use crate::exit;
@@ -17,14 +18,15 @@ pub struct NetsimArgs {
     /// Nodes in the network (each a host and a NIC).
     #[arg(long)]
     nodes: u32,
-    /// What runs: broadcast.
+    /// What runs: broadcast, raid.
     #[arg(long)]
     workload: String,
     /// Message size in bytes.
     #[arg(long)]
     size: usize,
     /// broadcast: streaming (payload handlers forward each packet) or store
-    /// (the completion handler forwards the whole message).
+    /// (the completion handler forwards the whole message); raid: spin
+    /// (the NICs update the parity).
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.
@@ -97,8 +99,14 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
         "broadcast" => {
             let mode: Mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
             Broadcast::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
         }
-        w => bail!("--workload {w}: unknown (known: broadcast)"),
+        "raid" => {
+            let mode: RaidMode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+            Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
+        }
+        w => bail!("--workload {w}: unknown (known: broadcast, raid)"),
     };
     std::fs::remove_dir_all(&dir).ok();
     let workload = workload.map_err(|e| anyhow::anyhow!(e))?;
@@ -108,7 +116,7 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
         nodes: a.nodes,
         limit_s: a.limit_ms * 1e-3,
     };
-    let out = softspin_netsim::run(spec, Box::new(workload)).map_err(|e| anyhow::anyhow!(e))?;
+    let out = softspin_netsim::run(spec, workload).map_err(|e| anyhow::anyhow!(e))?;
     let rss = peak_rss_kib();
     report(&a, &params, &out, rss);
     let st = status(&out);

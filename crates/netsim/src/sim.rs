@@ -119,6 +119,9 @@ struct Nic {
     ectx: Option<EctxId>,
     stats: NodeStats,
     has_event: bool,
+    /// Per ruleset: the message number a `Sequence` ruleset (RMA's) gives
+    /// next, as a live NIC numbers them.
+    seq: Vec<u32>,
 }
 
 struct World {
@@ -219,13 +222,25 @@ impl World {
         if arrival.is_none() && self.nics[i].engine.is_none() {
             return Vec::new();
         }
-        let e = match self.engine_for(k) {
-            Ok(e) => e,
-            Err(m) => {
-                self.fatal.get_or_insert(m);
-                return Vec::new();
+        if let Err(m) = self.engine_for(k) {
+            self.fatal.get_or_insert(m);
+            return Vec::new();
+        }
+        let nic = &mut self.nics[i];
+        let ectx = nic.ectx;
+        // A `Sequence` ruleset's (RMA's) next message number.
+        let seq_id = match &verdict {
+            Some(v) if v.msg_id.is_none() => {
+                if nic.seq.len() <= v.ruleset {
+                    nic.seq.resize(v.ruleset + 1, 0);
+                }
+                let n = nic.seq[v.ruleset];
+                nic.seq[v.ruleset] = n.wrapping_add(1);
+                n
             }
+            _ => 0,
         };
+        let e = nic.engine.as_mut().expect("made by engine_for");
         let t = t.max(e.now_ps());
         let mut failed = None;
         // With an arrival, run only to its (credited) time first.
@@ -244,10 +259,11 @@ impl World {
             e.inject(Arrival {
                 time_ps: at,
                 frame,
-                msg_id: v.msg_id.unwrap_or(0),
+                msg_id: v.msg_id.unwrap_or(seq_id),
                 eom: v.eom,
                 origin: "netsim".into(),
-                ectx: None,
+                // Every ruleset feeds the node's one ECTX (RMA's port too).
+                ectx,
             });
             if let Err(err) = e.run_until(t) {
                 failed = Some(err.to_string());
@@ -634,6 +650,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
                 ..Default::default()
             },
             has_event: false,
+            seq: Vec::new(),
         })
         .collect();
     WORLD.with(|w| {
