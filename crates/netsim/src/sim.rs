@@ -301,7 +301,8 @@ impl World {
             let e = nic.engine.as_mut().expect("ran above");
             let r = self.workload.host_reacts(k, d.msg_id, e);
             if !r.is_empty() {
-                self.host_queue[i].push_back((d.time_ps, r));
+                let due = d.time_ps + self.workload.host_react_delay_ps(k, d.msg_id);
+                self.host_queue[i].push_back((due, r));
             }
             if nic.stats.done_ps.is_none() && node_done.is_none() && self.workload.node_done(k, e) {
                 node_done = Some(d.time_ps);

@@ -58,6 +58,12 @@ pub trait Workload {
     fn host_reacts(&self, _k: u32, _msg_id: u32, _engine: &mut Engine) -> Vec<HostSend> {
         Vec::new()
     }
+    /// How long after node k's NIC completed message `msg_id` its host's
+    /// answer (`host_reacts`) is due, besides `o`: e.g. the DMA of the
+    /// message into host memory when no handler did it. Default: 0.
+    fn host_react_delay_ps(&self, _k: u32, _msg_id: u32) -> u64 {
+        0
+    }
     /// Called once on node k's engine after its ECTX is installed and
     /// active, before its first packet (e.g. `enable_rma_transport` for the
     /// use cases whose handlers issue RMA). Default: nothing.
@@ -187,7 +193,9 @@ pub fn setup_rma(
         size,
     };
     if !engine.write_nic(table, &w.to_bytes()) {
-        return Err(format!("the RMA window table at 0x{table:x} is not NIC memory"));
+        return Err(format!(
+            "the RMA window table at 0x{table:x} is not NIC memory"
+        ));
     }
     Ok(())
 }
@@ -207,7 +215,8 @@ pub fn uc_frame(
     use softspin_engine::traffic::{build_frame, FrameKind};
     let port = uc("UC_PORT")? as u16;
     let hdr = uc("UC_HDR")? as usize;
-    let src = u16::try_from(from).map_err(|_| format!("uc.h's src is 16-bit; node {from} is not"))?;
+    let src =
+        u16::try_from(from).map_err(|_| format!("uc.h's src is 16-bit; node {from} is not"))?;
     let mut f = build_frame(
         FrameKind::Eth,
         14 + 20 + 8 + hdr + data.len(),
@@ -221,7 +230,11 @@ pub fn uc_frame(
     f[0..6].copy_from_slice(&crate::node::mac(to));
     f[6..12].copy_from_slice(&crate::node::mac(from));
     let msg = uc("UC_MSG_BIT")? as u32 | from << 20 | (seq & 0xF_FFFF);
-    let eom = if off + data.len() >= total { uc("UC_EOM")? as u32 } else { 0 };
+    let eom = if off + data.len() >= total {
+        uc("UC_EOM")? as u32
+    } else {
+        0
+    };
     let h = &mut f[42..];
     h[0..2].copy_from_slice(&(uc("UC_MAGIC")? as u16).to_be_bytes());
     h[2..6].copy_from_slice(&msg.to_be_bytes());

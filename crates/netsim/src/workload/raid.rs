@@ -19,6 +19,11 @@ const RAID_H: &str = include_str!("../../../../examples/cluster/raid/raid.h");
 pub enum Mode {
     /// The NICs' handlers do the parity update (the use case).
     Spin,
+    /// The host CPUs do it (workers.py's baseline): the NICs run only
+    /// raid_hh (bookkeeping, no DMA); each host answers its NIC's completed message after the
+    /// message's DMA into host memory (latency + bytes at the host link's
+    /// bandwidth) and `o`.
+    Rdma,
 }
 
 impl std::str::FromStr for Mode {
@@ -26,7 +31,8 @@ impl std::str::FromStr for Mode {
     fn from_str(s: &str) -> Result<Mode, String> {
         match s {
             "spin" => Ok(Mode::Spin),
-            _ => Err(format!("--mode {s}: raid runs `spin`")),
+            "rdma" => Ok(Mode::Rdma),
+            _ => Err(format!("--mode {s}: raid runs `spin` or `rdma`")),
         }
     }
 }
@@ -46,12 +52,17 @@ struct Consts {
     store_size: usize,
     chunk: usize,
     mode_write: u16,
+    mode_delta: u16,
     key: u32,
     window: u64,
 }
 
 pub struct Raid {
     nodes: u32,
+    mode: Mode,
+    /// The host link (rdma: a message's DMA into host memory).
+    dma_latency_ps: u64,
+    dma_bytes_per_ps: f64,
     size: usize,
     /// The write's store address (the same on every data node).
     addr: usize,
@@ -90,7 +101,6 @@ impl Raid {
         seed: u64,
         sabotage: bool,
     ) -> Result<Raid, String> {
-        let Mode::Spin = mode;
         let r = |n: &str| {
             super::c_define(RAID_H, n)
                 .ok_or_else(|| format!("examples/cluster/raid/raid.h defines no {n}"))
@@ -106,6 +116,7 @@ impl Raid {
             store_size: r("UC_RAID_STORE_SIZE")? as usize,
             chunk: uc("UC_CHUNK")? as usize,
             mode_write: uc("UC_MODE_RAID_WRITE")? as u16,
+            mode_delta: uc("UC_MODE_RAID_DELTA")? as u16,
             key: uc("UC_KEY")? as u32,
             window: uc("UC_WINDOW")?,
         };
@@ -126,7 +137,11 @@ impl Raid {
         let all = seeded_bytes(seed, d * c.store_size);
         let before: Vec<Vec<u8>> = all.chunks(c.store_size).map(|s| s.to_vec()).collect();
         let data = seeded_bytes(seed.wrapping_add(1), size);
-        let a = u64::from_le_bytes(seeded_bytes(seed.wrapping_add(2), 8).try_into().unwrap_or_default());
+        let a = u64::from_le_bytes(
+            seeded_bytes(seed.wrapping_add(2), 8)
+                .try_into()
+                .unwrap_or_default(),
+        );
         let addr = (a % (c.store_size - strip + 1) as u64) as usize;
         let mut after = before.clone();
         for (k, s) in after.iter_mut().enumerate() {
@@ -137,11 +152,14 @@ impl Raid {
             parity[addr + strip / 2] ^= 1;
         }
         let image = super::build_usecase("raid", cfg, build_dir)?;
+        let spin = |h: &str| (mode == Mode::Spin).then(|| h.to_string());
         let program = NicProgram {
             image,
+            // An ECTX needs a handler: rdma keeps raid_hh, which only
+            // notes the message's address in NIC memory (no DMA, no send).
             hh: Some("raid_hh".into()),
-            ph: Some("raid_ph".into()),
-            th: Some("raid_th".into()),
+            ph: spin("raid_ph"),
+            th: spin("raid_th"),
             rules: super::uc_rma_rules()?,
             udp_port: uc("UC_PORT")? as u16,
             host_window: c.window,
@@ -151,6 +169,9 @@ impl Raid {
         };
         Ok(Raid {
             nodes,
+            mode,
+            dma_latency_ps: cfg.host.latency_ns * 1000,
+            dma_bytes_per_ps: cfg.host.bandwidth_gbps / 8e3,
             size,
             addr,
             data,
@@ -166,35 +187,115 @@ impl Raid {
         k >= self.c.first_data && k < self.c.first_data + self.c.data_nodes
     }
 
-    /// Data node k's write: raid.h's stream (per packet the store address,
-    /// then its bytes) cut into UC_CHUNK datagrams.
-    fn write_frames(&self, node: u32) -> Result<Vec<HostSend>, String> {
-        let k = (node - self.c.first_data) as usize;
-        let strip = self.size / self.c.data_nodes as usize;
-        let bytes = &self.data[k * strip..(k + 1) * strip];
-        let mut stream = Vec::with_capacity(strip + strip.div_ceil(self.c.per_pkt) * 4);
+    fn strip(&self) -> usize {
+        self.size / self.c.data_nodes as usize
+    }
+
+    /// raid.h's stream of `bytes` for store address `addr` (per packet the
+    /// address, then its bytes) cut into UC_CHUNK datagrams, `from` -> `to`.
+    fn stream_frames(
+        &self,
+        from: u32,
+        to: u32,
+        seq: u32,
+        mode: u16,
+        bytes: &[u8],
+    ) -> Result<Vec<HostSend>, String> {
+        let mut stream = Vec::with_capacity(bytes.len() + bytes.len().div_ceil(self.c.per_pkt) * 4);
         for part in bytes.chunks(self.c.per_pkt) {
             stream.extend_from_slice(&(self.addr as u32).to_be_bytes());
             stream.extend_from_slice(part);
         }
-        let seq = FIRST_SEQ + k as u32;
         let mut v = Vec::new();
         for (i, d) in stream.chunks(self.c.chunk).enumerate() {
             v.push(HostSend {
-                to: node,
-                frame: uc_frame(
-                    0,
-                    node,
-                    seq,
-                    stream.len(),
-                    i * self.c.chunk,
-                    self.c.mode_write,
-                    d,
-                )?,
+                to,
+                frame: uc_frame(from, to, seq, stream.len(), i * self.c.chunk, mode, d)?,
                 first_of_message: i == 0,
             });
         }
         Ok(v)
+    }
+
+    /// Data node `node`'s part of the write, from the client.
+    fn write_frames(&self, node: u32) -> Result<Vec<HostSend>, String> {
+        let k = (node - self.c.first_data) as usize;
+        let strip = self.strip();
+        let bytes = &self.data[k * strip..(k + 1) * strip];
+        self.stream_frames(0, node, FIRST_SEQ + k as u32, self.c.mode_write, bytes)
+    }
+
+    /// rdma: an ack (8 bytes, seq | status 0 << 32) `from` -> `to`.
+    fn ack_frame(&self, from: u32, to: u32, seq: u32) -> Vec<HostSend> {
+        let w = u64::from(seq).to_le_bytes();
+        uc_frame(from, to, seq, w.len(), 0, self.c.mode_delta, &w)
+            .map(|frame| {
+                vec![HostSend {
+                    to,
+                    frame,
+                    first_of_message: true,
+                }]
+            })
+            .unwrap_or_default()
+    }
+
+    /// rdma: bytes of a message's uc payload (what the NIC DMAs to the host).
+    fn payload_bytes(&self, src: u32) -> usize {
+        if src == 0 || (self.is_data(src)) {
+            // A write from the client or a delta to the parity: the stream.
+            let s = self.strip();
+            s + s.div_ceil(self.c.per_pkt) * 4
+        } else {
+            8
+        }
+    }
+
+    /// rdma: host k does what the handlers do, for a message from `src`.
+    fn host_does(&self, k: u32, src: u32, seq: u32, e: &mut Engine) -> Vec<HostSend> {
+        let strip = self.strip();
+        let at = HOST_BASE + self.c.store + self.addr as u64;
+        if self.is_data(k) && src == 0 {
+            // The client's write: old XOR new to the parity, the store updated.
+            let i = (k - self.c.first_data) as usize;
+            let new = &self.data[i * strip..(i + 1) * strip];
+            let mut old = vec![0u8; strip];
+            if !e.host_memory().read(at, &mut old) || !e.host_memory().write(at, new) {
+                return Vec::new();
+            }
+            for (o, n) in old.iter_mut().zip(new) {
+                *o ^= n;
+            }
+            let mode = self.c.mode_delta;
+            return self
+                .stream_frames(k, self.c.parity, seq, mode, &old)
+                .unwrap_or_default();
+        }
+        if k == self.c.parity && self.is_data(src) {
+            // A delta: XORed into the parity, then acked.
+            let i = (src - self.c.first_data) as usize;
+            let new = &self.data[i * strip..(i + 1) * strip];
+            let mut par = vec![0u8; strip];
+            if !e.host_memory().read(at, &mut par) {
+                return Vec::new();
+            }
+            let old = &self.before[i][self.addr..self.addr + strip];
+            for ((p, o), n) in par.iter_mut().zip(old).zip(new) {
+                *p ^= o ^ n;
+            }
+            if !e.host_memory().write(at, &par) {
+                return Vec::new();
+            }
+            return self.ack_frame(k, src, seq);
+        }
+        if self.is_data(k) && src == self.c.parity {
+            return self.ack_frame(k, 0, seq);
+        }
+        if k == 0 && self.is_data(src) {
+            let w = u64::from(seq).to_le_bytes();
+            e.host_memory()
+                .write(HOST_BASE + self.c.ack + 8 * u64::from(src), &w);
+        }
+        Vec::new()
     }
 
     fn read(e: &mut Engine, at: u64, n: usize) -> Option<Vec<u8>> {
@@ -231,6 +332,22 @@ impl Workload for Raid {
             .collect()
     }
 
+    fn host_reacts(&self, k: u32, msg_id: u32, engine: &mut Engine) -> Vec<HostSend> {
+        if self.mode != Mode::Rdma {
+            return Vec::new();
+        }
+        // uc.h's message id: UC_MSG_BIT | src << 20 | seq.
+        self.host_does(k, msg_id >> 20 & 0x7ff, msg_id & 0xF_FFFF, engine)
+    }
+
+    fn host_react_delay_ps(&self, _k: u32, msg_id: u32) -> u64 {
+        if self.mode != Mode::Rdma {
+            return 0;
+        }
+        let n = self.payload_bytes(msg_id >> 20 & 0x7ff) as f64;
+        self.dma_latency_ps + (n / self.dma_bytes_per_ps).round() as u64
+    }
+
     /// The RMA transport and window (`cluster up --rma`), and the stores
     /// and the parity as the Python client sets them before its writes.
     fn setup_engine(
@@ -239,14 +356,16 @@ impl Workload for Raid {
         engine: &mut Engine,
         ectx: softspin_engine::EctxId,
     ) -> Result<(), String> {
-        super::setup_rma(
-            k,
-            engine,
-            ectx,
-            &self.program.image,
-            self.c.key,
-            self.c.window,
-        )?;
+        if self.mode == Mode::Spin {
+            super::setup_rma(
+                k,
+                engine,
+                ectx,
+                &self.program.image,
+                self.c.key,
+                self.c.window,
+            )?;
+        }
         let init = if self.is_data(k) {
             Some(self.before[(k - self.c.first_data) as usize].clone())
         } else if k == self.c.parity {
