@@ -7,6 +7,7 @@ use std::process::ExitCode;
 
 use anyhow::{bail, Context};
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
+use softspin_netsim::workload::kvstore::KvStore;
 use softspin_netsim::workload::raid::{Mode as RaidMode, Raid};
 use softspin_netsim::{NetParams, NicKind, NodeStats, Outcome, RunSpec};
 
@@ -18,7 +19,7 @@ pub struct NetsimArgs {
     /// Nodes in the network (each a host and a NIC).
     #[arg(long)]
     nodes: u32,
-    /// What runs: broadcast, raid.
+    /// What runs: broadcast, raid, kvstore.
     #[arg(long)]
     workload: String,
     /// Message size in bytes.
@@ -26,7 +27,7 @@ pub struct NetsimArgs {
     size: usize,
     /// broadcast: streaming (payload handlers forward each packet) or store
     /// (the completion handler forwards the whole message); raid: spin
-    /// (the NICs update the parity).
+    /// (the NICs update the parity) or rdma (the hosts do); kvstore: spin.
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.
@@ -106,7 +107,14 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
             Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
                 .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
         }
-        w => bail!("--workload {w}: unknown (known: broadcast, raid)"),
+        "kvstore" => {
+            if a.mode != "spin" {
+                bail!("--mode {}: kvstore runs `spin`", a.mode);
+            }
+            KvStore::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
+        }
+        w => bail!("--workload {w}: unknown (known: broadcast, raid, kvstore)"),
     };
     std::fs::remove_dir_all(&dir).ok();
     let workload = workload.map_err(|e| anyhow::anyhow!(e))?;

@@ -7,6 +7,7 @@
 //! back from a node).
 
 pub mod broadcast;
+pub mod kvstore;
 pub mod raid;
 
 use std::path::{Path, PathBuf};
