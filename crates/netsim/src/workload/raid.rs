@@ -127,7 +127,7 @@ impl Raid {
                 c.ranks
             ));
         }
-        if size == 0 || size % d != 0 || size / d > c.store_size {
+        if size == 0 || !size.is_multiple_of(d) || size / d > c.store_size {
             return Err(format!(
                 "--size {size}: raid writes a positive multiple of {d} bytes, at most {} (raid.h's store per data node)",
                 d * c.store_size
