@@ -3,10 +3,11 @@
 QEMU user mode, libriscv's emulator and native clang, on the same RV32 ELFs.
 
     make bench-hpu EMBENCH=/path/to/embench-iot [LIBRISCV=/path/to/rvlinux]
-    python3 bench/hpu_bench.py [--embench DIR] [--libriscv BIN] [--repeat N] [--jit]
+    python3 bench/hpu_bench.py [--embench DIR] [--libriscv BIN] [--repeat N] [--jit [--jit-after N]]
 
-With --jit, the JIT (crates/hpu feature `jit`, the `bare_run --jit` example)
-runs too, and its instruction and cycle counts must equal the interpreter's.
+softspin's interpreter is `softspin isa run --no-jit`. With --jit, the JIT
+(`softspin isa run --jit`, the shipped binary's default) runs too, and its
+instruction and cycle counts must equal the interpreter's.
 
 Programs: our handler-like kernel (bench/hpu_kernel.c) and ten Embench-IoT
 programs, built from the Embench tree given (not vendored) with our board shim
@@ -95,7 +96,8 @@ def main():
     ap.add_argument("--repeat", type=int, default=5, help="interleaved rounds (medians are reported)")
     ap.add_argument("--scale", type=int, default=40, help="Embench GLOBAL_SCALE_FACTOR")
     ap.add_argument("--rounds", type=int, default=8000, help="hpu_kernel rounds")
-    ap.add_argument("--jit", action="store_true", help="also time the JIT (bare_run --jit, feature jit)")
+    ap.add_argument("--jit", action="store_true", help="also time the JIT (softspin isa run --jit)")
+    ap.add_argument("--jit-after", type=int, help="with --jit: compile a region at its entry's N-th use")
     a = ap.parse_args()
     qemu = ensure_qemu()
     if not a.embench:
@@ -103,12 +105,11 @@ def main():
 
     with tempfile.TemporaryDirectory() as d:
         progs = build(d, a.embench, a.scale, a.rounds)
-        runners = [("softspin", lambda e, n: [SOFTSPIN, "isa", "run", "--quiet", e])]
+        # The interpreter alone; the JIT (the default) only with --jit.
+        runners = [("softspin", lambda e, n: [SOFTSPIN, "isa", "run", "--quiet", "--no-jit", e])]
+        jit = [SOFTSPIN, "isa", "run", "--jit"] + (["--jit-after", str(a.jit_after)] if a.jit_after else [])
         if a.jit:
-            run(["cargo", "build", "--release", "-q", "-p", "softspin-hpu", "--features", "jit",
-                 "--example", "bare_run"], cwd=ROOT)
-            bare = os.path.join(ROOT, "target", "release", "examples", "bare_run")
-            runners.append(("jit", lambda e, n: [bare, "--jit", e]))
+            runners.append(("jit", lambda e, n: [*jit, "--quiet", e]))
         if a.before:
             runners.append(("before", lambda e, n: [a.before, "isa", "run", "--quiet", e]))
         if a.libriscv:
@@ -120,11 +121,11 @@ def main():
         # Correctness first: instruction counts, and every runner verifies.
         insts = {}
         for name, elf, nat in progs:
-            out = run([SOFTSPIN, "isa", "run", elf]).stdout
+            out = run([SOFTSPIN, "isa", "run", "--no-jit", elf]).stdout
             insts[name] = int(re.search(r"instructions=(\d+)", out).group(1))
             if a.jit:
                 counts = lambda o: re.search(r"instructions=\d+ cycles=\d+", o).group(0)
-                if counts(run([bare, "--jit", elf]).stdout) != counts(out):
+                if counts(run([*jit, elf]).stdout) != counts(out):
                     sys.exit(f"{name}: the JIT's counts differ from the interpreter's")
             if name == "hpu_kernel":
                 want = run([nat]).stdout

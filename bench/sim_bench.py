@@ -7,13 +7,16 @@ figures and how they were taken.
     cargo build --release -p softspin-cli && python3 bench/sim_bench.py
         [--target-s 2] [--repeat 5] [--compare OTHER/softspin] [--json FILE]
     python3 bench/sim_bench.py --identical OTHER/softspin
-    python3 bench/sim_bench.py --jit [--jit-after N] [--identical]   (this build, with `sim --jit`, `isa run --jit`)
+    python3 bench/sim_bench.py --jit [--jit-after N] [--identical]   (this build: `--no-jit` against `--jit`, in `sim` and `isa run`)
 
 `--identical` checks instead that this build and another give byte-identical
 results (an engine change must not move them): `softspin sim --json`,
 `--records` and `--timeline` over the cases in IDENTITY_CASES, and
 `softspin-suite --json` (next to each `softspin`) without its wall-clock
-baseline figures, and `softspin isa run` of a bare-metal kernel.
+baseline figures, and `softspin isa run` of a bare-metal kernel. `sim
+--json`'s `hpu_engine` (which engine ran: the JIT by default, the
+interpreter with `--no-jit` or in a build without it) is left out of the
+comparison; without `--jit`, each build runs with its own default.
 
 Cases, all at 400 Gbit/s offered with back-pressure (every packet is
 processed; the link slows when the handlers cannot keep up), messages of 32
@@ -62,6 +65,11 @@ def sh(cmd):
     return r.stdout
 
 
+# The engine each binary's last run used (`sim --json`'s hpu_engine; a
+# build from before it was reported has only the interpreter).
+ENGINES = {}
+
+
 def sim(softspin, image, flags, size, packets, cfg):
     """One run: (report, wall seconds, packets)."""
     msgs = max(1, packets // PKTS_PER_MSG)
@@ -71,7 +79,23 @@ def sim(softspin, image, flags, size, packets, cfg):
     t0 = time.perf_counter()
     out = sh(cmd)
     wall = time.perf_counter() - t0
-    return json.loads(out), wall, msgs * PKTS_PER_MSG
+    rep = json.loads(out)
+    # Which engine ran (kept apart: the rest must not depend on it).
+    ENGINES[softspin] = (rep.pop("hpu_engine", None) or {}).get("kind", "interpreter")
+    return rep, wall, msgs * PKTS_PER_MSG
+
+
+def without_engine(out):
+    """`sim --json`'s output without `hpu_engine` (the one key that names
+    the engine), key order kept; other output (errors) unchanged."""
+    try:
+        j = json.loads(out)
+    except ValueError:
+        return out
+    if not isinstance(j, dict):
+        return out
+    j.pop("hpu_engine", None)
+    return json.dumps(j, separators=(",", ":")) + "\n"
 
 
 def write_pcap(path):
@@ -156,7 +180,7 @@ def identical(a):
                        "--records", o + ".records"]
                 r = subprocess.run(cmd, capture_output=True, text=True)
                 with open(o + ".json", "w") as f:
-                    f.write(r.stdout)
+                    f.write(without_engine(r.stdout))
                 with open(o + ".err", "w") as f:
                     f.write(f"{r.stderr}exit {r.returncode}\n")
             with open(os.path.join(d, "isa_run.out"), "w") as f:
@@ -192,26 +216,35 @@ def main():
     for key, *_ in CASES:
         ap.add_argument(f"--packets-{key}", type=int, help=f"fix case ({key})'s packet count instead of calibrating")
     ap.add_argument("--jit", action="store_true",
-                    help="the other build is this one with `sim --jit` (with --identical: check the JIT changes no "
-                         "result; else: time it against the interpreter)")
-    ap.add_argument("--jit-after", type=int, default=16000,
+                    help="this build with `--no-jit` against itself with `--jit` (with --identical: check the JIT "
+                         "changes no result; else: time it against the interpreter)")
+    ap.add_argument("--jit-after", type=int,
                     help="with --jit: compile a region at its entry's N-th use (1: all at once)")
     a = ap.parse_args()
     if a.jit:
-        # This build with the JIT compiled in (the CLI's feature `jit`).
-        subprocess.run(["cargo", "build", "--release", "-q", "-p", "softspin-cli", "--features", "jit"], cwd=ROOT, check=True)
-        # A wrapper that is this build with --jit on every `sim`, next to a
-        # link to this build's softspin-suite (which --identical runs too).
+        # This build, whose default feature `jit` compiles the JIT in.
+        subprocess.run(["cargo", "build", "--release", "-q", "-p", "softspin-cli"], cwd=ROOT, check=True)
+        # Two wrappers of this build, each next to a link to its
+        # softspin-suite (which --identical runs too): `sim` and `isa run`
+        # with --no-jit (this), and with --jit (the other).
         wdir = tempfile.mkdtemp()
         atexit.register(shutil.rmtree, wdir, True)
-        w = os.path.join(wdir, "softspin")
-        with open(w, "w") as f:
-            j = f"--jit --jit-after {a.jit_after}"
-            f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {a.softspin} sim {j} "$@"; fi\n'
-                    f'if [ "$1 $2" = "isa run" ]; then shift 2; exec {a.softspin} isa run {j} "$@"; fi\n'
-                    f'exec {a.softspin} "$@"\n')
-        os.chmod(w, 0o755)
-        os.symlink(os.path.join(os.path.dirname(a.softspin), "softspin-suite"), os.path.join(wdir, "softspin-suite"))
+        real = a.softspin
+
+        def wrapper(name, flags):
+            d = os.path.join(wdir, name)
+            os.mkdir(d)
+            w = os.path.join(d, "softspin")
+            with open(w, "w") as f:
+                f.write(f'#!/bin/sh\nif [ "$1" = sim ]; then shift; exec {real} sim {flags} "$@"; fi\n'
+                        f'if [ "$1 $2" = "isa run" ]; then shift 2; exec {real} isa run {flags} "$@"; fi\n'
+                        f'exec {real} "$@"\n')
+            os.chmod(w, 0o755)
+            os.symlink(os.path.join(os.path.dirname(real), "softspin-suite"), os.path.join(d, "softspin-suite"))
+            return w
+
+        a.softspin = wrapper("interpreter", "--no-jit")
+        w = wrapper("jit", "--jit" + (f" --jit-after {a.jit_after}" if a.jit_after else ""))
         if a.identical is not None:
             a.identical = w
         else:
@@ -261,13 +294,14 @@ def main():
                   f"back-pressure {rep['backpressure_ns'] / 1e3:.1f} us, HPU utilisation {rep['hpu_utilization'] * 100:.1f} %, "
                   f"{h['name']} {h['cycles_mean']:.0f} cycles / {h['instructions_mean']:.0f} instr")
             row = {"case": key, "title": title, "packets": n, "nic_ns": nic_ns}
-            for name, _ in bins:
+            for name, b in bins:
                 w = statistics.median(walls[name])
                 ns_s, pk_s = nic_ns / w, rep["packets"] / w
-                row[name] = {"wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
+                row[name] = {"engine": ENGINES.get(b), "wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
                              "packets_per_s": pk_s, "x_rtl": ns_s / RTL_NS_PER_S}
                 shown = {"this": "interpreter", "compare": "jit"}.get(name, name) if a.jit else name
                 label = "" if not a.compare else f"{shown:>11}: "
+                label += f"[{ENGINES.get(b, '?')}] "
                 print(f"    {label}wall {w:.3f} s   {ns_s:,.0f} NIC-ns per wall-s   {pk_s:,.0f} packets per wall-s   "
                       f"{ns_s / RTL_NS_PER_S:,.0f}x the RTL simulation")
             if a.compare:

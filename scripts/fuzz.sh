@@ -27,7 +27,7 @@ elif [[ ${1:-} =~ ^[0-9]+$ ]]; then
     secs=$1
     shift
 fi
-all=(elf_handler elf_code trace pcap config_toml host_api rules jit_diff node_table node_entries control)
+all=(elf_handler elf_code trace pcap config_toml host_api rules jit_diff node_table node_entries control ti_trace)
 targets=("$@")
 [[ ${#targets[@]} -gt 0 ]] || targets=("${all[@]}")
 

@@ -80,7 +80,11 @@ command -v cargo >/dev/null || die "cargo not found: install Rust (https://rustu
 for t in clang-19 ld.lld-19 llvm-objdump-19 gcc; do command -v "$t" >/dev/null || die "$t still missing after install"; done
 
 echo "setup: building softspin (release)"
-cargo build --release --quiet --workspace || die "cargo build failed"
+# In two parts, as scripts/test.sh tests them: the crates without the
+# JIT (one build of the whole workspace would turn softspin-hpu's `jit` on
+# for all of them, softspin-cli's default), then the CLI with it.
+cargo build --release --quiet --workspace --exclude softspin-cli || die "cargo build failed"
+cargo build --release --quiet -p softspin-cli || die "cargo build -p softspin-cli failed"
 [ $tests = 1 ] || exit 0
 
 # The Python module `softspin` (crates/host-py) in a venv at .venv, built by

@@ -37,8 +37,12 @@ scripts/third-party.sh || echo "third-party sources missing: the tests that read
 
 echo "== style and lint gates: cargo fmt --check, clippy -D warnings (the workspace lint table), rust-version"
 cargo fmt --all --check
+# The workspace as built (softspin-cli's default `jit` on for all), the
+# crates apart as their tests build them, and the CLI without the JIT.
 cargo clippy --release --workspace --all-targets -- -D warnings
+cargo clippy --release --workspace --exclude softspin-cli --all-targets -- -D warnings
 cargo clippy --release -p softspin-hpu -p softspin-engine -p softspin-cli --all-targets --features jit -- -D warnings
+cargo clippy --release -p softspin-cli --all-targets --no-default-features -- -D warnings
 python3 scripts/check-msrv.py
 
 echo "== ISA suite sources are up to date with tests/isa/gen.py"
@@ -52,13 +56,18 @@ echo "== SDK build checks (warnings are errors, image layout), CORE-V and plain 
 sdk/tests/check.sh build/sdk-check
 SOFTSPIN_ISA=rv32imac sdk/tests/check.sh build/sdk-check-rv32imac
 
-echo "== cargo test"
-logged "cargo test" cargo test --release --workspace -- --show-output
+# Two runs: softspin-cli's default feature `jit` would turn on
+# softspin-hpu's for every crate of one workspace build, and each test
+# binary would link Cranelift; only the CLI's need it.
+echo "== cargo test (every crate but the CLI: no Cranelift)"
+logged "cargo test" cargo test --release --workspace --exclude softspin-cli -- --show-output
+echo "== cargo test (the CLI, with its default JIT)"
+logged "cargo test cli" cargo test --release -p softspin-cli -- --show-output
 
 echo "== the JIT against the interpreter (crates/hpu, feature jit)"
 logged "cargo test jit" cargo test --release -p softspin-hpu --features jit --test jit -- --show-output
 
-echo "== softspin sim --jit gives byte-identical results (bench/sim_bench.py --jit --identical builds it)"
+echo "== softspin sim --jit and --no-jit give byte-identical results (bench/sim_bench.py --jit --identical)"
 python3 bench/sim_bench.py --jit --identical
 echo "== ... also with every region compiled at its first entry"
 python3 bench/sim_bench.py --jit --jit-after 1 --identical
@@ -88,7 +97,8 @@ python3 scripts/benchmarks.py --check
 echo "== cargo test, checked profile (overflow checks, debug assertions): the model, not the wire"
 logged "cargo test --profile checked" cargo test --profile checked --workspace \
     --exclude softspin-cli --exclude softspin-c --exclude softspin-py --exclude softspin-lossy --exclude softspin-netio -- --show-output
-logged "cargo test --profile checked (cli)" cargo test --profile checked -p softspin-cli \
+# --no-default-features: the JIT's own checks are the runs above.
+logged "cargo test --profile checked (cli)" cargo test --profile checked -p softspin-cli --no-default-features \
     --bins --test sim --test reproductions --test cli_results --test build_profile -- --show-output
 logged "cargo test --profile checked (netio)" cargo test --profile checked -p softspin-netio --lib --test matcher -- --show-output
 

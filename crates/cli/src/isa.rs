@@ -34,14 +34,8 @@ pub enum IsaCmd {
         /// Also print host-side speed (wall time, guest MIPS) to stderr.
         #[arg(long)]
         stats: bool,
-        /// Run through the JIT (Cranelift): the same counts, hot loops
-        /// compiled to host code.
-        #[arg(long)]
-        jit: bool,
-        /// With --jit: compile a region at its entry's N-th use; 1 compiles
-        /// everything at once (short runs, tests).
-        #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
-        jit_after: u16,
+        #[command(flatten)]
+        jit: crate::jit::JitArgs,
         /// Serve the GDB remote protocol on [HOST]:PORT (docs/debugging.md):
         /// the program waits at its entry for gdb. Port 0 picks a free
         /// port; stderr says which.
@@ -111,13 +105,10 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             quiet,
             stats,
             jit,
-            jit_after,
             gdb,
         } => {
-            #[cfg(not(feature = "jit"))]
-            if jit {
-                return Err(crate::sim::no_jit());
-            }
+            // Under gdb the program is stepped by the interpreter.
+            let jit = jit.resolve()?.filter(|_| gdb.is_none());
             let image = crate::sim::load_image(&file)?;
             let cfg = BareMetalConfig {
                 max_instructions,
@@ -140,17 +131,18 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             #[cfg(feature = "jit")]
             let o = if let Some(d) = &mut debugger {
                 bm.run_debug(out, |hpu| d.at(hpu))
-            } else if jit {
-                let mut j = softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing())
-                    .compile_after(jit_after);
+            } else if let Some(after) = jit {
+                let mut j =
+                    softspin_hpu::jit::Jit::new(&bm.program, bm.hpu.timing()).compile_after(after);
                 Some(bm.run_jit(out, &mut j))
             } else {
                 Some(bm.run(out))
             };
             #[cfg(not(feature = "jit"))]
-            let (o, _) = match &mut debugger {
-                Some(d) => (bm.run_debug(out, |hpu| d.at(hpu)), jit_after),
-                None => (Some(bm.run(out)), jit_after),
+            let o = match &mut debugger {
+                // `jit` is None: resolve refused --jit.
+                Some(d) => bm.run_debug(out, |hpu| d.at(hpu)),
+                None => Some(bm.run(out)),
             };
             let Some(o) = o else {
                 bail!("the run was killed from gdb");
@@ -158,8 +150,9 @@ pub fn main(cmd: IsaCmd) -> anyhow::Result<ExitCode> {
             let wall = t0.elapsed().as_secs_f64();
             if stats {
                 eprintln!(
-                    "wall_s={wall:.6} mips={:.1}",
-                    o.instructions as f64 / wall / 1e6
+                    "wall_s={wall:.6} mips={:.1} engine={}",
+                    o.instructions as f64 / wall / 1e6,
+                    crate::jit::engine_name(jit)
                 );
             }
             match o.stop {

@@ -9,6 +9,7 @@ mod capture;
 mod cluster;
 mod gdb;
 mod isa;
+mod jit;
 mod live_timeline;
 mod netsim;
 mod new;
@@ -26,7 +27,7 @@ mod sweep;
 #[derive(Parser)]
 #[command(
     name = "softspin",
-    version,
+    version = jit::VERSION,
     about = "softspin: a software sPIN NIC (PsPIN model, RV32 handler interpreter, SDK)"
 )]
 struct Cli {

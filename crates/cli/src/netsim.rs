@@ -6,9 +6,12 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{bail, Context};
+use softspin_netsim::workload::accumulate::Accumulate;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
 use softspin_netsim::workload::kvstore::KvStore;
+use softspin_netsim::workload::pingpong::PingPong;
 use softspin_netsim::workload::raid::{Mode as RaidMode, Raid};
+use softspin_netsim::workload::Workload;
 use softspin_netsim::{NetParams, NicKind, NodeStats, Outcome, RunSpec};
 
 use crate::exit;
@@ -19,15 +22,18 @@ pub struct NetsimArgs {
     /// Nodes in the network (each a host and a NIC).
     #[arg(long)]
     nodes: u32,
-    /// What runs: broadcast, raid, kvstore.
+    /// What runs: broadcast, pingpong, accumulate (these two between node 0
+    /// and the last node), raid, kvstore.
     #[arg(long)]
     workload: String,
     /// Message size in bytes.
     #[arg(long)]
     size: usize,
     /// broadcast: streaming (payload handlers forward each packet) or store
-    /// (the completion handler forwards the whole message); raid: spin
-    /// (the NICs update the parity) or rdma (the hosts do); kvstore: spin.
+    /// (the completion handler forwards the whole message); pingpong:
+    /// device, host or stream (examples/cluster/pingpong); accumulate:
+    /// streaming (its payload handlers work per packet); raid: spin (the
+    /// NICs update the parity) or rdma (the hosts do); kvstore: spin.
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.
@@ -96,25 +102,39 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
     let cfg = softspin_netsim::sim::nic_config(&params, nic);
     let dir = std::env::temp_dir().join(format!("softspin-netsim-build-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-    let workload = match a.workload.as_str() {
+    let workload: Result<Box<dyn Workload>, String> = match a.workload.as_str() {
         "broadcast" => {
             let mode: Mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
             Broadcast::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
+        }
+        "pingpong" => {
+            let mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+            PingPong::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
+        }
+        "accumulate" => {
+            if !matches!(a.mode.as_str(), "streaming" | "stream") {
+                bail!("--mode {}: accumulate runs `streaming` (its payload handlers multiply per packet)", a.mode);
+            }
+            Accumulate::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
         }
         "raid" => {
             let mode: RaidMode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
             Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
         }
         "kvstore" => {
             if a.mode != "spin" {
                 bail!("--mode {}: kvstore runs `spin`", a.mode);
             }
             KvStore::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn softspin_netsim::workload::Workload>)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
         }
-        w => bail!("--workload {w}: unknown (known: broadcast, raid, kvstore)"),
+        w => {
+            bail!("--workload {w}: unknown (known: broadcast, pingpong, accumulate, raid, kvstore)")
+        }
     };
     std::fs::remove_dir_all(&dir).ok();
     let workload = workload.map_err(|e| anyhow::anyhow!(e))?;

@@ -102,13 +102,8 @@ pub struct NicArgs {
     /// [PATH default: /run/softspin/IFACE.sock].
     #[arg(long, value_name = "PATH", num_args = 0..=1)]
     control: Option<Option<PathBuf>>,
-    /// Run handlers through the JIT (Cranelift), as `softspin sim --jit`.
-    #[arg(long)]
-    jit: bool,
-    /// With --jit: compile a region at its entry's N-th use; 1 compiles
-    /// everything at once (short runs, tests).
-    #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
-    jit_after: u16,
+    #[command(flatten)]
+    jit: crate::jit::JitArgs,
 }
 
 /// `--window SIZE[,KEY]`: an RMA window over the first SIZE bytes of the
@@ -331,11 +326,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         }
         s => s.map(Duration::from_secs_f64),
     };
-    #[cfg(not(feature = "jit"))]
-    if a.jit {
-        // Before attaching to the interface.
-        return Err(crate::sim::no_jit());
-    }
+    // Before attaching to the interface: a --jit this build lacks fails here.
+    let jit = a.jit.resolve()?;
     let nodes = a.nodes.load()?;
     if let Some((t, rank)) = &nodes {
         let node = t.node(*rank).expect("rank checked by load");
@@ -350,8 +342,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
     }
     let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
     a.nodes.apply(&mut nic, nodes.as_ref())?;
-    if a.jit {
-        crate::sim::enable_jit(&mut nic, a.jit_after)?;
+    if let Some(after) = jit {
+        crate::sim::enable_jit(&mut nic, after);
     }
     // Nobody answers notifications from the command line.
     nic.pause_for_host(false);

@@ -76,14 +76,8 @@ pub struct SimArgs {
     #[arg(long)]
     pcap: Option<PathBuf>,
 
-    /// Run handlers through the JIT (Cranelift): the same results, hot
-    /// loops compiled to host code (docs/perf-interpreter.md).
-    #[arg(long)]
-    jit: bool,
-    /// With --jit: compile a region at its entry's N-th use; 1 compiles
-    /// everything at once (short runs, tests).
-    #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u16).range(1..))]
-    jit_after: u16,
+    #[command(flatten)]
+    jit: crate::jit::JitArgs,
 
     /// Serve the GDB remote protocol on [HOST]:PORT (docs/debugging.md):
     /// the run waits for gdb before it starts, and NIC time stands still
@@ -604,8 +598,10 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     if a.timeline.is_some() {
         nic.enable_timeline();
     }
-    if a.jit {
-        enable_jit(&mut nic, a.jit_after)?;
+    // Under gdb the engine steps the interpreter (the JIT is not entered).
+    let jit = a.jit.resolve()?.filter(|_| a.gdb.is_none());
+    if let Some(after) = jit {
+        enable_jit(&mut nic, after);
     }
 
     if let Some(addr) = &a.gdb {
@@ -668,6 +664,7 @@ pub fn main(a: SimArgs) -> anyhow::Result<ExitCode> {
     if a.json {
         let mut j = serde_json::to_value(&report)?;
         j["counters"] = crate::results::counters_json(&nic, &ectxs)?;
+        j["hpu_engine"] = crate::jit::engine_json(&nic, jit);
         println!("{}", serde_json::to_string(&j)?);
     } else {
         print!("{}", report.text());
@@ -763,25 +760,13 @@ pub(crate) fn zeroed(size: u64) -> anyhow::Result<Vec<u8>> {
     Ok(unsafe { Vec::from_raw_parts(p, n, n) })
 }
 
-/// `--jit [--jit-after N]` (sim, nic): handlers through the JIT, or a
-/// clear error from a CLI built without it.
-pub fn enable_jit(nic: &mut Nic, after: u16) -> anyhow::Result<()> {
+/// Handlers through the JIT, compiling a region at its entry's `after`-th
+/// use (sim, nic; `JitArgs::resolve` refused it already in a build without).
+pub fn enable_jit(nic: &mut Nic, after: u32) {
     #[cfg(feature = "jit")]
-    {
-        nic.enable_jit(after);
-        Ok(())
-    }
+    nic.enable_jit(after);
     #[cfg(not(feature = "jit"))]
-    {
-        let _ = (nic, after);
-        Err(no_jit())
-    }
-}
-
-/// Why `--jit` is refused by a CLI built without it.
-#[cfg(not(feature = "jit"))]
-pub fn no_jit() -> anyhow::Error {
-    anyhow::anyhow!("--jit: this softspin was built without the JIT (cargo build --release -p softspin-cli --features jit)")
+    let _ = (nic, after);
 }
 
 /// Hand the NIC its traffic; returns how many packets it will bring, if known.

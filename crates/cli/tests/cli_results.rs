@@ -580,9 +580,9 @@ fn jit_flag_without_the_jit_feature_is_an_error() {
         "isa run: {}",
         describe(&o)
     );
-    // A threshold of 0 or past 16 bits is a usage error (exit status 2),
+    // A threshold of 0 or past 32 bits is a usage error (exit status 2),
     // refused while the arguments are parsed.
-    for n in ["0", "70000"] {
+    for n in ["0", "5000000000"] {
         let o = softspin()
             .args(["isa", "run", "--jit", "--jit-after", n])
             .arg(elf())
@@ -600,4 +600,102 @@ fn jit_flag_without_the_jit_feature_is_an_error() {
             describe(&o)
         );
     }
+}
+
+/// The shipped softspin (default features) runs handlers through the JIT
+/// unless `--no-jit` says otherwise, and `sim --json`'s `hpu_engine` says
+/// which ran; a softspin built without it interprets. Everything else in
+/// the report and the records is the same whichever engine ran.
+#[test]
+fn default_engine_is_the_jit_and_no_jit_interprets() {
+    let dir = scratch("cli-results").join("engine");
+    std::fs::create_dir_all(&dir).unwrap();
+    let run = |name: &str, flags: &[&str]| {
+        let rec = dir.join(format!("{name}.jsonl"));
+        let o = softspin()
+            .arg("sim")
+            .arg("--image")
+            .arg(elf())
+            .args(["--ph", "record_ph", "--messages", "20", "--packets", "4"])
+            .args(["--json", "--quiet", "--records"])
+            .arg(&rec)
+            .args(flags)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", describe(&o));
+        let mut j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+        let engine = j["hpu_engine"].take();
+        j.as_object_mut().unwrap().remove("hpu_engine");
+        (engine, j, read_records(&rec))
+    };
+    let (default, report, records) = run("default", &[]);
+    let (interp, report_i, records_i) = run("no_jit", &["--no-jit"]);
+    assert_eq!(interp, serde_json::json!({ "kind": "interpreter" }));
+    assert_eq!(report, report_i, "the report depends on the engine");
+    assert_eq!(records, records_i, "the records depend on the engine");
+    assert!(!records.is_empty());
+    if cfg!(feature = "jit") {
+        let after = softspin_hpu::JIT_COMPILE_AFTER;
+        assert_eq!(default["kind"], "jit", "{default}");
+        assert_eq!(default["compile_after"], after, "{default}");
+        // Every region compiled at its first entry: the JIT really ran.
+        let (all, report_j, records_j) = run("jit1", &["--jit", "--jit-after", "1"]);
+        assert_eq!(all["kind"], "jit", "{all}");
+        assert!(all["regions_compiled"].as_u64().unwrap() > 0, "{all}");
+        assert_eq!(report, report_j, "the report depends on the threshold");
+        assert_eq!(records, records_j, "the records depend on the threshold");
+    } else {
+        assert_eq!(default, interp);
+    }
+    // Both at once is a usage error.
+    let o = softspin()
+        .args(["sim", "--jit", "--no-jit", "--ph", "record_ph", "--image"])
+        .arg(elf())
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2), "{}", describe(&o));
+    // `isa run --stats` names the engine too; `--version` the default.
+    let kernel = dir.join("kernel.elf");
+    let o = softspin()
+        .args(["build", "--bare", "-DROUNDS=20"])
+        .arg(root().join("bench/hpu_kernel.c"))
+        .arg("-o")
+        .arg(&kernel)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", describe(&o));
+    let isa = |flags: &[&str]| {
+        let o = softspin()
+            .args(["isa", "run", "--stats"])
+            .args(flags)
+            .arg(&kernel)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(0), "{flags:?}: {}", describe(&o));
+        let engine = String::from_utf8_lossy(&o.stderr)
+            .split_whitespace()
+            .find_map(|w| w.strip_prefix("engine=").map(str::to_string))
+            .unwrap_or_else(|| panic!("no engine= in {}", describe(&o)));
+        (engine, o.stdout)
+    };
+    let (e, out) = isa(&[]);
+    let (e_i, out_i) = isa(&["--no-jit"]);
+    assert_eq!(
+        e,
+        if cfg!(feature = "jit") {
+            "jit"
+        } else {
+            "interpreter"
+        }
+    );
+    assert_eq!(e_i, "interpreter");
+    assert_eq!(out, out_i, "isa run's output depends on the engine");
+    let o = softspin().arg("--version").output().unwrap();
+    let v = String::from_utf8_lossy(&o.stdout);
+    let want = if cfg!(feature = "jit") {
+        "JIT by default"
+    } else {
+        "without the JIT"
+    };
+    assert!(v.contains(want), "{v}");
 }

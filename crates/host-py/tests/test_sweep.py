@@ -102,6 +102,33 @@ logx = true
     assert summary["plots"] == [str(png)] and png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
+def test_netsim_points(tmp_path):
+    """A grid of `softspin netsim` broadcasts: every point verified, and a point's
+    simulated time equal to the same run on its own."""
+    grid = write(tmp_path / "n.toml", """
+command = "netsim"
+[args]
+workload = "broadcast"
+size = 8
+[grid]
+nodes = [2, 4, 8, 16]
+mode = ["streaming", "store"]
+[output]
+fields = ["verified", "completion_ns", "engines"]
+""")
+    p = cli_sweep(grid, "--json", "--out", str(tmp_path / "out"))
+    assert p.returncode == sweep.EXIT_OK, p.stderr
+    rows = json.loads((tmp_path / "out" / "results.json").read_text())
+    assert len(rows) == 8
+    for r in rows:
+        assert r["status"] == "ok" and r["verified"] is True and r["engines"] == r["nodes"] - 1
+    r = rows[-1]
+    direct = subprocess.run([str(CLI), "netsim", "--workload", "broadcast", "--size", "8", "--nodes",
+                             str(r["nodes"]), "--mode", r["mode"], "--json"],
+                            capture_output=True, text=True, check=True)
+    assert json.loads(direct.stdout)["completion_ns"] == r["completion_ns"]
+
+
 def counting_wrapper(tmp_path):
     """A softspin that logs each point it runs, then runs the real one."""
     log = tmp_path / "runs.log"

@@ -1304,8 +1304,14 @@ impl Nic {
     /// entry's `compile_after`-th use (`softspin_hpu::JIT_COMPILE_AFTER`
     /// by default).
     #[cfg(feature = "jit")]
-    pub fn enable_jit(&mut self, compile_after: u16) {
+    pub fn enable_jit(&mut self, compile_after: u32) {
         self.engine.enable_jit(compile_after);
+    }
+
+    /// Regions the JIT has compiled; `None` without `enable_jit`.
+    #[cfg(feature = "jit")]
+    pub fn jit_regions_compiled(&self) -> Option<u64> {
+        self.engine.jit_regions_compiled()
     }
 
     pub fn timeline(&self) -> &[TimelineEvent] {

@@ -43,7 +43,7 @@ use crate::timing::TimingModel;
 const MAX_REGION: usize = 8;
 
 enum State {
-    Cold(u16),
+    Cold(u32),
     Native(NativeFn),
     /// Holds an instruction the JIT leaves to the interpreter.
     Never,
@@ -63,7 +63,7 @@ pub struct Jit {
     taken_penalty: u32,
     /// A hardware loop's setup cost (paid at its exit).
     hw_setup: u32,
-    hot: u16,
+    hot: u32,
     /// Regions compiled, and entries refused (left interpreted).
     pub compiled: u64,
     pub refused: u64,
@@ -146,7 +146,7 @@ impl Jit {
 
     /// Compile a region at its entry's `entries`-th use instead (at least
     /// 1; the tests compile everything at once).
-    pub fn compile_after(mut self, entries: u16) -> Jit {
+    pub fn compile_after(mut self, entries: u32) -> Jit {
         self.hot = entries.max(1);
         self
     }

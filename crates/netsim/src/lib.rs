@@ -9,6 +9,7 @@
 
 pub mod loggp;
 pub mod params;
+pub mod trace;
 
 pub use params::{NetParams, NicKind, ParamsError};
 pub mod hostmem;

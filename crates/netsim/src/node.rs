@@ -27,17 +27,13 @@ pub fn of_frame(frame: &[u8], n: u32) -> Option<u32> {
     (k < n).then_some(k)
 }
 
-/// Node k's table (what spin_node.h reads) for a network of `n`; `None`
-/// beyond the NIC's table (`abi::MAX_NODES`).
-pub fn table(k: u32, n: u32, udp_port: u16) -> Option<Vec<u8>> {
-    let entries: Vec<abi::NodeEntry> = (0..n)
-        .map(|r| abi::NodeEntry {
-            ipv4: ipv4(r),
-            mac: mac(r),
-            udp_port,
-        })
-        .collect();
-    abi::encode_node_table(k, &entries)
+/// Node r's entry in every node's table (what spin_node.h reads).
+pub fn entry(r: u32, udp_port: u16) -> abi::NodeEntry {
+    abi::NodeEntry {
+        ipv4: ipv4(r),
+        mac: mac(r),
+        udp_port,
+    }
 }
 
 #[cfg(test)]

@@ -119,16 +119,18 @@ struct Nic {
     ectx: Option<EctxId>,
     stats: NodeStats,
     has_event: bool,
-    /// Per ruleset: the message number a `Sequence` ruleset (RMA's) gives
-    /// next, as a live NIC numbers them.
-    seq: Vec<u32>,
+    /// The last message id this NIC numbered for a ruleset whose ids are
+    /// its arrival order (`msg_id = "sequence"`, e.g. RMA's): the caller
+    /// numbers those (softspin-netio's `RxFrame::msg_id`).
+    seq_msg: u32,
 }
 
 struct World {
     spec: RunSpec,
     workload: Box<dyn Workload>,
     matcher: Matcher,
-    table: Vec<u8>,
+    /// The UDP port in every node-table entry.
+    udp_port: u16,
     cfg: NicConfig,
     nics: Vec<Nic>,
     in_flight: u64,
@@ -177,15 +179,21 @@ impl World {
             s.host_window = (HOST_BASE, p.host_window);
             s.watchdog = p.watchdog;
             s.msg_timeout_ns = p.msg_timeout_ns;
-            s.matching = MatchRule::UdpDstPort(p.udp_port);
+            // The workload's rules (the World's matcher) already chose the
+            // frames this one ECTX takes, on any of their ports (the use
+            // cases' and RMA's, as `softspin nic --rules --match` does).
+            s.matching = MatchRule::All;
             let id = e.install(s).map_err(|e| format!("node {k}: {e}"))?;
             e.activate(id).map_err(|e| format!("node {k}: {e}"))?;
-            let mut t = self.table.clone();
-            let at = softspin_hpu::abi::node_table::MY_RANK as usize;
-            t[at..at + 4].copy_from_slice(&k.to_le_bytes());
-            if !e.set_node_table(&t) {
-                return Err("the node table does not fit the NIC's region".into());
-            }
+            let n = self.spec.nodes;
+            let mut peers = self.workload.peers(k).unwrap_or_else(|| (0..n).collect());
+            peers.push(k);
+            let entries: Vec<_> = peers
+                .into_iter()
+                .map(|r| (r, crate::node::entry(r, self.udp_port)))
+                .collect();
+            e.set_node_entries(k, n, &entries)
+                .map_err(|e| format!("node {k}: node table: {e}"))?;
             self.workload
                 .setup_engine(k, &mut e, id)
                 .map_err(|m| format!("node {k}: {m}"))?;
@@ -215,32 +223,40 @@ impl World {
             self.nics[i].stats.packets += 1;
             verdict = self.matcher.classify(frame);
             if verdict.is_none() {
-                self.nics[i].stats.drops += 1;
+                // Not the NIC's: the host's network stack takes it (its
+                // DMA into host memory paid), if the workload expects it.
+                let dma = self.spec.params.dma(self.spec.nic);
+                let at = t.saturating_sub(arrival.as_ref().map_or(0, |a| a.1))
+                    + (dma.latency_ns * 1e3) as u64
+                    + (frame.len() as f64 * 1e12 / (dma.bandwidth_gib_s * (1u64 << 30) as f64))
+                        as u64;
+                let nic = &mut self.nics[i];
+                match self.workload.host_receives(k, frame) {
+                    None => nic.stats.drops += 1,
+                    Some(true) if nic.stats.done_ps.is_none() => {
+                        nic.stats.done_ps = Some(at);
+                        self.done += 1;
+                    }
+                    Some(_) => {}
+                }
                 return Vec::new();
+            }
+            if let Some(v) = verdict.as_mut().filter(|v| v.msg_id.is_none()) {
+                let n = &mut self.nics[i].seq_msg;
+                *n = n.wrapping_add(1);
+                v.msg_id = Some(*n);
             }
         }
         if arrival.is_none() && self.nics[i].engine.is_none() {
             return Vec::new();
         }
-        if let Err(m) = self.engine_for(k) {
-            self.fatal.get_or_insert(m);
-            return Vec::new();
-        }
-        let nic = &mut self.nics[i];
-        let ectx = nic.ectx;
-        // A `Sequence` ruleset's (RMA's) next message number.
-        let seq_id = match &verdict {
-            Some(v) if v.msg_id.is_none() => {
-                if nic.seq.len() <= v.ruleset {
-                    nic.seq.resize(v.ruleset + 1, 0);
-                }
-                let n = nic.seq[v.ruleset];
-                nic.seq[v.ruleset] = n.wrapping_add(1);
-                n
+        let e = match self.engine_for(k) {
+            Ok(e) => e,
+            Err(m) => {
+                self.fatal.get_or_insert(m);
+                return Vec::new();
             }
-            _ => 0,
         };
-        let e = nic.engine.as_mut().expect("made by engine_for");
         let t = t.max(e.now_ps());
         let mut failed = None;
         // With an arrival, run only to its (credited) time first.
@@ -259,11 +275,10 @@ impl World {
             e.inject(Arrival {
                 time_ps: at,
                 frame,
-                msg_id: v.msg_id.unwrap_or(seq_id),
+                msg_id: v.msg_id.unwrap_or(0),
                 eom: v.eom,
                 origin: "netsim".into(),
-                // Every ruleset feeds the node's one ECTX (RMA's port too).
-                ectx,
+                ectx: None,
             });
             if let Err(err) = e.run_until(t) {
                 failed = Some(err.to_string());
@@ -623,12 +638,13 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     let wall = Instant::now();
     let n = spec.nodes;
     let p = workload.program();
-    let table = crate::node::table(0, n, p.udp_port).ok_or_else(|| {
-        format!(
+    if n > softspin_hpu::abi::MAX_NODES {
+        return Err(format!(
             "--nodes {n}: a NIC's node table holds at most {} nodes",
             softspin_hpu::abi::MAX_NODES
-        )
-    })?;
+        ));
+    }
+    let udp_port = p.udp_port;
     let matcher = parse_rules(&p.rules)
         .and_then(Matcher::new)
         .map_err(|e| format!("the workload's rules: {e}"))?;
@@ -651,7 +667,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
                 ..Default::default()
             },
             has_event: false,
-            seq: Vec::new(),
+            seq_msg: 0,
         })
         .collect();
     WORLD.with(|w| {
@@ -659,7 +675,7 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
             spec,
             workload,
             matcher,
-            table,
+            udp_port,
             cfg,
             nics,
             in_flight: 0,

@@ -418,7 +418,7 @@ pub struct Engine {
     jits: Option<Vec<Option<EctxJit>>>,
     /// Their compile threshold (`Jit::compile_after`).
     #[cfg(feature = "jit")]
-    jit_after: u16,
+    jit_after: u32,
 }
 
 impl Core {
@@ -584,9 +584,18 @@ impl Engine {
     /// `compile_after`-th use (`softspin_hpu::JIT_COMPILE_AFTER` by
     /// default); every result is the interpreter's.
     #[cfg(feature = "jit")]
-    pub fn enable_jit(&mut self, compile_after: u16) {
+    pub fn enable_jit(&mut self, compile_after: u32) {
         self.jits.get_or_insert_with(Vec::new);
         self.jit_after = compile_after;
+    }
+
+    /// With `enable_jit`: regions the ECTXs' JITs have compiled (the
+    /// current ones: a JIT replaced with its ECTX's program takes its count
+    /// along); `None` when handlers are interpreted.
+    #[cfg(feature = "jit")]
+    pub fn jit_regions_compiled(&self) -> Option<u64> {
+        let jits = self.jits.as_ref()?;
+        Some(jits.iter().flatten().map(|(_, j)| j.compiled).sum())
     }
 
     /// Record a Chrome trace-event timeline while running.

@@ -198,6 +198,15 @@ impl Workload for Broadcast {
         &self.program
     }
 
+    /// Its parent (r without its highest set bit) and its children.
+    fn peers(&self, k: u32) -> Option<Vec<u32>> {
+        let mut v = Broadcast::children(k, self.nodes);
+        if k > 0 {
+            v.push(k & !(1 << (31 - k.leading_zeros())));
+        }
+        Some(v)
+    }
+
     fn host_sends(&self, k: u32) -> Vec<HostSend> {
         if k != 0 {
             return Vec::new();

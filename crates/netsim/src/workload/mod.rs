@@ -6,8 +6,10 @@
 //! a reference computed independently (a seeded RNG's bytes, never read
 //! back from a node).
 
+pub mod accumulate;
 pub mod broadcast;
 pub mod kvstore;
+pub mod pingpong;
 pub mod raid;
 
 use std::path::{Path, PathBuf};
@@ -75,6 +77,19 @@ pub trait Workload {
         _ectx: softspin_engine::EctxId,
     ) -> Result<(), String> {
         Ok(())
+    }
+    /// The nodes whose node-table entries node k's handlers read (its own
+    /// is always written). `None`: every node's. Entries not written cost
+    /// no memory, which is what lets 16,384 NICs fit (docs/scale.md).
+    fn peers(&self, _k: u32) -> Option<Vec<u32>> {
+        None
+    }
+    /// A frame node k's rules do not give its NIC (not for sPIN), which
+    /// node k's host network stack receives: `None` if the workload expects
+    /// none such (a drop), else whether node k is now done (e.g. the last
+    /// pong datagram of ping-pong's stream mode). Default: `None`.
+    fn host_receives(&self, _k: u32, _frame: &[u8]) -> Option<bool> {
+        None
     }
     /// Nodes that must finish for the run to be complete.
     fn expected_done(&self) -> u32;
@@ -162,7 +177,7 @@ pub fn seeded_bytes(seed: u64, n: usize) -> Vec<u8> {
 /// each RMA frame a message of its own, numbered in arrival order.
 pub fn uc_rma_rules() -> Result<String, String> {
     Ok(format!(
-        "{}\n[[ruleset]]\nname = \"rma\"\nmatch = [\"ip\", \"udp\", \"udp_dport:{}\"]\neom = \"true\"\n",
+        "{}\n[[ruleset]]\nname = \"rma\"\nmatch = [\"ip\", \"udp\", \"udp_dport:{}\"]\neom = \"true\"\nmsg_id = \"sequence\"\n",
         uc_rules()?,
         softspin_wire::rma::UDP_PORT
     ))
