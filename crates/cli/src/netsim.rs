@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use anyhow::{bail, Context};
 use softspin_netsim::workload::accumulate::Accumulate;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
+use softspin_netsim::workload::kvstore::KvStore;
 use softspin_netsim::workload::pingpong::PingPong;
+use softspin_netsim::workload::raid::{Mode as RaidMode, Raid};
 use softspin_netsim::workload::Workload;
 use softspin_netsim::{NetParams, NicKind, NodeStats, Outcome, RunSpec};
 
@@ -21,7 +23,7 @@ pub struct NetsimArgs {
     #[arg(long)]
     nodes: u32,
     /// What runs: broadcast, pingpong, accumulate (these two between node 0
-    /// and the last node).
+    /// and the last node), raid, kvstore.
     #[arg(long)]
     workload: String,
     /// Message size in bytes.
@@ -31,7 +33,9 @@ pub struct NetsimArgs {
     /// (the completion handler forwards the whole message), rdma (the host
     /// CPU forwards once it landed) or portals (triggered puts forward it);
     /// pingpong: device, host or stream (examples/cluster/pingpong);
-    /// accumulate: streaming (its payload handlers work per packet).
+    /// accumulate: streaming (its payload handlers work per packet); raid:
+    /// spin (the NICs update the parity) or rdma (the hosts do); kvstore:
+    /// spin.
     #[arg(long)]
     mode: String,
     /// Where the NIC sits: discrete (PCIe) or integrated.
@@ -118,7 +122,21 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
             Accumulate::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
                 .map(|w| Box::new(w) as Box<dyn Workload>)
         }
-        w => bail!("--workload {w}: unknown (known: broadcast, pingpong, accumulate)"),
+        "raid" => {
+            let mode: RaidMode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+            Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
+        }
+        "kvstore" => {
+            if a.mode != "spin" {
+                bail!("--mode {}: kvstore runs `spin`", a.mode);
+            }
+            KvStore::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
+                .map(|w| Box::new(w) as Box<dyn Workload>)
+        }
+        w => {
+            bail!("--workload {w}: unknown (known: broadcast, pingpong, accumulate, raid, kvstore)")
+        }
     };
     std::fs::remove_dir_all(&dir).ok();
     let workload = workload.map_err(|e| anyhow::anyhow!(e))?;

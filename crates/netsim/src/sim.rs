@@ -362,7 +362,7 @@ impl World {
             let e = nic.engine.as_mut().expect("ran above");
             let r = self.workload.host_reacts(k, d.msg_id, e);
             if !r.is_empty() {
-                let due = d.time_ps + self.workload.react_delay_ps(k);
+                let due = d.time_ps + self.workload.host_react_delay_ps(k, d.msg_id);
                 self.host_queue[i].push_back((due, r));
             }
             if !has_prog

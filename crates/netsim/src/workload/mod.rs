@@ -8,7 +8,9 @@
 
 pub mod accumulate;
 pub mod broadcast;
+pub mod kvstore;
 pub mod pingpong;
+pub mod raid;
 
 use std::path::{Path, PathBuf};
 
@@ -59,11 +61,12 @@ pub trait Workload {
     fn host_reacts(&self, _k: u32, _msg_id: u32, _engine: &mut Engine) -> Vec<HostSend> {
         Vec::new()
     }
-    /// Simulated time from node k's NIC completing a message to its
-    /// `host_reacts` sends becoming due (ps): e.g. the DMA read of the
-    /// first packet from host memory that a put from host waits for.
+    /// How long after node k's NIC completed message `msg_id` its host's
+    /// answer (`host_reacts`) is due, besides `o`: e.g. the DMA read of the
+    /// first packet from host memory that a put from host waits for, or the
+    /// DMA of the message into host memory when no handler did it.
     /// Default: 0.
-    fn react_delay_ps(&self, _k: u32) -> u64 {
+    fn host_react_delay_ps(&self, _k: u32, _msg_id: u32) -> u64 {
         0
     }
     /// Called once on node k's engine after its ECTX is installed and
@@ -223,4 +226,96 @@ pub fn seeded_bytes(seed: u64, n: usize) -> Vec<u8> {
     }
     out.truncate(n);
     out
+}
+
+/// The use cases' ruleset plus RMA's (for handlers linked with
+/// examples/rma_target): as `cluster up --rma` matches `udp:RMA_PORT`,
+/// each RMA frame a message of its own, numbered in arrival order.
+pub fn uc_rma_rules() -> Result<String, String> {
+    Ok(format!(
+        "{}\n[[ruleset]]\nname = \"rma\"\nmatch = [\"ip\", \"udp\", \"udp_dport:{}\"]\neom = \"true\"\nmsg_id = \"sequence\"\n",
+        uc_rules()?,
+        softspin_wire::rma::UDP_PORT
+    ))
+}
+
+/// Node k's RMA set-up on a bare engine, as `softspin nic --rma --window
+/// SIZE,KEY` does through crates/host: the transport block in front of
+/// `ectx` (this node rank k), and `size` bytes of the host window from its
+/// start exported under `key` with every permission (the only entry of the
+/// image's window table, which starts empty).
+pub fn setup_rma(
+    k: u32,
+    engine: &mut Engine,
+    ectx: softspin_engine::EctxId,
+    image: &ElfImage,
+    key: u32,
+    size: u64,
+) -> Result<(), String> {
+    use softspin_wire::rma::window;
+    let rank = u16::try_from(k).map_err(|_| format!("RMA ranks are 16-bit; node {k} is not"))?;
+    engine.enable_rma_transport(ectx, softspin_engine::RmaTransportConfig::new(rank))?;
+    let table = image
+        .symbol(window::SYMBOL)
+        .map_err(|e| format!("the image has no RMA window table: {e}"))?;
+    let w = window::Window {
+        key,
+        perms: window::PERM_ALL,
+        base: 0,
+        size,
+    };
+    if !engine.write_nic(table, &w.to_bytes()) {
+        return Err(format!(
+            "the RMA window table at 0x{table:x} is not NIC memory"
+        ));
+    }
+    Ok(())
+}
+
+/// One use-case datagram (uc.h's header, common.py `packets`) from node
+/// `from` to node `to`: `data` at uc offset `off` of a `total`-byte message
+/// `seq` of mode `mode`, the last one flagged UC_EOM.
+pub fn uc_frame(
+    from: u32,
+    to: u32,
+    seq: u32,
+    total: usize,
+    off: usize,
+    mode: u16,
+    data: &[u8],
+) -> Result<Vec<u8>, String> {
+    use softspin_engine::traffic::{build_frame, FrameKind};
+    let port = uc("UC_PORT")? as u16;
+    let hdr = uc("UC_HDR")? as usize;
+    let src =
+        u16::try_from(from).map_err(|_| format!("uc.h's src is 16-bit; node {from} is not"))?;
+    let mut f = build_frame(
+        FrameKind::Eth,
+        14 + 20 + 8 + hdr + data.len(),
+        crate::node::ipv4(from),
+        crate::node::ipv4(to),
+        port,
+        port,
+        |_| 0,
+    )
+    .map_err(|e| e.to_string())?;
+    f[0..6].copy_from_slice(&crate::node::mac(to));
+    f[6..12].copy_from_slice(&crate::node::mac(from));
+    let msg = uc("UC_MSG_BIT")? as u32 | from << 20 | (seq & 0xF_FFFF);
+    let eom = if off + data.len() >= total {
+        uc("UC_EOM")? as u32
+    } else {
+        0
+    };
+    let h = &mut f[42..];
+    h[0..2].copy_from_slice(&(uc("UC_MAGIC")? as u16).to_be_bytes());
+    h[2..6].copy_from_slice(&msg.to_be_bytes());
+    h[6..10].copy_from_slice(&eom.to_be_bytes());
+    h[10..14].copy_from_slice(&seq.to_be_bytes());
+    h[14..18].copy_from_slice(&(total as u32).to_be_bytes());
+    h[18..22].copy_from_slice(&(off as u32).to_be_bytes());
+    h[22..24].copy_from_slice(&src.to_be_bytes());
+    h[24..26].copy_from_slice(&mode.to_be_bytes());
+    h[hdr..].copy_from_slice(data);
+    Ok(f)
 }

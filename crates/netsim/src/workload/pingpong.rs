@@ -16,8 +16,7 @@
 use std::cell::RefCell;
 
 use softspin_engine::traffic::{build_frame, FrameKind};
-use softspin_engine::{EctxId, Engine, NicConfig, RmaTransportConfig};
-use softspin_wire::rma::window;
+use softspin_engine::{EctxId, Engine, NicConfig};
 
 use super::{seeded_bytes, uc, HostSend, NicProgram, Workload, HOST_BASE};
 use crate::node;
@@ -148,12 +147,7 @@ impl UcConsts {
     /// message, numbered in arrival order), as `softspin cluster up --rma`
     /// gives each NIC.
     pub fn rules_with_rma() -> Result<String, String> {
-        Ok(format!(
-            "{}\n[[ruleset]]\nname = \"rma\"\nmatch = [\"ip\", \"udp\", \"udp_dport:{}\"]\n\
-             eom = \"true\"\nmsg_id = \"sequence\"\n",
-            super::uc_rules()?,
-            softspin_wire::rma::UDP_PORT
-        ))
+        super::uc_rma_rules()
     }
 
     /// Node k's RMA transport as rank k and its host window exported under
@@ -165,22 +159,7 @@ impl UcConsts {
         ectx: EctxId,
         program: &NicProgram,
     ) -> Result<(), String> {
-        let rank = u16::try_from(k).map_err(|_| format!("node {k}: beyond RMA's 16-bit ranks"))?;
-        e.enable_rma_transport(ectx, RmaTransportConfig::new(rank))?;
-        let table = program
-            .image
-            .symbol(window::SYMBOL)
-            .map_err(|e| format!("the image has no RMA window table: {e}"))?;
-        let w = window::Window {
-            key: self.key,
-            perms: window::PERM_ALL,
-            base: 0,
-            size: self.window,
-        };
-        if !e.write_nic(table, &w.to_bytes()) {
-            return Err("the RMA window table is outside NIC memory".into());
-        }
-        Ok(())
+        super::setup_rma(k, e, ectx, &program.image, self.key, self.window)
     }
 
     /// The u64 at `off` in a node's host window.

@@ -1,0 +1,113 @@
+//! `softspin netsim --workload raid` (docs/scale.md "RAID-5 parity"): the
+//! use case's handlers (spin) and the host-CPU baseline (rdma) verified
+//! byte for byte against the Rust XOR reference, a sabotaged reference
+//! reported, bad arguments refused, and Fig. 7c's shape. Each run is its
+//! own process (SimGrid allows one simulation per process).
+
+use std::process::{Command, Output};
+
+const BIN: &str = env!("CARGO_BIN_EXE_softspin");
+
+fn raid(size: usize, mode: &str, extra: &[&str]) -> Output {
+    let s = size.to_string();
+    Command::new(BIN)
+        .args(["netsim", "--nodes", "6", "--workload", "raid", "--size", &s])
+        .args(["--mode", mode, "--json"])
+        .args(extra)
+        .output()
+        .expect("run softspin")
+}
+
+fn json(o: &Output) -> serde_json::Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}\n{}",
+            String::from_utf8_lossy(&o.stdout),
+            String::from_utf8_lossy(&o.stderr)
+        )
+    })
+}
+
+/// The run's completion (ns) once it verified with a clean exit.
+fn verified_ns(size: usize, mode: &str) -> f64 {
+    let o = raid(size, mode, &[]);
+    let j = json(&o);
+    assert_eq!(o.status.code(), Some(0), "{size} B {mode}: {j}");
+    assert_eq!(j["verified"], true, "{j}");
+    assert_eq!(j["ended"], "done", "{j}");
+    assert_eq!(
+        (j["handler_errors"].as_u64(), j["drops"].as_u64()),
+        (Some(0), Some(0))
+    );
+    // The client, the parity node and the four data nodes all ran.
+    assert_eq!(j["engines"], 6, "{j}");
+    j["completion_ns"].as_f64().expect("complete")
+}
+
+/// One and four packets per data node (as test_raid.py's 64 B and 20,000 B
+/// writes), in both modes: every store, the parity and the client's acks
+/// as the reference says; a larger write takes longer.
+#[test]
+fn writes_verify_in_both_modes() {
+    for mode in ["spin", "rdma"] {
+        let small = verified_ns(64, mode);
+        let large = verified_ns(20_000, mode);
+        assert!(
+            small > 0.0 && large > small,
+            "{mode}: {small} ns, {large} ns"
+        );
+    }
+}
+
+#[test]
+fn a_sabotaged_parity_is_not_verified_and_exits_1() {
+    for mode in ["spin", "rdma"] {
+        let o = raid(64, mode, &["--sabotage"]);
+        let j = json(&o);
+        assert_eq!(o.status.code(), Some(1), "{j}");
+        assert_eq!(j["verified"], false);
+        // Only the parity node's reference was touched.
+        assert_eq!(j["nodes_not_verified"], serde_json::json!([1]), "{j}");
+    }
+}
+
+#[test]
+fn bad_arguments_are_refused_by_name() {
+    for (size, mode, nodes, says) in [
+        (64, "streaming", "6", "--mode streaming"),
+        (6, "spin", "6", "--size 6"),
+        (4 * 262_144 + 4, "spin", "6", "--size"),
+        (64, "spin", "5", "--nodes 5"),
+    ] {
+        let s = size.to_string();
+        let o = Command::new(BIN)
+            .args([
+                "netsim",
+                "--nodes",
+                nodes,
+                "--workload",
+                "raid",
+                "--size",
+                &s,
+            ])
+            .args(["--mode", mode])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(err.contains(says), "{says}: {err}");
+    }
+}
+
+/// Seed 004 Fig. 7c: sPIN comparable to RDMA for small writes, faster for
+/// large ones. Not reproduced (docs/scale.md "RAID-5 parity"): the use
+/// case's handlers on the PsPIN model take tens of µs for 64 B and ~2 ms
+/// for 64 KiB, the host baseline a few µs. Run with --ignored to see it.
+#[test]
+#[ignore = "Fig. 7c's shape is not reproduced: docs/scale.md, RAID-5 parity"]
+fn fig_7c_spin_comparable_for_small_and_faster_for_large_writes() {
+    let (s, r) = (verified_ns(64, "spin"), verified_ns(64, "rdma"));
+    assert!(s <= 1.5 * r, "64 B: spin {s} ns, rdma {r} ns");
+    let (s, r) = (verified_ns(262_144, "spin"), verified_ns(262_144, "rdma"));
+    assert!(s < r, "256 KiB: spin {s} ns, rdma {r} ns");
+}
