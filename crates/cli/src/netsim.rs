@@ -104,42 +104,45 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
     let cfg = softspin_netsim::sim::nic_config(&params, nic);
     let dir = std::env::temp_dir().join(format!("softspin-netsim-build-{}", std::process::id()));
     std::fs::create_dir_all(&dir).with_context(|| dir.display().to_string())?;
-    let workload: Result<Box<dyn Workload>, String> = match a.workload.as_str() {
-        "broadcast" => {
-            let mode: Mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-            Broadcast::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn Workload>)
-        }
-        "pingpong" => {
-            let mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-            PingPong::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn Workload>)
-        }
-        "accumulate" => {
-            if !matches!(a.mode.as_str(), "streaming" | "stream") {
-                bail!("--mode {}: accumulate runs `streaming` (its payload handlers multiply per packet)", a.mode);
+    // The images are built into `dir`, removed whatever the outcome.
+    let workload = (|| -> anyhow::Result<Result<Box<dyn Workload>, String>> {
+        Ok(match a.workload.as_str() {
+            "broadcast" => {
+                let mode: Mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+                Broadcast::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                    .map(|w| Box::new(w) as Box<dyn Workload>)
             }
-            Accumulate::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn Workload>)
-        }
-        "raid" => {
-            let mode: RaidMode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-            Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn Workload>)
-        }
-        "kvstore" => {
-            if a.mode != "spin" {
-                bail!("--mode {}: kvstore runs `spin`", a.mode);
+            "pingpong" => {
+                let mode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+                PingPong::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                    .map(|w| Box::new(w) as Box<dyn Workload>)
             }
-            KvStore::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
-                .map(|w| Box::new(w) as Box<dyn Workload>)
-        }
-        w => {
-            bail!("--workload {w}: unknown (known: broadcast, pingpong, accumulate, raid, kvstore)")
-        }
-    };
+            "accumulate" => {
+                if !matches!(a.mode.as_str(), "streaming" | "stream") {
+                    bail!("--mode {}: accumulate runs `streaming` (its payload handlers multiply per packet)", a.mode);
+                }
+                Accumulate::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
+                    .map(|w| Box::new(w) as Box<dyn Workload>)
+            }
+            "raid" => {
+                let mode: RaidMode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
+                Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
+                    .map(|w| Box::new(w) as Box<dyn Workload>)
+            }
+            "kvstore" => {
+                if a.mode != "spin" {
+                    bail!("--mode {}: kvstore runs `spin`", a.mode);
+                }
+                KvStore::new(a.nodes, a.size, &cfg, &dir, a.seed, a.sabotage)
+                    .map(|w| Box::new(w) as Box<dyn Workload>)
+            }
+            w => {
+                bail!("--workload {w}: unknown (known: broadcast, pingpong, accumulate, raid, kvstore)")
+            }
+        })
+    })();
     std::fs::remove_dir_all(&dir).ok();
-    let workload = workload.map_err(|e| anyhow::anyhow!(e))?;
+    let workload = workload?.map_err(|e| anyhow::anyhow!(e))?;
     let spec = RunSpec {
         params: params.clone(),
         nic,

@@ -867,7 +867,10 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
     let dir = std::env::temp_dir().join(format!("softspin-netsim-{}", std::process::id()));
     std::fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     let xml = dir.join("platform.xml");
-    std::fs::write(&xml, tree.xml(&spec.params)).map_err(|e| format!("{}: {e}", xml.display()))?;
+    if let Err(e) = std::fs::write(&xml, tree.xml(&spec.params)) {
+        std::fs::remove_dir_all(&dir).ok();
+        return Err(format!("{}: {e}", xml.display()));
+    }
     let cfg = nic_config(&spec.params, spec.nic);
     let progs: Vec<Option<Prog>> = (0..n)
         .map(|k| {
