@@ -89,25 +89,20 @@ impl Accumulate {
         if nodes < 2 {
             return Err(format!("--nodes {nodes}: an accumulate needs at least 2"));
         }
-        let image = super::build_usecase("accumulate", cfg, build_dir)?;
         let d = seeded_doubles(seed, size / 8);
         let s = seeded_doubles(seed ^ 0x5eed_5eed, size / 8);
         let mut reference = complex_product(&d, &s);
         if sabotage {
             reference[size / 2] ^= 1;
         }
-        let program = NicProgram {
-            image,
-            hh: Some("accumulate_hh".into()),
-            ph: Some("accumulate_ph".into()),
-            th: Some("accumulate_th".into()),
-            rules: UcConsts::rules_with_rma()?,
-            udp_port: c.port,
-            host_window: c.window,
-            // examples/cluster/common.py's NIC arguments.
-            watchdog: 200_000_000,
-            msg_timeout_ns: 2_000_000_000,
-        };
+        let program = NicProgram::usecase(
+            "accumulate",
+            cfg,
+            build_dir,
+            UcConsts::rules_with_rma()?,
+            c.port,
+            c.window,
+        )?;
         Ok(Accumulate {
             dst: nodes - 1,
             size,

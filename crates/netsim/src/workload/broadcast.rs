@@ -115,24 +115,19 @@ impl Broadcast {
             rx: uc("UC_RX")?,
             done: uc("UC_DONE")?,
         };
-        let image = super::build_usecase("broadcast", cfg, build_dir)?;
         let data = seeded_bytes(seed, size);
         let mut reference = data.clone();
         if sabotage {
             reference[size / 2] ^= 1;
         }
-        let program = NicProgram {
-            image,
-            hh: Some("broadcast_hh".into()),
-            ph: Some("broadcast_ph".into()),
-            th: Some("broadcast_th".into()),
-            rules: super::uc_rules()?,
-            udp_port: c.port,
-            host_window: uc("UC_WINDOW")?,
-            // examples/cluster/common.py's NIC arguments.
-            watchdog: 200_000_000,
-            msg_timeout_ns: 2_000_000_000,
-        };
+        let program = NicProgram::usecase(
+            "broadcast",
+            cfg,
+            build_dir,
+            super::uc_rules()?,
+            c.port,
+            uc("UC_WINDOW")?,
+        )?;
         // Seed 004 §4.3: L_dma + bytes / bandwidth (bandwidth in Gb/s).
         let first = size.min(c.chunk) as f64;
         let read_first_ps = (cfg.host.latency_ns as f64 * 1e3

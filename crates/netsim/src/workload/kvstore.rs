@@ -157,19 +157,14 @@ impl KvStore {
             }
             script.push(v);
         }
-        let image = super::build_usecase("kvstore", cfg, build_dir)?;
-        let program = NicProgram {
-            image,
-            hh: Some("kvstore_hh".into()),
-            ph: Some("kvstore_ph".into()),
-            th: Some("kvstore_th".into()),
-            rules: super::uc_rma_rules()?,
-            udp_port: uc("UC_PORT")? as u16,
-            host_window: uc("UC_WINDOW")?,
-            // examples/cluster/common.py's NIC arguments.
-            watchdog: 200_000_000,
-            msg_timeout_ns: 2_000_000_000,
-        };
+        let program = NicProgram::usecase(
+            "kvstore",
+            cfg,
+            build_dir,
+            super::uc_rma_rules()?,
+            uc("UC_PORT")? as u16,
+            uc("UC_WINDOW")?,
+        )?;
         let progress = (0..nodes)
             .map(|_| Progress {
                 answered: 0,

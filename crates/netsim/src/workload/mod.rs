@@ -45,6 +45,31 @@ pub struct NicProgram {
     pub msg_timeout_ns: u64,
 }
 
+impl NicProgram {
+    /// A use case's handlers (`NAME_hh`, `NAME_ph`, `NAME_th`, built by
+    /// [`build_usecase`]) with examples/cluster/common.py's NIC arguments.
+    pub fn usecase(
+        name: &str,
+        cfg: &NicConfig,
+        build_dir: &Path,
+        rules: String,
+        udp_port: u16,
+        host_window: u64,
+    ) -> Result<NicProgram, String> {
+        Ok(NicProgram {
+            image: build_usecase(name, cfg, build_dir)?,
+            hh: Some(format!("{name}_hh")),
+            ph: Some(format!("{name}_ph")),
+            th: Some(format!("{name}_th")),
+            rules,
+            udp_port,
+            host_window,
+            watchdog: 200_000_000,
+            msg_timeout_ns: 2_000_000_000,
+        })
+    }
+}
+
 /// Where every node's host window starts (the engine's default).
 pub const HOST_BASE: u64 = softspin_engine::ectx::DEFAULT_HOST_BASE;
 

@@ -232,24 +232,19 @@ impl PingPong {
             Mode::Host => "UC_MODE_HOST",
             Mode::Stream => "UC_MODE_STREAM",
         })? as u16;
-        let image = super::build_usecase("pingpong", cfg, build_dir)?;
         let data = seeded_bytes(seed, size);
         let mut reference = data.clone();
         if sabotage {
             reference[size / 2] ^= 1;
         }
-        let program = NicProgram {
-            image,
-            hh: Some("pingpong_hh".into()),
-            ph: Some("pingpong_ph".into()),
-            th: Some("pingpong_th".into()),
-            rules: UcConsts::rules_with_rma()?,
-            udp_port: c.port,
-            host_window: c.window,
-            // examples/cluster/common.py's NIC arguments.
-            watchdog: 200_000_000,
-            msg_timeout_ns: 2_000_000_000,
-        };
+        let program = NicProgram::usecase(
+            "pingpong",
+            cfg,
+            build_dir,
+            UcConsts::rules_with_rma()?,
+            c.port,
+            c.window,
+        )?;
         let pieces = size.div_ceil(c.chunk);
         Ok(PingPong {
             peer: nodes - 1,

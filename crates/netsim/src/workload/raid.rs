@@ -151,22 +151,19 @@ impl Raid {
         if sabotage {
             parity[addr + strip / 2] ^= 1;
         }
-        let image = super::build_usecase("raid", cfg, build_dir)?;
-        let spin = |h: &str| (mode == Mode::Spin).then(|| h.to_string());
-        let program = NicProgram {
-            image,
+        let mut program = NicProgram::usecase(
+            "raid",
+            cfg,
+            build_dir,
+            super::uc_rma_rules()?,
+            uc("UC_PORT")? as u16,
+            c.window,
+        )?;
+        if mode == Mode::Rdma {
             // An ECTX needs a handler: rdma keeps raid_hh, which only
             // notes the message's address in NIC memory (no DMA, no send).
-            hh: Some("raid_hh".into()),
-            ph: spin("raid_ph"),
-            th: spin("raid_th"),
-            rules: super::uc_rma_rules()?,
-            udp_port: uc("UC_PORT")? as u16,
-            host_window: c.window,
-            // examples/cluster/common.py's NIC arguments.
-            watchdog: 200_000_000,
-            msg_timeout_ns: 2_000_000_000,
-        };
+            (program.ph, program.th) = (None, None);
+        }
         Ok(Raid {
             nodes,
             mode,
