@@ -14,7 +14,8 @@ import tomllib
 
 
 def version(s):
-    return tuple(int(x) for x in s.split("."))
+    """"1.95" and "1.95.0" compare equal."""
+    return tuple((list(map(int, s.split("."))) + [0, 0])[:3])
 
 
 def main():
