@@ -418,7 +418,10 @@ def test_interrupt_keeps_finished_points(tmp_path):
     grid = write(tmp_path / "g.toml", 'command = "sim"\n[grid]\nmode = ["ok", "hang"]\nn = [1, 2]\n')
     p = subprocess.Popen([sys.executable, "-P", str(RUNNER), str(grid), "--softspin", str(fake(tmp_path)),
                           "--workers", "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         start_new_session=True)
+                         start_new_session=True,
+                         # SIGINT's default action even when the tests run as a background job,
+                         # which inherits SIGINT ignored (Python then installs no handler).
+                         preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     points = tmp_path / "g.out" / "points"
     deadline = time.monotonic() + 60
     while len(list(points.glob("*.json"))) < 2 and time.monotonic() < deadline:
