@@ -7,7 +7,7 @@
 
 use super::program::{Program, Step};
 use super::ti::TraceError;
-use crate::workload::{c_define as define, UC_H};
+use crate::workload::{header_define, UC_H};
 
 /// examples/cluster/matching/matching.h.
 pub const MATCHING_H: &str = include_str!("../../../../examples/cluster/matching/matching.h");
@@ -67,8 +67,8 @@ pub struct Completion {
 impl Mt {
     /// From the headers the handlers are built with.
     pub fn from_headers(uc_h: &str, matching_h: &str) -> Result<Mt, String> {
-        let m = |n: &str| define(matching_h, n).ok_or_else(|| format!("matching.h defines no {n}"));
-        let u = |n: &str| define(uc_h, n).ok_or_else(|| format!("uc.h defines no {n}"));
+        let m = |n: &str| header_define(matching_h, "matching.h", n);
+        let u = |n: &str| header_define(uc_h, "uc.h", n);
         Ok(Mt {
             posted: m("UC_MT_POSTED")?,
             kick: m("UC_MT_KICK")?,

@@ -87,8 +87,7 @@ impl Broadcast {
         sabotage: bool,
     ) -> Result<Broadcast, String> {
         let bc = |n: &str| {
-            super::c_define(BROADCAST_H, n)
-                .ok_or_else(|| format!("examples/cluster/broadcast/broadcast.h defines no {n}"))
+            super::header_define(BROADCAST_H, "examples/cluster/broadcast/broadcast.h", n)
         };
         let max = uc("UC_MAX_SIZE")? as usize;
         if size == 0 || size > max {

@@ -74,10 +74,7 @@ impl KvStore {
         seed: u64,
         sabotage: bool,
     ) -> Result<KvStore, String> {
-        let k = |n: &str| {
-            super::c_define(KV_H, n)
-                .ok_or_else(|| format!("examples/cluster/kvstore/kvstore.h defines no {n}"))
-        };
+        let k = |n: &str| super::header_define(KV_H, "examples/cluster/kvstore/kvstore.h", n);
         let c = Consts {
             put: uc("UC_MODE_KV_PUT")? as u16,
             get: uc("UC_MODE_KV_GET")? as u16,

@@ -206,9 +206,15 @@ pub fn examples_dir() -> PathBuf {
 /// examples/cluster/uc.h, the use cases' shared header.
 pub const UC_H: &str = include_str!("../../../../examples/cluster/uc.h");
 
-/// A uc.h define; a missing one is a build-time fact broken, reported.
+/// A define of the C header `text` (named `file` in the error); a missing
+/// one is a build-time fact broken, reported.
+pub fn header_define(text: &str, file: &str, name: &str) -> Result<u64, String> {
+    c_define(text, name).ok_or_else(|| format!("{file} defines no {name}"))
+}
+
+/// A uc.h define.
 pub fn uc(name: &str) -> Result<u64, String> {
-    c_define(UC_H, name).ok_or_else(|| format!("examples/cluster/uc.h defines no {name}"))
+    header_define(UC_H, "examples/cluster/uc.h", name)
 }
 
 /// The use cases' ruleset (examples/cluster/common.py `rules_toml`): the

@@ -101,10 +101,7 @@ impl Raid {
         seed: u64,
         sabotage: bool,
     ) -> Result<Raid, String> {
-        let r = |n: &str| {
-            super::c_define(RAID_H, n)
-                .ok_or_else(|| format!("examples/cluster/raid/raid.h defines no {n}"))
-        };
+        let r = |n: &str| super::header_define(RAID_H, "examples/cluster/raid/raid.h", n);
         let c = Consts {
             parity: r("UC_RAID_PARITY")? as u32,
             first_data: r("UC_RAID_FIRST_DATA")? as u32,
