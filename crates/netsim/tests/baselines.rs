@@ -5,24 +5,15 @@
 //! host CPU, nothing for `portals`' triggered put. Node 3's packet must
 //! arrive that plus one transfer after node 1 was done.
 
-use softspin_netsim::sim::nic_config;
-use softspin_netsim::workload::broadcast::{Broadcast, Mode};
-use softspin_netsim::{FatTree, NetParams, NicKind, RunSpec};
+mod common;
+
+use softspin_netsim::workload::broadcast::Mode;
+use softspin_netsim::{FatTree, NetParams, NicKind};
 
 fn gap_ps(mode: Mode) -> (f64, f64) {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Discrete);
-    let dir = std::env::temp_dir().join(format!("netsim-base-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let b = Broadcast::new(4, 8, mode, &cfg, &dir, 3, false).unwrap();
-    let spec = RunSpec {
-        params: p.clone(),
-        nic: NicKind::Discrete,
-        nodes: 4,
-        limit_s: 1e-3,
-    };
+    let (b, spec) = common::broadcast(4, 8, mode, NicKind::Discrete, 3, 1e-3);
+    let p = spec.params.clone();
     let out = softspin_netsim::run(spec, Box::new(b)).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(out.verified, "{out:?}");
     assert_eq!(out.transfers, 3);
     let done1 = out.per_node[1].done_ps.unwrap() as f64;

@@ -1,25 +1,16 @@
 //! An 8 B broadcast between two nodes against the hand computation from
 //! the parameters (one simulation per process: this binary runs one).
 
-use softspin_netsim::sim::nic_config;
-use softspin_netsim::workload::broadcast::{Broadcast, Mode};
-use softspin_netsim::{FatTree, NetParams, NicKind, RunSpec};
+mod common;
+
+use softspin_netsim::workload::broadcast::Mode;
+use softspin_netsim::{FatTree, NicKind};
 
 #[test]
 fn eight_bytes_on_two_nodes_take_o_plus_the_wire_plus_the_handlers() {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Discrete);
-    let dir = std::env::temp_dir().join(format!("netsim-two-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let w = Broadcast::new(2, 8, Mode::Streaming, &cfg, &dir, 4, false).unwrap();
-    let spec = RunSpec {
-        params: p.clone(),
-        nic: NicKind::Discrete,
-        nodes: 2,
-        limit_s: 1e-3,
-    };
+    let (w, spec) = common::broadcast(2, 8, Mode::Streaming, NicKind::Discrete, 4, 1e-3);
+    let p = spec.params.clone();
     let out = softspin_netsim::run(spec, Box::new(w)).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(out.verified, "{out:?}");
     assert_eq!(out.engines, 1, "the root's NIC takes no part");
     assert_eq!(out.transfers, 1);

@@ -12,27 +12,18 @@
 //! where the closed form charges the 8 B payload's (s-1)G. Each hop's
 //! link time is checked exactly.
 
+mod common;
+
 use softspin_netsim::loggp::{binomial_children, spin_bcast_ns, Bcast, Forwarding, Hops};
-use softspin_netsim::sim::nic_config;
-use softspin_netsim::workload::broadcast::{Broadcast, Mode};
-use softspin_netsim::{FatTree, NetParams, NicKind, RunSpec};
+use softspin_netsim::workload::broadcast::Mode;
+use softspin_netsim::{FatTree, NicKind};
 
 #[test]
 fn an_8_byte_streaming_broadcast_on_1024_nodes_is_the_closed_form() {
     let n = 1024;
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Discrete);
-    let dir = std::env::temp_dir().join(format!("netsim-closed-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let b = Broadcast::new(n, 8, Mode::Streaming, &cfg, &dir, 11, false).unwrap();
-    let spec = RunSpec {
-        params: p.clone(),
-        nic: NicKind::Discrete,
-        nodes: n,
-        limit_s: 1e-2,
-    };
+    let (b, spec) = common::broadcast(n, 8, Mode::Streaming, NicKind::Discrete, 11, 1e-2);
+    let p = spec.params.clone();
     let out = softspin_netsim::run(spec, Box::new(b)).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(out.verified, "{:?}", out.error_samples);
     let ns = |ps: Option<u64>| ps.unwrap() as f64 / 1e3;
     let one = &out.per_node[1];

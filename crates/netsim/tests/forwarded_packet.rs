@@ -3,25 +3,16 @@
 //! forwards the root's 8 B message to node 3; its packet must reach node 3
 //! the path's latency after its last byte left node 1's port.
 
-use softspin_netsim::sim::nic_config;
+mod common;
+
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
-use softspin_netsim::{FatTree, NetParams, NicKind, RunSpec};
+use softspin_netsim::{FatTree, NicKind};
 
 #[test]
 fn a_forwarded_packet_arrives_one_latency_after_it_left() {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Discrete);
-    let dir = std::env::temp_dir().join(format!("netsim-fwd-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let w = Broadcast::new(4, 8, Mode::Store, &cfg, &dir, 5, false).unwrap();
-    let spec = RunSpec {
-        params: p.clone(),
-        nic: NicKind::Discrete,
-        nodes: 4,
-        limit_s: 1e-3,
-    };
+    let (w, spec) = common::broadcast(4, 8, Mode::Store, NicKind::Discrete, 5, 1e-3);
+    let p = spec.params.clone();
     let out = softspin_netsim::run(spec, Box::new(w)).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(out.verified, "{out:?}");
     assert_eq!(Broadcast::children(1, 4), vec![3]);
     let left = out.per_node[1].first_send_ps.expect("node 1 forwarded") as f64;

@@ -6,16 +6,17 @@
 //! doorbell), waits again and finishes. Times are checked against the
 //! parameters by hand.
 
+mod common;
+
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use softspin_engine::Engine;
-use softspin_netsim::sim::nic_config;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
 use softspin_netsim::workload::{
     uc, HostProgram, HostSend, HostSignal, HostStep, NicProgram, Workload, HOST_BASE,
 };
-use softspin_netsim::{FatTree, NetParams, NicKind, RunSpec};
+use softspin_netsim::{FatTree, NicKind};
 
 const C0: f64 = 1e-6;
 const C1: f64 = 0.5e-6;
@@ -107,11 +108,8 @@ impl Workload for Programs {
 
 #[test]
 fn a_host_program_computes_sends_rings_its_nic_and_waits_for_it() {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Integrated);
-    let dir = std::env::temp_dir().join(format!("netsim-prog-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let b = Broadcast::new(2, 8, Mode::Store, &cfg, &dir, 5, false).unwrap();
+    let (b, spec) = common::broadcast(2, 8, Mode::Store, NicKind::Integrated, 5, 1e-3);
+    let p = spec.params.clone();
     let frame = b.host_sends(0)[0].frame.len() as u64;
     let log: Log = Rc::default();
     let w = Programs {
@@ -119,14 +117,7 @@ fn a_host_program_computes_sends_rings_its_nic_and_waits_for_it() {
         done_word: HOST_BASE + uc("UC_DONE").unwrap(),
         log: log.clone(),
     };
-    let spec = RunSpec {
-        params: p.clone(),
-        nic: NicKind::Integrated,
-        nodes: 2,
-        limit_s: 1e-3,
-    };
     let out = softspin_netsim::run(spec, Box::new(w)).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(out.verified && out.ended == "done", "{out:?}");
     // Only node 0's send crosses the network; the doorbell does not.
     assert_eq!(out.transfers, 1);

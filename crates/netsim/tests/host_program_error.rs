@@ -2,13 +2,14 @@
 //! ends with an error naming the node (no panic, no hang), while another
 //! node's host is suspended in a wait.
 
+mod common;
+
 use softspin_engine::Engine;
-use softspin_netsim::sim::nic_config;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
 use softspin_netsim::workload::{
     HostProgram, HostSend, HostSignal, HostStep, NicProgram, Workload,
 };
-use softspin_netsim::{NetParams, NicKind, RunSpec};
+use softspin_netsim::NicKind;
 
 struct Bad(u32, f64);
 
@@ -62,19 +63,8 @@ impl Workload for W {
 
 #[test]
 fn a_compute_time_that_is_not_a_time_is_an_error_naming_the_node() {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Integrated);
-    let dir = std::env::temp_dir().join(format!("netsim-bad-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let b = Broadcast::new(3, 8, Mode::Store, &cfg, &dir, 5, false).unwrap();
-    let spec = RunSpec {
-        params: p,
-        nic: NicKind::Integrated,
-        nodes: 3,
-        limit_s: 1.0,
-    };
+    let (b, spec) = common::broadcast(3, 8, Mode::Store, NicKind::Integrated, 5, 1.0);
     let r = softspin_netsim::run(spec, Box::new(W(b)));
-    std::fs::remove_dir_all(&dir).ok();
     let e = r.expect_err("a NaN compute must fail the run");
     assert!(e.contains("node 1: host program: compute for NaN s"), "{e}");
 }

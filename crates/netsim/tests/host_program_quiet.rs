@@ -2,13 +2,14 @@
 //! "quiet" and incomplete (no hang, no fixed polling step), and the
 //! waiting host is stopped cleanly.
 
+mod common;
+
 use softspin_engine::Engine;
-use softspin_netsim::sim::nic_config;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
 use softspin_netsim::workload::{
     HostProgram, HostSend, HostSignal, HostStep, NicProgram, Workload,
 };
-use softspin_netsim::{NetParams, NicKind, RunSpec};
+use softspin_netsim::NicKind;
 
 struct Waits(u32);
 
@@ -51,19 +52,8 @@ impl Workload for Idle {
 
 #[test]
 fn a_host_waiting_on_nothing_ends_the_run_quiet() {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Integrated);
-    let dir = std::env::temp_dir().join(format!("netsim-quiet-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let b = Broadcast::new(2, 8, Mode::Store, &cfg, &dir, 5, false).unwrap();
-    let spec = RunSpec {
-        params: p,
-        nic: NicKind::Integrated,
-        nodes: 2,
-        limit_s: 1.0,
-    };
+    let (b, spec) = common::broadcast(2, 8, Mode::Store, NicKind::Integrated, 5, 1.0);
     let out = softspin_netsim::run(spec, Box::new(Idle(b))).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert_eq!(out.ended, "quiet", "{out:?}");
     assert!(!out.completed && !out.verified && out.completion_ps.is_none());
     assert_eq!(out.transfers, 0);

@@ -4,11 +4,12 @@
 //! node 2 the root's frames for it. Node 2's packet must arrive o plus one
 //! transfer after node 1's completion, and both must verify.
 
+mod common;
+
 use softspin_engine::{EctxId, Engine};
-use softspin_netsim::sim::nic_config;
 use softspin_netsim::workload::broadcast::{Broadcast, Mode};
 use softspin_netsim::workload::{HostSend, NicProgram, Workload};
-use softspin_netsim::{FatTree, NetParams, NicKind, RunSpec};
+use softspin_netsim::{FatTree, NicKind};
 
 struct Relay(Broadcast);
 
@@ -48,19 +49,9 @@ impl Workload for Relay {
 
 #[test]
 fn a_host_sends_after_its_nic_completed_a_message() {
-    let p = NetParams::sc17();
-    let cfg = nic_config(&p, NicKind::Integrated);
-    let dir = std::env::temp_dir().join(format!("netsim-relay-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let b = Broadcast::new(3, 8, Mode::Store, &cfg, &dir, 9, false).unwrap();
-    let spec = RunSpec {
-        params: p.clone(),
-        nic: NicKind::Integrated,
-        nodes: 3,
-        limit_s: 1e-3,
-    };
+    let (b, spec) = common::broadcast(3, 8, Mode::Store, NicKind::Integrated, 9, 1e-3);
+    let p = spec.params.clone();
     let out = softspin_netsim::run(spec, Box::new(Relay(b))).unwrap();
-    std::fs::remove_dir_all(&dir).ok();
     assert!(out.verified, "{out:?}");
     assert_eq!(out.transfers, 2);
     let done1 = out.per_node[1].done_ps.unwrap() as f64;
