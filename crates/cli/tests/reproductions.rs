@@ -739,17 +739,7 @@ fn stdout_is_prefixed_and_on_stdout() {
 fn c_host() -> &'static Path {
     static P: OnceLock<PathBuf> = OnceLock::new();
     P.get_or_init(|| {
-        let o = Command::new(env!("CARGO"))
-            .args(["build", "--release", "-p", "softspin-c"])
-            .current_dir(root())
-            .output()
-            .expect("run cargo");
-        assert!(
-            o.status.success(),
-            "cargo build -p softspin-c: {}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        let lib = root().join("target/release");
+        let lib = softspin_testkit::release_dir();
         let exe = scratch("repro").join("repro_host");
         let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
         let o = Command::new(cc)

@@ -64,6 +64,36 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// target/release, with libsoftspin and the `softspin` CLI up to date, for
+/// tests that link or run them (`cargo test` in another profile, or of one
+/// package, does not build them there). The two builds are scripts/setup.sh's, apart: built
+/// together, softspin-cli's `jit` would reach libsoftspin and rebuild it
+/// and the crates under it (~90 s), and the next build would undo that.
+pub fn release_dir() -> PathBuf {
+    static DONE: OnceLock<PathBuf> = OnceLock::new();
+    DONE.get_or_init(|| {
+        for args in [
+            &["--workspace", "--exclude", "softspin-cli"][..],
+            &["-p", "softspin-cli"][..],
+        ] {
+            let o = Command::new(env!("CARGO"))
+                .args(["build", "--release"])
+                .args(args)
+                .current_dir(root())
+                .output()
+                .expect("run cargo");
+            assert!(
+                o.status.success(),
+                "cargo build --release {}failed:\n{}",
+                args.join(" ") + " ",
+                String::from_utf8_lossy(&o.stderr)
+            );
+        }
+        root().join("target/release")
+    })
+    .clone()
+}
+
 /// The handler image of `srcs` (paths from the repository root) built with
 /// the SDK's defaults into `scratch("handlers")/NAME.elf`, once per test
 /// process and name (tests of one binary share it; the lock keeps them from

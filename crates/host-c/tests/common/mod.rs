@@ -5,37 +5,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
+pub use softspin_testkit::release_dir;
 use softspin_testkit::{root, run};
-
-/// target/release, with libsoftspin and the `softspin` CLI up to date
-/// (`cargo test` in another profile, or of this package alone, does not
-/// build them there; cargo is a no-op when they are current).
-pub fn release_dir() -> PathBuf {
-    static DONE: OnceLock<PathBuf> = OnceLock::new();
-    DONE.get_or_init(|| {
-        let o = Command::new(env!("CARGO"))
-            .args([
-                "build",
-                "--release",
-                "-p",
-                "softspin-c",
-                "-p",
-                "softspin-cli",
-            ])
-            .current_dir(root())
-            .output()
-            .expect("run cargo");
-        assert!(
-            o.status.success(),
-            "cargo build --release failed:\n{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-        root().join("target/release")
-    })
-    .clone()
-}
 
 /// Build a handler image with `softspin build`.
 pub fn build_handler(src: &Path, out: &Path) {
