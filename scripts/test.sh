@@ -108,7 +108,7 @@ logged "cargo test --profile checked (cli)" cargo test --profile checked -p soft
 logged "cargo test --profile checked (netio)" cargo test --profile checked -p softspin-netio --lib --test matcher -- --show-output
 
 stage "Python host API, examples and softspin sweep (pytest; the sweep's 100-point sim grid on a local Dask cluster)"
-logged pytest .venv/bin/python -m pytest -q -rs crates/host-py/tests examples/ping_pong examples/copy_to_host examples/slmp_recv examples/slmp_ddt examples/rma_target examples/cluster
+logged pytest .venv/bin/python -m pytest -q -rs --durations=10 crates/host-py/tests examples/ping_pong examples/copy_to_host examples/slmp_recv examples/slmp_ddt examples/rma_target examples/cluster
 
 stage "fuzz smoke (every target briefly; make fuzz runs them longer)"
 scripts/fuzz.sh --smoke
