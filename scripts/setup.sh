@@ -65,6 +65,10 @@ if [ $tests = 1 ]; then
     command -v tcpdump >/dev/null || [ -x /usr/bin/tcpdump ] || [ -x /usr/sbin/tcpdump ] || need_pkgs+=(tcpdump)
     # The handler debugger's test (crates/cli/tests/gdb.rs, docs/debugging.md).
     command -v gdb-multiarch >/dev/null || need_pkgs+=(gdb-multiarch)
+    # LogGOPSim's build tools (bench/scale/loggopsim.sh --check in scripts/test.sh).
+    command -v gengetopt >/dev/null || need_pkgs+=(gengetopt)
+    command -v re2c >/dev/null || need_pkgs+=(re2c)
+    [ -f /usr/include/graphviz/cgraph.h ] || need_pkgs+=(libgraphviz-dev)
 fi
 if [ ${#need_pkgs[@]} -gt 0 ]; then
     echo "setup: installing ${need_pkgs[*]} from Debian"

@@ -88,6 +88,9 @@ stage "the scale benchmark's checks (bench/scale_bench.py --self-test)"
 .venv/bin/python bench/scale_bench.py --self-test
 logged "usecases_bench.py --check" .venv/bin/python bench/usecases_bench.py --check
 
+stage "LogGOPSim's binomial broadcast gives bench/results/loggopsim-sc17.json (bench/scale/loggopsim.sh --check, ~30 s)"
+logged "loggopsim.sh --check" bench/scale/loggopsim.sh --check
+
 stage "docs/validation.md is what this build generates (scripts/validation.py --check)"
 logged "validation.py --check" python3 scripts/validation.py --check
 

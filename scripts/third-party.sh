@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Third-party sources some tests and benchmarks read, never shipped with
 # softspin: PsPIN's and FPsPIN's unchanged examples (crates/host-c/tests,
-# scripts/pspin_usecases.py) and Embench-IoT (crates/cli/tests/conformance.rs,
-# make bench-hpu). Each is pinned to the commit the tests were written against.
+# scripts/pspin_usecases.py), Embench-IoT (crates/cli/tests/conformance.rs,
+# make bench-hpu) and LogGOPSim (bench/scale/loggopsim.sh, its --check in
+# scripts/test.sh). Each is pinned to the commit the tests were written against.
 #
 #   scripts/third-party.sh [NAME...]   get NAME (default: all) into third_party/NAME
 #   scripts/third-party.sh --where NAME
@@ -12,18 +13,20 @@
 #
 # Sources come from the upstream on GitHub, or, where no network reaches it,
 # from an existing clone or mirror (bare or not) named by the NAME's variable
-# (SOFTSPIN_PSPIN_REPO, SOFTSPIN_FPSPIN_REPO, SOFTSPIN_EMBENCH_REPO), which
-# must hold the pinned commit. --where prefers the variable, then
-# third_party/NAME. third_party/ is git-ignored.
+# (SOFTSPIN_PSPIN_REPO, SOFTSPIN_FPSPIN_REPO, SOFTSPIN_EMBENCH_REPO,
+# SOFTSPIN_LOGGOPSIM_REPO), which must hold the pinned commit. --where
+# prefers the variable, then third_party/NAME. third_party/ is git-ignored.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 dir="$root/third_party"
 
 # NAME VARIABLE UPSTREAM COMMIT (the commits docs/validation.md,
-# docs/perf-interpreter.md, docs/pspin-drivers.md and docs/fpspin.md report).
+# docs/perf-interpreter.md, docs/pspin-drivers.md, docs/fpspin.md and
+# docs/scale.md report).
 PINS="pspin SOFTSPIN_PSPIN_REPO https://github.com/spcl/pspin a49fec8b582990f9c7f295386274a62ae0380b55
 fpspin SOFTSPIN_FPSPIN_REPO https://github.com/spcl/FPsPIN f5feca170a84c9236edf4ecd1d34c23261d7787c
-embench SOFTSPIN_EMBENCH_REPO https://github.com/embench/embench-iot 09c2ed8c3b7008c95d08b038de4a3f6dc103ed70"
+embench SOFTSPIN_EMBENCH_REPO https://github.com/embench/embench-iot 09c2ed8c3b7008c95d08b038de4a3f6dc103ed70
+loggopsim SOFTSPIN_LOGGOPSIM_REPO https://github.com/spcl/LogGOPSim 76451de16546c7ea39651c183cbc532f4a3457c0"
 # Seconds a fetch from the network may take (one that drops packets
 # instead of refusing them must not stall scripts/test.sh).
 FETCH_TIMEOUT=120
@@ -106,7 +109,7 @@ case "${1:-}" in
     while read -r n v u c; do printf '%-8s %-22s %s %s\n' "$n" "$v" "$u" "$c"; done <<<"$PINS"
     ;;
 -h | --help)
-    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//'
     ;;
 -*)
     echo "usage: $0 [NAME...] | --where NAME | --list" >&2

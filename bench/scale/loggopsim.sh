@@ -7,9 +7,14 @@
 # do not use).
 #
 #   bench/scale/loggopsim.sh [OUT.json]        default bench/results/loggopsim-sc17.json
+#   bench/scale/loggopsim.sh --check           rerun and compare with that file:
+#                                              every row's time, bit for bit; prints
+#                                              SKIPPED (exit 0) without the sources
+#                                              or the build tools
 #
 # Environment:
-#   LOGGOPSIM_GIT    clone source (default https://github.com/spcl/LogGOPSim.git;
+#   LOGGOPSIM_GIT    clone source (default: scripts/third-party.sh's loggopsim
+#                    sources where present, else https://github.com/spcl/LogGOPSim.git;
 #                    a local mirror or bare repo works)
 #   LOGGOPSIM_DIR    build directory outside the repo (default /tmp/softspin-loggopsim)
 #   NETSIM_PARAMS    a --params TOML for our profile (default: sc17)
@@ -21,7 +26,20 @@ set -euo pipefail
 
 LOGGOPSIM_COMMIT=76451de16546c7ea39651c183cbc532f4a3457c0   # spcl/LogGOPSim master, 2023-12-06
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-OUT=${1:-$ROOT/bench/results/loggopsim-sc17.json}
+RECORDED=$ROOT/bench/results/loggopsim-sc17.json
+CHECK=0
+if [ "${1:-}" = --check ]; then
+    CHECK=1
+    skip() { echo "SKIPPED: LogGOPSim against $RECORDED: $*"; exit 0; }
+    for tool in git g++ gengetopt re2c; do
+        command -v "$tool" >/dev/null || skip "no $tool (scripts/setup.sh --tests installs it)"
+    done
+    [ -n "${LOGGOPSIM_GIT:-}" ] || LOGGOPSIM_GIT=$("$ROOT/scripts/third-party.sh" --where loggopsim 2>/dev/null | cut -f1) ||
+        skip "$("$ROOT/scripts/third-party.sh" --where loggopsim 2>&1 >/dev/null)"
+else
+    OUT=${1:-$RECORDED}
+    [ -n "${LOGGOPSIM_GIT:-}" ] || LOGGOPSIM_GIT=$("$ROOT/scripts/third-party.sh" --where loggopsim 2>/dev/null | cut -f1) || true
+fi
 GIT_SRC=${LOGGOPSIM_GIT:-https://github.com/spcl/LogGOPSim.git}
 DIR=${LOGGOPSIM_DIR:-/tmp/softspin-loggopsim}
 NODES=${NODES:-"2 4 8 16 32 64 128 256 512 1024"}
@@ -70,6 +88,7 @@ params=()
 # --- runs ---------------------------------------------------------------------
 WORK=$(mktemp -d "$DIR/run.XXXXXX")
 trap 'rm -rf "$WORK"' EXIT
+[ "$CHECK" = 1 ] && OUT=$WORK/check.json
 rows=()
 for size in $SIZES; do
     for n in $NODES; do
@@ -117,4 +136,20 @@ with open(out, "w") as f:
 for r in rows:
     print(f'{r["nodes"]:5d} {r["size"]:6d} B  {r["time_ns"]:12.3f} ns  closed form {r["closed_form_ns"]:12.3f} ns')
 PY
-echo "wrote $OUT"
+if [ "$CHECK" = 1 ]; then
+    # The rows' parameters and LogGOPSim's times must be the recorded ones
+    # (the tool, build and header fields may differ between machines).
+    python3 - "$RECORDED" "$OUT" <<'PY' || die "LogGOPSim's results differ from $RECORDED (rerun without --check to rewrite it)"
+import json, sys
+want, got = (json.load(open(p))["rows"] for p in sys.argv[1:])
+bad = [f"{w['nodes']} nodes {w['size']} B: recorded {w}, now {g}" for w, g in zip(want, got) if w != g]
+if len(want) != len(got):
+    bad.append(f"{len(want)} rows recorded, {len(got)} now")
+for b in bad:
+    print(b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+PY
+    echo "LogGOPSim ${LOGGOPSIM_COMMIT:0:12}: bench/results/loggopsim-sc17.json reproduced, every row"
+else
+    echo "wrote $OUT"
+fi
