@@ -55,20 +55,37 @@ pub fn needs_root(what: &str, because: &str) -> bool {
     root
 }
 
-/// `$TMPDIR/softspin-NAME-PID`, created: one scratch directory per name
-/// and test process (tests of one binary run in parallel, so give each
-/// its own name when they write the same files).
+/// `$TMPDIR/softspin-tests/PID/NAME`, created: one scratch directory per
+/// name and test process (tests of one binary run in parallel, so give each
+/// its own name when they write the same files). A test process cannot
+/// clean up after itself (no hook runs when the harness exits), so the
+/// first call in a process removes the directories of processes that are
+/// gone.
 pub fn scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-{name}-{}", std::process::id()));
+    static SWEPT: OnceLock<()> = OnceLock::new();
+    let base = std::env::temp_dir().join("softspin-tests");
+    SWEPT.get_or_init(|| sweep_gone(&base));
+    let d = base.join(std::process::id().to_string()).join(name);
     std::fs::create_dir_all(&d).unwrap_or_else(|e| panic!("{}: {e}", d.display()));
     d
 }
 
+/// Remove the entries of `base` named by the PID of a process that is gone.
+fn sweep_gone(base: &Path) {
+    for e in std::fs::read_dir(base).into_iter().flatten().flatten() {
+        let pid = e.file_name().to_str().and_then(|s| s.parse::<u32>().ok());
+        if pid.is_some_and(|p| !Path::new(&format!("/proc/{p}")).exists()) {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
 /// target/release, with libsoftspin and the `softspin` CLI up to date, for
 /// tests that link or run them (`cargo test` in another profile, or of one
-/// package, does not build them there). The two builds are scripts/setup.sh's, apart: built
-/// together, softspin-cli's `jit` would reach libsoftspin and rebuild it
-/// and the crates under it (~90 s), and the next build would undo that.
+/// package, does not build them there). These are scripts/setup.sh's two
+/// builds, apart: built together, softspin-cli's `jit` would reach
+/// libsoftspin and rebuild it and the crates under it (~90 s), and the
+/// next build would undo that.
 pub fn release_dir() -> PathBuf {
     static DONE: OnceLock<PathBuf> = OnceLock::new();
     DONE.get_or_init(|| {
@@ -116,7 +133,7 @@ pub fn handler_image(name: &str, srcs: &[&str]) -> PathBuf {
 /// As `scratch`, emptied first: for a step that must not see an earlier
 /// run's files.
 pub fn fresh_scratch(name: &str) -> PathBuf {
-    let d = std::env::temp_dir().join(format!("softspin-{name}-{}", std::process::id()));
+    let d = scratch(name);
     let _ = std::fs::remove_dir_all(&d);
     scratch(name)
 }
@@ -241,7 +258,27 @@ mod tests {
     fn scratch_is_per_process_and_exists() {
         let d = scratch("testkit-self");
         assert!(d.is_dir());
-        assert!(d.ends_with(format!("softspin-testkit-self-{}", std::process::id())));
+        assert!(d.ends_with(format!(
+            "softspin-tests/{}/testkit-self",
+            std::process::id()
+        )));
+    }
+
+    #[test]
+    fn sweep_removes_only_the_directories_of_processes_that_are_gone() {
+        let base = scratch("testkit-sweep");
+        // PIDs above the kernel's limit (4,194,304) never run.
+        let (gone, live, other) = (
+            base.join("4999999"),
+            base.join(std::process::id().to_string()),
+            base.join("x1"),
+        );
+        for d in [&gone, &live, &other] {
+            std::fs::create_dir_all(d.join("sub")).unwrap();
+        }
+        sweep_gone(&base);
+        assert!(!gone.exists());
+        assert!(live.join("sub").is_dir() && other.join("sub").is_dir());
     }
 
     #[test]
