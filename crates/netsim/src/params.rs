@@ -213,6 +213,7 @@ mod tests {
             ("switch_ports = 3", "switch_ports"),
             ("mtu = 10", "mtu"),
             ("g_ns = -1.0", "g_ns"),
+            ("host_copy_gib_s = 0.0", "host_copy_gib_s"),
         ] {
             let e = NetParams::from_toml(text).unwrap_err().to_string();
             assert!(e.contains(what), "{text}: {e}");
@@ -242,5 +243,7 @@ mod tests {
             (250.0, 64.0)
         );
         assert_eq!(p.integrated.bandwidth_gib_s, 150.0);
+        // The host CPU's copies, seed 004 §5.2 (Fig. 7a's RDMA unpack).
+        assert_eq!(p.host_copy_gib_s, 8.7);
     }
 }

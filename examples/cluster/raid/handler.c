@@ -73,6 +73,10 @@ static volatile uint32_t msg_seen[UC_MSG_SLOTS][RAID_SEEN_WORDS];
  * the puts of their deltas, RMA_TXN_MAX_PACKETS packets each. */
 static volatile uint32_t msg_pkts[UC_MSG_SLOTS];
 static volatile spin_rma_t msg_put[UC_MSG_SLOTS][RAID_PUTS];
+/* Per sender rank: the newest write seq taken. Packets apply as they come,
+ * so a late duplicate of an older write (after its message ended) must
+ * not write its old bytes over newer ones. */
+static volatile uint32_t newest_seq[UC_RAID_RANKS];
 static volatile int32_t waiters; /* messages holding puts: their completion handlers wait */
 static uint8_t bufs[CORE_COUNT][RAID_BUF_BYTES] __attribute__((aligned(8)));
 
@@ -194,12 +198,17 @@ __handler__ void raid_hh(handler_args_t *args)
     if (!uc_parse((const uint8_t *)t->pkt_mem, t->pkt_mem_size, &p))
         return;
     uint32_t s = t->flow_id % UC_MSG_SLOTS;
+    /* An earlier message of this slot whose end never came (its last packet
+     * lost: the MPQ's timeout runs no completion handler) still holds its
+     * puts: given back now, before its seen bits are cleared. */
+    if (msg_pkts[s])
+        finish_puts(s, msg_pkts[s]);
     msg_bytes[s] = 0;
-    msg_pkts[s] = 0;
     msg_addr[s] = p.mode == UC_MODE_RAID_WRITE && p.len > UC_RAID_ADDR_LEN ? rma_get32(p.data) : ~0u;
-    for (uint32_t i = 0; i < RAID_SEEN_WORDS; i++)
-        msg_seen[s][i] = 0;
     uint32_t pkts = (p.total + UC_CHUNK - 1) / UC_CHUNK, last = p.total - (pkts - 1) * UC_CHUNK;
+    /* The bits payload handlers may set (k < pkts; uc_parse bounds total). */
+    for (uint32_t i = 0; i < RAID_SEEN_WORDS && i * 32 < pkts; i++)
+        msg_seen[s][i] = 0;
     /* A write this node will apply: the puts of its deltas, reserved now,
      * so each payload handler sends its own packet of them; the last delta
      * packet as long as its bytes need (no padding to write). Anything else
@@ -331,6 +340,10 @@ __handler__ void raid_ph(handler_args_t *args)
         return;
     if (addr != msg_addr[s]) {
         drop(UC_RAID_BAD_SAME);
+        return;
+    }
+    if (p.src < UC_RAID_RANKS && (int32_t)(p.seq - amo_maxu(&newest_seq[p.src], p.seq)) < 0) {
+        drop(UC_RAID_BAD_STALE);
         return;
     }
     uint32_t k = p.offset / UC_CHUNK, bit = 1u << (k % 32);

@@ -47,5 +47,6 @@
 #define UC_RAID_BAD_SAME 5   /* its store address differs from the message's first packet's */
 #define UC_RAID_BAD_APPLY 6  /* parity node: a delta that could not be applied (answered MALFORMED) */
 #define UC_RAID_BAD_REPEAT 7 /* a packet of the message seen before */
+#define UC_RAID_BAD_STALE 8  /* its seq is older than a write this node already took from that sender */
 
 #endif
