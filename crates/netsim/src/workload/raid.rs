@@ -27,9 +27,9 @@ pub enum Mode {
     /// The NICs' handlers do the parity update (the use case).
     Spin,
     /// The host CPUs do it (workers.py's baseline): the NICs run only
-    /// raid_hh (bookkeeping, no DMA); each host answers its NIC's
-    /// completed message after the message's DMA into host memory (latency
-    /// + bytes at the host link's bandwidth), its CPU's XOR and copy
+    /// raid_host_hh (nothing); each host answers its NIC's completed
+    /// message after the message's DMA into host memory (latency plus
+    /// bytes at the host link's bandwidth), its CPU's XOR and copy
     /// (`host_copy_gib_s`, one message after another) and `o`.
     Rdma,
 }
@@ -171,8 +171,9 @@ impl Raid {
             c.window,
         )?;
         if mode == Mode::Rdma {
-            // An ECTX needs a handler: rdma keeps raid_hh, which only
-            // notes the message's address in NIC memory (no DMA, no send).
+            // An ECTX needs a handler: rdma runs raid_host_hh, which does
+            // nothing (the host CPUs do the work).
+            program.hh = Some("raid_host_hh".into());
             (program.ph, program.th) = (None, None);
         } else {
             // The handlers' frame buffers in L1, as the live cluster has them.
