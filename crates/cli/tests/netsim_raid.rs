@@ -108,7 +108,10 @@ fn bad_arguments_are_refused_by_name() {
 /// less the little the deltas' arrivals at the parity node overlap).
 #[test]
 fn the_rdma_baseline_pays_the_host_cpus_xor_and_copy() {
-    let dir = std::env::temp_dir().join(format!("softspin-netsim-raid-params-{}", std::process::id()));
+    let dir = std::env::temp_dir().join(format!(
+        "softspin-netsim-raid-params-{}",
+        std::process::id()
+    ));
     std::fs::create_dir_all(&dir).unwrap();
     let fast = dir.join("fast-host.toml");
     std::fs::write(&fast, "host_copy_gib_s = 1000000.0\n").unwrap();
