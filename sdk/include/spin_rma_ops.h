@@ -255,6 +255,93 @@ static inline int spin_rma_put_from_host(uint32_t rank, uint32_t key, uint64_t o
     return rma_ops_start(RMA_OP_WRITE, 0, rank, key, offset, host_addr, len, 0, 0, h);
 }
 
+/* A put from device whose packets several handlers send, each its own
+ * (sPIN's per-packet streaming: payload handlers of one message compute
+ * and send packet k in parallel, one handle for the whole): begin reserves
+ * an entry of `len` bytes (at most RMA_TXN_MAX_LEN) and sends nothing;
+ * spin_rma_put_packet sends packet k from `frame`, which holds
+ * RMA_PUT_HEADROOM bytes for the headers and then the packet's payload
+ * (k * RMA_MAX_PAYLOAD.. of the op, built there by the caller: no copy),
+ * and waits for the send only; spin_rma_put_skip answers a packet that will
+ * never be sent with FAILED, so the entry still completes. A packet sent or
+ * skipped twice is answered once. spin_rma_wait as for any op. */
+#define RMA_PUT_HEADROOM (RMA_L2_HDRS + RMA_HDR_LEN)
+
+static inline int spin_rma_put_begin(uint32_t rank, uint32_t key, uint64_t offset, uint32_t len, spin_rma_t *h)
+{
+    /* No `local`: rma_ops_start would send now; take the entry as it does. */
+    if (!h || rank >= spin_num_nodes() || spin_my_rank() < 0 || rank == (uint32_t)spin_my_rank() || len == 0 ||
+        len > RMA_TXN_MAX_LEN)
+        return SPIN_FAIL;
+    volatile rma_txn_t *e = 0;
+    spin_lock_lock(&rma_txn_lock);
+    for (uint32_t i = RMA_HOST_TXNS; i < RMA_TXNS; i++)
+        if (rma_txns[i].state == RMA_TXN_FREE) {
+            e = &rma_txns[i];
+            e->txn = i | ((RMA_TXN_GEN(e->txn) + 1) << 16);
+            e->state = RMA_TXN_IN_FLIGHT;
+            break;
+        }
+    spin_lock_unlock(&rma_txn_lock);
+    if (!e)
+        return SPIN_FAIL;
+    e->op = RMA_OP_WRITE;
+    e->flags = RMA_TXN_NIC_SRC;
+    e->rank = rank;
+    e->key = key;
+    e->length = len;
+    e->offset = offset;
+    e->local = 0;
+    e->value = 0;
+    e->packets = (len + RMA_MAX_PAYLOAD - 1) / RMA_MAX_PAYLOAD;
+    e->answered = 0;
+    e->remaining = e->packets;
+    e->status = RMA_STATUS_OK;
+    *h = e->txn;
+    return SPIN_OK;
+}
+
+/* The entry of a live handle in flight and packet k of it, or 0. */
+static inline volatile rma_txn_t *rma_ops_packet(spin_rma_t h, uint32_t k)
+{
+    uint32_t i = RMA_TXN_INDEX(h);
+    if (i < RMA_HOST_TXNS || i >= RMA_TXNS || rma_txns[i].txn != h || rma_txns[i].state != RMA_TXN_IN_FLIGHT ||
+        k >= rma_txns[i].packets)
+        return 0;
+    return &rma_txns[i];
+}
+
+static inline int spin_rma_put_skip(spin_rma_t h, uint32_t k)
+{
+    volatile rma_txn_t *e = rma_ops_packet(h, k);
+    if (!e)
+        return SPIN_FAIL;
+    if (!(amo_or((volatile uint32_t *)&e->answered, 1u << k) & (1u << k)))
+        rma_ops_answered(e, RMA_STATUS_FAILED);
+    return SPIN_OK;
+}
+
+static inline int spin_rma_put_packet(spin_rma_t h, uint32_t k, uint8_t *frame)
+{
+    volatile rma_txn_t *e = rma_ops_packet(h, k);
+    if (!e || !frame)
+        return SPIN_FAIL;
+    int32_t my = spin_my_rank();
+    const spin_node_t *me = my < 0 ? NULL : spin_node((uint32_t)my), *dst = spin_node(e->rank);
+    uint32_t off = k * RMA_MAX_PAYLOAD, len = e->length - off < RMA_MAX_PAYLOAD ? e->length - off : RMA_MAX_PAYLOAD;
+    spin_cmd_t c;
+    int ok = me && dst;
+    if (ok) {
+        uint32_t flen = rma_ops_headers(frame, me, dst, (uint32_t)my, e, e->offset + off, len, len);
+        ok = spin_send_packet(frame, flen, &c) == SPIN_OK && spin_cmd_wait(c) == SPIN_OK;
+    }
+    if (!ok) {
+        spin_rma_put_skip(h, k);
+        return SPIN_FAIL;
+    }
+    return SPIN_OK;
+}
+
 /* Get to host: `len` remote bytes into this node's host memory at `host_addr`. */
 static inline int spin_rma_get(uint32_t rank, uint32_t key, uint64_t offset, uint64_t host_addr, uint32_t len,
                                spin_rma_t *h)

@@ -126,8 +126,10 @@ pub fn main(a: NetsimArgs) -> anyhow::Result<ExitCode> {
             }
             "raid" => {
                 let mode: RaidMode = a.mode.parse().map_err(|e: String| anyhow::anyhow!(e))?;
-                Raid::new(a.nodes, a.size, mode, &cfg, &dir, a.seed, a.sabotage)
-                    .map(|w| Box::new(w) as Box<dyn Workload>)
+                Raid::new(
+                    a.nodes, a.size, mode, &cfg, &params, &dir, a.seed, a.sabotage,
+                )
+                .map(|w| Box::new(w) as Box<dyn Workload>)
             }
             "kvstore" => {
                 if a.mode != "spin" {

@@ -200,6 +200,9 @@ impl World {
             s.host_window = (HOST_BASE, p.host_window);
             s.watchdog = p.watchdog;
             s.msg_timeout_ns = p.msg_timeout_ns;
+            if p.scratchpad > 0 {
+                s.scratchpad = vec![p.scratchpad; self.cfg.clusters as usize];
+            }
             // The workload's rules (the World's matcher) already chose the
             // frames this one ECTX takes, on any of their ports (the use
             // cases' and RMA's, as `softspin nic --rules --match` does).
@@ -362,7 +365,7 @@ impl World {
             let e = nic.engine.as_mut().expect("ran above");
             let r = self.workload.host_reacts(k, d.msg_id, e);
             if !r.is_empty() {
-                let due = d.time_ps + self.workload.host_react_delay_ps(k, d.msg_id);
+                let due = d.time_ps + self.workload.host_react_delay_ps(k, d.msg_id, d.time_ps);
                 self.host_queue[i].push_back((due, r));
             }
             if !has_prog

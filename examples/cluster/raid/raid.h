@@ -31,11 +31,9 @@
 #define UC_RAID_ACK 0x100          /* client: u64 per data rank r at + 8 r: seq | status << 32 (RMA_STATUS_*) */
 #define UC_RAID_STORE 0x10000      /* data nodes: the store; parity node: the parity */
 #define UC_RAID_STORE_SIZE 0x40000 /* bytes of a store (a data node's part of a write: at most this) */
-#define UC_RAID_STAGE 0x50000      /* data nodes: a write's packets land here (at their store address) until it is whole */
-#define UC_RAID_DELTA 0x90000      /* data nodes: UC_RAID_DELTA_SLOTS areas of UC_RAID_STORE_SIZE, deltas on their way */
-#define UC_RAID_DELTA_SLOTS 4      /* writes a data node applies at once (each waits for its parity update) */
-#define UC_RAID_LAND 0x190000      /* parity node: a delta put to LAND + a was XORed into the parity at a, then lands here */
-#define UC_RAID_END 0x1D0000       /* end of the layout: within UC_WINDOW */
+#define UC_RAID_LAND 0x50000       /* parity node: delta packets land here once XORed into the parity (raid/handler.c) */
+#define UC_RAID_LAND_SIZE 0x48000  /* a data node's write's delta packets, each RMA_MAX_PAYLOAD bytes, side by side */
+#define UC_RAID_END 0x98000        /* end of the layout: within UC_WINDOW */
 
 /* Counters (spin_push_counter: index, value); ../uc.h's 20-23 too. */
 #define UC_CTR_RAID_DROPPED 30 /* a write packet refused: the reason below */
@@ -49,5 +47,6 @@
 #define UC_RAID_BAD_SAME 5   /* its store address differs from the message's first packet's */
 #define UC_RAID_BAD_APPLY 6  /* parity node: a delta that could not be applied (answered MALFORMED) */
 #define UC_RAID_BAD_REPEAT 7 /* a packet of the message seen before */
+#define UC_RAID_BAD_STALE 8  /* its seq is older than a write this node already took from that sender */
 
 #endif

@@ -404,6 +404,8 @@ def w_hostile(a: dict) -> dict:
         ("data", HDR.pack(magic, msg | 9, 0, 9, 2 * chunk, 0, CLIENT, w) + addr + bytes(chunk - 4), None),
         ("data", HDR.pack(magic, msg | 9, 0, 9, 2 * chunk, 0, CLIENT, w) + addr + bytes(chunk - 4),
          R["UC_RAID_BAD_REPEAT"]),  # the same packet again
+        ("data", HDR.pack(magic, msg | 10, 1, 5, 8, 0, CLIENT, w) + addr + bytes(4),
+         R["UC_RAID_BAD_STALE"]),  # a write older (seq 5) than one taken (seq 9): a late duplicate
     ]
     for dst, d, _why in cases:
         s.sendto(d, (a["ips"][dst], UC["UC_PORT"]))

@@ -261,7 +261,7 @@ impl Workload for Broadcast {
     /// fetched via DMA from the CPU's main memory as in the RDMA case"):
     /// the first packet's DMA read comes before the first send; later
     /// packets' reads overlap the sends (PCIe's 64 GiB/s outruns the link).
-    fn host_react_delay_ps(&self, _k: u32, _msg_id: u32) -> u64 {
+    fn host_react_delay_ps(&self, _k: u32, _msg_id: u32, _now_ps: u64) -> u64 {
         match self.mode {
             Mode::Rdma | Mode::Portals => self.read_first_ps,
             Mode::Streaming | Mode::Store => 0,

@@ -43,6 +43,9 @@ pub struct NicProgram {
     /// Instruction budget per handler, message timeout.
     pub watchdog: u64,
     pub msg_timeout_ns: u64,
+    /// L1 scratchpad per cluster (bytes; 0: none), as `cluster up --rma`
+    /// gives its images (the handlers' frame buffers).
+    pub scratchpad: u32,
 }
 
 impl NicProgram {
@@ -66,6 +69,7 @@ impl NicProgram {
             host_window,
             watchdog: 200_000_000,
             msg_timeout_ns: 2_000_000_000,
+            scratchpad: 0,
         })
     }
 }
@@ -89,9 +93,10 @@ pub trait Workload {
     /// How long after node k's NIC completed message `msg_id` its host's
     /// answer (`host_reacts`) is due, besides `o`: e.g. the DMA read of the
     /// first packet from host memory that a put from host waits for, or the
-    /// DMA of the message into host memory when no handler did it.
-    /// Default: 0.
-    fn host_react_delay_ps(&self, _k: u32, _msg_id: u32) -> u64 {
+    /// DMA of the message into host memory when no handler did it, and
+    /// the host CPU's own work (`now_ps`: the completion's time, so a
+    /// workload can queue work on a busy host CPU). Default: 0.
+    fn host_react_delay_ps(&self, _k: u32, _msg_id: u32, _now_ps: u64) -> u64 {
         0
     }
     /// Called once on node k's engine after its ECTX is installed and

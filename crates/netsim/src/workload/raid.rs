@@ -9,20 +9,28 @@
 //! then puts its ack into the client's ack word. The run is done when the
 //! client holds all four acks: Fig. 7c's latency.
 
+use std::cell::RefCell;
+
 use softspin_engine::{Engine, NicConfig};
+
+use crate::params::NetParams;
 
 use super::{seeded_bytes, uc, uc_frame, HostSend, NicProgram, Workload, HOST_BASE};
 
 const RAID_H: &str = include_str!("../../../../examples/cluster/raid/raid.h");
+/// rma_target's handler source: its response buffer per HPU (RMA_BUF_BYTES)
+/// sizes the scratchpad, as `cluster up --rma` sizes it.
+const RMA_TARGET_C: &str = include_str!("../../../../examples/rma_target/handler.c");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
     /// The NICs' handlers do the parity update (the use case).
     Spin,
     /// The host CPUs do it (workers.py's baseline): the NICs run only
-    /// raid_hh (bookkeeping, no DMA); each host answers its NIC's completed message after the
-    /// message's DMA into host memory (latency + bytes at the host link's
-    /// bandwidth) and `o`.
+    /// raid_host_hh (nothing); each host answers its NIC's completed
+    /// message after the message's DMA into host memory (latency plus
+    /// bytes at the host link's bandwidth), its CPU's XOR and copy
+    /// (`host_copy_gib_s`, one message after another) and `o`.
     Rdma,
 }
 
@@ -63,6 +71,10 @@ pub struct Raid {
     /// The host link (rdma: a message's DMA into host memory).
     dma_latency_ps: u64,
     dma_bytes_per_ps: f64,
+    /// rdma: the host CPU's copy/XOR rate, and when each node's CPU is
+    /// free again (it works on one message at a time).
+    host_copy_bytes_per_ps: f64,
+    host_free_ps: RefCell<Vec<u64>>,
     size: usize,
     /// The write's store address (the same on every data node).
     addr: usize,
@@ -92,11 +104,13 @@ impl Raid {
     /// The stores from `seed`'s RNG, the write's address and bytes from
     /// seeds derived from it; `sabotage` flips one bit of the reference
     /// parity (so the check must fail).
+    #[allow(clippy::too_many_arguments)] // the other workloads' seven, and the parameters
     pub fn new(
         nodes: u32,
         size: usize,
         mode: Mode,
         cfg: &NicConfig,
+        params: &NetParams,
         build_dir: &std::path::Path,
         seed: u64,
         sabotage: bool,
@@ -157,15 +171,26 @@ impl Raid {
             c.window,
         )?;
         if mode == Mode::Rdma {
-            // An ECTX needs a handler: rdma keeps raid_hh, which only
-            // notes the message's address in NIC memory (no DMA, no send).
+            // An ECTX needs a handler: rdma runs raid_host_hh, which does
+            // nothing (the host CPUs do the work).
+            program.hh = Some("raid_host_hh".into());
             (program.ph, program.th) = (None, None);
+        } else {
+            // The handlers' frame buffers in L1, as the live cluster has them.
+            let buf = super::header_define(
+                RMA_TARGET_C,
+                "examples/rma_target/handler.c",
+                "RMA_BUF_BYTES",
+            )?;
+            program.scratchpad = cfg.hpus_per_cluster * buf as u32;
         }
         Ok(Raid {
             nodes,
             mode,
             dma_latency_ps: cfg.host.latency_ns * 1000,
             dma_bytes_per_ps: cfg.host.bandwidth_gbps / 8e3,
+            host_copy_bytes_per_ps: params.host_copy_gib_s * (1u64 << 30) as f64 / 1e12,
+            host_free_ps: RefCell::new(vec![0; nodes as usize]),
             size,
             addr,
             data,
@@ -242,6 +267,21 @@ impl Raid {
         } else {
             8
         }
+    }
+
+    /// rdma: the host CPU's time for a message from `src` at node k, in
+    /// passes over the strip at `host_copy_gib_s`: a data node XORs old and
+    /// new into the delta and copies the new bytes into its store (2), the
+    /// parity node XORs a delta into the parity (1); acks cost nothing.
+    fn host_cpu_ps(&self, k: u32, src: u32) -> u64 {
+        let passes = if self.is_data(k) && src == 0 {
+            2
+        } else if k == self.c.parity && self.is_data(src) {
+            1
+        } else {
+            0
+        };
+        (passes as f64 * self.strip() as f64 / self.host_copy_bytes_per_ps).round() as u64
     }
 
     /// rdma: host k does what the handlers do, for a message from `src`.
@@ -334,12 +374,20 @@ impl Workload for Raid {
         self.host_does(k, msg_id >> 20 & 0x7ff, msg_id & 0xF_FFFF, engine)
     }
 
-    fn host_react_delay_ps(&self, _k: u32, msg_id: u32) -> u64 {
+    fn host_react_delay_ps(&self, k: u32, msg_id: u32, now_ps: u64) -> u64 {
         if self.mode != Mode::Rdma {
             return 0;
         }
-        let n = self.payload_bytes(msg_id >> 20 & 0x7ff) as f64;
-        self.dma_latency_ps + (n / self.dma_bytes_per_ps).round() as u64
+        let src = msg_id >> 20 & 0x7ff;
+        let n = self.payload_bytes(src) as f64;
+        let landed = now_ps + self.dma_latency_ps + (n / self.dma_bytes_per_ps).round() as u64;
+        let mut free = self.host_free_ps.borrow_mut();
+        let Some(f) = free.get_mut(k as usize) else {
+            return landed - now_ps;
+        };
+        let start = landed.max(*f);
+        *f = start + self.host_cpu_ps(k, src);
+        *f - now_ps
     }
 
     /// The RMA transport and window (`cluster up --rma`), and the stores
