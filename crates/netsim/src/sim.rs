@@ -850,6 +850,7 @@ fn simgrid_cfg() -> Vec<String> {
 /// Run one simulation: once per process (SimGrid's state is global).
 pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String> {
     spec.params.check().map_err(|e| e.to_string())?;
+    sg::load()?;
     if !sg::claim() {
         return Err("SimGrid runs one simulation per process; this one already ran".into());
     }
