@@ -312,31 +312,31 @@ impl Program {
                 }
             })
             .collect();
-        // Group, left to right, what `fuse3` and `fuse` know (a triple
-        // first). The first of a pair or the first two of a triple are no
-        // terminators, so their successors are the next slots (see above).
-        let mut s = 0;
-        while s + 1 < code.len() {
-            let a = code[s].inst.op;
-            let b = code[s + 1].inst.op;
+        // Every slot gets the longest group `fuse_li_base`, `fuse3` and
+        // `fuse` know that starts at it (a triple first), not only the slots
+        // left to right grouping would reach: a jump into the middle of a
+        // group (a compare chain's shared tail) then runs its own group
+        // instead of single instructions. Running from a group's head never
+        // dispatches the slots it covers, so their ops matter only there.
+        // Ops are read from the decoded instructions, so a slot's fusion
+        // never sees a neighbour's. The first of a pair or the first two of
+        // a triple are no terminators, so their successors are the next
+        // slots (see above).
+        for s in 0..code.len().saturating_sub(1) {
+            let a = insts[s].op;
+            let b = insts[s + 1].op;
             if let Some(f) = fuse_li_base(&code[s].inst, &code[s + 1].inst) {
                 code[s].inst.op = f;
-                s += 2;
                 continue;
             }
-            if let (false, false, Some(c)) = (a.ends_block(), b.ends_block(), code.get(s + 2)) {
-                if let Some(f) = fuse3(a, b, c.inst.op) {
+            if let (false, false, Some(c)) = (a.ends_block(), b.ends_block(), insts.get(s + 2)) {
+                if let Some(f) = fuse3(a, b, c.op) {
                     code[s].inst.op = f;
-                    s += 3;
                     continue;
                 }
             }
-            match (a.ends_block(), fuse(a, b)) {
-                (false, Some(f)) => {
-                    code[s].inst.op = f;
-                    s += 2;
-                }
-                _ => s += 1,
+            if let (false, Some(f)) = (a.ends_block(), fuse(a, b)) {
+                code[s].inst.op = f;
             }
         }
         static NEXT_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
