@@ -213,6 +213,9 @@ pub enum Op {
     FXorBne,
     FSrliSrli,
     FSrliSw,
+    FLhuLhu,
+    FShSh,
+    FAddiSb,
     /// `li rd` + an instruction whose base is `rd` (see `program::fuse_li_base`).
     FLiLbuAbs,
     FLiSbAbs,
@@ -220,6 +223,12 @@ pub enum Op {
     FLiSwAbs,
     FLiAddiAbs,
     FLiJalrAbs,
+    /// Two such pairs back to back, each a byte load or store (see
+    /// `program::fuse_li_base2`).
+    FAbsSbSb,
+    FAbsSbLbu,
+    FAbsLbuSb,
+    FAbsLbuLbu,
     // Triples: the same over three slots (the second and third stay as
     // they were).
     FLwLwBne,

@@ -325,6 +325,10 @@ impl Program {
         for s in 0..code.len().saturating_sub(1) {
             let a = insts[s].op;
             let b = insts[s + 1].op;
+            if let Some(f) = fuse_li_base2(&code[s..]) {
+                code[s].inst.op = f;
+                continue;
+            }
             if let Some(f) = fuse_li_base(&code[s].inst, &code[s + 1].inst) {
                 code[s].inst.op = f;
                 continue;
@@ -490,6 +494,26 @@ fn fuse_li_base(a: &SlotInst, b: &SlotInst) -> Option<Op> {
     })
 }
 
+/// Two `fuse_li_base` pairs in a row whose memory ops are byte loads or
+/// stores: how state machines like statemate set and test one flag after
+/// another (a third of its guest instructions), four slots for one dispatch.
+/// `code` starts at the first `li` and still holds decoded ops from there.
+fn fuse_li_base2(code: &[Slot]) -> Option<Op> {
+    use Op::*;
+    let [a, b, c, d, ..] = code else {
+        return None;
+    };
+    let first = fuse_li_base(&a.inst, &b.inst)?;
+    let second = fuse_li_base(&c.inst, &d.inst)?;
+    Some(match (first, second) {
+        (FLiSbAbs, FLiSbAbs) => FAbsSbSb,
+        (FLiSbAbs, FLiLbuAbs) => FAbsSbLbu,
+        (FLiLbuAbs, FLiSbAbs) => FAbsLbuSb,
+        (FLiLbuAbs, FLiLbuAbs) => FAbsLbuLbu,
+        _ => return None,
+    })
+}
+
 /// The superinstruction running `a` then `b` (the instruction in the next
 /// slot), if the interpreter has one: the commonest adjacent pairs over our
 /// kernel and Embench-IoT (counted per executed instruction), so that each
@@ -541,6 +565,9 @@ fn fuse(a: Op, b: Op) -> Option<Op> {
         (Xor, Bne) => FXorBne,
         (Srli, Srli) => FSrliSrli,
         (Srli, Sw) => FSrliSw,
+        (Lhu, Lhu) => FLhuLhu,
+        (Sh, Sh) => FShSh,
+        (Addi, Sb) => FAddiSb,
         _ => return None,
     })
 }
