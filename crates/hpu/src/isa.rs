@@ -216,6 +216,7 @@ pub enum Op {
     FLhuLhu,
     FShSh,
     FAddiSb,
+    FSbSb,
     /// `li rd` + an instruction whose base is `rd` (see `program::fuse_li_base`).
     FLiLbuAbs,
     FLiSbAbs,
@@ -237,6 +238,9 @@ pub enum Op {
     FSrliSlliOr,
     FAddiAddiBne,
     FMulAddAddi,
+    FAddAddiBltu,
+    FAddiMulSrli,
+    FAddiAddiSb,
 }
 
 /// Instruction classes of the timing model.
