@@ -111,7 +111,11 @@ def main():
         if a.jit:
             runners.append(("jit", lambda e, n: [*jit, "--quiet", e]))
         if a.before:
-            runners.append(("before", lambda e, n: [a.before, "isa", "run", "--quiet", e]))
+            # Its interpreter too: a build from before the JIT default has
+            # no --no-jit (and interprets anyway).
+            before_nojit = "--no-jit" in run([a.before, "isa", "run", "--help"], check=False).stdout
+            before = [a.before, "isa", "run", "--quiet"] + (["--no-jit"] if before_nojit else [])
+            runners.append(("before", lambda e, n: [*before, e]))
         if a.libriscv:
             runners.append(("libriscv", lambda e, n: [a.libriscv, e]))
         if qemu:

@@ -833,6 +833,20 @@ impl Hpu {
                         rd!(unsafe { (p as *const i16).read_unaligned() } as u32)
                     }};
                 }
+                macro_rules! lhu {
+                    () => {{
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
+                        // SAFETY: xlate checked 2 bytes.
+                        rd!(unsafe { (p as *const u16).read_unaligned() } as u32)
+                    }};
+                }
+                macro_rules! sh {
+                    () => {{
+                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::W, true);
+                        // SAFETY: xlate checked 2 bytes.
+                        unsafe { (p as *mut u16).write_unaligned(rs2!() as u16) };
+                    }};
+                }
                 // Through a small direct-mapped cache of target -> slot (see
                 // `ret_cache`); a miss goes through the parcel map.
                 macro_rules! jalr {
@@ -915,6 +929,19 @@ impl Hpu {
                         then!($b, v);
                     }};
                 }
+                // Two `li_abs!` pairs in four slots: on to the third slot,
+                // whose `li` starts the second pair.
+                macro_rules! li_abs2 {
+                    ($b:ident, $d:ident) => {{
+                        li_abs!($b);
+                        ip = next!();
+                        // SAFETY: the slot before is a load or store (no
+                        // terminator), so this one exists.
+                        i = unsafe { &(*ip).inst };
+                        imm = i.imm as u32;
+                        li_abs!($d);
+                    }};
+                }
                 macro_rules! triple {
                     ($a:ident, $b:ident, $c:ident) => {{
                         $a!();
@@ -967,6 +994,10 @@ impl Hpu {
                     Op::FLiSwAbs => li_abs!(sw),
                     Op::FLiAddiAbs => li_abs!(addi),
                     Op::FLiJalrAbs => li_abs!(jalr),
+                    Op::FAbsSbSb => li_abs2!(sb, sb),
+                    Op::FAbsSbLbu => li_abs2!(sb, lbu),
+                    Op::FAbsLbuSb => li_abs2!(lbu, sb),
+                    Op::FAbsLbuLbu => li_abs2!(lbu, lbu),
                     Op::FOrOr => pair!(or, or),
                     Op::FAddiMul => pair!(addi, mul),
                     Op::FLiJalr => pair!(li, jalr),
@@ -977,12 +1008,19 @@ impl Hpu {
                     Op::FXorBne => pair!(xor, bne),
                     Op::FSrliSrli => pair!(srli, srli),
                     Op::FSrliSw => pair!(srli, sw),
+                    Op::FLhuLhu => pair!(lhu, lhu),
+                    Op::FShSh => pair!(sh, sh),
+                    Op::FAddiSb => pair!(addi, sb),
+                    Op::FSbSb => pair!(sb, sb),
                     Op::FLwLwBne => triple!(lw, lw, bne),
                     Op::FLwLwBge => triple!(lw, lw, bge),
                     Op::FLwLwMul => triple!(lw, lw, mul),
                     Op::FSrliSlliOr => triple!(srli, slli, or),
                     Op::FAddiAddiBne => triple!(addi, addi, bne),
                     Op::FMulAddAddi => triple!(mul, add, addi),
+                    Op::FAddAddiBltu => triple!(add, addi, bltu),
+                    Op::FAddiMulSrli => triple!(addi, mul, srli),
+                    Op::FAddiAddiSb => triple!(addi, addi, sb),
                     Op::Beq => branch!(rs1!() == rs2!()),
                     Op::Bne => bne!(),
                     Op::Blt => blt!(),
@@ -1008,17 +1046,9 @@ impl Hpu {
                     }
                     Op::Lbu => lbu!(),
                     Op::Lh => lh!(),
-                    Op::Lhu => {
-                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::R, false);
-                        // SAFETY: xlate checked 2 bytes.
-                        rd!(unsafe { (p as *const u16).read_unaligned() } as u32)
-                    }
+                    Op::Lhu => lhu!(),
                     Op::Sb => sb!(),
-                    Op::Sh => {
-                        let p = mem!(rs1!().wrapping_add(imm), 2, Perm::W, true);
-                        // SAFETY: xlate checked 2 bytes.
-                        unsafe { (p as *mut u16).write_unaligned(rs2!() as u16) };
-                    }
+                    Op::Sh => sh!(),
                     Op::Slti => rd!(((rs1!() as i32) < (imm as i32)) as u32),
                     Op::Sltiu => rd!((rs1!() < imm) as u32),
                     Op::Xori => rd!(rs1!() ^ imm),

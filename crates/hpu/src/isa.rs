@@ -213,6 +213,10 @@ pub enum Op {
     FXorBne,
     FSrliSrli,
     FSrliSw,
+    FLhuLhu,
+    FShSh,
+    FAddiSb,
+    FSbSb,
     /// `li rd` + an instruction whose base is `rd` (see `program::fuse_li_base`).
     FLiLbuAbs,
     FLiSbAbs,
@@ -220,6 +224,12 @@ pub enum Op {
     FLiSwAbs,
     FLiAddiAbs,
     FLiJalrAbs,
+    /// Two such pairs back to back, each a byte load or store (see
+    /// `program::fuse_li_base2`).
+    FAbsSbSb,
+    FAbsSbLbu,
+    FAbsLbuSb,
+    FAbsLbuLbu,
     // Triples: the same over three slots (the second and third stay as
     // they were).
     FLwLwBne,
@@ -228,6 +238,9 @@ pub enum Op {
     FSrliSlliOr,
     FAddiAddiBne,
     FMulAddAddi,
+    FAddAddiBltu,
+    FAddiMulSrli,
+    FAddiAddiSb,
 }
 
 /// Instruction classes of the timing model.

@@ -597,6 +597,53 @@ fn lui_and_auipc_pairs_add_their_immediates() {
 }
 
 #[test]
+fn two_lui_byte_pairs_in_a_row_run_as_one_from_any_entry() {
+    // lui + sb/lbu twice (the four-slot superinstructions), each order.
+    let lui = |rd: u32, v: u32| u(v, rd, 0x37);
+    let lo = |k: i32| (DATA as i32 + k) & 0xfff; // DATA's low 12 bits are zero
+    let sb = |rs2: u32, base: u32, k: i32| s(lo(k), rs2, base, 0, 0x23);
+    let lbu = |rd: u32, base: u32, k: i32| i(lo(k), base, 4, rd, 0x03);
+    let mut w = vec![addi(6, 0, 0x5a), addi(16, 0, 0x3c)];
+    w.extend([lui(5, DATA), sb(6, 5, 0x10), lui(7, DATA), sb(16, 7, 0x11)]); // sb, sb
+    w.extend([lui(5, DATA), sb(16, 5, 0x12), lui(7, DATA), lbu(8, 7, 0x10)]); // sb, lbu
+    w.extend([lui(9, DATA), lbu(9, 9, 0x11), lui(7, DATA), sb(9, 7, 0x13)]); // lbu, sb: rd is the base
+                                                                             // A jump over the first pair of a four-slot group lands on its second.
+    w.push(j(12, 0));
+    w.extend([
+        lui(10, DATA),
+        lbu(11, 10, 0x12),
+        lui(12, DATA),
+        lbu(13, 12, 0x13),
+    ]); // lbu, lbu
+    let m = run(&w);
+    assert_eq!(m.data.to_vec(0x10, 4), [0x5a, 0x3c, 0x3c, 0x3c]);
+    assert_eq!((m.x(5), m.x(7), m.x(8), m.x(9)), (DATA, DATA, 0x5a, 0x3c));
+    assert_eq!((m.x(10), m.x(11), m.x(12), m.x(13)), (0, 0, DATA, 0x3c));
+
+    // A fault in the fourth slot is that slot's: three retired, the first
+    // store done.
+    let mut w = vec![
+        addi(6, 0, 0x5a),
+        lui(5, DATA),
+        sb(6, 5, 0x10),
+        lui(7, 0x4000_0000),
+        s(8, 6, 7, 0, 0x23),
+        addi(6, 0, 2),
+    ];
+    w.extend(exit());
+    let mut m = Machine::new(&w);
+    match m.run() {
+        Stop::Fault(f) => assert_eq!(
+            (f.kind, f.pc, f.addr),
+            (FaultKind::StoreAccess, CODE + 16, 0x4000_0008)
+        ),
+        s => panic!("expected a fault, got {s:?}"),
+    }
+    assert_eq!((m.hpu.instret, m.x(6), m.x(7)), (4, 0x5a, 0x4000_0000));
+    assert_eq!(m.data.to_vec(0x10, 1), [0x5a]);
+}
+
+#[test]
 fn returns_land_at_their_own_call_site_when_sites_share_a_cache_entry() {
     // Two call sites in a loop whose return addresses are 16 bytes apart
     // (the same entry of the interpreter's 8-entry jalr cache).
