@@ -130,7 +130,7 @@ static inline void rma_ops_answered(volatile rma_txn_t *e, uint32_t status)
 
 /* Ethernet/IPv4/UDP and RMA headers of a request to `dst`; returns the
  * frame length. The UDP checksum is left 0 (optional in IPv4): the
- * payload would cost a pass over up to 1432 bytes. */
+ * payload would cost a pass over up to RMA_MAX_PAYLOAD bytes. */
 static inline uint32_t rma_ops_headers(uint8_t *out, const spin_node_t *me, const spin_node_t *dst, uint32_t my_rank,
                                        volatile rma_txn_t *e, uint64_t offset, uint32_t length, uint32_t payload_len)
 {
@@ -157,41 +157,56 @@ static inline uint32_t rma_ops_headers(uint8_t *out, const spin_node_t *me, cons
 }
 
 /* Send every packet of an IN_FLIGHT entry. A packet that cannot be built
- * or sent counts as answered with FAILED, so the entry always completes. */
+ * or sent counts as answered with FAILED, so the entry always completes.
+ *
+ * Headers (and an atomic's operands) are built on the HPU's stack, in its
+ * L1 scratchpad: single-cycle stores, where the L2 pool costs ~25 cycles
+ * each (~100 of them per frame). A request without data is sent from
+ * there; a write's frame is put together in an L2 pool buffer (a frame is
+ * larger than the 1 KiB stack) by the cluster DMA engine: the headers from
+ * the stack, the payload from NIC memory (put from device; a byte copy
+ * would cost ~26 cycles a byte, the buffers' payloads being 2 bytes off
+ * each other's alignment) or from host memory (put from host). */
 static inline void rma_ops_issue(volatile rma_txn_t *e)
 {
     int32_t my = spin_my_rank();
     const spin_node_t *me = my < 0 ? NULL : spin_node((uint32_t)my), *dst = spin_node(e->rank);
     uint32_t op = e->op, width = rma_op_width(op), n = e->packets, which = 0;
-    /* A request without data (a get, an atomic) is built on the HPU's
-     * stack, in its L1 scratchpad: single-cycle stores instead of the L2
-     * pool's ~25-cycle ones, on the path every remote read waits for. */
     uint8_t small[RMA_L2_HDRS + RMA_HDR_LEN + 16] __attribute__((aligned(8)));
     uint8_t *buf = op == RMA_OP_WRITE ? rma_ops_buf_take(&which) : small;
     uint8_t *payload = buf + RMA_L2_HDRS + RMA_HDR_LEN;
+    uint32_t hlen = 0, flen = 0; /* the payload length `small`'s headers were built for */
     for (uint32_t k = 0; k < n; k++) {
         uint32_t off = k * RMA_MAX_PAYLOAD, len = width ? width : e->length - off, plen = 0;
         if (len > RMA_MAX_PAYLOAD)
             len = RMA_MAX_PAYLOAD;
         spin_cmd_t h;
+        spin_dma_t hd;
         int ok = me && dst;
         if (ok && op == RMA_OP_WRITE) {
             plen = len;
             if (e->flags & RMA_TXN_NIC_SRC)
-                memcpy(payload, (const uint8_t *)(uint32_t)e->local + off, len);
+                ok = spin_dma((uint8_t *)(uint32_t)e->local + off, payload, len, 0, 0, &h) == SPIN_OK;
             else
-                ok = spin_dma_from_host(e->local + off, (uint32_t)payload, len, false, &h) == SPIN_OK &&
-                     spin_cmd_wait(h) == SPIN_OK;
+                ok = spin_dma_from_host(e->local + off, (uint32_t)payload, len, false, &h) == SPIN_OK;
         } else if (width) {
             plen = width * rma_op_operands(op);
-            rma_putn(payload, e->operand[0], width);
-            rma_putn(payload + width, e->operand[1], width);
+            rma_putn(small + RMA_L2_HDRS + RMA_HDR_LEN, e->operand[0], width);
+            rma_putn(small + RMA_L2_HDRS + RMA_HDR_LEN + width, e->operand[1], width);
         }
-        if (ok) {
-            uint32_t flen = rma_ops_headers(buf, me, dst, (uint32_t)my, e, e->offset + off, len, plen);
-            /* Wait: the next packet reuses the buffer. */
+        if (ok && len != hlen) { /* while the payload moves */
+            flen = rma_ops_headers(small, me, dst, (uint32_t)my, e, e->offset + off, len, plen);
+            hlen = len;
+        } else if (ok) /* the same lengths: only the offset differs (the node table is in L2) */
+            rma_put64(((rma_hdr_t *)(small + RMA_L2_HDRS))->offset, e->offset + off);
+        if (ok && op == RMA_OP_WRITE) {
+            int hok = spin_dma(small, buf, RMA_L2_HDRS + RMA_HDR_LEN, 0, 0, &hd) == SPIN_OK;
+            /* Wait for both: the payload's DMA was issued. */
+            ok = spin_cmd_wait(h) == SPIN_OK;
+            ok = hok && spin_dma_wait(hd) == SPIN_OK && ok;
+        }
+        if (ok) /* Wait: the next packet reuses the buffer. */
             ok = spin_send_packet(buf, flen, &h) == SPIN_OK && spin_cmd_wait(h) == SPIN_OK;
-        }
         if (!ok && !(amo_or((volatile uint32_t *)&e->answered, 1u << k) & (1u << k)))
             rma_ops_answered(e, RMA_STATUS_FAILED);
     }

@@ -38,7 +38,7 @@ _Static_assert(UC_RAID_DELTA_SLOTS <= UC_MAX_WAITERS, "each delta area's handler
  * per RAID_LOCK_SPAN bytes (hashed): a chunk or delta packet (at most
  * RMA_MAX_PAYLOAD bytes) spans at most two. */
 #define RAID_LOCKS 64
-#define RAID_LOCK_SPAN 2048
+#define RAID_LOCK_SPAN 4096 /* RMA_MAX_PAYLOAD is 4,028 at netsim's 4 KiB MTU */
 #define RAID_CHUNK RMA_MAX_PAYLOAD
 _Static_assert(RAID_CHUNK <= RAID_LOCK_SPAN, "a chunk spans at most two locks");
 
