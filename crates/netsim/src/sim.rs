@@ -1016,3 +1016,25 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
         per_node,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RMA frames fill the slot nic_config makes: sc17's 4 KiB MTU exactly,
+    /// and for any profile MTU a frame that fits its slot and an MTU
+    /// spin_rma.h builds with.
+    #[test]
+    fn rma_frames_fit_the_packet_slot() {
+        let p = NetParams::sc17();
+        let cfg = nic_config(&p, NicKind::Discrete);
+        assert_eq!(rma_mtu(&cfg), 4096);
+        assert_eq!(softspin_wire::rma::max_payload(4096), 4028);
+        for mtu in [1500, 2048, 4000, 4096, 8192, 9000] {
+            let cfg = nic_config(&NetParams { mtu, ..NetParams::sc17() }, NicKind::Integrated);
+            let m = rma_mtu(&cfg);
+            assert!(m >= mtu && 14 + m <= cfg.pkt_slot_size, "mtu {mtu}: RMA {m}");
+            assert!(softspin_wire::rma::MTU_RANGE.contains(&(m as usize)), "mtu {mtu}");
+        }
+    }
+}
