@@ -1031,10 +1031,22 @@ mod tests {
         assert_eq!(rma_mtu(&cfg), 4096);
         assert_eq!(softspin_wire::rma::max_payload(4096), 4028);
         for mtu in [1500, 2048, 4000, 4096, 8192, 9000] {
-            let cfg = nic_config(&NetParams { mtu, ..NetParams::sc17() }, NicKind::Integrated);
+            let cfg = nic_config(
+                &NetParams {
+                    mtu,
+                    ..NetParams::sc17()
+                },
+                NicKind::Integrated,
+            );
             let m = rma_mtu(&cfg);
-            assert!(m >= mtu && 14 + m <= cfg.pkt_slot_size, "mtu {mtu}: RMA {m}");
-            assert!(softspin_wire::rma::MTU_RANGE.contains(&(m as usize)), "mtu {mtu}");
+            assert!(
+                m >= mtu && 14 + m <= cfg.pkt_slot_size,
+                "mtu {mtu}: RMA {m}"
+            );
+            assert!(
+                softspin_wire::rma::MTU_RANGE.contains(&(m as usize)),
+                "mtu {mtu}"
+            );
         }
     }
 }
