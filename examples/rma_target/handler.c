@@ -41,8 +41,15 @@
 /* Locks of the atomics (a power of two). */
 #define RMA_LOCKS 64
 #define RMA_FRAME_MAX (14u + RMA_MTU) /* Ethernet header + an MTU */
-/* Bytes of one HPU's response buffer: a frame and the atomic's word. */
+/* Bytes of one HPU's response buffer: a frame and the atomic's word, in
+ * 64-byte lines. The literal is Ethernet's (`softspin cluster up` reads it
+ * to size the scratchpad); a build with another RMA_MTU (netsim) sizes the
+ * scratchpad by the image's rma_buf_bytes. */
+#if RMA_MTU == 1500
 #define RMA_BUF_BYTES 1536
+#else
+#define RMA_BUF_BYTES ((RMA_FRAME_MAX + 8 + 63) / 64 * 64)
+#endif
 /* Response buffers in L2 when the ECTX has no L1 scratchpad: one per HPU
  * (hpu_gid). */
 #define RMA_HPUS_MAX 64
@@ -57,6 +64,8 @@ volatile rma_window_t rma_windows[RMA_WINDOWS];
 /* For the host: table geometry without a copy of the C layout. */
 const uint32_t rma_window_count = RMA_WINDOWS;
 const uint32_t rma_window_bytes = sizeof(rma_window_t);
+/* For the host: the response buffer per HPU it gives scratchpad for. */
+__attribute__((used)) const uint32_t rma_buf_bytes = RMA_BUF_BYTES;
 
 /* The initiator's table (rma_txns) and buffers: this image also issues
  * RMA operations, host-posted (doorbells) or a handler's, and completes

@@ -21,9 +21,17 @@
 #define RMA_UDP_PORT 21328 /* 0x5350, "SP" */
 #define RMA_VERSION 1
 #define RMA_HDR_LEN 40
+/* The IP MTU packets are sized for: Ethernet's 1500 (softspin_wire::rma::MTU),
+ * unless the build gives another (-DRMA_MTU=N: a NIC whose packet slot
+ * takes larger frames, e.g. `softspin netsim`'s 4 KiB sc17 profile; every
+ * node of a network must use the same). */
+#ifndef RMA_MTU
 #define RMA_MTU 1500
-/* Payload bytes in one packet: MTU - IPv4 (20) - UDP (8) - RMA header. */
-#define RMA_MAX_PAYLOAD 1432
+#endif
+_Static_assert(RMA_MTU >= 576 && RMA_MTU <= 9000, "RMA_MTU: 576 (IPv4's minimum) to 9000 (jumbo frames)");
+/* Payload bytes in one packet: MTU - IPv4 (20) - UDP (8) - RMA header
+ * (softspin_wire::rma::max_payload). */
+#define RMA_MAX_PAYLOAD (RMA_MTU - 20 - 8 - RMA_HDR_LEN)
 
 /* kind: the transport packet type (DiAD's reliability, seed 003 §IV). */
 #define RMA_KIND_DATA 0
@@ -126,7 +134,7 @@ typedef uint32_t __attribute__((__may_alias__)) rma_u32a;
  * ones' complement sum does not depend on byte order (RFC 1071 §2 (B)). */
 static inline uint32_t rma_csum(const uint8_t *p, uint32_t n)
 {
-    uint32_t s = 0; /* at most 2 x 744 halves of 0xffff: no overflow */
+    uint32_t s = 0; /* at most ~4,500 halves of 0xffff (a 9000-byte MTU): no overflow */
     if (((uintptr_t)p & 2) && n >= 2) {
         s += *(const rma_u16a *)p;
         p += 2;

@@ -150,3 +150,59 @@ fn the_modes_order_as_seed_004_states() {
         gap[1]
     );
 }
+
+/// A run's JSON (verified, exit 0), discrete NIC.
+fn run_json(mode: &str, size: usize) -> serde_json::Value {
+    let o = netsim("pingpong", mode, 2, size, &["--nic", "discrete"]);
+    let j = json(&o);
+    assert_eq!(j["verified"], true, "{mode} {size} B: {j}");
+    assert_eq!(o.status.code(), Some(0), "{mode} {size} B: {j}");
+    j
+}
+
+/// The RMA pongs cost what their parts do (docs/scale.md "Ping-pong"),
+/// bounds derived from the sc17 profile and the NIC model, each of which
+/// the handler defects fixed here broke by a factor:
+/// - the device pong's bytes cross two links (G each), a host DMA and at
+///   most four on-NIC copies (cluster DMA, 64 B a cycle): a byte copy loop
+///   at 26 cycles a byte was 200 times over;
+/// - the target's handler per request (node 0's HPU time over its two
+///   requests) is the write's host DMA plus at most 1,500 cycles of
+///   checks and a response built in L1 (in L2 it was 4,000);
+/// - one RMA operation (half of device - stream, which both pay the ping's
+///   trip) is a round trip (at most the stream pong's whole time), the
+///   target's DMA and at most 3,000 cycles over the initiator's, target's
+///   and completion's handlers (headers in L2 made it ~9,000).
+#[test]
+fn rma_costs_are_bounded_by_their_parts() {
+    let p = softspin_netsim::params::NetParams::sc17();
+    let cfg = softspin_netsim::sim::nic_config(&p, softspin_netsim::params::NicKind::Discrete);
+    let ns_per_cycle = 1e3 / f64::from(cfg.clock_mhz);
+    let link = p.link_ps_per_byte() / 1e3;
+    let dma = 1.0 / (p.discrete.bandwidth_gib_s * (1u64 << 30) as f64 / 1e9);
+    let copy = ns_per_cycle / f64::from(cfg.dma_width_bits / 8);
+    let per_byte = 2.0 * link + dma + 4.0 * copy;
+
+    let small = run_json("device", 8);
+    let big = run_json("device", 1408);
+    let t = |j: &serde_json::Value| j["completion_ns"].as_f64().unwrap();
+    let slope = (t(&big) - t(&small)) / 1400.0;
+    assert!(
+        slope <= per_byte,
+        "device pong: {slope:.4} ns per byte, bound {per_byte:.4}"
+    );
+
+    // Node 0 pinged and is done last; its NIC ran only the two requests.
+    assert_eq!(small["slowest_node"]["node"], 0, "{small}");
+    let target = small["slowest_node"]["hpu_busy_ps"].as_f64().unwrap() / 1e3 / 2.0;
+    let bound = p.discrete.latency_ns + 1500.0 * ns_per_cycle;
+    assert!(
+        target <= bound,
+        "rma_target per request: {target:.0} ns, bound {bound:.0}"
+    );
+
+    let stream = t(&run_json("stream", 8));
+    let op = (t(&small) - stream) / 2.0;
+    let bound = stream + p.discrete.latency_ns + 3000.0 * ns_per_cycle;
+    assert!(op <= bound, "one RMA op: {op:.0} ns, bound {bound:.0}");
+}

@@ -40,9 +40,25 @@ pub fn nic_config(p: &NetParams, kind: NicKind) -> NicConfig {
     };
     // A 4 KiB MTU packet with its Ethernet/IPv4/UDP headers, rounded up to
     // 64 bytes.
-    cfg.pkt_slot_size = (p.mtu + 64).div_ceil(64) * 64;
+    cfg.pkt_slot_size = (p.mtu + SLOT_HEADROOM).div_ceil(64) * 64;
     cfg.line_rate_gbps = p.link_gib_s * 8.0 * (1u64 << 30) as f64 / 1e9;
     cfg
+}
+
+/// Bytes of a packet slot above the MTU (`nic_config`): the headers.
+const SLOT_HEADROOM: u32 = 64;
+
+/// The IP MTU the RMA transport's packets are built for on a NIC of
+/// `cfg` from [`nic_config`] (spin_rma.h's RMA_MTU, passed to the
+/// handlers' build): what its packet slot holds, the profile's `mtu`
+/// rounded up to 64 bytes (4,096 for sc17), within the MTUs spin_rma.h
+/// builds with. The live NIC keeps Ethernet's 1,500.
+pub fn rma_mtu(cfg: &NicConfig) -> u32 {
+    let range = softspin_wire::rma::MTU_RANGE;
+    let (lo, hi) = (*range.start() as u32, *range.end() as u32);
+    cfg.pkt_slot_size
+        .saturating_sub(SLOT_HEADROOM)
+        .clamp(lo, hi)
 }
 
 /// One run's settings.
@@ -198,11 +214,9 @@ impl World {
             s.ph = p.ph.clone();
             s.th = p.th.clone();
             s.host_window = (HOST_BASE, p.host_window);
+            s.scratchpad = vec![p.scratchpad; self.cfg.clusters as usize];
             s.watchdog = p.watchdog;
             s.msg_timeout_ns = p.msg_timeout_ns;
-            if p.scratchpad > 0 {
-                s.scratchpad = vec![p.scratchpad; self.cfg.clusters as usize];
-            }
             // The workload's rules (the World's matcher) already chose the
             // frames this one ECTX takes, on any of their ports (the use
             // cases' and RMA's, as `softspin nic --rules --match` does).
@@ -1002,4 +1016,38 @@ pub fn run(spec: RunSpec, workload: Box<dyn Workload>) -> Result<Outcome, String
         wall_s: wall.elapsed().as_secs_f64(),
         per_node,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// RMA frames fill the slot nic_config makes: sc17's 4 KiB MTU exactly,
+    /// and for any profile MTU a frame that fits its slot and an MTU
+    /// spin_rma.h builds with.
+    #[test]
+    fn rma_frames_fit_the_packet_slot() {
+        let p = NetParams::sc17();
+        let cfg = nic_config(&p, NicKind::Discrete);
+        assert_eq!(rma_mtu(&cfg), 4096);
+        assert_eq!(softspin_wire::rma::max_payload(4096), 4028);
+        for mtu in [1500, 2048, 4000, 4096, 8192, 9000] {
+            let cfg = nic_config(
+                &NetParams {
+                    mtu,
+                    ..NetParams::sc17()
+                },
+                NicKind::Integrated,
+            );
+            let m = rma_mtu(&cfg);
+            assert!(
+                m >= mtu && 14 + m <= cfg.pkt_slot_size,
+                "mtu {mtu}: RMA {m}"
+            );
+            assert!(
+                softspin_wire::rma::MTU_RANGE.contains(&(m as usize)),
+                "mtu {mtu}"
+            );
+        }
+    }
 }

@@ -62,11 +62,23 @@ pub const UDP_PORT: u16 = 0x5350;
 pub const VERSION: u8 = 1;
 /// Bit of the op byte that marks a response.
 pub const RESPONSE: u8 = 0x80;
-/// The IP MTU RMA packets are sized for (Ethernet's 1500 bytes).
+/// The IP MTU RMA packets are sized for (Ethernet's 1500 bytes): the live
+/// NIC's, and sdk/include/spin_rma.h's RMA_MTU unless a build sets another
+/// (`softspin netsim` does for its 4 KiB MTU; [`max_payload`] then gives
+/// its segment). Everything in this crate is at this MTU.
 pub const MTU: usize = 1500;
-/// The most payload bytes of one packet: the MTU less the IPv4, UDP and
-/// RMA headers. A read asks for at most this much (its response must fit).
-pub const MAX_PAYLOAD: usize = MTU - crate::ipv4::HEADER_LEN - crate::udp::HEADER_LEN - HEADER_LEN;
+/// The smallest and largest MTU spin_rma.h builds with (IPv4's minimum
+/// datagram, jumbo frames).
+pub const MTU_RANGE: core::ops::RangeInclusive<usize> = 576..=9000;
+/// The most payload bytes of one packet at [`MTU`]. A read asks for at
+/// most this much (its response must fit).
+pub const MAX_PAYLOAD: usize = max_payload(MTU);
+
+/// The most payload bytes of one packet at IP MTU `mtu`: the MTU less the
+/// IPv4, UDP and RMA headers (spin_rma.h's RMA_MAX_PAYLOAD).
+pub const fn max_payload(mtu: usize) -> usize {
+    mtu - crate::ipv4::HEADER_LEN - crate::udp::HEADER_LEN - HEADER_LEN
+}
 
 const LAYER: &str = "RMA";
 

@@ -238,3 +238,65 @@ fn c_header_matches_rust() {
     assert_eq!(d[18..22], [4, 3, 2, 1]);
     assert_eq!(got, want);
 }
+
+/// Prints the segment constants spin_rma.h derives from RMA_MTU.
+const MTU_PROGRAM: &str = r#"
+#include <spin_rma.h>
+#include <spin_rma_ops.h>
+#include <stdio.h>
+int main(void) {
+    printf("%u %u %u\n", (unsigned)RMA_MTU, (unsigned)RMA_MAX_PAYLOAD, (unsigned)RMA_TXN_MAX_LEN);
+    return 0;
+}
+"#;
+
+/// spin_rma.h built for `mtu` (None: its default): its RMA_MTU, payload
+/// and largest operation, or the compiler's complaint.
+fn c_segment(dir: &std::path::Path, mtu: Option<usize>) -> Result<String, String> {
+    let src = dir.join("mtu.c");
+    let exe = dir.join(format!("mtu{}", mtu.unwrap_or(0)));
+    std::fs::write(&src, MTU_PROGRAM).unwrap();
+    let mut cc = Command::new("cc");
+    cc.args(["-std=c11", "-Wall", "-Wextra", "-Werror", "-I"])
+        .arg(root().join("sdk/include"));
+    if let Some(m) = mtu {
+        cc.arg(format!("-DRMA_MTU={m}"));
+    }
+    let out = cc.arg(&src).arg("-o").arg(&exe).output().unwrap();
+    if !out.status.success() {
+        return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+    }
+    let run = Command::new(&exe).output().unwrap();
+    Ok(String::from_utf8(run.stdout).unwrap())
+}
+
+/// The segment follows the MTU a build gives (issue 29: netsim's 4 KiB
+/// MTU), Ethernet's by default; C and Rust agree on both, and on the MTUs
+/// a build may not give.
+#[test]
+fn c_segment_follows_the_mtu() {
+    if Command::new("cc").arg("--version").output().is_err() {
+        skip("spin_rma.h segments: no host C compiler (cc)");
+        return;
+    }
+    let dir = scratch("rma_c_mtu");
+    let want = |mtu: usize| {
+        let p = rma::max_payload(mtu);
+        format!("{mtu} {p} {}\n", txn::MAX_PACKETS * p)
+    };
+    assert_eq!(c_segment(&dir, None).unwrap(), want(rma::MTU));
+    assert_eq!(rma::MAX_PAYLOAD, rma::max_payload(rma::MTU));
+    assert_eq!(txn::MAX_LEN, txn::MAX_PACKETS * rma::MAX_PAYLOAD);
+    for mtu in [*rma::MTU_RANGE.start(), 4096, *rma::MTU_RANGE.end()] {
+        assert_eq!(
+            c_segment(&dir, Some(mtu)).unwrap(),
+            want(mtu),
+            "RMA_MTU {mtu}"
+        );
+    }
+    for mtu in [*rma::MTU_RANGE.start() - 1, *rma::MTU_RANGE.end() + 1] {
+        let e = c_segment(&dir, Some(mtu)).expect_err("an MTU out of range builds");
+        assert!(e.contains("RMA_MTU"), "RMA_MTU {mtu}: {e}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

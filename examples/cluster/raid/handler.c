@@ -55,8 +55,9 @@ _Static_assert(UC_RAID_STORE + UC_RAID_STORE_SIZE <= UC_RAID_LAND &&
 #define RAID_PUTS ((RAID_MAX_PKTS + RMA_TXN_MAX_PACKETS - 1) / RMA_TXN_MAX_PACKETS)
 /* One HPU's frame buffer: its slice of the ECTX's L1 scratchpad (as
  * rma_target's response buffer: the HPU runs one of them at a time), else
- * its buffer in L2 (bufs). */
-#define RAID_BUF_BYTES 1536
+ * its buffer in L2 (bufs). A delta frame in 64-byte lines: 1,536 B at
+ * Ethernet's RMA_MTU, as rma_target's; 4,160 B at netsim's 4 KiB. */
+#define RAID_BUF_BYTES ((RMA_PUT_HEADROOM + RMA_MAX_PAYLOAD + 63) / 64 * 64)
 _Static_assert(RAID_DELTA_HDR + UC_RAID_PER_PKT <= RMA_MAX_PAYLOAD, "a delta packet is one RMA packet");
 _Static_assert(RMA_PUT_HEADROOM + RMA_MAX_PAYLOAD <= RAID_BUF_BYTES, "a delta frame fits a buffer");
 _Static_assert((RMA_PUT_HEADROOM + RAID_DELTA_HDR) % 4 == 0, "the delta is word aligned");

@@ -32,8 +32,8 @@
 #define UC_RAID_STORE 0x10000      /* data nodes: the store; parity node: the parity */
 #define UC_RAID_STORE_SIZE 0x40000 /* bytes of a store (a data node's part of a write: at most this) */
 #define UC_RAID_LAND 0x50000       /* parity node: delta packets land here once XORed into the parity (raid/handler.c) */
-#define UC_RAID_LAND_SIZE 0x48000  /* a data node's write's delta packets, each RMA_MAX_PAYLOAD bytes, side by side */
-#define UC_RAID_END 0x98000        /* end of the layout: within UC_WINDOW */
+#define UC_RAID_LAND_SIZE 0xC0000  /* a data node's write's delta packets, each RMA_MAX_PAYLOAD bytes, side by side (up to RMA_MTU 4096) */
+#define UC_RAID_END 0x110000       /* end of the layout: within UC_WINDOW */
 
 /* Counters (spin_push_counter: index, value); ../uc.h's 20-23 too. */
 #define UC_CTR_RAID_DROPPED 30 /* a write packet refused: the reason below */

@@ -40,12 +40,13 @@ pub struct NicProgram {
     pub udp_port: u16,
     /// Host memory window per node (bytes at `HOST_BASE`).
     pub host_window: u64,
+    /// L1 scratchpad per cluster (bytes): what `softspin cluster up --rma`
+    /// gives the RMA ECTX (a response buffer per HPU, [`rma_scratchpad`]),
+    /// so rma_target builds its responses in L1, not L2.
+    pub scratchpad: u32,
     /// Instruction budget per handler, message timeout.
     pub watchdog: u64,
     pub msg_timeout_ns: u64,
-    /// L1 scratchpad per cluster (bytes; 0: none), as `cluster up --rma`
-    /// gives its images (the handlers' frame buffers).
-    pub scratchpad: u32,
 }
 
 impl NicProgram {
@@ -59,8 +60,26 @@ impl NicProgram {
         udp_port: u16,
         host_window: u64,
     ) -> Result<NicProgram, String> {
+        let mtu = crate::sim::rma_mtu(cfg);
+        Self::usecase_at_rma_mtu(name, cfg, build_dir, rules, udp_port, host_window, mtu)
+    }
+
+    /// As [`NicProgram::usecase`], RMA segmenting at `rma_mtu` instead of
+    /// the profile's packet size (a use case whose RMA packets carry one of
+    /// its own packets each: raid's deltas).
+    pub fn usecase_at_rma_mtu(
+        name: &str,
+        cfg: &NicConfig,
+        build_dir: &Path,
+        rules: String,
+        udp_port: u16,
+        host_window: u64,
+        rma_mtu: u32,
+    ) -> Result<NicProgram, String> {
+        let image = build_usecase(name, cfg, build_dir, rma_mtu)?;
         Ok(NicProgram {
-            image: build_usecase(name, cfg, build_dir)?,
+            scratchpad: rma_scratchpad(cfg, &image)?,
+            image,
             hh: Some(format!("{name}_hh")),
             ph: Some(format!("{name}_ph")),
             th: Some(format!("{name}_th")),
@@ -69,7 +88,6 @@ impl NicProgram {
             host_window,
             watchdog: 200_000_000,
             msg_timeout_ns: 2_000_000_000,
-            scratchpad: 0,
         })
     }
 }
@@ -233,9 +251,41 @@ pub fn uc_rules() -> Result<String, String> {
     ))
 }
 
+/// The L1 scratchpad per cluster rma_target uses when given (its
+/// `out_buffer`): one response buffer per HPU, as `softspin cluster up
+/// --rma` gives it; the buffer's size is the image's `rma_buf_bytes`
+/// (it follows the RMA_MTU the image was built for).
+pub fn rma_scratchpad(cfg: &NicConfig, image: &ElfImage) -> Result<u32, String> {
+    let buf = image_u32(image, "rma_buf_bytes")?;
+    Ok(cfg.hpus_per_cluster * buf)
+}
+
+/// The initialised u32 at symbol `name` of an image (a const the handlers
+/// export for the host).
+pub fn image_u32(image: &ElfImage, name: &str) -> Result<u32, String> {
+    let at = image
+        .symbol(name)
+        .map_err(|e| format!("the handlers' image: {e}"))?;
+    image
+        .segments
+        .iter()
+        .find_map(|s| {
+            let off = at.checked_sub(s.vaddr)? as usize;
+            let b = s.data.get(off..off + 4)?;
+            Some(u32::from_le_bytes(b.try_into().ok()?))
+        })
+        .ok_or_else(|| format!("the handlers' image has no initialised {name}"))
+}
+
 /// Build a use case's handlers linked with examples/rma_target (as
-/// examples/cluster/common.py does) for the NIC model `cfg`, into `dir`.
-pub fn build_usecase(name: &str, cfg: &NicConfig, dir: &Path) -> Result<ElfImage, String> {
+/// examples/cluster/common.py does) for the NIC model `cfg` and RMA's
+/// segment size `rma_mtu`, into `dir`.
+pub fn build_usecase(
+    name: &str,
+    cfg: &NicConfig,
+    dir: &Path,
+    rma_mtu: u32,
+) -> Result<ElfImage, String> {
     let ex = examples_dir();
     let srcs = [
         ex.join("rma_target/handler.c"),
@@ -244,6 +294,7 @@ pub fn build_usecase(name: &str, cfg: &NicConfig, dir: &Path) -> Result<ElfImage
     let elf = dir.join(format!("{name}.elf"));
     let mut o = softspin_sdk::BuildOptions::handler(&srcs, &elf);
     o.define = cfg.sdk_defines();
+    o.define.push(format!("RMA_MTU={rma_mtu}"));
     o.link_symbols = cfg.memory_map().link_symbols();
     softspin_sdk::build(&o).map_err(|e| format!("building examples/cluster/{name}: {e}"))?;
     ElfImage::load(&elf).map_err(|e| format!("{}: {e}", elf.display()))

@@ -18,9 +18,6 @@ use crate::params::NetParams;
 use super::{seeded_bytes, uc, uc_frame, HostSend, NicProgram, Workload, HOST_BASE};
 
 const RAID_H: &str = include_str!("../../../../examples/cluster/raid/raid.h");
-/// rma_target's handler source: its response buffer per HPU (RMA_BUF_BYTES)
-/// sizes the scratchpad, as `cluster up --rma` sizes it.
-const RMA_TARGET_C: &str = include_str!("../../../../examples/rma_target/handler.c");
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Mode {
@@ -162,27 +159,23 @@ impl Raid {
         if sabotage {
             parity[addr + strip / 2] ^= 1;
         }
-        let mut program = NicProgram::usecase(
+        // RMA at Ethernet's MTU, as live: each delta travels as one RMA
+        // packet per write packet (UC_CHUNK, ~1.4 KiB), and a 4 KiB segment
+        // would only pad it.
+        let mut program = NicProgram::usecase_at_rma_mtu(
             "raid",
             cfg,
             build_dir,
             super::uc_rma_rules()?,
             uc("UC_PORT")? as u16,
             c.window,
+            softspin_wire::rma::MTU as u32,
         )?;
         if mode == Mode::Rdma {
             // An ECTX needs a handler: rdma runs raid_host_hh, which does
             // nothing (the host CPUs do the work).
             program.hh = Some("raid_host_hh".into());
             (program.ph, program.th) = (None, None);
-        } else {
-            // The handlers' frame buffers in L1, as the live cluster has them.
-            let buf = super::header_define(
-                RMA_TARGET_C,
-                "examples/rma_target/handler.c",
-                "RMA_BUF_BYTES",
-            )?;
-            program.scratchpad = cfg.hpus_per_cluster * buf as u32;
         }
         Ok(Raid {
             nodes,
