@@ -6,12 +6,14 @@
  * memory (UC_RX) and forwards it to its own children (broadcast.h), so no
  * host CPU but the root's takes part:
  *  - UC_MODE_BC_STORE (store and forward): the payload handlers DMA each
- *    packet to UC_RX; once the whole message is there the completion
- *    handler forwards it: a one-packet message from device (the packet in
- *    NIC memory, re-addressed), a longer one from host memory, chunk by
- *    chunk (DMA from host into a frame, sent to every child).
+ *    packet to UC_RX. A one-packet message is whole in its payload
+ *    handler, which forwards it from device (the packet in NIC memory,
+ *    re-addressed); a longer one the completion handler forwards from
+ *    host memory once all of it is there, chunk by chunk (DMA from host
+ *    into a frame, sent to every child).
  *  - UC_MODE_BC_STREAM: each payload handler forwards its packet to the
- *    children as it arrives (in the message's order), then DMAs it.
+ *    children as it arrives, on whichever HPU it runs, and DMAs it; only
+ *    the end-of-message packet waits, for all the others to have gone.
  *  - UC_MODE_BC_DEPOSIT (softspin netsim's host-CPU and triggered-put
  *    baselines, docs/scale.md): the payload handlers only DMA each packet
  *    to UC_RX; something else (the host, or Portals' triggered puts)
