@@ -260,9 +260,8 @@ fn rdma_and_portals_broadcasts_verify() {
 
 /// Fig. 5a's small-message side at 1,024 processes (seed 004 §4.4.3):
 /// sPIN's streaming broadcast of 8 B beats both baselines on the discrete
-/// NIC (about 1 s of wall time per run). On the integrated NIC it does not
-/// here (docs/scale.md "Results": the handler's ~2 us per hop outweighs
-/// the 50 ns DMA the baselines pay), nor does it at 64 KiB: not tests.
+/// NIC (about 1 s of wall time per run), through the CLI. The integrated
+/// NIC's margins and 64 KiB: crates/netsim/tests/fig5a.rs.
 #[test]
 fn streaming_beats_rdma_and_portals_for_8_bytes_at_1024_nodes() {
     let t = |mode| {

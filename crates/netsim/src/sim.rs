@@ -194,6 +194,55 @@ fn with_world<R>(f: impl FnOnce(&mut World) -> R) -> R {
     })
 }
 
+/// Node `k`'s engine of `nodes`, as the coupling makes it on the node's
+/// first packet: the workload's program installed and active on one ECTX
+/// (its id returned) taking every frame the rules gave it, sparse host
+/// memory (watching `watch` for a host program), the node table's
+/// entries the workload's handlers read, the workload's own set-up. Also
+/// for tools that time one node alone (examples/bcast_hop.rs).
+pub fn node_engine(
+    cfg: &NicConfig,
+    workload: &dyn Workload,
+    k: u32,
+    nodes: u32,
+    udp_port: u16,
+    watch: Option<Vec<std::ops::Range<u64>>>,
+) -> Result<(Engine, EctxId), String> {
+    let p = workload.program();
+    let mut e = Engine::new(cfg.clone()).map_err(|e| e.to_string())?;
+    let mut host = SparseHost::new(HOST_BASE, p.host_window);
+    if let Some(w) = watch {
+        host.set_watch(w);
+    }
+    e.set_host_memory(Box::new(host));
+    let mut s = EctxSpec::new(workload.name(), p.image.clone());
+    s.hh = p.hh.clone();
+    s.ph = p.ph.clone();
+    s.th = p.th.clone();
+    s.host_window = (HOST_BASE, p.host_window);
+    s.scratchpad = vec![p.scratchpad; cfg.clusters as usize];
+    s.watchdog = p.watchdog;
+    s.msg_timeout_ns = p.msg_timeout_ns;
+    // The workload's rules (the World's matcher) already chose the
+    // frames this one ECTX takes, on any of their ports (the use
+    // cases' and RMA's, as `softspin nic --rules --match` does).
+    s.matching = MatchRule::All;
+    let id = e.install(s).map_err(|e| format!("node {k}: {e}"))?;
+    e.activate(id).map_err(|e| format!("node {k}: {e}"))?;
+    let mut peers = workload.peers(k).unwrap_or_else(|| (0..nodes).collect());
+    peers.push(k);
+    let entries: Vec<_> = peers
+        .into_iter()
+        .map(|r| (r, crate::node::entry(r, udp_port)))
+        .collect();
+    e.set_node_entries(k, nodes, &entries)
+        .map_err(|e| format!("node {k}: node table: {e}"))?;
+    workload
+        .setup_engine(k, &mut e, id)
+        .map_err(|m| format!("node {k}: {m}"))?;
+    Ok((e, id))
+}
+
 fn ps(t_s: f64) -> u64 {
     (t_s * 1e12).round().max(0.0) as u64
 }
@@ -202,39 +251,15 @@ impl World {
     fn engine_for(&mut self, k: u32) -> Result<&mut Engine, String> {
         let i = k as usize;
         if self.nics[i].engine.is_none() {
-            let p = self.workload.program();
-            let mut e = Engine::new(self.cfg.clone()).map_err(|e| e.to_string())?;
-            let mut host = SparseHost::new(HOST_BASE, p.host_window);
-            if let Some(pr) = &self.progs[i] {
-                host.set_watch(pr.watch.clone());
-            }
-            e.set_host_memory(Box::new(host));
-            let mut s = EctxSpec::new(self.workload.name(), p.image.clone());
-            s.hh = p.hh.clone();
-            s.ph = p.ph.clone();
-            s.th = p.th.clone();
-            s.host_window = (HOST_BASE, p.host_window);
-            s.scratchpad = vec![p.scratchpad; self.cfg.clusters as usize];
-            s.watchdog = p.watchdog;
-            s.msg_timeout_ns = p.msg_timeout_ns;
-            // The workload's rules (the World's matcher) already chose the
-            // frames this one ECTX takes, on any of their ports (the use
-            // cases' and RMA's, as `softspin nic --rules --match` does).
-            s.matching = MatchRule::All;
-            let id = e.install(s).map_err(|e| format!("node {k}: {e}"))?;
-            e.activate(id).map_err(|e| format!("node {k}: {e}"))?;
-            let n = self.spec.nodes;
-            let mut peers = self.workload.peers(k).unwrap_or_else(|| (0..n).collect());
-            peers.push(k);
-            let entries: Vec<_> = peers
-                .into_iter()
-                .map(|r| (r, crate::node::entry(r, self.udp_port)))
-                .collect();
-            e.set_node_entries(k, n, &entries)
-                .map_err(|e| format!("node {k}: node table: {e}"))?;
-            self.workload
-                .setup_engine(k, &mut e, id)
-                .map_err(|m| format!("node {k}: {m}"))?;
+            let watch = self.progs[i].as_ref().map(|pr| pr.watch.clone());
+            let (e, id) = node_engine(
+                &self.cfg,
+                self.workload.as_ref(),
+                k,
+                self.spec.nodes,
+                self.udp_port,
+                watch,
+            )?;
             self.nics[i].engine = Some(Box::new(e));
             self.nics[i].ectx = Some(id);
             self.nics[i].stats.engine = true;

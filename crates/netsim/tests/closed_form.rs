@@ -6,10 +6,12 @@
 //! arrival-to-done time; what is checked is that ten hops of links, switches
 //! and handlers, and the root's o, compose as LogGP says (no hidden queueing
 //! or lost time in the coupling). netsim may be up to 3 % slower, never
-//! faster: the handler's time grows by ~15 ns per level (bc_parent and
-//! forward() loop over the rank's bits: 1,953 ns on node 1, 2,073 ns on node
-//! 511), which one h cannot follow; the root's frame is 76 B on the wire
-//! where the closed form charges the 8 B payload's (s-1)G. Each hop's
+//! faster: the handler's time grows by ~9 ns per level (bc_parent and
+//! forward() loop over the rank's bits: 945 ns on node 1, 1,025 ns on node
+//! 511, examples/bcast_hop.rs; 1,953 and 2,073 ns before the handlers
+//! forwarded in parallel), which one h cannot follow; the root's frame is
+//! 76 B on the wire where the closed form charges the 8 B payload's
+//! (s-1)G. Each hop's
 //! link time is checked exactly.
 
 mod common;

@@ -25,14 +25,15 @@
  * uc.h's 21 (incomplete message) and 22 (failed DMA). */
 #define UC_BC_CTR_NOT_PARENT 30  /* not from this node's parent (or at the root, or no node table): the source rank */
 #define UC_BC_CTR_SEND_FAILED 31 /* a forward to a child could not be sent: the child's rank */
-#define UC_BC_CTR_UNORDERED 32   /* stream: forwarded without its predecessor (lost), or not again (a repeat): offset */
+#define UC_BC_CTR_UNORDERED 32   /* forwarding: a repeat or an offset off the UC_CHUNK grid (not sent), or the end of a message sent without all its other packets (lost): offset */
 #define UC_BC_CTR_BAD_MODE 33    /* a use-case packet of another use case's mode: the mode */
 #define UC_BC_CTR_NOT_MINE 34    /* to another node's MAC (the bridge flooded it): its message id */
 
-/* A stream-mode payload handler forwards its packet only after the
- * message's previous packet went out (the child's NIC ends a message at
- * the packet flagged end-of-message, so the children must get them in
- * order); it waits at most this many of its own cycles for that. */
+/* A forwarding payload handler sends the end-of-message packet only after
+ * every other packet of the message went to the children (the child's NIC
+ * ends a message at the packet flagged end-of-message; the others go out
+ * in any order, in parallel); it waits at most this many of its own
+ * cycles for that. */
 #define UC_BC_ORDER_WAIT_CYCLES 2000000
 
 #ifdef __riscv

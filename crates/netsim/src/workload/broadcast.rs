@@ -156,8 +156,9 @@ impl Broadcast {
 
     /// Node `from`'s sends of the whole message to each of its children,
     /// UC datagrams of at most UC_CHUNK bytes; `cpu`: the first of each
-    /// child's message costs the sender's CPU o.
-    fn sends_to_children(&self, from: u32, cpu: bool) -> Vec<HostSend> {
+    /// child's message costs the sender's CPU o. (Public for tools that
+    /// feed one node alone: examples/bcast_hop.rs.)
+    pub fn sends_to_children(&self, from: u32, cpu: bool) -> Vec<HostSend> {
         let mut v = Vec::new();
         for child in Self::children(from, self.nodes) {
             let mut off = 0;
