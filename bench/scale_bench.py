@@ -357,6 +357,7 @@ def main():
     ap.add_argument("--nodes", default=",".join(map(str, NODES)), help="Fig. 5a's node counts (default 2..1024, powers of 2)")
     ap.add_argument("--nic", default=",".join(NICS), help="discrete,integrated")
     ap.add_argument("--out", help="results file (default bench/results/scale-<UTC time>.json)")
+    ap.add_argument("--softspin", default=SOFTSPIN, help="the softspin binary (default target/release/softspin)")
     ap.add_argument("--plot", metavar="FILE", help="only redraw the plot and print the tables and checks")
     ap.add_argument("--self-test", action="store_true", help="test the checks and plot on made-up runs")
     args = ap.parse_args()
@@ -369,8 +370,8 @@ def main():
         plot_all(res["runs"])
         report(res)
         return
-    if not os.access(SOFTSPIN, os.X_OK):
-        sys.exit(f"{SOFTSPIN}: build it first (cargo build --release -p softspin-cli)")
+    if not os.access(args.softspin, os.X_OK):
+        sys.exit(f"{args.softspin}: build it first (cargo build --release -p softspin-cli)")
     figures = args.figures.split(",")
     unknown = [f for f in figures if f not in FIGURES]
     if unknown:
@@ -379,7 +380,7 @@ def main():
     nics = args.nic.split(",")
     t0, load_before, runs = time.monotonic(), os.getloadavg(), []
     for workload, n, size, m, nic in points(figures, nodes, nics):
-        rec = run(n, size, m, nic, workload=workload)
+        rec = run(n, size, m, nic, softspin=args.softspin, workload=workload)
         runs.append(rec)
         p = problems_of(rec)
         print(f"{nic} {workload} {size} B {n} nodes {m}: "

@@ -380,7 +380,14 @@ impl Workload for Raid {
         };
         let start = landed.max(*f);
         *f = start + self.host_cpu_ps(k, src);
-        *f - now_ps
+        // Every reaction sends (a delta or an ack) by a put from host: the
+        // NIC's DMA read of its first packet, as broadcast's baselines pay.
+        let first = if self.is_data(k) && src == 0 {
+            self.strip().min(self.c.chunk)
+        } else {
+            8
+        } as f64;
+        *f + self.dma_latency_ps + (first / self.dma_bytes_per_ps).round() as u64 - now_ps
     }
 
     /// The RMA transport and window (`cluster up --rma`), and the stores
