@@ -259,15 +259,17 @@ static inline void rma_ops_issue(volatile rma_txn_t *e)
         rma_ops_buf_give(which);
 }
 
-/* Take a handler entry (FREE) for a new op; fills it, IN_FLIGHT. */
-static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint32_t key, uint64_t offset,
-                                uint64_t local, uint32_t len, uint64_t a, uint64_t b, spin_rma_t *handle)
+/* Take a handler entry (FREE) for a new op and fill it (IN_FLIGHT); 0 if
+ * the arguments are bad or every entry is taken. */
+static inline volatile rma_txn_t *rma_ops_take(uint32_t op, uint32_t flags, uint32_t rank, uint32_t key,
+                                               uint64_t offset, uint64_t local, uint32_t len, uint64_t a,
+                                               uint64_t b, spin_rma_t *handle)
 {
     uint32_t width = rma_op_width(op);
     if (!handle || rank >= spin_num_nodes() || spin_my_rank() < 0 || rank == (uint32_t)spin_my_rank() ||
         len == 0 || len > RMA_TXN_MAX_LEN ||
         (width && (offset & (width - 1))))
-        return SPIN_FAIL;
+        return 0;
     volatile rma_txn_t *e = 0;
     spin_lock_lock(&rma_txn_lock);
     for (uint32_t i = RMA_HOST_TXNS; i < RMA_TXNS; i++)
@@ -279,7 +281,7 @@ static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint
         }
     spin_lock_unlock(&rma_txn_lock);
     if (!e)
-        return SPIN_FAIL;
+        return 0;
     e->op = (uint16_t)op;
     e->flags = (uint16_t)flags;
     e->rank = rank;
@@ -295,6 +297,16 @@ static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint
     e->remaining = e->packets;
     e->status = RMA_STATUS_OK;
     *handle = e->txn;
+    return e;
+}
+
+/* Start a new op: take an entry and send its requests. */
+static inline int rma_ops_start(uint32_t op, uint32_t flags, uint32_t rank, uint32_t key, uint64_t offset,
+                                uint64_t local, uint32_t len, uint64_t a, uint64_t b, spin_rma_t *handle)
+{
+    volatile rma_txn_t *e = rma_ops_take(op, flags, rank, key, offset, local, len, a, b, handle);
+    if (!e)
+        return SPIN_FAIL;
     rma_ops_issue(e);
     return SPIN_OK;
 }
@@ -329,36 +341,8 @@ static inline int spin_rma_put_from_host(uint32_t rank, uint32_t key, uint64_t o
 
 static inline int spin_rma_put_begin(uint32_t rank, uint32_t key, uint64_t offset, uint32_t len, spin_rma_t *h)
 {
-    /* No `local`: rma_ops_start would send now; take the entry as it does. */
-    if (!h || rank >= spin_num_nodes() || spin_my_rank() < 0 || rank == (uint32_t)spin_my_rank() || len == 0 ||
-        len > RMA_TXN_MAX_LEN)
-        return SPIN_FAIL;
-    volatile rma_txn_t *e = 0;
-    spin_lock_lock(&rma_txn_lock);
-    for (uint32_t i = RMA_HOST_TXNS; i < RMA_TXNS; i++)
-        if (rma_txns[i].state == RMA_TXN_FREE) {
-            e = &rma_txns[i];
-            e->txn = i | ((RMA_TXN_GEN(e->txn) + 1) << 16);
-            e->state = RMA_TXN_IN_FLIGHT;
-            break;
-        }
-    spin_lock_unlock(&rma_txn_lock);
-    if (!e)
-        return SPIN_FAIL;
-    e->op = RMA_OP_WRITE;
-    e->flags = RMA_TXN_NIC_SRC;
-    e->rank = rank;
-    e->key = key;
-    e->length = len;
-    e->offset = offset;
-    e->local = 0;
-    e->value = 0;
-    e->packets = (len + RMA_MAX_PAYLOAD - 1) / RMA_MAX_PAYLOAD;
-    e->answered = 0;
-    e->remaining = e->packets;
-    e->status = RMA_STATUS_OK;
-    *h = e->txn;
-    return SPIN_OK;
+    /* Taken as rma_ops_start takes it, but nothing is sent: no `local`. */
+    return rma_ops_take(RMA_OP_WRITE, RMA_TXN_NIC_SRC, rank, key, offset, 0, len, 0, 0, h) ? SPIN_OK : SPIN_FAIL;
 }
 
 /* The entry of a live handle in flight and packet k of it, or 0. */
