@@ -206,6 +206,7 @@ fn bad_traces_and_arguments_are_refused_by_name() {
             "wild.txt:2",
         ),
         (vec![big.display().to_string(), "nic".into()], "big.txt:"),
+        (vec![big.display().to_string(), "host".into()], "big.txt:"),
         (
             vec!["/nonexistent/trace".into(), "nic".into()],
             "/nonexistent/trace",

@@ -28,6 +28,7 @@ use super::{
 use crate::params::NetParams;
 use crate::trace::driver::{Cursor, Next};
 use crate::trace::mt::{check_limits, Mt};
+use crate::trace::program::Step;
 use crate::trace::reference::Matched;
 use crate::trace::timing::copy_ns;
 use crate::trace::{completion, Matching, Model, Program, Reference, Timing, TraceError};
@@ -725,8 +726,24 @@ impl Replay {
         sabotage: bool,
     ) -> Result<Replay, String> {
         let mt = Mt::new()?;
-        if matching == Matching::Nic {
-            check_limits(&progs, &mt).map_err(|e: TraceError| e.to_string())?;
+        match matching {
+            Matching::Nic => check_limits(&progs, &mt).map_err(|e: TraceError| e.to_string())?,
+            // Both modes replay the same traces: messages up to the
+            // handlers' largest (which also bounds the host's buffers).
+            Matching::Host => {
+                for (r, p) in progs.iter().enumerate() {
+                    for s in &p.steps {
+                        if let Step::Send { bytes, .. } | Step::Recv { bytes, .. } = s.step {
+                            if bytes > mt.max {
+                                return Err(format!(
+                                    "{}: rank {r}: a message of {bytes} bytes: the replay takes at most {} (the matching handler's largest)",
+                                    s.at, mt.max
+                                ));
+                            }
+                        }
+                    }
+                }
+            }
         }
         let window = uc("UC_WINDOW")?;
         let rules = format!(
@@ -858,5 +875,48 @@ impl Workload for Replay {
         };
         let want = self.sh.refr.messages.iter().filter(|m| m.dst == k).count() as u64;
         x.finished && x.errors.is_empty() && x.received == want
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_packets_round_trip_and_hostile_ones_are_refused() {
+        let data = [7u8, 8, 9];
+        let p = HostPkt {
+            kind: DATA,
+            src: 3,
+            tag: 0x40_0001,
+            seq: 9,
+            total: 4000,
+            off: 1400,
+            data: &data,
+        };
+        let frame = udp_frame(3, 1, MPI_PORT, MPI_PORT, &p.emit()).unwrap();
+        let q = HostPkt::parse(&frame).unwrap();
+        assert_eq!(
+            (q.kind, q.src, q.tag, q.seq, q.total, q.off, q.data),
+            (DATA, 3, 0x40_0001, 9, 4000, 1400, &data[..])
+        );
+        // Too short for the header, another port, no UDP at all.
+        assert!(HostPkt::parse(&frame[..42 + HDR - 1]).is_none());
+        let other = udp_frame(3, 1, MPI_PORT, MPI_PORT + 1, &p.emit()).unwrap();
+        assert!(HostPkt::parse(&other).is_none());
+        assert!(HostPkt::parse(&[0u8; 20]).is_none());
+    }
+
+    #[test]
+    fn areas_reuse_freed_space_and_refuse_when_full() {
+        let mut a = Area::new(0x1000..0x1000 + 256);
+        let x = a.alloc(100).unwrap();
+        let y = a.alloc(1).unwrap();
+        assert_eq!((x, y), (0x1000, 0x1080));
+        assert_eq!(a.alloc(128), None, "64 bytes left");
+        a.free(x);
+        assert_eq!(a.alloc(128), Some(0x1000));
+        assert_eq!(a.alloc(64), Some(0x10c0));
+        assert_eq!(a.alloc(1), None);
     }
 }
