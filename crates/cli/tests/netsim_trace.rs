@@ -199,6 +199,10 @@ fn bad_traces_and_arguments_are_refused_by_name() {
     let wild = write("wild.txt", "0 send 1 0 8\n1 recv -333 0 8\n");
     let big = write("big.txt", "0 send 1 0 600000 6\n1 recv 0 0 600000 6\n");
     let ring = traces().join("ring").display().to_string();
+    let empty = write(
+        "empty.txt",
+        "0 init\n1 init\n0 barrier\n1 barrier\n0 finalize\n1 finalize\n",
+    );
     let cases: Vec<(Vec<String>, &str)> = vec![
         (vec![bad.display().to_string(), "nic".into()], "bad.txt:5"),
         (
@@ -227,6 +231,10 @@ fn bad_traces_and_arguments_are_refused_by_name() {
         assert!(err.contains(want), "{args:?}: {err}");
         assert!(!err.contains("panicked"), "{args:?}: {err}");
     }
+    // Nothing to flip: a sabotage that could not fail is refused.
+    let o = replay(&empty, "host", &["--sabotage"]);
+    assert_eq!(o.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("no byte to flip"));
     for (extra, want) in [
         (["--nodes", "3"], "--nodes 3"),
         (["--size", "8"], "--size 8"),

@@ -753,9 +753,15 @@ impl Replay {
         );
         let program = NicProgram::usecase("matching", cfg, build_dir, rules, mt.port, window)?;
         let n = progs.len();
-        let sabotage = sabotage
-            .then(|| refr.messages.iter().position(|m| m.bytes > 0))
-            .flatten();
+        let sabotage = match sabotage {
+            false => None,
+            true => Some(
+                refr.messages
+                    .iter()
+                    .position(|m| m.bytes > 0)
+                    .ok_or("--sabotage: the trace's messages carry no byte to flip")?,
+            ),
+        };
         Ok(Replay {
             sh: Rc::new(Shared {
                 progs,
