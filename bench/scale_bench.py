@@ -47,9 +47,10 @@ PAPER_MARGIN = {"rdma": 0.07, "portals": 0.05}
 PP_SIZES = {"device": [8, 1024, 1408], "host": [8, 1024, 16384, 65536, 1048576],
             "stream": [8, 1024, 16384, 65536, 1048576]}
 # Fig. 7c (RAID-5, 6 nodes, discrete NIC): write sizes; "comparable for
-# small messages" read as spin at most 1.5x rdma at 64 B (the test
-# fig_7c_spin_comparable_for_small_and_faster_for_large_writes says the same).
-RAID_SIZES = [64, 1024, 4096, 16384, 65536, 262144]
+# small messages" read as spin at most 1.5x rdma at 64 B, "higher bandwidth
+# for large block transfers" as spin faster at the largest, 1 MiB (the
+# tests in crates/cli/tests/netsim_raid.rs say the same).
+RAID_SIZES = [64, 1024, 4096, 16384, 65536, 262144, 1048576]
 RAID_SMALL_WITHIN = 1.5
 FIGURES = ["5a", "3", "7c"]
 
@@ -320,7 +321,7 @@ def self_test():
     pp = [dict(rec(nic, s, m, 2, v), workload="pingpong") for nic, k in (("discrete", 2.0), ("integrated", 1.0))
           for m, s, v in (("device", 8, 1.0), ("host", 8, 2.0), ("host", 65536, 10.0 * k), ("stream", 65536, 3.0))]
     rd = [dict(rec("discrete", s, m, 6, v), workload="raid")
-          for m, s, v in (("spin", 64, 7.0), ("rdma", 64, 5.0), ("spin", 262144, 10.0), ("rdma", 262144, 20.0))]
+          for m, s, v in (("spin", 64, 7.0), ("rdma", 64, 5.0), ("spin", 1048576, 10.0), ("rdma", 1048576, 20.0))]
     c = checks(runs + pp + rd, lgs={})
     f3 = [x for x in c if "Fig. 3" in x["name"]]
     assert len(f3) == 5 and all(x["holds"] for x in f3), f3
@@ -329,8 +330,8 @@ def self_test():
     assert times(runs + pp + rd) == times(runs)  # the broadcast series see no other workload
     rd[0]["result"]["completion_ns"] = 8.0  # 1.6x rdma: no longer comparable
     assert [x["holds"] for x in checks_fig7c(rd)] == [False, True]
-    assert "RAID-5 write" in tables(rd) and "| 262144 |" in tables(rd)
-    assert len(points(FIGURES, [2, 4], NICS)) == 2 * 2 * 2 * 4 + 2 * 13 + 12
+    assert "RAID-5 write" in tables(rd) and "| 1048576 |" in tables(rd)
+    assert len(points(FIGURES, [2, 4], NICS)) == 2 * 2 * 2 * 4 + 2 * 13 + 2 * len(RAID_SIZES)
     try:
         import matplotlib  # noqa: F401
     except ImportError:

@@ -294,7 +294,20 @@ impl World {
                     + (frame.len() as f64 * 1e12 / (dma.bandwidth_gib_s * (1u64 << 30) as f64))
                         as u64;
                 let nic = &mut self.nics[i];
-                match self.workload.host_receives(k, frame) {
+                let taken = self.workload.host_receives(k, frame);
+                if let (Some(_), Some(pr)) = (taken, self.progs[i].as_mut()) {
+                    // A host program takes it from its memory (the host
+                    // matching of trace replay).
+                    pr.signals.push(HostSignal::Received {
+                        frame: frame.clone(),
+                        time_ps: at,
+                    });
+                    if let Some(a) = pr.waiting.take() {
+                        self.to_resume.push(a);
+                        self.hosts_sending += 1;
+                    }
+                }
+                match taken {
                     None => nic.stats.drops += 1,
                     Some(true) if nic.stats.done_ps.is_none() => {
                         nic.stats.done_ps = Some(at);

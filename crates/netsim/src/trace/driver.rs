@@ -3,6 +3,8 @@
 //! progress check step programs through this one cursor, so both give
 //! `wait` the same meaning.
 
+use std::ops::Deref;
+
 use super::program::{Program, Step};
 use super::ti::Loc;
 
@@ -33,20 +35,22 @@ pub enum Next {
     Finished,
 }
 
-/// A rank's position in its program.
+/// A rank's position in its program: over `&Program` (the reference's
+/// check) or an owning handle (a replay's host program, which outlives any
+/// borrow the coupling could give it).
 #[derive(Clone, Debug)]
-pub struct Cursor<'a> {
-    prog: &'a Program,
+pub struct Cursor<P: Deref<Target = Program>> {
+    prog: P,
     pc: usize,
     complete: Vec<bool>,
 }
 
-impl<'a> Cursor<'a> {
-    pub fn new(prog: &'a Program) -> Cursor<'a> {
+impl<P: Deref<Target = Program>> Cursor<P> {
+    pub fn new(prog: P) -> Cursor<P> {
         Cursor {
+            complete: vec![false; prog.requests],
             prog,
             pc: 0,
-            complete: vec![false; prog.requests],
         }
     }
 

@@ -165,7 +165,7 @@ pub fn reference(progs: &[Program], eager_max: u64) -> Result<Reference, TraceEr
 /// Run the programs without time: does every rank reach its end?
 fn progress(progs: &[Program], refr: &Reference, eager_max: u64) -> Result<(), TraceError> {
     let n = progs.len();
-    let mut cur: Vec<Cursor> = progs.iter().map(Cursor::new).collect();
+    let mut cur: Vec<Cursor<&Program>> = progs.iter().map(Cursor::new).collect();
     let mut issued: Vec<Vec<bool>> = progs.iter().map(|p| vec![false; p.requests]).collect();
     let mut queue: VecDeque<usize> = (0..n).collect();
     let mut queued = vec![true; n];

@@ -74,6 +74,13 @@ struct Req {
     done: Option<f64>,
 }
 
+/// The host CPU's copy of `bytes` (an unexpected message out of its slot
+/// or bounce buffer), at the CPU's memory bandwidth: the integrated NIC's
+/// (seed 004 §4.3: "the same bandwidth as the main CPU").
+pub fn copy_ns(p: &NetParams, bytes: u64) -> f64 {
+    bytes as f64 * 1e9 / (p.integrated.bandwidth_gib_s * (1u64 << 30) as f64)
+}
+
 /// Completion time of a trace whose reference (`reference`) succeeded.
 pub fn completion(progs: &[Program], refr: &Reference, m: &Model) -> Result<Timing, TraceError> {
     let p = m.params;
@@ -94,8 +101,7 @@ pub fn completion(progs: &[Program], refr: &Reference, m: &Model) -> Result<Timi
     let lat = |a: u32, b: u32| tree.hops(a, b).latency_ns(p);
     let g_byte = p.link_ps_per_byte() / 1000.0;
     let dma = |b: u64| dma_ns(p.dma(m.nic), b);
-    let host_bw = p.integrated.bandwidth_gib_s * (1u64 << 30) as f64 / 1e9; // bytes per ns
-    let copy = |b: u64| b as f64 / host_bw;
+    let copy = |b: u64| copy_ns(p, b);
 
     let mut reqs: Vec<Vec<Req>> = progs
         .iter()

@@ -11,6 +11,7 @@ pub mod broadcast;
 pub mod kvstore;
 pub mod pingpong;
 pub mod raid;
+pub mod trace;
 
 use std::path::{Path, PathBuf};
 
@@ -175,13 +176,17 @@ pub enum HostStep {
 }
 
 /// Why a waiting host program woke.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum HostSignal {
     /// The NIC completed message `msg_id` (all its handlers finished).
     Completed { msg_id: u32, time_ps: u64 },
     /// The NIC wrote `len` bytes at `addr`, touching a watched range (by
     /// DMA or a direct write; the time is when the NIC actor saw it).
     Wrote { addr: u64, len: usize, time_ps: u64 },
+    /// The host's network stack took `frame` (one the rules leave to the
+    /// host and `Workload::host_receives` accepted); it is in host memory
+    /// at `time_ps` (one DMA after its arrival, possibly after now).
+    Received { frame: Vec<u8>, time_ps: u64 },
 }
 
 /// A node's host, run as a state machine by the coupling's host actor
@@ -359,6 +364,32 @@ pub fn setup_rma(
     Ok(())
 }
 
+/// One UDP datagram from node `from` to node `to` (their MACs and IPv4
+/// addresses, `node.rs`) carrying `payload`.
+pub fn udp_frame(
+    from: u32,
+    to: u32,
+    sport: u16,
+    dport: u16,
+    payload: &[u8],
+) -> Result<Vec<u8>, String> {
+    use softspin_engine::traffic::{build_frame, FrameKind};
+    let mut f = build_frame(
+        FrameKind::Eth,
+        14 + 20 + 8 + payload.len(),
+        crate::node::ipv4(from),
+        crate::node::ipv4(to),
+        sport,
+        dport,
+        |_| 0,
+    )
+    .map_err(|e| e.to_string())?;
+    f[0..6].copy_from_slice(&crate::node::mac(to));
+    f[6..12].copy_from_slice(&crate::node::mac(from));
+    f[42..].copy_from_slice(payload);
+    Ok(f)
+}
+
 /// One use-case datagram (uc.h's header, common.py `packets`) from node
 /// `from` to node `to`: `data` at uc offset `off` of a `total`-byte message
 /// `seq` of mode `mode`, the last one flagged UC_EOM.
@@ -371,30 +402,17 @@ pub fn uc_frame(
     mode: u16,
     data: &[u8],
 ) -> Result<Vec<u8>, String> {
-    use softspin_engine::traffic::{build_frame, FrameKind};
     let port = uc("UC_PORT")? as u16;
     let hdr = uc("UC_HDR")? as usize;
     let src =
         u16::try_from(from).map_err(|_| format!("uc.h's src is 16-bit; node {from} is not"))?;
-    let mut f = build_frame(
-        FrameKind::Eth,
-        14 + 20 + 8 + hdr + data.len(),
-        crate::node::ipv4(from),
-        crate::node::ipv4(to),
-        port,
-        port,
-        |_| 0,
-    )
-    .map_err(|e| e.to_string())?;
-    f[0..6].copy_from_slice(&crate::node::mac(to));
-    f[6..12].copy_from_slice(&crate::node::mac(from));
     let msg = uc("UC_MSG_BIT")? as u32 | from << 20 | (seq & 0xF_FFFF);
     let eom = if off + data.len() >= total {
         uc("UC_EOM")? as u32
     } else {
         0
     };
-    let h = &mut f[42..];
+    let mut h = vec![0u8; hdr + data.len()];
     h[0..2].copy_from_slice(&(uc("UC_MAGIC")? as u16).to_be_bytes());
     h[2..6].copy_from_slice(&msg.to_be_bytes());
     h[6..10].copy_from_slice(&eom.to_be_bytes());
@@ -404,5 +422,5 @@ pub fn uc_frame(
     h[22..24].copy_from_slice(&src.to_be_bytes());
     h[24..26].copy_from_slice(&mode.to_be_bytes());
     h[hdr..].copy_from_slice(data);
-    Ok(f)
+    udp_frame(from, to, port, port, &h)
 }
