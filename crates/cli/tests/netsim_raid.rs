@@ -158,7 +158,7 @@ fn fig_7c_spin_faster_for_the_largest_writes() {
 /// baseline's four hops (no NIC handler, 16 B of CPU work). Run with
 /// --ignored to see it.
 #[test]
-#[ignore = "Fig. 7c's small writes: sPIN 4.9x the host baseline at 64 B; docs/scale.md, RAID-5 parity"]
+#[ignore = "Fig. 7c's small writes: sPIN 5.0x the host baseline at 64 B; docs/scale.md, RAID-5 parity"]
 fn fig_7c_spin_comparable_for_small_and_faster_for_large_writes() {
     let (s, r) = (verified_ns(64, "spin"), verified_ns(64, "rdma"));
     assert!(s <= 1.5 * r, "64 B: spin {s} ns, rdma {r} ns");
