@@ -28,17 +28,17 @@ LOGGOPSIM_COMMIT=76451de16546c7ea39651c183cbc532f4a3457c0   # spcl/LogGOPSim mas
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 RECORDED=$ROOT/bench/results/loggopsim-sc17.json
 CHECK=0
-if [ "${1:-}" = --check ]; then
-    CHECK=1
+[ "${1:-}" = --check ] && CHECK=1
+[ "$CHECK" = 1 ] || OUT=${1:-$RECORDED}
+# Sources: LOGGOPSIM_GIT, else scripts/third-party.sh's, else upstream (a
+# check does not fetch: without the sources it is skipped).
+[ -n "${LOGGOPSIM_GIT:-}" ] || LOGGOPSIM_GIT=$("$ROOT/scripts/third-party.sh" --where loggopsim 2>/dev/null | cut -f1) || true
+if [ "$CHECK" = 1 ]; then
     skip() { echo "SKIPPED: LogGOPSim against $RECORDED: $*"; exit 0; }
     for tool in git g++ gengetopt re2c; do
         command -v "$tool" >/dev/null || skip "no $tool (scripts/setup.sh --tests installs it)"
     done
-    [ -n "${LOGGOPSIM_GIT:-}" ] || LOGGOPSIM_GIT=$("$ROOT/scripts/third-party.sh" --where loggopsim 2>/dev/null | cut -f1) ||
-        skip "$("$ROOT/scripts/third-party.sh" --where loggopsim 2>&1 >/dev/null)"
-else
-    OUT=${1:-$RECORDED}
-    [ -n "${LOGGOPSIM_GIT:-}" ] || LOGGOPSIM_GIT=$("$ROOT/scripts/third-party.sh" --where loggopsim 2>/dev/null | cut -f1) || true
+    [ -n "$LOGGOPSIM_GIT" ] || skip "$("$ROOT/scripts/third-party.sh" --where loggopsim 2>&1 >/dev/null)"
 fi
 GIT_SRC=${LOGGOPSIM_GIT:-https://github.com/spcl/LogGOPSim.git}
 DIR=${LOGGOPSIM_DIR:-/tmp/softspin-loggopsim}
