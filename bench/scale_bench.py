@@ -105,12 +105,12 @@ def times(runs, workload="broadcast"):
 
 
 def series(runs, workload):
-    """{(nic, mode): [(size, completion ns)]} of a one-node-count workload."""
+    """{(nic, mode): {size: completion ns}} of a one-node-count workload."""
     out = {}
     for (nic, size, mode), by_n in times(runs, workload).items():
         for v in by_n.values():
-            out.setdefault((nic, mode), []).append((size, v))
-    return {k: sorted(v) for k, v in out.items()}
+            out.setdefault((nic, mode), {})[size] = v
+    return out
 
 
 def loggopsim_rows(path=LOGGOPSIM):
@@ -167,7 +167,7 @@ def checks_fig3(runs):
     """Fig. 3b/3c as the text states them: large messages gain from
     streaming on both NICs, more so on the discrete NIC (its DMA latency);
     a put from device beats one from host for a single small packet."""
-    t, out = dict((k, dict(v)) for k, v in series(runs, "pingpong").items()), []
+    t, out = series(runs, "pingpong"), []
     gain = {}
     for nic in NICS:
         host, stream, dev = (t.get((nic, m), {}) for m in ("host", "stream", "device"))
@@ -189,7 +189,7 @@ def checks_fig3(runs):
 
 def checks_fig7c(runs):
     """Fig. 7c: comparable for small writes, sPIN clearly faster for large ones."""
-    t, out = dict((k, dict(v)) for k, v in series(runs, "raid").items()), []
+    t, out = series(runs, "raid"), []
     spin, rdma = t.get(("discrete", "spin"), {}), t.get(("discrete", "rdma"), {})
     small, large = RAID_SIZES[0], RAID_SIZES[-1]
     if small in spin and small in rdma:
@@ -218,7 +218,7 @@ def tables(runs):
                 if any(row):
                     lines.append(f"| {n} | " + " | ".join("-" if v is None else f"{v / 1000:,.2f}" for v in row) + " |")
     for workload, title in (("pingpong", "ping-pong, 2 nodes"), ("raid", "RAID-5 write, 6 nodes")):
-        t = {k: dict(v) for k, v in series(runs, workload).items()}
+        t = series(runs, workload)
         if not t:
             continue
         cols = sorted(t)
@@ -270,7 +270,8 @@ def plot_sizes(runs, workload, path, title):
     if not ser:
         return
     fig, ax = plt.subplots(figsize=(6, 4.2))
-    for k, ((nic, mode), pts) in enumerate(sorted(ser.items())):
+    for k, ((nic, mode), by_size) in enumerate(sorted(ser.items())):
+        pts = sorted(by_size.items())
         ax.plot([p[0] for p in pts], [p[1] / 1000 for p in pts], "o-" if nic == "discrete" else "s--", ms=3,
                 color=f"C{k}", label=f"{mode} ({nic})")
     ax.set_xscale("log", base=2)
