@@ -198,6 +198,8 @@ struct Outstanding {
     seg: Seg,
     tx: u64,
     sent_at: Instant,
+    /// The first copy's send time, when this is the second copy.
+    first_sent_at: Option<Instant>,
     transmissions: u32,
     /// Loss episode of the segment's last loss declaration (auto window).
     episode: Option<u64>,
@@ -610,7 +612,7 @@ impl<'a, 's> Run<'a, 's> {
     fn sent_fresh(&mut self, seg: Seg) {
         self.advance_fresh(seg);
         if seg.flags.syn() {
-            self.track(seg, 1, None);
+            self.track(seg, 1, None, None);
         } else {
             self.next_paced = self.last_send_at + self.s.cfg.ipg;
         }
@@ -736,7 +738,8 @@ impl<'a, 's> Run<'a, 's> {
         self.retx.pop_front();
         self.lost.remove(&key);
         self.st.retransmitted += 1;
-        self.track(l.seg, l.transmissions + 1, l.episode);
+        let first = (l.transmissions == 1).then_some(l.sent_at);
+        self.track(l.seg, l.transmissions + 1, l.episode, first);
         Ok(true)
     }
 
@@ -778,7 +781,7 @@ impl<'a, 's> Run<'a, 's> {
             let ok = self.transmit(seg)?;
             if ok {
                 self.advance_fresh(seg);
-                self.track(seg, 1, None);
+                self.track(seg, 1, None, None);
             }
             ok
         };
@@ -790,7 +793,13 @@ impl<'a, 's> Run<'a, 's> {
         Ok(())
     }
 
-    fn track(&mut self, seg: Seg, transmissions: u32, episode: Option<u64>) {
+    fn track(
+        &mut self,
+        seg: Seg,
+        transmissions: u32,
+        episode: Option<u64>,
+        first_sent_at: Option<Instant>,
+    ) {
         let key = (self.first_id.wrapping_add(seg.msg), seg.offset);
         let tx = self.next_tx - 1;
         let sent_at = self.last_send_at;
@@ -800,6 +809,7 @@ impl<'a, 's> Run<'a, 's> {
                 seg,
                 tx,
                 sent_at,
+                first_sent_at,
                 transmissions,
                 episode,
             },
@@ -1022,6 +1032,17 @@ impl<'a, 's> Run<'a, 's> {
                 self.rtt_us.push(rtt.as_secs_f64() * 1e6);
             }
             if early {
+                // Too fast for the second copy, so it answers the first:
+                // an unambiguous sample of the delay that fired the timer
+                // (queueing, a descheduled receiver). Without it the RTO
+                // keeps the floor its fast samples give and times out
+                // again on the next such delay.
+                if let Some(first) = o.first_sent_at {
+                    let r = now.duration_since(first);
+                    if self.s.rto.on_ack(r, false) {
+                        self.rtt_us.push(r.as_secs_f64() * 1e6);
+                    }
+                }
                 self.spurious(o.episode, now);
             } else {
                 self.rack.on_delivery(o.tx, o.sent_at, rtt);
