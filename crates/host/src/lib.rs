@@ -523,29 +523,6 @@ fn zeroed(size: usize, what: &str) -> Result<Vec<u8>> {
     Ok(unsafe { Vec::from_raw_parts(p, size, size) })
 }
 
-/// Ask for transparent huge pages over a large host window: DMA writes
-/// touch its pages for the first time while packets arrive, and with 4 KiB
-/// pages each one was a page fault (16,384 for a 64 MiB SLMP message, 13 %
-/// of `slmp recv`'s CPU time, docs/live.md "SLMP file transfer"). Advice
-/// only: nothing changes where the kernel declines.
-fn huge_pages(buf: &[u8]) {
-    const HUGE: usize = 2 << 20;
-    #[cfg(target_os = "linux")]
-    {
-        let start = (buf.as_ptr() as usize).next_multiple_of(HUGE);
-        let end = (buf.as_ptr() as usize + buf.len()) / HUGE * HUGE;
-        if end > start {
-            // SAFETY: [start, end) lies inside `buf`'s allocation, and
-            // MADV_HUGEPAGE changes no contents, only how pages are backed.
-            unsafe {
-                libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE);
-            }
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = (buf, HUGE);
-}
-
 impl Nic {
     /// Open the simulated NIC with a named profile: "pspin" or "fpspin".
     pub fn open(profile: &str) -> Result<Nic> {
@@ -630,7 +607,6 @@ impl Nic {
             )));
         }
         let buf = zeroed(size, "host_window")?;
-        huge_pages(&buf);
         let w = self.add_window(Box::new(buf), size64, true)?;
         self.owned_bytes += size64;
         Ok(w)
