@@ -21,7 +21,9 @@ moving the same file over the same veth pair in the same run.
    window beside the forwarder's drop counts.
 
 `make bench-live` runs this after bench/live_bench.py; `make bench-slmp`
-runs it alone.
+runs it alone. --baseline BIN runs another softspin's sender and receiver
+(e.g. a build of the base commit, copied aside) beside this one in every
+round, so before/after come from the same run.
 
 Tables give the median of the rounds. Writes target/bench-slmp/results.json
 and docs/live_slmp.png; docs/live.md "SLMP file transfer" quotes them.
@@ -98,10 +100,10 @@ def tcp_once(file, size, digest, rx_ns=NIC_NS, tx_ns=PEER_NS, ip=NIC_IP):
     return {"ok": ok, "elapsed_s": el, "goodput_gbps": size * 8 / el / 1e9}
 
 
-def slmp_once(rx_ns, iface, tx_ns, to, file, digest, window, outfile):
+def slmp_once(rx_ns, iface, tx_ns, to, file, digest, window, outfile, binary=SOFTSPIN):
     if os.path.exists(outfile):
         os.remove(outfile)
-    rx = subprocess.Popen(in_ns(rx_ns, SOFTSPIN, "slmp", "recv", "--iface", iface, "--out", outfile,
+    rx = subprocess.Popen(in_ns(rx_ns, binary, "slmp", "recv", "--iface", iface, "--out", outfile,
                                 "--count", "1", "--timeout", "240", "--json"),
                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     # The receiver builds its handlers and attaches first; it says so on
@@ -111,7 +113,7 @@ def slmp_once(rx_ns, iface, tx_ns, to, file, digest, window, outfile):
         early.append(line)
         if "waiting for" in line:
             break
-    tx = run(in_ns(tx_ns, SOFTSPIN, "slmp", "send", file, "--to", to, "--window", window, "--json"),
+    tx = run(in_ns(tx_ns, binary, "slmp", "send", file, "--to", to, "--window", window, "--json"),
              check=False, timeout=300)
     try:
         rout, rerr = rx.communicate(timeout=70)
@@ -140,10 +142,10 @@ def slmp_once(rx_ns, iface, tx_ns, to, file, digest, window, outfile):
     return res
 
 
-def sender_only(file):
+def sender_only(file, binary=SOFTSPIN):
     """The sender's own ceiling: --sync none to a port nobody serves (the
     kernel drops the datagrams), so no receiver and no ACK limits it."""
-    r = run(in_ns(PEER_NS, SOFTSPIN, "slmp", "send", file, "--to", NIC_IP, "--sync", "none", "--json"), check=False)
+    r = run(in_ns(PEER_NS, binary, "slmp", "send", file, "--to", NIC_IP, "--sync", "none", "--json"), check=False)
     return json.loads(r.stdout.strip().splitlines()[0])["goodput_bps"] / 1e9
 
 
@@ -157,14 +159,25 @@ def plain(args, file, size, digest):
     rounds = []
     try:
         for r in range(args.rounds):
-            rnd = {"tcp": tcp_once(file, size, digest), "sender_only_gbps": sender_only(file), "slmp": []}
+            rnd = {"tcp": tcp_once(file, size, digest), "sender_only_gbps": sender_only(file), "slmp": [],
+                   "load_avg": os.getloadavg()}
             print(f"round {r}: tcp {rnd['tcp']['goodput_gbps']:.3f} Gbit/s ok={rnd['tcp']['ok']}, "
-                  f"SLMP sender alone {rnd['sender_only_gbps']:.3f} Gbit/s", flush=True)
+                  f"SLMP sender alone {rnd['sender_only_gbps']:.3f} Gbit/s, load {rnd['load_avg'][0]:.1f}",
+                  flush=True)
+            if args.baseline:
+                rnd["base_sender_only_gbps"] = sender_only(file, args.baseline)
+                rnd["base_slmp"] = []
             for w in args.windows:
                 s = slmp_once(NIC_NS, NIC_IF, PEER_NS, NIC_IP, file, digest, w, os.path.join(OUT, "recv.bin"))
                 print(f"round {r}: slmp window {w}: {s.get('goodput_gbps', 0):.3f} Gbit/s "
                       f"retx {s.get('retransmitted')} ok={s['ok']}", flush=True)
                 rnd["slmp"].append(s)
+                if args.baseline:
+                    b = slmp_once(NIC_NS, NIC_IF, PEER_NS, NIC_IP, file, digest, w, os.path.join(OUT, "recv.bin"),
+                                  args.baseline)
+                    print(f"round {r}: baseline window {w}: {b.get('goodput_gbps', 0):.3f} Gbit/s "
+                          f"retx {b.get('retransmitted')} ok={b['ok']}", flush=True)
+                    rnd["base_slmp"].append(b)
             rounds.append(rnd)
     finally:
         topo(NETNS, NET, "down")
@@ -204,11 +217,11 @@ def lossy(args, runs):
     return out
 
 
-def summarise(rounds, args):
+def summarise(rounds, args, key="slmp"):
     tcp = statistics.median(r["tcp"]["goodput_gbps"] for r in rounds)
     rows = []
     for i, w in enumerate(args.windows):
-        runs = [r["slmp"][i] for r in rounds]
+        runs = [r[key][i] for r in rounds]
         good = [x["goodput_gbps"] for x in runs if x["ok"]]
         med = statistics.median(good) if good else None
         rows.append({"window": w, "goodput_gbps_median": med, "ratio_to_tcp": med / tcp if med else None,
@@ -263,6 +276,8 @@ def main():
     ap.add_argument("--big-mib", type=float, default=64,
                     help="then one file of this size through the lossy link at 5 %% loss (0: skip)")
     ap.add_argument("--no-build", action="store_true", help="use the binaries already in target/release")
+    ap.add_argument("--baseline", metavar="BIN",
+                    help="another softspin binary whose SLMP sender and receiver run beside this one's each round")
     args = ap.parse_args()
     if os.geteuid() != 0:
         raise SystemExit("slmp_bench.py needs root (network namespaces, XDP)")
@@ -281,6 +296,7 @@ def main():
         pass
     rounds = plain(args, file, size, digest)
     tcp, rows = summarise(rounds, args)
+    base_rows = summarise(rounds, args, "base_slmp")[1] if args.baseline else None
     lruns = [(loss, file, size, digest) for loss in args.lossy_loss]
     if args.big_mib > 0:
         big = os.path.join(OUT, "big.bin")
@@ -292,6 +308,9 @@ def main():
     res = {"size_bytes": size, "rounds": args.rounds, "machine": machine, "tcp_goodput_gbps_median": tcp,
            "tcp_all_ok": all(r["tcp"]["ok"] for r in rounds),
            "sender_only_gbps_median": statistics.median(r["sender_only_gbps"] for r in rounds), "slmp": rows, "fpspin": FPSPIN,
+           "load_avg": [r["load_avg"] for r in rounds], "baseline": args.baseline, "baseline_slmp": base_rows,
+           "baseline_sender_only_gbps_median": statistics.median(r["base_sender_only_gbps"] for r in rounds)
+           if args.baseline else None,
            "lossy": lossy_runs, "raw": rounds}
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump(res, f, indent=1)
@@ -299,12 +318,17 @@ def main():
         plot(tcp, rows, os.path.join(DOCS, "live_slmp.png"))
     print(f"\nTCP {tcp:.3f} Gbit/s (median of {args.rounds}, sha256 ok: {res['tcp_all_ok']}); "
           f"SLMP sender alone (sync none, no receiver) {res['sender_only_gbps_median']:.3f} Gbit/s")
-    print("| window | SLMP Gbit/s | ratio to TCP | delivered | retransmitted | timeouts |")
-    for r in rows:
-        g = f"{r['goodput_gbps_median']:.3f}" if r["goodput_gbps_median"] else "-"
-        q = f"{100 * r['ratio_to_tcp']:.1f} %" if r["ratio_to_tcp"] else "-"
-        print(f"| {r['window']} | {g} | {q} | {r['delivered']}/{r['runs']} | {r['retransmitted_median']} "
-              f"| {r['timeouts_median']} |")
+    print("load average per round: " + ", ".join(f"{l[0]:.1f}" for l in res["load_avg"]))
+    for name, rs in [("this build", rows)] + ([(f"baseline {args.baseline}", base_rows)] if base_rows else []):
+        if name != "this build":
+            print(f"{name}: sender alone {res['baseline_sender_only_gbps_median']:.3f} Gbit/s")
+        print(f"{name}:")
+        print("| window | SLMP Gbit/s | ratio to TCP | delivered | retransmitted | timeouts |")
+        for r in rs:
+            g = f"{r['goodput_gbps_median']:.3f}" if r["goodput_gbps_median"] else "-"
+            q = f"{100 * r['ratio_to_tcp']:.1f} %" if r["ratio_to_tcp"] else "-"
+            print(f"| {r['window']} | {g} | {q} | {r['delivered']}/{r['runs']} | {r['retransmitted_median']} "
+                  f"| {r['timeouts_median']} |")
     print(f"FPsPIN: {FPSPIN['best_reliable_gbps']} Gbit/s = {100 * FPSPIN['ratio_to_iperf3']:.1f} % of iperf3 "
           f"{FPSPIN['iperf3_gbps']} Gbit/s at window 512, 2 threads; window 1024 fails "
           f"{100 * FPSPIN['window_1024_failure_rate']:.1f} %")

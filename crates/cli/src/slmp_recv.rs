@@ -454,13 +454,12 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
                         refused.push(m);
                         continue;
                     }
-                    let bytes = nic.host_read(n.host_ref, len as usize)?;
                     let path = if out_is_file {
                         a.out.clone()
                     } else {
                         a.out.join(key.file_name())
                     };
-                    std::fs::write(&path, &bytes)
+                    store(nic, n.host_ref, len as usize, &path)
                         .with_context(|| format!("writing {}", path.display()))?;
                     stored.insert(key);
                     let mut m = key.json();
@@ -564,6 +563,24 @@ pub fn recv(a: RecvArgs) -> anyhow::Result<ExitCode> {
         eprintln!("softspin: slmp recv: {why} (exit status {})", status as u8);
     }
     Ok(status.into())
+}
+
+/// Bytes of host memory copied per write when storing a message.
+const STORE_CHUNK: usize = 1 << 20;
+
+/// Write `len` bytes of host memory at `addr` to `path`, a chunk at a
+/// time: the last ACK waits for this, and one buffer of the whole message
+/// cost a fresh zeroed allocation (page faults) on top of the copies.
+fn store(nic: &mut softspin_host::Nic, addr: u64, len: usize, path: &Path) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::File::create(path)?;
+    let mut at = 0;
+    while at < len {
+        let k = (len - at).min(STORE_CHUNK);
+        f.write_all(&nic.host_read(addr + at as u64, k)?)?;
+        at += k;
+    }
+    Ok(())
 }
 
 /// SLMP's frames, each its own engine message. The handlers keep the real

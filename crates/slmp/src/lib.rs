@@ -128,3 +128,97 @@ pub fn wait_readable(sock: &std::net::UdpSocket, timeout: Duration) -> std::io::
     }
     Ok(r > 0)
 }
+
+/// Send `data` on the connected `sock` as one UDP GSO datagram: the kernel
+/// cuts it into datagrams of `seg` bytes (the last may be shorter), each
+/// with its own UDP and IP headers (UDP_SEGMENT, Linux 4.18).
+pub(crate) fn send_gso(
+    sock: &std::net::UdpSocket,
+    data: &[u8],
+    seg: u16,
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    const SPACE: usize = 32; // CMSG_SPACE(2) is 24 on 64-bit Linux
+    let mut control = [0u64; SPACE / 8];
+    let mut iov = libc::iovec {
+        iov_base: data.as_ptr() as *mut libc::c_void,
+        iov_len: data.len(),
+    };
+    // SAFETY: an all-zero msghdr is valid (no name, no iovecs, no control).
+    let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = control.as_mut_ptr().cast();
+    // SAFETY: CMSG_SPACE only computes a size.
+    msg.msg_controllen = unsafe { libc::CMSG_SPACE(2) } as _;
+    debug_assert!(msg.msg_controllen as usize <= SPACE);
+    // SAFETY: msg_control points at SPACE aligned bytes, at least
+    // msg_controllen, so the first header and its 2 data bytes are inside.
+    unsafe {
+        let c = libc::CMSG_FIRSTHDR(&msg);
+        (*c).cmsg_level = libc::SOL_UDP;
+        (*c).cmsg_type = libc::UDP_SEGMENT;
+        (*c).cmsg_len = libc::CMSG_LEN(2) as _;
+        std::ptr::write_unaligned(libc::CMSG_DATA(c).cast::<u16>(), seg);
+    }
+    // SAFETY: msg and what it points to (iov -> data, control) outlive the
+    // call; the kernel only reads them.
+    let r = unsafe { libc::sendmsg(sock.as_raw_fd(), &msg, libc::MSG_DONTWAIT) };
+    if r < 0 {
+        Err(std::io::Error::last_os_error())
+    } else {
+        Ok(r as usize)
+    }
+}
+
+/// Take up to `bufs.len()` queued datagrams from `sock` without waiting
+/// (recvmmsg): `lens[i]` is datagram i's length (more than its buffer when
+/// it was truncated). WouldBlock when none is queued.
+pub(crate) fn recv_batch<const N: usize>(
+    sock: &std::net::UdpSocket,
+    bufs: &mut [[u8; N]],
+    lens: &mut [usize],
+) -> std::io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    let n = bufs.len().min(lens.len());
+    let mut iovs: Vec<libc::iovec> = bufs[..n]
+        .iter_mut()
+        .map(|b| libc::iovec {
+            iov_base: b.as_mut_ptr().cast(),
+            iov_len: N,
+        })
+        .collect();
+    let mut hdrs: Vec<libc::mmsghdr> = iovs
+        .iter_mut()
+        .map(|iov| {
+            // SAFETY: an all-zero mmsghdr is valid (no name, no control).
+            let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+            h.msg_hdr.msg_iov = iov;
+            h.msg_hdr.msg_iovlen = 1;
+            h
+        })
+        .collect();
+    // SAFETY: hdrs holds n headers whose iovecs point into bufs, all alive
+    // for the call; no timeout.
+    let r = unsafe {
+        libc::recvmmsg(
+            sock.as_raw_fd(),
+            hdrs.as_mut_ptr(),
+            n as libc::c_uint,
+            libc::MSG_DONTWAIT,
+            std::ptr::null_mut(),
+        )
+    };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let r = r as usize;
+    for (len, h) in lens.iter_mut().zip(&hdrs[..r]) {
+        *len = if h.msg_hdr.msg_flags & libc::MSG_TRUNC != 0 {
+            usize::MAX
+        } else {
+            h.msg_len as usize
+        };
+    }
+    Ok(r)
+}

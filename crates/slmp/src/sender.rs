@@ -60,6 +60,16 @@ pub const MAX_PROBES: u32 = 2;
 /// Largest fixed window (a u16 worth of packets in flight is already far
 /// beyond any receive buffer).
 pub const MAX_WINDOW: u32 = 65_536;
+/// Segments of one UDP GSO send (Linux's UDP_MAX_SEGMENTS); the datagram
+/// holding them is also bounded by [`MAX_GSO_BYTES`].
+const GSO_MAX_SEGMENTS: usize = 64;
+/// UDP payload of one GSO send: an IPv4 datagram's limit.
+const MAX_GSO_BYTES: usize = 65_535 - IPV4_UDP_HEADERS;
+/// ACKs taken per `recvmmsg` call.
+const ACK_BATCH: usize = 64;
+/// Bytes kept of each datagram from the peer: an ACK is HEADER_LEN; longer
+/// ones are malformed whatever they hold.
+const ACK_BUF: usize = 64;
 
 /// Every limit of the sender, validated by [`SenderConfig::validate`].
 #[derive(Clone, Debug)]
@@ -167,6 +177,11 @@ pub struct Sender {
     next_msg_id: u32,
     rto: RtoEstimator,
     aimd: Option<Aimd>,
+    /// Fresh segments of a message go out several per send with UDP GSO
+    /// (UDP_SEGMENT): one trip through the socket layer for up to 44
+    /// full-MTU segments instead of one each. Cleared when the kernel
+    /// refuses it; single sends then.
+    gso: bool,
 }
 
 type Key = (u32, u32);
@@ -183,6 +198,8 @@ struct Outstanding {
     seg: Seg,
     tx: u64,
     sent_at: Instant,
+    /// The first copy's send time, when this is the second copy.
+    first_sent_at: Option<Instant>,
     transmissions: u32,
     /// Loss episode of the segment's last loss declaration (auto window).
     episode: Option<u64>,
@@ -237,6 +254,7 @@ impl Sender {
             next_msg_id: cfg.first_msg_id,
             rto: RtoEstimator::new(cfg.rto),
             aimd,
+            gso: true,
             cfg,
         })
     }
@@ -339,6 +357,9 @@ struct Run<'a, 's> {
     rtt_us: Vec<f64>,
     st: Stats,
     buf: Vec<u8>,
+    /// Segments of the GSO send being built.
+    batch: Vec<Seg>,
+    acks: Box<[[u8; ACK_BUF]; ACK_BATCH]>,
 }
 
 impl<'a, 's> Run<'a, 's> {
@@ -417,6 +438,8 @@ impl<'a, 's> Run<'a, 's> {
             rtt_us: Vec::new(),
             st,
             buf,
+            batch: Vec::with_capacity(GSO_MAX_SEGMENTS),
+            acks: Box::new([[0; ACK_BUF]; ACK_BATCH]),
         }
     }
 
@@ -571,16 +594,128 @@ impl<'a, 's> Run<'a, 's> {
             } else if Instant::now() < self.next_paced {
                 return Ok(());
             }
+            if self.s.gso && self.gather_batch(seg) > 1 {
+                match self.transmit_batch()? {
+                    Some(true) => continue,
+                    Some(false) => return Ok(()),
+                    None => {} // GSO refused: single sends from now on
+                }
+            }
             if !self.transmit(seg)? {
                 return Ok(());
             }
-            self.advance_fresh(seg);
+            self.sent_fresh(seg);
+        }
+    }
+
+    /// Book keeping of a fresh segment that went out.
+    fn sent_fresh(&mut self, seg: Seg) {
+        self.advance_fresh(seg);
+        if seg.flags.syn() {
+            self.track(seg, 1, None, None);
+        } else {
+            self.next_paced = self.last_send_at + self.s.cfg.ipg;
+        }
+    }
+
+    /// Fill `batch` with the fresh segments, from `first` on, that may go
+    /// out now in one GSO send: consecutive segments of one message (all
+    /// full but the last, as GSO cuts them), SYN ones within the window,
+    /// unsynced ones only when not paced. Returns how many.
+    fn gather_batch(&mut self, first: Seg) -> usize {
+        self.batch.clear();
+        let stride = HEADER_LEN + self.s.cfg.segment;
+        let most = GSO_MAX_SEGMENTS.min(MAX_GSO_BYTES / stride);
+        let mut room = self.window().saturating_sub(self.out.len() as u32);
+        let (mi, mut off) = self.cursor;
+        let mut seg = first;
+        loop {
             if seg.flags.syn() {
-                self.track(seg, 1, None);
-            } else {
-                self.next_paced = Instant::now() + self.s.cfg.ipg;
+                if room == 0 {
+                    break;
+                }
+                room -= 1;
+            } else if !self.s.cfg.ipg.is_zero() {
+                break;
+            }
+            self.batch.push(seg);
+            off += u64::from(seg.len);
+            if self.batch.len() >= most || seg.flags.eom() || seg.len as usize != self.s.cfg.segment
+            {
+                break;
+            }
+            // The next segment of the same message (the cursor is not
+            // moved until the send succeeds).
+            let saved = self.cursor;
+            self.cursor = (mi, off);
+            let next = self.peek_fresh();
+            self.cursor = saved;
+            match next {
+                Some(n) if n.msg as usize == mi => seg = n,
+                _ => break,
             }
         }
+        self.batch.len()
+    }
+
+    /// Send `batch` as one UDP GSO datagram cut into segments by the
+    /// kernel. Some(false) when the socket buffer is full, None when the
+    /// kernel does not do GSO here (the caller sends singly).
+    fn transmit_batch(&mut self) -> Result<Option<bool>> {
+        let stride = HEADER_LEN + self.s.cfg.segment;
+        let n = self.batch.len();
+        let mut len = 0;
+        if self.buf.len() < n * stride {
+            self.buf.resize(n * stride, 0);
+        }
+        for seg in &self.batch {
+            let end = len + HEADER_LEN + seg.len as usize;
+            let mut p = Packet::new_unchecked(&mut self.buf[len..end]);
+            Repr {
+                flags: seg.flags,
+                msg_id: self.first_id.wrapping_add(seg.msg),
+                offset: seg.offset,
+            }
+            .emit(&mut p)
+            .expect("buffer sized for the header");
+            let start = seg.offset as usize;
+            p.payload_mut()
+                .copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
+            len = end;
+        }
+        self.last_send_at = Instant::now();
+        match crate::send_gso(&self.s.sock, &self.buf[..len], stride as u16) {
+            Ok(_) => {}
+            Err(e)
+                if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) =>
+            {
+                self.st.send_would_block += 1;
+                return Ok(Some(false));
+            }
+            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
+                self.st.icmp_unreachable += 1;
+                return Ok(Some(false));
+            }
+            // No UDP GSO (an old kernel, a device or path without it).
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT | libc::EOPNOTSUPP)
+                ) =>
+            {
+                self.s.gso = false;
+                return Ok(None);
+            }
+            Err(e) => return Err(Error::io("send (GSO)", e)),
+        }
+        for i in 0..n {
+            let seg = self.batch[i];
+            self.st.packets_sent += 1;
+            self.next_tx += 1;
+            self.sent_fresh(seg);
+        }
+        self.st.gso_sends += 1;
+        Ok(Some(true))
     }
 
     /// The first segment of the retransmission queue still lost.
@@ -603,7 +738,8 @@ impl<'a, 's> Run<'a, 's> {
         self.retx.pop_front();
         self.lost.remove(&key);
         self.st.retransmitted += 1;
-        self.track(l.seg, l.transmissions + 1, l.episode);
+        let first = (l.transmissions == 1).then_some(l.sent_at);
+        self.track(l.seg, l.transmissions + 1, l.episode, first);
         Ok(true)
     }
 
@@ -645,7 +781,7 @@ impl<'a, 's> Run<'a, 's> {
             let ok = self.transmit(seg)?;
             if ok {
                 self.advance_fresh(seg);
-                self.track(seg, 1, None);
+                self.track(seg, 1, None, None);
             }
             ok
         };
@@ -657,7 +793,13 @@ impl<'a, 's> Run<'a, 's> {
         Ok(())
     }
 
-    fn track(&mut self, seg: Seg, transmissions: u32, episode: Option<u64>) {
+    fn track(
+        &mut self,
+        seg: Seg,
+        transmissions: u32,
+        episode: Option<u64>,
+        first_sent_at: Option<Instant>,
+    ) {
         let key = (self.first_id.wrapping_add(seg.msg), seg.offset);
         let tx = self.next_tx - 1;
         let sent_at = self.last_send_at;
@@ -667,6 +809,7 @@ impl<'a, 's> Run<'a, 's> {
                 seg,
                 tx,
                 sent_at,
+                first_sent_at,
                 transmissions,
                 episode,
             },
@@ -826,21 +969,27 @@ impl<'a, 's> Run<'a, 's> {
         }
     }
 
-    /// Wait up to `wait` for a datagram, then take every one queued.
+    /// Wait up to `wait` for a datagram, then take every one queued,
+    /// up to ACK_BATCH per system call.
     fn receive(&mut self, wait: Duration) -> Result<()> {
-        let mut buf = [0u8; 64];
-        let mut first = true;
+        if !wait.is_zero()
+            && !crate::wait_readable(&self.s.sock, wait).map_err(|e| Error::io("ppoll", e))?
+        {
+            return Ok(());
+        }
+        let mut lens = [0usize; ACK_BATCH];
         loop {
-            if first
-                && !wait.is_zero()
-                && !crate::wait_readable(&self.s.sock, wait).map_err(|e| Error::io("ppoll", e))?
-            {
-                return Ok(());
-            }
-            let r = self.s.sock.recv(&mut buf);
-            first = false;
+            let r = crate::recv_batch(&self.s.sock, &mut self.acks[..], &mut lens);
             match r {
-                Ok(n) => self.on_datagram(&buf[..n.min(buf.len())], n)?,
+                Ok(n) => {
+                    for i in 0..n {
+                        let d = self.acks[i];
+                        self.on_datagram(&d[..lens[i].min(ACK_BUF)], lens[i])?;
+                    }
+                    if n < ACK_BATCH {
+                        return Ok(());
+                    }
+                }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
                     return Ok(())
                 }
@@ -883,6 +1032,17 @@ impl<'a, 's> Run<'a, 's> {
                 self.rtt_us.push(rtt.as_secs_f64() * 1e6);
             }
             if early {
+                // Too fast for the second copy, so it answers the first:
+                // an unambiguous sample of the delay that fired the timer
+                // (queueing, a descheduled receiver). Without it the RTO
+                // keeps the floor its fast samples give and times out
+                // again on the next such delay.
+                if let Some(first) = o.first_sent_at {
+                    let r = now.duration_since(first);
+                    if self.s.rto.on_ack(r, false) {
+                        self.rtt_us.push(r.as_secs_f64() * 1e6);
+                    }
+                }
                 self.spurious(o.episode, now);
             } else {
                 self.rack.on_delivery(o.tx, o.sent_at, rtt);

@@ -123,6 +123,8 @@ pub struct Stats {
     pub icmp_unreachable: u64,
     /// Sends refused for lack of socket buffer (retried later).
     pub send_would_block: u64,
+    /// Sends that carried several fresh segments at once (UDP GSO).
+    pub gso_sends: u64,
     /// Segments whose delivery no ACK confirms (sync none/msg, or the
     /// transfer gave up).
     pub unconfirmed_segments: u64,

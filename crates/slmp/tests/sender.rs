@@ -262,6 +262,41 @@ fn several_messages_in_flight() {
     );
 }
 
+/// Fresh segments leave several per send (UDP GSO), and the receiver still
+/// gets each as its own datagram of the right length: a wrong GSO size
+/// would show as malformed datagrams or a reassembly mismatch. Paced
+/// segments (sync none with a gap) go one per send.
+#[test]
+fn segments_leave_in_gso_batches_as_separate_datagrams() {
+    // A message of full segments and one ending in a short segment.
+    let msgs = vec![data(1 << 20, 51), data(300_001, 52)];
+    let mut c = cfg(WindowMode::Fixed(64));
+    c.rto.min = Duration::from_millis(100);
+    c.rto.initial = Duration::from_millis(200);
+    c.rto.max = Duration::from_secs(1);
+    let (st, out, first) = transfer(&msgs, Impairment::default(), c);
+    check_exact(&msgs, &out, first, "GSO batches");
+    assert!(st.gso_sends > 0, "no GSO send: {st:?}");
+    assert_eq!(out.malformed, 0, "{out:?}");
+    assert_eq!(
+        out.data_packets, st.packets_sent,
+        "one datagram per segment"
+    );
+    assert!(
+        st.gso_sends < st.packets_sent / 2,
+        "{} GSO sends for {} segments",
+        st.gso_sends,
+        st.packets_sent
+    );
+    let mut c = cfg(WindowMode::default());
+    c.sync = SyncMode::None;
+    c.ipg = Duration::from_micros(20);
+    let msg = vec![data(100 << 10, 53)];
+    let (st, out, _) = transfer(&msg, Impairment::default(), c);
+    assert_eq!(st.gso_sends, 0, "paced segments go one by one");
+    assert_eq!(out.data_packets, st.segments);
+}
+
 #[test]
 fn sync_none_and_msg_report_unconfirmed_delivery() {
     let msg = vec![data(100 << 10, 9)];
