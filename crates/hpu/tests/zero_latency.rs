@@ -16,10 +16,12 @@ use softspin_hpu::{MemBlock, MemClass, Perm, TimingModel};
 /// No class has a latency except `L1Remote`, which only the general-loop
 /// side maps (at an address no program touches).
 fn timing() -> TimingModel {
-    let mut t = TimingModel::default();
-    t.mem_latency = [0; 5];
-    t.mem_latency[MemClass::L1Remote as usize] = 8;
-    t
+    let mut mem_latency = [0; 5];
+    mem_latency[MemClass::L1Remote as usize] = 8;
+    TimingModel {
+        mem_latency,
+        ..TimingModel::default()
+    }
 }
 
 const UNUSED: u32 = 0x4_0000;
