@@ -199,6 +199,12 @@ pub(crate) trait Native {
     fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
     /// The code entered at `slot` if it is compiled already.
     fn compiled(&self, slot: usize) -> Option<NativeFn>;
+    /// Every window has latency 0 ([`AddressSpace::zero_latency`]), so the
+    /// aligned fast path skips the latency add (~2 host instructions per
+    /// access). A service that maps a slower window ends such a loop
+    /// through `leave`, and [`Hpu::run`] goes on in the general one.
+    const ZERO_LATENCY: bool = false;
+    fn leave(&mut self) {}
 }
 
 struct Interpreted;
@@ -212,6 +218,28 @@ impl Native for Interpreted {
     #[inline(always)]
     fn compiled(&self, _: usize) -> Option<NativeFn> {
         None
+    }
+}
+
+/// The interpreter while no window has a latency (`Native::ZERO_LATENCY`);
+/// `left`: it stopped because a service mapped one.
+struct ZeroLatency {
+    left: bool,
+}
+
+impl Native for ZeroLatency {
+    const ON: bool = false;
+    const ZERO_LATENCY: bool = true;
+    #[inline(always)]
+    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
+        None
+    }
+    #[inline(always)]
+    fn compiled(&self, _: usize) -> Option<NativeFn> {
+        None
+    }
+    fn leave(&mut self) {
+        self.left = true;
     }
 }
 
@@ -353,6 +381,13 @@ impl Hpu {
         rt: &mut R,
         until_cycles: u64,
     ) -> Stop {
+        if self.mem.zero_latency() {
+            let mut z = ZeroLatency { left: false };
+            let stop = self.run_in(prog, rt, until_cycles, &mut z);
+            if !z.left {
+                return stop;
+            }
+        }
         self.run_in(prog, rt, until_cycles, &mut Interpreted)
     }
 
@@ -597,7 +632,12 @@ impl Hpu {
                             Err(e) => fault!(FaultKind::of_access(e, $is_store), a),
                         },
                     };
-                    acc += lat as u64;
+                    // Every window's latency is 0 while the zero-latency
+                    // loop runs (it is left when a service maps another).
+                    debug_assert!(!N::ZERO_LATENCY || lat == 0);
+                    if !N::ZERO_LATENCY {
+                        acc += lat as u64;
+                    }
                     p
                 }};
             }
@@ -1172,6 +1212,12 @@ impl Hpu {
                         match action {
                             Ecall::Continue => {
                                 ip = next!();
+                                if N::ZERO_LATENCY && !self.mem.zero_latency() {
+                                    sync!();
+                                    self.pc = prog.pcs[idx!()];
+                                    native.leave();
+                                    return Stop::SliceEnd;
+                                }
                                 continue 'block;
                             }
                             Ecall::Exit(code) => {

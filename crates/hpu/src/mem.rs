@@ -429,6 +429,10 @@ pub struct AddressSpace {
     served: [u64; 2],
     /// AMOs use host atomics (see [`AddressSpace::set_atomic_amos`]).
     atomic_amos: bool,
+    /// Bit `i`: window `i` costs extra cycles per access. While none does,
+    /// the interpreter runs a loop without the latency add
+    /// ([`AddressSpace::zero_latency`]).
+    slow: u32,
 }
 
 /// Error from [`AddressSpace::map`].
@@ -460,6 +464,7 @@ impl AddressSpace {
             folded: AccessCounts::default(),
             served: [0; 2],
             atomic_amos: false,
+            slow: 0,
         }
     }
 
@@ -574,6 +579,7 @@ impl AddressSpace {
         }
         self.n = 0;
         self.win[0] = EMPTY;
+        self.slow = 0;
     }
 
     /// Map `size` bytes of `block` starting at `offset` at guest address `base`.
@@ -607,6 +613,7 @@ impl AddressSpace {
         // SAFETY: offset + size <= block.len(), checked above.
         let host = unsafe { block.ptr.add(offset) };
         self.win[self.n] = Window::new(base, size, host, self.latency[class as usize], perm, class);
+        self.note_latency(self.n);
         self.owners[self.n] = Some(block.clone());
         self.n += 1;
         Ok(())
@@ -655,6 +662,7 @@ impl AddressSpace {
         // SAFETY: offset + size <= block.len(), checked above.
         let host = unsafe { block.ptr.add(offset) };
         self.win[i] = Window::new(base, size, host, self.latency[class as usize], perm, class);
+        self.note_latency(i);
         if inside {
             self.win[i].region = region;
         }
@@ -705,6 +713,23 @@ impl AddressSpace {
             }),
             None => Ok(()),
         }
+    }
+
+    /// Record whether window `i` (just written) has an access latency.
+    fn note_latency(&mut self, i: usize) {
+        let bit = 1u32 << i;
+        self.slow = if self.win[i].latency > 0 {
+            self.slow | bit
+        } else {
+            self.slow & !bit
+        };
+    }
+
+    /// No mapped window costs extra cycles per access, so every access the
+    /// caches serve has latency 0 (bare-metal runs, Embench).
+    #[inline]
+    pub(crate) fn zero_latency(&self) -> bool {
+        self.slow == 0
     }
 
     pub fn windows(&self) -> &[Window] {
