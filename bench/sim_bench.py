@@ -30,6 +30,13 @@ packets, 8 in flight:
 Packet counts are calibrated to about --target-s wall seconds per run.
 Repeats are interleaved (case by case, run by run, and with --compare
 binary by binary), and the figures are medians over the repeats.
+
+Then, for (a) and (b), host instructions per packet (issue 30's goal 1:
+<= 1,000 at 64 B), counted with callgrind as the difference between two
+run lengths over the difference in packets, so start-up costs cancel: the
+same count on any machine (with `--no-jit`: the interpreter, whose cost
+does not change at the JIT's compile threshold). Skipped, with a line saying so, without
+valgrind; `--no-callgrind` skips it, `--callgrind-only` runs only it.
 """
 import argparse
 import atexit
@@ -83,6 +90,84 @@ def sim(softspin, image, flags, size, packets, cfg):
     # Which engine ran (kept apart: the rest must not depend on it).
     ENGINES[softspin] = (rep.pop("hpu_engine", None) or {}).get("kind", "interpreter")
     return rep, wall, msgs * PKTS_PER_MSG
+
+
+# Host instructions per packet: case key -> (short run, long run) in
+# packets. Whole messages of PKTS_PER_MSG; the short run is long enough that
+# every HPU and buffer is in use, so only per-packet work differs.
+CALLGRIND_RUNS = {"a": (3_200, 35_200), "b": (640, 3_840)}
+
+
+def callgrind_instructions(softspin, image, flags, size, packets, cfg):
+    """Host instructions (callgrind's `Ir`) of one whole `softspin sim` run."""
+    msgs = packets // PKTS_PER_MSG
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "callgrind.out")
+        cmd = ["valgrind", "--tool=callgrind", "--trace-children=yes", f"--callgrind-out-file={out}", softspin, "sim", "--image", image,
+               *flags, "--messages", str(msgs), "--packets", str(PKTS_PER_MSG), "--concurrent", str(CONCURRENT),
+               "--size", str(size), "--rate", "400", "--config", cfg, "--json", "--quiet",
+               # The interpreter: the JIT compiles a region at its 16,000th
+               # entry, inside the long run only, which would not cancel.
+               "--no-jit"]
+        r = subprocess.run(cmd, capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"failed: {' '.join(cmd)}\n{r.stdout}{r.stderr}")
+        with open(out) as f:
+            for line in f:
+                if line.startswith(("summary:", "totals:")):
+                    return int(line.split()[1])
+    sys.exit(f"no instruction total in callgrind's output of {' '.join(cmd)}")
+
+
+def host_instructions(bins, tmp, cfg, cases):
+    """Per binary and case in CALLGRIND_RUNS: host instructions per packet."""
+    rows = []
+    if shutil.which("valgrind") is None:
+        print("\nhost instructions per packet: skipped (valgrind not installed; apt-get install valgrind)")
+        return rows
+    print("\nhost instructions per packet (callgrind, (long run - short run) / (long - short) packets):")
+    for key, title, src, flags, size, _ in CASES:
+        if key not in CALLGRIND_RUNS or key not in cases:
+            continue
+        img = os.path.join(tmp, key + ".elf")
+        if not os.path.exists(img):
+            sh([bins[0][1], "build", os.path.join(ROOT, src), "-o", img])
+        short, long_ = CALLGRIND_RUNS[key]
+        row = {"case": key, "title": title, "packets": [short, long_]}
+        for name, b in bins:
+            ir = [callgrind_instructions(b, img, flags, size, n, cfg) for n in (short, long_)]
+            per = (ir[1] - ir[0]) / (long_ - short)
+            row[name] = {"instructions": ir, "per_packet": per}
+            label = "" if len(bins) == 1 else f"{name:>8}: "
+            print(f"    ({key}) {title}: {label}{per:,.0f} host instructions per packet "
+                  f"({ir[0]:,} for {short} packets, {ir[1]:,} for {long_})")
+        if len(bins) > 1:
+            print(f"    ({key}) this / compare: {row['this']['per_packet'] / row['compare']['per_packet']:.3f}")
+        rows.append(row)
+    return rows
+
+
+def flatten(x, pre=""):
+    """A report as {dotted key: leaf value}."""
+    if isinstance(x, dict):
+        return {k2: v for k, y in x.items() for k2, v in flatten(y, f"{pre}{k}.").items()}
+    if isinstance(x, list):
+        return {k2: v for i, y in enumerate(x) for k2, v in flatten(y, f"{pre}{i}.").items()}
+    return {pre[:-1]: x}
+
+
+def moved(before, after):
+    """Print the outputs of `sim --json` that differ: before, after, change."""
+    b, a = flatten(before), flatten(after)
+    print(f"    {'output':<40} {'before':>16} {'after':>16} {'change':>9}")
+    for k in sorted(set(b) | set(a)):
+        x, y = b.get(k), a.get(k)
+        if x == y:
+            continue
+        ch = ""
+        if isinstance(x, (int, float)) and isinstance(y, (int, float)) and x:
+            ch = f"{(y - x) / abs(x) * 100:+.2f} %"
+        print(f"    {k:<40} {x!s:>16} {y!s:>16} {ch:>9}")
 
 
 def without_engine(out):
@@ -220,6 +305,8 @@ def main():
                          "changes no result; else: time it against the interpreter)")
     ap.add_argument("--jit-after", type=int,
                     help="with --jit: compile a region at its entry's N-th use (1: all at once)")
+    ap.add_argument("--no-callgrind", action="store_true", help="skip the host-instruction count")
+    ap.add_argument("--callgrind-only", action="store_true", help="only the host-instruction count")
     a = ap.parse_args()
     if a.jit:
         # This build, whose default feature `jit` compiles the JIT in.
@@ -257,61 +344,73 @@ def main():
     for _, b in bins:
         if not os.path.exists(b):
             sys.exit(f"no {b}: build first (cargo build --release -p softspin-cli)")
-    results = []
+    results, counts = [], []
     with tempfile.TemporaryDirectory() as tmp:
         cfg = os.path.join(tmp, "nic.toml")
         with open(cfg, "w") as f:
             f.write('profile = "pspin"\nbuffer_full = "backpressure"\n')
-        print(f"softspin sim speed (median of {a.repeat} interleaved runs); "
-              f"PsPIN RTL (Verilator): ~{RTL_NS_PER_S:g} NIC-ns per wall-s")
-        for key, title, src, flags, size, probe in CASES:
-            if key not in a.cases:
-                continue
-            img = os.path.join(tmp, key + ".elf")
-            sh([a.softspin, "build", os.path.join(ROOT, src), "-o", img])
-            n = getattr(a, f"packets_{key}")
-            if n is None:
-                # Scale a probe run to the target wall time, twice (fixed
-                # start-up costs make the first estimate short).
-                n = probe
-                for _ in range(2):
-                    _, w, got = sim(a.softspin, img, flags, size, n, cfg)
-                    n = max(PKTS_PER_MSG, min(int(got * a.target_s / max(w, 1e-3)), 50_000_000))
-            walls = {name: [] for name, _ in bins}
-            reps = {}
-            for _ in range(a.repeat):
-                for name, b in bins:
-                    rep, w, n = sim(b, img, flags, size, n, cfg)
-                    walls[name].append(w)
-                    reps[name] = rep
-            rep = reps["this"]
-            if a.compare and reps["compare"] != rep:
-                print(f"    NOTE: the two binaries' reports differ for ({key})")
-            h = rep["handlers"][0]
-            nic_ns = rep["sim_time_ns"]
-            print(f"\n({key}) {title}")
-            print(f"    {n} packets, {nic_ns / 1e6:.3f} ms NIC time; NIC: {rep['throughput_gbps']:.1f} Gbit/s delivered, "
-                  f"back-pressure {rep['backpressure_ns'] / 1e3:.1f} us, HPU utilisation {rep['hpu_utilization'] * 100:.1f} %, "
-                  f"{h['name']} {h['cycles_mean']:.0f} cycles / {h['instructions_mean']:.0f} instr")
-            row = {"case": key, "title": title, "packets": n, "nic_ns": nic_ns}
-            for name, b in bins:
-                w = statistics.median(walls[name])
-                ns_s, pk_s = nic_ns / w, rep["packets"] / w
-                row[name] = {"engine": ENGINES.get(b), "wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
-                             "packets_per_s": pk_s, "x_rtl": ns_s / RTL_NS_PER_S}
-                shown = {"this": "interpreter", "compare": "jit"}.get(name, name) if a.jit else name
-                label = "" if not a.compare else f"{shown:>11}: "
-                label += f"[{ENGINES.get(b, '?')}] "
-                print(f"    {label}wall {w:.3f} s   {ns_s:,.0f} NIC-ns per wall-s   {pk_s:,.0f} packets per wall-s   "
-                      f"{ns_s / RTL_NS_PER_S:,.0f}x the RTL simulation")
-            if a.compare:
-                # This build over the other; with --jit, the JIT over the interpreter.
-                up = row['compare']['median_wall_s'] / row['this']['median_wall_s']
-                print(f"    JIT speed-up: {1 / up:.2f}x" if a.jit else f"    speed-up: {up:.2f}x")
-            results.append(row)
+        if not a.callgrind_only:
+            results = speed(a, bins, tmp, cfg)
+        if not a.no_callgrind:
+            counts = host_instructions(bins, tmp, cfg, a.cases)
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"binaries": dict(bins), "repeat": a.repeat, "rtl_ns_per_s": RTL_NS_PER_S, "cases": results}, f, indent=1)
+            json.dump({"binaries": dict(bins), "repeat": a.repeat, "rtl_ns_per_s": RTL_NS_PER_S, "cases": results,
+                       "host_instructions": counts}, f, indent=1)
+
+
+def speed(a, bins, tmp, cfg):
+    """The wall-clock figures: one row per case."""
+    results = []
+    print(f"softspin sim speed (median of {a.repeat} interleaved runs); "
+          f"PsPIN RTL (Verilator): ~{RTL_NS_PER_S:g} NIC-ns per wall-s")
+    for key, title, src, flags, size, probe in CASES:
+        if key not in a.cases:
+            continue
+        img = os.path.join(tmp, key + ".elf")
+        sh([a.softspin, "build", os.path.join(ROOT, src), "-o", img])
+        n = getattr(a, f"packets_{key}")
+        if n is None:
+            # Scale a probe run to the target wall time, twice (fixed
+            # start-up costs make the first estimate short).
+            n = probe
+            for _ in range(2):
+                _, w, got = sim(a.softspin, img, flags, size, n, cfg)
+                n = max(PKTS_PER_MSG, min(int(got * a.target_s / max(w, 1e-3)), 50_000_000))
+        walls = {name: [] for name, _ in bins}
+        reps = {}
+        for _ in range(a.repeat):
+            for name, b in bins:
+                rep, w, n = sim(b, img, flags, size, n, cfg)
+                walls[name].append(w)
+                reps[name] = rep
+        rep = reps["this"]
+        h = rep["handlers"][0]
+        nic_ns = rep["sim_time_ns"]
+        print(f"\n({key}) {title}")
+        print(f"    {n} packets, {nic_ns / 1e6:.3f} ms NIC time; NIC: {rep['throughput_gbps']:.1f} Gbit/s delivered, "
+              f"back-pressure {rep['backpressure_ns'] / 1e3:.1f} us, HPU utilisation {rep['hpu_utilization'] * 100:.1f} %, "
+              f"{h['name']} {h['cycles_mean']:.0f} cycles / {h['instructions_mean']:.0f} instr")
+        row = {"case": key, "title": title, "packets": n, "nic_ns": nic_ns}
+        for name, b in bins:
+            w = statistics.median(walls[name])
+            ns_s, pk_s = nic_ns / w, rep["packets"] / w
+            row[name] = {"engine": ENGINES.get(b), "wall_s": walls[name], "median_wall_s": w, "nic_ns_per_s": ns_s,
+                         "packets_per_s": pk_s, "x_rtl": ns_s / RTL_NS_PER_S}
+            shown = {"this": "interpreter", "compare": "jit"}.get(name, name) if a.jit else name
+            label = "" if not a.compare else f"{shown:>11}: "
+            label += f"[{ENGINES.get(b, '?')}] "
+            print(f"    {label}wall {w:.3f} s   {ns_s:,.0f} NIC-ns per wall-s   {pk_s:,.0f} packets per wall-s   "
+                  f"{ns_s / RTL_NS_PER_S:,.0f}x the RTL simulation")
+        if a.compare and reps["compare"] != rep:
+            print(f"    NOTE: the two binaries' reports differ for ({key}):")
+            moved(reps["compare"], rep)
+        if a.compare:
+            # This build over the other; with --jit, the JIT over the interpreter.
+            up = row['compare']['median_wall_s'] / row['this']['median_wall_s']
+            print(f"    JIT speed-up: {1 / up:.2f}x" if a.jit else f"    speed-up: {up:.2f}x")
+        results.append(row)
+    return results
 
 
 if __name__ == "__main__":

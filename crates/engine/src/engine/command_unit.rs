@@ -39,6 +39,8 @@ pub(super) struct Cmd {
 }
 
 impl Engine {
+    // Rare next to the per-packet events: kept out of `Engine::step`.
+    #[inline(never)]
     pub(super) fn on_cmd_done(&mut self, h: usize, id: u32) {
         let now = self.core.now;
         let Slot { hpu, ctl, .. } = &mut self.hpus[h];

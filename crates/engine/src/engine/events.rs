@@ -145,10 +145,20 @@ impl EventQueue {
     /// NIC's, at every step) leaves the queue where it was, so the events
     /// pushed next (frames of the next step, their tasks) still go to their
     /// own buckets, not all into `now` by binary search and insertion.
+    ///
+    /// Inline for the common case (the current bucket's next event), the
+    /// rest out of line: the event loop peeks once per event.
+    #[inline]
     pub(super) fn peek(&self) -> Option<&Event> {
-        if let Some(e) = self.now.get(self.head) {
-            return Some(e);
+        match self.now.get(self.head) {
+            Some(e) => Some(e),
+            None => self.peek_later(),
         }
+    }
+
+    /// `peek` past the current bucket.
+    #[inline(never)]
+    fn peek_later(&self) -> Option<&Event> {
         if self.in_ring > 0 {
             return self.ring[self.next_occupied()].first();
         }

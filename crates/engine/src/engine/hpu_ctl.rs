@@ -185,7 +185,7 @@ impl Engine {
         }
     }
 
-    fn run_hpu(&mut self, h: usize) {
+    pub(super) fn run_hpu(&mut self, h: usize) {
         let t = self.hpus[h].ctl.task.unwrap();
         let ectx = self.sched.task(t).her.ectx;
         let quantum = self.core.cfg.quantum_cycles as u64;
@@ -274,6 +274,8 @@ impl Engine {
     /// A wait's limit passed: if the HPU still waits in that same wait, the
     /// handler is ended ("wait timeout"); its commands drain, then its HPU
     /// and packet slot are freed as for any task.
+    // Rare next to the per-packet events: kept out of `Engine::step`.
+    #[inline(never)]
     pub(super) fn on_wait_limit(&mut self, h: usize) {
         let now = self.core.now;
         let Slot { hpu, ctl, .. } = &mut self.hpus[h];

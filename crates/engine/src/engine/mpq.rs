@@ -623,6 +623,8 @@ impl Engine {
         }
     }
 
+    // Rare next to the per-packet events: kept out of `Engine::step`.
+    #[inline(never)]
     pub(super) fn on_timeout_check(&mut self) {
         let now = self.core.now;
         self.mpq.check_due();

@@ -128,6 +128,8 @@ impl Engine {
         Ok(())
     }
 
+    // Rare next to the per-packet events: kept out of `Engine::step`.
+    #[inline(never)]
     pub(super) fn on_notify_response(&mut self, id: u32) {
         let Some((value, h, gen)) = self.notify.deliver(id) else {
             return;

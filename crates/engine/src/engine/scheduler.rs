@@ -617,8 +617,16 @@ impl Engine {
             .saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
         c.busy_now += 1;
         c.busy_max = c.busy_max.max(c.busy_now);
-        let gen = ctl.gen;
-        c.at(start, Ev::HpuRun { hpu: h as u32, gen });
+        // The first quantum runs now, in the event that started the task,
+        // at the HPU's own clock (from `start`), as later quanta already
+        // run ahead of the event being processed: one event less per task
+        // (issue 30). A debugger steps from an event of its own.
+        if self.debug.is_some() {
+            let gen = ctl.gen;
+            c.at(start, Ev::HpuRun { hpu: h as u32, gen });
+        } else {
+            self.run_hpu(h);
+        }
     }
 }
 

@@ -243,6 +243,8 @@ pub(super) fn from_handler(
 }
 
 /// A timer event.
+// Rare next to the per-packet events: kept out of `Engine::step`.
+#[inline(never)]
 pub(super) fn on_timer(c: &mut Core, links: &mut Links) {
     if let Some(mut b) = c.rma.take() {
         let now = c.now;
