@@ -16,8 +16,10 @@ pub struct JitArgs {
     /// hot loops.
     #[arg(long)]
     pub no_jit: bool,
-    /// With the JIT: compile a region at its entry's N-th use; 1 compiles
-    /// everything at once (short runs, tests).
+    /// With the JIT: compile a region at its entry's N-th use (sooner for
+    /// an entry block of more than 16 instructions: after as many
+    /// instructions as N uses of 16); 1 compiles everything at once (short
+    /// runs, tests).
     #[arg(long, value_name = "N", default_value_t = softspin_hpu::JIT_COMPILE_AFTER, value_parser = clap::value_parser!(u32).range(1..))]
     pub jit_after: u32,
 }

@@ -42,12 +42,14 @@ use crate::timing::TimingModel;
 /// machines' long compare chains, with all their registers live throughout.
 const MAX_REGION: usize = 8;
 
-enum State {
-    Cold(u32),
-    Native(NativeFn),
-    /// Holds an instruction the JIT leaves to the interpreter.
-    Never,
-}
+/// At most this many instructions in one region (an entry block longer than
+/// that compiles alone): compile time grows faster than a region's size
+/// (register allocation is most of it, every guest register live across
+/// every memory helper call), so long blocks compile alone or with few
+/// others. 96 cut nettle-sha256's host
+/// instructions by a quarter (callgrind; 48 and 160 did no better overall,
+/// docs/perf-interpreter.md, "JIT, second round").
+const REGION_BUDGET: usize = 96;
 
 /// Compiled regions of one [`Program`], by entry slot.
 pub struct Jit {
@@ -57,13 +59,21 @@ pub struct Jit {
     module: std::mem::ManuallyDrop<JITModule>,
     fctx: FunctionBuilderContext,
     cctx: cranelift_codegen::Context,
-    states: Vec<State>,
+    /// Per slot, the entries left before its region compiles (counted
+    /// down at every block entry the interpreter makes there); 0 once it
+    /// is compiled or refused, and `native` says which. One `u32` per slot
+    /// keeps the test the interpreter makes at every block entry to a
+    /// load, a compare and a decrement.
+    heat: Vec<u32>,
+    native: Vec<Option<NativeFn>>,
+    /// Per slot, the instructions from it to its block's end (its
+    /// `Charge`'s high half).
+    lens: Vec<u32>,
     /// The timing model's taken-branch penalty (the one dynamic cost a
     /// block adds itself).
     taken_penalty: u32,
     /// A hardware loop's setup cost (paid at its exit).
     hw_setup: u32,
-    hot: u32,
     /// Regions compiled, and entries refused (left interpreted).
     pub compiled: u64,
     pub refused: u64,
@@ -128,14 +138,20 @@ impl Jit {
             module,
             fctx: FunctionBuilderContext::new(),
             cctx,
-            states: (0..prog.code.len()).map(|_| State::Cold(0)).collect(),
+            heat: Vec::new(),
+            native: vec![None; prog.code.len()],
+            lens: prog
+                .code
+                .iter()
+                .map(|c| (c.charge.acc >> 32) as u32)
+                .collect(),
             taken_penalty: timing.branch_taken_penalty,
             hw_setup: timing.alu,
-            hot: crate::JIT_COMPILE_AFTER,
             compiled: 0,
             refused: 0,
             errors: Vec::new(),
         }
+        .compile_after(crate::JIT_COMPILE_AFTER)
     }
 
     /// Whether Cranelift verifies each region before compiling it (read
@@ -145,50 +161,50 @@ impl Jit {
     }
 
     /// Compile a region at its entry's `entries`-th use instead (at least
-    /// 1; the tests compile everything at once).
+    /// 1; the tests compile everything at once), or sooner if its entry
+    /// block is longer than `LONG_BLOCK` instructions (see `heat`).
+    /// Entries already compiled or refused stay so.
     pub fn compile_after(mut self, entries: u32) -> Jit {
-        self.hot = entries.max(1);
+        let old = std::mem::take(&mut self.heat);
+        self.heat = (self.lens.iter().enumerate())
+            .map(|(s, &n)| match old.get(s) {
+                Some(0) => 0,
+                _ => heat(entries, n),
+            })
+            .collect();
         self
     }
 
     /// The native code for the region entered at `slot`, compiling it when
     /// it turns hot.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn> {
-        match &mut self.states[slot] {
-            State::Native(f) => Some(*f),
-            State::Never => None,
-            State::Cold(n) => {
-                *n += 1;
-                if *n < self.hot {
-                    return None;
-                }
-                self.compile_at(prog, slot)
-            }
+        let h = &mut self.heat[slot];
+        if *h > 1 {
+            *h -= 1;
+            return None;
         }
+        if *h == 1 {
+            return self.compile_at(prog, slot);
+        }
+        self.native[slot]
     }
 
     #[inline(always)]
     pub(crate) fn compiled(&self, slot: usize) -> Option<NativeFn> {
-        match self.states.get(slot) {
-            Some(State::Native(f)) => Some(*f),
-            _ => None,
-        }
+        self.native.get(slot).copied().flatten()
     }
 
     #[cold]
     fn compile_at(&mut self, prog: &Program, slot: usize) -> Option<NativeFn> {
         let f = self.compile(prog, slot);
-        self.states[slot] = match f {
-            Some(f) => {
-                self.compiled += 1;
-                State::Native(f)
-            }
-            None => {
-                self.refused += 1;
-                State::Never
-            }
-        };
+        self.heat[slot] = 0;
+        self.native[slot] = f;
+        if f.is_some() {
+            self.compiled += 1;
+        } else {
+            self.refused += 1;
+        }
         f
     }
 
@@ -217,6 +233,7 @@ impl Jit {
         let mut blocks = vec![(s0, Self::block_slots(prog, s0)?)];
         let mut seen = std::collections::HashSet::from([s0]);
         let mut k = 0;
+        let mut size = blocks[0].1 - s0 + 1;
         while k < blocks.len() && blocks.len() < MAX_REGION {
             let (_, end) = blocks[k];
             k += 1;
@@ -229,7 +246,10 @@ impl Jit {
             for &t in next {
                 if blocks.len() < MAX_REGION && seen.insert(t) {
                     if let Some(e) = Self::block_slots(prog, t) {
-                        blocks.push((t, e));
+                        if size + (e - t + 1) <= REGION_BUDGET {
+                            size += e - t + 1;
+                            blocks.push((t, e));
+                        }
                     }
                 }
             }
@@ -397,6 +417,19 @@ struct Translator<'a> {
     taken_penalty: u32,
     /// A hardware loop's setup cost (`TimingModel::alu`), paid at its exit.
     hw_setup: u32,
+}
+
+/// Blocks up to this many instructions compile at their entry's N-th use
+/// (`--jit-after N`); a longer one once it has run `N * LONG_BLOCK`
+/// instructions, so long unrolled blocks (Embench's nettle-sha256), entered
+/// fewer times, still turn hot.
+const LONG_BLOCK: u32 = 16;
+
+/// The entries before a block of `len` instructions compiles, for
+/// threshold `entries` (at least 1).
+fn heat(entries: u32, len: u32) -> u32 {
+    let long = (entries as u64 * LONG_BLOCK as u64).div_ceil(len.max(1) as u64);
+    long.clamp(1, entries.max(1) as u64) as u32
 }
 
 /// The fast-path caches' ways that native code tests inline: 0, the first
@@ -1272,6 +1305,20 @@ mod tests {
             b.ins().return_(&[v]);
             b.finalize(frontend);
         })
+    }
+
+    /// Blocks up to `LONG_BLOCK` (16) instructions wait for the threshold's
+    /// entries; longer ones for as many instructions; never below one entry.
+    #[test]
+    fn long_blocks_need_fewer_entries() {
+        assert_eq!(heat(65_536, 1), 65_536);
+        assert_eq!(heat(65_536, 16), 65_536);
+        assert_eq!(heat(65_536, 17), 61_681);
+        assert_eq!(heat(65_536, 512), 2_048);
+        assert_eq!(heat(100, 64), 25);
+        assert_eq!(heat(1, 1_000), 1);
+        assert_eq!(heat(3, 0), 3);
+        assert_eq!(heat(u32::MAX, 1), u32::MAX);
     }
 
     /// The verifier option reaches Cranelift, and its verdict reaches

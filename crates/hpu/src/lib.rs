@@ -37,6 +37,7 @@ pub use timing::{MemClass, TimingModel};
 /// On Embench-IoT (docs/perf-interpreter.md, "JIT by default") 65,535 gave
 /// the JIT 1.40x the interpreter's speed in geometric mean, 16,000 1.30x,
 /// 1,000 1.13x, 262,144 1.24x and 1,000,000 1.03x; the simulator's handlers
-/// loop enough to reach it within a few hundred packets. Defined without
-/// the feature too, for the CLI's help.
+/// loop enough to reach it within a few hundred packets. An entry block
+/// longer than 16 instructions turns hot sooner, after as many instructions
+/// (`jit::heat`). Defined without the feature too, for the CLI's help.
 pub const JIT_COMPILE_AFTER: u32 = 65_536;

@@ -77,3 +77,42 @@ fn a_jit_of_another_program_is_refused() {
     assert_eq!(jit.compiled, 0);
     assert!(jit.refused > 0);
 }
+
+/// A loop of `body` instructions (one `addi` each, then the counter's
+/// decrement and branch) run `iterations` times, then `exit`.
+fn counted_loop(body: usize, iterations: u32) -> Vec<u32> {
+    let mut w = li(12, iterations);
+    w.extend(std::iter::repeat_n(addi(11, 11, 1), body - 2));
+    w.push(addi(12, 12, -1));
+    // bne x12, x0, back to the loop's first instruction
+    w.push(b(-4 * (body as i32 - 1), 0, 12, 1));
+    w.extend(exit());
+    w
+}
+
+/// The threshold counts work, not only entries: at `compile_after(100)` a
+/// loop of 64-instruction blocks compiles within 50 iterations (after 25
+/// entries, the instructions of 100 entries of a 16-instruction block),
+/// a loop of 4-instruction blocks does not. Results stay the interpreter's.
+#[test]
+fn a_long_block_turns_hot_after_fewer_entries() {
+    for (body, compiled) in [(64, true), (4, false)] {
+        let words = counted_loop(body, 50);
+        let mut a = Machine::new(&words);
+        let sa = a.run();
+        let mut b = Machine::new(&words);
+        let options = softspin_hpu::jit::JitOptions { verifier: true };
+        let mut jit =
+            Jit::with_options(&b.prog, &TimingModel::default(), options).compile_after(100);
+        let sb = b.hpu.run_jit(&b.prog, &mut jit, &mut TestRt, u64::MAX);
+        assert_eq!(state(&a, sa), state(&b, sb), "body {body}");
+        assert_eq!(b.x(11), 50 * (body as u32 - 2), "body {body}");
+        assert_eq!(
+            jit.compiled > 0,
+            compiled,
+            "body {body}: {} compiled",
+            jit.compiled
+        );
+        assert!(jit.errors.is_empty(), "{:?}", jit.errors);
+    }
+}
