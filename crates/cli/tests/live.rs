@@ -979,3 +979,60 @@ fn flood_keeps_memory_bounded() {
     assert!(u(peak, "packets_held") <= 4096, "{peak}");
     assert_eq!(u(peak, "notifications"), 0, "{peak}");
 }
+
+/// Receive coalescing (`--rx-coalesce-us`, docs/live.md "Receive rate"):
+/// a conversation never triggers it (one request at a time: every echo
+/// byte-exact), a flood does, and every matched frame is still accounted
+/// for: processed, dropped by a named cause, or counted as unprocessed.
+/// Out of range, it is refused before the NIC attaches.
+#[test]
+fn coalescing_loses_no_frame_uncounted() {
+    let Some(net) = Net::up("coalescing_loses_no_frame_uncounted", 16) else {
+        return;
+    };
+    let img = ping_pong_image();
+    let args = [
+        "--image",
+        img.as_str(),
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+        "--rx-coalesce-us",
+        "200",
+    ];
+    let mut nic = net.spawn_nic(&args);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    let r = net.peer_py(&["echo", &net.nic_ip(), "7", "300", "11"]);
+    echo_ok(&r, 300);
+    let n = 20_000u64;
+    blast(&net, "7", n as u32, 64);
+    std::thread::sleep(Duration::from_millis(300));
+    let v = nic.stop_json_any();
+    let matched = u(&v, "matched");
+    assert!(matched >= 300 + n / 2, "most of the flood matched: {v}");
+    let dropped: u64 = v["drops"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        u(&v, "packets") + dropped + u(&v, "unprocessed"),
+        matched,
+        "every matched frame processed, dropped by cause or unprocessed: {v}"
+    );
+    assert_eq!(u(&v, "tx_frames"), u(&v, "packets"), "one echo each: {v}");
+
+    let mut a = args.to_vec();
+    a.truncate(a.len() - 1);
+    a.push("5000");
+    let (st, out, err) = net.spawn_nic(&a).wait(15);
+    assert_eq!(st.code(), Some(1), "{out} {err}");
+    assert!(
+        err.contains("--rx-coalesce-us 5000"),
+        "names the flag: {err}"
+    );
+    assert!(!net.xdp_attached(), "refused before attaching");
+}
