@@ -982,18 +982,19 @@ fn flood_keeps_memory_bounded() {
 
 /// Receive coalescing (`--rx-coalesce-us`, docs/live.md "Receive rate"):
 /// a conversation never triggers it (one request at a time: every echo
-/// byte-exact), a flood does, and every matched frame is still accounted
-/// for: processed, dropped by a named cause, or counted as unprocessed.
+/// byte-exact); a flood on a handler that sends nothing does (the loop
+/// then sleeps after each burst), and every matched frame is still
+/// accounted for: processed, dropped by a named cause, or unprocessed.
 /// Out of range, it is refused before the NIC attaches.
 #[test]
 fn coalescing_loses_no_frame_uncounted() {
     let Some(net) = Net::up("coalescing_loses_no_frame_uncounted", 16) else {
         return;
     };
-    let img = ping_pong_image();
-    let args = [
+    let pp = ping_pong_image();
+    let echo = [
         "--image",
-        img.as_str(),
+        pp.as_str(),
         "--ph",
         "pingpong_ph",
         "--match",
@@ -1002,16 +1003,36 @@ fn coalescing_loses_no_frame_uncounted() {
         "--rx-coalesce-us",
         "200",
     ];
-    let mut nic = net.spawn_nic(&args);
+    let mut nic = net.spawn_nic(&echo);
     assert!(net.wait_xdp(true, 10), "never attached");
     let r = net.peer_py(&["echo", &net.nic_ip(), "7", "300", "11"]);
     echo_ok(&r, 300);
+    nic.stop_json(0);
+
+    let empty = build(&root().join("examples/empty/handler.c"), "empty");
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &empty,
+        "--ph",
+        "empty_ph",
+        "--match",
+        "udp:9000",
+        "--json",
+        "--rx-coalesce-us",
+        "200",
+    ]);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    // A burst for certain: the NIC stopped while 3,000 frames queue in its
+    // ring (8,192 frames), then a flood on top.
+    nic.signal("-STOP");
+    blast(&net, "9000", 3000, 64);
+    nic.signal("-CONT");
     let n = 20_000u64;
-    blast(&net, "7", n as u32, 64);
+    blast(&net, "9000", n as u32 - 3000, 64);
     std::thread::sleep(Duration::from_millis(300));
     let v = nic.stop_json_any();
     let matched = u(&v, "matched");
-    assert!(matched >= 300 + n / 2, "most of the flood matched: {v}");
+    assert!(matched >= n / 2, "most of the flood matched: {v}");
     let dropped: u64 = v["drops"]
         .as_object()
         .unwrap()
@@ -1023,9 +1044,8 @@ fn coalescing_loses_no_frame_uncounted() {
         matched,
         "every matched frame processed, dropped by cause or unprocessed: {v}"
     );
-    assert_eq!(u(&v, "tx_frames"), u(&v, "packets"), "one echo each: {v}");
 
-    let mut a = args.to_vec();
+    let mut a = echo.to_vec();
     a.truncate(a.len() - 1);
     a.push("5000");
     let (st, out, err) = net.spawn_nic(&a).wait(15);
