@@ -49,6 +49,9 @@ PREFIX = os.environ.get("SS_NS_PREFIX", "lb")
 NIC_NS, PEER_NS, NIC_IF, PEER_IF = PREFIX + "nic", PREFIX + "peer", PREFIX + "0", PREFIX + "1"
 NIC_IP, PEER_IP = "10.77.0.1", "10.77.0.2"
 UDP_PORT, SINK_PORT = 7, 9000
+# softspin nic --rx-coalesce-us in the receive-rate case that uses it
+# (docs/live.md, "Receive rate").
+RX_COALESCE_US = 200
 C_PROGS = ["udp_echo_server", "udp_pingpong", "udp_sink", "udp_flood", "afxdp_drop"]
 PP_PLOT = os.path.join(DOCS, "img", "ping_pong_rtt.png")
 
@@ -87,10 +90,10 @@ def xdp_attached():
 class Softspin:
     """`softspin nic` in the NIC namespace, stopped with SIGINT; its --json."""
 
-    def __init__(self, image, ph, match, duration=60):
+    def __init__(self, image, ph, match, duration=60, binary=SOFTSPIN, extra=()):
         self.p = subprocess.Popen(
-            in_ns(NIC_NS, SOFTSPIN, "nic", "--iface", NIC_IF, "--image", image, "--ph", ph, "--match", match,
-                  "--duration", str(duration), "--json"),
+            in_ns(NIC_NS, binary, "nic", "--iface", NIC_IF, "--image", image, "--ph", ph, "--match", match,
+                  "--duration", str(duration), "--json", *extra),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         t_end = time.time() + 10
         while not xdp_attached():
@@ -128,8 +131,8 @@ def udp_rtt(count, samples):
     return res
 
 
-def rtt_softspin_udp(count, samples):
-    s = Softspin(bin_("pp.elf"), "pingpong_ph", f"udp:{UDP_PORT}")
+def rtt_softspin_udp(count, samples, binary=SOFTSPIN):
+    s = Softspin(bin_("pp.elf"), "pingpong_ph", f"udp:{UDP_PORT}", binary=binary)
     try:
         res = udp_rtt(count, samples)
     finally:
@@ -159,8 +162,8 @@ def ping(count):
             "p50_ns": pctl(times, 50) * 1000, "p99_ns": pctl(times, 99) * 1000, "samples_us": times}
 
 
-def rtt_softspin_icmp(count):
-    s = Softspin(bin_("pp.elf"), "icmp_echo_ph", "icmp")
+def rtt_softspin_icmp(count, binary=SOFTSPIN):
+    s = Softspin(bin_("pp.elf"), "icmp_echo_ph", "icmp", binary=binary)
     try:
         res = ping(count)
     finally:
@@ -210,14 +213,14 @@ def flood_result(ps, t_start, t_end):
             "whole_run_mpps": sum(r["mpps"] for r in total)}
 
 
-def rate_case(kind, window, senders):
+def rate_case(kind, window, senders, binary=SOFTSPIN, extra=()):
     """The sender starts first and outlasts the receiver's window, so every
     receiver counts under the same steady load."""
     ps = floods(senders, window + 4)
     time.sleep(0.5)
     try:
         if kind == "softspin":
-            s = Softspin(bin_("empty.elf"), "empty_ph", f"udp:{SINK_PORT}")
+            s = Softspin(bin_("empty.elf"), "empty_ph", f"udp:{SINK_PORT}", binary=binary, extra=extra)
             time.sleep(window)
             st = s.stop()
             # wall_s runs from attach to just before exit (CLOCK_MONOTONIC,
@@ -297,6 +300,11 @@ def main():
                     help="ping-pong against size: measured round trips per protocol, size and round")
     ap.add_argument("--pp-sizes", default="64,256,1024,1472", help="ping-pong against size: payload bytes")
     ap.add_argument("--only-ping-pong", action="store_true", help="run only part 3 (ping-pong against size)")
+    ap.add_argument("--parts", default="rtt,rate,pp",
+                    help="comma-separated parts to run: rtt (1), rate (2), pp (3, ping-pong against size)")
+    ap.add_argument("--baseline", metavar="SOFTSPIN",
+                    help="another softspin binary (e.g. main's build) run as extra '(baseline)' cases of parts 1 and 2, "
+                         "interleaved with this tree's")
     ap.add_argument("--no-plot", action="store_true")
     ap.add_argument("--replot", action="store_true", help="only redraw the plots from the last run's samples")
     a = ap.parse_args()
@@ -317,49 +325,71 @@ def main():
         sys.exit("live_bench: needs root (network namespaces, XDP); run `sudo make bench-live`")
     if a.count < 1 or a.rounds < 1 or a.window < 1 or a.senders < 1 or a.pp_count < 1:
         sys.exit("live_bench: --count, --rounds, --window, --senders and --pp-count must be at least 1")
+    parts = set(a.parts.split(","))
+    if not parts or parts - {"rtt", "rate", "pp"}:
+        sys.exit(f"live_bench: --parts {a.parts}: choose from rtt, rate, pp")
+    if a.only_ping_pong:
+        parts = {"pp"}
+    if a.baseline and not os.access(a.baseline, os.X_OK):
+        sys.exit(f"live_bench: --baseline {a.baseline}: not an executable")
+    base = " (baseline)"
     # SIGTERM too must reach the finally that removes the namespaces.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit("live_bench: terminated"))
-    if not a.only_ping_pong:
+    if parts != {"pp"}:
         build()
     pp_out = pp.build(os.path.join(OUT, "ping_pong"))
     env = dict(os.environ, SS_NS_PREFIX=PREFIX)
-    rtt = {k: [] for k in ["softspin UDP echo", "kernel UDP echo server", "softspin ICMP echo", "kernel ICMP echo"]}
-    order_rate = ["XDP_DROP (driver)", "raw AF_XDP rx+drop", "softspin empty handler", "kernel UDP recvmmsg"]
-    kinds = dict(zip(order_rate, ["xdp_drop", "xsk", "softspin", "udp_sink"]))
-    rate = {k: [] for k in order_rate}
+    b = a.baseline
+    cases = [("softspin UDP echo", lambda: rtt_softspin_udp(a.count, samples))]
+    cases += [("softspin UDP echo" + base, lambda: rtt_softspin_udp(a.count, samples, b))] if b else []
+    cases += [("kernel UDP echo server", lambda: rtt_kernel_udp(a.count, samples)),
+              ("softspin ICMP echo", lambda: rtt_softspin_icmp(a.count))]
+    cases += [("softspin ICMP echo" + base, lambda: rtt_softspin_icmp(a.count, b))] if b else []
+    cases += [("kernel ICMP echo", lambda: rtt_kernel_icmp(a.count))]
+    rtt = {k: [] for k, _ in cases} if "rtt" in parts else {}
+    coalesced = f"softspin empty handler, --rx-coalesce-us {RX_COALESCE_US}"
+    order_rate = ["XDP_DROP (driver)", "raw AF_XDP rx+drop", "softspin empty handler", coalesced]
+    order_rate += ["softspin empty handler" + base] if b else []
+    order_rate += ["kernel UDP recvmmsg"]
+    kinds = {"XDP_DROP (driver)": ("xdp_drop", None, ()), "raw AF_XDP rx+drop": ("xsk", None, ()),
+             "softspin empty handler": ("softspin", SOFTSPIN, ()),
+             coalesced: ("softspin", SOFTSPIN, ("--rx-coalesce-us", str(RX_COALESCE_US))),
+             "softspin empty handler" + base: ("softspin", b, ()),
+             "kernel UDP recvmmsg": ("udp_sink", None, ())}
+    rate = {k: [] for k in order_rate} if "rate" in parts else {}
+    pp_summary = pp_samples = None
     try:
         run([NETNS, "up"], env=env)
         samples = os.path.join(OUT, "rtt_samples.txt")
-        for i in range(0 if a.only_ping_pong else a.rounds):
+        for i in range(a.rounds if rtt or rate else 0):
             print(f"round {i + 1}/{a.rounds}", file=sys.stderr)
             # Alternate the order so neither side always runs first.
-            cases = [("softspin UDP echo", lambda: rtt_softspin_udp(a.count, samples)),
-                     ("kernel UDP echo server", lambda: rtt_kernel_udp(a.count, samples)),
-                     ("softspin ICMP echo", lambda: rtt_softspin_icmp(a.count)),
-                     ("kernel ICMP echo", lambda: rtt_kernel_icmp(a.count))]
-            for name, f in (cases if i % 2 == 0 else cases[::-1]):
+            for name, f in (cases if i % 2 == 0 else cases[::-1]) if rtt else []:
                 r = f()
                 r["loadavg1"] = os.getloadavg()[0]  # the machine is shared: record how busy it was
                 rtt[name].append(r)
                 print(f"  {name:26s} p50 {r['p50_ns'] / 1000:7.1f} µs  p99 {r['p99_ns'] / 1000:7.1f} µs  "
                       f"lost {r['lost']}", file=sys.stderr)
-            for name in (order_rate if i % 2 == 0 else order_rate[::-1]):
-                r = rate_case(kinds[name], a.window, a.senders)
+            for name in (order_rate if i % 2 == 0 else order_rate[::-1]) if rate else []:
+                kind, binary, extra = kinds[name]
+                r = rate_case(kind, a.window, a.senders, binary or SOFTSPIN, extra)
                 r["loadavg1"] = os.getloadavg()[0]
                 rate[name].append(r)
                 print(f"  {name:26s} {r['mpps']:.3f} Mpps  (sent {r['sender']['mpps']:.3f} Mpps, "
                       f"full-queue calls {r['sender']['full_queue_calls']})", file=sys.stderr)
-        print("ping-pong against payload size", file=sys.stderr)
-        pp_summary, pp_samples = pp.measure(pp.Names(PREFIX), a.pp_count, pp_sizes, a.rounds, out=pp_out)
+        if "pp" in parts:
+            print("ping-pong against payload size", file=sys.stderr)
+            pp_summary, pp_samples = pp.measure(pp.Names(PREFIX), a.pp_count, pp_sizes, a.rounds, out=pp_out)
     finally:
         run([NETNS, "down"], env=env, check=False)
 
-    with open(os.path.join(OUT, "ping_pong.json"), "w") as f:
-        json.dump(pp_summary, f, indent=1)
-    print(pp.text_table(pp_summary), file=sys.stderr)
-    if not a.no_plot:
-        pp.plot(pp_summary, PP_PLOT)
-    if a.only_ping_pong:
+    if pp_summary is not None:
+        with open(os.path.join(OUT, "ping_pong.json"), "w") as f:
+            json.dump(pp_summary, f, indent=1)
+        print(pp.text_table(pp_summary), file=sys.stderr)
+        if not a.no_plot:
+            pp.plot(pp_summary, PP_PLOT)
+    if parts == {"pp"}:
         with open(os.path.join(OUT, "raw.json"), "w") as f:
             json.dump({"ping_pong": pp_summary, "ping_pong_samples": pp_samples}, f)
         print(json.dumps({k: v for k, v in pp_summary.items() if k != "phases"}, indent=1))
@@ -380,17 +410,24 @@ def main():
                      "drops": [r.get("drops") for r in v if r.get("drops")]}
                  for k, v in rate.items()},
     }
-    ceiling = summary["rate"]["raw AF_XDP rx+drop"]["mpps"]
-    ss = summary["rate"]["softspin empty handler"]["mpps"]
-    sock = summary["rate"]["kernel UDP recvmmsg"]["mpps"]
-    summary["ping_pong"] = {k: pp_summary[k] for k in ("table", "checks", "problems", "ok")}
-    summary["goals"] = {
-        "empty handler / raw AF_XDP": ss / ceiling if ceiling else None,
-        "empty handler >= 80% of raw AF_XDP": ss >= 0.8 * ceiling,
-        "empty handler ahead of kernel socket": ss > sock,
-        "echo handler RTT p50 ahead of kernel UDP server":
-            summary["rtt"]["softspin UDP echo"]["p50_us"] < summary["rtt"]["kernel UDP echo server"]["p50_us"],
-    }
+    if pp_summary is not None:
+        summary["ping_pong"] = {k: pp_summary[k] for k in ("table", "checks", "problems", "ok")}
+    goals = summary["goals"] = {}
+    if rate:
+        ceiling = summary["rate"]["raw AF_XDP rx+drop"]["mpps"]
+        ss = summary["rate"]["softspin empty handler"]["mpps"]
+        ssc = summary["rate"][coalesced]["mpps"]
+        sock = summary["rate"]["kernel UDP recvmmsg"]["mpps"]
+        goals["empty handler / raw AF_XDP"] = ss / ceiling if ceiling else None
+        goals["empty handler >= 80% of raw AF_XDP"] = ss >= 0.8 * ceiling
+        goals["empty handler / kernel socket"] = ss / sock if sock else None
+        goals["empty handler ahead of kernel socket"] = ss >= sock
+        goals["empty handler, coalescing / kernel socket"] = ssc / sock if sock else None
+        goals["empty handler, coalescing, ahead of kernel socket"] = ssc >= sock
+    if rtt:
+        p50 = {k: v["p50_us"] for k, v in summary["rtt"].items()}
+        goals["echo handler RTT p50 ahead of kernel UDP server"] = p50["softspin UDP echo"] < p50["kernel UDP echo server"]
+        goals["ICMP echo p50 at or below the kernel's"] = p50["softspin ICMP echo"] <= p50["kernel ICMP echo"]
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"summary": summary, "rtt": {k: [{x: y for x, y in r.items() if x != "samples_us"} for r in v]
                                                for k, v in rtt.items()}, "rate": rate}, f, indent=1)
@@ -398,7 +435,7 @@ def main():
         # every sample: --replot draws from it
         json.dump({"rtt": rtt, "rate": rate, "ping_pong": pp_summary, "ping_pong_samples": pp_samples}, f)
     print(json.dumps(summary, indent=1))
-    if not a.no_plot:
+    if not a.no_plot and rtt and rate:
         plot(rtt, rate, order_rate)
 
 

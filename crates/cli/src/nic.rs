@@ -64,6 +64,11 @@ pub struct NicArgs {
     /// Frames start at the Ethernet header, as on the wire (FPsPIN).
     #[arg(long, value_enum, default_value = "eth")]
     frame: FrameArg,
+    /// Receive coalescing (as a NIC's interrupt moderation): after a burst
+    /// of frames, sleep this long when the ring runs dry instead of polling
+    /// (docs/live.md, "Receive rate"). 0: off.
+    #[arg(long, value_name = "US", default_value = "0")]
+    rx_coalesce_us: u64,
     /// Print one JSON object with the statistics.
     #[arg(long)]
     json: bool,
@@ -340,7 +345,16 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         }
         softspin_host::check_interface(node)?;
     }
+    let coalesce = std::time::Duration::from_micros(a.rx_coalesce_us);
+    if coalesce > softspin_host::MAX_RX_COALESCE {
+        bail!(
+            "--rx-coalesce-us {}: at most {} (the port's rings must hold what a flood brings meanwhile)",
+            a.rx_coalesce_us,
+            softspin_host::MAX_RX_COALESCE.as_micros()
+        );
+    }
     let (mut nic, stop) = attach(&a.iface, a.mode, cfg)?;
+    nic.set_rx_coalesce(coalesce)?;
     a.nodes.apply(&mut nic, nodes.as_ref())?;
     if let Some(after) = jit {
         crate::sim::enable_jit(&mut nic, after);

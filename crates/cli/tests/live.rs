@@ -979,3 +979,80 @@ fn flood_keeps_memory_bounded() {
     assert!(u(peak, "packets_held") <= 4096, "{peak}");
     assert_eq!(u(peak, "notifications"), 0, "{peak}");
 }
+
+/// Receive coalescing (`--rx-coalesce-us`, docs/live.md "Receive rate"):
+/// a conversation never triggers it (one request at a time: every echo
+/// byte-exact); a flood on a handler that sends nothing does (the loop
+/// then sleeps after each burst), and every matched frame is still
+/// accounted for: processed, dropped by a named cause, or unprocessed.
+/// Out of range, it is refused before the NIC attaches.
+#[test]
+fn coalescing_loses_no_frame_uncounted() {
+    let Some(net) = Net::up("coalescing_loses_no_frame_uncounted", 16) else {
+        return;
+    };
+    let pp = ping_pong_image();
+    let echo = [
+        "--image",
+        pp.as_str(),
+        "--ph",
+        "pingpong_ph",
+        "--match",
+        "udp:7",
+        "--json",
+        "--rx-coalesce-us",
+        "200",
+    ];
+    let mut nic = net.spawn_nic(&echo);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    let r = net.peer_py(&["echo", &net.nic_ip(), "7", "300", "11"]);
+    echo_ok(&r, 300);
+    nic.stop_json(0);
+
+    let empty = build(&root().join("examples/empty/handler.c"), "empty");
+    let mut nic = net.spawn_nic(&[
+        "--image",
+        &empty,
+        "--ph",
+        "empty_ph",
+        "--match",
+        "udp:9000",
+        "--json",
+        "--rx-coalesce-us",
+        "200",
+    ]);
+    assert!(net.wait_xdp(true, 10), "never attached");
+    // A burst for certain: the NIC stopped while 3,000 frames queue in its
+    // ring (8,192 frames), then a flood on top.
+    nic.signal("-STOP");
+    blast(&net, "9000", 3000, 64);
+    nic.signal("-CONT");
+    let n = 20_000u64;
+    blast(&net, "9000", n as u32 - 3000, 64);
+    std::thread::sleep(Duration::from_millis(300));
+    let v = nic.stop_json_any();
+    let matched = u(&v, "matched");
+    assert!(matched >= n / 2, "most of the flood matched: {v}");
+    let dropped: u64 = v["drops"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|x| x.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        u(&v, "packets") + dropped + u(&v, "unprocessed"),
+        matched,
+        "every matched frame processed, dropped by cause or unprocessed: {v}"
+    );
+
+    let mut a = echo.to_vec();
+    a.truncate(a.len() - 1);
+    a.push("5000");
+    let (st, out, err) = net.spawn_nic(&a).wait(15);
+    assert_eq!(st.code(), Some(1), "{out} {err}");
+    assert!(
+        err.contains("--rx-coalesce-us 5000"),
+        "names the flag: {err}"
+    );
+    assert!(!net.xdp_attached(), "refused before attaching");
+}

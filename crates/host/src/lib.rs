@@ -74,7 +74,7 @@ pub mod gdriver {
 pub use footprint::Footprint;
 pub use hostif::client::NicClient;
 #[cfg(feature = "live")]
-pub use live::{AttachOptions, LiveStats, Mode, PortStats};
+pub use live::{AttachOptions, LiveStats, Mode, PortStats, MAX_RX_COALESCE};
 #[cfg(feature = "live")]
 pub use live_capture::{RxCaptured, RX_CAPTURE_MAX};
 pub use nodes::{check_interface, load_node_table};

@@ -99,14 +99,15 @@ pub(crate) struct Live {
     /// Matched frames still in the port when matching stopped past its
     /// grace (see `stop_matching`).
     left_in_rings: u64,
+    /// Receive coalescing (`Nic::set_rx_coalesce`); zero: off.
+    rx_coalesce: Duration,
+    /// The last step took a burst (at least COALESCE_MIN_BATCH frames).
+    burst: bool,
 }
 
 /// Frames taken from the port per step: enough to amortise the engine run
 /// that follows, few enough that replies go out promptly.
 const RX_BATCH: usize = 64;
-/// Frames one `run_until_idle` takes at most: what the port's rings hold
-/// (the AF_XDP port's default UMEM).
-const UNTIL_IDLE_FRAMES: usize = 4096;
 /// Longest single sleep, so a stop flag is seen promptly.
 const MAX_SLEEP: Duration = Duration::from_millis(20);
 /// Longest one step runs the engine: the run loop looks at its deadline and
@@ -116,6 +117,13 @@ const STEP_WALL: Duration = Duration::from_millis(20);
 /// NIC time the engine runs between two looks at the wall clock: 10 us is
 /// some 10^5 instructions over all HPUs, a millisecond or two of wall time.
 const SLICE_PS: u64 = 10_000_000;
+/// Frames one step must take for the next empty step to coalesce
+/// (`Nic::set_rx_coalesce`): a flood's burst, never a conversation's
+/// request.
+const COALESCE_MIN_BATCH: usize = 8;
+/// Longest receive coalescing `Nic::set_rx_coalesce` accepts: the port's
+/// rings must hold what a flood brings meanwhile.
+pub const MAX_RX_COALESCE: Duration = Duration::from_millis(1);
 /// Longest `stop_matching` spends finishing the frames already taken.
 const STOP_GRACE: Duration = Duration::from_millis(250);
 /// Engine events due sooner than this, and frames within this long of the
@@ -168,6 +176,8 @@ impl Nic {
             last_rx: Instant::now(),
             last_now: Instant::now(),
             left_in_rings: 0,
+            rx_coalesce: Duration::ZERO,
+            burst: false,
         });
         Ok(nic)
     }
@@ -311,8 +321,20 @@ impl Nic {
         // Alone on its core, the yield returns at once. Not while a handler
         // waits for the host's answer: under load a yield can cost a time
         // slice, and that wait's limit runs on the wall clock.
+        let live = self.live.as_mut().expect("live");
+        let burst = std::mem::replace(&mut live.burst, taken >= COALESCE_MIN_BATCH);
         if taken == 0 && !sent && wait.is_zero() && !self.engine.waits_for_host() {
-            std::thread::yield_now();
+            // Receive coalescing: the ring ran dry right after a burst, so
+            // the NIC is in a flood; sleep instead of polling, leaving the
+            // CPU to whatever feeds the wire (on veth, the senders, which
+            // also run the receive side's XDP and copy), and take the next
+            // burst whole. The engine catches up with the wall clock on
+            // waking (its events keep their NIC times).
+            if burst && !live.rx_coalesce.is_zero() {
+                std::thread::sleep(live.rx_coalesce);
+            } else {
+                std::thread::yield_now();
+            }
         }
         Ok(taken)
     }
@@ -358,11 +380,10 @@ impl Nic {
     }
 
     /// Live: process what has arrived until the engine has nothing left
-    /// to do, without waiting for more, or until `end`. At most
-    /// `UNTIL_IDLE_FRAMES` frames are taken, so a flood cannot keep it from
-    /// returning.
+    /// to do, without waiting for more, or until `end`. At most what the
+    /// port's rings hold is taken, so a flood cannot keep it from returning.
     pub(crate) fn live_until_idle(&mut self, end: Option<Instant>) -> Result<()> {
-        let mut budget = UNTIL_IDLE_FRAMES;
+        let mut budget = self.live.as_ref().expect("live").port.rx_capacity();
         loop {
             let taken = self.live_step(Duration::ZERO, budget.min(RX_BATCH))?;
             budget -= taken;
@@ -418,7 +439,7 @@ impl Nic {
         let mut rx = std::mem::take(&mut live.rx);
         // Bounded: the rings hold at most this many, and nothing new
         // matches once the rulesets are gone.
-        for _ in 0..UNTIL_IDLE_FRAMES {
+        for _ in 0..live.port.rx_capacity() {
             live.port
                 .recv(&mut rx, RX_BATCH, Duration::ZERO)
                 .map_err(net)?;
@@ -452,6 +473,28 @@ impl Nic {
             };
             self.live_step(left, RX_BATCH)?;
         }
+    }
+
+    /// Receive coalescing, as a NIC's interrupt moderation (`ethtool -C
+    /// rx-usecs`): when a step that took a burst of frames is followed by an
+    /// empty one, the live loop sleeps `d` instead of polling, and takes
+    /// what came meanwhile in one go.
+    /// Raises the receive rate when the loop shares cores with the traffic's
+    /// source (docs/live.md, "Receive rate"); a frame of a flood waits up to
+    /// `d` longer, and so may a handler's reply to it. Single requests (a
+    /// ping-pong) never trigger it. Zero (the
+    /// default) turns it off; at most [`MAX_RX_COALESCE`].
+    pub fn set_rx_coalesce(&mut self, d: Duration) -> Result<()> {
+        if d > MAX_RX_COALESCE {
+            return Err(Error::Invalid(format!(
+                "receive coalescing {} us: at most {} us",
+                d.as_micros(),
+                MAX_RX_COALESCE.as_micros()
+            )));
+        }
+        self.require_live()?;
+        self.live.as_mut().expect("live").rx_coalesce = d;
+        Ok(())
     }
 
     /// The host is in a conversation with the NIC (a control-socket client

@@ -77,6 +77,11 @@ pub trait Port {
         drop(frame);
     }
     fn stats(&self) -> PortStats;
+    /// Most matched frames the port holds taken off the wire and not yet
+    /// handed out by `recv` (its receive rings): bounds a loop that drains it.
+    fn rx_capacity(&self) -> usize {
+        4096
+    }
     /// E.g. "xdp on veth0 (2 queues, native mode)".
     fn describe(&self) -> String;
 }

@@ -39,7 +39,11 @@ pub struct XskConfig {
 impl Default for XskConfig {
     fn default() -> Self {
         XskConfig {
-            frames: 4096,
+            // 8192 RX frames hold 10 ms of a 0.8 Mpps flood: what the kernel
+            // receives while the live NIC is descheduled for a time slice on
+            // a loaded machine (docs/live.md, "Receive rate"); 2048 lost
+            // frames as `fill_ring_empty`. 32 MiB per queue.
+            frames: 16384,
             frame_size: 2048,
         }
     }
@@ -620,6 +624,10 @@ impl Port for XdpPort {
             }
         }
         s
+    }
+
+    fn rx_capacity(&self) -> usize {
+        (self.cfg.frames / 2) as usize * self.queues.len()
     }
 
     fn describe(&self) -> String {
