@@ -195,10 +195,17 @@ pub(crate) trait Native {
     fn at_block_entry(&self) -> bool {
         true
     }
-    /// The code entered at `slot`, if it has (or now gets) some.
-    fn block(&mut self, prog: &Program, slot: usize) -> Option<NativeFn>;
+    /// The code entered at `slot`, if it has (or now gets) some (only the
+    /// JIT has any).
+    #[inline(always)]
+    fn block(&mut self, _prog: &Program, _slot: usize) -> Option<NativeFn> {
+        None
+    }
     /// The code entered at `slot` if it is compiled already.
-    fn compiled(&self, slot: usize) -> Option<NativeFn>;
+    #[inline(always)]
+    fn compiled(&self, _slot: usize) -> Option<NativeFn> {
+        None
+    }
     /// Every window has latency 0 ([`AddressSpace::zero_latency`]), so the
     /// aligned fast path skips the latency add (~2 host instructions per
     /// access). A service that maps a slower window ends such a loop
@@ -211,14 +218,6 @@ struct Interpreted;
 
 impl Native for Interpreted {
     const ON: bool = false;
-    #[inline(always)]
-    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
-        None
-    }
-    #[inline(always)]
-    fn compiled(&self, _: usize) -> Option<NativeFn> {
-        None
-    }
 }
 
 /// The interpreter while no window has a latency (`Native::ZERO_LATENCY`);
@@ -230,14 +229,6 @@ struct ZeroLatency {
 impl Native for ZeroLatency {
     const ON: bool = false;
     const ZERO_LATENCY: bool = true;
-    #[inline(always)]
-    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
-        None
-    }
-    #[inline(always)]
-    fn compiled(&self, _: usize) -> Option<NativeFn> {
-        None
-    }
     fn leave(&mut self) {
         self.left = true;
     }
@@ -254,14 +245,6 @@ impl Native for Stepping {
     #[inline(always)]
     fn at_block_entry(&self) -> bool {
         self.entry
-    }
-    #[inline(always)]
-    fn block(&mut self, _: &Program, _: usize) -> Option<NativeFn> {
-        None
-    }
-    #[inline(always)]
-    fn compiled(&self, _: usize) -> Option<NativeFn> {
-        None
     }
 }
 

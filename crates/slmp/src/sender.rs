@@ -668,19 +668,10 @@ impl<'a, 's> Run<'a, 's> {
         if self.buf.len() < n * stride {
             self.buf.resize(n * stride, 0);
         }
-        for seg in &self.batch {
+        for i in 0..n {
+            let seg = self.batch[i];
             let end = len + HEADER_LEN + seg.len as usize;
-            let mut p = Packet::new_unchecked(&mut self.buf[len..end]);
-            Repr {
-                flags: seg.flags,
-                msg_id: self.first_id.wrapping_add(seg.msg),
-                offset: seg.offset,
-            }
-            .emit(&mut p)
-            .expect("buffer sized for the header");
-            let start = seg.offset as usize;
-            p.payload_mut()
-                .copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
+            self.write_segment(seg, len..end);
             len = end;
         }
         self.last_send_at = Instant::now();
@@ -818,31 +809,32 @@ impl<'a, 's> Run<'a, 's> {
         self.timers.push(Reverse((sent_at + self.s.rto.rto(), tx)));
     }
 
+    /// Write `seg`'s packet (header and payload) into `self.buf[at]`.
+    fn write_segment(&mut self, seg: Seg, at: std::ops::Range<usize>) {
+        let mut p = Packet::new_unchecked(&mut self.buf[at]);
+        Repr {
+            flags: seg.flags,
+            msg_id: self.first_id.wrapping_add(seg.msg),
+            offset: seg.offset,
+        }
+        .emit(&mut p)
+        .expect("buffer sized for the header");
+        let start = seg.offset as usize;
+        p.payload_mut()
+            .copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
+    }
+
     /// Put one segment on the wire; false when the socket buffer is full.
     fn transmit(&mut self, seg: Seg) -> Result<bool> {
         let n = HEADER_LEN + seg.len as usize;
-        let msg_id = self.first_id.wrapping_add(seg.msg);
-        {
-            let mut p = Packet::new_unchecked(&mut self.buf[..n]);
-            Repr {
-                flags: seg.flags,
-                msg_id,
-                offset: seg.offset,
-            }
-            .emit(&mut p)
-            .expect("buffer sized for the header");
-            let start = seg.offset as usize;
-            p.payload_mut()
-                .copy_from_slice(&self.msgs[seg.msg as usize][start..start + seg.len as usize]);
-        }
+        self.write_segment(seg, 0..n);
         // Before the send: on loopback the ACK can be back before send()
         // returns, and a later timestamp would understate the RTT.
         self.last_send_at = Instant::now();
         match self.s.sock.send(&self.buf[..n]) {
             Ok(_) => {}
             Err(e)
-                if e.kind() == ErrorKind::WouldBlock
-                    || e.raw_os_error() == Some(105 /* ENOBUFS */) =>
+                if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) =>
             {
                 self.st.send_would_block += 1;
                 return Ok(false);
