@@ -10,7 +10,7 @@ handlers against the kernel doing the same job, side by side in one run.
      kernel-socket echo server (bench/live/udp_echo_server) in the NIC
      namespace;
    - ICMP: iputils ping against the kernel's own echo responder and against
-     softspin's icmp_echo_ph.
+     softspin's icmp_echo_ph (on the default fpspin model and on --profile pspin).
 2. Receive rate at 64 B frames (60 B + FCS): softspin with the empty handler,
    a raw AF_XDP receive-and-drop loop (bench/live/afxdp_drop xsk, the ceiling
    of any AF_XDP receiver), XDP_DROP in the driver (afxdp_drop drop, the
@@ -75,6 +75,9 @@ def build():
         run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", bin_(p), os.path.join(SRC, p + ".c")])
     for name, src in [("pp", "examples/ping_pong/handler.c"), ("empty", "examples/empty/handler.c")]:
         run([SOFTSPIN, "build", "--profile", "fpspin", os.path.join(ROOT, src), "-o", bin_(name + ".elf")])
+    # The same echo handlers for the 1 GHz model (`nic --profile pspin`).
+    run([SOFTSPIN, "build", "--profile", "pspin", os.path.join(ROOT, "examples/ping_pong/handler.c"),
+         "-o", bin_("pp_pspin.elf")])
 
 
 def nic_mac():
@@ -162,8 +165,9 @@ def ping(count):
             "p50_ns": pctl(times, 50) * 1000, "p99_ns": pctl(times, 99) * 1000, "samples_us": times}
 
 
-def rtt_softspin_icmp(count, binary=SOFTSPIN):
-    s = Softspin(bin_("pp.elf"), "icmp_echo_ph", "icmp", binary=binary)
+def rtt_softspin_icmp(count, binary=SOFTSPIN, profile="fpspin"):
+    img = bin_("pp.elf") if profile == "fpspin" else bin_(f"pp_{profile}.elf")
+    s = Softspin(img, "icmp_echo_ph", "icmp", binary=binary, extra=("--profile", profile))
     try:
         res = ping(count)
     finally:
@@ -345,6 +349,7 @@ def main():
     cases += [("kernel UDP echo server", lambda: rtt_kernel_udp(a.count, samples)),
               ("softspin ICMP echo", lambda: rtt_softspin_icmp(a.count))]
     cases += [("softspin ICMP echo" + base, lambda: rtt_softspin_icmp(a.count, b))] if b else []
+    cases += [("softspin ICMP echo, --profile pspin", lambda: rtt_softspin_icmp(a.count, profile="pspin"))]
     cases += [("kernel ICMP echo", lambda: rtt_kernel_icmp(a.count))]
     rtt = {k: [] for k, _ in cases} if "rtt" in parts else {}
     coalesced = f"softspin empty handler, --rx-coalesce-us {RX_COALESCE_US}"
@@ -368,7 +373,7 @@ def main():
                 r = f()
                 r["loadavg1"] = os.getloadavg()[0]  # the machine is shared: record how busy it was
                 rtt[name].append(r)
-                print(f"  {name:26s} p50 {r['p50_ns'] / 1000:7.1f} µs  p99 {r['p99_ns'] / 1000:7.1f} µs  "
+                print(f"  {name:36s} p50 {r['p50_ns'] / 1000:7.1f} µs  p99 {r['p99_ns'] / 1000:7.1f} µs  "
                       f"lost {r['lost']}", file=sys.stderr)
             for name in (order_rate if i % 2 == 0 else order_rate[::-1]) if rate else []:
                 kind, binary, extra = kinds[name]

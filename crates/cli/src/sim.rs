@@ -251,7 +251,7 @@ impl From<Frame> for FrameKind {
 
 /// The profile the planned images record (`softspin build --profile`) and
 /// the first image recording it; images that record none are left out.
-fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, PathBuf)>> {
+pub fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, PathBuf)>> {
     let mut found: Option<(String, PathBuf)> = None;
     for p in plan {
         let Some(name) = softspin_engine::config::image_profile(&load_image(&p.image)?) else {
@@ -270,6 +270,15 @@ fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, Path
     Ok(found)
 }
 
+/// `--profile P` given for an image built for another profile (its memory
+/// map is that profile's: its handlers would not run).
+pub fn built_for_other(img: &dyn std::fmt::Display, built: &str, p: &str) -> anyhow::Error {
+    anyhow::anyhow!(
+        "{img} was built for profile `{built}` (softspin build --profile {built}); \
+         run it without --profile or with --profile {built}, or rebuild it with --profile {p}"
+    )
+}
+
 /// The NIC, ECTXs and frame kind of a run: the profile and frame kind the
 /// images record when the flags name none, an error naming the flags when
 /// they contradict it (its handlers could not parse the frames they get).
@@ -286,10 +295,7 @@ fn plan_sim(a: &SimArgs) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>, FrameKi
     let img = img.display();
     match (&a.ectx.profile, &a.ectx.config) {
         (None, None) => (cfg, planned) = plan(&a.ectx, &built)?,
-        (Some(p), _) if *p != built => bail!(
-            "{img} was built for profile `{built}` (softspin build --profile {built}); \
-             run it without --profile or with --profile {built}, or rebuild it with --profile {p}"
-        ),
+        (Some(p), _) if *p != built => return Err(built_for_other(&img, &built, p)),
         _ => {}
     }
     let want = FrameKind::of_profile(&built).expect("image_profile returns known profiles");

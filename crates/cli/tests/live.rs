@@ -28,9 +28,14 @@ fn softspin() -> Command {
 
 /// `softspin build --profile fpspin SRC -o DIR/NAME.elf`.
 fn build(src: &Path, name: &str) -> String {
+    build_for("fpspin", src, name)
+}
+
+/// `softspin build --profile PROFILE SRC -o DIR/NAME.elf`.
+fn build_for(profile: &str, src: &Path, name: &str) -> String {
     let out = scratch("live-test").join(format!("{name}.elf"));
     let o = softspin()
-        .args(["build", "--profile", "fpspin"])
+        .args(["build", "--profile", profile])
         .arg(src)
         .arg("-o")
         .arg(&out)
@@ -273,15 +278,18 @@ fn echo_ok(r: &Value, n: u64) {
 }
 
 /// 1,000 UDP datagrams echoed byte-exact by `pingpong_ph`, on network
-/// `n` with `extra` flags for `softspin nic`.
-fn udp_echo(test: &str, n: u32, extra: &[&str]) {
-    let Some(net) = Net::up(test, n) else {
-        return;
-    };
-    let img = ping_pong_image();
+/// `n` with `extra` flags for `softspin nic`; the NIC's `--json` object
+/// (`None` when the test cannot run here).
+fn udp_echo(test: &str, n: u32, extra: &[&str]) -> Option<Value> {
+    udp_echo_of(&ping_pong_image(), test, n, extra)
+}
+
+/// As `udp_echo`, with the ping-pong image IMG.
+fn udp_echo_of(img: &str, test: &str, n: u32, extra: &[&str]) -> Option<Value> {
+    let net = Net::up(test, n)?;
     let mut args = vec![
         "--image",
-        &img,
+        img,
         "--ph",
         "pingpong_ph",
         "--match",
@@ -304,11 +312,51 @@ fn udp_echo(test: &str, n: u32, extra: &[&str]) {
     );
     assert!(calls(&v, "pingpong_ph") >= 1000, "handler calls: {v}");
     assert_eq!(total_errors(&v), 0, "{v}");
+    Some(v)
 }
 
 #[test]
 fn udp_echo_is_byte_exact() {
-    udp_echo("udp_echo_is_byte_exact", 1, &[]);
+    if let Some(v) = udp_echo("udp_echo_is_byte_exact", 1, &[]) {
+        assert_eq!(v["report"]["profile"], "fpspin", "nic's default model");
+    }
+}
+
+/// `--profile` picks the NIC model as for `sim` (here PsPIN's 1 GHz one,
+/// which live_bench.py's RTT rows compare with the default), for an image
+/// built for it.
+#[test]
+fn udp_echo_on_the_pspin_profile() {
+    let test = "udp_echo_on_the_pspin_profile";
+    let src = root().join("examples/ping_pong/handler.c");
+    let img = build_for("pspin", &src, "ping_pong_pspin");
+    if let Some(v) = udp_echo_of(&img, test, 17, &["--profile", "pspin"]) {
+        assert_eq!(v["report"]["profile"], "pspin", "{v}");
+    }
+}
+
+/// A profile that does not exist, or is not the one the image was built
+/// for, is refused before the NIC attaches: the error names it, though the
+/// interface does not exist either.
+#[test]
+fn bad_profile_is_refused_before_attaching() {
+    let img = ping_pong_image();
+    for (profile, want) in [
+        ("gpspin", "unknown profile `gpspin`"),
+        ("pspin", "was built for profile `fpspin`"),
+    ] {
+        let o = softspin()
+            .args(["nic", "--iface", "nosuchif17", "--profile", profile])
+            .args(["--image", &img, "--ph", "pingpong_ph", "--match", "udp:7"])
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(1), "{err}");
+        assert!(
+            err.contains(want) && !err.contains("nosuchif17"),
+            "names the profile, before the interface: {err}"
+        );
+    }
 }
 
 /// The same through the JIT (`--jit`, every region compiled at its first
@@ -316,7 +364,7 @@ fn udp_echo_is_byte_exact() {
 #[cfg(feature = "jit")]
 #[test]
 fn udp_echo_through_the_jit() {
-    udp_echo(
+    let _ = udp_echo(
         "udp_echo_through_the_jit",
         8,
         &["--jit", "--jit-after", "1"],
