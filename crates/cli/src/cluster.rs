@@ -202,8 +202,9 @@ fn up(a: UpArgs) -> anyhow::Result<ExitCode> {
     }
     if softspin_host::NicConfig::profile(&a.profile).is_none() {
         bail!(
-            "--profile {}: no such NIC model (`softspin profiles` lists them)",
-            a.profile
+            "--profile {}: no such NIC model (known: {})",
+            a.profile,
+            softspin_host::NicConfig::PROFILES.join(", ")
         );
     }
     needs_root("up")?;

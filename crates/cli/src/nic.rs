@@ -309,12 +309,8 @@ pub fn main(a: NicArgs) -> anyhow::Result<ExitCode> {
         )?),
         None => None,
     };
-    let (cfg, mut plan) = crate::sim::plan(&a.ectx, "fpspin")?;
-    if let (Some(p), Some((built, img))) = (&a.ectx.profile, crate::sim::recorded_profile(&plan)?) {
-        if *p != built {
-            return Err(crate::sim::built_for_other(&img.display(), &built, p));
-        }
-    }
+    // FPsPIN's profile unless the images were built for another.
+    let (cfg, mut plan, _) = crate::sim::plan_for_images(&a.ectx, "fpspin")?;
     crate::sim::plan_rma(a.rma, a.nodes.rank, &mut plan)?;
     let window = match a.window {
         Some(w) => Some((window_ectx(&plan, w)?, w)),

@@ -251,7 +251,7 @@ impl From<Frame> for FrameKind {
 
 /// The profile the planned images record (`softspin build --profile`) and
 /// the first image recording it; images that record none are left out.
-pub fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, PathBuf)>> {
+fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, PathBuf)>> {
     let mut found: Option<(String, PathBuf)> = None;
     for p in plan {
         let Some(name) = softspin_engine::config::image_profile(&load_image(&p.image)?) else {
@@ -270,21 +270,38 @@ pub fn recorded_profile(plan: &[PlannedEctx]) -> anyhow::Result<Option<(String, 
     Ok(found)
 }
 
-/// `--profile P` given for an image built for another profile (its memory
-/// map is that profile's: its handlers would not run).
-pub fn built_for_other(img: &dyn std::fmt::Display, built: &str, p: &str) -> anyhow::Error {
-    anyhow::anyhow!(
-        "{img} was built for profile `{built}` (softspin build --profile {built}); \
-         run it without --profile or with --profile {built}, or rebuild it with --profile {p}"
-    )
+/// The NIC and ECTXs of a run (`plan`), on the profile the images record
+/// when no --profile or --config names one, else on `default_profile`; an
+/// error when --profile names another than the images' (their memory map
+/// is that profile's: their handlers would not run). Also the recorded
+/// profile and the image that records it.
+#[allow(clippy::type_complexity)]
+pub fn plan_for_images(
+    a: &EctxArgs,
+    default_profile: &str,
+) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>, Option<(String, PathBuf)>)> {
+    let (mut cfg, mut planned) = plan(a, default_profile)?;
+    let recorded = recorded_profile(&planned)?;
+    if let Some((built, img)) = &recorded {
+        match (&a.profile, &a.config) {
+            (None, None) => (cfg, planned) = plan(a, built)?,
+            (Some(p), _) if p != built => bail!(
+                "{} was built for profile `{built}` (softspin build --profile {built}); \
+                 run it without --profile or with --profile {built}, or rebuild it with --profile {p}",
+                img.display()
+            ),
+            _ => {}
+        }
+    }
+    Ok((cfg, planned, recorded))
 }
 
 /// The NIC, ECTXs and frame kind of a run: the profile and frame kind the
 /// images record when the flags name none, an error naming the flags when
 /// they contradict it (its handlers could not parse the frames they get).
 fn plan_sim(a: &SimArgs) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>, FrameKind)> {
-    let (mut cfg, mut planned) = plan(&a.ectx, "pspin")?;
-    let Some((built, img)) = recorded_profile(&planned)? else {
+    let (cfg, planned, recorded) = plan_for_images(&a.ectx, "pspin")?;
+    let Some((built, img)) = recorded else {
         // A configuration's frames are its base profile's.
         let frame = a.frame.map_or_else(
             || FrameKind::of_profile(&cfg.profile).unwrap_or(FrameKind::Ip),
@@ -293,11 +310,6 @@ fn plan_sim(a: &SimArgs) -> anyhow::Result<(NicConfig, Vec<PlannedEctx>, FrameKi
         return Ok((cfg, planned, frame));
     };
     let img = img.display();
-    match (&a.ectx.profile, &a.ectx.config) {
-        (None, None) => (cfg, planned) = plan(&a.ectx, &built)?,
-        (Some(p), _) if *p != built => return Err(built_for_other(&img, &built, p)),
-        _ => {}
-    }
     let want = FrameKind::of_profile(&built).expect("image_profile returns known profiles");
     let (got, flag) = match (a.frame, &a.pcap) {
         (_, Some(_)) => (FrameKind::Eth, "--pcap (Ethernet frames)".to_string()),
@@ -342,8 +354,12 @@ pub fn nic_config(profile: Option<&str>, config: Option<&Path>) -> anyhow::Resul
     }
     match profile {
         None => Ok(NicConfig::pspin()),
-        Some(p) => NicConfig::profile(p)
-            .with_context(|| format!("unknown profile `{p}` (known: pspin, fpspin)")),
+        Some(p) => NicConfig::profile(p).with_context(|| {
+            format!(
+                "unknown profile `{p}` (known: {})",
+                NicConfig::PROFILES.join(", ")
+            )
+        }),
     }
 }
 

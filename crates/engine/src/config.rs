@@ -146,7 +146,7 @@ impl Default for NicConfig {
 pub enum ConfigError {
     #[error("{file}: {msg}")]
     Toml { file: String, msg: String },
-    #[error("{file}: unknown profile `{name}` (known: pspin, fpspin)")]
+    #[error("{file}: unknown profile `{name}` (known: {})", NicConfig::PROFILES.join(", "))]
     Profile { file: String, name: String },
     #[error("configuration field `{field}`: {reason}")]
     Invalid { field: &'static str, reason: String },
@@ -227,6 +227,9 @@ impl NicConfig {
             ..NicConfig::pspin()
         }
     }
+
+    /// The names [`NicConfig::profile`] knows, for messages.
+    pub const PROFILES: &'static [&'static str] = &["pspin", "fpspin"];
 
     pub fn profile(name: &str) -> Option<NicConfig> {
         match name {
@@ -694,6 +697,11 @@ mod tests {
     fn profiles_are_valid() {
         NicConfig::pspin().validate().unwrap();
         NicConfig::fpspin().validate().unwrap();
+        // Every name in PROFILES (the messages' list) is one `profile` knows.
+        for name in NicConfig::PROFILES {
+            assert_eq!(NicConfig::profile(name).unwrap().profile, *name);
+        }
+        assert!(NicConfig::profile("gpspin").is_none());
     }
 
     /// Issue 29's 4 KiB MTU: a larger slot by configuration, within the

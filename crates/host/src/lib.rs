@@ -124,7 +124,7 @@ pub enum Error {
     Sim(#[from] softspin_engine::SimError),
     #[error(transparent)]
     Traffic(#[from] softspin_engine::traffic::TrafficError),
-    #[error("unknown profile `{0}` (known: pspin, fpspin)")]
+    #[error("unknown profile `{0}` (known: {})", NicConfig::PROFILES.join(", "))]
     Profile(String),
     /// A file the host API reads itself (a NIC configuration) is unreadable.
     #[error("{0}")]
