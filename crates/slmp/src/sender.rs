@@ -677,16 +677,7 @@ impl<'a, 's> Run<'a, 's> {
         self.last_send_at = Instant::now();
         match crate::send_gso(&self.s.sock, &self.buf[..len], stride as u16) {
             Ok(_) => {}
-            Err(e)
-                if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) =>
-            {
-                self.st.send_would_block += 1;
-                return Ok(Some(false));
-            }
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                self.st.icmp_unreachable += 1;
-                return Ok(Some(false));
-            }
+            Err(e) if self.try_later(&e) => return Ok(Some(false)),
             // No UDP GSO (an old kernel, a device or path without it).
             Err(e)
                 if matches!(
@@ -833,23 +824,26 @@ impl<'a, 's> Run<'a, 's> {
         self.last_send_at = Instant::now();
         match self.s.sock.send(&self.buf[..n]) {
             Ok(_) => {}
-            Err(e)
-                if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) =>
-            {
-                self.st.send_would_block += 1;
-                return Ok(false);
-            }
-            // An earlier datagram drew an ICMP error; this one was still
-            // not sent, so try again later.
-            Err(e) if e.kind() == ErrorKind::ConnectionRefused => {
-                self.st.icmp_unreachable += 1;
-                return Ok(false);
-            }
+            Err(e) if self.try_later(&e) => return Ok(false),
             Err(e) => return Err(Error::io("send", e)),
         }
         self.st.packets_sent += 1;
         self.next_tx += 1;
         Ok(true)
+    }
+
+    /// A send refused for now, counted by cause: the socket buffer is full,
+    /// or an earlier datagram drew an ICMP error (this one was still not
+    /// sent). Both are tried again later.
+    fn try_later(&mut self, e: &std::io::Error) -> bool {
+        if e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS) {
+            self.st.send_would_block += 1;
+        } else if e.kind() == ErrorKind::ConnectionRefused {
+            self.st.icmp_unreachable += 1;
+        } else {
+            return false;
+        }
+        true
     }
 
     /// Retransmission timers that expired: each such segment is lost. The
