@@ -9,8 +9,10 @@ handlers against the kernel doing the same job, side by side in one run.
      softspin's echo handler (examples/ping_pong pingpong_ph) and against a C
      kernel-socket echo server (bench/live/udp_echo_server) in the NIC
      namespace;
-   - ICMP: iputils ping against the kernel's own echo responder and against
-     softspin's icmp_echo_ph (on the default fpspin model and on --profile pspin).
+   - ICMP: iputils ping against the kernel's own echo responder, against
+     softspin's icmp_echo_ph (on the default fpspin model and on --profile pspin)
+     and against a bare AF_XDP responder (bench/live/afxdp_drop echo: no engine,
+     a loop that never sleeps), the floor of any AF_XDP user-space responder.
 2. Receive rate at 64 B frames (60 B + FCS): softspin with the empty handler,
    a raw AF_XDP receive-and-drop loop (bench/live/afxdp_drop xsk, the ceiling
    of any AF_XDP receiver), XDP_DROP in the driver (afxdp_drop drop, the
@@ -140,7 +142,7 @@ def rtt_softspin_udp(count, samples, binary=SOFTSPIN):
         res = udp_rtt(count, samples)
     finally:
         st = s.stop()
-    res["nic"] = {k: st[k] for k in ("matched", "tx_frames", "latency_ns")}
+    res["nic"] = {k: st.get(k) for k in ("matched", "tx_frames", "latency_ns", "tx_lag_ns")}
     return res
 
 
@@ -172,7 +174,7 @@ def rtt_softspin_icmp(count, binary=SOFTSPIN, profile="fpspin"):
         res = ping(count)
     finally:
         st = s.stop()
-    res["nic"] = {k: st[k] for k in ("matched", "tx_frames", "latency_ns")}
+    res["nic"] = {k: st.get(k) for k in ("matched", "tx_frames", "latency_ns", "tx_lag_ns")}
     # The kernel would answer too if the NIC let requests through: the
     # handler must have sent every reply the pinger counted.
     if st["tx_frames"] < res["received"]:
@@ -182,6 +184,29 @@ def rtt_softspin_icmp(count, binary=SOFTSPIN, profile="fpspin"):
 
 def rtt_kernel_icmp(count):
     return ping(count)
+
+
+def rtt_afxdp_icmp(count):
+    """The floor of any AF_XDP user-space responder here: afxdp_drop echo
+    answers in place in its UMEM from a loop that never sleeps."""
+    p = subprocess.Popen(in_ns(NIC_NS, bin_("afxdp_drop"), "echo", NIC_IF, "600"),
+                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    t_end = time.time() + 10
+    while not xdp_attached():
+        if p.poll() is not None or time.time() > t_end:
+            p.kill()
+            raise SystemExit(f"afxdp_drop echo did not attach: {p.communicate()[1]}")
+        time.sleep(0.05)
+    time.sleep(0.3)  # the socket is in the map before the program attaches; let ARP settle
+    try:
+        res = ping(count)
+    finally:
+        p.send_signal(signal.SIGINT)
+        out, err = p.communicate(timeout=30)
+    st = json.loads(out)
+    if st["replies"] < res["received"]:
+        raise SystemExit(f"afxdp_drop echo sent {st['replies']} replies but ping got {res['received']}: {err}")
+    return res
 
 
 # ---- 2. receive rate ----
@@ -350,6 +375,7 @@ def main():
               ("softspin ICMP echo", lambda: rtt_softspin_icmp(a.count))]
     cases += [("softspin ICMP echo" + base, lambda: rtt_softspin_icmp(a.count, b))] if b else []
     cases += [("softspin ICMP echo, --profile pspin", lambda: rtt_softspin_icmp(a.count, profile="pspin"))]
+    cases += [("raw AF_XDP ICMP echo (floor)", lambda: rtt_afxdp_icmp(a.count))]
     cases += [("kernel ICMP echo", lambda: rtt_kernel_icmp(a.count))]
     rtt = {k: [] for k, _ in cases} if "rtt" in parts else {}
     coalesced = f"softspin empty handler, --rx-coalesce-us {RX_COALESCE_US}"
@@ -407,7 +433,8 @@ def main():
         "rtt": {k: {"p50_us": med([r["p50_ns"] for r in v]) / 1000, "p99_us": med([r["p99_ns"] for r in v]) / 1000,
                     "round_trips": sum(r["received"] for r in v), "lost": sum(r["lost"] for r in v),
                     "rounds_p50_us": [r["p50_ns"] / 1000 for r in v],
-                    "nic_latency_ns_p50": [r["nic"]["latency_ns"]["p50"] for r in v if "nic" in r]}
+                    "nic_latency_ns_p50": [r["nic"]["latency_ns"]["p50"] for r in v if "nic" in r],
+                    "nic_tx_lag_ns_p50": [r["nic"]["tx_lag_ns"]["p50"] for r in v if (r.get("nic") or {}).get("tx_lag_ns")]}
                 for k, v in rtt.items()},
         "rate": {k: {"mpps": med([r["mpps"] for r in v]), "sent_mpps": med([r["sender"]["mpps"] for r in v]),
                      "rounds_mpps": [r["mpps"] for r in v],
@@ -433,6 +460,12 @@ def main():
         p50 = {k: v["p50_us"] for k, v in summary["rtt"].items()}
         goals["echo handler RTT p50 ahead of kernel UDP server"] = p50["softspin UDP echo"] < p50["kernel UDP echo server"]
         goals["ICMP echo p50 at or below the kernel's"] = p50["softspin ICMP echo"] <= p50["kernel ICMP echo"]
+        # Whether any AF_XDP responder could be: the bare one's p50 against
+        # the kernel's, and what softspin adds on top of that floor.
+        floor = p50["raw AF_XDP ICMP echo (floor)"]
+        goals["AF_XDP floor ICMP p50 at or below the kernel's"] = floor <= p50["kernel ICMP echo"]
+        goals["ICMP p50 over the AF_XDP floor, us (fpspin, pspin)"] = [
+            p50["softspin ICMP echo"] - floor, p50["softspin ICMP echo, --profile pspin"] - floor]
     with open(os.path.join(OUT, "results.json"), "w") as f:
         json.dump({"summary": summary, "rtt": {k: [{x: y for x, y in r.items() if x != "samples_us"} for r in v]
                                                for k, v in rtt.items()}, "rate": rate}, f, indent=1)

@@ -655,6 +655,7 @@ fn json(s: &LiveStats, r: &Report) -> serde_json::Value {
         "tx_frames": s.tx_frames,
         "drops": drops,
         "unprocessed": s.unprocessed,
+        "tx_lag_ns": s.tx_lag_ns,
         "errors": r.errors,
         "error_details": r.error_details,
         "handlers": r.handlers,

@@ -435,6 +435,24 @@ fn icmp_echo_is_answered_by_the_handler() {
         "icmp_echo_ph calls {c}, expected 20 + the answered warm-up: {v}"
     );
     assert_eq!(u(&v, "tx_frames"), c, "one reply per request: {v}");
+    // Each reply's lag (its NIC time to the port) lies inside the round
+    // trip ping measured for it, so the median lag is below ping's largest
+    // round trip of the 20 (warm-up replies may be the slower ones).
+    let lag = |k: &str| v["tx_lag_ns"][k].as_f64().unwrap_or(-1.0);
+    let rtt_max_ns = out
+        .split("rtt min/avg/max/mdev = ")
+        .nth(1)
+        .and_then(|r| r.split('/').nth(2))
+        .and_then(|m| m.parse::<f64>().ok())
+        .map(|ms| ms * 1e6)
+        .expect("ping's rtt summary line");
+    assert!(
+        0.0 <= lag("min")
+            && lag("min") <= lag("p50")
+            && lag("p50") <= lag("max")
+            && lag("p50") < rtt_max_ns,
+        "tx_lag_ns against ping's max round trip {rtt_max_ns} ns: {v}"
+    );
 }
 
 #[test]

@@ -173,13 +173,7 @@ impl LatencyHist {
     pub fn summary_ns(&self) -> LatencyNs {
         let n = self.count();
         if n == 0 {
-            return LatencyNs {
-                min: 0.0,
-                mean: 0.0,
-                p50: 0.0,
-                p99: 0.0,
-                max: 0.0,
-            };
+            return LatencyNs::default();
         }
         let ns = |ps: u64| ps as f64 / 1000.0;
         LatencyNs {
@@ -352,7 +346,7 @@ impl<T> PendingErrors<T> {
     }
 }
 
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Default, Serialize, PartialEq)]
 pub struct LatencyNs {
     pub min: f64,
     pub mean: f64,

@@ -794,8 +794,9 @@ impl Nic {
     /// "socket on lo"), `rx_frames`, `matched`, `passed_to_kernel`,
     /// `tx_frames`, `drops` ({cause: frames}), `unprocessed` (frames taken
     /// and not processed yet), `fragments_matched`, `fragments_passed`
-    /// (IPv4 fragments) and `wall_s`; None for a
-    /// simulated NIC.
+    /// (IPv4 fragments), `tx_lag_ns` ({min, mean, p50, p99, max}: how long
+    /// after its NIC time each sent frame reached the port) and `wall_s`;
+    /// None for a simulated NIC.
     fn live_stats(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
         let Some(s) = self.owned.get_ref()?.live_stats() else {
             return Ok(None);
@@ -812,6 +813,18 @@ impl Nic {
         d.set_item("fragments_matched", s.fragments_matched)?;
         d.set_item("fragments_passed", s.fragments_passed)?;
         d.set_item("wall_s", s.wall_s)?;
+        let lag = pyo3::types::PyDict::new(py);
+        let l = &s.tx_lag_ns;
+        for (k, v) in [
+            ("min", l.min),
+            ("mean", l.mean),
+            ("p50", l.p50),
+            ("p99", l.p99),
+            ("max", l.max),
+        ] {
+            lag.set_item(k, v)?;
+        }
+        d.set_item("tx_lag_ns", lag)?;
         Ok(Some(d.into_any().unbind()))
     }
 

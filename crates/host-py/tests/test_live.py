@@ -121,6 +121,8 @@ def test_udp_echo_on_lo(pingpong_elf):
     assert s["rx_frames"] >= len(sizes)
     assert sum(s["drops"].values()) == 0
     assert s["wall_s"] > 0
+    lag = s["tx_lag_ns"]  # each reply's NIC time to the port: inside the run
+    assert 0 <= lag["min"] <= lag["p50"] <= lag["p99"] <= lag["max"] < s["wall_s"] * 1e9
     r = nic.report()
     assert r["packets"] == len(sizes) and r["outbound_packets"] == len(sizes)
     assert nic.ectx_counts(e)[0] == len(sizes)

@@ -20,6 +20,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use softspin_engine::stats::{LatencyHist, LatencyNs};
 use softspin_engine::traffic::Arrival;
 use softspin_engine::EctxId;
 pub use softspin_netio::{Mode, PortStats};
@@ -71,6 +72,12 @@ pub struct LiveStats {
     /// port's rings when matching stopped.
     pub unprocessed: u64,
     pub wall_s: f64,
+    /// How long after its NIC time each frame a handler sent reached the
+    /// port (the loop's own delay: the wall time the engine took to get
+    /// there, plus the step it was found in); with the model's latency it
+    /// makes the NIC's share of a round trip (docs/live.md, "Round-trip
+    /// time").
+    pub tx_lag_ns: LatencyNs,
 }
 
 pub(crate) struct Live {
@@ -103,6 +110,8 @@ pub(crate) struct Live {
     rx_coalesce: Duration,
     /// The last step took a burst (at least COALESCE_MIN_BATCH frames).
     burst: bool,
+    /// `LiveStats::tx_lag_ns`, in ps.
+    tx_lag: LatencyHist,
 }
 
 /// Frames taken from the port per step: enough to amortise the engine run
@@ -178,6 +187,7 @@ impl Nic {
             left_in_rings: 0,
             rx_coalesce: Duration::ZERO,
             burst: false,
+            tx_lag: LatencyHist::default(),
         });
         Ok(nic)
     }
@@ -285,13 +295,31 @@ impl Nic {
         // an engine slower than the wire falls behind instead of holding the
         // loop (idle stretches are skipped in one go).
         let give_up = t + STEP_WALL;
+        let mut target = target;
         loop {
             let until = match self.engine.next_event_ps() {
                 Some(e) if e < target => target.min(e.saturating_add(SLICE_PS)),
                 _ => target,
             };
             self.engine.run_until(until)?;
-            if until >= target || Instant::now() >= give_up {
+            if until >= target {
+                // The wall clock moved on while the handlers ran: what fell
+                // due meanwhile (a short handler's reply, due a fraction of
+                // a microsecond after its request) goes out in this step,
+                // not one loop turn later.
+                match self.engine.next_event_ps() {
+                    Some(e) if e <= target.saturating_add(SLICE_PS) => {
+                        let now = Instant::now();
+                        let n = live.ps_at(now);
+                        if e > n || now >= give_up {
+                            break;
+                        }
+                        live.last_now = now;
+                        target = n;
+                    }
+                    _ => break,
+                }
+            } else if Instant::now() >= give_up {
                 break;
             }
         }
@@ -302,11 +330,13 @@ impl Nic {
         }
         // What the handlers sent goes to the wire before it becomes events.
         let out = self.engine.outbound();
-        for o in out {
-            live.port.send(&o.frame).map_err(net)?;
-        }
         let sent = !out.is_empty();
         if sent {
+            let now = live.now_ps();
+            for o in out {
+                live.tx_lag.record(now.saturating_sub(o.time_ps));
+                live.port.send(&o.frame).map_err(net)?;
+            }
             live.port.flush().map_err(net)?;
         }
         self.collect();
@@ -319,8 +349,9 @@ impl Nic {
         // program): with more pollers than cores, a NIC that just woke for
         // a frame otherwise waits for a poller's time slice to end (ms).
         // Alone on its core, the yield returns at once. Not while a handler
-        // waits for the host's answer: under load a yield can cost a time
-        // slice, and that wait's limit runs on the wall clock.
+        // waits for the host's answer, nor while an event falls due within
+        // SPIN_WINDOW (a reply on its way out): under load a yield can cost
+        // a time slice, and both run on the wall clock.
         let live = self.live.as_mut().expect("live");
         let burst = std::mem::replace(&mut live.burst, taken >= COALESCE_MIN_BATCH);
         if taken == 0 && !sent && wait.is_zero() && !self.engine.waits_for_host() {
@@ -330,9 +361,10 @@ impl Nic {
             // also run the receive side's XDP and copy), and take the next
             // burst whole. The engine catches up with the wall clock on
             // waking (its events keep their NIC times).
+            let soon = live.ps_at(live.last_now) + SPIN_WINDOW.as_nanos() as u64 * 1000;
             if burst && !live.rx_coalesce.is_zero() {
                 std::thread::sleep(live.rx_coalesce);
-            } else {
+            } else if self.engine.next_event_ps().is_none_or(|e| e > soon) {
                 std::thread::yield_now();
             }
         }
@@ -527,6 +559,7 @@ impl Nic {
             drops,
             unprocessed: self.engine.packets_held() + live.left_in_rings,
             wall_s: live.epoch.elapsed().as_secs_f64(),
+            tx_lag_ns: live.tx_lag.summary_ns(),
         })
     }
 }

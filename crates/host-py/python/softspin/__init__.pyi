@@ -283,7 +283,7 @@ class Nic:
     def run_live(self, duration: float | None = None) -> None:
         """Run a live NIC for `duration` s of wall time, or until Ctrl-C (KeyboardInterrupt)."""
     def live_stats(self) -> dict[str, Any] | None:
-        """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, unprocessed, fragments_matched, fragments_passed, wall_s; None if simulated."""
+        """iface, port, rx_frames, matched, passed_to_kernel, tx_frames, drops {cause: n}, unprocessed, fragments_matched, fragments_passed, tx_lag_ns {min, mean, p50, p99, max}, wall_s; None if simulated."""
     def live_status(self) -> dict[str, Any] | None:
         """A live NIC's progress: the totals of a `softspin nic --progress json` line (wall_s, nic_time_ns, rx_frames, matched, passed_to_kernel, fragments, tx_frames, drops, unprocessed, packets, invocations, errors, errors_total, hpus, hpus_busy) and hpu_busy_ps; None if simulated."""
     @staticmethod
