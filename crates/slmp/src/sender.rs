@@ -861,8 +861,11 @@ impl<'a, 's> Run<'a, 's> {
         Some(from + self.s.rto.rto())
     }
 
-    /// The timer expired: the oldest outstanding segment is lost (RFC 6298
-    /// §5.4), the RTO doubles (§5.5) and the timer restarts (§5.6).
+    /// The timer expired: the oldest outstanding segment is lost and is
+    /// resent now, window or not (RFC 6298 §5.4: the window shrank with
+    /// the loss and may still be full of segments the same loss burst
+    /// took; the ACK of this copy lets RACK find them a round trip later),
+    /// the RTO doubles (§5.5) and the timer restarts (§5.6).
     fn expire_timer(&mut self, now: Instant) -> Result<()> {
         if self.rto_deadline().filter(|&t| t <= now).is_none() {
             return Ok(());
@@ -875,7 +878,12 @@ impl<'a, 's> Run<'a, 's> {
         self.st.timeouts += 1;
         self.s.rto.on_timeout();
         self.timer_restarted = now;
-        self.declare_lost(key)
+        self.declare_lost(key)?;
+        // declare_lost queued it last; it is the earliest, so first.
+        self.retx.pop_back();
+        self.retx.push_front(key);
+        self.retransmit(key)?;
+        Ok(())
     }
 
     fn declare_lost(&mut self, key: Key) -> Result<()> {
