@@ -5,8 +5,7 @@
 //! that prove spurious, and gives up, with an error naming the message,
 //! when a segment cannot get through.
 
-use std::cmp::Reverse;
-use std::collections::{BTreeMap, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::io::{self, ErrorKind};
 use std::net::{Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
@@ -337,7 +336,6 @@ struct Run<'a, 's> {
     cursor: (usize, u64),
     out: HashMap<Key, Outstanding>,
     by_tx: BTreeMap<u64, Key>,
-    timers: BinaryHeap<Reverse<(Instant, u64)>>,
     lost: HashMap<Key, Lost>,
     retx: VecDeque<Key>,
     acked: HashMap<Key, Acked>,
@@ -348,8 +346,9 @@ struct Run<'a, 's> {
     probes_since_ack: u32,
     last_probe: Instant,
     next_tx: u64,
-    /// Timeouts of transmissions numbered below this do not back off again.
-    backoff_until_tx: u64,
+    /// When the retransmission timer was last restarted by a timeout (a
+    /// new ACK restarts it too: `last_progress`).
+    timer_restarted: Instant,
     last_send_at: Instant,
     start: Instant,
     last_progress: Instant,
@@ -421,7 +420,6 @@ impl<'a, 's> Run<'a, 's> {
             cursor: (0, 0),
             out: HashMap::new(),
             by_tx: BTreeMap::new(),
-            timers: BinaryHeap::new(),
             lost: HashMap::new(),
             retx: VecDeque::new(),
             acked: HashMap::new(),
@@ -430,7 +428,7 @@ impl<'a, 's> Run<'a, 's> {
             probes_since_ack: 0,
             last_probe: now,
             next_tx: 0,
-            backoff_until_tx: 0,
+            timer_restarted: now,
             last_send_at: now,
             start: now,
             last_progress: now,
@@ -521,7 +519,7 @@ impl<'a, 's> Run<'a, 's> {
                 (self.on_progress)(told);
             }
             let now = Instant::now();
-            self.expire_timers(now)?;
+            self.expire_timer(now)?;
             self.detect_losses(now)?;
             self.send_allowed()?;
             self.probe(now)?;
@@ -546,8 +544,8 @@ impl<'a, 's> Run<'a, 's> {
             // Wait for an ACK until the next thing to do: a timer, a paced
             // send, or the idle limit.
             let mut until = self.last_progress + self.s.cfg.idle_timeout;
-            if let Some(Reverse((t, _))) = self.timers.peek() {
-                until = until.min(*t);
+            if let Some(t) = self.rto_deadline() {
+                until = until.min(t);
             }
             if let Some(t) = self.rack_deadline {
                 until = until.min(t);
@@ -797,7 +795,6 @@ impl<'a, 's> Run<'a, 's> {
             },
         );
         self.by_tx.insert(tx, key);
-        self.timers.push(Reverse((sent_at + self.s.rto.rto(), tx)));
     }
 
     /// Write `seg`'s packet (header and payload) into `self.buf[at]`.
@@ -846,26 +843,46 @@ impl<'a, 's> Run<'a, 's> {
         true
     }
 
-    /// Retransmission timers that expired: each such segment is lost. The
-    /// RTO backs off once per flight: a segment sent before the last
-    /// backoff already waited on the old RTO, and doubling again for each
-    /// of a flight's losses would grow the RTO by 2^window.
-    fn expire_timers(&mut self, now: Instant) -> Result<()> {
-        while let Some(&Reverse((t, tx))) = self.timers.peek() {
-            if t > now {
-                break;
-            }
-            self.timers.pop();
-            let Some(&key) = self.by_tx.get(&tx) else {
-                continue;
-            };
-            self.st.timeouts += 1;
-            if tx >= self.backoff_until_tx {
-                self.s.rto.on_timeout();
-                self.backoff_until_tx = self.next_tx;
-            }
-            self.declare_lost(key)?;
+    /// When the retransmission timer expires: one timer for all SYN
+    /// segments (RFC 6298 §5), restarted by every new ACK and by its own
+    /// expiry, and never earlier than an RTO after the oldest outstanding
+    /// segment left. A timer per segment fired for the whole window at
+    /// once whenever the receiver was descheduled for longer than the RTO
+    /// (a time slice on a loaded host is several ms, the RTO's floor 2 ms):
+    /// up to a window of spurious copies, each costing the receiver as much
+    /// as a new segment, and more delay. Segments lost while ACKs still
+    /// come are RACK's (`detect_losses`).
+    fn rto_deadline(&self) -> Option<Instant> {
+        let oldest = self.by_tx.values().next()?;
+        let from = self.out[oldest]
+            .sent_at
+            .max(self.last_progress)
+            .max(self.timer_restarted);
+        Some(from + self.s.rto.rto())
+    }
+
+    /// The timer expired: the oldest outstanding segment is lost and is
+    /// resent now, window or not (RFC 6298 §5.4: the window shrank with
+    /// the loss and may still be full of segments the same loss burst
+    /// took; the ACK of this copy lets RACK find them a round trip later),
+    /// the RTO doubles (§5.5) and the timer restarts (§5.6).
+    fn expire_timer(&mut self, now: Instant) -> Result<()> {
+        if self.rto_deadline().filter(|&t| t <= now).is_none() {
+            return Ok(());
         }
+        let key = *self
+            .by_tx
+            .values()
+            .next()
+            .expect("a deadline needs a segment");
+        self.st.timeouts += 1;
+        self.s.rto.on_timeout();
+        self.timer_restarted = now;
+        self.declare_lost(key)?;
+        // declare_lost queued it last; it is the earliest, so first.
+        self.retx.pop_back();
+        self.retx.push_front(key);
+        self.retransmit(key)?;
         Ok(())
     }
 
@@ -1009,6 +1026,8 @@ impl<'a, 's> Run<'a, 's> {
         // the minimum RTT after it (RFC 8985 §6.2 step 2), or a second ACK
         // (one per copy). The last can also be a duplicating network's
         // doing; at 1 % duplication that undoes few real decreases.
+        // An unambiguous RTT sample of this ACK, for the window's delay.
+        let mut sample = None;
         let (seg, declared_lost, episode, proven) = if let Some(o) = self.out.remove(&key) {
             self.by_tx.remove(&o.tx);
             let rtt = now.duration_since(o.sent_at);
@@ -1016,6 +1035,7 @@ impl<'a, 's> Run<'a, 's> {
             let early = retransmitted && self.rack.min_rtt().is_some_and(|m| rtt < m);
             if self.s.rto.on_ack(rtt, retransmitted) {
                 self.rtt_us.push(rtt.as_secs_f64() * 1e6);
+                sample = Some((o.tx, rtt));
             }
             if early {
                 // Too fast for the second copy, so it answers the first:
@@ -1074,6 +1094,9 @@ impl<'a, 's> Run<'a, 's> {
         self.last_progress = now;
         self.probes_since_ack = 0;
         if let Some(a) = self.s.aimd.as_mut() {
+            if let Some((tx, rtt)) = sample {
+                a.on_rtt(tx, rtt, self.next_tx);
+            }
             a.on_ack();
         }
         self.detect_losses(now)?;
