@@ -136,6 +136,58 @@ pub struct Arrival {
     pub ectx: Option<usize>,
 }
 
+/// A source's packet whose frame is not built yet ([`Source::next_packet`]):
+/// an [`Arrival`]'s fields but the frame, which the source writes with
+/// [`Source::write_frame`] where the NIC keeps it (its packet-buffer slot),
+/// so no vector holds it on the way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    pub time_ps: u64,
+    /// The frame's length in bytes.
+    pub len: usize,
+    pub msg_id: u32,
+    pub eom: bool,
+    pub origin: Cow<'static, str>,
+    /// The source's number for the frame, passed back to `write_frame`.
+    pub frame_id: u64,
+}
+
+impl PacketInfo {
+    /// The arrival with its frame, built by the source into `frame`
+    /// (cleared first; its allocation reused).
+    pub fn into_arrival(self, src: &(impl Source + ?Sized), mut frame: Vec<u8>) -> Arrival {
+        frame.clear();
+        frame.resize(self.len, 0);
+        src.write_frame(self.frame_id, &mut frame);
+        Arrival {
+            time_ps: self.time_ps,
+            frame,
+            msg_id: self.msg_id,
+            eom: self.eom,
+            origin: self.origin,
+            ectx: None,
+        }
+    }
+}
+
+/// A source's next packet as the NIC inbound engine takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Packet {
+    /// Its frame built.
+    Built(Arrival),
+    /// Its frame left to [`Source::write_frame`].
+    Later(PacketInfo),
+}
+
+impl Packet {
+    pub fn time_ps(&self) -> u64 {
+        match self {
+            Packet::Built(a) => a.time_ps,
+            Packet::Later(p) => p.time_ps,
+        }
+    }
+}
+
 /// Errors of the traffic sources. Each message names the generator
 /// parameter, the file and line (trace), or the file and packet index (pcap).
 #[derive(Debug, thiserror::Error)]
@@ -178,11 +230,18 @@ pub trait Source {
     fn len_hint(&self) -> Option<u64> {
         None
     }
-    /// Take back the frame of a packet the NIC has copied into its packet
-    /// buffer, to build a later packet in (no allocation per packet). The
-    /// default drops it.
-    fn recycle(&mut self, frame: Vec<u8>) {
-        drop(frame);
+    /// The next packet, its frame possibly left to `write_frame`
+    /// (`Packet::Later`: a source that builds its frames, the generator).
+    /// The default: `next_arrival`'s, built.
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        Ok(self.next_arrival()?.map(Packet::Built))
+    }
+    /// Write the frame of a `Packet::Later` this source returned (its
+    /// `frame_id`) into `out`, of the packet's length. Only a source that
+    /// returns `Packet::Later` is asked.
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        let _ = (frame_id, out);
+        unreachable!("write_frame of a source whose packets come built")
     }
 }
 
@@ -193,8 +252,11 @@ impl<S: Source + ?Sized> Source for Box<S> {
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
     }
-    fn recycle(&mut self, frame: Vec<u8>) {
-        (**self).recycle(frame)
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        (**self).next_packet()
+    }
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        (**self).write_frame(frame_id, out)
     }
 }
 
@@ -205,8 +267,11 @@ impl<S: Source + ?Sized> Source for &mut S {
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
     }
-    fn recycle(&mut self, frame: Vec<u8>) {
-        (**self).recycle(frame)
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        (**self).next_packet()
+    }
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        (**self).write_frame(frame_id, out)
     }
 }
 
