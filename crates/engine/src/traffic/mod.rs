@@ -282,7 +282,15 @@ impl<S: Source + ?Sized> Source for &mut S {
 pub struct LineClock {
     /// Rate in bit/s; None = infinite.
     bps: Option<u128>,
-    bits: u128,
+    /// The last packet's arrival, from the bits sent so far (`bits`):
+    /// `bits * PS_PER_S + bps / 2 = ps * bps + rem`, `rem < bps` (the
+    /// nearest picosecond, kept as a quotient and remainder so a packet
+    /// costs additions, not a 128-bit division).
+    ps: u128,
+    rem: u128,
+    /// The last packet size's share, `bytes * 8 * PS_PER_S` divided by the
+    /// rate: (bytes, quotient, remainder).
+    step: (usize, u128, u128),
 }
 
 impl LineClock {
@@ -291,27 +299,43 @@ impl LineClock {
         if rate_gbps.is_nan() || rate_gbps <= 0.0 {
             return Err(format!("rate must be > 0 Gbit/s, got {rate_gbps}"));
         }
+        let unpaced = LineClock {
+            bps: None,
+            ps: 0,
+            rem: 0,
+            step: (0, 0, 0),
+        };
         if rate_gbps.is_infinite() {
-            return Ok(LineClock { bps: None, bits: 0 });
+            return Ok(unpaced);
         }
         // Whole bit/s keeps the arithmetic exact for any sensible rate.
         let bps = (rate_gbps * 1e9).round();
         if bps < 1.0 {
             return Err(format!("rate {rate_gbps} Gbit/s is below 1 bit/s"));
         }
+        let bps = bps as u128;
         Ok(LineClock {
-            bps: Some(bps as u128),
-            bits: 0,
+            bps: Some(bps),
+            rem: bps / 2,
+            ..unpaced
         })
     }
 
     /// Arrival time of the last bit of the next `bytes`-byte packet; None on overflow.
     pub fn advance(&mut self, bytes: usize) -> Option<u64> {
         let Some(bps) = self.bps else { return Some(0) };
-        self.bits += bytes as u128 * 8;
         // From the running total, so per-packet rounding never accumulates.
-        let ps = (self.bits * PS_PER_S + bps / 2) / bps;
-        u64::try_from(ps).ok()
+        if self.step.0 != bytes {
+            let d = bytes as u128 * 8 * PS_PER_S;
+            self.step = (bytes, d / bps, d % bps);
+        }
+        self.ps += self.step.1;
+        self.rem += self.step.2;
+        if self.rem >= bps {
+            self.rem -= bps;
+            self.ps += 1;
+        }
+        u64::try_from(self.ps).ok()
     }
 }
 
@@ -363,6 +387,30 @@ mod tests {
             s = (s & 0xFFFF) + (s >> 16);
         }
         s as u16
+    }
+
+    /// Against the closed form, rounded to the nearest picosecond from the
+    /// running bit count, for sizes that change and rates that do not
+    /// divide evenly.
+    #[test]
+    fn line_clock_matches_the_running_total() {
+        for gbps in [400.0, 100.0, 7.3, 0.001, 123.456_789] {
+            let mut clock = LineClock::new(gbps).unwrap();
+            let bps = (gbps * 1e9_f64).round() as u128;
+            let mut bits = 0u128;
+            for k in 0..2_000usize {
+                let bytes = [64, 64, 1500, 9000, 65_535, 1][k % 6] + k % 3;
+                bits += bytes as u128 * 8;
+                let want = (bits * PS_PER_S + bps / 2) / bps;
+                assert_eq!(
+                    clock.advance(bytes),
+                    Some(want as u64),
+                    "{gbps} Gbit/s, packet {k}"
+                );
+            }
+        }
+        let mut inf = LineClock::new(f64::INFINITY).unwrap();
+        assert_eq!(inf.advance(1500), Some(0));
     }
 
     #[test]
