@@ -165,6 +165,29 @@ impl MemBlock {
         unsafe { std::ptr::copy_nonoverlapping(data.as_ptr(), self.ptr.add(offset), data.len()) }
     }
 
+    /// Let `f` write `len` bytes at `offset` in place (host side: a traffic
+    /// source builds a frame straight into its packet-buffer slot, with no
+    /// vector in between). Panics on a bad range, as `write` does.
+    ///
+    /// # Safety
+    /// Nothing else may read or write this block while `f` runs (no guest
+    /// runs then, and `f` does not reach the block another way): `f` holds
+    /// the only reference to those bytes.
+    pub unsafe fn write_in_place<R>(
+        &self,
+        offset: usize,
+        len: usize,
+        f: impl FnOnce(&mut [u8]) -> R,
+    ) -> R {
+        assert!(
+            offset.checked_add(len).is_some_and(|e| e <= self.len),
+            "MemBlock::write_in_place out of range"
+        );
+        // SAFETY: range checked above; exclusive for `f`'s run by the
+        // caller's promise.
+        f(unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset), len) })
+    }
+
     /// Copy `len` bytes at `offset` to `dst` at `dst_offset` (host side; a
     /// DMA between blocks, e.g. L2 to L1, without a buffer in between). The
     /// ranges may overlap when `dst` is this block.

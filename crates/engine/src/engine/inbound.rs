@@ -17,8 +17,8 @@ pub(super) struct SlotState {
     failed: bool,
 }
 
-/// Injected frames' vectors kept for reuse at most (a burst's worth; the
-/// host takes them back at every step).
+/// Frame vectors kept for reuse at most (a burst's worth; the host takes
+/// injected ones back at every step).
 const MAX_SPARE_FRAMES: usize = 256;
 
 /// What became of a packet offered to the packet buffer.
@@ -40,12 +40,12 @@ pub(super) struct PacketBuffer {
     slots: Vec<SlotState>,
     free_slots: FreeIds,
     source: Option<Box<dyn Source>>,
-    /// Frames of injected packets, copied into the packet buffer, kept for
-    /// the host to refill (`Engine::take_spare_frame`) when no source
-    /// takes them back: the live NIC then allocates no vector per frame.
+    /// Vectors of frames copied into the packet buffer (or lost), kept for
+    /// the host to refill (`Engine::take_spare_frame`) and for a source's
+    /// frames built into one (`built`): no vector allocated per frame.
     spare_frames: Vec<Vec<u8>>,
-    /// Arrival waiting in the event queue or for a packet slot.
-    pending: Option<Arrival>,
+    /// The source's packet whose `Ev::Arrival` is queued.
+    pending: Option<Packet>,
     /// Host-injected packets, each with an `Ev::Inject` queued.
     injected: VecDeque<Arrival>,
     last_inject_ps: u64,
@@ -76,12 +76,10 @@ impl PacketBuffer {
         }
     }
 
-    /// A frame is in the packet buffer (or lost): its vector goes back to
-    /// the traffic source for a later packet.
+    /// A frame is in the packet buffer (or lost): its vector is kept for a
+    /// later frame.
     pub(super) fn recycle(&mut self, mut frame: Vec<u8>) {
-        if let Some(src) = self.source.as_mut() {
-            src.recycle(frame);
-        } else if self.spare_frames.len() < MAX_SPARE_FRAMES {
+        if self.spare_frames.len() < MAX_SPARE_FRAMES {
             frame.clear();
             self.spare_frames.push(frame);
         }
@@ -104,10 +102,10 @@ impl PacketBuffer {
         let Some(src) = self.source.as_mut() else {
             return Ok(());
         };
-        match src.next_arrival()? {
-            Some(a) => {
-                let t = (a.time_ps + self.delay_ps).max(c.now);
-                self.pending = Some(a);
+        match src.next_packet()? {
+            Some(p) => {
+                let t = (p.time_ps() + self.delay_ps).max(c.now);
+                self.pending = Some(p);
                 c.at(t, Ev::Arrival);
             }
             None => self.source = None,
@@ -115,8 +113,16 @@ impl PacketBuffer {
         Ok(())
     }
 
-    pub(super) fn take_pending(&mut self) -> Option<Arrival> {
+    pub(super) fn take_pending(&mut self) -> Option<Packet> {
         self.pending.take()
+    }
+
+    /// The frame of the source's packet `p` built into a vector, for the
+    /// ways that need it in hand (`Engine::arrive_in_place`).
+    fn built(&mut self, p: PacketInfo) -> Arrival {
+        let src = self.source.as_ref().expect("a pending packet's source");
+        let frame = self.spare_frames.pop().unwrap_or_default();
+        p.into_arrival(src, frame)
     }
 
     /// Packets wait for a slot (back-pressure): the source waits too.
@@ -127,19 +133,7 @@ impl PacketBuffer {
     /// Count a packet in; `Some`: it may take a slot now (`admit`), `None`:
     /// it waits behind the packets already waiting.
     pub(super) fn accept(&mut self, c: &mut Core, a: Arrival) -> Result<Option<Arrival>, SimError> {
-        let len = a.frame.len();
-        if len > c.cfg.pkt_slot_size as usize {
-            return Err(SimError::PacketTooLarge {
-                origin: a.origin.into_owned(),
-                len,
-                slot: c.cfg.pkt_slot_size,
-            });
-        }
-        c.stats.packets_in += 1;
-        c.stats.bytes_in += len as u64;
-        c.stats.first_arrival_ps.get_or_insert(c.now);
-        c.stats.last_arrival_ps = c.now;
-        c.stats.last_arrival_len = len as u64;
+        count_in(c, &a.origin, a.frame.len())?;
         if !self.blocked.is_empty() {
             self.blocked.push_back(a); // behind the packets already waiting
             return Ok(None);
@@ -155,7 +149,7 @@ impl PacketBuffer {
     /// Match a packet and give it a packet-buffer slot, or queue it for one
     /// (back-pressure; at the front when it came from the front).
     pub(super) fn admit(&mut self, c: &mut Core, a: Arrival, front: bool) -> Admit {
-        let Some(ectx) = match_ectx(&c.ectxs, &a) else {
+        let Some(ectx) = match_ectx(&c.ectxs, a.ectx, &a.frame) else {
             c.stats.unmatched += 1;
             self.recycle(a.frame);
             return Admit::Gone;
@@ -179,13 +173,27 @@ impl PacketBuffer {
             }
             return Admit::Gone;
         };
-        let len = a.frame.len();
         let off = slot * c.cfg.pkt_slot_size;
         c.mem.l2_pkt.write(off as usize, &a.frame);
+        let her = self.occupy(c, slot, a.frame.len(), a.msg_id, ectx, a.eom);
         self.recycle(a.frame);
+        Admit::Her(her)
+    }
+
+    /// Slot `slot` now holds a packet of `len` bytes of `ectx`'s message:
+    /// its record (arrived now) and the HER for the MPQ engine.
+    fn occupy(
+        &mut self,
+        c: &mut Core,
+        slot: u32,
+        len: usize,
+        msg_id: u32,
+        ectx: EctxId,
+        eom: bool,
+    ) -> Her {
         let state = SlotState {
             refs: 0,
-            arrival_ps: now,
+            arrival_ps: c.now,
             len: len as u32,
             aborted: false,
             failed: false,
@@ -196,13 +204,13 @@ impl PacketBuffer {
             self.slots[slot as usize] = state;
         }
         c.stats.ectx_packets.entry(ectx).0 += 1;
-        Admit::Her(Her {
+        Her {
             slot,
             len: len as u32,
-            msg_id: a.msg_id,
+            msg_id,
             ectx,
-            eom: a.eom,
-        })
+            eom,
+        }
     }
 
     /// The queued `Ev::Unblock` is due: a later release queues another.
@@ -298,10 +306,33 @@ impl PacketBuffer {
     }
 }
 
-/// The active ECTX a packet belongs to: the one a matching engine in front
-/// of the NIC chose, else the first (in install order) whose rule matches.
-pub(super) fn match_ectx(ectxs: &[Option<Ectx>], a: &Arrival) -> Option<EctxId> {
-    if let Some(id) = a.ectx {
+/// A packet of `len` bytes comes in: it must fit a slot (a source's larger
+/// packet is an error: its file or generator settings are wrong); counted.
+fn count_in(c: &mut Core, origin: &str, len: usize) -> Result<(), SimError> {
+    if len > c.cfg.pkt_slot_size as usize {
+        return Err(SimError::PacketTooLarge {
+            origin: origin.to_string(),
+            len,
+            slot: c.cfg.pkt_slot_size,
+        });
+    }
+    c.stats.packets_in += 1;
+    c.stats.bytes_in += len as u64;
+    c.stats.first_arrival_ps.get_or_insert(c.now);
+    c.stats.last_arrival_ps = c.now;
+    c.stats.last_arrival_len = len as u64;
+    Ok(())
+}
+
+/// The active ECTX a packet (`frame`) belongs to: `chosen`, the one a
+/// matching engine in front of the NIC chose, else the first (in install
+/// order) whose rule matches.
+pub(super) fn match_ectx(
+    ectxs: &[Option<Ectx>],
+    chosen: Option<EctxId>,
+    frame: &[u8],
+) -> Option<EctxId> {
+    if let Some(id) = chosen {
         // Chosen by a matching engine in front of the NIC (live rulesets).
         return ectxs
             .get(id)
@@ -318,7 +349,7 @@ pub(super) fn match_ectx(ectxs: &[Option<Ectx>], a: &Arrival) -> Option<EctxId> 
         let hit = match e.spec.matching {
             MatchRule::All => true,
             MatchRule::UdpDstPort(p) => {
-                let dport = *port.get_or_insert_with(|| udp_dst_port(&a.frame));
+                let dport = *port.get_or_insert_with(|| udp_dst_port(frame));
                 dport == Some(p)
             }
         };
@@ -337,14 +368,52 @@ impl Engine {
     }
 
     pub(super) fn on_arrival(&mut self) -> Result<(), SimError> {
-        let Some(a) = self.pkt.take_pending() else {
-            return Ok(());
-        };
-        self.accept(a)?;
+        match self.pkt.take_pending() {
+            Some(Packet::Built(a)) => self.accept(a)?,
+            Some(Packet::Later(p)) => self.arrive_in_place(p)?,
+            None => return Ok(()),
+        }
         // With back-pressure on, the source waits until the buffer drains.
         if !self.pkt.is_blocked() {
             self.pkt.pull_arrival(&mut self.core)?;
         }
+        Ok(())
+    }
+
+    /// A source's packet whose frame is not built yet: arrival and
+    /// admission in one step, the source writing the frame straight into
+    /// the free packet-buffer slot it takes. What needs the frame in hand
+    /// (packets already waiting for a slot, no free slot, the RMA block's
+    /// look at it) gets it built into a vector and goes `accept`'s way.
+    fn arrive_in_place(&mut self, p: PacketInfo) -> Result<(), SimError> {
+        let (c, pkt) = (&mut self.core, &mut self.pkt);
+        let slot = match pkt.free_slots.peek() {
+            Some(slot) if c.rma.is_none() && pkt.blocked.is_empty() => slot,
+            _ => {
+                let a = pkt.built(p);
+                return self.accept(a);
+            }
+        };
+        count_in(c, &p.origin, p.len)?;
+        let src = pkt.source.as_ref().expect("a pending packet's source");
+        let off = (slot * c.cfg.pkt_slot_size) as usize;
+        // Written into the slot before it is matched: an unmatched frame
+        // leaves its bytes in a free slot, which no handler's window shows.
+        // SAFETY: no guest runs during the write, and a source does not
+        // reach the NIC's memory.
+        let ectx = unsafe {
+            c.mem.l2_pkt.write_in_place(off, p.len, |frame| {
+                src.write_frame(p.frame_id, frame);
+                match_ectx(&c.ectxs, None, frame)
+            })
+        };
+        let Some(ectx) = ectx else {
+            c.stats.unmatched += 1;
+            return Ok(());
+        };
+        pkt.free_slots.pop();
+        let her = pkt.occupy(c, slot, p.len, p.msg_id, ectx, p.eom);
+        self.enqueue_her(her);
         Ok(())
     }
 

@@ -48,7 +48,7 @@ use softspin_hpu::{ElfImage, MemBlock, MemClass, Perm, Program};
 use crate::config::{BufferFull, NicConfig};
 use crate::ectx::{extents, Ectx, EctxError, EctxSpec, HandlerKind, MatchRule, Scratch};
 use crate::stats::{self, HandlerError, Report, Stats, MAX_ERRORS_KEPT};
-use crate::traffic::{Arrival, Source, TrafficError};
+use crate::traffic::{Arrival, Packet, PacketInfo, Source, TrafficError};
 
 use crate::units::{Ns, Ps};
 
@@ -1578,6 +1578,14 @@ impl FreeIds {
                 self.fresh - 1
             })
         })
+    }
+
+    /// The id `pop` would hand out next.
+    pub(super) fn peek(&self) -> Option<u32> {
+        match self.released.last() {
+            Some(&id) => Some(id),
+            None => (self.fresh < self.cap).then_some(self.fresh),
+        }
     }
 
     pub(super) fn push(&mut self, id: u32) {

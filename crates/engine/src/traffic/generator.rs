@@ -164,8 +164,6 @@ pub struct Generator {
     cur: usize,
     next_msg: u32,
     emitted: u64,
-    /// Frames given back by the NIC (`Source::recycle`), reused for new ones.
-    spare: Vec<Vec<u8>>,
     /// The headers every frame starts with (sizes, addresses and ports are
     /// the same for all; no checksum covers the payload): built once.
     headers: Vec<u8>,
@@ -217,7 +215,6 @@ impl Generator {
             next_msg: inflight,
             cur: 0,
             emitted: 0,
-            spare: Vec::new(),
             clock,
             cfg,
         })
@@ -229,18 +226,15 @@ impl Generator {
     }
 }
 
-impl Source for Generator {
-    fn next_arrival(&mut self) -> Result<Option<Arrival>, TrafficError> {
+impl Generator {
+    /// The next packet's timing and message; its frame is packet number
+    /// `frame_id`'s (`write_frame`).
+    fn next_info(&mut self) -> Result<Option<PacketInfo>, TrafficError> {
         if self.slots.is_empty() {
             return Ok(None);
         }
         let seq = self.emitted;
         let c = &self.cfg;
-        let mut frame = self.spare.pop().unwrap_or_default();
-        frame.clear();
-        frame.extend_from_slice(&self.headers);
-        frame.resize(c.size, 0);
-        c.payload.fill(seq, &mut frame[self.headers.len()..]);
         let time_ps = self
             .clock
             .advance(c.size)
@@ -266,25 +260,38 @@ impl Source for Generator {
             self.cur = 0;
         }
         self.emitted += 1;
-        Ok(Some(Arrival {
+        Ok(Some(PacketInfo {
             time_ps,
-            frame,
+            len: c.size,
             msg_id,
             eom,
             origin: Cow::Borrowed("generator"),
-            ectx: None,
+            frame_id: seq,
         }))
+    }
+}
+
+impl Source for Generator {
+    fn next_arrival(&mut self) -> Result<Option<Arrival>, TrafficError> {
+        let Some(p) = self.next_info()? else {
+            return Ok(None);
+        };
+        Ok(Some(p.into_arrival(self, Vec::new())))
     }
 
     fn len_hint(&self) -> Option<u64> {
         Some(self.total_packets())
     }
 
-    fn recycle(&mut self, frame: Vec<u8>) {
-        // A few in reserve cover the packets between arrival and admission.
-        if self.spare.len() < 16 {
-            self.spare.push(frame);
-        }
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        Ok(self.next_info()?.map(Packet::Later))
+    }
+
+    /// The headers every frame starts with, then packet `frame_id`'s payload.
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        let h = self.headers.len();
+        out[..h].copy_from_slice(&self.headers);
+        self.cfg.payload.fill(frame_id, &mut out[h..]);
     }
 }
 

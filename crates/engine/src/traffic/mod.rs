@@ -136,6 +136,58 @@ pub struct Arrival {
     pub ectx: Option<usize>,
 }
 
+/// A source's packet whose frame is not built yet ([`Source::next_packet`]):
+/// an [`Arrival`]'s fields but the frame, which the source writes with
+/// [`Source::write_frame`] where the NIC keeps it (its packet-buffer slot),
+/// so no vector holds it on the way.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PacketInfo {
+    pub time_ps: u64,
+    /// The frame's length in bytes.
+    pub len: usize,
+    pub msg_id: u32,
+    pub eom: bool,
+    pub origin: Cow<'static, str>,
+    /// The source's number for the frame, passed back to `write_frame`.
+    pub frame_id: u64,
+}
+
+impl PacketInfo {
+    /// The arrival with its frame, built by the source into `frame`
+    /// (cleared first; its allocation reused).
+    pub fn into_arrival(self, src: &(impl Source + ?Sized), mut frame: Vec<u8>) -> Arrival {
+        frame.clear();
+        frame.resize(self.len, 0);
+        src.write_frame(self.frame_id, &mut frame);
+        Arrival {
+            time_ps: self.time_ps,
+            frame,
+            msg_id: self.msg_id,
+            eom: self.eom,
+            origin: self.origin,
+            ectx: None,
+        }
+    }
+}
+
+/// A source's next packet as the NIC inbound engine takes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Packet {
+    /// Its frame built.
+    Built(Arrival),
+    /// Its frame left to [`Source::write_frame`].
+    Later(PacketInfo),
+}
+
+impl Packet {
+    pub fn time_ps(&self) -> u64 {
+        match self {
+            Packet::Built(a) => a.time_ps,
+            Packet::Later(p) => p.time_ps,
+        }
+    }
+}
+
 /// Errors of the traffic sources. Each message names the generator
 /// parameter, the file and line (trace), or the file and packet index (pcap).
 #[derive(Debug, thiserror::Error)]
@@ -178,11 +230,18 @@ pub trait Source {
     fn len_hint(&self) -> Option<u64> {
         None
     }
-    /// Take back the frame of a packet the NIC has copied into its packet
-    /// buffer, to build a later packet in (no allocation per packet). The
-    /// default drops it.
-    fn recycle(&mut self, frame: Vec<u8>) {
-        drop(frame);
+    /// The next packet, its frame possibly left to `write_frame`
+    /// (`Packet::Later`: a source that builds its frames, the generator).
+    /// The default: `next_arrival`'s, built.
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        Ok(self.next_arrival()?.map(Packet::Built))
+    }
+    /// Write the frame of a `Packet::Later` this source returned (its
+    /// `frame_id`) into `out`, of the packet's length. Only a source that
+    /// returns `Packet::Later` is asked.
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        let _ = (frame_id, out);
+        unreachable!("write_frame of a source whose packets come built")
     }
 }
 
@@ -193,8 +252,11 @@ impl<S: Source + ?Sized> Source for Box<S> {
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
     }
-    fn recycle(&mut self, frame: Vec<u8>) {
-        (**self).recycle(frame)
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        (**self).next_packet()
+    }
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        (**self).write_frame(frame_id, out)
     }
 }
 
@@ -205,8 +267,11 @@ impl<S: Source + ?Sized> Source for &mut S {
     fn len_hint(&self) -> Option<u64> {
         (**self).len_hint()
     }
-    fn recycle(&mut self, frame: Vec<u8>) {
-        (**self).recycle(frame)
+    fn next_packet(&mut self) -> Result<Option<Packet>, TrafficError> {
+        (**self).next_packet()
+    }
+    fn write_frame(&self, frame_id: u64, out: &mut [u8]) {
+        (**self).write_frame(frame_id, out)
     }
 }
 
@@ -217,7 +282,15 @@ impl<S: Source + ?Sized> Source for &mut S {
 pub struct LineClock {
     /// Rate in bit/s; None = infinite.
     bps: Option<u128>,
-    bits: u128,
+    /// The last packet's arrival, from the bits sent so far (`bits`):
+    /// `bits * PS_PER_S + bps / 2 = ps * bps + rem`, `rem < bps` (the
+    /// nearest picosecond, kept as a quotient and remainder so a packet
+    /// costs additions, not a 128-bit division).
+    ps: u128,
+    rem: u128,
+    /// The last packet size's share, `bytes * 8 * PS_PER_S` divided by the
+    /// rate: (bytes, quotient, remainder).
+    step: (usize, u128, u128),
 }
 
 impl LineClock {
@@ -226,27 +299,43 @@ impl LineClock {
         if rate_gbps.is_nan() || rate_gbps <= 0.0 {
             return Err(format!("rate must be > 0 Gbit/s, got {rate_gbps}"));
         }
+        let unpaced = LineClock {
+            bps: None,
+            ps: 0,
+            rem: 0,
+            step: (0, 0, 0),
+        };
         if rate_gbps.is_infinite() {
-            return Ok(LineClock { bps: None, bits: 0 });
+            return Ok(unpaced);
         }
         // Whole bit/s keeps the arithmetic exact for any sensible rate.
         let bps = (rate_gbps * 1e9).round();
         if bps < 1.0 {
             return Err(format!("rate {rate_gbps} Gbit/s is below 1 bit/s"));
         }
+        let bps = bps as u128;
         Ok(LineClock {
-            bps: Some(bps as u128),
-            bits: 0,
+            bps: Some(bps),
+            rem: bps / 2,
+            ..unpaced
         })
     }
 
     /// Arrival time of the last bit of the next `bytes`-byte packet; None on overflow.
     pub fn advance(&mut self, bytes: usize) -> Option<u64> {
         let Some(bps) = self.bps else { return Some(0) };
-        self.bits += bytes as u128 * 8;
         // From the running total, so per-packet rounding never accumulates.
-        let ps = (self.bits * PS_PER_S + bps / 2) / bps;
-        u64::try_from(ps).ok()
+        if self.step.0 != bytes {
+            let d = bytes as u128 * 8 * PS_PER_S;
+            self.step = (bytes, d / bps, d % bps);
+        }
+        self.ps += self.step.1;
+        self.rem += self.step.2;
+        if self.rem >= bps {
+            self.rem -= bps;
+            self.ps += 1;
+        }
+        u64::try_from(self.ps).ok()
     }
 }
 
@@ -298,6 +387,30 @@ mod tests {
             s = (s & 0xFFFF) + (s >> 16);
         }
         s as u16
+    }
+
+    /// Against the closed form, rounded to the nearest picosecond from the
+    /// running bit count, for sizes that change and rates that do not
+    /// divide evenly.
+    #[test]
+    fn line_clock_matches_the_running_total() {
+        for gbps in [400.0, 100.0, 7.3, 0.001, 123.456_789] {
+            let mut clock = LineClock::new(gbps).unwrap();
+            let bps = (gbps * 1e9_f64).round() as u128;
+            let mut bits = 0u128;
+            for k in 0..2_000usize {
+                let bytes = [64, 64, 1500, 9000, 65_535, 1][k % 6] + k % 3;
+                bits += bytes as u128 * 8;
+                let want = (bits * PS_PER_S + bps / 2) / bps;
+                assert_eq!(
+                    clock.advance(bytes),
+                    Some(want as u64),
+                    "{gbps} Gbit/s, packet {k}"
+                );
+            }
+        }
+        let mut inf = LineClock::new(f64::INFINITY).unwrap();
+        assert_eq!(inf.advance(1500), Some(0));
     }
 
     #[test]
