@@ -14,12 +14,8 @@ pub(super) enum HpuState {
     Blocked,
     /// Handler done, waiting for its commands.
     Draining,
-    /// Task complete; the runtime's doorbell store, then the completion
-    /// notification to the cluster's arbiter, are under way.
+    /// Task complete; the runtime's doorbell store is under way.
     Closing,
-    /// The completion waited for the cluster's arbiter (another HPU's
-    /// completion held it) and is on its way to the MPQ engine.
-    Completing,
 }
 
 /// What an HPU is doing besides interpreting.
@@ -41,9 +37,6 @@ pub(super) struct HpuCtl {
     pub(super) mem0: [u64; 5],
     pub(super) busy_since: u64,
     pub(super) busy_ps: u64,
-    /// While Closing or Completing: when the doorbell store is done, i.e.
-    /// when the HPU is free (it is handed on when the task's end event comes).
-    pub(super) free_ps: u64,
     pub(super) cmds: Vec<Cmd>,
     pub(super) next_cmd: u32,
     pub(super) wait: Option<u32>,
@@ -83,7 +76,6 @@ impl HpuCtl {
             mem0: [0; 5],
             busy_since: 0,
             busy_ps: 0,
-            free_ps: 0,
             cmds: Vec::new(),
             next_cmd: 1,
             wait: None,
@@ -432,14 +424,11 @@ impl Engine {
     }
 
     /// The task on HPU `h` is complete at `t` (handler ended, commands
-    /// done): after the runtime's doorbell store the HPU is free, and the
-    /// completion goes through the cluster's arbiter to the MPQ engine.
-    /// `t` may lie ahead of the event being processed (HPUs run in quanta),
-    /// so the rest happens in one event, `Ev::TaskEnd`, when the completion
-    /// reaches the MPQ engine; the HPU is handed on from its free time.
+    /// done): after the runtime's doorbell store the HPU is free. `t` may
+    /// lie ahead of the event being processed (HPUs run in quanta), so the
+    /// rest happens in an event at that time.
     pub(super) fn task_done(&mut self, h: usize, t: u64) {
         let free_at = t + self.core.cycles(self.core.cfg.doorbell_cycles as u64);
-        let done = free_at + self.core.ns(self.core.cfg.completion_ns);
         let ctl = &mut self.hpus[h].ctl;
         if ctl.notifies > 0 {
             // Requests the task never collected die with it.
@@ -448,58 +437,42 @@ impl Engine {
         }
         ctl.gen += 1;
         ctl.state = HpuState::Closing;
-        ctl.free_ps = free_at;
         let gen = ctl.gen;
-        self.core.at(done, Ev::TaskEnd { hpu: h as u32, gen });
+        self.core.at(free_at, Ev::HpuFree { hpu: h as u32, gen });
     }
 
-    /// `Ev::TaskEnd`: the completion of task generation `gen` reached the
-    /// MPQ engine, unless the cluster's arbiter held it (then it comes
-    /// again when it did). The HPU is free from its doorbell store on: a
-    /// task waiting for it starts from then (`assign`), so one event per
-    /// task gives the times the HPU's freeing and the completion had as
-    /// two events (issue 30), but for the order of same-time side effects.
-    pub(super) fn on_task_end(&mut self, h: usize, gen: u64) {
+    /// `Ev::HpuFree`: the doorbell store of task generation `gen` is done.
+    pub(super) fn on_hpu_free(&mut self, h: usize, gen: u64) {
         let ctl = &self.hpus[h].ctl;
-        if ctl.gen != gen || !matches!(ctl.state, HpuState::Closing | HpuState::Completing) {
+        if ctl.gen != gen || ctl.state != HpuState::Closing {
             return;
         }
-        let (cl, free_ps) = (ctl.cluster, ctl.free_ps);
         let c = &mut self.core;
-        if ctl.state == HpuState::Closing {
-            // Events come in time order, so the arbiter is asked in the
-            // order of the doorbells (`free_ps + completion_ns`).
-            let t_cl = self.sched.completion_arbiter(cl, free_ps, c.ppc);
-            if t_cl > free_ps {
-                self.hpus[h].ctl.state = HpuState::Completing;
-                c.at(
-                    t_cl + c.ns(c.cfg.completion_ns),
-                    Ev::TaskEnd { hpu: h as u32, gen },
-                );
-                return;
-            }
-        }
+        let now = c.now;
         let ctl = &mut self.hpus[h].ctl;
         let tid = ctl.task.take().unwrap();
         ctl.state = HpuState::Idle;
-        ctl.busy_ps += free_ps - ctl.busy_since;
+        ctl.busy_ps += now - ctl.busy_since;
         c.busy_now -= 1;
-        self.sched.hpu_free(cl, h, tid);
+        let cl = ctl.cluster;
+        // Completion notification: through the cluster's arbiter, then on
+        // to the MPQ engine.
+        let t_cl = self.sched.hpu_free(cl, h, tid, now, c.ppc);
+        let done = t_cl + c.ns(c.cfg.completion_ns);
+        c.at(done, Ev::Completion { task: tid as u32 });
         // The freed HPU takes the next queued task of its cluster.
-        self.assign(cl, Some((h, free_ps)));
+        self.assign(cl);
         if self.core.ectxs.len() > 1 {
             // The HPU share may have held tasks back in other clusters
             // while this task's ECTX had work; they may start now.
             for k in (0..self.sched.clusters()).filter(|&k| k != cl) {
-                self.assign(k, None);
+                self.assign(k);
             }
         }
-        self.complete_task(tid);
+        self.kick_scheduler();
     }
 
-    /// Task `tid`'s completion in the MPQ engine: its message's next task,
-    /// its packet slot's reference, the message's end.
-    fn complete_task(&mut self, tid: usize) {
+    pub(super) fn on_completion(&mut self, tid: usize) {
         let task = self.sched.complete(tid);
         if let Some(e) = self.core.ectxs[task.her.ectx].as_mut() {
             e.tasks -= 1;

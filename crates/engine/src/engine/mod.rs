@@ -156,13 +156,14 @@ enum Ev {
         hpu: u32,
         id: u32,
     },
+    Completion {
+        task: u32,
+    },
     /// The earliest message deadline is due.
     TimeoutCheck,
     Inject,
     Unblock,
-    /// A task's end: its HPU free (from `HpuCtl::free_ps`) and its
-    /// completion at the MPQ engine (`on_task_end`).
-    TaskEnd {
+    HpuFree {
         hpu: u32,
         gen: u64,
     },
@@ -1337,9 +1338,10 @@ impl Engine {
             Ev::TaskReady { task } => self.on_task_ready(task as usize),
             Ev::HpuRun { hpu, gen } => self.on_hpu_run(hpu as usize, gen),
             Ev::CmdDone { hpu, id } => self.on_cmd_done(hpu as usize, id),
+            Ev::Completion { task } => self.on_completion(task as usize),
             Ev::TimeoutCheck => self.on_timeout_check(),
             Ev::Inject => self.on_inject()?,
-            Ev::TaskEnd { hpu, gen } => self.on_task_end(hpu as usize, gen),
+            Ev::HpuFree { hpu, gen } => self.on_hpu_free(hpu as usize, gen),
             Ev::NotifyVisible => {}
             Ev::NotifyResponse { id } => self.on_notify_response(id),
             Ev::WaitLimit { hpu } => self.on_wait_limit(hpu as usize),

@@ -11,8 +11,6 @@ pub(super) struct Task {
     pub(super) mpq_gen: u64,
     pub(super) cluster: usize,
     pub(super) l1: (u32, u32),
-    /// When its head landed in L1 (`TaskReady`): the earliest it can start.
-    pub(super) ready_ps: u64,
 }
 
 /// A cluster as the scheduler sees it: its task queue, L1 packet buffer
@@ -179,25 +177,19 @@ impl Scheduler {
         (h, t)
     }
 
-    /// A completion notification leaves cluster `cl` at `t` (the doorbell
-    /// store done): it takes one cycle per cluster, then one across
-    /// clusters (round-robin arbiters, seed 001 §3.2.2). Returns when the
-    /// cluster's arbiter passed it on. Asked in the order of `t`.
-    pub(super) fn completion_arbiter(&mut self, cl: usize, t: u64, ppc: u64) -> u64 {
-        let cluster = &mut self.clusters[cl];
-        let t_cl = t.max(cluster.fb_free_at);
-        cluster.fb_free_at = t_cl + ppc;
-        t_cl
-    }
-
     /// HPU `h` of cluster `cl` finished task `tid`: its L1 space and the
-    /// HPU are free.
-    pub(super) fn hpu_free(&mut self, cl: usize, h: usize, tid: usize) {
+    /// HPU are free. The completion notification takes one cycle per
+    /// cluster, then one across clusters (round-robin arbiters, seed 001
+    /// §3.2.2): returns when the cluster's arbiter passed it on.
+    pub(super) fn hpu_free(&mut self, cl: usize, h: usize, tid: usize, now: u64, ppc: u64) -> u64 {
         let task = self.tasks[tid].as_ref().unwrap();
         let cluster = &mut self.clusters[cl];
+        let t_cl = now.max(cluster.fb_free_at);
+        cluster.fb_free_at = t_cl + ppc;
         cluster.l1_alloc.free(task.l1.0, task.l1.1.max(1));
         self.blocked = false;
         cluster.free_hpus.push_back(h);
+        t_cl
     }
 
     /// The task's completion reached the MPQ engine: forget it.
@@ -376,7 +368,6 @@ impl Engine {
             mpq_gen: self.mpq.mpq(mpq).gen,
             cluster: k,
             l1: (off, copy),
-            ready_ps: ready,
         };
         let id = self.sched.add_task(task);
         c.stats.tasks += 1;
@@ -397,15 +388,11 @@ impl Engine {
             len as usize,
         );
         self.sched.queue_task(cl, t);
-        self.assign(cl, None);
+        self.assign(cl);
     }
 
-    /// Start queued tasks of cluster `cl` on its free HPUs. `freed`: an HPU
-    /// the event being processed freed, and since when it is free (a task
-    /// ends in one event, after its completion passed the arbiter): a task
-    /// it takes starts from then or from its `ready_ps`, whichever is later,
-    /// as it would have with an event of its own at the HPU's freeing.
-    pub(super) fn assign(&mut self, cl: usize, freed: Option<(usize, u64)>) {
+    /// Start queued tasks of cluster `cl` on its free HPUs.
+    pub(super) fn assign(&mut self, cl: usize) {
         loop {
             let (core, hpus) = (&self.core, &self.hpus);
             // `share_allows` reads the scheduler's tasks: the candidate is
@@ -416,11 +403,7 @@ impl Engine {
             });
             let Some(k) = pick else { return };
             let (h, t) = self.sched.take_start(cl, k);
-            let from = match freed {
-                Some((fh, free_ps)) if fh == h => free_ps.max(self.sched.task(t).ready_ps),
-                _ => self.core.now,
-            };
-            self.start_task(h, t, from);
+            self.start_task(h, t);
             self.kick_scheduler();
         }
     }
@@ -501,9 +484,8 @@ impl Engine {
         None
     }
 
-    /// Prepare HPU `h` for task `t`, assigned at `from` (now or earlier,
-    /// `assign`): task descriptor, memory windows, call.
-    pub(super) fn start_task(&mut self, h: usize, t: usize, from: u64) {
+    /// Prepare HPU `h` for task `t`: task descriptor, memory windows, call.
+    pub(super) fn start_task(&mut self, h: usize, t: usize) {
         let c = &mut self.core;
         let cfg = &c.cfg;
         let task = self.sched.task(t);
@@ -606,10 +588,8 @@ impl Engine {
         debug_assert!(ok, "task windows are disjoint by construction");
 
         let entry = e.entries[task.kind as usize].expect("scheduled handler exists");
-        // Never before the event being processed: the HPU's side effects
-        // stay in (time, sequence) order behind what was processed.
-        let start =
-            (from + c.cycles(c.cfg.assign_cycles as u64) + c.ns(c.cfg.invoke_ns)).max(c.now);
+        let now = c.now;
+        let start = now + c.cycles(c.cfg.assign_cycles as u64) + c.ns(c.cfg.invoke_ns);
         let hpu = &mut slot.hpu;
         hpu.start_call(
             entry,
@@ -628,30 +608,21 @@ impl Engine {
         ctl.ld0 = hpu.loads;
         ctl.st0 = hpu.stores;
         ctl.mem0 = hpu.mem.counts().by_class;
-        ctl.busy_since = from;
+        ctl.busy_since = now;
         ctl.wait = None;
         ctl.wait_notify = None;
         hpu.time_base_ns = Ps(start)
             .to_ns()
             .0
             .saturating_sub(c.cfg.hpu.cycles_to_ns(hpu.cycles));
-        let gen = ctl.gen;
         c.busy_now += 1;
-        if c.busy_now > c.busy_max {
-            // A new maximum: HPUs whose task ended are free from their
-            // doorbell store on, though counted busy until their task's end
-            // event (`on_task_end`); those free at `from` do not count.
-            let freed = self.hpus.iter().filter(|s| {
-                matches!(s.ctl.state, HpuState::Closing | HpuState::Completing)
-                    && s.ctl.free_ps <= from
-            });
-            c.busy_max = c.busy_max.max(c.busy_now - freed.count() as u32);
-        }
+        c.busy_max = c.busy_max.max(c.busy_now);
         // The first quantum runs now, in the event that started the task,
         // at the HPU's own clock (from `start`), as later quanta already
         // run ahead of the event being processed: one event less per task
         // (issue 30). A debugger steps from an event of its own.
         if self.debug.is_some() {
+            let gen = ctl.gen;
             c.at(start, Ev::HpuRun { hpu: h as u32, gen });
         } else {
             self.run_hpu(h);
@@ -677,7 +648,6 @@ mod dispatch_tests {
             mpq_gen: 0,
             cluster: 0,
             l1: (0, 64),
-            ready_ps: 0,
         }
     }
 
@@ -729,13 +699,10 @@ mod dispatch_tests {
         let k = s.peek_start(cl, |_| true).unwrap();
         assert_eq!(s.take_start(cl, k), (cl * per + 1, t0));
         // HPU 0 of the cluster comes back after every other free one.
-        s.hpu_free(cl, cl * per, t1);
-        s.hpu_free(cl, cl * per + 1, t0);
-        // The cluster's completion arbiter passes one per cycle.
         let ppc = cfg.ps_per_cycle();
-        assert_eq!(s.completion_arbiter(cl, 5_000, ppc), 5_000);
-        assert_eq!(s.completion_arbiter(cl, 5_000, ppc), 5_000 + ppc);
-        assert_eq!(s.completion_arbiter(cl, 9_000, ppc), 9_000);
+        assert_eq!(s.hpu_free(cl, cl * per, t1, 5_000, ppc), 5_000);
+        // The cluster's completion arbiter passes one per cycle.
+        assert_eq!(s.hpu_free(cl, cl * per + 1, t0, 5_000, ppc), 5_000 + ppc);
         assert_eq!(s.complete(t1).her.slot, 1);
         // A freed task id is reused.
         assert_eq!(s.add_task(task(2, 2)), t1);
