@@ -18,8 +18,12 @@
 //! interpreter's AMO path; blocks with ecalls, CSR reads or LR/SC are never
 //! compiled and stay interpreted.
 //!
-//! Guest registers live in Cranelift variables within a region: loaded on
-//! entry, stored back at its one exit (which fault exits go through too).
+//! Guest registers are cached within one guest block: loaded from the
+//! register file at their first use in it, and those it wrote stored back at
+//! its end (and on a fault's way out). Nothing guest-visible is live across
+//! a block edge, so a region is entered and left without loading or storing
+//! the registers it does not touch there, and register allocation (most of
+//! the compile time) sees short live ranges.
 
 use std::mem::offset_of;
 
@@ -44,8 +48,8 @@ const MAX_REGION: usize = 8;
 
 /// At most this many instructions in one region (an entry block longer than
 /// that compiles alone): compile time grows faster than a region's size
-/// (register allocation is most of it, every guest register live across
-/// every memory helper call), so long blocks compile alone or with few
+/// (register allocation is most of it, a block's values live across its
+/// memory helper calls), so long blocks compile alone or with few
 /// others. 96 cut nettle-sha256's host
 /// instructions by a quarter (callgrind; 48 and 160 did no better overall,
 /// docs/perf-interpreter.md, "JIT, second round").
@@ -408,7 +412,9 @@ struct Translator<'a> {
     lim: Option<Value>,
     /// The exit block (its parameter: the code to return).
     exit: cranelift_codegen::ir::Block,
-    vars: [Option<Variable>; 32],
+    /// The current guest block's registers as values (each defined where
+    /// it dominates the rest of the block), and which it wrote.
+    vars: [Option<Value>; 32],
     dirty: [bool; 32],
     sig_load: cranelift_codegen::ir::SigRef,
     sig_store: cranelift_codegen::ir::SigRef,
@@ -521,15 +527,12 @@ impl<'a> Translator<'a> {
             return self.c32(0);
         }
         match self.vars[r] {
-            Some(v) => self.b.use_var(v),
+            Some(v) => v,
             None => {
-                // Only while `region` loads the registers on entry: a load
-                // inside a loop would read memory the loop has not stored.
-                debug_assert!(self.lim.is_none(), "x{r} was not loaded on entry");
-                let v = self.b.declare_var(I32);
+                // Read on the block's straight line (before any split of
+                // its control flow), so the value dominates its later uses.
                 let x = self.b.ins().load(I32, TRUSTED, self.regs, (4 * r) as i32);
-                self.b.def_var(v, x);
-                self.vars[r] = Some(v);
+                self.vars[r] = Some(x);
                 x
             }
         }
@@ -540,13 +543,20 @@ impl<'a> Translator<'a> {
         if r == 0 || r >= 32 {
             return;
         }
-        debug_assert!(
-            self.vars[r].is_some() || self.lim.is_none(),
-            "x{r} was not loaded on entry"
-        );
-        let v = *self.vars[r].get_or_insert_with(|| self.b.declare_var(I32));
-        self.b.def_var(v, x);
+        self.vars[r] = Some(x);
         self.dirty[r] = true;
+    }
+
+    /// Store the registers the current block wrote to the register file
+    /// (at its end, where every way out leaves or enters another block,
+    /// and where an access faults).
+    fn store_regs(&mut self) {
+        for r in 1..32 {
+            if self.dirty[r] {
+                let x = self.vars[r].expect("a written register has a value");
+                self.b.ins().store(TRUSTED, x, self.regs, (4 * r) as i32);
+            }
+        }
     }
 
     fn add_acc(&mut self, x: Value) {
@@ -611,22 +621,16 @@ impl<'a> Translator<'a> {
         }
     }
 
-    /// Store what the region wrote back to the register file, and the
-    /// counters to memory: the region leaves.
+    /// Store the counters to memory: the region leaves (the registers are
+    /// stored already, see `store_regs`).
     fn flush(&mut self) {
         self.spill();
         let n = self.b.use_var(self.taken);
         self.add_ctx(offset_of!(NativeCtx, taken), n);
-        for r in 1..32 {
-            if self.dirty[r] {
-                let x = self.b.use_var(self.vars[r].unwrap());
-                self.b.ins().store(TRUSTED, x, self.regs, (4 * r) as i32);
-            }
-        }
     }
 
     /// Leave the region with `code` (through its one exit block, which
-    /// stores the registers and counters).
+    /// stores the counters).
     fn leave(&mut self, code: Value) {
         self.b.ins().jump(self.exit, &[code.into()]);
     }
@@ -664,32 +668,18 @@ impl<'a> Translator<'a> {
         self.b.seal_block(fault_blk);
         self.b.seal_block(ok_blk);
         self.b.switch_to_block(fault_blk);
+        // What the block's earlier instructions wrote stays written.
+        self.store_regs();
         self.leave_const(EXIT_FAULT | slot as u64);
         self.b.switch_to_block(ok_blk);
         r
     }
 
-    /// Translate a region: every register it reads or writes is loaded on
-    /// entry, and every register it writes is stored at every exit (a loop
-    /// may have written it on an earlier pass). Each guest block charges
-    /// its `Charge` at its start; an edge between two of the region's blocks
-    /// continues natively only within the slice (the interpreter's `lim`
-    /// test), otherwise it leaves with the target slot.
+    /// Translate a region. Each guest block charges its `Charge` at its
+    /// start and keeps registers as `read`/`write` say; an edge between two
+    /// of the region's blocks continues natively only within the slice (the
+    /// interpreter's `lim` test), otherwise it leaves with the target slot.
     fn region(&mut self, blocks: &[(usize, usize)]) {
-        for &(first, end) in blocks {
-            for s in first..=end {
-                let i = self.prog.insts[s];
-                for r in i.reads().into_iter().flatten() {
-                    self.read(r);
-                }
-                if let Some(rd) = i.writes() {
-                    if (1..32).contains(&(rd as usize)) {
-                        let x = self.read(rd);
-                        self.write(rd, x);
-                    }
-                }
-            }
-        }
         // The hit counters of the ways its accesses test (a region entered
         // and left often pays for each).
         use crate::isa::Class;
@@ -720,6 +710,8 @@ impl<'a> Translator<'a> {
         self.b.ins().jump(entry, &[]);
         for &(first, end) in blocks {
             self.b.switch_to_block(self.headers[&first]);
+            self.vars = [None; 32];
+            self.dirty = [false; 32];
             let charge = self.prog.code[first].charge.acc;
             let c = self.b.ins().iconst(I64, charge as i64);
             self.add_acc(c);
@@ -858,6 +850,7 @@ impl<'a> Translator<'a> {
                     self.read(i.rs2)
                 };
                 let taken = self.b.ins().icmp(cc, a, b);
+                self.store_regs();
                 let hw_loop = self.prog.hw_loop.get(end) == Some(&true);
                 let (t_blk, f_blk) = (self.b.create_block(), self.b.create_block());
                 self.b.ins().brif(taken, t_blk, &[], f_blk, &[]);
@@ -906,6 +899,7 @@ impl<'a> Translator<'a> {
             Jal => {
                 let link = self.c32(i.next);
                 self.write(i.rd, link);
+                self.store_regs();
                 self.edge(i.target as usize);
             }
             Jalr => {
@@ -917,9 +911,13 @@ impl<'a> Translator<'a> {
                 self.write(i.rd, link);
                 let t = self.b.ins().uextend(I64, t);
                 let code = self.b.ins().bor_imm_u(t, EXIT_PC as i64);
+                self.store_regs();
                 self.leave(code);
             }
-            Goto => self.leave_const(EXIT_PC | imm as u64),
+            Goto => {
+                self.store_regs();
+                self.leave_const(EXIT_PC | imm as u64)
+            }
             _ => unreachable!("block_slots admits only translated ops"),
         }
     }
