@@ -255,6 +255,10 @@ pub struct Window {
     /// kept by a remap inside it. No other window may overlap it, so such a
     /// remap needs no overlap check.
     region: (u32, u64),
+    /// The host address of `region.0` when the whole kept range lies in
+    /// the window's block, else null: [`AddressSpace::move_window`] then
+    /// places the window anywhere in it without further checks.
+    region_host: *mut u8,
 }
 
 impl Window {
@@ -274,6 +278,7 @@ impl Window {
             perm,
             class,
             region: (base, base as u64 + size as u64),
+            region_host: host,
         }
     }
 
@@ -290,6 +295,7 @@ const EMPTY: Window = Window {
     perm: Perm(0),
     class: MemClass::Ideal,
     region: (0, 0),
+    region_host: std::ptr::null_mut(),
 };
 
 /// Most windows one address space holds (stack, packet in L1 and L2, handler
@@ -451,6 +457,13 @@ pub enum MapError {
     Overlap { base: u32, size: u32, other: u32 },
     #[error("more than {MAX_WINDOWS} windows")]
     TooMany,
+    #[error("window 0x{base:08x}+0x{size:x} leaves the range 0x{start:08x}..0x{end:09x} kept for it (or that range is not in one block)")]
+    OutsideRange {
+        base: u32,
+        size: u32,
+        start: u32,
+        end: u64,
+    },
 }
 
 impl AddressSpace {
@@ -672,6 +685,7 @@ impl AddressSpace {
         {
             self.owners[i] = Some(block.clone());
         }
+        self.win[i].region_host = self.region_host_of(i);
         Ok(())
     }
 
@@ -695,6 +709,58 @@ impl AddressSpace {
         }
         self.check_overlap(Some(i), base, size)?;
         self.win[i].region = (base, end);
+        self.win[i].region_host = self.region_host_of(i);
+        Ok(())
+    }
+
+    /// Where window `i`'s kept range starts in its block, or null when the
+    /// range does not lie inside the block (then it cannot be moved).
+    fn region_host_of(&self, i: usize) -> *mut u8 {
+        let w = &self.win[i];
+        let Some(block) = &self.owners[i] else {
+            return std::ptr::null_mut();
+        };
+        // Offsets in the block: the window's, then the range's.
+        let at = w.host as usize - block.ptr as usize;
+        let before = (w.base - w.region.0) as usize;
+        let len = (w.region.1 - w.region.0 as u64) as usize;
+        match at.checked_sub(before) {
+            Some(start) if start + len <= block.len() => {
+                // SAFETY: start + len <= block.len().
+                unsafe { block.ptr.add(start) }
+            }
+            _ => std::ptr::null_mut(),
+        }
+    }
+
+    /// Move window `i` to `[base, base+size)` inside the range
+    /// [`AddressSpace::reserve`] kept for it, in the same block at the same
+    /// distance from the range's start, with its permissions and class: the
+    /// per-task packet windows, of which only base and size change from
+    /// task to task (like two PMP address registers). The caches holding
+    /// window `i` go cold, so no access reaches its old place.
+    pub fn move_window(&mut self, i: usize, base: u32, size: u32) -> Result<(), MapError> {
+        assert!(i < self.n, "move of a window that is not mapped");
+        let w = &mut self.win[i];
+        if w.region_host.is_null() || base < w.region.0 || base as u64 + size as u64 > w.region.1 {
+            return Err(MapError::OutsideRange {
+                base,
+                size,
+                start: w.region.0,
+                end: w.region.1,
+            });
+        }
+        // SAFETY: [base, base+size) lies in the kept range, which lies in
+        // the block (`region_host_of`).
+        w.host = unsafe { w.region_host.add((base - w.region.0) as usize) };
+        w.base = base;
+        w.size = size;
+        for k in 0..self.hot.len() {
+            if self.hot[k].size > 0 && self.hot[k].win as usize == i {
+                self.evict(k);
+                self.hot[k] = COLD;
+            }
+        }
         Ok(())
     }
 
@@ -1216,5 +1282,57 @@ mod tests {
             (1, 5)
         );
         assert_eq!(a.served(), (0, 6));
+    }
+
+    /// A window moved to the next task's packet (`move_window`) leaves no
+    /// way to its previous place: not the load or store caches that held
+    /// it, not the slow path, not a service's check; its new place reads
+    /// the block's bytes at the same distance from the kept range's start.
+    #[test]
+    fn a_moved_window_leaves_nothing_of_its_previous_place() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(0x1000);
+        let other = MemBlock::new(64);
+        a.map(0x1100, 0x40, &b, 0x100, Perm::RW, MemClass::L1Local)
+            .unwrap();
+        a.reserve(0, 0x1000, 0x1000).unwrap();
+        a.map(0x4000, 64, &other, 0, Perm::RW, MemClass::L2)
+            .unwrap();
+        // Both ways of both caches hold window 0 or the other one.
+        a.xlate_store(0x1104, 4).unwrap();
+        a.xlate_load(0x4000, 4).unwrap();
+        a.xlate_load(0x1100, 4).unwrap();
+        a.xlate_store(0x4000, 4).unwrap();
+        a.move_window(0, 0x1800, 0x20).unwrap();
+        for addr in [0x1100, 0x1104, 0x113c, 0x17fc, 0x1820] {
+            assert!(a.load_aligned(addr, 4).is_none(), "{addr:#x} cached");
+            assert!(a.store_aligned(addr, 4).is_none(), "{addr:#x} cached");
+            assert_eq!(a.xlate(addr, 4, Perm::R), Err(AccessError::Unmapped));
+            assert_eq!(a.xlate(addr, 4, Perm::W), Err(AccessError::Unmapped));
+            assert_eq!(a.xlate(addr, 4, Perm::RW), Err(AccessError::Unmapped));
+            assert_eq!(a.check(addr, 4, Perm::R), Err(AccessError::Unmapped));
+        }
+        b.write(0x800, &[1, 2, 3, 4]);
+        assert_eq!(a.read_u32(0x1800), Ok(0x0403_0201));
+        a.xlate_store(0x181c, 4).unwrap();
+        assert_eq!(a.xlate_store(0x181e, 4), Err(AccessError::Unmapped));
+        // The other window and its caches stay.
+        assert!(a.load_aligned(0x4000, 4).is_some());
+        // Only inside the kept range, and only where that range lies in
+        // the block.
+        assert!(matches!(
+            a.move_window(0, 0x1ff0, 0x20),
+            Err(MapError::OutsideRange { .. })
+        ));
+        assert!(matches!(
+            a.move_window(0, 0x0ff0, 0x20),
+            Err(MapError::OutsideRange { .. })
+        ));
+        a.reserve(1, 0x4000, 0x1000).unwrap();
+        assert!(matches!(
+            a.move_window(1, 0x4000, 0x10),
+            Err(MapError::OutsideRange { .. })
+        ));
     }
 }
