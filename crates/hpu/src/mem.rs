@@ -393,6 +393,17 @@ const HOT_LOAD_OLD: usize = 2;
 /// Embench's statemate): a second way, tried out of line, which trades
 /// places with the first on a hit so the fast path follows the latest.
 const HOT_STORE_OLD: usize = 3;
+/// A task's loads go to more regions than two ways hold (SLMP's receive
+/// handler: its packet, `task_t`, its slot table, its stack, constants),
+/// each miss a search of every window: two more load ways, tried out of
+/// line before the search. A hit there moves its window to the first way.
+const HOT_LOAD_3: usize = 4;
+const HOT_LOAD_4: usize = 5;
+const HOTS: usize = 6;
+/// Each kind's ways, the most recently filled or promoted first; a refill
+/// pushes the last one's window out.
+const LOAD_WAYS: [usize; 4] = [HOT_LOAD, HOT_LOAD_OLD, HOT_LOAD_3, HOT_LOAD_4];
+const STORE_WAYS: [usize; 2] = [HOT_STORE, HOT_STORE_OLD];
 
 /// Where native code (the JIT) finds the first load and store ways, whose
 /// aligned hit test (`hit_aligned`) it inlines; everything else it leaves
@@ -417,7 +428,7 @@ pub(crate) mod hot_layout {
 }
 
 fn is_store_way(k: usize) -> bool {
-    k == HOT_STORE || k == HOT_STORE_OLD
+    STORE_WAYS.contains(&k)
 }
 
 /// The memory one HPU sees.
@@ -425,7 +436,7 @@ pub struct AddressSpace {
     win: [Window; MAX_WINDOWS],
     owners: [Option<Arc<MemBlock>>; MAX_WINDOWS],
     n: usize,
-    hot: [Hot; 4],
+    hot: [Hot; HOTS],
     latency: [u32; MEM_CLASSES],
     /// Accesses since creation by class and their stall cycles, except
     /// those still counted in a cache entry (see [`AddressSpace::counts`]).
@@ -472,7 +483,7 @@ impl AddressSpace {
             win: [EMPTY; MAX_WINDOWS],
             owners: Default::default(),
             n: 0,
-            hot: [COLD; 4],
+            hot: [COLD; HOTS],
             latency: timing.mem_latency,
             folded: AccessCounts::default(),
             served: [0; 2],
@@ -579,8 +590,8 @@ impl AddressSpace {
             }
         };
         (
-            self.served[0] + h(HOT_LOAD) + h(HOT_LOAD_OLD),
-            self.served[1] + h(HOT_STORE) + h(HOT_STORE_OLD),
+            self.served[0] + LOAD_WAYS.iter().map(|&k| h(k)).sum::<u64>(),
+            self.served[1] + STORE_WAYS.iter().map(|&k| h(k)).sum::<u64>(),
         )
     }
 
@@ -930,6 +941,16 @@ impl AddressSpace {
         if let Some(r) = self.hit(HOT_LOAD_OLD, addr, len) {
             return Ok(r);
         }
+        for n in 2..LOAD_WAYS.len() {
+            if let Some(r) = self.hit(LOAD_WAYS[n], addr, len) {
+                let h = self.hot[LOAD_WAYS[n]];
+                for j in (1..=n).rev() {
+                    self.hot[LOAD_WAYS[j]] = self.hot[LOAD_WAYS[j - 1]];
+                }
+                self.hot[HOT_LOAD] = h;
+                return Ok(r);
+            }
+        }
         self.xlate_slow(HOT_LOAD, addr, len, Perm::R)
     }
 
@@ -967,15 +988,15 @@ impl AddressSpace {
                 }
                 let serves = if k == HOT_LOAD { Perm::R } else { Perm::W };
                 if w.perm.has(serves) {
-                    // The first way's window moves to the second.
-                    let out = if k == HOT_LOAD {
-                        HOT_LOAD_OLD
+                    // Every way's window moves one down, the last out.
+                    let ways: &[usize] = if k == HOT_LOAD {
+                        &LOAD_WAYS
                     } else {
-                        HOT_STORE_OLD
+                        &STORE_WAYS
                     };
-                    self.evict(out);
-                    if out != k {
-                        self.hot[out] = self.hot[k];
+                    self.evict(ways[ways.len() - 1]);
+                    for j in (1..ways.len()).rev() {
+                        self.hot[ways[j]] = self.hot[ways[j - 1]];
                     }
                     self.hot[k] = Hot::of(&w, i);
                 } else {
@@ -1282,6 +1303,42 @@ mod tests {
             (1, 5)
         );
         assert_eq!(a.served(), (0, 6));
+    }
+
+    /// Loads over four windows stay in the four load ways, the most
+    /// recently used first (no window search after each window's first
+    /// load); a fifth pushes out the least recent; every load counts once,
+    /// in its window's class.
+    #[test]
+    fn four_load_ways_hold_four_windows_and_count_each_load_once() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(64);
+        for w in 0..5u32 {
+            let class = if w == 0 {
+                MemClass::L1Local
+            } else {
+                MemClass::L2
+            };
+            a.map(0x1000 * (w + 1), 16, &b, 0, Perm::R, class).unwrap();
+        }
+        let held = |a: &AddressSpace| LOAD_WAYS.map(|k| a.hot[k].base);
+        for _ in 0..3 {
+            for w in 1..=4u32 {
+                a.xlate_load(0x1000 * w + 4, 4).unwrap();
+            }
+        }
+        assert_eq!(held(&a), [0x4000, 0x3000, 0x2000, 0x1000]);
+        a.xlate_load(0x5002, 2).unwrap();
+        assert_eq!(held(&a), [0x5000, 0x4000, 0x3000, 0x2000]);
+        a.xlate_load(0x2001, 2).unwrap(); // misaligned, from the last way
+        assert_eq!(held(&a), [0x2000, 0x5000, 0x4000, 0x3000]);
+        assert_eq!(a.served(), (14, 0));
+        let c = a.counts().by_class;
+        assert_eq!(
+            (c[MemClass::L1Local as usize], c[MemClass::L2 as usize]),
+            (3, 11)
+        );
     }
 
     /// A window moved to the next task's packet (`move_window`) leaves no
