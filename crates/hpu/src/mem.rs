@@ -941,9 +941,9 @@ impl AddressSpace {
         if let Some(r) = self.hit(HOT_LOAD_OLD, addr, len) {
             return Ok(r);
         }
-        for n in 2..LOAD_WAYS.len() {
-            if let Some(r) = self.hit(LOAD_WAYS[n], addr, len) {
-                let h = self.hot[LOAD_WAYS[n]];
+        for (n, &k) in LOAD_WAYS.iter().enumerate().skip(2) {
+            if let Some(r) = self.hit(k, addr, len) {
+                let h = self.hot[k];
                 for j in (1..=n).rev() {
                     self.hot[LOAD_WAYS[j]] = self.hot[LOAD_WAYS[j - 1]];
                 }

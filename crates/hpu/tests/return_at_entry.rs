@@ -36,8 +36,10 @@ fn snapshot(m: &Machine) -> (u32, u64, u64, u64, u64, u64, u32) {
 
 #[test]
 fn an_empty_handler_ends_as_the_loop_ends_it() {
-    let mut pspin = TimingModel::default();
-    pspin.hw_loops = true;
+    let pspin = TimingModel {
+        hw_loops: true,
+        ..TimingModel::default()
+    };
     let four: Vec<u8> = RET.to_le_bytes().to_vec();
     let link: Vec<u8> = JALR_RA_RA.to_le_bytes().to_vec();
     for t in [TimingModel::default(), pspin] {
