@@ -283,6 +283,9 @@ pub struct Hpu {
     pub taken_branches: u64,
     pub loads: u64,
     pub stores: u64,
+    /// `start_call` set up a call that has not run yet: the first `run`
+    /// looks for an empty handler ([`Hpu::return_at_entry`]).
+    at_call: bool,
 }
 
 /// Register ABI names, for diagnostics.
@@ -312,6 +315,7 @@ impl Hpu {
             taken_branches: 0,
             loads: 0,
             stores: 0,
+            at_call: false,
         }
     }
 
@@ -347,6 +351,7 @@ impl Hpu {
         }
         self.pc = entry;
         self.reservation = None;
+        self.at_call = true;
     }
 
     /// Charge extra cycles (runtime services use this for their costs).
@@ -364,6 +369,11 @@ impl Hpu {
         rt: &mut R,
         until_cycles: u64,
     ) -> Stop {
+        if std::mem::take(&mut self.at_call) {
+            if let Some(stop) = self.return_at_entry(prog, until_cycles) {
+                return stop;
+            }
+        }
         if self.mem.zero_latency() {
             let mut z = ZeroLatency { left: false };
             let stop = self.run_in(prog, rt, until_cycles, &mut z);
@@ -389,6 +399,7 @@ impl Hpu {
         rt: &mut R,
         block_entry: bool,
     ) -> Stop {
+        self.at_call = false;
         self.run_in(prog, rt, u64::MAX, &mut Stepping { entry: block_entry })
     }
 
@@ -409,7 +420,40 @@ impl Hpu {
             jit.refused += 1;
             return self.run(prog, rt, until_cycles);
         }
+        if std::mem::take(&mut self.at_call) {
+            if let Some(stop) = self.return_at_entry(prog, until_cycles) {
+                return stop;
+            }
+        }
         self.run_in(prog, rt, until_cycles, jit)
+    }
+
+    /// An empty handler: the block at `pc` is a lone `jalr` to
+    /// [`Hpu::return_addr`] that links nothing. It returns without entering
+    /// the loop, charged what the loop charges for it (its block's cycles
+    /// and instruction; no access, no taken-branch penalty), or `None`
+    /// where the loop's block-entry check would stop first (slice end,
+    /// watchdog) or the return address holds code. Only a call's first
+    /// slice asks (`at_call`): later ones would pay the lookup for nothing.
+    #[inline(never)]
+    fn return_at_entry(&mut self, prog: &Program, until_cycles: u64) -> Option<Stop> {
+        let slot = &prog.code[prog.slot(self.pc)?];
+        let i = slot.inst;
+        if i.op != Op::Jalr || i.rd != REG_SINK {
+            return None;
+        }
+        let t = self.regs[i.rs1 as usize].wrapping_add(i.imm as u32) & !1;
+        if t != self.return_addr
+            || prog.slot(t).is_some()
+            || self.cycles >= until_cycles
+            || self.instret >= self.instret_limit
+        {
+            return None;
+        }
+        self.cycles += slot.charge.acc & 0xFFFF_FFFF;
+        self.instret += slot.charge.acc >> 32;
+        self.pc = t;
+        Some(Stop::Returned)
     }
 
     fn run_in<R: Runtime + ?Sized, N: Native>(

@@ -278,6 +278,10 @@ pub struct Window {
     /// kept by a remap inside it. No other window may overlap it, so such a
     /// remap needs no overlap check.
     region: (u32, u64),
+    /// The host address of `region.0` when the whole kept range lies in
+    /// the window's block, else null: [`AddressSpace::move_window`] then
+    /// places the window anywhere in it without further checks.
+    region_host: *mut u8,
 }
 
 impl Window {
@@ -297,6 +301,7 @@ impl Window {
             perm,
             class,
             region: (base, base as u64 + size as u64),
+            region_host: host,
         }
     }
 
@@ -313,6 +318,7 @@ const EMPTY: Window = Window {
     perm: Perm(0),
     class: MemClass::Ideal,
     region: (0, 0),
+    region_host: std::ptr::null_mut(),
 };
 
 /// Most windows one address space holds (stack, packet in L1 and L2, handler
@@ -410,6 +416,17 @@ const HOT_LOAD_OLD: usize = 2;
 /// Embench's statemate): a second way, tried out of line, which trades
 /// places with the first on a hit so the fast path follows the latest.
 const HOT_STORE_OLD: usize = 3;
+/// A task's loads go to more regions than two ways hold (SLMP's receive
+/// handler: its packet, `task_t`, its slot table, its stack, constants),
+/// each miss a search of every window: two more load ways, tried out of
+/// line before the search. A hit there moves its window to the first way.
+const HOT_LOAD_3: usize = 4;
+const HOT_LOAD_4: usize = 5;
+const HOTS: usize = 6;
+/// Each kind's ways, the most recently filled or promoted first; a refill
+/// pushes the last one's window out.
+const LOAD_WAYS: [usize; 4] = [HOT_LOAD, HOT_LOAD_OLD, HOT_LOAD_3, HOT_LOAD_4];
+const STORE_WAYS: [usize; 2] = [HOT_STORE, HOT_STORE_OLD];
 
 /// Where native code (the JIT) finds the first load and store ways, whose
 /// aligned hit test (`hit_aligned`) it inlines; everything else it leaves
@@ -434,7 +451,7 @@ pub(crate) mod hot_layout {
 }
 
 fn is_store_way(k: usize) -> bool {
-    k == HOT_STORE || k == HOT_STORE_OLD
+    STORE_WAYS.contains(&k)
 }
 
 /// The memory one HPU sees.
@@ -442,7 +459,7 @@ pub struct AddressSpace {
     win: [Window; MAX_WINDOWS],
     owners: [Option<Arc<MemBlock>>; MAX_WINDOWS],
     n: usize,
-    hot: [Hot; 4],
+    hot: [Hot; HOTS],
     latency: [u32; MEM_CLASSES],
     /// Accesses since creation by class and their stall cycles, except
     /// those still counted in a cache entry (see [`AddressSpace::counts`]).
@@ -474,6 +491,13 @@ pub enum MapError {
     Overlap { base: u32, size: u32, other: u32 },
     #[error("more than {MAX_WINDOWS} windows")]
     TooMany,
+    #[error("window 0x{base:08x}+0x{size:x} leaves the range 0x{start:08x}..0x{end:09x} kept for it (or that range is not in one block)")]
+    OutsideRange {
+        base: u32,
+        size: u32,
+        start: u32,
+        end: u64,
+    },
 }
 
 impl AddressSpace {
@@ -482,7 +506,7 @@ impl AddressSpace {
             win: [EMPTY; MAX_WINDOWS],
             owners: Default::default(),
             n: 0,
-            hot: [COLD; 4],
+            hot: [COLD; HOTS],
             latency: timing.mem_latency,
             folded: AccessCounts::default(),
             served: [0; 2],
@@ -589,8 +613,8 @@ impl AddressSpace {
             }
         };
         (
-            self.served[0] + h(HOT_LOAD) + h(HOT_LOAD_OLD),
-            self.served[1] + h(HOT_STORE) + h(HOT_STORE_OLD),
+            self.served[0] + LOAD_WAYS.iter().map(|&k| h(k)).sum::<u64>(),
+            self.served[1] + STORE_WAYS.iter().map(|&k| h(k)).sum::<u64>(),
         )
     }
 
@@ -695,6 +719,7 @@ impl AddressSpace {
         {
             self.owners[i] = Some(block.clone());
         }
+        self.win[i].region_host = self.region_host_of(i);
         Ok(())
     }
 
@@ -718,6 +743,58 @@ impl AddressSpace {
         }
         self.check_overlap(Some(i), base, size)?;
         self.win[i].region = (base, end);
+        self.win[i].region_host = self.region_host_of(i);
+        Ok(())
+    }
+
+    /// Where window `i`'s kept range starts in its block, or null when the
+    /// range does not lie inside the block (then it cannot be moved).
+    fn region_host_of(&self, i: usize) -> *mut u8 {
+        let w = &self.win[i];
+        let Some(block) = &self.owners[i] else {
+            return std::ptr::null_mut();
+        };
+        // Offsets in the block: the window's, then the range's.
+        let at = w.host as usize - block.ptr as usize;
+        let before = (w.base - w.region.0) as usize;
+        let len = (w.region.1 - w.region.0 as u64) as usize;
+        match at.checked_sub(before) {
+            Some(start) if start + len <= block.len() => {
+                // SAFETY: start + len <= block.len().
+                unsafe { block.ptr.add(start) }
+            }
+            _ => std::ptr::null_mut(),
+        }
+    }
+
+    /// Move window `i` to `[base, base+size)` inside the range
+    /// [`AddressSpace::reserve`] kept for it, in the same block at the same
+    /// distance from the range's start, with its permissions and class: the
+    /// per-task packet windows, of which only base and size change from
+    /// task to task (like two PMP address registers). The caches holding
+    /// window `i` go cold, so no access reaches its old place.
+    pub fn move_window(&mut self, i: usize, base: u32, size: u32) -> Result<(), MapError> {
+        assert!(i < self.n, "move of a window that is not mapped");
+        let w = &mut self.win[i];
+        if w.region_host.is_null() || base < w.region.0 || base as u64 + size as u64 > w.region.1 {
+            return Err(MapError::OutsideRange {
+                base,
+                size,
+                start: w.region.0,
+                end: w.region.1,
+            });
+        }
+        // SAFETY: [base, base+size) lies in the kept range, which lies in
+        // the block (`region_host_of`).
+        w.host = unsafe { w.region_host.add((base - w.region.0) as usize) };
+        w.base = base;
+        w.size = size;
+        for k in 0..self.hot.len() {
+            if self.hot[k].size > 0 && self.hot[k].win as usize == i {
+                self.evict(k);
+                self.hot[k] = COLD;
+            }
+        }
         Ok(())
     }
 
@@ -887,6 +964,16 @@ impl AddressSpace {
         if let Some(r) = self.hit(HOT_LOAD_OLD, addr, len) {
             return Ok(r);
         }
+        for (n, &k) in LOAD_WAYS.iter().enumerate().skip(2) {
+            if let Some(r) = self.hit(k, addr, len) {
+                let h = self.hot[k];
+                for j in (1..=n).rev() {
+                    self.hot[LOAD_WAYS[j]] = self.hot[LOAD_WAYS[j - 1]];
+                }
+                self.hot[HOT_LOAD] = h;
+                return Ok(r);
+            }
+        }
         self.xlate_slow(HOT_LOAD, addr, len, Perm::R)
     }
 
@@ -924,15 +1011,15 @@ impl AddressSpace {
                 }
                 let serves = if k == HOT_LOAD { Perm::R } else { Perm::W };
                 if w.perm.has(serves) {
-                    // The first way's window moves to the second.
-                    let out = if k == HOT_LOAD {
-                        HOT_LOAD_OLD
+                    // Every way's window moves one down, the last out.
+                    let ways: &[usize] = if k == HOT_LOAD {
+                        &LOAD_WAYS
                     } else {
-                        HOT_STORE_OLD
+                        &STORE_WAYS
                     };
-                    self.evict(out);
-                    if out != k {
-                        self.hot[out] = self.hot[k];
+                    self.evict(ways[ways.len() - 1]);
+                    for j in (1..ways.len()).rev() {
+                        self.hot[ways[j]] = self.hot[ways[j - 1]];
                     }
                     self.hot[k] = Hot::of(&w, i);
                 } else {
@@ -1239,5 +1326,93 @@ mod tests {
             (1, 5)
         );
         assert_eq!(a.served(), (0, 6));
+    }
+
+    /// Loads over four windows stay in the four load ways, the most
+    /// recently used first (no window search after each window's first
+    /// load); a fifth pushes out the least recent; every load counts once,
+    /// in its window's class.
+    #[test]
+    fn four_load_ways_hold_four_windows_and_count_each_load_once() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(64);
+        for w in 0..5u32 {
+            let class = if w == 0 {
+                MemClass::L1Local
+            } else {
+                MemClass::L2
+            };
+            a.map(0x1000 * (w + 1), 16, &b, 0, Perm::R, class).unwrap();
+        }
+        let held = |a: &AddressSpace| LOAD_WAYS.map(|k| a.hot[k].base);
+        for _ in 0..3 {
+            for w in 1..=4u32 {
+                a.xlate_load(0x1000 * w + 4, 4).unwrap();
+            }
+        }
+        assert_eq!(held(&a), [0x4000, 0x3000, 0x2000, 0x1000]);
+        a.xlate_load(0x5002, 2).unwrap();
+        assert_eq!(held(&a), [0x5000, 0x4000, 0x3000, 0x2000]);
+        a.xlate_load(0x2001, 2).unwrap(); // misaligned, from the last way
+        assert_eq!(held(&a), [0x2000, 0x5000, 0x4000, 0x3000]);
+        assert_eq!(a.served(), (14, 0));
+        let c = a.counts().by_class;
+        assert_eq!(
+            (c[MemClass::L1Local as usize], c[MemClass::L2 as usize]),
+            (3, 11)
+        );
+    }
+
+    /// A window moved to the next task's packet (`move_window`) leaves no
+    /// way to its previous place: not the load or store caches that held
+    /// it, not the slow path, not a service's check; its new place reads
+    /// the block's bytes at the same distance from the kept range's start.
+    #[test]
+    fn a_moved_window_leaves_nothing_of_its_previous_place() {
+        let t = TimingModel::default();
+        let mut a = AddressSpace::new(&t);
+        let b = MemBlock::new(0x1000);
+        let other = MemBlock::new(64);
+        a.map(0x1100, 0x40, &b, 0x100, Perm::RW, MemClass::L1Local)
+            .unwrap();
+        a.reserve(0, 0x1000, 0x1000).unwrap();
+        a.map(0x4000, 64, &other, 0, Perm::RW, MemClass::L2)
+            .unwrap();
+        // Both ways of both caches hold window 0 or the other one.
+        a.xlate_store(0x1104, 4).unwrap();
+        a.xlate_load(0x4000, 4).unwrap();
+        a.xlate_load(0x1100, 4).unwrap();
+        a.xlate_store(0x4000, 4).unwrap();
+        a.move_window(0, 0x1800, 0x20).unwrap();
+        for addr in [0x1100, 0x1104, 0x113c, 0x17fc, 0x1820] {
+            assert!(a.load_aligned(addr, 4).is_none(), "{addr:#x} cached");
+            assert!(a.store_aligned(addr, 4).is_none(), "{addr:#x} cached");
+            assert_eq!(a.xlate(addr, 4, Perm::R), Err(AccessError::Unmapped));
+            assert_eq!(a.xlate(addr, 4, Perm::W), Err(AccessError::Unmapped));
+            assert_eq!(a.xlate(addr, 4, Perm::RW), Err(AccessError::Unmapped));
+            assert_eq!(a.check(addr, 4, Perm::R), Err(AccessError::Unmapped));
+        }
+        b.write(0x800, &[1, 2, 3, 4]);
+        assert_eq!(a.read_u32(0x1800), Ok(0x0403_0201));
+        a.xlate_store(0x181c, 4).unwrap();
+        assert_eq!(a.xlate_store(0x181e, 4), Err(AccessError::Unmapped));
+        // The other window and its caches stay.
+        assert!(a.load_aligned(0x4000, 4).is_some());
+        // Only inside the kept range, and only where that range lies in
+        // the block.
+        assert!(matches!(
+            a.move_window(0, 0x1ff0, 0x20),
+            Err(MapError::OutsideRange { .. })
+        ));
+        assert!(matches!(
+            a.move_window(0, 0x0ff0, 0x20),
+            Err(MapError::OutsideRange { .. })
+        ));
+        a.reserve(1, 0x4000, 0x1000).unwrap();
+        assert!(matches!(
+            a.move_window(1, 0x4000, 0x10),
+            Err(MapError::OutsideRange { .. })
+        ));
     }
 }

@@ -526,7 +526,8 @@ impl Engine {
 
         // The task's view of memory (PsPIN sets the PMP the same way). The
         // ECTX's windows stay from the HPU's previous task when it ran the
-        // same ECTX; windows 0 and 1 (the packet in L1 and L2) change.
+        // same ECTX; windows 0 and 1 (the packet in L1 and L2) move to
+        // this task's packet, inside the packet buffers kept for them.
         let slot = &mut self.hpus[h];
         let m = &mut slot.hpu.mem;
         let l1 = &c.mem.l1[cl];
@@ -535,18 +536,7 @@ impl Engine {
         let l2_off = (l2_pkt - abi::L2_PKT_BASE) as usize;
         let plen = task.her.len.max(1);
         let ok = if slot.ctl.mapped_ectx == Some(task.her.ectx) {
-            m.remap(0, pkt_l1, copy, l1, l1_off, Perm::RW, MemClass::L1Local)
-                .is_ok()
-                && m.remap(
-                    1,
-                    l2_pkt,
-                    plen,
-                    &c.mem.l2_pkt,
-                    l2_off,
-                    Perm::RW,
-                    MemClass::L2,
-                )
-                .is_ok()
+            m.move_window(0, pkt_l1, copy).is_ok() && m.move_window(1, l2_pkt, plen).is_ok()
         } else {
             m.clear();
             slot.ctl.mapped_ectx = Some(task.her.ectx);
