@@ -191,7 +191,7 @@ static int xsk_prog(int xsks, int icmp_only)
 struct xsk {
     int fd;
     uint8_t *umem;
-    volatile uint32_t *rx_prod, *rx_cons, *fq_prod, *tx_prod, *tx_cons, *cq_prod, *cq_cons;
+    volatile uint32_t *rx_prod, *rx_cons, *fq_prod, *tx_prod, *cq_prod, *cq_cons;
     struct xdp_desc *rx_desc, *tx_desc;
     uint64_t *fq_addr, *cq_addr;
 };
@@ -240,7 +240,6 @@ static struct xsk xsk_open(unsigned ifindex, int icmp_only, int tx)
         uint8_t *t = ring_map(x.fd, off.tx.desc + RING * sizeof(struct xdp_desc), XDP_PGOFF_TX_RING);
         uint8_t *cq = ring_map(x.fd, off.cr.desc + RING * sizeof(uint64_t), XDP_UMEM_PGOFF_COMPLETION_RING);
         x.tx_prod = (void *)(t + off.tx.producer);
-        x.tx_cons = (void *)(t + off.tx.consumer);
         x.tx_desc = (void *)(t + off.tx.desc);
         x.cq_prod = (void *)(cq + off.cr.producer);
         x.cq_cons = (void *)(cq + off.cr.consumer);
