@@ -92,6 +92,18 @@ def xdp_attached():
     return "xdp" in json.loads(out)[0]
 
 
+def wait_attached(p):
+    """Whether process `p` attached its XDP program to the NIC's interface
+    within 10 s (False: it exited or took longer)."""
+    t_end = time.time() + 10
+    while not xdp_attached():
+        if p.poll() is not None or time.time() > t_end:
+            return False
+        time.sleep(0.05)
+    time.sleep(0.3)  # the AF_XDP socket is bound around the attach; let it (and ARP) settle
+    return True
+
+
 class Softspin:
     """`softspin nic` in the NIC namespace, stopped with SIGINT; its --json."""
 
@@ -100,13 +112,9 @@ class Softspin:
             in_ns(NIC_NS, binary, "nic", "--iface", NIC_IF, "--image", image, "--ph", ph, "--match", match,
                   "--duration", str(duration), "--json", *extra),
             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        t_end = time.time() + 10
-        while not xdp_attached():
-            if self.p.poll() is not None or time.time() > t_end:
-                self.stop()
-                raise SystemExit("softspin nic did not attach")
-            time.sleep(0.05)
-        time.sleep(0.3)  # the AF_XDP socket is bound right after the program attaches
+        if not wait_attached(self.p):
+            self.stop()
+            raise SystemExit("softspin nic did not attach")
 
     def stop(self):
         if self.p.poll() is None:
@@ -191,13 +199,9 @@ def rtt_afxdp_icmp(count):
     answers in place in its UMEM from a loop that never sleeps."""
     p = subprocess.Popen(in_ns(NIC_NS, bin_("afxdp_drop"), "echo", NIC_IF, "600"),
                          stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    t_end = time.time() + 10
-    while not xdp_attached():
-        if p.poll() is not None or time.time() > t_end:
-            p.kill()
-            raise SystemExit(f"afxdp_drop echo did not attach: {p.communicate()[1]}")
-        time.sleep(0.05)
-    time.sleep(0.3)  # the socket is in the map before the program attaches; let ARP settle
+    if not wait_attached(p):
+        p.kill()
+        raise SystemExit(f"afxdp_drop echo did not attach: {p.communicate()[1]}")
     try:
         res = ping(count)
     finally:
